@@ -1,0 +1,44 @@
+/* test_main.c: the one table of test suites. `opd_tests` runs them all, `opd_tests NAME`
+ * one of them (ctest runs each suite as its own test). Check forks each test case, so a
+ * crash fails only that case. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd/log.h"
+
+Suite *opd_test_keys_suite(void);
+Suite *opd_test_schema_suite(void);
+Suite *opd_test_registry_suite(void);
+Suite *opd_test_calls_suite(void);
+
+static const struct {
+  const char *name;
+  Suite *(*make)(void);
+} suites[] = {
+    {"keys", opd_test_keys_suite},
+    {"schema", opd_test_schema_suite},
+    {"registry", opd_test_registry_suite},
+    {"calls", opd_test_calls_suite},
+};
+
+int main(int argc, char **argv) {
+  SRunner *runner = NULL;
+  opd_log_set_level(OPD_LOG_ERROR);
+  for (size_t i = 0; i < sizeof suites / sizeof *suites; i++) {
+    if (argc > 1 && strcmp(argv[1], suites[i].name) != 0) continue;
+    if (!runner)
+      runner = srunner_create(suites[i].make());
+    else
+      srunner_add_suite(runner, suites[i].make());
+  }
+  if (!runner) {
+    fprintf(stderr, "unknown suite '%s'\n", argc > 1 ? argv[1] : "");
+    return 2;
+  }
+  srunner_run_all(runner, CK_NORMAL);
+  int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# dev.sh: set-up, build, test and run opd on a Debian machine (root, or a user with sudo).
+#
+#   tools/dev.sh run          install what is missing, build (Release) and run opd. Until the
+#                             daemon lands this is the dispatch-oracle replay.
+#   tools/dev.sh test         install, build (Release) and run the whole test suite
+#   tools/dev.sh test asan    the same with AddressSanitizer + UndefinedBehaviorSanitizer
+#   tools/dev.sh deps         only install the Debian packages
+#   tools/dev.sh format       check formatting with the committed .clang-format
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(build-essential cmake pkg-config clang-format python3 libjansson-dev check libsubunit-dev)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "dev.sh: installing ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+build() { # build DIR [cmake args...]
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$dir" -j"$(nproc)"
+}
+
+format_check() {
+  git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
+}
+
+case "${1:-}" in
+deps) deps ;;
+format) format_check ;;
+run)
+  deps
+  build build-release
+  ./build-release/tools/oracle/opd-oracle-dispatch ../shared/oracle/public.json
+  ;;
+test)
+  deps
+  if [ "${2:-}" = asan ]; then
+    build build-asan -DOPD_SANITIZE=ON -DOPD_BENCH=OFF
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
+  else
+    build build-release
+    ctest --test-dir build-release --output-on-failure -j"$(nproc)"
+  fi
+  ;;
+*)
+  sed -n '2,11p' "$0"
+  exit 2
+  ;;
+esac
