@@ -88,8 +88,14 @@ bool opd_key_is_alias(opd_dispatch_key k) {
   return opd_key_kind_of(k) == OPD_KEY_KIND_ALIAS;
 }
 
+/* True for per-backend runtime keys and the Start...Backends placeholder before each
+ * block (c10's toFunctionalityKey maps both to the block's functionality). */
+static bool in_per_backend_block(opd_dispatch_key k) {
+  return (int)k >= OPD__FIRST_BLOCK_VALUE && (int)k < OPD_KEY_EndOfRuntimeKeys;
+}
+
 opd_dispatch_key opd_key_functionality(opd_dispatch_key k) {
-  if (opd_key_kind_of(k) != OPD_KEY_KIND_RUNTIME_BACKEND) return k;
+  if (!in_per_backend_block(k)) return k;
   return opd__per_backend_functionality[(k - OPD__FIRST_BLOCK_VALUE) / OPD__BLOCK_SIZE];
 }
 

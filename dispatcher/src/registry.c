@@ -6,8 +6,8 @@
  * lock: the map is an open-addressing table of atomic pointers, and operator entries are
  * never freed while the process runs (an operator whose registrations are all gone stays,
  * empty, as c10's do while a handle may still point at them). Growing the map publishes a
- * new bucket array; the old one stays readable until opd_dispatcher_shutdown()-free
- * process exit, which bounds the old arrays to less than the size of the newest.
+ * new bucket array; the old arrays stay allocated (and readable by lookups that started
+ * before) for the life of the process: doubling bounds them to less than the newest one.
  * Writers serialize on opd__registry_lock.
  */
 #include <stdlib.h>
@@ -288,11 +288,9 @@ static opd_reg_id add_impl(const char *name, opd_dispatch_key key, const opd_ker
   opd__registration *r = NULL;
   if (!op)
     rc = opd_last_error_code();
-  else if (kernel && (rc = check_kernel_signature(op, kernel)) == 0 &&
-           !(r = new_registration(kind, key, op, kernel, prov)))
-    rc = OPD_ENOMEM;
-  else if (!kernel && !(r = new_registration(kind, key, op, NULL, prov)))
-    rc = OPD_ENOMEM;
+  else if (kernel)
+    rc = check_kernel_signature(op, kernel);
+  if (rc == 0 && !(r = new_registration(kind, key, op, kernel, prov))) rc = OPD_ENOMEM;
   if (r) {
     if (op->regs[key])
       opd_log(OPD_LOG_WARN,

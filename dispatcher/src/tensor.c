@@ -9,7 +9,9 @@ opd_keyset opd_tensor_keyset_for(opd_dispatch_key backend_key) {
   opd_keyset ks = opd_keyset_of(backend_key);
   opd_backend b = opd_keyset_highest_backend(ks);
   opd_dispatch_key autograd = OPD_KEY_AutogradOther;
-  if (b != OPD_NUM_BACKENDS) {
+  if (opd_key_functionality(backend_key) == OPD_KEY_NestedTensor) {
+    autograd = OPD_KEY_AutogradNestedTensor; /* c10's generate_nested_key_set */
+  } else if (b != OPD_NUM_BACKENDS) {
     autograd = opd_autograd_key_of_backend(b);
     if (b == OPD_BACKEND_CPU) ks = opd_keyset_union(ks, opd_keyset_of(OPD_KEY_AutocastCPU));
     if (b == OPD_BACKEND_CUDA) ks = opd_keyset_union(ks, opd_keyset_of(OPD_KEY_AutocastCUDA));

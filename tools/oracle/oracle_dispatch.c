@@ -41,12 +41,18 @@ static void fail(counts *c, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* A string member, or "" when it is missing or not a string (fixtures are input too). */
+static const char *str(const json_t *obj, const char *key) {
+  const char *v = json_string_value(json_object_get(obj, key));
+  return v ? v : "";
+}
+
 static char *dump(const json_t *j) {
   return json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
 static bool key_named(const char *name, opd_dispatch_key *out) {
-  return opd_key_from_name(name, out) == 0;
+  return name && opd_key_from_name(name, out) == 0;
 }
 
 /* A key set from a list of key names; false if a name is unknown to opd. */
@@ -56,7 +62,8 @@ static bool keyset_of_names(const json_t *names, opd_keyset *out) {
   *out = opd_keyset_empty();
   json_array_foreach(names, i, n) {
     opd_dispatch_key k;
-    if (!key_named(json_string_value(n), &k)) return false;
+    const char *name = json_string_value(n);
+    if (!name || !key_named(name, &k)) return false;
     *out = opd_keyset_union(*out, opd_keyset_of(k));
   }
   return true;
@@ -72,6 +79,7 @@ static json_t *listed_names(opd_keyset s) {
 
 /* ---- the key universe ---- */
 
+/* Compares; borrows `want`, takes `got`. */
 static void check_universe_equal(const char *what, json_t *want, json_t *got) {
   if (json_equal(want, got)) {
     universe.passed++;
@@ -104,6 +112,7 @@ static void check_universe(const json_t *fx) {
     json_object_set_new(got, name, json_integer(k));
   }
   check_universe_equal("key_enum", want, got);
+  json_decref(want);
   /* orders */
   json_t *funcs = json_array(), *backends = json_array();
   for (int f = 1; f <= OPD_NUM_FUNCTIONALITIES; f++)
@@ -154,8 +163,11 @@ static void check_universe(const json_t *fx) {
   opd_keyset inc, exc;
   keyset_of_names(json_object_get(tls, "include"), &inc);
   keyset_of_names(json_object_get(tls, "exclude"), &exc);
-  check_universe_equal("default_tls.include", listed_names(inc), listed_names(d.included));
-  check_universe_equal("default_tls.exclude", listed_names(exc), listed_names(d.excluded));
+  json_t *want_inc = listed_names(inc), *want_exc = listed_names(exc);
+  check_universe_equal("default_tls.include", want_inc, listed_names(d.included));
+  check_universe_equal("default_tls.exclude", want_exc, listed_names(d.excluded));
+  json_decref(want_inc);
+  json_decref(want_exc);
 }
 
 /* ---- scenarios ---- */
@@ -195,7 +207,7 @@ static bool perform_registrations(scenario *sc, const json_t *regs) {
   const char *sep = strstr(sc->op_name, "::");
   snprintf(ns, sizeof ns, "%.*s", (int)(sep - sc->op_name), sc->op_name);
   json_array_foreach(regs, i, r) {
-    const char *kind = json_string_value(json_object_get(r, "kind"));
+    const char *kind = str(r, "kind");
     const char *marker = json_string_value(json_object_get(r, "marker"));
     const char *key_name = json_string_value(json_object_get(r, "key"));
     opd_provenance prov = {"oracle", sc->id, (int)i};
@@ -212,7 +224,7 @@ static bool perform_registrations(scenario *sc, const json_t *regs) {
     } else if (strcmp(kind, "global_fallthrough") == 0) {
       id = opd_fallback_fallthrough(key, prov);
     } else if (strcmp(kind, "remove") == 0) {
-      const char *target = json_string_value(json_object_get(r, "target"));
+      const char *target = str(r, "target");
       int j = 0;
       while (j < sc->count && !(sc->markers[j] && strcmp(sc->markers[j], target) == 0)) j++;
       if (j == sc->count || opd_deregister(sc->ids[j]) != 0) {
@@ -269,7 +281,7 @@ static void check_table(const scenario *sc, const json_t *fx, const json_t *tabl
     /* opd registers PyTorch's real fallback kernels only where it has their semantics */
     const char *want_src = json_string_value(json_object_get(want, "source"));
     if (want_src && strcmp(want_src, "fallback") == 0 &&
-        strcmp(json_string_value(json_object_get(got, "source")), "missing") == 0) {
+        strcmp(str(got, "source"), "missing") == 0) {
       cells.skipped++;
     } else if (json_equal(want, got)) {
       cells.passed++;
@@ -310,9 +322,9 @@ static bool push_inputs(const tensor_kinds *tk, const json_t *inputs, opd_stack 
   size_t i;
   json_t *in;
   json_array_foreach(inputs, i, in) {
-    const char *type = json_string_value(json_object_get(in, "type"));
+    const char *type = str(in, "type");
     if (strcmp(type, "Tensor") == 0) {
-      opd_tensor *t = tensor_of_kind(tk, json_string_value(json_object_get(in, "tensor")));
+      opd_tensor *t = tensor_of_kind(tk, str(in, "tensor"));
       if (!t) return false;
       *args = opd_keyset_union(*args, opd_tensor_key_set(t));
       opd_stack_push(st, opd_iv_tensor(t));
@@ -321,7 +333,8 @@ static bool push_inputs(const tensor_kinds *tk, const json_t *inputs, opd_stack 
       size_t n = 0, j;
       json_t *name;
       json_array_foreach(json_object_get(in, "tensors"), j, name) {
-        if (n == 16 || !(ts[n] = tensor_of_kind(tk, json_string_value(name)))) return false;
+        const char *kind = json_string_value(name);
+        if (n == 16 || !kind || !(ts[n] = tensor_of_kind(tk, kind))) return false;
         *args = opd_keyset_union(*args, opd_tensor_key_set(ts[n++]));
       }
       opd_ivalue v;
@@ -390,8 +403,8 @@ static void check_call(const scenario *sc, const tensor_kinds *tk, size_t index,
     calls.passed++;
   } else {
     char *w = dump(want), *g = dump(got);
-    fail(&calls, "%s call %zu (%s): fixture %s, opd %s [%s]", sc->id, index,
-         json_string_value(json_object_get(call, "tls")), w, g, rc ? opd_last_error() : "");
+    fail(&calls, "%s call %zu (%s): fixture %s, opd %s [%s]", sc->id, index, str(call, "tls"), w, g,
+         rc ? opd_last_error() : "");
     free(w);
     free(g);
   }
@@ -400,8 +413,8 @@ static void check_call(const scenario *sc, const tensor_kinds *tk, size_t index,
 }
 
 static void run_scenario(const json_t *fx, const json_t *js, const tensor_kinds *tk) {
-  scenario sc = {.id = json_string_value(json_object_get(js, "id"))};
-  snprintf(sc.op_name, sizeof sc.op_name, "%s", json_string_value(json_object_get(js, "op")));
+  scenario sc = {.id = str(js, "id")};
+  snprintf(sc.op_name, sizeof sc.op_name, "%s", str(js, "op"));
   const json_t *table = json_object_get(js, "table");
   const json_t *call_list = json_object_get(js, "calls");
   if (!strstr(sc.op_name, "::") ||
@@ -423,7 +436,7 @@ static void run_scenario(const json_t *fx, const json_t *js, const tensor_kinds 
 
 static void run_priority(const json_t *p) {
   opd_keyset s, minus;
-  const char *id = json_string_value(json_object_get(p, "id"));
+  const char *id = str(p, "id");
   if (!keyset_of_names(json_object_get(p, "keys"), &s)) {
     priority.skipped++;
     return;

@@ -35,18 +35,43 @@ extern "C" {
 #endif
 
 /* Backend components, lowest priority first: X(name). */
-#define OPD_BACKEND_COMPONENTS(X)                                                        \
-  X(CPU)                                                                                 \
-  X(CUDA) X(HIP) X(XLA) X(MPS) X(IPU) X(XPU) X(HPU) X(VE) X(Lazy) X(Meta) X(PrivateUse1) \
-      X(PrivateUse2) X(PrivateUse3)
+// clang-format off
+#define OPD_BACKEND_COMPONENTS(X) \
+  X(CPU) \
+  X(CUDA) \
+  X(HIP) \
+  X(XLA) \
+  X(MPS) \
+  X(IPU) \
+  X(XPU) \
+  X(HPU) \
+  X(VE) \
+  X(Lazy) \
+  X(Meta) \
+  X(PrivateUse1) \
+  X(PrivateUse2) \
+  X(PrivateUse3)
+// clang-format on
 
 /* The same list with a functionality and prefix argument, to spell the per-backend runtime
  * keys of functionality F (prefix P: CPU, QuantizedCPU, AutogradCPU): X(F, P, name). */
-#define OPD_BACKEND_COMPONENTS_FP(X, F, P)                                                    \
-  X(F, P, CPU)                                                                                \
-  X(F, P, CUDA) X(F, P, HIP) X(F, P, XLA) X(F, P, MPS) X(F, P, IPU) X(F, P, XPU) X(F, P, HPU) \
-      X(F, P, VE) X(F, P, Lazy) X(F, P, Meta) X(F, P, PrivateUse1) X(F, P, PrivateUse2)       \
-          X(F, P, PrivateUse3)
+// clang-format off
+#define OPD_BACKEND_COMPONENTS_FP(X, F, P) \
+  X(F, P, CPU) \
+  X(F, P, CUDA) \
+  X(F, P, HIP) \
+  X(F, P, XLA) \
+  X(F, P, MPS) \
+  X(F, P, IPU) \
+  X(F, P, XPU) \
+  X(F, P, HPU) \
+  X(F, P, VE) \
+  X(F, P, Lazy) \
+  X(F, P, Meta) \
+  X(F, P, PrivateUse1) \
+  X(F, P, PrivateUse2) \
+  X(F, P, PrivateUse3)
+// clang-format on
 
 /* Functionality keys, lowest priority first: X(name, per_backend). */
 #define OPD_FUNCTIONALITY_KEYS(X)      \
@@ -163,7 +188,8 @@ int opd_backend_from_name(const char *name, opd_backend *out);
 bool opd_key_is_runtime(opd_dispatch_key k);
 bool opd_key_is_alias(opd_dispatch_key k);
 /* For a per-backend runtime key, its functionality and backend; for a functionality key,
- * itself and OPD_NUM_BACKENDS. */
+ * itself and OPD_NUM_BACKENDS; for a Start...Backends placeholder, its functionality and
+ * OPD_NUM_BACKENDS. */
 opd_dispatch_key opd_key_functionality(opd_dispatch_key k);
 opd_backend opd_key_backend(opd_dispatch_key k);
 /* The runtime key of (per-backend functionality, backend): (Dense, CUDA) -> CUDA. */

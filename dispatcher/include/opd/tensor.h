@@ -5,7 +5,8 @@
  * it is made, as c10's TensorImpl does: its backend key (CPU, Meta, SparseCPU, ...), the
  * autocast key of its backend (AutocastCPU for CPU, AutocastCUDA for CUDA, AutocastXPU for
  * XPU), ADInplaceOrView, and the autograd key of its backend (AutogradCPU, ...; a backend
- * key without a backend bit, such as SparseCsrCPU or MkldnnCPU, gets AutogradOther).
+ * key without a backend bit, such as SparseCsrCPU or MkldnnCPU, gets AutogradOther; a
+ * nested tensor gets AutogradNestedTensor and no autocast key).
  * requires_grad does not change the set: AutogradCPU is always present and falls through
  * when there is nothing to record.
  *
