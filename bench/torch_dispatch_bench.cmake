@@ -45,3 +45,8 @@ if(NOT CMAKE_CONFIGURATION_TYPES AND NOT CMAKE_BUILD_TYPE)
   target_compile_definitions(opd-bench-dispatch-torch PRIVATE NDEBUG)
 endif()
 target_link_libraries(opd-bench-dispatch-torch PRIVATE ${TORCH_LIBRARIES})
+
+add_executable(opd-bench-tensor-memory-torch "${CMAKE_CURRENT_LIST_DIR}/torch_tensor_memory.cpp")
+set_target_properties(opd-bench-tensor-memory-torch PROPERTIES
+  CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
+target_link_libraries(opd-bench-tensor-memory-torch PRIVATE ${TORCH_LIBRARIES})

@@ -12,15 +12,15 @@ Suite *opd_test_keys_suite(void);
 Suite *opd_test_schema_suite(void);
 Suite *opd_test_registry_suite(void);
 Suite *opd_test_calls_suite(void);
+Suite *opd_test_tensor_suite(void);
 
 static const struct {
   const char *name;
   Suite *(*make)(void);
 } suites[] = {
-    {"keys", opd_test_keys_suite},
-    {"schema", opd_test_schema_suite},
-    {"registry", opd_test_registry_suite},
-    {"calls", opd_test_calls_suite},
+    {"keys", opd_test_keys_suite},         {"schema", opd_test_schema_suite},
+    {"registry", opd_test_registry_suite}, {"calls", opd_test_calls_suite},
+    {"tensor", opd_test_tensor_suite},
 };
 
 int main(int argc, char **argv) {

@@ -110,17 +110,22 @@ static opd_operator *find_or_create_op(const char *name) {
 }
 
 static char signature_code(const opd_type *t) {
+  bool opt = t->optional, list = t->is_list;
   switch ((opd_type_kind)t->kind) {
   case OPD_TYPE_TENSOR:
-    if (t->is_list) return t->elem_optional ? 'l' : (t->optional ? '?' : 'L');
-    return t->optional ? 't' : 'T';
+    if (list) return t->elem_optional ? 'l' : (opt ? '?' : 'L');
+    return opt ? 't' : 'T';
   case OPD_TYPE_INT:
-    if (t->is_list) return t->optional ? 'J' : 'I';
-    return t->optional ? 'j' : 'i';
-  case OPD_TYPE_FLOAT: return t->optional || t->is_list ? '?' : 'f';
-  case OPD_TYPE_BOOL: return t->optional || t->is_list ? '?' : 'b';
-  case OPD_TYPE_SCALAR: return t->is_list ? '?' : (t->optional ? 'z' : 's');
-  case OPD_TYPE_STR: return t->is_list ? '?' : (t->optional ? 'R' : 'S');
+    if (list) return opt ? 'J' : 'I';
+    return opt ? 'j' : 'i';
+  case OPD_TYPE_FLOAT: return opt || list ? '?' : 'f';
+  case OPD_TYPE_BOOL: return list ? '?' : (opt ? 'o' : 'b');
+  case OPD_TYPE_SCALAR: return list ? '?' : (opt ? 'z' : 's');
+  case OPD_TYPE_STR: return list ? '?' : (opt ? 'R' : 'S');
+  case OPD_TYPE_SCALAR_TYPE: return list ? '?' : (opt ? 'e' : 'd');
+  case OPD_TYPE_LAYOUT: return opt && !list ? 'y' : '?';
+  case OPD_TYPE_DEVICE: return opt && !list ? 'x' : '?';
+  case OPD_TYPE_MEMORY_FORMAT: return list ? '?' : (opt ? 'm' : 'M');
   default: return '?';
   }
 }

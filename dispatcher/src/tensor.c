@@ -1,7 +1,9 @@
-/* tensor.c: creation, key sets and reference counting of tensors. */
+/* tensor.c: tensors and storage: creation, key sets, views, reference counting
+ * (see [Note: Tensors, storage and views] in opd/tensor.h). */
 #include "opd/tensor.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "opd/error.h"
 
@@ -21,6 +23,11 @@ opd_keyset opd_tensor_keyset_for(opd_dispatch_key backend_key) {
   return opd_keyset_union(ks, opd_keyset_of(autograd));
 }
 
+opd_dispatch_key opd_device_key(opd_device device) {
+  if (device.type < 0 || device.type >= OPD_NUM_BACKENDS) return OPD_KEY_Undefined;
+  return opd_key_for_backend(OPD_KEY_Dense, (opd_backend)device.type);
+}
+
 /* Keys that name what a tensor is: CompositeExplicitAutograd's backends and the nested
  * tensor keys (c10's backend_dispatch_keyset plus NestedTensor). */
 static bool is_tensor_backend_key(opd_dispatch_key k) {
@@ -30,23 +37,192 @@ static bool is_tensor_backend_key(opd_dispatch_key k) {
   return opd_keyset_has(backends, k);
 }
 
+static opd_tensor *tensor_alloc(int ndim) {
+  opd_tensor *t = calloc(1, sizeof *t);
+  if (!t) {
+    opd_error(OPD_ENOMEM, "out of memory allocating a tensor");
+    return NULL;
+  }
+  if (ndim > OPD_INLINE_DIMS && !(t->dims.heap = malloc(2 * (size_t)ndim * sizeof(int64_t)))) {
+    free(t);
+    opd_error(OPD_ENOMEM, "out of memory allocating a %d-d tensor", ndim);
+    return NULL;
+  }
+  atomic_init(&t->refcount, 1);
+  t->ndim = (uint8_t)ndim;
+  return t;
+}
+
 opd_tensor *opd_tensor_new(opd_dispatch_key backend_key, bool requires_grad) {
   if (!is_tensor_backend_key(backend_key)) {
     opd_error(OPD_EINVAL, "%s is not a backend key a tensor can have",
               opd_key_name(backend_key) ? opd_key_name(backend_key) : "(invalid key)");
     return NULL;
   }
-  opd_tensor *t = malloc(sizeof *t);
-  if (!t) {
-    opd_error(OPD_ENOMEM, "out of memory allocating a tensor");
-    return NULL;
-  }
+  opd_tensor *t = tensor_alloc(0);
+  if (!t) return NULL;
   t->key_set = opd_tensor_keyset_for(backend_key);
-  atomic_init(&t->refcount, 1);
+  t->dtype = OPD_FLOAT32;
+  t->numel = 1;
   t->requires_grad = requires_grad;
   return t;
 }
 
+int64_t opd_contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides) {
+  int64_t n = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    strides[d] = n;
+    if (sizes[d] != 0 && __builtin_mul_overflow(n, sizes[d] ? sizes[d] : 1, &n)) return -1;
+  }
+  for (int d = 0; d < ndim; d++)
+    if (sizes[d] == 0) return 0;
+  return n;
+}
+
+static int check_geometry(const int64_t *sizes, const int64_t *strides, int ndim, int64_t *numel,
+                          int64_t *extent) {
+  if (ndim < 0 || ndim > OPD_MAX_DIMS)
+    return opd_error(OPD_EINVAL, "tensors have at most %d dimensions, got %d", OPD_MAX_DIMS, ndim);
+  int64_t n = 1, last = 0;
+  for (int d = 0; d < ndim; d++) {
+    if (sizes[d] < 0)
+      return opd_error(OPD_EINVAL, "negative dimension %lld at position %d",
+                       (long long)sizes[d], d);
+    if (strides[d] < 0)
+      return opd_error(OPD_EINVAL, "negative stride %lld at position %d",
+                       (long long)strides[d], d);
+    int64_t span;
+    if (__builtin_mul_overflow(n, sizes[d], &n) ||
+        (sizes[d] && (__builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
+                      __builtin_add_overflow(last, span, &last))))
+      return opd_error(OPD_EINVAL, "tensor sizes overflow int64");
+  }
+  *numel = n;
+  *extent = n ? last + 1 : 0; /* elements from the first to the last reachable one */
+  return 0;
+}
+
+static void set_geometry(opd_tensor *t, const int64_t *sizes, const int64_t *strides,
+                         int64_t numel) {
+  int64_t *sz = t->ndim <= OPD_INLINE_DIMS ? t->dims.in.sizes : t->dims.heap;
+  int64_t *st = t->ndim <= OPD_INLINE_DIMS ? t->dims.in.strides : t->dims.heap + t->ndim;
+  if (t->ndim) {
+    memcpy(sz, sizes, t->ndim * sizeof *sz);
+    memcpy(st, strides, t->ndim * sizeof *st);
+  }
+  t->numel = numel;
+}
+
+static opd_storage *storage_new(size_t nbytes, opd_device device) {
+  const opd_allocator *alloc = NULL;
+  if (device.type == OPD_DEVICE_CPU) {
+    alloc = opd_cpu_allocator();
+  } else if (device.type != OPD_DEVICE_META) {
+    const char *name = opd_backend_name((opd_backend)device.type);
+    opd_error(OPD_EINVAL, "no allocator for device type %s", name ? name : "(invalid)");
+    return NULL;
+  }
+  opd_storage *s = calloc(1, sizeof *s);
+  if (!s) {
+    opd_error(OPD_ENOMEM, "out of memory allocating a storage");
+    return NULL;
+  }
+  if (alloc && nbytes && !(s->data = alloc->alloc(alloc, nbytes))) {
+    free(s);
+    return NULL;
+  }
+  atomic_init(&s->refcount, 1);
+  atomic_init(&s->version, 0);
+  s->device = device;
+  s->nbytes = nbytes;
+  s->allocator = alloc;
+  return s;
+}
+
+static void storage_release(opd_storage *s) {
+  if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+  if (s->allocator) s->allocator->free(s->allocator, s->data, s->nbytes);
+  free(s);
+}
+
+int opd_tensor_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim,
+                             opd_dtype dtype, opd_device device, opd_tensor **out) {
+  if (!opd_dtype_valid(dtype)) return opd_error(OPD_EINVAL, "invalid dtype %d", (int)dtype);
+  int64_t numel, extent, nbytes;
+  int rc = check_geometry(sizes, strides, ndim, &numel, &extent);
+  if (rc) return rc;
+  if (__builtin_mul_overflow(extent, (int64_t)opd_dtype_size(dtype), &nbytes))
+    return opd_error(OPD_EINVAL, "tensor of %lld elements is too large", (long long)extent);
+  opd_dispatch_key key = opd_device_key(device);
+  if (key == OPD_KEY_Undefined) return opd_error(OPD_EINVAL, "invalid device type %d", device.type);
+  opd_tensor *t = tensor_alloc(ndim);
+  if (!t) return OPD_ENOMEM;
+  if (!(t->storage = storage_new((size_t)nbytes, device))) {
+    int err = opd_last_error_code();
+    opd__tensor_free(t);
+    return err;
+  }
+  t->key_set = opd_tensor_keyset_for(key);
+  t->dtype = (int8_t)dtype;
+  set_geometry(t, sizes, strides, numel);
+  *out = t;
+  return 0;
+}
+
+int opd_tensor_empty(const int64_t *sizes, int ndim, opd_dtype dtype, opd_device device,
+                     opd_tensor **out) {
+  int64_t strides[OPD_MAX_DIMS];
+  if (ndim < 0 || ndim > OPD_MAX_DIMS)
+    return opd_error(OPD_EINVAL, "tensors have at most %d dimensions, got %d", OPD_MAX_DIMS, ndim);
+  for (int d = 0; d < ndim; d++)
+    if (sizes[d] < 0)
+      return opd_error(OPD_EINVAL, "Trying to create tensor with negative dimension %lld",
+                       (long long)sizes[d]);
+  if (opd_contiguous_strides(sizes, ndim, strides) < 0)
+    return opd_error(OPD_EINVAL, "tensor sizes overflow int64");
+  return opd_tensor_empty_strided(sizes, strides, ndim, dtype, device, out);
+}
+
+int opd_tensor_view_of(opd_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
+                       int64_t storage_offset, opd_tensor **out) {
+  int64_t numel, extent;
+  int rc = check_geometry(sizes, strides, ndim, &numel, &extent);
+  if (rc) return rc;
+  if (!base->storage) return opd_error(OPD_EINVAL, "this tensor has no storage to view");
+  size_t esize = opd_dtype_size(opd_tensor_dtype(base));
+  if (storage_offset < 0 ||
+      (numel && (uint64_t)(storage_offset + extent) * esize > base->storage->nbytes))
+    return opd_error(OPD_EINVAL,
+                     "view of %lld elements at offset %lld is out of bounds for a storage of "
+                     "%zu bytes",
+                     (long long)extent, (long long)storage_offset, base->storage->nbytes);
+  opd_tensor *t = tensor_alloc(ndim);
+  if (!t) return OPD_ENOMEM;
+  t->key_set = base->key_set;
+  t->dtype = base->dtype;
+  t->requires_grad = base->requires_grad;
+  t->storage = base->storage;
+  atomic_fetch_add_explicit(&t->storage->refcount, 1, memory_order_relaxed);
+  t->storage_offset = storage_offset;
+  set_geometry(t, sizes, strides, numel);
+  *out = t;
+  return 0;
+}
+
+bool opd_tensor_is_contiguous(const opd_tensor *t) {
+  if (t->numel == 0) return true;
+  const int64_t *sizes = opd_tensor_sizes(t), *strides = opd_tensor_strides(t);
+  int64_t expected = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
 void opd__tensor_free(opd_tensor *t) {
+  if (t->storage) storage_release(t->storage);
+  if (t->ndim > OPD_INLINE_DIMS) free(t->dims.heap);
   free(t);
 }

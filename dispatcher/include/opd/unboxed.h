@@ -32,6 +32,13 @@
  *   OptIntList    opd_int_list        J  int[]? (len < 0 for None)
  *   Str           const char *        S  str
  *   OptStr        const char * / NULL R  str?
+ *   DType         opd_dtype           d  ScalarType
+ *   OptDType      opd_dtype / -1      e  ScalarType? (OPD_DTYPE_UNDEFINED for None)
+ *   OptLayout     int64_t / -1        y  Layout?
+ *   OptDevice     opd_device          x  Device? (type -1 for None)
+ *   OptBool       opd_opt_bool        o  bool?
+ *   MemoryFormat  int64_t             M  MemoryFormat
+ *   OptMemoryFormat int64_t / -1      m  MemoryFormat?
  * Return tags: Tensor (an `opd_tensor **out` parameter receiving a new reference) and
  * Void (for `-> ()`). Operators with other returns are called boxed.
  *
@@ -45,6 +52,7 @@
 #include <string.h>
 
 #include "opd/dispatcher.h"
+#include "opd/dtype.h"
 #include "opd/tensor.h"
 
 #ifdef __cplusplus
@@ -66,6 +74,11 @@ typedef struct opd_opt_int {
   int64_t value;
 } opd_opt_int;
 
+typedef struct opd_opt_bool {
+  bool has_value;
+  bool value;
+} opd_opt_bool;
+
 /* Checks that operator `name` is defined with a schema whose signature is `signature`;
  * NULL with OPD_ENOENT or OPD_EINVAL recorded otherwise. */
 const opd_operator *opd_find_typed(const char *name, const char *signature);
@@ -85,6 +98,21 @@ static inline uint64_t opd__tensor_list_keys(opd_tensor_list l) {
 static inline opd_opt_int opd__iv_opt_int(const opd_ivalue *v) {
   return v->tag == OPD_IV_INT ? (opd_opt_int){true, v->u.i} : (opd_opt_int){false, 0};
 }
+static inline int64_t opd__iv_opt_int64(const opd_ivalue *v) {
+  return v->tag == OPD_IV_INT ? v->u.i : -1;
+}
+static inline opd_dtype opd__iv_opt_dtype(const opd_ivalue *v) {
+  return v->tag == OPD_IV_DTYPE ? (opd_dtype)v->u.dtype
+         : v->tag == OPD_IV_INT ? (opd_dtype)v->u.i
+                                : OPD_DTYPE_UNDEFINED;
+}
+static inline opd_device opd__iv_opt_device(const opd_ivalue *v) {
+  return v->tag == OPD_IV_DEVICE ? v->u.device : (opd_device){-1, -1};
+}
+static inline opd_opt_bool opd__iv_opt_bool(const opd_ivalue *v) {
+  return v->tag == OPD_IV_BOOL ? (opd_opt_bool){true, v->u.b} : (opd_opt_bool){false, false};
+}
+static inline opd_ivalue opd__opt_int_iv(int64_t v) { return v < 0 ? opd_iv_none() : opd_iv_int(v); }
 static inline opd_int_list opd__iv_int_list(const opd_ivalue *v) {
   return v->tag == OPD_IV_INT_LIST ? (opd_int_list){v->u.ints, v->len} : (opd_int_list){NULL, -1};
 }
@@ -193,6 +221,44 @@ static inline int opd__pop_tensor_return(opd_stack *s, opd_tensor **out) {
 #define OPD__PUSH_OptStr(s, v)     opd__push_str(s, v)
 #define OPD__KS_OptStr(v)          0
 #define OPD__CODE_OptStr           "R"
+
+#define OPD__CT_DType               opd_dtype
+#define OPD__FROM_DType(iv)         opd__iv_opt_dtype(iv)
+#define OPD__PUSH_DType(s, v)       opd_stack_push(s, opd_iv_dtype(v))
+#define OPD__KS_DType(v)            0
+#define OPD__CODE_DType             "d"
+#define OPD__CT_OptDType            opd_dtype
+#define OPD__FROM_OptDType(iv)      opd__iv_opt_dtype(iv)
+#define OPD__PUSH_OptDType(s, v)                                                                   \
+  opd_stack_push(s, (v) == OPD_DTYPE_UNDEFINED ? opd_iv_none() : opd_iv_dtype(v))
+#define OPD__KS_OptDType(v)         0
+#define OPD__CODE_OptDType          "e"
+#define OPD__CT_OptLayout           int64_t
+#define OPD__FROM_OptLayout(iv)     opd__iv_opt_int64(iv)
+#define OPD__PUSH_OptLayout(s, v)   opd_stack_push(s, opd__opt_int_iv(v))
+#define OPD__KS_OptLayout(v)        0
+#define OPD__CODE_OptLayout         "y"
+#define OPD__CT_OptDevice           opd_device
+#define OPD__FROM_OptDevice(iv)     opd__iv_opt_device(iv)
+#define OPD__PUSH_OptDevice(s, v)   opd_stack_push(s, (v).type < 0 ? opd_iv_none() : opd_iv_device(v))
+#define OPD__KS_OptDevice(v)        0
+#define OPD__CODE_OptDevice         "x"
+#define OPD__CT_OptBool             opd_opt_bool
+#define OPD__FROM_OptBool(iv)       opd__iv_opt_bool(iv)
+#define OPD__PUSH_OptBool(s, v)                                                                    \
+  opd_stack_push(s, (v).has_value ? opd_iv_bool((v).value) : opd_iv_none())
+#define OPD__KS_OptBool(v)          0
+#define OPD__CODE_OptBool           "o"
+#define OPD__CT_MemoryFormat        int64_t
+#define OPD__FROM_MemoryFormat(iv)  ((iv)->u.i)
+#define OPD__PUSH_MemoryFormat(s, v) opd_stack_push(s, opd_iv_int(v))
+#define OPD__KS_MemoryFormat(v)     0
+#define OPD__CODE_MemoryFormat      "M"
+#define OPD__CT_OptMemoryFormat     int64_t
+#define OPD__FROM_OptMemoryFormat(iv) opd__iv_opt_int64(iv)
+#define OPD__PUSH_OptMemoryFormat(s, v) opd_stack_push(s, opd__opt_int_iv(v))
+#define OPD__KS_OptMemoryFormat(v)  0
+#define OPD__CODE_OptMemoryFormat   "m"
 
 /* Return tags: the out parameter's type, the local that receives it in a wrapper, the
  * argument that passes it, how a wrapper pushes it, how a typed call pops it, its code. */

@@ -1,0 +1,146 @@
+/* cpu_allocator.c: the CPU allocator (see [Note: The CPU allocator] in opd/allocator.h). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "opd/allocator.h"
+#include "opd/error.h"
+
+/* Size classes above OPD_CPU_CACHE_MIN: four per power of two, up to 2^47 bytes. */
+#define CLASSES_PER_POW2 4
+#define MAX_POW2         47
+#define NUM_CLASSES      ((MAX_POW2 - 16 + 1) * CLASSES_PER_POW2)
+/* The cache holds at most this many bytes. */
+#define CACHE_MAX ((uint64_t)1 << 30)
+
+typedef struct free_block {
+  struct free_block *next;
+} free_block;
+
+static struct {
+  pthread_mutex_t lock;
+  free_block *lists[NUM_CLASSES];
+  uint64_t cached;
+} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static _Atomic uint64_t in_use, peak, limit;
+
+static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+/* The class of a size that is cached, with its rounded size; -1 for sizes that are not. */
+static int size_class(size_t n, size_t *rounded) {
+  int p = n ? 63 - __builtin_clzll((unsigned long long)n) : 0; /* 2^p <= n < 2^(p+1) */
+  if (n < OPD_CPU_CACHE_MIN || p > MAX_POW2) {
+    *rounded = align_up(n ? n : 1, OPD_CPU_ALIGNMENT);
+    return -1;
+  }
+  size_t r = align_up(n, (size_t)1 << (p - 2)); /* quarters of 2^p */
+  int p2 = 63 - __builtin_clzll((unsigned long long)r); /* p, or p + 1 when r = 2^(p+1) */
+  int c = (p2 - 16) * CLASSES_PER_POW2 + (int)((r - ((size_t)1 << p2)) >> (p2 - 2));
+  *rounded = r;
+  return c < NUM_CLASSES ? c : -1;
+}
+
+static void free_cached_locked(void) {
+  for (int c = 0; c < NUM_CLASSES; c++) {
+    while (cache.lists[c]) {
+      free_block *b = cache.lists[c];
+      cache.lists[c] = b->next;
+      free(b);
+    }
+  }
+  cache.cached = 0;
+}
+
+void opd_cpu_allocator_empty_cache(void) {
+  pthread_mutex_lock(&cache.lock);
+  free_cached_locked();
+  pthread_mutex_unlock(&cache.lock);
+}
+
+static bool reserve(uint64_t n) {
+  uint64_t lim = atomic_load(&limit);
+  uint64_t now = atomic_fetch_add(&in_use, n) + n;
+  if (lim && now > lim) {
+    atomic_fetch_sub(&in_use, n);
+    return false;
+  }
+  uint64_t p = atomic_load(&peak);
+  while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) {}
+  return true;
+}
+
+static void *cpu_alloc(const opd_allocator *a, size_t nbytes) {
+  (void)a;
+  size_t rounded;
+  int c = size_class(nbytes, &rounded);
+  if (!reserve(rounded)) {
+    opd_cpu_allocator_empty_cache();
+    uint64_t lim = atomic_load(&limit), used = atomic_load(&in_use);
+    if (!reserve(rounded)) {
+      opd_error(OPD_ERESOURCE,
+                "CPU out of memory: allocating %zu bytes would exceed the limit of %llu bytes "
+                "(%llu in use)",
+                nbytes, (unsigned long long)lim, (unsigned long long)used);
+      return NULL;
+    }
+  }
+  if (c >= 0) {
+    pthread_mutex_lock(&cache.lock);
+    free_block *b = cache.lists[c];
+    if (b) {
+      cache.lists[c] = b->next;
+      cache.cached -= rounded;
+    }
+    pthread_mutex_unlock(&cache.lock);
+    if (b) return b;
+  }
+  void *p = aligned_alloc(OPD_CPU_ALIGNMENT, rounded);
+  if (!p) {
+    atomic_fetch_sub(&in_use, rounded);
+    opd_error(OPD_ENOMEM, "CPU out of memory: the system refused %zu bytes", nbytes);
+  }
+  return p;
+}
+
+static void cpu_free(const opd_allocator *a, void *p, size_t nbytes) {
+  (void)a;
+  if (!p) return;
+  size_t rounded;
+  int c = size_class(nbytes, &rounded);
+  atomic_fetch_sub(&in_use, rounded);
+  if (c >= 0) {
+    pthread_mutex_lock(&cache.lock);
+    if (cache.cached + rounded <= CACHE_MAX) {
+      free_block *b = p;
+      b->next = cache.lists[c];
+      cache.lists[c] = b;
+      cache.cached += rounded;
+      p = NULL;
+    }
+    pthread_mutex_unlock(&cache.lock);
+  }
+  free(p);
+}
+
+static const opd_allocator cpu_allocator = {cpu_alloc, cpu_free};
+
+const opd_allocator *opd_cpu_allocator(void) { return &cpu_allocator; }
+
+void opd_cpu_allocator_set_limit(uint64_t bytes) { atomic_store(&limit, bytes); }
+
+void opd_memory_stats_get(int device_type, opd_memory_stats *out) {
+  *out = (opd_memory_stats){0};
+  if (device_type != OPD_DEVICE_CPU) return;
+  out->in_use = atomic_load(&in_use);
+  out->peak = atomic_load(&peak);
+  out->limit = atomic_load(&limit);
+  pthread_mutex_lock(&cache.lock);
+  out->cached = cache.cached;
+  pthread_mutex_unlock(&cache.lock);
+}
+
+void opd_memory_stats_reset_peak(int device_type) {
+  if (device_type == OPD_DEVICE_CPU) atomic_store(&peak, atomic_load(&in_use));
+}

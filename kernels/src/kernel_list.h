@@ -1,0 +1,140 @@
+/* kernel_list.h: every kernel of the kernels library and the key it is registered at: the
+ * one place to read what each backend provides. kernels/registrations.c turns these lists
+ * into prototypes, boxed wrappers and registrations.
+ *
+ * OPD_UNBOXED_KERNELS(X): X(operator, key, function, return tag, argument tags...)
+ * OPD_BOXED_KERNELS(X):   X(operator, key, function)  (multiple returns: boxed only)
+ * The tags are those of opd/unboxed.h; registration checks them against the schema.
+ */
+#ifndef OPD_KERNELS_KERNEL_LIST_H
+#define OPD_KERNELS_KERNEL_LIST_H
+
+/* clang-format off */
+#define OPD_UNBOXED_KERNELS(X) \
+  /* elementwise: kernels/cpu/elementwise*.c, kernels/meta/elementwise_meta.c */ \
+  X("aten::add.Tensor", CPU, opd__cpu_add_tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::add.Tensor", Meta, opd__meta_add_tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::add.out", CPU, opd__cpu_add_out, Tensor, Tensor, Tensor, Scalar, Tensor) \
+  X("aten::add.out", Meta, opd__meta_add_out, Tensor, Tensor, Tensor, Scalar, Tensor) \
+  X("aten::sub.Tensor", CPU, opd__cpu_sub_tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::sub.Tensor", Meta, opd__meta_sub_tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::mul.Tensor", CPU, opd__cpu_mul_tensor, Tensor, Tensor, Tensor) \
+  X("aten::mul.Tensor", Meta, opd__meta_mul_tensor, Tensor, Tensor, Tensor) \
+  /* unary */ \
+  X("aten::neg", CPU, opd__cpu_neg, Tensor, Tensor) \
+  X("aten::neg", Meta, opd__meta_neg, Tensor, Tensor) \
+  X("aten::exp", CPU, opd__cpu_exp, Tensor, Tensor) \
+  X("aten::exp", Meta, opd__meta_exp, Tensor, Tensor) \
+  X("aten::log", CPU, opd__cpu_log, Tensor, Tensor) \
+  X("aten::log", Meta, opd__meta_log, Tensor, Tensor) \
+  X("aten::sqrt", CPU, opd__cpu_sqrt, Tensor, Tensor) \
+  X("aten::sqrt", Meta, opd__meta_sqrt, Tensor, Tensor) \
+  X("aten::rsqrt", CPU, opd__cpu_rsqrt, Tensor, Tensor) \
+  X("aten::rsqrt", Meta, opd__meta_rsqrt, Tensor, Tensor) \
+  X("aten::abs", CPU, opd__cpu_abs, Tensor, Tensor) \
+  X("aten::abs", Meta, opd__meta_abs, Tensor, Tensor) \
+  X("aten::relu", CPU, opd__cpu_relu, Tensor, Tensor) \
+  X("aten::relu", Meta, opd__meta_relu, Tensor, Tensor) \
+  X("aten::sigmoid", CPU, opd__cpu_sigmoid, Tensor, Tensor) \
+  X("aten::sigmoid", Meta, opd__meta_sigmoid, Tensor, Tensor) \
+  X("aten::tanh", CPU, opd__cpu_tanh, Tensor, Tensor) \
+  X("aten::tanh", Meta, opd__meta_tanh, Tensor, Tensor) \
+  X("aten::sin", CPU, opd__cpu_sin, Tensor, Tensor) \
+  X("aten::sin", Meta, opd__meta_sin, Tensor, Tensor) \
+  X("aten::cos", CPU, opd__cpu_cos, Tensor, Tensor) \
+  X("aten::cos", Meta, opd__meta_cos, Tensor, Tensor) \
+  X("aten::div.Tensor", CPU, opd__cpu_div_tensor, Tensor, Tensor, Tensor) \
+  X("aten::div.Tensor", Meta, opd__meta_div_tensor, Tensor, Tensor, Tensor) \
+  X("aten::div.Tensor_mode", CPU, opd__cpu_div_tensor_mode, Tensor, Tensor, Tensor, OptStr) \
+  X("aten::div.Tensor_mode", Meta, opd__meta_div_tensor_mode, Tensor, Tensor, Tensor, OptStr) \
+  X("aten::add.Scalar", CompositeExplicitAutograd, opd__cea_add_scalar, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::mul.Scalar", CompositeExplicitAutograd, opd__cea_mul_scalar, Tensor, Tensor, Scalar) \
+  X("aten::gelu", CPU, opd__cpu_gelu, Tensor, Tensor, Str) \
+  X("aten::gelu", Meta, opd__meta_gelu, Tensor, Tensor, Str) \
+  X("aten::pow.Tensor_Scalar", CPU, opd__cpu_pow_tensor_scalar, Tensor, Tensor, Scalar) \
+  X("aten::pow.Tensor_Scalar", Meta, opd__meta_pow_tensor_scalar, Tensor, Tensor, Scalar) \
+  X("aten::maximum", CPU, opd__cpu_maximum, Tensor, Tensor, Tensor) \
+  X("aten::maximum", Meta, opd__meta_maximum, Tensor, Tensor, Tensor) \
+  X("aten::minimum", CPU, opd__cpu_minimum, Tensor, Tensor, Tensor) \
+  X("aten::minimum", Meta, opd__meta_minimum, Tensor, Tensor, Tensor) \
+  X("aten::eq.Tensor", CPU, opd__cpu_eq_tensor, Tensor, Tensor, Tensor) \
+  X("aten::eq.Tensor", Meta, opd__meta_eq_tensor, Tensor, Tensor, Tensor) \
+  X("aten::gt.Tensor", CPU, opd__cpu_gt_tensor, Tensor, Tensor, Tensor) \
+  X("aten::gt.Tensor", Meta, opd__meta_gt_tensor, Tensor, Tensor, Tensor) \
+  X("aten::lt.Scalar", CPU, opd__cpu_lt_scalar, Tensor, Tensor, Scalar) \
+  X("aten::lt.Scalar", Meta, opd__meta_lt_scalar, Tensor, Tensor, Scalar) \
+  X("aten::where.self", CPU, opd__cpu_where_self, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::where.self", Meta, opd__meta_where_self, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::clamp", CPU, opd__cpu_clamp, Tensor, Tensor, OptScalar, OptScalar) \
+  X("aten::clamp", Meta, opd__meta_clamp, Tensor, Tensor, OptScalar, OptScalar) \
+  X("aten::masked_fill.Scalar", CompositeExplicitAutograd, opd__cea_masked_fill_scalar, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::masked_fill_.Scalar", CPU, opd__cpu_masked_fill__scalar, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::masked_fill_.Scalar", Meta, opd__meta_masked_fill__scalar, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::copy_", CPU, opd__cpu_copy_, Tensor, Tensor, Tensor, Bool) \
+  X("aten::copy_", Meta, opd__meta_copy_, Tensor, Tensor, Tensor, Bool) \
+  X("aten::fill_.Scalar", CPU, opd__cpu_fill__scalar, Tensor, Tensor, Scalar) \
+  X("aten::fill_.Scalar", Meta, opd__meta_fill__scalar, Tensor, Tensor, Scalar) \
+  X("aten::_to_copy", CompositeExplicitAutograd, opd__cea_to_copy, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, Bool, OptMemoryFormat) \
+  /* reductions, softmax, normalization: kernels/cpu/reduce*.c, kernels/meta/reduce_meta.c */ \
+  X("aten::sum.dim_IntList", CPU, opd__cpu_sum_dim_intlist, Tensor, Tensor, OptIntList, Bool, OptDType) \
+  X("aten::sum.dim_IntList", Meta, opd__meta_sum_dim_intlist, Tensor, Tensor, OptIntList, Bool, OptDType) \
+  X("aten::sum", CompositeExplicitAutograd, opd__cea_sum, Tensor, Tensor, OptDType) \
+  X("aten::mean.dim", CPU, opd__cpu_mean_dim, Tensor, Tensor, OptIntList, Bool, OptDType) \
+  X("aten::mean.dim", Meta, opd__meta_mean_dim, Tensor, Tensor, OptIntList, Bool, OptDType) \
+  X("aten::amax", CPU, opd__cpu_amax, Tensor, Tensor, IntList, Bool) \
+  X("aten::amax", Meta, opd__meta_amax, Tensor, Tensor, IntList, Bool) \
+  X("aten::argmax", CPU, opd__cpu_argmax, Tensor, Tensor, OptInt, Bool) \
+  X("aten::argmax", Meta, opd__meta_argmax, Tensor, Tensor, OptInt, Bool) \
+  X("aten::_softmax", CPU, opd__cpu_softmax, Tensor, Tensor, Int, Bool) \
+  X("aten::_softmax", Meta, opd__meta_softmax, Tensor, Tensor, Int, Bool) \
+  X("aten::_log_softmax", CPU, opd__cpu_log_softmax, Tensor, Tensor, Int, Bool) \
+  X("aten::_log_softmax", Meta, opd__meta_log_softmax, Tensor, Tensor, Int, Bool) \
+  X("aten::softmax.int", CompositeImplicitAutograd, opd__cia_softmax_int, Tensor, Tensor, Int, OptDType) \
+  X("aten::layer_norm", CompositeImplicitAutograd, opd__cia_layer_norm, Tensor, Tensor, IntList, OptTensor, OptTensor, Double, Bool) \
+  /* linear algebra, indexing, joining, factories: kernels/cpu/linalg.c, kernels/cpu/index.c, kernels/cpu/factory.c, kernels/meta/ */ \
+  X("aten::mm", CPU, opd__cpu_mm, Tensor, Tensor, Tensor) \
+  X("aten::mm", Meta, opd__meta_mm, Tensor, Tensor, Tensor) \
+  X("aten::bmm", CPU, opd__cpu_bmm, Tensor, Tensor, Tensor) \
+  X("aten::bmm", Meta, opd__meta_bmm, Tensor, Tensor, Tensor) \
+  X("aten::addmm", CPU, opd__cpu_addmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::addmm", Meta, opd__meta_addmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::matmul", CompositeImplicitAutograd, opd__cia_matmul, Tensor, Tensor, Tensor) \
+  X("aten::linear", CompositeImplicitAutograd, opd__cia_linear, Tensor, Tensor, Tensor, OptTensor) \
+  X("aten::embedding", CompositeExplicitAutograd, opd__cea_embedding, Tensor, Tensor, Tensor, Int, Bool, Bool) \
+  X("aten::index_select", CPU, opd__cpu_index_select, Tensor, Tensor, Int, Tensor) \
+  X("aten::index_select", Meta, opd__meta_index_select, Tensor, Tensor, Int, Tensor) \
+  X("aten::cat", CPU, opd__cpu_cat, Tensor, TensorList, Int) \
+  X("aten::cat", Meta, opd__meta_cat, Tensor, TensorList, Int) \
+  X("aten::empty.memory_format", BackendSelect, opd__bs_empty_memory_format, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::empty.memory_format", CPU, opd__cpu_empty_memory_format, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::empty.memory_format", Meta, opd__meta_empty_memory_format, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::empty_strided", BackendSelect, opd__bs_empty_strided, Tensor, IntList, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::empty_strided", CPU, opd__cpu_empty_strided, Tensor, IntList, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::empty_strided", Meta, opd__meta_empty_strided, Tensor, IntList, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::zeros", CompositeExplicitAutograd, opd__cea_zeros, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::ones", CompositeExplicitAutograd, opd__cea_ones, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::full", CompositeExplicitAutograd, opd__cea_full, Tensor, IntList, Scalar, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::arange.start_step", CompositeExplicitAutograd, opd__cea_arange_start_step, Tensor, Scalar, Scalar, Scalar, OptDType, OptLayout, OptDevice, OptBool) \
+  /* views and shapes: kernels/src/views.c */ \
+  X("aten::transpose.int", CompositeExplicitAutograd, opd__cea_transpose_int, Tensor, Tensor, Int, Int) \
+  X("aten::permute", CompositeExplicitAutograd, opd__cea_permute, Tensor, Tensor, IntList) \
+  X("aten::view", CPU, opd__view, Tensor, Tensor, IntList) \
+  X("aten::view", Meta, opd__view_meta, Tensor, Tensor, IntList) \
+  X("aten::reshape", CompositeImplicitAutograd, opd__cia_reshape, Tensor, Tensor, IntList) \
+  X("aten::contiguous", CompositeImplicitAutograd, opd__cia_contiguous, Tensor, Tensor, MemoryFormat) \
+  X("aten::clone", CompositeExplicitAutograd, opd__cea_clone, Tensor, Tensor, OptMemoryFormat) \
+  X("aten::unsqueeze", CompositeExplicitAutograd, opd__cea_unsqueeze, Tensor, Tensor, Int) \
+  X("aten::squeeze.dim", CompositeExplicitAutograd, opd__cea_squeeze_dim, Tensor, Tensor, Int) \
+  X("aten::expand", CompositeExplicitAutograd, opd__cea_expand, Tensor, Tensor, IntList, Bool) \
+  X("aten::slice.Tensor", CompositeExplicitAutograd, opd__cea_slice_tensor, Tensor, Tensor, Int, OptInt, OptInt, Int) \
+  X("aten::select.int", CompositeExplicitAutograd, opd__cea_select_int, Tensor, Tensor, Int, Int) \
+  X("aten::t", CompositeExplicitAutograd, opd__cea_t, Tensor, Tensor) \
+  X("aten::as_strided", CPU, opd__as_strided, Tensor, Tensor, IntList, IntList, OptInt) \
+  X("aten::as_strided", Meta, opd__as_strided_meta, Tensor, Tensor, IntList, IntList, OptInt)
+
+#define OPD_BOXED_KERNELS(X) \
+  X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \
+  X("aten::native_layer_norm", Meta, opd__meta_native_layer_norm)
+/* clang-format on */
+
+#endif

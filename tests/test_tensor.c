@@ -1,0 +1,285 @@
+/* test_tensor.c: tensors, storage and the CPU allocator: geometry, views sharing storage,
+ * reference counts, the version counter, the allocator's limit, accounting and cache, dtype
+ * promotion and half-precision conversions. */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "opd/allocator.h"
+#include "opd/dtype.h"
+#include "opd/error.h"
+#include "opd/tensor.h"
+
+static const opd_device cpu = {OPD_DEVICE_CPU, -1};
+static const opd_device meta = {OPD_DEVICE_META, -1};
+
+START_TEST(test_empty_contiguous) {
+  int64_t sizes[] = {2, 3, 4};
+  opd_tensor *t;
+  ck_assert_int_eq(opd_tensor_empty(sizes, 3, OPD_FLOAT32, cpu, &t), 0);
+  ck_assert_int_eq(t->numel, 24);
+  ck_assert_int_eq(opd_tensor_strides(t)[0], 12);
+  ck_assert_int_eq(opd_tensor_strides(t)[1], 4);
+  ck_assert_int_eq(opd_tensor_strides(t)[2], 1);
+  ck_assert(opd_tensor_is_contiguous(t));
+  ck_assert_uint_eq((uintptr_t)opd_tensor_data(t) % OPD_CPU_ALIGNMENT, 0);
+  ck_assert_uint_eq(t->storage->nbytes, 24 * 4);
+  ck_assert(opd_keyset_has(opd_tensor_key_set(t), OPD_KEY_CPU));
+  ck_assert(opd_keyset_has(opd_tensor_key_set(t), OPD_KEY_AutogradCPU));
+  opd_tensor_release(t);
+}
+END_TEST
+
+START_TEST(test_empty_rejects_bad_geometry) {
+  int64_t negative[] = {2, -1};
+  opd_tensor *t = NULL;
+  ck_assert_int_eq(opd_tensor_empty(negative, 2, OPD_FLOAT32, cpu, &t), OPD_EINVAL);
+  ck_assert_ptr_null(t);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), "negative dimension"));
+  int64_t huge[] = {INT64_MAX / 2, 4};
+  ck_assert_int_eq(opd_tensor_empty(huge, 2, OPD_FLOAT32, cpu, &t), OPD_EINVAL);
+  ck_assert_int_eq(opd_tensor_empty(huge, 65, OPD_FLOAT32, cpu, &t), OPD_EINVAL);
+  int64_t ok[] = {2};
+  ck_assert_int_eq(opd_tensor_empty(ok, 1, (opd_dtype)42, cpu, &t), OPD_EINVAL);
+}
+END_TEST
+
+START_TEST(test_many_dims_on_heap) {
+  int64_t sizes[7] = {1, 2, 1, 3, 1, 2, 2};
+  opd_tensor *t, *v;
+  ck_assert_int_eq(opd_tensor_empty(sizes, 7, OPD_INT64, cpu, &t), 0);
+  ck_assert_int_eq(t->ndim, 7);
+  ck_assert_int_eq(t->numel, 24);
+  for (int d = 0; d < 7; d++) ck_assert_int_eq(opd_tensor_sizes(t)[d], sizes[d]);
+  ck_assert_int_eq(opd_tensor_strides(t)[6], 1);
+  ck_assert_int_eq(opd_tensor_strides(t)[3], 4);
+  int64_t vs[6] = {2, 3, 1, 2, 2, 1}, st[6] = {12, 4, 4, 2, 1, 1};
+  ck_assert_int_eq(opd_tensor_view_of(t, vs, st, 6, 0, &v), 0);
+  ck_assert_int_eq(opd_tensor_sizes(v)[4], 2);
+  opd_tensor_release(t);
+  opd_tensor_release(v);
+}
+END_TEST
+
+START_TEST(test_view_shares_storage_and_outlives_base) {
+  int64_t sizes[] = {2, 3};
+  opd_tensor *base, *tv;
+  ck_assert_int_eq(opd_tensor_empty(sizes, 2, OPD_FLOAT32, cpu, &base), 0);
+  float *p = opd_tensor_data(base);
+  for (int i = 0; i < 6; i++) p[i] = (float)i;
+  int64_t tsizes[] = {3, 2}, tstrides[] = {1, 3};
+  ck_assert_int_eq(opd_tensor_view_of(base, tsizes, tstrides, 2, 0, &tv), 0);
+  ck_assert(opd_tensor_shares_storage(base, tv));
+  ck_assert(!opd_tensor_is_contiguous(tv));
+  ck_assert_uint_eq(atomic_load(&base->storage->refcount), 2);
+  opd_tensor_release(base);
+  /* element (2, 1) of the transpose is element (1, 2) of the base: 5 */
+  const float *q = opd_tensor_data(tv);
+  ck_assert_float_eq(q[2 * opd_tensor_strides(tv)[0] + 1 * opd_tensor_strides(tv)[1]], 5.0f);
+  ck_assert_uint_eq(atomic_load(&tv->storage->refcount), 1);
+  opd_tensor_release(tv);
+}
+END_TEST
+
+START_TEST(test_view_bounds_checked) {
+  int64_t sizes[] = {4};
+  opd_tensor *base, *v = NULL;
+  ck_assert_int_eq(opd_tensor_empty(sizes, 1, OPD_FLOAT64, cpu, &base), 0);
+  int64_t vs[] = {3}, st[] = {1};
+  ck_assert_int_eq(opd_tensor_view_of(base, vs, st, 1, 2, &v), OPD_EINVAL);
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(opd_tensor_view_of(base, vs, st, 1, -1, &v), OPD_EINVAL);
+  ck_assert_int_eq(opd_tensor_view_of(base, vs, st, 1, 1, &v), 0);
+  ck_assert_int_eq(v->storage_offset, 1);
+  ck_assert_ptr_eq(opd_tensor_data(v), (double *)opd_tensor_data(base) + 1);
+  int64_t zero[] = {0};
+  opd_tensor *empty;
+  ck_assert_int_eq(opd_tensor_view_of(base, zero, st, 1, 4, &empty), 0); /* empty: no reach */
+  opd_tensor_release(empty);
+  opd_tensor_release(v);
+  opd_tensor_release(base);
+}
+END_TEST
+
+START_TEST(test_version_counter_shared_by_views) {
+  int64_t sizes[] = {3};
+  opd_tensor *base, *v;
+  ck_assert_int_eq(opd_tensor_empty(sizes, 1, OPD_INT32, cpu, &base), 0);
+  int64_t vs[] = {2}, st[] = {1};
+  ck_assert_int_eq(opd_tensor_view_of(base, vs, st, 1, 1, &v), 0);
+  ck_assert_uint_eq(opd_tensor_version(base), 0);
+  opd_tensor_bump_version(v);
+  opd_tensor_bump_version(v);
+  ck_assert_uint_eq(opd_tensor_version(base), 2);
+  ck_assert_uint_eq(opd_tensor_version(v), 2);
+  opd_tensor_release(v);
+  opd_tensor_release(base);
+}
+END_TEST
+
+START_TEST(test_contiguity_ignores_size_one_dims) {
+  int64_t sizes[] = {1, 4};
+  opd_tensor *base, *v;
+  ck_assert_int_eq(opd_tensor_empty(sizes, 2, OPD_FLOAT32, cpu, &base), 0);
+  int64_t odd[] = {99, 1};
+  ck_assert_int_eq(opd_tensor_view_of(base, sizes, odd, 2, 0, &v), 0);
+  ck_assert(opd_tensor_is_contiguous(v));
+  opd_tensor_release(v);
+  int64_t st2[] = {4, 2}, sz2[] = {1, 2};
+  ck_assert_int_eq(opd_tensor_view_of(base, sz2, st2, 2, 0, &v), 0);
+  ck_assert(!opd_tensor_is_contiguous(v));
+  opd_tensor_release(v);
+  opd_tensor_release(base);
+}
+END_TEST
+
+START_TEST(test_meta_tensors_have_no_data) {
+  int64_t sizes[] = {1000, 1000};
+  opd_memory_stats before, after;
+  opd_memory_stats_get(OPD_DEVICE_CPU, &before);
+  opd_tensor *t;
+  ck_assert_int_eq(opd_tensor_empty(sizes, 2, OPD_FLOAT64, meta, &t), 0);
+  opd_memory_stats_get(OPD_DEVICE_CPU, &after);
+  ck_assert_ptr_null(opd_tensor_data(t));
+  ck_assert(opd_tensor_is_meta(t));
+  ck_assert_uint_eq(after.in_use, before.in_use);
+  ck_assert(opd_keyset_has(opd_tensor_key_set(t), OPD_KEY_Meta));
+  ck_assert(opd_keyset_has(opd_tensor_key_set(t), OPD_KEY_AutogradMeta));
+  ck_assert(!opd_keyset_has(opd_tensor_key_set(t), OPD_KEY_AutocastCPU));
+  opd_tensor_release(t);
+}
+END_TEST
+
+START_TEST(test_allocator_accounting_and_limit) {
+  opd_cpu_allocator_empty_cache();
+  opd_memory_stats s0, s1, s2;
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s0);
+  int64_t mb[] = {1 << 20};
+  opd_tensor *t, *u = NULL;
+  ck_assert_int_eq(opd_tensor_empty(mb, 1, OPD_UINT8, cpu, &t), 0);
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s1);
+  ck_assert_uint_eq(s1.in_use - s0.in_use, 1 << 20);
+  ck_assert_uint_ge(s1.peak, s1.in_use);
+  opd_cpu_allocator_set_limit(s1.in_use + (1 << 19));
+  ck_assert_int_eq(opd_tensor_empty(mb, 1, OPD_UINT8, cpu, &u), OPD_ERESOURCE);
+  ck_assert_ptr_null(u);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), "exceed the limit"));
+  opd_cpu_allocator_set_limit(0);
+  ck_assert_int_eq(opd_tensor_empty(mb, 1, OPD_UINT8, cpu, &u), 0);
+  opd_tensor_release(u);
+  opd_tensor_release(t);
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s2);
+  ck_assert_uint_eq(s2.in_use, s0.in_use);
+}
+END_TEST
+
+START_TEST(test_allocator_cache_reuses_blocks) {
+  opd_cpu_allocator_empty_cache();
+  const opd_allocator *a = opd_cpu_allocator();
+  void *p = a->alloc(a, 3 << 20);
+  ck_assert_ptr_nonnull(p);
+  memset(p, 1, 3 << 20);
+  a->free(a, p, 3 << 20);
+  opd_memory_stats s;
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s);
+  ck_assert_uint_ge(s.cached, 3 << 20);
+  /* a size in the same class gets the same block back */
+  void *q = a->alloc(a, (3 << 20) - 100);
+  ck_assert_ptr_eq(q, p);
+  a->free(a, q, (3 << 20) - 100);
+  opd_cpu_allocator_empty_cache();
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s);
+  ck_assert_uint_eq(s.cached, 0);
+  /* small blocks are aligned too */
+  void *small = a->alloc(a, 3);
+  ck_assert_uint_eq((uintptr_t)small % OPD_CPU_ALIGNMENT, 0);
+  a->free(a, small, 3);
+}
+END_TEST
+
+START_TEST(test_promote_types) {
+  ck_assert_int_eq(opd_promote_types(OPD_UINT8, OPD_INT8), OPD_INT16);
+  ck_assert_int_eq(opd_promote_types(OPD_BOOL, OPD_INT32), OPD_INT32);
+  ck_assert_int_eq(opd_promote_types(OPD_INT64, OPD_FLOAT16), OPD_FLOAT16);
+  ck_assert_int_eq(opd_promote_types(OPD_FLOAT16, OPD_BFLOAT16), OPD_FLOAT32);
+  ck_assert_int_eq(opd_promote_types(OPD_FLOAT32, OPD_FLOAT64), OPD_FLOAT64);
+  ck_assert_int_eq(opd_promote_types(OPD_BOOL, OPD_BOOL), OPD_BOOL);
+  for (int a = 0; a < 16; a++)
+    for (int b = 0; b < 16; b++)
+      if (opd_dtype_valid(a) && opd_dtype_valid(b))
+        ck_assert_int_eq(opd_promote_types(a, b), opd_promote_types(b, a));
+}
+END_TEST
+
+static opd_dtype result_of(opd_dtype t1, int nd1, opd_dtype t2, int nd2) {
+  opd_result_type_state s = opd_result_type_init();
+  opd_result_type_add_tensor(&s, t1, nd1);
+  opd_result_type_add_tensor(&s, t2, nd2);
+  return opd_result_type(&s);
+}
+
+START_TEST(test_result_type_categories) {
+  /* FORMAT.md section 9 */
+  ck_assert_int_eq(result_of(OPD_FLOAT32, 2, OPD_FLOAT64, 0), OPD_FLOAT32);
+  ck_assert_int_eq(result_of(OPD_INT32, 2, OPD_FLOAT64, 0), OPD_FLOAT64);
+  ck_assert_int_eq(result_of(OPD_INT32, 0, OPD_INT64, 0), OPD_INT64);
+  ck_assert_int_eq(result_of(OPD_INT32, 1, OPD_INT64, 0), OPD_INT32);
+  ck_assert_int_eq(result_of(OPD_BOOL, 1, OPD_INT64, 0), OPD_INT64);
+  opd_result_type_state s = opd_result_type_init();
+  opd_result_type_add_tensor(&s, OPD_INT32, 1);
+  opd_result_type_add_scalar(&s, OPD_FLOAT64);
+  ck_assert_int_eq(opd_result_type(&s), OPD_FLOAT32); /* int32 tensor + float: default dtype */
+  s = opd_result_type_init();
+  opd_result_type_add_tensor(&s, OPD_INT64, 1);
+  opd_result_type_add_scalar(&s, OPD_INT64);
+  ck_assert_int_eq(opd_result_type(&s), OPD_INT64);
+  s = opd_result_type_init();
+  opd_result_type_add_tensor(&s, OPD_UINT8, 1);
+  opd_result_type_add_scalar(&s, OPD_INT64);
+  ck_assert_int_eq(opd_result_type(&s), OPD_UINT8);
+}
+END_TEST
+
+START_TEST(test_half_and_bfloat16_conversions) {
+  const float exact[] = {
+      0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f};
+  for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+    ck_assert_float_eq(opd_half_to_float(opd_float_to_half(exact[i])), exact[i]);
+  ck_assert(isinf(opd_half_to_float(opd_float_to_half(70000.0f))));
+  ck_assert(isnan(opd_half_to_float(opd_float_to_half(NAN))));
+  /* 1 + 2^-11 is halfway between two halves: ties to even gives 1 */
+  ck_assert_float_eq(opd_half_to_float(opd_float_to_half(1.0f + 0x1p-11f)), 1.0f);
+  ck_assert_float_eq(opd_bf16_to_float(opd_float_to_bf16(3.0f)), 3.0f);
+  ck_assert_float_eq(opd_bf16_to_float(opd_float_to_bf16(1.0f + 0x1p-8f)), 1.0f);
+  ck_assert(isnan(opd_bf16_to_float(opd_float_to_bf16(NAN))));
+  opd_dtype t;
+  ck_assert_int_eq(opd_dtype_from_name("Float", &t), 0);
+  ck_assert_int_eq(t, OPD_FLOAT32);
+  ck_assert_int_eq(opd_dtype_from_name("bfloat16", &t), 0);
+  ck_assert_int_eq(t, OPD_BFLOAT16);
+  ck_assert_int_eq(opd_dtype_from_name("complex64", &t), OPD_EINVAL);
+  ck_assert_str_eq(opd_dtype_name(OPD_INT16), "int16");
+  ck_assert_uint_eq(opd_dtype_size(OPD_BFLOAT16), 2);
+}
+END_TEST
+
+Suite *opd_test_tensor_suite(void) {
+  Suite *s = suite_create("tensor");
+  TCase *tc = tcase_create("tensor");
+  tcase_add_test(tc, test_empty_contiguous);
+  tcase_add_test(tc, test_empty_rejects_bad_geometry);
+  tcase_add_test(tc, test_many_dims_on_heap);
+  tcase_add_test(tc, test_view_shares_storage_and_outlives_base);
+  tcase_add_test(tc, test_view_bounds_checked);
+  tcase_add_test(tc, test_version_counter_shared_by_views);
+  tcase_add_test(tc, test_contiguity_ignores_size_one_dims);
+  tcase_add_test(tc, test_meta_tensors_have_no_data);
+  tcase_add_test(tc, test_allocator_accounting_and_limit);
+  tcase_add_test(tc, test_allocator_cache_reuses_blocks);
+  tcase_add_test(tc, test_promote_types);
+  tcase_add_test(tc, test_result_type_categories);
+  tcase_add_test(tc, test_half_and_bfloat16_conversions);
+  suite_add_tcase(s, tc);
+  return s;
+}

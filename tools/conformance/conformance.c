@@ -1,0 +1,492 @@
+/* conformance.c: opd-conformance, the replay runner for ATen conformance fixtures recorded
+ * from PyTorch 1.13 (format: ../shared/conformance/FORMAT.md).
+ *
+ *   opd-conformance FIXTURE.json [--device cpu|meta] [--op aten::name.overload] [-v]
+ *
+ * Each case is one check: its arguments are built (tensors on the chosen device, strided
+ * views of a base buffer where the fixture gives one; missing arguments take the schema's
+ * defaults), the operator is called through the dispatcher, and the outcome is compared:
+ * dtype and shape exactly, values within the recorded tolerances (CPU), views aliasing the
+ * input the fixture names with its strides and offset, and error cases failing. On Meta
+ * there are no values; error cases whose error depends on the data (integer division by
+ * zero, an index out of range) are skipped there. Error classes and messages are compared
+ * too and mismatches reported, but they do not fail a case (FORMAT.md calls that optional).
+ * The last line is "N passed, M failed"; the exit status is 0 only when M is 0.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd/dispatcher.h"
+#include "opd/kernels.h"
+#include "opd/log.h"
+#include "opd/tensor.h"
+
+typedef struct runner {
+  opd_device device;
+  const char *only_op;
+  bool verbose;
+  long passed, failed, skipped, message_mismatches;
+} runner;
+
+/* Errors that only data can reveal: a Meta run cannot raise them. */
+static const char *const data_dependent_errors[] = {"ZeroDivisionError",
+                                                    "index out of range in self"};
+
+static const char *str(const json_t *obj, const char *key) {
+  const char *v = json_string_value(json_object_get(obj, key));
+  return v ? v : "";
+}
+
+static bool is_meta(const runner *r) {
+  return r->device.type == OPD_DEVICE_META;
+}
+
+/* ---- building values ---- */
+
+static int parse_float(const json_t *v, double *out) {
+  if (json_is_number(v)) {
+    *out = json_number_value(v);
+    return 0;
+  }
+  const char *s = json_string_value(v);
+  if (!s) return -1;
+  if (strcmp(s, "nan") == 0)
+    *out = NAN;
+  else if (strcmp(s, "inf") == 0)
+    *out = INFINITY;
+  else if (strcmp(s, "-inf") == 0)
+    *out = -INFINITY;
+  else
+    return -1;
+  return 0;
+}
+
+static int write_element(void *base, int64_t i, opd_dtype t, const json_t *v) {
+  double d = 0;
+  int64_t n = 0;
+  if (t == OPD_BOOL) {
+    if (!json_is_boolean(v)) return -1;
+    ((bool *)base)[i] = json_is_true(v);
+    return 0;
+  }
+  if (opd_dtype_is_floating(t)) {
+    if (parse_float(v, &d)) return -1;
+  } else {
+    if (!json_is_integer(v)) return -1;
+    n = json_integer_value(v);
+  }
+  switch (t) {
+  case OPD_FLOAT32: ((float *)base)[i] = (float)d; break;
+  case OPD_FLOAT64: ((double *)base)[i] = d; break;
+  case OPD_FLOAT16: ((uint16_t *)base)[i] = opd_float_to_half((float)d); break;
+  case OPD_BFLOAT16: ((uint16_t *)base)[i] = opd_float_to_bf16((float)d); break;
+  case OPD_INT64: ((int64_t *)base)[i] = n; break;
+  case OPD_INT32: ((int32_t *)base)[i] = (int32_t)n; break;
+  case OPD_INT16: ((int16_t *)base)[i] = (int16_t)n; break;
+  case OPD_INT8: ((int8_t *)base)[i] = (int8_t)n; break;
+  case OPD_UINT8: ((uint8_t *)base)[i] = (uint8_t)n; break;
+  default: return -1;
+  }
+  return 0;
+}
+
+static int int_array(const json_t *a, int64_t *out, int max) {
+  if (!json_is_array(a) || (int)json_array_size(a) > max) return -1;
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    if (!json_is_integer(json_array_get(a, i))) return -1;
+    out[i] = json_integer_value(json_array_get(a, i));
+  }
+  return (int)json_array_size(a);
+}
+
+/* A tensor from the fixture's encoding (contiguous, or a strided view of a base buffer). */
+static opd_tensor *build_tensor(const runner *r, const json_t *v, char *why, size_t wlen) {
+  opd_dtype dtype;
+  if (opd_dtype_from_name(str(v, "dtype"), &dtype) != 0) {
+    snprintf(why, wlen, "bad dtype '%s'", str(v, "dtype"));
+    return NULL;
+  }
+  const json_t *base = json_object_get(v, "base");
+  const json_t *data = json_object_get(base ? base : v, "data");
+  int64_t base_shape[OPD_MAX_DIMS], shape[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
+  int nb = int_array(json_object_get(base ? base : v, "shape"), base_shape, OPD_MAX_DIMS);
+  int n = int_array(json_object_get(v, "shape"), shape, OPD_MAX_DIMS);
+  if (nb < 0 || n < 0 || !json_is_array(data)) {
+    snprintf(why, wlen, "malformed tensor");
+    return NULL;
+  }
+  opd_tensor *b;
+  if (opd_tensor_empty(base_shape, nb, dtype, r->device, &b) != 0) {
+    snprintf(why, wlen, "cannot allocate: %s", opd_last_error());
+    return NULL;
+  }
+  if ((int64_t)json_array_size(data) != b->numel) {
+    snprintf(why, wlen, "data has %zu elements for %lld", json_array_size(data),
+             (long long)b->numel);
+    opd_tensor_release(b);
+    return NULL;
+  }
+  void *p = opd_tensor_data(b);
+  for (int64_t i = 0; p && i < b->numel; i++) {
+    if (write_element(p, i, dtype, json_array_get(data, (size_t)i)) != 0) {
+      snprintf(why, wlen, "bad element %lld", (long long)i);
+      opd_tensor_release(b);
+      return NULL;
+    }
+  }
+  if (!base) return b;
+  opd_tensor *view = NULL;
+  if (int_array(json_object_get(v, "strides"), strides, OPD_MAX_DIMS) != n ||
+      opd_tensor_view_of(b, shape, strides, n,
+                         json_integer_value(json_object_get(v, "storage_offset")), &view) != 0)
+    snprintf(why, wlen, "bad view: %s", opd_last_error());
+  opd_tensor_release(b);
+  return view;
+}
+
+/* The IValue for one fixture value; false (with a reason) if it cannot be built. */
+static bool build_value(const runner *r, const json_t *v, opd_ivalue *out, char *why, size_t wlen) {
+  const char *type = str(v, "type");
+  const json_t *val = json_object_get(v, "value");
+  if (strcmp(type, "Tensor") == 0) {
+    opd_tensor *t = build_tensor(r, v, why, wlen);
+    if (!t) return false;
+    *out = opd_iv_tensor_steal(t);
+  } else if (strcmp(type, "Tensor[]") == 0) {
+    size_t n = json_array_size(val);
+    opd_tensor **ts = calloc(n ? n : 1, sizeof *ts);
+    bool ok = ts != NULL;
+    for (size_t i = 0; ok && i < n; i++)
+      ok = (ts[i] = build_tensor(r, json_array_get(val, i), why, wlen));
+    if (ok) ok = opd_iv_make_tensor_list(out, ts, n, false) == 0;
+    for (size_t i = 0; ts && i < n; i++)
+      if (ts[i]) opd_tensor_release(ts[i]);
+    free(ts);
+    return ok;
+  } else if (strcmp(type, "int") == 0 && json_is_integer(val)) {
+    *out = opd_iv_int(json_integer_value(val));
+  } else if (strcmp(type, "float") == 0) {
+    double d;
+    if (parse_float(val, &d)) return snprintf(why, wlen, "bad float"), false;
+    *out = opd_iv_double(d);
+  } else if (strcmp(type, "bool") == 0 && json_is_boolean(val)) {
+    *out = opd_iv_bool(json_is_true(val));
+  } else if (strcmp(type, "str") == 0 && json_is_string(val)) {
+    return opd_iv_make_string(out, json_string_value(val), json_string_length(val)) == 0;
+  } else if (strcmp(type, "int[]") == 0) {
+    int64_t xs[OPD_MAX_DIMS];
+    int n = int_array(val, xs, OPD_MAX_DIMS);
+    if (n < 0) return snprintf(why, wlen, "bad int[]"), false;
+    return opd_iv_make_int_list(out, xs, (size_t)n) == 0;
+  } else if (strcmp(type, "ScalarType") == 0) {
+    opd_dtype t;
+    if (opd_dtype_from_name(json_string_value(val) ? json_string_value(val) : "", &t) != 0)
+      return snprintf(why, wlen, "bad ScalarType"), false;
+    *out = opd_iv_dtype(t);
+  } else if (strcmp(type, "None") == 0) {
+    *out = opd_iv_none();
+  } else {
+    snprintf(why, wlen, "unsupported value type '%s'", type);
+    return false;
+  }
+  return true;
+}
+
+/* Pushes every schema argument: the case's value or the default. Returns false (stack
+ * cleared) when an argument cannot be built. */
+static bool push_arguments(const runner *r, const opd_schema *schema, const json_t *args,
+                           opd_stack *st, opd_tensor **inputs, const char **input_names,
+                           int *num_inputs, char *why, size_t wlen) {
+  *num_inputs = 0;
+  for (uint32_t i = 0; i < schema->num_args; i++) {
+    const opd_argument *a = &schema->args[i];
+    const json_t *given = NULL;
+    size_t j;
+    json_t *arg;
+    json_array_foreach(args, j, arg) {
+      if (strcmp(str(arg, "name"), a->name) == 0) given = json_object_get(arg, "value");
+    }
+    opd_ivalue v;
+    if (given) {
+      if (!build_value(r, given, &v, why, wlen)) return false;
+    } else if (a->has_default) {
+      if (opd_iv_copy(&v, &a->default_value) != 0) return false;
+    } else {
+      snprintf(why, wlen, "argument '%s' missing and without default", a->name);
+      return false;
+    }
+    /* factories: run on the chosen device */
+    if (a->type.kind == OPD_TYPE_DEVICE && v.tag == OPD_IV_NONE && is_meta(r))
+      v = opd_iv_device(r->device);
+    if (v.tag == OPD_IV_TENSOR && *num_inputs < 16) {
+      input_names[*num_inputs] = a->name;
+      inputs[(*num_inputs)++] = v.u.t;
+    }
+    if (opd_stack_push(st, v) != 0) return false;
+  }
+  return true;
+}
+
+/* ---- comparing ---- */
+
+static const char *format_sizes(const int64_t *sizes, int n, char *buf, size_t len) {
+  size_t used = (size_t)snprintf(buf, len, "[");
+  for (int i = 0; i < n && used < len; i++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+  if (used < len) snprintf(buf + used, len - used, "]");
+  return buf;
+}
+
+static double read_double(const void *p, opd_dtype t) {
+  switch (t) {
+  case OPD_FLOAT32: return *(const float *)p;
+  case OPD_FLOAT64: return *(const double *)p;
+  case OPD_FLOAT16: return opd_half_to_float(*(const uint16_t *)p);
+  case OPD_BFLOAT16: return opd_bf16_to_float(*(const uint16_t *)p);
+  default: return 0;
+  }
+}
+
+static int64_t read_int(const void *p, opd_dtype t) {
+  switch (t) {
+  case OPD_INT64: return *(const int64_t *)p;
+  case OPD_INT32: return *(const int32_t *)p;
+  case OPD_INT16: return *(const int16_t *)p;
+  case OPD_INT8: return *(const int8_t *)p;
+  case OPD_UINT8: return *(const uint8_t *)p;
+  case OPD_BOOL: return *(const bool *)p;
+  default: return 0;
+  }
+}
+
+/* Compares the logical values of t with the fixture's row-major `data`. */
+static bool compare_values(const opd_tensor *t, const json_t *expect, char *why, size_t wlen) {
+  const json_t *data = json_object_get(expect, "data");
+  double rtol = json_number_value(json_object_get(expect, "rtol"));
+  double atol = json_number_value(json_object_get(expect, "atol"));
+  opd_dtype dtype = opd_tensor_dtype(t);
+  size_t esize = opd_dtype_size(dtype);
+  const int64_t *sizes = opd_tensor_sizes(t), *strides = opd_tensor_strides(t);
+  if ((int64_t)json_array_size(data) != t->numel) {
+    snprintf(why, wlen, "expected %zu values, result has %lld", json_array_size(data),
+             (long long)t->numel);
+    return false;
+  }
+  const char *base = opd_tensor_data(t);
+  int64_t index[OPD_MAX_DIMS] = {0};
+  for (int64_t i = 0; i < t->numel; i++) {
+    int64_t off = 0;
+    for (int d = 0; d < t->ndim; d++) off += index[d] * strides[d];
+    const void *p = base + off * (int64_t)esize;
+    const json_t *e = json_array_get(data, (size_t)i);
+    if (opd_dtype_is_floating(dtype)) {
+      double want, got = read_double(p, dtype);
+      bool ok = parse_float(e, &want) == 0 &&
+                (isnan(want)   ? isnan(got)
+                 : isinf(want) ? got == want
+                               : isfinite(got) && fabs(got - want) <= atol + rtol * fabs(want));
+      if (!ok) {
+        snprintf(why, wlen, "value %lld: expected %.9g, got %.9g (rtol %g, atol %g)", (long long)i,
+                 want, got, rtol, atol);
+        return false;
+      }
+    } else {
+      int64_t want = dtype == OPD_BOOL ? json_is_true(e) : json_integer_value(e);
+      if (read_int(p, dtype) != want) {
+        snprintf(why, wlen, "value %lld: expected %lld, got %lld", (long long)i, (long long)want,
+                 (long long)read_int(p, dtype));
+        return false;
+      }
+    }
+    for (int d = t->ndim - 1; d >= 0 && ++index[d] == sizes[d]; d--) index[d] = 0;
+  }
+  return true;
+}
+
+static bool compare_layout(const opd_tensor *t, const json_t *expect, opd_tensor **inputs,
+                           const char **names, int n, char *why, size_t wlen) {
+  const char *alias = json_string_value(json_object_get(expect, "alias_of"));
+  for (int i = 0; i < n; i++) {
+    bool shares = opd_tensor_shares_storage(t, inputs[i]);
+    bool should = alias && strcmp(alias, names[i]) == 0;
+    if (shares != should) {
+      snprintf(why, wlen, "result %s storage with input '%s'", shares ? "shares" : "does not share",
+               names[i]);
+      return false;
+    }
+  }
+  if (!alias || t->numel == 0) return true;
+  int64_t strides[OPD_MAX_DIMS];
+  if (int_array(json_object_get(expect, "strides"), strides, OPD_MAX_DIMS) != t->ndim) {
+    snprintf(why, wlen, "fixture strides malformed");
+    return false;
+  }
+  for (int d = 0; d < t->ndim; d++) {
+    if (opd_tensor_sizes(t)[d] != 1 && opd_tensor_strides(t)[d] != strides[d]) {
+      snprintf(why, wlen, "stride of dim %d: expected %lld, got %lld", d, (long long)strides[d],
+               (long long)opd_tensor_strides(t)[d]);
+      return false;
+    }
+  }
+  int64_t offset = json_integer_value(json_object_get(expect, "storage_offset"));
+  if (t->storage_offset != offset) {
+    snprintf(why, wlen, "storage offset: expected %lld, got %lld", (long long)offset,
+             (long long)t->storage_offset);
+    return false;
+  }
+  return true;
+}
+
+/* ---- one case ---- */
+
+static void report(runner *r, bool ok, const char *id, const char *why) {
+  if (ok) {
+    r->passed++;
+    if (r->verbose) printf("ok   %s\n", id);
+  } else {
+    r->failed++;
+    printf("FAIL %s: %s\n", id, why);
+  }
+}
+
+static bool data_dependent(const json_t *expect) {
+  const char *m = str(expect, "message_contains");
+  for (size_t i = 0; i < sizeof data_dependent_errors / sizeof *data_dependent_errors; i++)
+    if (strstr(m, data_dependent_errors[i])) return true;
+  return false;
+}
+
+static void run_case(runner *r, const json_t *c) {
+  const char *id = str(c, "id"), *opname = str(c, "op");
+  const json_t *expect = json_object_get(c, "expect");
+  if (r->only_op && strcmp(r->only_op, opname) != 0) return;
+  bool expect_error = json_object_get(expect, "error") != NULL;
+  if (expect_error && is_meta(r) && data_dependent(expect)) {
+    r->skipped++;
+    return;
+  }
+  char why[512] = "";
+  const opd_operator *op = opd_find_schema(opname);
+  if (!op) {
+    report(r, false, id, opd_last_error());
+    return;
+  }
+  opd_stack st;
+  opd_stack_init(&st);
+  opd_tensor *inputs[16];
+  const char *names[16];
+  int n = 0;
+  if (!push_arguments(r, opd_op_schema(op), json_object_get(c, "args"), &st, inputs, names, &n, why,
+                      sizeof why)) {
+    opd_stack_destroy(&st);
+    report(r, false, id, why[0] ? why : "cannot build arguments");
+    return;
+  }
+  /* the inputs stay alive in `kept` while the call consumes the stack */
+  opd_tensor *kept[16];
+  for (int i = 0; i < n; i++) opd_tensor_retain(kept[i] = inputs[i]);
+  int rc = opd_call_boxed(op, &st);
+  bool ok;
+  if (expect_error) {
+    ok = rc != 0;
+    if (!ok)
+      snprintf(why, sizeof why, "expected %s (%s), the call succeeded", str(expect, "error"),
+               str(expect, "message_contains"));
+    bool index_error = strcmp(str(expect, "error"), "IndexError") == 0;
+    if (ok && (!strstr(opd_last_error(), str(expect, "message_contains")) ||
+               index_error != (rc == OPD_EINDEX))) {
+      r->message_mismatches++;
+      if (r->verbose)
+        printf("note %s: expected %s containing \"%s\", got %s: %s\n", id, str(expect, "error"),
+               str(expect, "message_contains"), opd_err_name(rc), opd_last_error());
+    }
+  } else if (rc != 0) {
+    snprintf(why, sizeof why, "%s: %s", opd_err_name(rc), opd_last_error());
+    ok = false;
+  } else if (st.size != 1 || st.items[0].tag != OPD_IV_TENSOR) {
+    snprintf(why, sizeof why, "expected one Tensor result");
+    ok = false;
+  } else {
+    const opd_tensor *t = st.items[0].u.t;
+    opd_dtype want_dtype;
+    int64_t shape[OPD_MAX_DIMS];
+    int nd = int_array(json_object_get(expect, "shape"), shape, OPD_MAX_DIMS);
+    ok = opd_dtype_from_name(str(expect, "dtype"), &want_dtype) == 0 && nd >= 0;
+    if (ok && opd_tensor_dtype(t) != want_dtype) {
+      snprintf(why, sizeof why, "dtype: expected %s, got %s", str(expect, "dtype"),
+               opd_dtype_name(opd_tensor_dtype(t)));
+      ok = false;
+    }
+    if (ok && (nd != t->ndim || memcmp(shape, opd_tensor_sizes(t), nd * sizeof *shape) != 0)) {
+      char a[256], b[256];
+      snprintf(why, sizeof why, "shape: expected %s, got %s", format_sizes(shape, nd, a, sizeof a),
+               format_sizes(opd_tensor_sizes(t), t->ndim, b, sizeof b));
+      ok = false;
+    }
+    if (ok && opd_tensor_device(t).type != r->device.type) {
+      snprintf(why, sizeof why, "result on the wrong device");
+      ok = false;
+    }
+    if (ok) ok = compare_layout(t, expect, kept, names, n, why, sizeof why);
+    if (ok && !is_meta(r)) ok = compare_values(t, expect, why, sizeof why);
+  }
+  for (int i = 0; i < n; i++) opd_tensor_release(kept[i]);
+  opd_stack_destroy(&st);
+  report(r, ok, id, why);
+}
+
+int main(int argc, char **argv) {
+  runner r = {.device = {OPD_DEVICE_CPU, -1}};
+  const char *path = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+      const char *d = argv[++i];
+      if (strcmp(d, "cpu") == 0)
+        r.device.type = OPD_DEVICE_CPU;
+      else if (strcmp(d, "meta") == 0)
+        r.device.type = OPD_DEVICE_META;
+      else {
+        fprintf(stderr, "opd-conformance: unknown device '%s' (cpu or meta)\n", d);
+        return 2;
+      }
+    } else if (strcmp(argv[i], "--op") == 0 && i + 1 < argc) {
+      r.only_op = argv[++i];
+    } else if (strcmp(argv[i], "-v") == 0) {
+      r.verbose = true;
+    } else if (!path && argv[i][0] != '-') {
+      path = argv[i];
+    } else {
+      path = NULL;
+      break;
+    }
+  }
+  if (!path) {
+    fprintf(stderr, "usage: opd-conformance FIXTURE.json [--device cpu|meta] [--op NAME] [-v]\n");
+    return 2;
+  }
+  json_error_t err;
+  json_t *fx = json_load_file(path, 0, &err);
+  if (!fx || !json_is_array(json_object_get(fx, "cases"))) {
+    fprintf(stderr, "opd-conformance: %s: %s\n", path, fx ? "not a conformance fixture" : err.text);
+    json_decref(fx);
+    return 2;
+  }
+  opd_log_set_level(OPD_LOG_ERROR);
+  if (opd_kernels_register() != 0) {
+    fprintf(stderr, "opd-conformance: registering kernels failed: %s\n", opd_last_error());
+    json_decref(fx);
+    return 1;
+  }
+  size_t i;
+  json_t *c;
+  json_array_foreach(json_object_get(fx, "cases"), i, c) run_case(&r, c);
+  json_decref(fx);
+  printf("device %s: %ld skipped (errors only data reveals), %ld error messages differ from "
+         "PyTorch's\n",
+         is_meta(&r) ? "meta" : "cpu", r.skipped, r.message_mismatches);
+  printf("%ld passed, %ld failed\n", r.passed, r.failed);
+  return r.failed ? 1 : 0;
+}
