@@ -13,6 +13,11 @@ Suite *opd_test_schema_suite(void);
 Suite *opd_test_registry_suite(void);
 Suite *opd_test_calls_suite(void);
 Suite *opd_test_tensor_suite(void);
+Suite *opd_test_elementwise_suite(void);
+Suite *opd_test_reduce_suite(void);
+Suite *opd_test_linalg_suite(void);
+Suite *opd_test_server_suite(void);
+Suite *opd_test_client_suite(void);
 
 static const struct {
   const char *name;
@@ -21,6 +26,11 @@ static const struct {
     {"keys", opd_test_keys_suite},         {"schema", opd_test_schema_suite},
     {"registry", opd_test_registry_suite}, {"calls", opd_test_calls_suite},
     {"tensor", opd_test_tensor_suite},
+    {"elementwise", opd_test_elementwise_suite},
+    {"reduce", opd_test_reduce_suite},
+    {"linalg", opd_test_linalg_suite},
+    {"server", opd_test_server_suite},
+    {"client", opd_test_client_suite},
 };
 
 int main(int argc, char **argv) {

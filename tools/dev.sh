@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # dev.sh: set-up, build, test and run opd on a Debian machine (root, or a user with sudo).
 #
-#   tools/dev.sh run          install what is missing, build (Release) and run opd. Until the
-#                             daemon lands this is the dispatch-oracle replay.
+#   tools/dev.sh run [ARGS]   install what is missing, build (Release) and run the daemon
+#                             (build-release/server/opd ARGS; no ARGS: its default config,
+#                             tcp://127.0.0.1:7470)
 #   tools/dev.sh test         install, build (Release) and run the whole test suite
 #   tools/dev.sh test asan    the same with AddressSanitizer + UndefinedBehaviorSanitizer
 #   tools/dev.sh deps         only install the Debian packages
@@ -10,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(build-essential cmake pkg-config clang-format python3 libjansson-dev check libsubunit-dev)
+PACKAGES=(build-essential cmake pkg-config clang-format python3 libjansson-dev check libsubunit-dev
+  libopenblas-dev libuv1-dev libprotobuf-c-dev protobuf-c-compiler)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -45,7 +47,8 @@ format) format_check ;;
 run)
   deps
   build build-release
-  ./build-release/tools/oracle/opd-oracle-dispatch ../shared/oracle/public.json
+  shift
+  exec ./build-release/server/opd "$@"
   ;;
 test)
   deps

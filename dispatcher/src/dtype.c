@@ -18,7 +18,7 @@ bool opd_dtype_valid(int t) {
 
 size_t opd_dtype_size(opd_dtype t) {
   switch (t) {
-#define OPD__DTYPE_SIZE(e, v, size, name, c10)                                                     \
+#define OPD__DTYPE_SIZE(e, v, size, name, c10) \
   case OPD_##e: return size;
     OPD_DTYPES(OPD__DTYPE_SIZE)
 #undef OPD__DTYPE_SIZE
@@ -28,7 +28,7 @@ size_t opd_dtype_size(opd_dtype t) {
 
 const char *opd_dtype_name(opd_dtype t) {
   switch (t) {
-#define OPD__DTYPE_NAME(e, v, size, name, c10)                                                     \
+#define OPD__DTYPE_NAME(e, v, size, name, c10) \
   case OPD_##e: return name;
     OPD_DTYPES(OPD__DTYPE_NAME)
 #undef OPD__DTYPE_NAME
@@ -36,11 +36,21 @@ const char *opd_dtype_name(opd_dtype t) {
   }
 }
 
+const char *opd_dtype_c10_name(opd_dtype t) {
+  switch (t) {
+#define OPD__DTYPE_C10_NAME(e, v, size, name, c10) \
+  case OPD_##e: return c10;
+    OPD_DTYPES(OPD__DTYPE_C10_NAME)
+#undef OPD__DTYPE_C10_NAME
+  default: return "Undefined";
+  }
+}
+
 int opd_dtype_from_name(const char *s, opd_dtype *out) {
-#define OPD__DTYPE_PARSE(e, v, size, name, c10)                                                    \
-  if (strcmp(s, name) == 0 || strcmp(s, c10) == 0) {                                              \
-    *out = OPD_##e;                                                                                \
-    return 0;                                                                                      \
+#define OPD__DTYPE_PARSE(e, v, size, name, c10)      \
+  if (strcmp(s, name) == 0 || strcmp(s, c10) == 0) { \
+    *out = OPD_##e;                                  \
+    return 0;                                        \
   }
   OPD_DTYPES(OPD__DTYPE_PARSE)
 #undef OPD__DTYPE_PARSE
@@ -115,7 +125,8 @@ static opd_dtype combine_categories(opd_dtype higher, opd_dtype lower) {
 }
 
 opd_dtype opd_result_type(const opd_result_type_state *s) {
-  return combine_categories(s->dim_result, combine_categories(s->zero_dim_result, s->wrapped_result));
+  return combine_categories(s->dim_result,
+                            combine_categories(s->zero_dim_result, s->wrapped_result));
 }
 
 float opd_half_to_float(uint16_t h) {
@@ -146,9 +157,9 @@ uint16_t opd_float_to_half(float f) {
   memcpy(&u, &f, sizeof u);
   uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
   uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00; /* NaN */
+  if (abs > 0x7f800000u) return sign | 0x7e00;  /* NaN */
   if (abs >= 0x477ff000u) return sign | 0x7c00; /* overflow (rounds to) inf */
-  if (abs < 0x38800000u) { /* subnormal or zero in half */
+  if (abs < 0x38800000u) {                      /* subnormal or zero in half */
     float a;
     memcpy(&a, &abs, sizeof a);
     return sign | (uint16_t)lrintf(a * 16777216.0f); /* a / 2^-24, round to nearest even */

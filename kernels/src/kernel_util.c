@@ -74,7 +74,7 @@ int opd__call(const opd_operator **cache, const char *name, opd_stack *stack) {
     op = opd_find_schema(name);
     if (!op) {
       opd_stack_clear(stack);
-      return OPD_EINTERNAL;
+      return opd_error(OPD_EINTERNAL, "built-in operator %s is not defined", name);
     }
     __atomic_store_n(cache, op, __ATOMIC_RELEASE);
   }

@@ -322,8 +322,9 @@ int opd__cea_expand(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list si
   int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
   for (int i = n - 1; i >= 0; i--) {
     int offset = n - 1 - i, dim = self->ndim - 1 - offset;
-    int64_t s = dim >= 0 ? os[dim] : 1, st = dim >= 0 ? ost[dim] : sizes[i + 1] * strides[i + 1];
-    if (i == n - 1 && dim < 0) st = 1;
+    /* a new leading dimension gets the stride a contiguous layout would give it */
+    int64_t s = dim >= 0 ? os[dim] : 1;
+    int64_t st = dim >= 0 ? ost[dim] : i == n - 1 ? 1 : sizes[i + 1] * strides[i + 1];
     int64_t want = size.data[i];
     if (want == -1) {
       if (dim < 0)

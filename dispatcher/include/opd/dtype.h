@@ -38,6 +38,8 @@ bool opd_dtype_valid(int dtype);
 size_t opd_dtype_size(opd_dtype t);
 /* "float32"; "invalid" for a value that is not a supported dtype. */
 const char *opd_dtype_name(opd_dtype t);
+/* c10's name: "Float" for float32 (as PyTorch's error messages spell dtypes). */
+const char *opd_dtype_c10_name(opd_dtype t);
 /* Accepts "float32" and c10's "Float"; 0 or OPD_EINVAL. */
 int opd_dtype_from_name(const char *name, opd_dtype *out);
 static inline bool opd_dtype_is_floating(opd_dtype t) {

@@ -113,8 +113,12 @@ static inline opd_opt_bool opd__iv_opt_bool(const opd_ivalue *v) {
   return v->tag == OPD_IV_BOOL ? (opd_opt_bool){true, v->u.b} : (opd_opt_bool){false, false};
 }
 static inline opd_ivalue opd__opt_int_iv(int64_t v) { return v < 0 ? opd_iv_none() : opd_iv_int(v); }
+/* An int list; a bare int stands for a one-element list (`int[1] dim` accepts `dim=1`, as
+ * in PyTorch); None (or anything else) is the absent list. */
 static inline opd_int_list opd__iv_int_list(const opd_ivalue *v) {
-  return v->tag == OPD_IV_INT_LIST ? (opd_int_list){v->u.ints, v->len} : (opd_int_list){NULL, -1};
+  if (v->tag == OPD_IV_INT_LIST) return (opd_int_list){v->u.ints, v->len};
+  if (v->tag == OPD_IV_INT) return (opd_int_list){&v->u.i, 1};
+  return (opd_int_list){NULL, -1};
 }
 static inline opd_tensor_list opd__iv_tensor_list(const opd_ivalue *v) {
   return (opd_tensor_list){v->u.tensors, v->len};

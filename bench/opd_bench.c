@@ -1,0 +1,635 @@
+/* opd_bench.c: opd-bench, a load generator for the opd daemon: calls per second and the
+ * latency distribution of one workload over N connections, each keeping D requests in
+ * flight (D = 1: unpipelined), for a duration after a warm-up or for a count per connection.
+ *
+ *   opd-bench [--url URL] [--workload add|ping|upload|download] [--connections N]
+ *             [--pipeline D] [--duration S] [--warmup S] [--count N] [--size BYTES]
+ *             [--threads T]
+ *
+ * Workloads:
+ *   add       aten::add.Tensor on two 1-element float32 tensors (handles in, a new handle
+ *             out) through the client library (opd_add_async); the result handles are
+ *             released 64 at a time by a pipelined release that is not counted as a call
+ *   ping      Ping with an empty payload, over raw sockets speaking proto/opd.proto (the
+ *             client library's opd_client_ping is synchronous only, so it cannot pipeline):
+ *             each response is decoded and its id and kind checked
+ *   upload    opd_client_upload_async of a float32 tensor of --size bytes (default 64 MiB),
+ *             each released after it is answered
+ *   download  opd_client_download_async of one such tensor into a buffer per slot
+ * Connections are spread over T threads (default 1, as redis-benchmark's single event
+ * loop): a thread with one connection blocks in the library's I/O; one with several polls
+ * them in turn (raw ping sockets: one poll() over all of them).
+ *
+ * Output: one line on stdout, key=value pairs:
+ *   opd-bench workload=add url=tcp://127.0.0.1:7470 connections=1 pipeline=1 threads=1
+ *   calls=123456 seconds=5.000 calls_per_s=24691 p50_us=38.2 p99_us=55.1 mb_per_s=0.0
+ *   errors=0
+ * (one line); mb_per_s is payload throughput in 10^6 bytes per second (upload, download).
+ * Latency: from a request's submission to its completion, so with D > 1 it includes the
+ * time queued behind the other D - 1. The exit status is 1 when a request failed. */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "opd.pb-c.h"
+#include "opd/client.h"
+
+enum workload { W_ADD, W_PING, W_UPLOAD, W_DOWNLOAD };
+static const char *const workload_names[] = {"add", "ping", "upload", "download"};
+
+enum { RELEASE_BATCH = 64, MAX_CONNECTIONS = 1024, MAX_PIPELINE = 4096 };
+
+/* Phases: warm-up (nothing recorded), measuring, stopping (no new submissions). */
+enum { PHASE_WARMUP, PHASE_MEASURE, PHASE_STOP };
+
+typedef struct options {
+  const char *url;
+  enum workload workload;
+  int connections, pipeline, threads;
+  double duration, warmup;
+  long count; /* per connection; 0: run for the duration */
+  size_t size;
+} options;
+
+static options opt = {
+    .url = OPD_CLIENT_DEFAULT_URL,
+    .workload = W_ADD,
+    .connections = 1,
+    .pipeline = 1,
+    .threads = 1,
+    .duration = 5,
+    .warmup = 1,
+    .size = 64u << 20,
+};
+
+static atomic_int phase;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static _Noreturn void die(const char *fmt, const char *arg) {
+  fprintf(stderr, "opd-bench: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n");
+  exit(2);
+}
+
+/* ---- latency samples ---- */
+
+typedef struct samples {
+  uint32_t *v; /* nanoseconds, saturated */
+  size_t n, cap;
+} samples;
+
+static void samples_add(samples *s, uint64_t ns) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 1 << 16;
+    s->v = realloc(s->v, s->cap * sizeof *s->v);
+    if (!s->v) die("%s", "out of memory");
+  }
+  s->v[s->n++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The q-quantile (nearest rank) of sorted samples, in microseconds. */
+static double quantile_us(const samples *s, double q) {
+  if (s->n == 0) return 0;
+  size_t i = (size_t)(q * (double)(s->n - 1) + 0.5);
+  return s->v[i] / 1000.0;
+}
+
+/* ---- a connection ---- */
+
+typedef struct conn conn;
+
+typedef struct slot {
+  conn *cn;
+  uint64_t t0;
+  void *buf; /* download destination */
+} slot;
+
+struct conn {
+  /* the client library (add, upload, download) */
+  opd_client *c;
+  opd_client_tensor a, b; /* add's inputs; download's tensor */
+  /* raw sockets (ping) */
+  int fd;
+  uint8_t *rbuf;
+  size_t rlen, rcap;
+  uint64_t next_id, expect_id;
+  /* both */
+  slot *slots;
+  long submitted, completed, in_flight;
+  long calls; /* completions while measuring */
+  long errors;
+  uint64_t last_done_ns;
+  samples lat;
+  opd_client_tensor batch[RELEASE_BATCH];
+  size_t nbatch;
+  const void *payload; /* upload's bytes (shared, read-only) */
+};
+
+static bool may_submit(const conn *cn) {
+  if (atomic_load_explicit(&phase, memory_order_relaxed) == PHASE_STOP) return false;
+  return opt.count == 0 || cn->submitted < opt.count;
+}
+
+static void record(conn *cn, slot *s) {
+  uint64_t t = now_ns();
+  cn->completed++;
+  cn->in_flight--;
+  cn->last_done_ns = t;
+  if (atomic_load_explicit(&phase, memory_order_relaxed) == PHASE_MEASURE) {
+    cn->calls++;
+    samples_add(&cn->lat, t - s->t0);
+  }
+}
+
+static void report_error(conn *cn, const char *what, int rc, const char *msg) {
+  if (cn->errors++ == 0) fprintf(stderr, "opd-bench: %s: %d %s\n", what, rc, msg);
+}
+
+static void release_done(opd_future *f, void *user) {
+  if (opd_future_status(f) != 0)
+    report_error(user, "release", opd_future_status(f), opd_future_error(f));
+}
+
+static void flush_releases(conn *cn) {
+  if (cn->nbatch == 0) return;
+  int rc = opd_client_release_async(cn->c, cn->batch, cn->nbatch, release_done, cn, NULL);
+  if (rc != 0) report_error(cn, "release", rc, opd_client_last_error());
+  cn->nbatch = 0;
+}
+
+static void keep_handle(conn *cn, opd_client_tensor h) {
+  cn->batch[cn->nbatch++] = h;
+  if (cn->nbatch == RELEASE_BATCH) flush_releases(cn);
+}
+
+static void lib_submit(slot *s);
+
+static void lib_done(opd_future *f, void *user) {
+  slot *s = user;
+  conn *cn = s->cn;
+  record(cn, s);
+  int rc = opd_future_status(f);
+  if (rc != 0) {
+    report_error(cn, workload_names[opt.workload], rc, opd_future_error(f));
+  } else if (opt.workload == W_ADD) {
+    keep_handle(cn, opd_future_tensor(f, 0));
+  } else if (opt.workload == W_UPLOAD) {
+    keep_handle(cn, opd_future_handle(f));
+    flush_releases(cn); /* a 64 MiB tensor is not kept waiting for 63 more */
+  } else if (opt.workload == W_DOWNLOAD) {
+    const opd_client_tensor_info *info = opd_future_tensor_info(f);
+    if (!info || info->nbytes != opt.size) report_error(cn, "download", 0, "wrong size");
+  }
+  if (may_submit(cn)) lib_submit(s);
+}
+
+static void lib_submit(slot *s) {
+  conn *cn = s->cn;
+  int64_t n = (int64_t)(opt.size / 4);
+  int rc = 0;
+  s->t0 = now_ns();
+  switch (opt.workload) {
+  case W_ADD: rc = opd_add_async(cn->c, cn->a, cn->b, NULL, lib_done, s, NULL); break;
+  case W_UPLOAD:
+    rc = opd_client_upload_async(cn->c, OPD_FLOAT32, &n, 1, cn->payload, opt.size, NULL, lib_done,
+                                 s, NULL);
+    break;
+  case W_DOWNLOAD:
+    rc = opd_client_download_async(cn->c, cn->a, s->buf, opt.size, lib_done, s, NULL);
+    break;
+  case W_PING: break;
+  }
+  if (rc != 0) {
+    report_error(cn, "submit", rc, opd_client_last_error());
+    return;
+  }
+  cn->submitted++;
+  cn->in_flight++;
+}
+
+static void lib_open(conn *cn) {
+  if (opd_client_connect(opt.url, &(opd_client_options){.client_name = "opd-bench"}, &cn->c) != 0)
+    die("connect: %s", opd_client_last_error());
+  int64_t one = 1;
+  float x = 1, y = 2;
+  if (opt.workload == W_ADD) {
+    if (opd_client_upload(cn->c, OPD_FLOAT32, &one, 1, &x, 4, NULL, &cn->a) != 0 ||
+        opd_client_upload(cn->c, OPD_FLOAT32, &one, 1, &y, 4, NULL, &cn->b) != 0)
+      die("upload: %s", opd_client_last_error());
+    opd_client_tensor r;
+    float got = 0;
+    if (opd_add(cn->c, cn->a, cn->b, NULL, &r) != 0 ||
+        opd_client_download(cn->c, r, &got, 4, NULL) != 0 || opd_client_release(cn->c, &r, 1) != 0)
+      die("add: %s", opd_client_last_error());
+    if (got != 3) die("%s", "add: 1 + 2 is not 3");
+  } else if (opt.workload == W_DOWNLOAD) {
+    int64_t n = (int64_t)(opt.size / 4);
+    if (opd_client_upload(cn->c, OPD_FLOAT32, &n, 1, cn->payload, opt.size, NULL, &cn->a) != 0)
+      die("upload: %s", opd_client_last_error());
+    for (int i = 0; i < opt.pipeline; i++)
+      if (!(cn->slots[i].buf = malloc(opt.size ? opt.size : 1))) die("%s", "out of memory");
+  }
+}
+
+static void lib_close(conn *cn) {
+  flush_releases(cn);
+  if (cn->a) opd_client_release_async(cn->c, &cn->a, 1, release_done, cn, NULL);
+  if (cn->b) opd_client_release_async(cn->c, &cn->b, 1, release_done, cn, NULL);
+  int rc = opd_client_wait_all(cn->c);
+  if (rc != 0) report_error(cn, "wait_all", rc, opd_client_last_error());
+  opd_client_close(cn->c);
+  for (int i = 0; i < opt.pipeline; i++) free(cn->slots[i].buf);
+}
+
+/* ---- raw sockets: ping ---- */
+
+static int raw_connect(const char *url) {
+  int fd = -1;
+  if (strncmp(url, "unix://", 7) == 0) {
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(url + 7) >= sizeof a.sun_path) die("socket path too long: %s", url);
+    strcpy(a.sun_path, url + 7);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+      die("cannot connect to %s", url);
+    return fd;
+  }
+  if (strncmp(url, "tcp://", 6) != 0) die("not a tcp:// or unix:// URL: %s", url);
+  char host[256];
+  snprintf(host, sizeof host, "%s", url + 6);
+  char *colon = strrchr(host, ':');
+  if (!colon) die("no port in %s", url);
+  *colon = 0;
+  const char *port = colon + 1, *h = host;
+  if (host[0] == '[') {
+    h = host + 1;
+    char *end = strchr(host, ']');
+    if (end) *end = 0;
+  }
+  if (strcmp(h, "localhost") == 0) h = "127.0.0.1";
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *ai;
+  if (getaddrinfo(h, port, &hints, &ai) != 0) die("bad address in %s", url);
+  fd = socket(ai->ai_family, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) die("cannot connect to %s", url);
+  freeaddrinfo(ai);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+static void raw_write(int fd, const uint8_t *p, size_t n) {
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) die("write: %s", strerror(errno));
+    p += k;
+    n -= (size_t)k;
+  }
+}
+
+/* Frames request r into buf (room for 64 bytes): its length. */
+static size_t raw_frame(Opd__V1__Request *r, uint8_t *buf) {
+  size_t n = opd__v1__request__get_packed_size(r);
+  if (n > 60) die("%s", "request too large");
+  buf[0] = (uint8_t)n, buf[1] = (uint8_t)(n >> 8), buf[2] = (uint8_t)(n >> 16),
+  buf[3] = (uint8_t)(n >> 24);
+  opd__v1__request__pack(r, buf + 4);
+  return n + 4;
+}
+
+static void raw_send_pings(conn *cn, int k) {
+  uint8_t buf[64 * 64];
+  size_t len = 0;
+  Opd__V1__Ping p = OPD__V1__PING__INIT;
+  Opd__V1__Request r = OPD__V1__REQUEST__INIT;
+  r.body_case = OPD__V1__REQUEST__BODY_PING;
+  r.ping = &p;
+  uint64_t t = now_ns();
+  for (int i = 0; i < k; i++) {
+    slot *s = &cn->slots[cn->next_id % (uint64_t)opt.pipeline];
+    s->t0 = t;
+    r.id = cn->next_id++;
+    len += raw_frame(&r, buf + len);
+    cn->submitted++;
+    cn->in_flight++;
+    if (len > sizeof buf - 64) {
+      raw_write(cn->fd, buf, len);
+      len = 0;
+    }
+  }
+  if (len) raw_write(cn->fd, buf, len);
+}
+
+/* Decodes the whole frames read; returns how many completed. */
+static int raw_consume(conn *cn) {
+  size_t pos = 0;
+  int done = 0;
+  while (cn->rlen - pos >= 4) {
+    const uint8_t *h = cn->rbuf + pos;
+    size_t n = (size_t)h[0] | (size_t)h[1] << 8 | (size_t)h[2] << 16 | (size_t)h[3] << 24;
+    if (n > cn->rcap - 4) die("%s", "a response frame too large");
+    if (cn->rlen - pos - 4 < n) break;
+    Opd__V1__Response *r = opd__v1__response__unpack(NULL, n, h + 4);
+    if (!r) die("%s", "an undecodable response");
+    if (r->id != cn->expect_id || r->body_case != OPD__V1__RESPONSE__BODY_PONG)
+      report_error(cn, "ping", (int)r->body_case,
+                   r->body_case == OPD__V1__RESPONSE__BODY_ERROR ? r->error->message
+                                                                 : "not the pong expected");
+    record(cn, &cn->slots[cn->expect_id % (uint64_t)opt.pipeline]);
+    cn->expect_id++;
+    opd__v1__response__free_unpacked(r, NULL);
+    pos += 4 + n;
+    done++;
+  }
+  memmove(cn->rbuf, cn->rbuf + pos, cn->rlen - pos);
+  cn->rlen -= pos;
+  return done;
+}
+
+/* Reads what is there and refills the pipeline. False at end of stream. */
+static bool raw_step(conn *cn) {
+  ssize_t k = read(cn->fd, cn->rbuf + cn->rlen, cn->rcap - cn->rlen);
+  if (k < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (k <= 0) return false;
+  cn->rlen += (size_t)k;
+  long room = raw_consume(cn);
+  if (!may_submit(cn)) return true;
+  if (opt.count && opt.count - cn->submitted < room) room = opt.count - cn->submitted;
+  if (room) raw_send_pings(cn, (int)room);
+  return true;
+}
+
+static void raw_open(conn *cn) {
+  cn->fd = raw_connect(opt.url);
+  cn->rcap = 1 << 16;
+  if (!(cn->rbuf = malloc(cn->rcap))) die("%s", "out of memory");
+  Opd__V1__Hello hl = OPD__V1__HELLO__INIT;
+  hl.protocol_version = 1;
+  hl.client_name = "opd-bench";
+  Opd__V1__Request r = OPD__V1__REQUEST__INIT;
+  r.body_case = OPD__V1__REQUEST__BODY_HELLO;
+  r.hello = &hl;
+  uint8_t buf[64];
+  raw_write(cn->fd, buf, raw_frame(&r, buf));
+  /* the hello reply, id 0 */
+  for (;;) {
+    ssize_t k = read(cn->fd, cn->rbuf + cn->rlen, cn->rcap - cn->rlen);
+    if (k <= 0) die("%s", "the daemon closed the connection at hello");
+    cn->rlen += (size_t)k;
+    if (cn->rlen < 4) continue;
+    size_t n = (size_t)cn->rbuf[0] | (size_t)cn->rbuf[1] << 8 | (size_t)cn->rbuf[2] << 16 |
+               (size_t)cn->rbuf[3] << 24;
+    if (cn->rlen < 4 + n) continue;
+    Opd__V1__Response *h = opd__v1__response__unpack(NULL, n, cn->rbuf + 4);
+    if (!h || h->body_case != OPD__V1__RESPONSE__BODY_HELLO) die("%s", "hello refused");
+    opd__v1__response__free_unpacked(h, NULL);
+    memmove(cn->rbuf, cn->rbuf + 4 + n, cn->rlen - 4 - n);
+    cn->rlen -= 4 + n;
+    break;
+  }
+  cn->next_id = cn->expect_id = 1;
+}
+
+/* ---- threads ---- */
+
+typedef struct worker {
+  pthread_t thread;
+  conn *conns;
+  int nconns;
+  pthread_barrier_t *ready;
+} worker;
+
+static void *lib_thread(worker *w) {
+  for (int i = 0; i < w->nconns; i++)
+    for (int k = 0; k < opt.pipeline && may_submit(&w->conns[i]); k++)
+      lib_submit(&w->conns[i].slots[k]);
+  for (;;) {
+    bool busy = false;
+    for (int i = 0; i < w->nconns; i++) {
+      conn *cn = &w->conns[i];
+      if (cn->in_flight == 0) continue;
+      busy = true;
+      int rc = opd_client_poll(cn->c, w->nconns == 1 ? 100 : 0);
+      if (rc < 0) {
+        report_error(cn, "connection", rc, opd_client_last_error());
+        cn->in_flight = 0;
+      }
+    }
+    if (!busy) break;
+  }
+  for (int i = 0; i < w->nconns; i++) lib_close(&w->conns[i]);
+  return NULL;
+}
+
+static void *raw_thread(worker *w) {
+  struct pollfd *pf = calloc((size_t)w->nconns, sizeof *pf);
+  if (!pf) die("%s", "out of memory");
+  for (int i = 0; i < w->nconns; i++) {
+    pf[i] = (struct pollfd){.fd = w->conns[i].fd, .events = POLLIN};
+    raw_send_pings(&w->conns[i],
+                   opt.count && opt.count < opt.pipeline ? (int)opt.count : opt.pipeline);
+  }
+  for (;;) {
+    bool busy = false;
+    for (int i = 0; i < w->nconns; i++) busy |= w->conns[i].in_flight > 0;
+    if (!busy) break;
+    if (poll(pf, (nfds_t)w->nconns, 1000) < 0 && errno != EINTR) die("poll: %s", strerror(errno));
+    for (int i = 0; i < w->nconns; i++) {
+      conn *cn = &w->conns[i];
+      if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!raw_step(cn)) {
+        report_error(cn, "ping", 0, "the daemon closed the connection");
+        cn->in_flight = 0;
+        pf[i].fd = -1;
+      }
+    }
+  }
+  for (int i = 0; i < w->nconns; i++) {
+    close(w->conns[i].fd);
+    free(w->conns[i].rbuf);
+  }
+  free(pf);
+  return NULL;
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  for (int i = 0; i < w->nconns; i++) {
+    if (opt.workload == W_PING)
+      raw_open(&w->conns[i]);
+    else
+      lib_open(&w->conns[i]);
+  }
+  pthread_barrier_wait(w->ready); /* every connection is open */
+  pthread_barrier_wait(w->ready); /* go */
+  return opt.workload == W_PING ? raw_thread(w) : lib_thread(w);
+}
+
+/* ---- main ---- */
+
+static long parse_long(const char *s, const char *what, long lo, long hi) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || *end || v < lo || v > hi) die("bad %s", what);
+  return v;
+}
+
+static double parse_seconds(const char *s, const char *what) {
+  char *end;
+  double v = strtod(s, &end);
+  if (*end || !(v >= 0 && v <= 86400)) die("bad %s", what);
+  return v;
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: opd-bench [--url URL] [--workload add|ping|upload|download] "
+             "[--connections N]\n"
+             "                 [--pipeline D] [--duration S] [--warmup S] [--count N] "
+             "[--size BYTES]\n"
+             "                 [--threads T]\n");
+}
+
+static void parse_args(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"url", required_argument, NULL, 'u'},
+      {"workload", required_argument, NULL, 'w'},
+      {"connections", required_argument, NULL, 'c'},
+      {"pipeline", required_argument, NULL, 'P'},
+      {"duration", required_argument, NULL, 'd'},
+      {"warmup", required_argument, NULL, 'W'},
+      {"count", required_argument, NULL, 'n'},
+      {"size", required_argument, NULL, 's'},
+      {"threads", required_argument, NULL, 't'},
+      {"help", no_argument, NULL, 'h'},
+      {0},
+  };
+  int ch;
+  while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'u': opt.url = optarg; break;
+    case 'w': {
+      int k = 0;
+      while (k < 4 && strcmp(optarg, workload_names[k]) != 0) k++;
+      if (k == 4) die("unknown workload '%s' (add, ping, upload, download)", optarg);
+      opt.workload = (enum workload)k;
+      break;
+    }
+    case 'c': opt.connections = (int)parse_long(optarg, "--connections", 1, MAX_CONNECTIONS); break;
+    case 'P': opt.pipeline = (int)parse_long(optarg, "--pipeline", 1, MAX_PIPELINE); break;
+    case 'd': opt.duration = parse_seconds(optarg, "--duration"); break;
+    case 'W': opt.warmup = parse_seconds(optarg, "--warmup"); break;
+    case 'n': opt.count = parse_long(optarg, "--count", 1, 1L << 40); break;
+    case 's': opt.size = (size_t)parse_long(optarg, "--size", 4, 1L << 34) & ~(size_t)3; break;
+    case 't': opt.threads = (int)parse_long(optarg, "--threads", 1, MAX_CONNECTIONS); break;
+    case 'h': usage(stdout); exit(0);
+    default: usage(stderr); exit(2);
+    }
+  }
+  if (optind < argc) {
+    usage(stderr);
+    exit(2);
+  }
+  if (opt.threads > opt.connections) opt.threads = opt.connections;
+}
+
+int main(int argc, char **argv) {
+  parse_args(argc, argv);
+  conn *conns = calloc((size_t)opt.connections, sizeof *conns);
+  worker *workers = calloc((size_t)opt.threads, sizeof *workers);
+  void *payload = NULL;
+  if (!conns || !workers) die("%s", "out of memory");
+  if (opt.workload == W_UPLOAD || opt.workload == W_DOWNLOAD) {
+    if (!(payload = malloc(opt.size))) die("%s", "out of memory");
+    memset(payload, 0x3f, opt.size);
+  }
+  for (int i = 0; i < opt.connections; i++) {
+    conns[i].payload = payload;
+    conns[i].fd = -1;
+    if (!(conns[i].slots = calloc((size_t)opt.pipeline, sizeof *conns[i].slots)))
+      die("%s", "out of memory");
+    for (int k = 0; k < opt.pipeline; k++) conns[i].slots[k].cn = &conns[i];
+  }
+  pthread_barrier_t ready;
+  pthread_barrier_init(&ready, NULL, (unsigned)opt.threads + 1);
+  atomic_store(&phase, opt.count ? PHASE_MEASURE : PHASE_WARMUP);
+  int next = 0;
+  for (int t = 0; t < opt.threads; t++) {
+    worker *w = &workers[t];
+    w->conns = &conns[next];
+    w->nconns = opt.connections / opt.threads + (t < opt.connections % opt.threads);
+    w->ready = &ready;
+    next += w->nconns;
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) die("%s", "cannot start a thread");
+  }
+  pthread_barrier_wait(&ready);
+  uint64_t t1 = now_ns(), t2 = t1;
+  pthread_barrier_wait(&ready);
+  if (opt.count == 0) {
+    struct timespec ws = {(time_t)opt.warmup,
+                          (long)((opt.warmup - (double)(time_t)opt.warmup) * 1e9)};
+    nanosleep(&ws, NULL);
+    t1 = now_ns();
+    atomic_store(&phase, PHASE_MEASURE);
+    struct timespec ds = {(time_t)opt.duration,
+                          (long)((opt.duration - (double)(time_t)opt.duration) * 1e9)};
+    nanosleep(&ds, NULL);
+    atomic_store(&phase, PHASE_STOP);
+    t2 = now_ns();
+  }
+  for (int t = 0; t < opt.threads; t++) pthread_join(workers[t].thread, NULL);
+  if (opt.count) {
+    for (int i = 0; i < opt.connections; i++)
+      if (conns[i].last_done_ns > t2) t2 = conns[i].last_done_ns;
+  }
+  samples all = {0};
+  long calls = 0, errors = 0;
+  for (int i = 0; i < opt.connections; i++) {
+    conn *cn = &conns[i];
+    calls += cn->calls;
+    errors += cn->errors;
+    for (size_t k = 0; k < cn->lat.n; k++) samples_add(&all, cn->lat.v[k]);
+    free(cn->lat.v);
+    free(cn->slots);
+  }
+  qsort(all.v, all.n, sizeof *all.v, cmp_u32);
+  double secs = (double)(t2 - t1) * 1e-9;
+  double rate = secs > 0 ? (double)calls / secs : 0;
+  double mbps =
+      opt.workload == W_UPLOAD || opt.workload == W_DOWNLOAD ? rate * (double)opt.size / 1e6 : 0;
+  printf("opd-bench workload=%s url=%s connections=%d pipeline=%d threads=%d calls=%ld "
+         "seconds=%.3f calls_per_s=%.0f p50_us=%.1f p99_us=%.1f mb_per_s=%.1f errors=%ld\n",
+         workload_names[opt.workload], opt.url, opt.connections, opt.pipeline, opt.threads, calls,
+         secs, rate, quantile_us(&all, 0.50), quantile_us(&all, 0.99), mbps, errors);
+  free(all.v);
+  free(conns);
+  free(workers);
+  free(payload);
+  pthread_barrier_destroy(&ready);
+  return errors ? 1 : 0;
+}

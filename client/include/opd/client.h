@@ -1,0 +1,428 @@
+/* opd/client.h: the C client library of the opd daemon (libopd_client, pkg-config
+ * opd-client): connections, tensors held by the daemon, boxed and typed operator calls,
+ * synchronous and pipelined asynchronous forms. The protocol is proto/opd.proto.
+ *
+ * [Note: Using the client]
+ *
+ *   opd_client *c;
+ *   if (opd_client_connect("tcp://127.0.0.1:7878", NULL, &c) != 0)
+ *     fprintf(stderr, "%s\n", opd_client_last_error());
+ *   int64_t shape[] = {2, 2};
+ *   float xa[4] = {1, 2, 3, 4}, xb[4] = {10, 20, 30, 40}, sum[4];
+ *   opd_client_tensor a, b, out;
+ *   opd_client_upload(c, OPD_FLOAT32, shape, 2, xa, sizeof xa, NULL, &a);
+ *   opd_client_upload(c, OPD_FLOAT32, shape, 2, xb, sizeof xb, NULL, &b);
+ *   opd_add(c, a, b, NULL, &out);                        // alpha: the default, 1
+ *   opd_client_download(c, out, sum, sizeof sum, NULL);
+ *   opd_client_release(c, (opd_client_tensor[]){a, b, out}, 3);
+ *   opd_client_close(c);
+ *
+ * Errors. Every fallible function returns 0 (or a non-negative count) on success and a
+ * negative OPD_E* code of opd/error.h on failure:
+ *   OPD_EINVAL     a bad argument or URL; a buffer too small for a download
+ *   OPD_ENOENT     no daemon at the address (refused, no such socket, unknown host)
+ *   OPD_ECANCELED  the connection is closed or was lost; the request did not complete
+ *   OPD_EBUSY      a timeout ran out; or a blocking call made from a callback
+ *   OPD_ENOMEM     out of memory
+ *   OPD_ERESOURCE  a request frame over the server's max_frame_bytes
+ *   OPD_EINTERNAL  a protocol violation by the server, or an unexpected socket error
+ * and for a request the server rejected, its ErrorCode mapped back: INVALID_ARGUMENT ->
+ * OPD_EINVAL, NOT_FOUND -> OPD_ENOENT, UNIMPLEMENTED -> OPD_ENOTIMPL, RESOURCE_EXHAUSTED ->
+ * OPD_ERESOURCE, INDEX_OUT_OF_RANGE -> OPD_EINDEX, CANCELLED -> OPD_ECANCELED, any other ->
+ * OPD_EINTERNAL. A synchronous function that fails leaves a message for its thread in
+ * opd_client_last_error() ("aten::add.Tensor: The size of tensor a (2) must match ..." for
+ * a server error: the operator, then the server's message); a future keeps its own
+ * (opd_future_error, opd_future_error_op). A server error leaves the session usable; a
+ * lost connection fails every pending and later request with OPD_ECANCELED.
+ *
+ * Tensors live in the daemon and are named by handles (opd_client_tensor), valid only on
+ * the connection that made them; 0 is never a handle. Each call returns new handles for
+ * its tensor results, views included; release them with opd_client_release (closing the
+ * connection releases them all).
+ *
+ * [Note: Client thread safety]
+ * Every function may be called from any thread, and one opd_client may be shared by many
+ * threads, with these exceptions: opd_client_close must be called once, when no other
+ * thread uses the client and from no callback; an opd_future may be waited on from
+ * several threads, but opd_future_free must be its last use. There is no I/O thread: a
+ * thread that waits (opd_future_wait*, opd_client_poll, opd_client_wait_all, a
+ * synchronous call, or a submission blocked on the in-flight limit) runs the connection's
+ * I/O for every thread while it waits, one thread at a time; the others sleep until their
+ * requests complete or they take over. Submissions are written to the socket at once when
+ * it can take them, otherwise by the next waiting thread, so a single-threaded program
+ * must wait (or poll) to make progress.
+ *
+ * Callbacks run on the thread doing the I/O, in completion order (which is submission
+ * order), without any lock held. A callback may read its future (opd_future_*, except
+ * wait and free) and submit asynchronous requests on the same client (those never block
+ * there, even over the in-flight limit); a blocking call on the same client fails with
+ * OPD_EBUSY there.
+ *
+ * Memory: a request frame is built once and sent; uploads are written from the caller's
+ * buffer and downloads read into it without copies, so those buffers must stay valid
+ * until the request completes. At most max_in_flight requests (the server's limit, or
+ * opd_client_options.max_in_flight) are pending at once; a submission beyond it waits.
+ * Response frames are limited to the server's max_frame_bytes (and the client's
+ * max_response_frame_bytes) and decoded with an allocator bounded to 32 times the frame.
+ */
+#ifndef OPD_CLIENT_H
+#define OPD_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opd/dtype.h" /* opd_dtype: OPD_FLOAT32, ... (c10's ScalarType values) */
+#include "opd/error.h" /* OPD_E* codes (only the codes: the client has its own messages) */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OPD_CLIENT_PROTOCOL_VERSION 1
+#define OPD_CLIENT_MAX_DIMS         64
+#define OPD_CLIENT_DEFAULT_URL      "tcp://127.0.0.1:7470" /* the daemon's default */
+
+typedef struct opd_client opd_client;
+typedef struct opd_future opd_future;
+
+/* A tensor held by the daemon: a handle of this connection's session; 0 means none. */
+typedef uint64_t opd_client_tensor;
+
+/* Device types are c10 backend components, as in the protocol. */
+#define OPD_CLIENT_DEVICE_CPU  0
+#define OPD_CLIENT_DEVICE_CUDA 1
+#define OPD_CLIENT_DEVICE_META 10
+
+typedef struct opd_client_device {
+  int32_t type;  /* OPD_CLIENT_DEVICE_* */
+  int32_t index; /* -1: the default device of that type */
+} opd_client_device;
+
+/* ---- values of boxed calls ---- */
+
+typedef enum opd_client_value_kind {
+  OPD_CV_NONE,
+  OPD_CV_BOOL,
+  OPD_CV_INT,
+  OPD_CV_DOUBLE,
+  OPD_CV_STR,
+  OPD_CV_TENSOR,
+  OPD_CV_INTS,
+  OPD_CV_DOUBLES,
+  OPD_CV_BOOLS,
+  OPD_CV_TENSORS,     /* Tensor[] */
+  OPD_CV_OPT_TENSORS, /* Tensor?[]: handle 0 is None */
+  OPD_CV_DTYPE,
+  OPD_CV_DEVICE,
+  OPD_CV_LITERAL, /* a small tensor passed by value */
+} opd_client_value_kind;
+
+/* A small constant tensor passed by value (at most the server's max_literal_bytes). */
+typedef struct opd_client_literal {
+  int dtype; /* opd_dtype */
+  int ndim;
+  const int64_t *shape;
+  const void *data; /* little-endian, row-major */
+  size_t nbytes;    /* product(shape) * element size */
+} opd_client_literal;
+
+/* One argument or result of a boxed call. `len` is the element count of a list and the
+ * byte length of a string. In results every pointer points into memory the future owns. */
+typedef struct opd_client_value {
+  opd_client_value_kind kind;
+  size_t len;
+  union {
+    bool b;
+    int64_t i;
+    double d;
+    const char *s; /* NUL-terminated */
+    opd_client_tensor tensor;
+    const int64_t *ints;
+    const double *doubles;
+    const bool *bools;
+    const opd_client_tensor *tensors;
+    int dtype;
+    opd_client_device device;
+    const opd_client_literal *literal;
+  } u;
+} opd_client_value;
+
+static inline opd_client_value opd_cv_none(void) {
+  return (opd_client_value){.kind = OPD_CV_NONE};
+}
+static inline opd_client_value opd_cv_bool(bool v) {
+  return (opd_client_value){.kind = OPD_CV_BOOL, .u.b = v};
+}
+static inline opd_client_value opd_cv_int(int64_t v) {
+  return (opd_client_value){.kind = OPD_CV_INT, .u.i = v};
+}
+static inline opd_client_value opd_cv_double(double v) {
+  return (opd_client_value){.kind = OPD_CV_DOUBLE, .u.d = v};
+}
+/* s must be NUL-terminated. */
+opd_client_value opd_cv_str(const char *s);
+static inline opd_client_value opd_cv_tensor(opd_client_tensor t) {
+  return (opd_client_value){.kind = OPD_CV_TENSOR, .u.tensor = t};
+}
+static inline opd_client_value opd_cv_ints(const int64_t *v, size_t n) {
+  return (opd_client_value){.kind = OPD_CV_INTS, .len = n, .u.ints = v};
+}
+static inline opd_client_value opd_cv_doubles(const double *v, size_t n) {
+  return (opd_client_value){.kind = OPD_CV_DOUBLES, .len = n, .u.doubles = v};
+}
+static inline opd_client_value opd_cv_bools(const bool *v, size_t n) {
+  return (opd_client_value){.kind = OPD_CV_BOOLS, .len = n, .u.bools = v};
+}
+static inline opd_client_value opd_cv_tensors(const opd_client_tensor *v, size_t n) {
+  return (opd_client_value){.kind = OPD_CV_TENSORS, .len = n, .u.tensors = v};
+}
+static inline opd_client_value opd_cv_opt_tensors(const opd_client_tensor *v, size_t n) {
+  return (opd_client_value){.kind = OPD_CV_OPT_TENSORS, .len = n, .u.tensors = v};
+}
+static inline opd_client_value opd_cv_dtype(int dtype) {
+  return (opd_client_value){.kind = OPD_CV_DTYPE, .u.dtype = dtype};
+}
+static inline opd_client_value opd_cv_device(int32_t type, int32_t index) {
+  return (opd_client_value){.kind = OPD_CV_DEVICE, .u.device = {type, index}};
+}
+static inline opd_client_value opd_cv_literal(const opd_client_literal *l) {
+  return (opd_client_value){.kind = OPD_CV_LITERAL, .u.literal = l};
+}
+
+/* A Scalar argument: an int, a double or a bool. Its kind matters for type promotion, as in
+ * PyTorch: int64 tensor + int 2 is int64, + double 2.0 is float32. */
+typedef struct opd_client_scalar {
+  opd_client_value_kind kind; /* OPD_CV_INT, OPD_CV_DOUBLE or OPD_CV_BOOL */
+  union {
+    bool b;
+    int64_t i;
+    double d;
+  } u;
+} opd_client_scalar;
+
+static inline opd_client_scalar opd_cs_int(int64_t v) {
+  return (opd_client_scalar){.kind = OPD_CV_INT, .u.i = v};
+}
+static inline opd_client_scalar opd_cs_double(double v) {
+  return (opd_client_scalar){.kind = OPD_CV_DOUBLE, .u.d = v};
+}
+static inline opd_client_scalar opd_cs_bool(bool v) {
+  return (opd_client_scalar){.kind = OPD_CV_BOOL, .u.b = v};
+}
+static inline opd_client_value opd_cv_scalar(opd_client_scalar s) {
+  opd_client_value v = {.kind = s.kind};
+  if (s.kind == OPD_CV_BOOL)
+    v.u.b = s.u.b;
+  else if (s.kind == OPD_CV_INT)
+    v.u.i = s.u.i;
+  else
+    v.u.d = s.u.d;
+  return v;
+}
+
+/* Pointers to temporaries for the optional arguments of typed calls (see below):
+ * opd_sum_dim_intlist(c, x, (int64_t[]){1}, 1, OPD_BOOL(true), OPD_DTYPE(OPD_FLOAT64), &r). */
+#define OPD_INT(v)           (&(const int64_t){(v)})
+#define OPD_DOUBLE(v)        (&(const double){(v)})
+#define OPD_BOOL(v)          (&(const bool){(v)})
+#define OPD_DTYPE(v)         (&(const int){(v)})
+#define OPD_SCALAR_INT(v)    (&(const opd_client_scalar){.kind = OPD_CV_INT, .u.i = (v)})
+#define OPD_SCALAR_DOUBLE(v) (&(const opd_client_scalar){.kind = OPD_CV_DOUBLE, .u.d = (v)})
+#define OPD_SCALAR_BOOL(v)   (&(const opd_client_scalar){.kind = OPD_CV_BOOL, .u.b = (v)})
+#define OPD_DEVICE(t, i)     (&(const opd_client_device){(t), (i)})
+
+/* ---- connections ---- */
+
+typedef struct opd_client_options {
+  const char *client_name;           /* sent in Hello; NULL: "opd-client" */
+  int connect_timeout_ms;            /* connect + hello; 0: 10000; negative: no limit */
+  uint32_t max_in_flight;            /* 0: the server's limit (or 256 if it has none) */
+  uint64_t max_response_frame_bytes; /* 0: 64 MiB; lowered to the server's max_frame_bytes */
+} opd_client_options;
+
+/* What the server said in its HelloReply. */
+typedef struct opd_client_server_info {
+  uint32_t protocol_version;
+  char server[64]; /* "opd 0.1.0" (truncated to fit) */
+  uint64_t max_frame_bytes;
+  uint64_t max_literal_bytes;
+  uint64_t max_handles;
+  uint64_t max_bytes_held;
+  uint32_t max_in_flight;
+} opd_client_server_info;
+
+/* Connects to `url` and says hello: "tcp://HOST:PORT" (a name, an IPv4 address or an IPv6
+ * one in brackets: tcp://[::1]:7878) or "unix://PATH" (unix:///run/opd.sock). options may
+ * be NULL. On failure *out is NULL: OPD_EINVAL (bad URL), OPD_ENOENT (no daemon there),
+ * OPD_EBUSY (timeout), or the server's refusal. */
+int opd_client_connect(const char *url, const opd_client_options *options, opd_client **out);
+/* The same over a connected stream socket the client takes over (and closes). */
+int opd_client_connect_fd(int fd, const opd_client_options *options, opd_client **out);
+/* Cancels the requests still pending (OPD_ECANCELED; their callbacks run), closes the
+ * connection (the daemon releases the session's handles) and frees the client once the
+ * caller's futures are freed too. NULL is a no-op. See [Note: Client thread safety]. */
+void opd_client_close(opd_client *c);
+const opd_client_server_info *opd_client_server(const opd_client *c);
+/* False once the connection is lost (every request then fails) or the client closed. */
+bool opd_client_connected(opd_client *c);
+
+/* The message of the last failure of a synchronous client function on this thread ("" if
+ * none), and its code. */
+const char *opd_client_last_error(void);
+int opd_client_last_error_code(void);
+/* "invalid argument" for OPD_EINVAL; "EINVAL" for OPD_EINVAL. */
+const char *opd_client_strerror(int err);
+const char *opd_client_err_name(int err);
+/* Element size of an opd_dtype (0 for an invalid one). */
+size_t opd_client_dtype_size(int dtype);
+
+/* ---- futures ---- */
+
+/* Runs when a request completes; see [Note: Client thread safety]. */
+typedef void (*opd_future_cb)(opd_future *f, void *user);
+
+/* Every asynchronous function takes `cb` (may be NULL), `user` and `out`: with `out`, the
+ * caller gets the future and frees it with opd_future_free; without (NULL), the library
+ * frees it once `cb` has run (fire-and-forget). On a failed submission (a negative return)
+ * nothing is sent, cb never runs and *out is NULL. */
+
+/* Waits for completion (running the connection's I/O meanwhile): the request's result
+ * code, 0 or a negative OPD_E* code. */
+int opd_future_wait(opd_future *f);
+/* The same with a limit: OPD_EBUSY if it has not completed within timeout_ms. */
+int opd_future_wait_for(opd_future *f, int timeout_ms);
+bool opd_future_done(const opd_future *f);
+/* Waits for a pending future, then frees it. NULL is a no-op. */
+void opd_future_free(opd_future *f);
+/* The result code once done (OPD_EBUSY before). */
+int opd_future_status(const opd_future *f);
+/* The error message ("" on success): the server's, or the client's own. */
+const char *opd_future_error(const opd_future *f);
+/* The operator the server names in its error ("" if none). */
+const char *opd_future_error_op(const opd_future *f);
+/* The results of a successful call (tensors as new handles), valid until opd_future_free. */
+const opd_client_value *opd_future_results(const opd_future *f, size_t *num_results);
+/* Result i of a successful call, which must be a Tensor: its handle, or 0. */
+opd_client_tensor opd_future_tensor(const opd_future *f, size_t i);
+/* The handle an upload made (0 before success). */
+opd_client_tensor opd_future_handle(const opd_future *f);
+
+/* Runs the connection's I/O until a request completes or timeout_ms passes (0: only what
+ * is ready; negative: no limit), running callbacks: the number of requests completed (0 on
+ * timeout, or when another thread runs the I/O meanwhile), or the connection's error once it
+ * is lost and nothing completed. */
+int opd_client_poll(opd_client *c, int timeout_ms);
+/* Waits until every request submitted so far has completed: 0, or the connection's error
+ * once it is lost (its requests then fail: OPD_ECANCELED, or the server's code when it
+ * closed the session with an error). */
+int opd_client_wait_all(opd_client *c);
+/* Requests submitted and not yet completed. */
+size_t opd_client_pending(opd_client *c);
+
+/* ---- tensors ---- */
+
+/* A download's metadata: the tensor's dtype and shape, and nbytes (product(shape) * element
+ * size) of contiguous row-major data. */
+typedef struct opd_client_tensor_info {
+  int dtype;
+  int ndim;
+  int64_t shape[OPD_CLIENT_MAX_DIMS];
+  uint64_t nbytes;
+} opd_client_tensor_info;
+
+/* Makes a tensor in the daemon from nbytes of contiguous row-major data (nbytes must be
+ * product(shape) * element size) on `device` (NULL: the CPU). */
+int opd_client_upload(opd_client *c, int dtype, const int64_t *shape, int ndim, const void *data,
+                      size_t nbytes, const opd_client_device *device, opd_client_tensor *out);
+/* `data` must stay valid until the future completes. */
+int opd_client_upload_async(opd_client *c, int dtype, const int64_t *shape, int ndim,
+                            const void *data, size_t nbytes, const opd_client_device *device,
+                            opd_future_cb cb, void *user, opd_future **out);
+
+/* Copies tensor t, contiguous row-major, into buf (capacity bytes); info (may be NULL)
+ * gets its metadata, also when buf is too small (OPD_EINVAL). */
+int opd_client_download(opd_client *c, opd_client_tensor t, void *buf, size_t capacity,
+                        opd_client_tensor_info *info);
+/* The same into a new malloc'd buffer (*data; free() it; NULL when nbytes is 0). */
+int opd_client_download_alloc(opd_client *c, opd_client_tensor t, opd_client_tensor_info *info,
+                              void **data);
+/* buf must stay valid until the future completes; buf NULL: the library allocates (take
+ * it with opd_future_take_data). */
+int opd_client_download_async(opd_client *c, opd_client_tensor t, void *buf, size_t capacity,
+                              opd_future_cb cb, void *user, opd_future **out);
+/* A completed download's metadata (NULL before the DownloadReply arrived). */
+const opd_client_tensor_info *opd_future_tensor_info(const opd_future *f);
+/* The buffer a download allocated; the caller now owns it (free()). NULL if none. */
+void *opd_future_take_data(opd_future *f);
+
+/* Drops handles (an unknown handle is an error; the others are still released). */
+int opd_client_release(opd_client *c, const opd_client_tensor *handles, size_t n);
+int opd_client_release_async(opd_client *c, const opd_client_tensor *handles, size_t n,
+                             opd_future_cb cb, void *user, opd_future **out);
+
+/* ---- the session ---- */
+
+/* Sets the session's thread-local dispatch include and exclude sets (PyTorch's dispatch
+ * key names: "AutogradFunctionality", "Meta"); later calls of this session run with them. */
+int opd_client_set_dispatch_state(opd_client *c, const char *const *include, size_t num_include,
+                                  const char *const *exclude, size_t num_exclude);
+int opd_client_set_dispatch_state_async(opd_client *c, const char *const *include,
+                                        size_t num_include, const char *const *exclude,
+                                        size_t num_exclude, opd_future_cb cb, void *user,
+                                        opd_future **out);
+/* Waits until the session's earlier work is finished on every device. */
+int opd_client_synchronize(opd_client *c);
+/* A round trip with `len` bytes echoed back (and checked). */
+int opd_client_ping(opd_client *c, const void *payload, size_t len);
+
+/* ---- calls ---- */
+
+/* The boxed call: any operator by name ("aten::add.Tensor", overload included; also those
+ * registered at run time), arguments in schema order, keyword-only ones positionally;
+ * trailing arguments may be left out to take their defaults. Every result must be a Tensor:
+ * up to max_outs handles go to outs, their count to *num_outs (may be NULL); results beyond
+ * max_outs are released and the call fails with OPD_EINVAL. */
+int opd_client_call(opd_client *c, const char *op, const opd_client_value *args, size_t nargs,
+                    opd_client_tensor *outs, size_t max_outs, size_t *num_outs);
+/* Results of any kind: opd_future_results. */
+int opd_client_call_async(opd_client *c, const char *op, const opd_client_value *args, size_t nargs,
+                          opd_future_cb cb, void *user, opd_future **out);
+
+/* [Note: Typed calls]
+ * opd/client_ops.h declares one typed call per operator of the daemon's built-in list
+ * (kernels/aten_schemas.def), generated by client/gen_ops.py, in two forms:
+ *
+ *   int opd_add(opd_client *c, opd_client_tensor self, opd_client_tensor other,
+ *               const opd_client_scalar *alpha, opd_client_tensor *result);
+ *   int opd_add_async(opd_client *c, opd_client_tensor self, opd_client_tensor other,
+ *                     const opd_client_scalar *alpha, opd_future_cb cb, void *user,
+ *                     opd_future **out);
+ *
+ * Names: opd_ + the operator's name, alone for its "main" overload (the overload-less one,
+ * else the overload named Tensor, else the operator's only overload), otherwise followed by
+ * _ and the overload name in lower case: aten::add.Tensor -> opd_add, aten::add.Scalar ->
+ * opd_add_scalar, aten::sum -> opd_sum, aten::sum.dim_IntList -> opd_sum_dim_intlist,
+ * aten::masked_fill_.Scalar -> opd_masked_fill_, aten::_softmax -> opd__softmax. A name
+ * that other opd libraries already use gets _op appended: aten::log -> opd_log_op.
+ *
+ * Arguments, in schema order, by type; an argument that has a default or is optional
+ * (`T?`) is passed by pointer, and NULL means "use the default" (or None when the default
+ * is None or there is none):
+ *   Tensor -> opd_client_tensor (Tensor?: 0 is None)
+ *   Tensor[] -> const opd_client_tensor *, size_t NAME_len
+ *   int, SymInt, Layout, MemoryFormat -> int64_t (optional: const int64_t *)
+ *   int[], SymInt[] -> const int64_t *, size_t NAME_len (optional: NULL is the default)
+ *   float -> double, bool -> bool, ScalarType -> int (an opd_dtype), Device ->
+ *   opd_client_device, Scalar -> opd_client_scalar (optional forms: pointers)
+ *   str -> const char * (NULL: the default or None)
+ * Results: `result` receives the new handle (an operator with k results: an array of k).
+ * Arguments left to their defaults at the end are not sent (the protocol fills them in);
+ * ones before an explicit argument are sent with the schema's default.
+ */
+#include "opd/client_ops.h"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,133 @@
+/* client_internal.h: the client library's private structures: the connection, its request
+ * list and reader state (connection.c), and the request builders and result decoding
+ * (requests.c). */
+#ifndef OPD_CLIENT_INTERNAL_H
+#define OPD_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "opd.pb-c.h"
+#include "opd/client.h"
+
+#define OPD__CLIENT_MSG_MAX        1024 /* bytes kept of an error message */
+#define OPD__CLIENT_DEFAULT_FRAME  (1u << 20)
+#define OPD__CLIENT_MAX_ARGS       1024
+#define OPD__CLIENT_DEFAULT_INFL   256
+#define OPD__CLIENT_DEFAULT_RFRAME (64u << 20)
+
+typedef enum opd__req_kind {
+  OPD__REQ_HELLO,
+  OPD__REQ_CALL,
+  OPD__REQ_UPLOAD,
+  OPD__REQ_DOWNLOAD,
+  OPD__REQ_RELEASE,
+  OPD__REQ_DISPATCH_STATE,
+  OPD__REQ_SYNCHRONIZE,
+  OPD__REQ_PING,
+} opd__req_kind;
+
+/* A request, from submission to completion; the user's handle on it is the future. */
+struct opd_future {
+  opd_client *client;
+  struct opd_future *next; /* the client's list of pending requests, in submission order */
+  uint64_t id;
+  opd__req_kind kind;
+  /* outgoing: the frame (length prefix + packed Request), then the caller's raw bytes */
+  uint8_t *frame;
+  size_t frame_len;
+  const uint8_t *raw;
+  size_t raw_len;
+  size_t sent;
+  /* completion */
+  opd_future_cb cb;
+  void *user;
+  bool user_owned; /* else the library frees it after completion */
+  bool responded;  /* an early error response arrived before it was fully sent */
+  bool finished;   /* results are in (read by callbacks) */
+  bool done;       /* published: waiters may return, the user may free */
+  int rc;
+  char *message;  /* error message, or NULL */
+  char *error_op; /* operator named by the server's error, or NULL */
+  char *op;       /* a call's operator (for messages), or NULL */
+  /* results */
+  opd_client_value *results;
+  size_t num_results;
+  uint64_t handle;              /* upload */
+  opd_client_tensor_info *info; /* download: NULL until the DownloadReply */
+  uint8_t *buf;                 /* download destination */
+  size_t capacity;
+  bool alloc;    /* download: the library allocates buf */
+  uint8_t *pong; /* ping: the payload sent, compared with the reply */
+  size_t pong_len;
+};
+
+struct opd_client {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int fd;
+  int wake[2]; /* self-pipe: a submission wakes the thread blocked in poll() */
+  int refs;    /* the user's reference + one per user-owned future not yet freed */
+  bool closing;
+  bool io_busy; /* a thread runs the I/O (see pump()) */
+  /* broken connection: every request fails with this */
+  int broken_rc;
+  char broken_msg[OPD__CLIENT_MSG_MAX];
+  /* requests: head..tail in submission order; send: the first not fully written */
+  opd_future *head, *tail, *send;
+  size_t pending;
+  uint64_t next_id;
+  uint32_t max_in_flight;
+  uint64_t max_frame_out; /* the server's max_frame_bytes */
+  uint64_t max_frame_in;
+  opd_client_server_info server;
+  /* reader (only the I/O thread touches these) */
+  uint8_t *rbuf;
+  size_t rcap, rlen, rpos;
+  opd_future *raw_f; /* a download whose raw bytes are being read; NULL: discard */
+  uint64_t raw_left;
+  uint8_t *raw_dst;
+  bool raw_active;
+};
+
+/* Records the thread's last error: returns err. */
+int opd__client_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Frees a string list / value array of results. */
+void opd__client_free_results(opd_client_value *v, size_t n);
+
+/* Packs `req` (id filled in by the caller) behind a 4-byte length prefix: 0 and a malloc'd
+ * frame, or OPD_ERESOURCE (over `limit`) / OPD_ENOMEM, with the thread's message set. */
+int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, uint8_t **frame, size_t *len);
+
+/* Makes a future for a request of `kind` (the frame is packed at submission). */
+opd_future *opd__future_new(opd_client *c, opd__req_kind kind, opd_future_cb cb, void *user,
+                            bool user_owned);
+/* Frees a future that was never submitted. */
+void opd__future_discard(opd_future *f);
+/* Packs req, assigns the id and queues f for sending (it owns raw's lifetime contract).
+ * On failure f is discarded and the thread's message set. After success, f may already be
+ * complete (and, if not user-owned, freed). */
+int opd__client_submit(opd_client *c, opd_future *f, Opd__V1__Request *req);
+/* 0, or OPD_EBUSY (with the message) on a thread running c's callbacks, which cannot wait. */
+int opd__client_may_block(opd_client *c);
+/* Waits for a user-owned f: the request's result code, with its message copied to the
+ * thread's last error. The caller still frees f. */
+int opd__future_wait_sync(opd_future *f);
+
+/* Converts a call's arguments into protobuf IValues allocated in `arena` (freed with
+ * opd__client_args_free): 0 or OPD_EINVAL / OPD_ENOMEM. */
+typedef struct opd__args_arena opd__args_arena;
+int opd__client_args_build(const opd_client_value *args, size_t nargs, opd__args_arena **arena,
+                           Opd__V1__IValue ***out);
+void opd__client_args_free(opd__args_arena *arena);
+/* Deep-copies a reply's values: 0 or OPD_ENOMEM / OPD_EINTERNAL (unknown kind). */
+int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_client_value **out);
+
+/* The typed calls' synchronous path (client_ops.c): a call whose `nresults` results are
+ * all Tensors, written to result. (Their asynchronous form is opd_client_call_async.) */
+int opd__client_call_typed(opd_client *c, const char *op, const opd_client_value *args,
+                           size_t nargs, opd_client_tensor *result, size_t nresults);
+/* The message for a required-argument violation in a typed call. */
+int opd__client_bad_arg(const char *op, const char *arg, const char *why);
+
+#endif

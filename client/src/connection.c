@@ -1,0 +1,1117 @@
+/* connection.c: the client's connection: URL parsing and connecting, the hello handshake,
+ * the request list, the I/O pump (framed writes with raw upload bytes, framed reads with raw
+ * download bytes straight into the caller's buffers), response routing by request id,
+ * futures and their completion, and the thread-local error message.
+ *
+ * [Note: The client's I/O pump]
+ * There is no I/O thread. All state is guarded by c->mu except the bytes being moved: the
+ * thread that sets c->io_busy (the "pump") alone writes requests from c->send on and reads
+ * responses, with c->mu released while it is in poll(), sendmsg() or read(). Any thread
+ * that has to wait (for a future, for room under the in-flight limit, for everything)
+ * becomes the pump if there is none, else sleeps on c->cv, which the pump broadcasts on
+ * every completion and when it stops. A submission appends to the list and, when another
+ * thread pumps, wakes it through a self-pipe so that its poll() starts watching for
+ * writability; when nobody pumps, it writes what the socket takes at once. The pump polls
+ * for reading and writing together, so it never blocks writing a large upload while the
+ * server waits for it to read responses. Responses come in request order, so the match is
+ * normally the head of the list; ids are still checked.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client_internal.h"
+
+#define READ_CHUNK (64u * 1024)
+
+static _Thread_local int tls_code;
+static _Thread_local char tls_msg[OPD__CLIENT_MSG_MAX];
+/* The client whose I/O this thread runs (so: a callback of it is running, or it pumps). */
+static _Thread_local opd_client *tls_io_client;
+
+int opd__client_error(int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+  va_end(ap);
+  tls_code = err;
+  return err;
+}
+
+const char *opd_client_last_error(void) {
+  return tls_msg;
+}
+
+int opd_client_last_error_code(void) {
+  return tls_code;
+}
+
+const char *opd_client_strerror(int err) {
+  switch (err) {
+#define OPD__CLIENT_ERR_MSG(name, value, msg) \
+  case value: return msg;
+    OPD_ERRNO_MAP(OPD__CLIENT_ERR_MSG)
+#undef OPD__CLIENT_ERR_MSG
+  case 0: return "success";
+  default: return "unknown error";
+  }
+}
+
+const char *opd_client_err_name(int err) {
+  switch (err) {
+#define OPD__CLIENT_ERR_NAME(name, value, msg) \
+  case value: return #name;
+    OPD_ERRNO_MAP(OPD__CLIENT_ERR_NAME)
+#undef OPD__CLIENT_ERR_NAME
+  default: return "UNKNOWN";
+  }
+}
+
+size_t opd_client_dtype_size(int dtype) {
+  switch (dtype) {
+#define OPD__CLIENT_DTYPE_SIZE(e, v, size, name, c10) \
+  case v: return size;
+    OPD_DTYPES(OPD__CLIENT_DTYPE_SIZE)
+#undef OPD__CLIENT_DTYPE_SIZE
+  default: return 0;
+  }
+}
+
+/* ---- time ---- */
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A deadline for a timeout in ms (negative: none, -1). */
+static int64_t deadline_after(int timeout_ms) {
+  return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+}
+
+static int ms_left(int64_t deadline) {
+  if (deadline < 0) return -1;
+  int64_t left = deadline - now_ms();
+  return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* ---- futures ---- */
+
+opd_future *opd__future_new(opd_client *c, opd__req_kind kind, opd_future_cb cb, void *user,
+                            bool user_owned) {
+  opd_future *f = calloc(1, sizeof *f);
+  if (!f) return NULL;
+  f->client = c;
+  f->kind = kind;
+  f->cb = cb;
+  f->user = user;
+  f->user_owned = user_owned;
+  if (f->user_owned) {
+    pthread_mutex_lock(&c->mu);
+    c->refs++;
+    pthread_mutex_unlock(&c->mu);
+  }
+  return f;
+}
+
+static void future_destroy(opd_future *f) {
+  free(f->frame);
+  free(f->message);
+  free(f->error_op);
+  free(f->op);
+  opd__client_free_results(f->results, f->num_results);
+  free(f->info);
+  if (f->alloc) free(f->buf);
+  free(f->pong);
+  free(f);
+}
+
+static void client_unref(opd_client *c) {
+  pthread_mutex_lock(&c->mu);
+  bool last = --c->refs == 0;
+  pthread_mutex_unlock(&c->mu);
+  if (!last) return;
+  assert(c->head == NULL);
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  free(c);
+}
+
+void opd__future_discard(opd_future *f) {
+  opd_client *c = f->client;
+  bool owned = f->user_owned;
+  future_destroy(f);
+  if (owned) client_unref(c);
+}
+
+/* Sets f's outcome to an error (the first one wins). */
+static void future_set_error(opd_future *f, int rc, const char *msg, const char *op) {
+  if (f->rc) return;
+  f->rc = rc;
+  f->message = strndup(msg ? msg : "", OPD__CLIENT_MSG_MAX);
+  if (op && *op) f->error_op = strndup(op, 256);
+}
+
+/* Takes f (finished or not) off the list, runs its callback and publishes it. Called by the
+ * pump (or by close), without c->mu. */
+static void complete(opd_client *c, opd_future *f) {
+  pthread_mutex_lock(&c->mu);
+  opd_future **p = &c->head, *prev = NULL;
+  while (*p && *p != f) prev = *p, p = &(*p)->next;
+  assert(*p == f);
+  *p = f->next;
+  if (c->tail == f) c->tail = prev;
+  if (c->send == f) c->send = f->next;
+  c->pending--;
+  pthread_mutex_unlock(&c->mu);
+  f->next = NULL;
+  f->finished = true;
+  if (f->cb) {
+    opd_client *saved = tls_io_client;
+    tls_io_client = c;
+    f->cb(f, f->user);
+    tls_io_client = saved;
+  }
+  pthread_mutex_lock(&c->mu);
+  f->done = true;
+  bool free_it = !f->user_owned;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  if (free_it) future_destroy(f);
+}
+
+/* The connection is unusable: every pending request fails with rc (an early error response
+ * wins for its request), and so does every later one. */
+static int fail_all(opd_client *c, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail_all(opd_client *c, int rc, const char *fmt, ...) {
+  pthread_mutex_lock(&c->mu);
+  if (!c->broken_rc) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->broken_msg, sizeof c->broken_msg, fmt, ap);
+    va_end(ap);
+    c->broken_rc = rc;
+  }
+  rc = c->broken_rc;
+  c->raw_active = false;
+  c->raw_f = NULL;
+  for (;;) {
+    opd_future *f = c->head;
+    if (!f) break;
+    pthread_mutex_unlock(&c->mu);
+    future_set_error(f, c->broken_rc, c->broken_msg, NULL);
+    complete(c, f);
+    pthread_mutex_lock(&c->mu);
+  }
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
+/* ---- the server's errors ---- */
+
+static int map_server_code(Opd__V1__ErrorCode code) {
+  switch (code) {
+  case OPD__V1__ERROR_CODE__INVALID_ARGUMENT: return OPD_EINVAL;
+  case OPD__V1__ERROR_CODE__NOT_FOUND: return OPD_ENOENT;
+  case OPD__V1__ERROR_CODE__UNIMPLEMENTED: return OPD_ENOTIMPL;
+  case OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED: return OPD_ERESOURCE;
+  case OPD__V1__ERROR_CODE__INDEX_OUT_OF_RANGE: return OPD_EINDEX;
+  case OPD__V1__ERROR_CODE__CANCELLED: return OPD_ECANCELED;
+  default: return OPD_EINTERNAL;
+  }
+}
+
+/* ---- decoding with a bounded allocator ---- */
+
+typedef struct bounded_alloc {
+  size_t used, limit;
+} bounded_alloc;
+
+typedef struct block_header {
+  size_t size;
+  max_align_t align;
+} block_header;
+
+static void *bounded_malloc(void *data, size_t size) {
+  bounded_alloc *b = data;
+  if (size > b->limit - b->used || sizeof(block_header) > b->limit - b->used - size) return NULL;
+  block_header *h = malloc(sizeof *h + size);
+  if (!h) return NULL;
+  h->size = size;
+  b->used += sizeof *h + size;
+  return h + 1;
+}
+
+static void bounded_free(void *data, void *p) {
+  if (!p) return;
+  bounded_alloc *b = data;
+  block_header *h = (block_header *)p - 1;
+  b->used -= sizeof *h + h->size;
+  free(h);
+}
+
+/* ---- handling one response ---- */
+
+static int protocol_error(opd_client *c, const char *what, uint64_t id) {
+  return fail_all(c, OPD_EINTERNAL, "protocol error: %s (request id %llu)", what,
+                  (unsigned long long)id);
+}
+
+static bool body_matches(const opd_future *f, Opd__V1__Response__BodyCase body) {
+  switch (f->kind) {
+  case OPD__REQ_HELLO: return body == OPD__V1__RESPONSE__BODY_HELLO;
+  case OPD__REQ_CALL: return body == OPD__V1__RESPONSE__BODY_CALL;
+  case OPD__REQ_UPLOAD: return body == OPD__V1__RESPONSE__BODY_UPLOAD;
+  case OPD__REQ_DOWNLOAD: return body == OPD__V1__RESPONSE__BODY_DOWNLOAD;
+  case OPD__REQ_PING: return body == OPD__V1__RESPONSE__BODY_PONG;
+  case OPD__REQ_RELEASE:
+  case OPD__REQ_DISPATCH_STATE:
+  case OPD__REQ_SYNCHRONIZE: return body == OPD__V1__RESPONSE__BODY_ACK;
+  }
+  return false;
+}
+
+/* The download's raw bytes have all arrived. */
+static void finish_raw(opd_client *c) {
+  opd_future *f = c->raw_f;
+  c->raw_active = false;
+  c->raw_f = NULL;
+  c->raw_dst = NULL;
+  complete(c, f);
+}
+
+/* Sets up the reading of a DownloadReply's raw bytes. Returns 0 or a broken-connection code. */
+static int start_download(opd_client *c, opd_future *f, const Opd__V1__DownloadReply *d,
+                          uint64_t id) {
+  size_t esize = opd_client_dtype_size((int)d->dtype);
+  if (esize == 0 || d->n_shape > OPD_CLIENT_MAX_DIMS)
+    return protocol_error(c, "download reply with a bad dtype or rank", id);
+  f->info = calloc(1, sizeof *f->info);
+  if (!f->info) return fail_all(c, OPD_ENOMEM, "out of memory reading a download reply");
+  f->info->dtype = (int)d->dtype;
+  f->info->ndim = (int)d->n_shape;
+  uint64_t bytes = esize;
+  for (size_t i = 0; i < d->n_shape; i++) {
+    if (d->shape[i] < 0) return protocol_error(c, "download reply with a negative size", id);
+    f->info->shape[i] = d->shape[i];
+    if (bytes && (uint64_t)d->shape[i] > UINT64_MAX / bytes) bytes = UINT64_MAX;
+    bytes = (uint64_t)d->shape[i] ? bytes * (uint64_t)d->shape[i] : 0;
+  }
+  if (bytes != d->nbytes) return protocol_error(c, "download nbytes does not match its shape", id);
+  f->info->nbytes = d->nbytes;
+  c->raw_dst = NULL;
+  if (d->nbytes == 0) {
+    /* nothing follows */
+  } else if (f->alloc) {
+    f->buf = d->nbytes <= SIZE_MAX ? malloc((size_t)d->nbytes) : NULL;
+    if (!f->buf) future_set_error(f, OPD_ENOMEM, "cannot allocate the download buffer", NULL);
+    c->raw_dst = f->buf;
+  } else if (d->nbytes > f->capacity) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "a download of %llu bytes does not fit the buffer of %zu bytes",
+             (unsigned long long)d->nbytes, f->capacity);
+    future_set_error(f, OPD_EINVAL, msg, NULL);
+  } else {
+    c->raw_dst = f->buf;
+  }
+  if (d->nbytes == 0) {
+    complete(c, f);
+    return 0;
+  }
+  c->raw_active = true;
+  c->raw_f = f;
+  c->raw_left = d->nbytes;
+  return 0;
+}
+
+static void set_server_info(opd_client *c, const Opd__V1__HelloReply *h) {
+  pthread_mutex_lock(&c->mu);
+  c->server.protocol_version = h->protocol_version;
+  snprintf(c->server.server, sizeof c->server.server, "%s", h->server ? h->server : "");
+  c->server.max_frame_bytes = h->max_frame_bytes;
+  c->server.max_literal_bytes = h->max_literal_bytes;
+  c->server.max_handles = h->max_handles;
+  c->server.max_bytes_held = h->max_bytes_held;
+  c->server.max_in_flight = h->max_in_flight;
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Handles one decoded response. Returns 0 or a broken-connection code. */
+static int dispatch_response(opd_client *c, const Opd__V1__Response *r) {
+  pthread_mutex_lock(&c->mu);
+  opd_future *f = c->head;
+  bool unsent = false;
+  for (; f && f->id != r->id; f = f->next) unsent |= f == c->send;
+  unsent |= f && f == c->send;
+  pthread_mutex_unlock(&c->mu);
+  if (!f && r->id == 0 && r->body_case == OPD__V1__RESPONSE__BODY_ERROR) {
+    const Opd__V1__Error *e = r->error;
+    return fail_all(c, map_server_code(e->code), "the server closed the session: %s",
+                    e->message ? e->message : "");
+  }
+  if (!f || f->responded) return protocol_error(c, "a response to no pending request", r->id);
+  if (r->body_case == OPD__V1__RESPONSE__BODY_ERROR) {
+    const Opd__V1__Error *e = r->error;
+    future_set_error(f, map_server_code(e->code), e->message, e->op);
+    if (unsent) {
+      f->responded = true; /* completed once its bytes are all written */
+      return 0;
+    }
+    complete(c, f);
+    return 0;
+  }
+  if (unsent) return protocol_error(c, "a reply to a request not yet fully sent", r->id);
+  if (!body_matches(f, r->body_case)) return protocol_error(c, "a reply of the wrong kind", r->id);
+  switch (r->body_case) {
+  case OPD__V1__RESPONSE__BODY_HELLO:
+    set_server_info(c, r->hello);
+    if (r->hello->protocol_version != OPD_CLIENT_PROTOCOL_VERSION) {
+      char msg[96];
+      snprintf(msg, sizeof msg, "the server speaks protocol version %u, this client %d",
+               r->hello->protocol_version, OPD_CLIENT_PROTOCOL_VERSION);
+      future_set_error(f, OPD_EINTERNAL, msg, NULL);
+    }
+    break;
+  case OPD__V1__RESPONSE__BODY_CALL: {
+    int rc = opd__client_results_copy(r->call->results, r->call->n_results, &f->results);
+    if (rc == OPD_EINTERNAL) return protocol_error(c, "a call result without a value", r->id);
+    if (rc != 0) future_set_error(f, rc, "out of memory copying call results", NULL);
+    if (rc == 0) f->num_results = r->call->n_results;
+    break;
+  }
+  case OPD__V1__RESPONSE__BODY_UPLOAD:
+    if (r->upload->handle == 0) return protocol_error(c, "an upload reply with handle 0", r->id);
+    f->handle = r->upload->handle;
+    break;
+  case OPD__V1__RESPONSE__BODY_DOWNLOAD: return start_download(c, f, r->download, r->id);
+  case OPD__V1__RESPONSE__BODY_PONG:
+    if (r->pong->payload.len != f->pong_len ||
+        (f->pong_len && memcmp(r->pong->payload.data, f->pong, f->pong_len) != 0))
+      future_set_error(f, OPD_EINTERNAL, "the pong payload differs from the ping's", NULL);
+    break;
+  default: break; /* Ack */
+  }
+  complete(c, f);
+  return 0;
+}
+
+static int handle_frame(opd_client *c, const uint8_t *data, uint32_t len) {
+  bounded_alloc budget = {0, (size_t)len * 32 + 65536};
+  ProtobufCAllocator alloc = {bounded_malloc, bounded_free, &budget};
+  Opd__V1__Response *r = opd__v1__response__unpack(&alloc, len, data);
+  if (!r) return protocol_error(c, "an undecodable response frame", 0);
+  int rc = dispatch_response(c, r);
+  opd__v1__response__free_unpacked(r, &alloc);
+  assert(budget.used == 0);
+  return rc;
+}
+
+/* ---- reading and writing (the pump only) ---- */
+
+/* Parses what rbuf holds: frames, and raw download bytes. */
+static int process_input(opd_client *c) {
+  for (;;) {
+    size_t avail = c->rlen - c->rpos;
+    if (c->raw_active) {
+      if (avail == 0) return 0;
+      size_t take = avail < c->raw_left ? avail : (size_t)c->raw_left;
+      if (c->raw_dst) {
+        memcpy(c->raw_dst, c->rbuf + c->rpos, take);
+        c->raw_dst += take;
+      }
+      c->rpos += take;
+      c->raw_left -= take;
+      if (c->raw_left == 0) finish_raw(c);
+      continue;
+    }
+    if (avail < 4) return 0;
+    const uint8_t *p = c->rbuf + c->rpos;
+    uint32_t len =
+        (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    if (len > c->max_frame_in)
+      return fail_all(c, OPD_EINTERNAL, "protocol error: a response frame of %u bytes (limit %llu)",
+                      len, (unsigned long long)c->max_frame_in);
+    if (avail - 4 < len) {
+      if ((size_t)len + 4 > c->rcap) {
+        memmove(c->rbuf, c->rbuf + c->rpos, avail);
+        c->rlen = avail;
+        c->rpos = 0;
+        uint8_t *nb = realloc(c->rbuf, (size_t)len + 4);
+        if (!nb) return fail_all(c, OPD_ENOMEM, "out of memory for a response of %u bytes", len);
+        c->rbuf = nb;
+        c->rcap = (size_t)len + 4;
+      }
+      return 0;
+    }
+    c->rpos += 4 + (size_t)len;
+    int rc = handle_frame(c, p + 4, len);
+    if (rc) return rc;
+  }
+}
+
+static int connection_lost(opd_client *c, int err, const char *when) {
+  if (err == 0) return fail_all(c, OPD_ECANCELED, "the server closed the connection");
+  return fail_all(c, OPD_ECANCELED, "the connection was lost %s: %s", when, strerror(err));
+}
+
+/* One read (into the download's buffer directly when possible), then parsing. 1: data was
+ * read, 0: nothing to read, negative: the connection broke. */
+static int read_some(opd_client *c) {
+  for (;;) {
+    ssize_t n;
+    if (c->raw_active && c->raw_dst && c->rpos == c->rlen) {
+      size_t want = c->raw_left < (uint64_t)SSIZE_MAX ? (size_t)c->raw_left : SSIZE_MAX;
+      n = read(c->fd, c->raw_dst, want);
+      if (n > 0) {
+        c->raw_dst += n;
+        c->raw_left -= (uint64_t)n;
+        if (c->raw_left == 0) finish_raw(c);
+        return 1;
+      }
+    } else {
+      if (c->rpos == c->rlen) {
+        c->rpos = c->rlen = 0;
+        if (c->rcap > 4 * READ_CHUNK) { /* give back a buffer grown for a large frame */
+          uint8_t *nb = realloc(c->rbuf, READ_CHUNK);
+          if (nb) c->rbuf = nb, c->rcap = READ_CHUNK;
+        }
+      } else if (c->rlen == c->rcap) {
+        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+      }
+      assert(c->rlen < c->rcap);
+      n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+      if (n > 0) {
+        c->rlen += (size_t)n;
+        int rc = process_input(c);
+        return rc ? rc : 1;
+      }
+    }
+    if (n == 0) return connection_lost(c, 0, "");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    return connection_lost(c, errno, "reading");
+  }
+}
+
+/* Reads whatever the server sent before a failed write (its error, or its reason to close). */
+static int drain_after_write_error(opd_client *c, int err) {
+  for (int i = 0; i < 1024; i++) {
+    int rc = read_some(c);
+    if (rc < 0) return rc;
+    if (rc == 0) break;
+  }
+  return connection_lost(c, err, "writing");
+}
+
+/* Writes what the socket takes. 0, or a broken-connection code. */
+static int write_some(opd_client *c) {
+  for (;;) {
+    pthread_mutex_lock(&c->mu);
+    opd_future *f = c->send;
+    pthread_mutex_unlock(&c->mu);
+    if (!f) return 0;
+    size_t total = f->frame_len + f->raw_len;
+    while (f->sent < total) {
+      struct iovec iov[2];
+      int n = 0;
+      if (f->sent < f->frame_len) {
+        iov[n++] = (struct iovec){f->frame + f->sent, f->frame_len - f->sent};
+        if (f->raw_len) iov[n++] = (struct iovec){(void *)f->raw, f->raw_len};
+      } else {
+        iov[n++] = (struct iovec){(void *)(f->raw + (f->sent - f->frame_len)), total - f->sent};
+      }
+      struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+      ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+        return drain_after_write_error(c, errno);
+      }
+      f->sent += (size_t)w;
+    }
+    free(f->frame);
+    f->frame = NULL;
+    pthread_mutex_lock(&c->mu);
+    c->send = f->next;
+    bool early = f->responded;
+    pthread_mutex_unlock(&c->mu);
+    if (early) complete(c, f);
+  }
+}
+
+/* One round of I/O: waits up to timeout_ms for the socket, then writes and reads what it
+ * can. The caller is the pump (c->io_busy set by it), without c->mu. */
+static void pump_once(opd_client *c, int timeout_ms) {
+  pthread_mutex_lock(&c->mu);
+  bool broken = c->broken_rc != 0, want_write = c->send != NULL;
+  pthread_mutex_unlock(&c->mu);
+  if (broken) return;
+  struct pollfd p[2] = {{c->fd, (short)(POLLIN | (want_write ? POLLOUT : 0)), 0},
+                        {c->wake[0], POLLIN, 0}};
+  int n = poll(p, 2, timeout_ms);
+  if (n < 0) {
+    if (errno != EINTR) connection_lost(c, errno, "polling");
+    return;
+  }
+  if (p[1].revents & POLLIN) {
+    char drain[64];
+    while (read(c->wake[0], drain, sizeof drain) > 0) continue;
+  }
+  if (want_write && (p[0].revents & (POLLOUT | POLLERR | POLLHUP)) && write_some(c) < 0) return;
+  if (p[0].revents & (POLLIN | POLLERR | POLLHUP)) read_some(c);
+}
+
+typedef bool (*until_fn)(opd_client *c, const void *arg);
+
+/* Runs the I/O (or sleeps while another thread does) until until(c, arg), the deadline
+ * (OPD_EBUSY) or, for a condition that a broken connection cannot satisfy, the breakage.
+ * Called and returns with c->mu held. */
+static int progress(opd_client *c, until_fn until, const void *arg, int64_t deadline) {
+  if (tls_io_client == c && !until(c, arg))
+    return opd__client_error(OPD_EBUSY, "a blocking client call from one of its own callbacks");
+  for (;;) {
+    if (until(c, arg)) return 0;
+    int left = ms_left(deadline);
+    /* a broken connection's requests are failed by the pump that saw it break */
+    if (!c->io_busy && c->broken_rc) return c->broken_rc;
+    if (left == 0) return OPD_EBUSY;
+    if (c->io_busy) {
+      if (deadline < 0) {
+        pthread_cond_wait(&c->cv, &c->mu);
+      } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += left / 1000;
+        ts.tv_nsec += (long)(left % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+      }
+      continue;
+    }
+    c->io_busy = true;
+    tls_io_client = c;
+    pthread_mutex_unlock(&c->mu);
+    pump_once(c, left);
+    pthread_mutex_lock(&c->mu);
+    tls_io_client = NULL;
+    c->io_busy = false;
+    pthread_cond_broadcast(&c->cv);
+  }
+}
+
+static bool future_is_done(opd_client *c, const void *arg) {
+  (void)c;
+  return ((const opd_future *)arg)->done;
+}
+
+static bool has_room(opd_client *c, const void *arg) {
+  (void)arg;
+  return c->pending < c->max_in_flight;
+}
+
+static bool nothing_pending(opd_client *c, const void *arg) {
+  (void)arg;
+  return c->pending == 0;
+}
+
+/* ---- submitting ---- */
+
+int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, uint8_t **frame, size_t *len) {
+  size_t n = opd__v1__request__get_packed_size(req);
+  if (n > limit || n > UINT32_MAX)
+    return opd__client_error(OPD_ERESOURCE,
+                             "a request of %zu bytes exceeds the server's max_frame_bytes (%llu)",
+                             n, (unsigned long long)limit);
+  uint8_t *buf = malloc(n + 4);
+  if (!buf) return opd__client_error(OPD_ENOMEM, "out of memory for a request of %zu bytes", n);
+  buf[0] = (uint8_t)n;
+  buf[1] = (uint8_t)(n >> 8);
+  buf[2] = (uint8_t)(n >> 16);
+  buf[3] = (uint8_t)(n >> 24);
+  if (opd__v1__request__pack(req, buf + 4) != n) {
+    free(buf);
+    return opd__client_error(OPD_EINTERNAL, "protobuf-c packed a request to an unexpected size");
+  }
+  *frame = buf;
+  *len = n + 4;
+  return 0;
+}
+
+int opd__client_submit(opd_client *c, opd_future *f, Opd__V1__Request *req) {
+  pthread_mutex_lock(&c->mu);
+  int rc = 0;
+  /* a callback may submit over the limit: it cannot wait for the pump it runs on */
+  if (tls_io_client != c && !c->closing) rc = progress(c, has_room, NULL, -1);
+  if (c->closing)
+    rc = opd__client_error(OPD_ECANCELED, "the client is closed");
+  else if (c->broken_rc)
+    rc = opd__client_error(c->broken_rc, "%s", c->broken_msg);
+  if (rc == 0) {
+    req->id = ++c->next_id;
+    rc = opd__client_pack(req, c->max_frame_out, &f->frame, &f->frame_len);
+  }
+  if (rc != 0) {
+    pthread_mutex_unlock(&c->mu);
+    opd__future_discard(f);
+    return rc;
+  }
+  f->id = req->id;
+  if (c->tail)
+    c->tail->next = f;
+  else
+    c->head = f;
+  c->tail = f;
+  if (!c->send) c->send = f;
+  c->pending++;
+  if (c->io_busy) {
+    /* the pump may sleep in poll() without watching for writability: wake it */
+    if (tls_io_client != c) {
+      ssize_t w = write(c->wake[1], "", 1);
+      (void)w; /* a full pipe is already a pending wake-up */
+    }
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+  }
+  /* nobody pumps: write what the socket takes now (and read what is there) */
+  c->io_busy = true;
+  tls_io_client = c;
+  pthread_mutex_unlock(&c->mu);
+  pump_once(c, 0);
+  pthread_mutex_lock(&c->mu);
+  tls_io_client = NULL;
+  c->io_busy = false;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  return 0;
+}
+
+/* Copies a failed future's message to the thread's last error. */
+static int future_to_thread_error(const opd_future *f) {
+  const char *op = f->error_op ? f->error_op : f->op;
+  if (op) return opd__client_error(f->rc, "%s: %s", op, f->message ? f->message : "");
+  return opd__client_error(f->rc, "%s", f->message ? f->message : "");
+}
+
+int opd__future_wait_sync(opd_future *f) {
+  assert(f->user_owned);
+  int rc = opd_future_wait(f);
+  if (rc != 0 && opd_future_done(f)) rc = future_to_thread_error(f);
+  return rc;
+}
+
+/* ---- futures, public ---- */
+
+int opd_future_wait_for(opd_future *f, int timeout_ms) {
+  opd_client *c = f->client;
+  pthread_mutex_lock(&c->mu);
+  int rc = progress(c, future_is_done, f, deadline_after(timeout_ms));
+  bool done = f->done;
+  pthread_mutex_unlock(&c->mu);
+  if (!done) {
+    if (tls_io_client != c)
+      opd__client_error(OPD_EBUSY, "the request did not complete within %d ms", timeout_ms);
+    return rc ? rc : OPD_EBUSY;
+  }
+  return f->rc;
+}
+
+int opd_future_wait(opd_future *f) {
+  return opd_future_wait_for(f, -1);
+}
+
+bool opd_future_done(const opd_future *f) {
+  opd_client *c = f->client;
+  pthread_mutex_lock(&c->mu);
+  bool done = f->done;
+  pthread_mutex_unlock(&c->mu);
+  /* in its callback, a future is finished but not yet published */
+  return done || (tls_io_client == c && f->finished);
+}
+
+void opd_future_free(opd_future *f) {
+  if (!f) return;
+  assert(f->user_owned);
+  opd_client *c = f->client;
+  pthread_mutex_lock(&c->mu);
+  if (!f->done && tls_io_client == c) {
+    /* from a callback, which cannot wait: the library frees it when it completes */
+    f->user_owned = false;
+    pthread_mutex_unlock(&c->mu);
+    client_unref(c);
+    return;
+  }
+  int rc = progress(c, future_is_done, f, -1);
+  assert(rc == 0 && f->done);
+  (void)rc;
+  pthread_mutex_unlock(&c->mu);
+  future_destroy(f);
+  client_unref(c);
+}
+
+int opd__client_may_block(opd_client *c) {
+  if (tls_io_client == c)
+    return opd__client_error(OPD_EBUSY, "a blocking client call from one of its own callbacks");
+  return 0;
+}
+
+int opd_future_status(const opd_future *f) {
+  return f->finished ? f->rc : OPD_EBUSY;
+}
+
+const char *opd_future_error(const opd_future *f) {
+  return f->finished && f->message ? f->message : "";
+}
+
+const char *opd_future_error_op(const opd_future *f) {
+  return f->finished && f->error_op ? f->error_op : "";
+}
+
+const opd_client_value *opd_future_results(const opd_future *f, size_t *num_results) {
+  bool ok = f->finished && f->rc == 0 && f->kind == OPD__REQ_CALL;
+  if (num_results) *num_results = ok ? f->num_results : 0;
+  return ok ? f->results : NULL;
+}
+
+opd_client_tensor opd_future_tensor(const opd_future *f, size_t i) {
+  size_t n;
+  const opd_client_value *v = opd_future_results(f, &n);
+  return i < n && v[i].kind == OPD_CV_TENSOR ? v[i].u.tensor : 0;
+}
+
+opd_client_tensor opd_future_handle(const opd_future *f) {
+  return f->finished && f->rc == 0 ? f->handle : 0;
+}
+
+const opd_client_tensor_info *opd_future_tensor_info(const opd_future *f) {
+  return f->finished ? f->info : NULL;
+}
+
+void *opd_future_take_data(opd_future *f) {
+  if (!f->finished || !f->alloc || f->rc != 0) return NULL;
+  void *p = f->buf;
+  f->buf = NULL;
+  return p;
+}
+
+/* ---- polling ---- */
+
+typedef struct completion_count {
+  size_t pending_before;
+} completion_count;
+
+static bool fewer_pending(opd_client *c, const void *arg) {
+  return c->pending < ((const completion_count *)arg)->pending_before;
+}
+
+int opd_client_poll(opd_client *c, int timeout_ms) {
+  pthread_mutex_lock(&c->mu);
+  if (c->pending == 0) {
+    int rc = c->broken_rc;
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+  }
+  completion_count before = {c->pending};
+  int rc = progress(c, fewer_pending, &before, deadline_after(timeout_ms));
+  size_t done = before.pending_before - c->pending;
+  pthread_mutex_unlock(&c->mu);
+  if (done > 0) return (int)(done > INT32_MAX ? INT32_MAX : done);
+  return rc == OPD_EBUSY ? 0 : rc;
+}
+
+int opd_client_wait_all(opd_client *c) {
+  pthread_mutex_lock(&c->mu);
+  int rc = progress(c, nothing_pending, NULL, -1);
+  if (rc == 0) rc = c->broken_rc;
+  if (rc != 0 && rc != OPD_EBUSY) opd__client_error(rc, "%s", c->broken_msg);
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
+size_t opd_client_pending(opd_client *c) {
+  pthread_mutex_lock(&c->mu);
+  size_t n = c->pending;
+  pthread_mutex_unlock(&c->mu);
+  return n;
+}
+
+/* ---- connecting ---- */
+
+static int set_nonblocking(int fd) {
+  int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) return -1;
+  return fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+static int hello(opd_client *c, const opd_client_options *o) {
+  opd_future *f = opd__future_new(c, OPD__REQ_HELLO, NULL, NULL, true);
+  if (!f) {
+    opd_client_close(c);
+    return opd__client_error(OPD_ENOMEM, "out of memory");
+  }
+  Opd__V1__Hello h = OPD__V1__HELLO__INIT;
+  h.protocol_version = OPD_CLIENT_PROTOCOL_VERSION;
+  h.client_name = (char *)(o->client_name ? o->client_name : "opd-client");
+  Opd__V1__Request req = OPD__V1__REQUEST__INIT;
+  req.body_case = OPD__V1__REQUEST__BODY_HELLO;
+  req.hello = &h;
+  int rc = opd__client_submit(c, f, &req);
+  if (rc != 0) {
+    char saved[OPD__CLIENT_MSG_MAX];
+    snprintf(saved, sizeof saved, "%s", tls_msg);
+    opd_client_close(c);
+    return opd__client_error(rc, "%s", saved);
+  }
+  int timeout = o->connect_timeout_ms == 0 ? 10000 : o->connect_timeout_ms;
+  rc = opd_future_wait_for(f, timeout);
+  if (rc == OPD_EBUSY && !f->done) {
+    opd__client_error(OPD_EBUSY, "no hello reply from the server within %d ms", timeout);
+    /* close() below fails the request */
+  } else if (rc != 0) {
+    rc = opd__client_error(rc, "hello refused: %s", f->message ? f->message : "");
+  }
+  if (rc == 0) {
+    uint32_t limit = c->server.max_in_flight ? c->server.max_in_flight : OPD__CLIENT_DEFAULT_INFL;
+    if (o->max_in_flight && o->max_in_flight < limit) limit = o->max_in_flight;
+    pthread_mutex_lock(&c->mu);
+    c->max_in_flight = limit;
+    if (c->server.max_frame_bytes) {
+      /* the server's limit holds both ways */
+      c->max_frame_out = c->server.max_frame_bytes;
+      if (c->server.max_frame_bytes < c->max_frame_in) c->max_frame_in = c->server.max_frame_bytes;
+    }
+    pthread_mutex_unlock(&c->mu);
+    opd_future_free(f);
+  } else {
+    /* the future goes with the client: free it after close has failed it */
+    char saved[OPD__CLIENT_MSG_MAX];
+    snprintf(saved, sizeof saved, "%s", tls_msg);
+    opd_client_close(c);
+    opd_future_free(f);
+    opd__client_error(rc, "%s", saved);
+  }
+  return rc;
+}
+
+int opd_client_connect_fd(int fd, const opd_client_options *options, opd_client **out) {
+  static const opd_client_options defaults;
+  const opd_client_options *o = options ? options : &defaults;
+  *out = NULL;
+  if (fd < 0) return opd__client_error(OPD_EINVAL, "bad file descriptor %d", fd);
+  opd_client *c = calloc(1, sizeof *c);
+  uint8_t *rbuf = malloc(READ_CHUNK);
+  if (!c || !rbuf) {
+    free(c);
+    free(rbuf);
+    close(fd);
+    return opd__client_error(OPD_ENOMEM, "out of memory");
+  }
+  if (set_nonblocking(fd) != 0 || pipe(c->wake) != 0) {
+    int err = errno;
+    free(c);
+    free(rbuf);
+    close(fd);
+    return opd__client_error(OPD_EINTERNAL, "cannot set up the connection: %s", strerror(err));
+  }
+  set_nonblocking(c->wake[0]);
+  set_nonblocking(c->wake[1]);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&c->mu, NULL);
+  c->fd = fd;
+  c->refs = 1;
+  c->rbuf = rbuf;
+  c->rcap = READ_CHUNK;
+  c->max_in_flight = 1;
+  c->max_frame_out = OPD__CLIENT_DEFAULT_FRAME;
+  c->max_frame_in =
+      o->max_response_frame_bytes ? o->max_response_frame_bytes : OPD__CLIENT_DEFAULT_RFRAME;
+  int rc = hello(c, o);
+  if (rc == 0) *out = c;
+  return rc;
+}
+
+typedef struct parsed_url {
+  bool is_unix;
+  char host[256];
+  char port[8];
+  char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+} parsed_url;
+
+static int parse_url(const char *url, parsed_url *u) {
+  memset(u, 0, sizeof *u);
+  if (!url) return opd__client_error(OPD_EINVAL, "no URL (tcp://HOST:PORT or unix:///PATH)");
+  if (strncmp(url, "unix://", 7) == 0) {
+    const char *path = url + 7;
+    u->is_unix = true;
+    if (!*path) return opd__client_error(OPD_EINVAL, "'%s': no socket path (unix:///PATH)", url);
+    if (strlen(path) >= sizeof u->path)
+      return opd__client_error(OPD_EINVAL, "'%s': the socket path is longer than %zu bytes", url,
+                               sizeof u->path - 1);
+    memcpy(u->path, path, strlen(path) + 1);
+    return 0;
+  }
+  if (strncmp(url, "tcp://", 6) != 0)
+    return opd__client_error(OPD_EINVAL, "'%s': the URL must start with tcp:// or unix://", url);
+  const char *h = url + 6, *hend, *colon;
+  if (*h == '[') {
+    hend = strchr(h, ']');
+    if (!hend) return opd__client_error(OPD_EINVAL, "'%s': unterminated [IPv6 address]", url);
+    h++;
+    colon = hend + 1;
+    if (*colon != ':') return opd__client_error(OPD_EINVAL, "'%s': no port (tcp://HOST:PORT)", url);
+  } else {
+    colon = strrchr(h, ':');
+    if (!colon) return opd__client_error(OPD_EINVAL, "'%s': no port (tcp://HOST:PORT)", url);
+    hend = colon;
+  }
+  size_t hlen = (size_t)(hend - h);
+  if (hlen == 0) return opd__client_error(OPD_EINVAL, "'%s': no host (tcp://HOST:PORT)", url);
+  if (hlen >= sizeof u->host) return opd__client_error(OPD_EINVAL, "'%s': host name too long", url);
+  memcpy(u->host, h, hlen);
+  const char *port = colon + 1;
+  long value = 0;
+  size_t plen = strlen(port);
+  for (size_t i = 0; i < plen && value <= 65535; i++) {
+    if (port[i] < '0' || port[i] > '9') {
+      value = -1;
+      break;
+    }
+    value = value * 10 + (port[i] - '0');
+  }
+  if (plen == 0 || value < 1 || value > 65535)
+    return opd__client_error(OPD_EINVAL, "'%s': the port must be a number from 1 to 65535", url);
+  snprintf(u->port, sizeof u->port, "%ld", value);
+  return 0;
+}
+
+static int connect_code(int err) {
+  switch (err) {
+  case ECONNREFUSED:
+  case ENOENT:
+  case EHOSTUNREACH:
+  case ENETUNREACH:
+  case ECONNRESET: return OPD_ENOENT;
+  case ETIMEDOUT: return OPD_EBUSY;
+  default: return OPD_EINTERNAL;
+  }
+}
+
+/* Connects a non-blocking socket by the deadline: 0 or an errno value. */
+static int connect_by(int fd, const struct sockaddr *a, socklen_t len, int64_t deadline) {
+  if (set_nonblocking(fd) != 0) return errno;
+  if (connect(fd, a, len) == 0) return 0;
+  if (errno != EINPROGRESS && errno != EINTR) return errno;
+  for (;;) {
+    struct pollfd p = {fd, POLLOUT, 0};
+    int n = poll(&p, 1, ms_left(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return ETIMEDOUT;
+    int err = 0;
+    socklen_t elen = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0) return errno;
+    return err;
+  }
+}
+
+int opd_client_connect(const char *url, const opd_client_options *options, opd_client **out) {
+  *out = NULL;
+  parsed_url u;
+  int rc = parse_url(url, &u);
+  if (rc) return rc;
+  int timeout = options && options->connect_timeout_ms ? options->connect_timeout_ms : 10000;
+  int64_t deadline = deadline_after(timeout);
+  int fd = -1, err = 0;
+  if (u.is_unix) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, u.path, strlen(u.path) + 1);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0)
+      err = errno;
+    else if ((err = connect_by(fd, (struct sockaddr *)&sa, sizeof sa, deadline)) != 0) {
+      close(fd);
+      fd = -1;
+    }
+  } else {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+    int g = getaddrinfo(u.host, u.port, &hints, &ai);
+    if (g != 0)
+      return opd__client_error(OPD_ENOENT, "cannot connect to %s: %s", url, gai_strerror(g));
+    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+      fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+      if (fd < 0) {
+        err = errno;
+        continue;
+      }
+      if ((err = connect_by(fd, a->ai_addr, a->ai_addrlen, deadline)) != 0) {
+        close(fd);
+        fd = -1;
+      }
+    }
+    freeaddrinfo(ai);
+    if (fd >= 0) {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+  }
+  if (fd < 0)
+    return opd__client_error(connect_code(err), "cannot connect to %s: %s", url, strerror(err));
+  opd_client_options o = options ? *options : (opd_client_options){0};
+  if (o.connect_timeout_ms >= 0) {
+    int left = ms_left(deadline);
+    o.connect_timeout_ms = left > 0 ? left : 1;
+  }
+  rc = opd_client_connect_fd(fd, &o, out);
+  if (rc != 0) {
+    char saved[OPD__CLIENT_MSG_MAX];
+    snprintf(saved, sizeof saved, "%s", tls_msg);
+    opd__client_error(rc, "%s: %s", url, saved);
+  }
+  return rc;
+}
+
+void opd_client_close(opd_client *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  assert(!c->io_busy && "opd_client_close while another thread uses the client");
+  c->closing = true;
+  pthread_mutex_unlock(&c->mu);
+  fail_all(c, OPD_ECANCELED, "the client was closed");
+  close(c->fd);
+  close(c->wake[0]);
+  close(c->wake[1]);
+  free(c->rbuf);
+  c->rbuf = NULL;
+  client_unref(c);
+}
+
+const opd_client_server_info *opd_client_server(const opd_client *c) {
+  return &c->server;
+}
+
+bool opd_client_connected(opd_client *c) {
+  pthread_mutex_lock(&c->mu);
+  bool up = c->broken_rc == 0;
+  pthread_mutex_unlock(&c->mu);
+  return up;
+}

@@ -1,0 +1,176 @@
+/* layer_norm.c: the CPU kernel of native_layer_norm, boxed (it returns output, mean, rstd).
+ *
+ * [Note: Layer norm on the CPU]
+ * The input is `rows` groups of `cols` elements, the trailing normalized_shape dims. Each group
+ * is gathered, converted to double, into a buffer. The mean and the biased variance come from
+ * two passes over it in double, in independent lanes that vectorize (data far from 0 loses
+ * nothing to cancellation); rstd = 1 / sqrt(var + eps); y = (x - mean) * rstd * weight + bias
+ * is rounded once to the output dtype. weight and bias are converted to double once. Groups are
+ * split over threads. mean and rstd have the input's dtype and its leading dims, with size 1
+ * for each normalized dim. A group of zero elements has mean 0 and rstd NaN.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "meta/reduce_meta.h"
+#include "reduce_walk.h"
+#include "src/parallel.h"
+
+enum { LANES = 8, GRAIN = 32768 };
+
+/* The mean and the biased variance of n doubles, each pass in LANES independent lanes. */
+OPD__SIMD_CLONES static void moments(const double *x, int64_t n, double *mean, double *var) {
+  double lane[LANES] = {0}, s = 0, m;
+  int64_t j = 0;
+  for (; j + LANES <= n; j += LANES)
+    for (int k = 0; k < LANES; k++) lane[k] += x[j + k];
+  for (int k = 0; k < LANES; k++) s += lane[k];
+  for (; j < n; j++) s += x[j];
+  m = n > 0 ? s / (double)n : 0;
+  s = 0;
+  for (int k = 0; k < LANES; k++) lane[k] = 0;
+  for (j = 0; j + LANES <= n; j += LANES)
+    for (int k = 0; k < LANES; k++) lane[k] += (x[j + k] - m) * (x[j + k] - m);
+  for (int k = 0; k < LANES; k++) s += lane[k];
+  for (; j < n; j++) s += (x[j] - m) * (x[j] - m);
+  *mean = m;
+  *var = s / (double)n;
+}
+
+OPD__SIMD_CLONES static void normalize(double *x, int64_t n, double mean, double rstd,
+                                       const double *weight, const double *bias) {
+  for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mean) * rstd;
+  if (weight)
+    for (int64_t j = 0; j < n; j++) x[j] *= weight[j];
+  if (bias)
+    for (int64_t j = 0; j < n; j++) x[j] += bias[j];
+}
+
+/* Converts the n elements of the walk d from base into dst. */
+static void walk_load(const char *base, const opd__dims *d, opd_dtype dt, int64_t n, double *dst) {
+  int64_t esz = (int64_t)opd_dtype_size(dt), stride = d->stride[d->n - 1];
+  opd__iter it;
+  opd__iter_seek(&it, d, 0);
+  for (int64_t j = 0; j < n;) {
+    int64_t run = opd__iter_run_left(&it) < n - j ? opd__iter_run_left(&it) : n - j;
+    opd__load_f64(base + it.off * esz, stride, dt, run, dst + j);
+    j += run;
+    if (j < n) opd__iter_step(&it, run);
+  }
+}
+
+typedef struct ln_ctx {
+  opd_dtype dt;
+  size_t esz;
+  const char *in;
+  opd__dims lead, norm; /* the input's walks over the leading and the normalized dims */
+  int64_t cols;
+  const double *weight, *bias; /* NULL when absent */
+  double eps;
+  char *y, *mean, *rstd;
+  atomic_bool nomem;
+} ln_ctx;
+
+static void ln_task(void *ctx, int64_t begin, int64_t end) {
+  ln_ctx *c = ctx;
+  int64_t n = c->cols, esz = (int64_t)c->esz;
+  double *x = malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
+  if (!x) {
+    atomic_store(&c->nomem, true);
+    return;
+  }
+  opd__iter it;
+  opd__iter_seek(&it, &c->lead, begin);
+  for (int64_t r = begin; r < end; r++) {
+    walk_load(c->in + it.off * esz, &c->norm, c->dt, n, x);
+    double mean, var;
+    moments(x, n, &mean, &var);
+    double rstd = 1 / sqrt(var + c->eps);
+    normalize(x, n, mean, rstd, c->weight, c->bias);
+    char *y = c->y + r * n * esz;
+    if (c->dt == OPD_FLOAT32)
+      for (int64_t j = 0; j < n; j++) ((float *)y)[j] = (float)x[j];
+    else
+      for (int64_t j = 0; j < n; j++) opd__store_float(y + j * esz, c->dt, x[j]);
+    opd__store_float(c->mean + r * esz, c->dt, mean);
+    opd__store_float(c->rstd + r * esz, c->dt, rstd);
+    if (r + 1 < end) opd__iter_step(&it, 1);
+  }
+  free(x);
+}
+
+/* weight or bias as doubles; *out NULL for an absent one. */
+static int affine_f64(const opd_tensor *t, double **out) {
+  *out = NULL;
+  if (!t || t->numel == 0) return 0;
+  if (!(*out = malloc((size_t)t->numel * sizeof **out)))
+    return opd_error(OPD_ENOMEM, "layer_norm: out of memory");
+  opd__dims d;
+  opd__dims_of(t, 0, t->ndim, &d);
+  walk_load(opd_tensor_data(t), &d, opd_tensor_dtype(t), t->numel, *out);
+  return 0;
+}
+
+static int layer_norm(opd_ivalue *args, opd_tensor **res) {
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_INT_LIST ||
+      (args[4].tag != OPD_IV_DOUBLE && args[4].tag != OPD_IV_INT))
+    return opd_error(OPD_EINVAL,
+                     "native_layer_norm: expected (Tensor, int[], Tensor?, Tensor?, float)");
+  opd_tensor *input = args[0].u.t;
+  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
+  opd_tensor *bias = args[3].tag == OPD_IV_TENSOR ? args[3].u.t : NULL;
+  double eps = args[4].tag == OPD_IV_DOUBLE ? args[4].u.d : (double)args[4].u.i;
+  opd_out_spec out, stat;
+  int64_t rows, cols;
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){input, weight, bias}, 3, &device);
+  if (!rc)
+    rc = opd__layer_norm_meta(input, opd__iv_int_list(&args[1]), weight, bias, &out, &stat, &rows,
+                              &cols);
+  if (rc) return rc;
+  opd_dtype dt = opd_tensor_dtype(input);
+  if (!opd_dtype_is_floating(dt))
+    return opd_error(OPD_EINVAL, "\"LayerNormKernelImpl\" not implemented for '%s'",
+                     opd__c10_dtype_name(dt));
+  const opd_tensor *affine[2] = {weight, bias};
+  for (int k = 0; k < 2; k++)
+    if (affine[k] && opd_tensor_dtype(affine[k]) != dt)
+      return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd__c10_dtype_name(dt),
+                       opd__c10_dtype_name(opd_tensor_dtype(affine[k])));
+  rc = opd__alloc_output(&out, device, &res[0]);
+  if (!rc) rc = opd__alloc_output(&stat, device, &res[1]);
+  if (!rc) rc = opd__alloc_output(&stat, device, &res[2]);
+  if (rc || rows == 0) return rc;
+
+  ln_ctx c = {
+      .dt = dt, .esz = opd_dtype_size(dt), .in = opd_tensor_data(input), .cols = cols, .eps = eps};
+  c.y = opd_tensor_data(res[0]);
+  c.mean = opd_tensor_data(res[1]);
+  c.rstd = opd_tensor_data(res[2]);
+  int axis = input->ndim - (int)args[1].len;
+  opd__dims_of(input, 0, axis, &c.lead);
+  opd__dims_of(input, axis, input->ndim, &c.norm);
+  atomic_init(&c.nomem, false);
+  double *w = NULL, *b = NULL;
+  rc = affine_f64(weight, &w);
+  if (!rc) rc = affine_f64(bias, &b);
+  if (!rc) {
+    c.weight = w;
+    c.bias = b;
+    opd__parallel_for(0, rows, cols >= GRAIN ? 1 : GRAIN / (cols > 0 ? cols : 1), ln_task, &c);
+    if (atomic_load(&c.nomem)) rc = opd_error(OPD_ENOMEM, "layer_norm: out of memory");
+  }
+  free(w);
+  free(b);
+  return rc;
+}
+
+int opd__cpu_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  assert(stack->size >= 5);
+  opd_tensor *res[3] = {NULL, NULL, NULL};
+  int rc = layer_norm(opd_stack_last(stack, 5), res);
+  opd_stack_drop(stack, 5);
+  return opd__push_results(stack, res, 3, rc);
+}

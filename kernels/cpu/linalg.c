@@ -1,0 +1,473 @@
+/* linalg.c: the CPU kernels of the matrix products aten::mm, aten::bmm and aten::addmm
+ * (checks and shapes in kernels/meta/linalg_meta.c).
+ *
+ * [Note: Matrix products on the CPU]
+ * float32 and float64 products call OpenBLAS's gemm (row-major) on the operands in place:
+ * an operand whose rows or columns have stride 1 is passed as is, with the transpose flag
+ * and leading dimension that describe it, so transposed and sliced inputs are not copied.
+ * Other layouts (both strides above 1, a broadcast stride 0) are packed into a contiguous
+ * buffer first, as PyTorch does. float16 and bfloat16 are computed through float32. The
+ * output is a fresh contiguous tensor; with beta == 0 it is not initialised before gemm
+ * (gemm writes C without reading it when beta is 0, so NaN in `self` does not propagate),
+ * else it is filled with `self` broadcast to the output and gemm scales it by beta.
+ * Integer dtypes, and sizes beyond OpenBLAS's integer range, use a plain loop over the
+ * strided operands (integers accumulate modulo 2^64 and wrap like PyTorch's).
+ * OpenBLAS's own thread count is left alone.
+ */
+#include <assert.h>
+#include <cblas.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "src/kernel_util.h"
+#include "src/parallel.h"
+
+/* The meta functions of kernels/meta/linalg_meta.c. */
+int opd__mm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
+int opd__bmm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
+int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_out_spec *spec,
+                    opd_device *device);
+
+#define BLAS_MAX ((int64_t)(sizeof(blasint) == 8 ? INT64_MAX : INT32_MAX))
+
+/* A strided matrix operand: element (i, j) at data + (i * rs + j * cs) * element size. */
+typedef struct mat {
+  const char *data;
+  int64_t rs, cs;
+} mat;
+
+/* One gemm: c[m x n, row-major, contiguous] = alpha * a[m x k] @ b[k x n] (+ beta * c when
+ * use_beta), all of dtype t. */
+typedef struct gemm_args {
+  opd_dtype t;
+  int64_t m, n, k;
+  mat a, b;
+  char *c;
+  double alpha, beta;       /* floating dtypes */
+  uint64_t alpha_u, beta_u; /* integer dtypes */
+  bool use_beta;
+} gemm_args;
+
+static const char *c10_name(opd_dtype t) {
+  switch (t) {
+#define OPD__C10_NAME(e, v, size, name, c10) \
+  case OPD_##e: return c10;
+    OPD_DTYPES(OPD__C10_NAME)
+#undef OPD__C10_NAME
+  default: return "Undefined";
+  }
+}
+
+/* alpha and beta for dtype t (Scalar::to<T>: a double must fit an integer dtype's int64). */
+static int set_coefficients(gemm_args *g, opd_scalar alpha, opd_scalar beta) {
+  g->alpha = opd__scalar_to_double(alpha);
+  g->beta = opd__scalar_to_double(beta);
+  g->use_beta = g->beta != 0.0;
+  if (opd_dtype_is_floating(g->t)) return 0;
+  const opd_scalar s[2] = {alpha, beta};
+  uint64_t *dst[2] = {&g->alpha_u, &g->beta_u};
+  for (int i = 0; i < 2; i++) {
+    if (s[i].tag == OPD_IV_DOUBLE && !(s[i].u.d >= -0x1p63 && s[i].u.d < 0x1p63))
+      return opd_error(OPD_EINVAL, "value cannot be converted to type int64_t without overflow");
+    *dst[i] = (uint64_t)opd__scalar_to_int(s[i]);
+  }
+  return 0;
+}
+
+static double load_double(const char *p, opd_dtype t) {
+  switch (t) {
+  case OPD_FLOAT32: {
+    float v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  case OPD_FLOAT64: {
+    double v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  case OPD_FLOAT16: {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return opd_half_to_float(v);
+  }
+  default: {
+    assert(t == OPD_BFLOAT16);
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return opd_bf16_to_float(v);
+  }
+  }
+}
+
+static void store_double(char *p, opd_dtype t, double d) {
+  switch (t) {
+  case OPD_FLOAT32: {
+    float v = (float)d;
+    memcpy(p, &v, sizeof v);
+    break;
+  }
+  case OPD_FLOAT64: memcpy(p, &d, sizeof d); break;
+  case OPD_FLOAT16: {
+    uint16_t v = opd_float_to_half((float)d);
+    memcpy(p, &v, sizeof v);
+    break;
+  }
+  default: {
+    assert(t == OPD_BFLOAT16);
+    uint16_t v = opd_float_to_bf16((float)d);
+    memcpy(p, &v, sizeof v);
+    break;
+  }
+  }
+}
+
+/* Integers and bool, as the low bits of a uint64 (wrapping arithmetic). */
+static uint64_t load_bits(const char *p, opd_dtype t) {
+  switch (t) {
+  case OPD_UINT8: return *(const uint8_t *)p;
+  case OPD_BOOL: return *(const uint8_t *)p != 0;
+  case OPD_INT8: return (uint64_t)(int64_t) * (const int8_t *)p;
+  case OPD_INT16: {
+    int16_t v;
+    memcpy(&v, p, sizeof v);
+    return (uint64_t)(int64_t)v;
+  }
+  case OPD_INT32: {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return (uint64_t)(int64_t)v;
+  }
+  default: {
+    assert(t == OPD_INT64);
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  }
+}
+
+static void store_bits(char *p, opd_dtype t, uint64_t u) {
+  switch (t) {
+  case OPD_UINT8:
+  case OPD_INT8: *(uint8_t *)p = (uint8_t)u; break;
+  case OPD_BOOL: *(uint8_t *)p = u != 0; break;
+  case OPD_INT16: {
+    uint16_t v = (uint16_t)u;
+    memcpy(p, &v, sizeof v);
+    break;
+  }
+  case OPD_INT32: {
+    uint32_t v = (uint32_t)u;
+    memcpy(p, &v, sizeof v);
+    break;
+  }
+  default: memcpy(p, &u, sizeof u); break;
+  }
+}
+
+/* ---- the plain loop: rows [begin, end) of c ---- */
+
+static void naive_rows(void *ctx, int64_t begin, int64_t end) {
+  const gemm_args *g = ctx;
+  size_t es = opd_dtype_size(g->t);
+  bool fp = opd_dtype_is_floating(g->t);
+  for (int64_t i = begin; i < end; i++) {
+    for (int64_t j = 0; j < g->n; j++) {
+      char *c = g->c + (i * g->n + j) * (int64_t)es;
+      const char *pa = g->a.data + i * g->a.rs * (int64_t)es;
+      const char *pb = g->b.data + j * g->b.cs * (int64_t)es;
+      if (fp) {
+        double acc = 0;
+        for (int64_t p = 0; p < g->k; p++)
+          acc += load_double(pa + p * g->a.cs * (int64_t)es, g->t) *
+                 load_double(pb + p * g->b.rs * (int64_t)es, g->t);
+        double r = g->alpha * acc;
+        if (g->use_beta) r += g->beta * load_double(c, g->t);
+        store_double(c, g->t, r);
+      } else {
+        uint64_t acc = 0;
+        for (int64_t p = 0; p < g->k; p++)
+          acc += load_bits(pa + p * g->a.cs * (int64_t)es, g->t) *
+                 load_bits(pb + p * g->b.rs * (int64_t)es, g->t);
+        uint64_t r = g->alpha_u * acc;
+        if (g->use_beta) r += g->beta_u * load_bits(c, g->t);
+        store_bits(c, g->t, r);
+      }
+    }
+  }
+}
+
+static void gemm_naive(gemm_args *g) {
+  int64_t work = g->n * g->k > 0 ? g->n * g->k : 1; /* no overflow: both index real tensors */
+  int64_t grain = OPD_GRAIN_ELEMENTWISE / work > 0 ? OPD_GRAIN_ELEMENTWISE / work : 1;
+  opd__parallel_for(0, g->m, grain, naive_rows, g);
+}
+
+/* ---- OpenBLAS ---- */
+
+/* How an operand of rows x cols with strides (rs, cs) is passed to row-major gemm without a
+ * copy: false if it cannot be. */
+static bool blas_operand(int64_t rows, int64_t cols, mat x, CBLAS_TRANSPOSE *trans, int64_t *ld) {
+  if ((x.cs == 1 || cols == 1) && (rows == 1 || x.rs >= cols)) {
+    *trans = CblasNoTrans;
+    *ld = rows == 1 ? cols : x.rs;
+  } else if ((x.rs == 1 || rows == 1) && (cols == 1 || x.cs >= rows)) {
+    *trans = CblasTrans;
+    *ld = cols == 1 ? rows : x.cs;
+  } else {
+    return false;
+  }
+  return *ld >= 1 && *ld <= BLAS_MAX;
+}
+
+/* Copies x (rows x cols, dtype t) into a contiguous buffer of dtype `to` (FLOAT32 or
+ * FLOAT64, equal to t or wider). */
+static void pack(mat x, int64_t rows, int64_t cols, opd_dtype t, opd_dtype to, char *dst) {
+  size_t es = opd_dtype_size(t), eo = opd_dtype_size(to);
+  for (int64_t i = 0; i < rows; i++) {
+    const char *row = x.data + i * x.rs * (int64_t)es;
+    char *out = dst + i * cols * (int64_t)eo;
+    if (t == to && x.cs == 1) {
+      memcpy(out, row, (size_t)cols * es);
+      continue;
+    }
+    for (int64_t j = 0; j < cols; j++) {
+      const char *p = row + j * x.cs * (int64_t)es;
+      if (t == to)
+        memcpy(out + j * (int64_t)eo, p, es);
+      else
+        store_double(out + j * (int64_t)eo, to, load_double(p, t));
+    }
+  }
+}
+
+/* A temporary buffer from the CPU allocator (so it shows in the memory statistics). */
+typedef struct buffer {
+  void *p;
+  size_t nbytes;
+} buffer;
+
+static int buffer_alloc(buffer *b, int64_t rows, int64_t cols, size_t es) {
+  int64_t n;
+  if (__builtin_mul_overflow(rows, cols, &n) || __builtin_mul_overflow(n, (int64_t)es, &n))
+    return opd_error(OPD_ENOMEM, "gemm buffer of %lld x %lld elements is too large",
+                     (long long)rows, (long long)cols);
+  const opd_allocator *a = opd_cpu_allocator();
+  b->nbytes = (size_t)n;
+  return (b->p = a->alloc(a, b->nbytes)) ? 0 : opd_last_error_code();
+}
+
+static void buffer_free(buffer *b) {
+  const opd_allocator *a = opd_cpu_allocator();
+  if (b->p) a->free(a, b->p, b->nbytes);
+}
+
+/* An operand ready for gemm: passed in place, or packed into buf (dtype `to`). */
+static int blas_prepare(mat x, int64_t rows, int64_t cols, opd_dtype t, opd_dtype to,
+                        const void **ptr, CBLAS_TRANSPOSE *trans, blasint *ld, buffer *buf) {
+  int64_t ld64;
+  if (t == to && blas_operand(rows, cols, x, trans, &ld64)) {
+    *ptr = x.data;
+    *ld = (blasint)ld64;
+    return 0;
+  }
+  int rc = buffer_alloc(buf, rows, cols, opd_dtype_size(to));
+  if (rc) return rc;
+  pack(x, rows, cols, t, to, buf->p);
+  *ptr = buf->p;
+  *trans = CblasNoTrans;
+  *ld = (blasint)cols;
+  return 0;
+}
+
+static int gemm_blas(gemm_args *g) {
+  /* float16 and bfloat16 compute in float32 */
+  opd_dtype ct = g->t == OPD_FLOAT64 ? OPD_FLOAT64 : OPD_FLOAT32;
+  const void *a, *b;
+  buffer abuf = {0}, bbuf = {0}, cbuf = {0};
+  CBLAS_TRANSPOSE ta, tb;
+  blasint lda, ldb, m = (blasint)g->m, n = (blasint)g->n, k = (blasint)g->k;
+  int rc = blas_prepare(g->a, g->m, g->k, g->t, ct, &a, &ta, &lda, &abuf);
+  if (rc == 0) rc = blas_prepare(g->b, g->k, g->n, g->t, ct, &b, &tb, &ldb, &bbuf);
+  char *c = g->c;
+  if (rc == 0 && ct != g->t) {
+    rc = buffer_alloc(&cbuf, g->m, g->n, sizeof(float));
+    if (rc == 0 && g->use_beta) pack((mat){g->c, g->n, 1}, g->m, g->n, g->t, ct, cbuf.p);
+    c = cbuf.p;
+  }
+  if (rc == 0) {
+    double alpha = g->alpha, beta = g->use_beta ? g->beta : 0.0;
+    if (ct == OPD_FLOAT64)
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, (double *)c, n);
+    else
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta,
+                  (float *)c, n);
+    if (cbuf.p) {
+      size_t es = opd_dtype_size(g->t);
+      for (int64_t i = 0; i < g->m * g->n; i++)
+        store_double(g->c + i * (int64_t)es, g->t, ((const float *)cbuf.p)[i]);
+    }
+  }
+  buffer_free(&abuf);
+  buffer_free(&bbuf);
+  buffer_free(&cbuf);
+  return rc;
+}
+
+/* c = alpha * a @ b (+ beta * c); m, n, k > 0. */
+static int gemm(gemm_args *g) {
+  assert(g->m > 0 && g->n > 0 && g->k > 0);
+  if (opd_dtype_is_floating(g->t) && g->m <= BLAS_MAX && g->n <= BLAS_MAX && g->k <= BLAS_MAX)
+    return gemm_blas(g);
+  gemm_naive(g);
+  return 0;
+}
+
+/* ---- the output before gemm ---- */
+
+/* Strides of `self` broadcast to an m x n output (0 along broadcast dimensions). */
+static void broadcast_strides(opd_tensor *self, int64_t *s0, int64_t *s1) {
+  const int64_t *sz = opd_tensor_sizes(self), *st = opd_tensor_strides(self);
+  *s0 = *s1 = 0;
+  if (self->ndim == 2) {
+    *s0 = sz[0] == 1 ? 0 : st[0];
+    *s1 = sz[1] == 1 ? 0 : st[1];
+  } else if (self->ndim == 1) {
+    *s1 = sz[0] == 1 ? 0 : st[0];
+  }
+}
+
+/* c[m x n] = self broadcast. */
+static void fill_from_self(char *c, int64_t m, int64_t n, opd_tensor *self) {
+  size_t es = opd_dtype_size(opd_tensor_dtype(self));
+  const char *s = opd_tensor_data(self);
+  int64_t s0, s1;
+  broadcast_strides(self, &s0, &s1);
+  for (int64_t i = 0; i < m; i++) {
+    char *row = c + i * n * (int64_t)es;
+    const char *src = s + i * s0 * (int64_t)es;
+    if (s1 == 1) {
+      memcpy(row, src, (size_t)n * es);
+    } else {
+      for (int64_t j = 0; j < n; j++) memcpy(row + j * (int64_t)es, src + j * s1 * (int64_t)es, es);
+    }
+  }
+}
+
+/* addmm with an empty contraction: out = beta * self (PyTorch: result.copy_(self).mul_(beta),
+ * which cannot write a floating or integer product into an integer or bool result). */
+static int scale_self(const gemm_args *g, opd_tensor *self, opd_scalar beta) {
+  if ((!opd_dtype_is_floating(g->t) && beta.tag == OPD_IV_DOUBLE) ||
+      (g->t == OPD_BOOL && beta.tag == OPD_IV_INT))
+    return opd_error(OPD_EINVAL, "result type %s can't be cast to the desired output type %s",
+                     beta.tag == OPD_IV_DOUBLE ? "Float" : "Long", c10_name(g->t));
+  size_t es = opd_dtype_size(g->t);
+  fill_from_self(g->c, g->m, g->n, self);
+  for (int64_t i = 0; i < g->m * g->n; i++) {
+    char *p = g->c + i * (int64_t)es;
+    if (g->t == OPD_FLOAT64)
+      store_double(p, g->t, load_double(p, g->t) * g->beta);
+    else if (opd_dtype_is_floating(g->t))
+      store_double(p, g->t, (float)load_double(p, g->t) * (float)g->beta);
+    else
+      store_bits(p, g->t, load_bits(p, g->t) * g->beta_u);
+  }
+  return 0;
+}
+
+static mat mat_of(opd_tensor *t, int d0) {
+  const int64_t *st = opd_tensor_strides(t);
+  return (mat){opd_tensor_data(t), st[d0], st[d0 + 1]};
+}
+
+/* ---- kernels ---- */
+
+int opd__cpu_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__mm_meta(self, mat2, &spec, &device);
+  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  gemm_args g = {.t = spec.dtype,
+                 .m = spec.sizes[0],
+                 .n = spec.sizes[1],
+                 .k = opd_tensor_sizes(self)[1],
+                 .a = mat_of(self, 0),
+                 .b = mat_of(mat2, 0),
+                 .c = opd_tensor_data(*out),
+                 .alpha = 1,
+                 .alpha_u = 1};
+  if ((*out)->numel == 0) return 0;
+  if (g.k == 0) {
+    memset(g.c, 0, (size_t)(*out)->numel * opd_dtype_size(g.t));
+    return 0;
+  }
+  if ((rc = gemm(&g)) != 0) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cpu_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__bmm_meta(self, mat2, &spec, &device);
+  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  int64_t batch = spec.sizes[0], m = spec.sizes[1], n = spec.sizes[2];
+  int64_t k = opd_tensor_sizes(self)[2];
+  size_t es = opd_dtype_size(spec.dtype);
+  if ((*out)->numel == 0) return 0;
+  if (k == 0) {
+    memset(opd_tensor_data(*out), 0, (size_t)(*out)->numel * es);
+    return 0;
+  }
+  const int64_t *sa = opd_tensor_strides(self), *sb = opd_tensor_strides(mat2);
+  for (int64_t i = 0; i < batch && rc == 0; i++) {
+    mat a = mat_of(self, 1), b = mat_of(mat2, 1);
+    a.data += i * sa[0] * (int64_t)es;
+    b.data += i * sb[0] * (int64_t)es;
+    gemm_args g = {.t = spec.dtype,
+                   .m = m,
+                   .n = n,
+                   .k = k,
+                   .a = a,
+                   .b = b,
+                   .c = (char *)opd_tensor_data(*out) + i * m * n * (int64_t)es,
+                   .alpha = 1,
+                   .alpha_u = 1};
+    rc = gemm(&g);
+  }
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cpu_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2,
+                   opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addmm_meta(self, mat1, mat2, &spec, &device);
+  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  gemm_args g = {.t = spec.dtype,
+                 .m = spec.sizes[0],
+                 .n = spec.sizes[1],
+                 .k = opd_tensor_sizes(mat1)[1],
+                 .a = mat_of(mat1, 0),
+                 .b = mat_of(mat2, 0),
+                 .c = opd_tensor_data(*out)};
+  if ((*out)->numel == 0) return 0;
+  rc = set_coefficients(&g, alpha, beta);
+  if (rc == 0 && g.k == 0 && g.use_beta) {
+    rc = scale_self(&g, self, beta);
+  } else if (rc == 0 && g.k == 0) {
+    memset(g.c, 0, (size_t)(*out)->numel * opd_dtype_size(g.t));
+  } else if (rc == 0) {
+    if (g.use_beta) fill_from_self(g.c, g.m, g.n, self);
+    rc = gemm(&g);
+  }
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}

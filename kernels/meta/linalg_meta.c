@@ -1,0 +1,159 @@
+/* linalg_meta.c: the matrix products aten::mm, aten::bmm and aten::addmm: their argument
+ * checks and output shapes and dtypes (the meta functions, shared with the CPU kernels of
+ * kernels/cpu/linalg.c) and their Meta kernels.
+ *
+ * PyTorch 1.13 checks shapes in the structured meta functions and dtypes only when the
+ * CPU kernel reads the data (Tensor::data_ptr<T>, "expected scalar type Float but found
+ * Double"), after returning early for an empty output or an empty contraction: so does
+ * opd, and its Meta kernels raise the same errors as the CPU ones.
+ */
+#include <stdio.h>
+
+#include "src/kernel_util.h"
+
+int opd__mm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
+int opd__bmm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
+int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_out_spec *spec,
+                    opd_device *device);
+
+static const char *c10_name(opd_dtype t) {
+  switch (t) {
+#define OPD__C10_NAME(e, v, size, name, c10) \
+  case OPD_##e: return c10;
+    OPD_DTYPES(OPD__C10_NAME)
+#undef OPD__C10_NAME
+  default: return "Undefined";
+  }
+}
+
+static int shapes_error(const int64_t *a, const int64_t *b) {
+  return opd_error(OPD_EINVAL,
+                   "mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                   (long long)a[0], (long long)a[1], (long long)b[0], (long long)b[1]);
+}
+
+/* The dtype checks of the CPU gemm, made only when it would run: `op` names the kernel
+ * PyTorch dispatches on `dispatch` (which has no Bool kernel); every operand must have
+ * dtype `expected`, the first one that does not is reported. */
+static int check_gemm_dtypes(const char *op, opd_dtype dispatch, opd_dtype expected,
+                             opd_dtype first, opd_dtype second) {
+  if (dispatch == OPD_BOOL) return opd_error(OPD_EINVAL, "\"%s\" not implemented for 'Bool'", op);
+  opd_dtype bad = first != expected ? first : second;
+  if (bad != expected)
+    return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", c10_name(expected),
+                     c10_name(bad));
+  return 0;
+}
+
+static void matrix_spec(opd_out_spec *spec, int64_t m, int64_t n, opd_dtype dtype) {
+  spec->ndim = 2;
+  spec->sizes[0] = m;
+  spec->sizes[1] = n;
+  spec->dtype = dtype;
+}
+
+int opd__mm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device) {
+  opd_tensor *args[] = {self, mat2};
+  int rc = opd__common_device(args, 2, device);
+  if (rc) return rc;
+  if (self->ndim != 2) return opd_error(OPD_EINVAL, "self must be a matrix");
+  if (mat2->ndim != 2) return opd_error(OPD_EINVAL, "mat2 must be a matrix");
+  const int64_t *a = opd_tensor_sizes(self), *b = opd_tensor_sizes(mat2);
+  if (a[1] != b[0]) return shapes_error(a, b);
+  matrix_spec(spec, a[0], b[1], opd_tensor_dtype(self));
+  if (a[0] == 0 || b[1] == 0 || a[1] == 0) return 0;
+  return check_gemm_dtypes("addmm_impl_cpu_", spec->dtype, spec->dtype, opd_tensor_dtype(mat2),
+                           opd_tensor_dtype(self));
+}
+
+int opd__bmm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device) {
+  opd_tensor *args[] = {self, mat2};
+  int rc = opd__common_device(args, 2, device);
+  if (rc) return rc;
+  if (self->ndim != 3) return opd_error(OPD_EINVAL, "batch1 must be a 3D tensor");
+  if (mat2->ndim != 3) return opd_error(OPD_EINVAL, "batch2 must be a 3D tensor");
+  const int64_t *a = opd_tensor_sizes(self), *b = opd_tensor_sizes(mat2);
+  if (b[0] != a[0] || b[1] != a[2])
+    return opd_error(OPD_EINVAL,
+                     "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] "
+                     "but got: [%lld, %lld].",
+                     (long long)a[0], (long long)a[2], (long long)b[0], (long long)b[1]);
+  /* the output takes batch2's dtype */
+  opd_dtype t1 = opd_tensor_dtype(self), t2 = opd_tensor_dtype(mat2);
+  spec->ndim = 3;
+  spec->sizes[0] = a[0];
+  spec->sizes[1] = a[1];
+  spec->sizes[2] = b[2];
+  spec->dtype = t2;
+  if (a[0] == 0 || a[1] == 0 || b[2] == 0 || a[2] == 0) return 0;
+  /* PyTorch runs a loop dispatched on batch1's dtype for small products (m * n * k < 400),
+   * else gemm dispatched on the output's */
+  int64_t mn, mnk;
+  bool small = !__builtin_mul_overflow(a[1], b[2], &mn) &&
+               !__builtin_mul_overflow(mn, a[2], &mnk) && mnk < 400;
+  return small ? check_gemm_dtypes("bmm", t1, t1, t2, t2)
+               : check_gemm_dtypes("addmm_impl_cpu_", t2, t2, t1, t1);
+}
+
+int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_out_spec *spec,
+                    opd_device *device) {
+  opd_tensor *args[] = {self, mat1, mat2};
+  int rc = opd__common_device(args, 3, device);
+  if (rc) return rc;
+  if (mat1->ndim != 2)
+    return opd_error(OPD_EINVAL, "mat1 must be a matrix, got %d-D tensor", mat1->ndim);
+  if (mat2->ndim != 2)
+    return opd_error(OPD_EINVAL, "mat2 must be a matrix, got %d-D tensor", mat2->ndim);
+  const int64_t *a = opd_tensor_sizes(mat1), *b = opd_tensor_sizes(mat2);
+  if (a[1] != b[0]) return shapes_error(a, b);
+  matrix_spec(spec, a[0], b[1], opd_tensor_dtype(self));
+  /* self must expand to the output (at::expand_size) */
+  const int64_t *s = opd_tensor_sizes(self);
+  char target[64], sizes[64 * 24];
+  if (self->ndim > 2)
+    return opd_error(OPD_EINVAL,
+                     "expand(torch.%sTensor{%s}, size=%s): the number of sizes provided (2) must "
+                     "be greater or equal to the number of dimensions in the tensor (%d)",
+                     c10_name(spec->dtype), opd__format_sizes(s, self->ndim, sizes, sizeof sizes),
+                     opd__format_sizes(spec->sizes, 2, target, sizeof target), self->ndim);
+  for (int d = 0; d < self->ndim; d++) {
+    int64_t want = spec->sizes[2 - self->ndim + d];
+    if (s[d] != want && s[d] != 1)
+      return opd_error(OPD_EINVAL,
+                       "The expanded size of the tensor (%lld) must match the existing size (%lld) "
+                       "at non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s",
+                       (long long)want, (long long)s[d], 2 - self->ndim + d,
+                       opd__format_sizes(spec->sizes, 2, target, sizeof target),
+                       opd__format_sizes(s, self->ndim, sizes, sizeof sizes));
+  }
+  if (a[0] == 0 || b[1] == 0 || a[1] == 0) return 0;
+  return check_gemm_dtypes("addmm_impl_cpu_", spec->dtype, spec->dtype, opd_tensor_dtype(mat2),
+                           opd_tensor_dtype(mat1));
+}
+
+int opd__meta_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__mm_meta(self, mat2, &spec, &device);
+  return rc ? rc : opd__alloc_output(&spec, device, out);
+}
+
+int opd__meta_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__bmm_meta(self, mat2, &spec, &device);
+  return rc ? rc : opd__alloc_output(&spec, device, out);
+}
+
+int opd__meta_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2,
+                    opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  (void)beta;
+  (void)alpha;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addmm_meta(self, mat1, mat2, &spec, &device);
+  return rc ? rc : opd__alloc_output(&spec, device, out);
+}

@@ -1,0 +1,313 @@
+/* reduce_meta.c: argument checks and output specs of the reductions (sum.dim_IntList, mean.dim,
+ * amax, argmax), _softmax / _log_softmax and native_layer_norm, with PyTorch 1.13's errors, and
+ * their Meta kernels (see [Note: How a kernel is written] in src/kernel_util.h). */
+#include "reduce_meta.h"
+
+#include <assert.h>
+#include <stdio.h>
+
+const char *opd__c10_dtype_name(opd_dtype t) {
+  switch (t) {
+#define OPD__C10_NAME(e, v, size, name, c10) \
+  case OPD_##e: return c10;
+    OPD_DTYPES(OPD__C10_NAME)
+#undef OPD__C10_NAME
+  default: return "Undefined";
+  }
+}
+
+static int check_dtype_arg(opd_dtype dtype) {
+  if (dtype != OPD_DTYPE_UNDEFINED && !opd_dtype_valid(dtype))
+    return opd_error(OPD_EINVAL, "invalid dtype %d", (int)dtype);
+  return 0;
+}
+
+/* The mask of the dims `dim` names in a tensor of `ndim` dims (None or []: all of them). A 0-d
+ * tensor accepts 0 and -1 and has nothing to reduce. */
+static int dim_mask(opd_int_list dim, int ndim, uint64_t *mask) {
+  assert(ndim >= 0 && ndim <= OPD_MAX_DIMS);
+  uint64_t all = ndim == 64 ? ~UINT64_C(0) : (UINT64_C(1) << ndim) - 1;
+  if (dim.len <= 0) {
+    *mask = all;
+    return 0;
+  }
+  uint64_t m = 0;
+  for (int64_t i = 0; i < dim.len; i++) {
+    int64_t d = 0;
+    int rc = opd__wrap_dim(dim.data[i], ndim, &d);
+    if (rc) return rc;
+    if (m >> d & 1)
+      return opd_error(OPD_EINVAL, "dim %lld appears multiple times in the list of dims",
+                       (long long)d);
+    m |= UINT64_C(1) << d;
+  }
+  *mask = m & all;
+  return 0;
+}
+
+static void reduced_spec(const opd_tensor *self, uint64_t mask, bool keepdim, opd_dtype dtype,
+                         opd_out_spec *spec) {
+  const int64_t *sizes = opd_tensor_sizes(self);
+  spec->ndim = 0;
+  spec->dtype = dtype;
+  for (int d = 0; d < self->ndim; d++) {
+    if (!(mask >> d & 1))
+      spec->sizes[spec->ndim++] = sizes[d];
+    else if (keepdim)
+      spec->sizes[spec->ndim++] = 1;
+  }
+}
+
+int opd__sum_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_dtype dtype,
+                  opd_out_spec *spec, uint64_t *mask) {
+  int rc = check_dtype_arg(dtype);
+  if (rc) return rc;
+  opd_dtype in = opd_tensor_dtype(self);
+  if (dtype == OPD_DTYPE_UNDEFINED)
+    dtype = opd_dtype_is_integral(in) || in == OPD_BOOL ? OPD_INT64 : in;
+  rc = dim_mask(dim, self->ndim, mask);
+  if (rc) return rc;
+  reduced_spec(self, *mask, keepdim, dtype, spec);
+  return 0;
+}
+
+int opd__mean_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_dtype dtype,
+                   opd_out_spec *spec, uint64_t *mask) {
+  int rc = check_dtype_arg(dtype);
+  if (rc) return rc;
+  opd_dtype out = dtype != OPD_DTYPE_UNDEFINED ? dtype : opd_tensor_dtype(self);
+  if (!opd_dtype_is_floating(out))
+    return opd_error(OPD_EINVAL,
+                     "mean(): could not infer output dtype. %s dtype must be either a floating "
+                     "point or complex dtype. Got: %s",
+                     dtype != OPD_DTYPE_UNDEFINED ? "Optional" : "Input", opd__c10_dtype_name(out));
+  rc = dim_mask(dim, self->ndim, mask);
+  if (rc) return rc;
+  reduced_spec(self, *mask, keepdim, out, spec);
+  return 0;
+}
+
+int opd__amax_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
+                   uint64_t *mask) {
+  if (self->numel == 0) {
+    if (dim.len <= 0)
+      return opd_error(OPD_EINDEX,
+                       "amax(): Expected reduction dim to be specified for input.numel() == 0. "
+                       "Specify the reduction dim with the 'dim' argument.");
+    for (int64_t i = 0; i < dim.len; i++) {
+      int64_t d = 0;
+      int rc = opd__wrap_dim(dim.data[i], self->ndim, &d);
+      if (rc) return rc;
+      /* numel == 0 implies ndim > 0 */
+      if (opd_tensor_sizes(self)[d] == 0)
+        return opd_error(OPD_EINDEX, "amax(): Expected reduction dim %lld to have non-zero size.",
+                         (long long)dim.data[i]);
+    }
+  }
+  int rc = dim_mask(dim, self->ndim, mask);
+  if (rc) return rc;
+  reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), spec);
+  return 0;
+}
+
+int opd__argmax_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                     uint64_t *mask) {
+  if (dim.has_value) {
+    int64_t d = 0;
+    int rc = opd__wrap_dim(dim.value, self->ndim, &d);
+    if (rc) return rc;
+    if (self->ndim > 0 && opd_tensor_sizes(self)[d] == 0)
+      return opd_error(OPD_EINDEX, "argmax(): Expected reduction dim %lld to have non-zero size.",
+                       (long long)d);
+    *mask = self->ndim > 0 ? UINT64_C(1) << d : 0;
+  } else {
+    if (self->numel == 0)
+      return opd_error(OPD_EINDEX,
+                       "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
+    int rc = dim_mask((opd_int_list){NULL, -1}, self->ndim, mask);
+    if (rc) return rc;
+  }
+  reduced_spec(self, *mask, keepdim, OPD_INT64, spec);
+  return 0;
+}
+
+int opd__softmax_meta(const opd_tensor *self, int64_t dim, bool half_to_float, opd_out_spec *spec,
+                      int64_t *wrapped_dim) {
+  int rc = opd__wrap_dim(dim, self->ndim, wrapped_dim);
+  if (rc) return rc;
+  opd_dtype dtype = opd_tensor_dtype(self);
+  if (half_to_float) {
+    if (dtype != OPD_FLOAT16)
+      return opd_error(OPD_EINVAL,
+                       "softmax with half to float conversion is not supported on CPU, and "
+                       "elsewhere only for Half inputs (got %s)",
+                       opd__c10_dtype_name(dtype));
+    dtype = OPD_FLOAT32;
+  }
+  spec->ndim = self->ndim;
+  spec->dtype = dtype;
+  for (int d = 0; d < self->ndim; d++) spec->sizes[d] = opd_tensor_sizes(self)[d];
+  return 0;
+}
+
+int opd__layer_norm_meta(const opd_tensor *input, opd_int_list normalized_shape,
+                         const opd_tensor *weight, const opd_tensor *bias, opd_out_spec *out,
+                         opd_out_spec *stat, int64_t *rows, int64_t *cols) {
+  char ns[256], got[256];
+  int64_t nn = normalized_shape.len < 0 ? 0 : normalized_shape.len;
+  const int64_t *shape = normalized_shape.data;
+  /* a list longer than any tensor cannot match; keep the formatting bounded */
+  int nfmt = nn > OPD_MAX_DIMS ? OPD_MAX_DIMS : (int)nn;
+  if (nn < 1)
+    return opd_error(OPD_EINVAL,
+                     "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+                     "least one element, but got normalized_shape = []");
+  const opd_tensor *affine[2] = {weight, bias};
+  const char *names[2] = {"weight", "bias"};
+  for (int k = 0; k < 2; k++) {
+    const opd_tensor *t = affine[k];
+    if (!t) continue;
+    bool same = t->ndim == nn;
+    for (int d = 0; same && d < t->ndim; d++) same = opd_tensor_sizes(t)[d] == shape[d];
+    if (!same)
+      return opd_error(OPD_EINVAL,
+                       "Expected %s to be of same shape as normalized_shape, but got %s of shape "
+                       "%s and normalized_shape = %s",
+                       names[k], names[k],
+                       opd__format_sizes(opd_tensor_sizes(t), t->ndim, got, sizeof got),
+                       opd__format_sizes(shape, nfmt, ns, sizeof ns));
+  }
+  const int64_t *sizes = opd_tensor_sizes(input);
+  int ndim = input->ndim;
+  bool match = ndim >= nn;
+  for (int64_t i = 0; match && i < nn; i++) match = sizes[ndim - nn + i] == shape[i];
+  if (!match) {
+    char want[256];
+    size_t used = (size_t)snprintf(want, sizeof want, "[*");
+    for (int i = 0; i < nfmt && used < sizeof want; i++)
+      used += (size_t)snprintf(want + used, sizeof want - used, ", %lld", (long long)shape[i]);
+    if (used < sizeof want) snprintf(want + used, sizeof want - used, "]");
+    return opd_error(OPD_EINVAL,
+                     "Given normalized_shape=%s, expected input with shape %s, but got input of "
+                     "size%s",
+                     opd__format_sizes(shape, nfmt, ns, sizeof ns), want,
+                     opd__format_sizes(sizes, ndim, got, sizeof got));
+  }
+  int axis = ndim - (int)nn;
+  int64_t m = 1, n = 1;
+  for (int d = 0; d < ndim; d++) {
+    int64_t *p = d < axis ? &m : &n;
+    if (__builtin_mul_overflow(*p, sizes[d], p))
+      return opd_error(OPD_EINVAL, "layer_norm: input of size%s is too large",
+                       opd__format_sizes(sizes, ndim, got, sizeof got));
+  }
+  *rows = m;
+  *cols = n;
+  out->ndim = ndim;
+  out->dtype = opd_tensor_dtype(input);
+  stat->ndim = ndim;
+  stat->dtype = out->dtype;
+  for (int d = 0; d < ndim; d++) {
+    out->sizes[d] = sizes[d];
+    stat->sizes[d] = d < axis ? sizes[d] : 1;
+  }
+  return 0;
+}
+
+int opd__push_results(opd_stack *stack, opd_tensor **res, int n, int rc) {
+  int pushed = 0;
+  if (!rc) {
+    for (; pushed < n; pushed++) {
+      rc = opd_stack_push(stack, opd_iv_tensor_steal(res[pushed]));
+      if (rc) break;
+    }
+    if (!rc) return 0;
+    opd_stack_drop(stack, (uint32_t)pushed);
+    pushed++; /* the failed push destroyed its value */
+  }
+  for (int i = pushed; i < n; i++)
+    if (res[i]) opd_tensor_release(res[i]);
+  return rc;
+}
+
+/* ---- Meta kernels ---- */
+
+int opd__meta_sum_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim,
+                              bool keepdim, opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__sum_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_mean_dim(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                       opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__mean_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_amax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                   opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__amax_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_argmax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                     opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__argmax_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_softmax(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool half_to_float,
+                      opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int64_t d = 0;
+  int rc = opd__softmax_meta(self, dim, half_to_float, &spec, &d);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_log_softmax(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                          bool half_to_float, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int64_t d = 0;
+  int rc = opd__softmax_meta(self, dim, half_to_float, &spec, &d);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  assert(stack->size >= 5);
+  opd_ivalue *args = opd_stack_last(stack, 5);
+  opd_tensor *res[3] = {NULL, NULL, NULL};
+  int rc = 0;
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_INT_LIST)
+    rc = opd_error(OPD_EINVAL, "native_layer_norm: expected (Tensor, int[], Tensor?, Tensor?, "
+                               "float) arguments");
+  opd_tensor *input = rc ? NULL : args[0].u.t;
+  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
+  opd_tensor *bias = args[3].tag == OPD_IV_TENSOR ? args[3].u.t : NULL;
+  opd_out_spec out, stat;
+  int64_t rows, cols;
+  opd_device device;
+  if (!rc) rc = opd__common_device((opd_tensor *const[]){input, weight, bias}, 3, &device);
+  if (!rc)
+    rc = opd__layer_norm_meta(input, opd__iv_int_list(&args[1]), weight, bias, &out, &stat, &rows,
+                              &cols);
+  if (!rc) rc = opd__alloc_output(&out, device, &res[0]);
+  if (!rc) rc = opd__alloc_output(&stat, device, &res[1]);
+  if (!rc) rc = opd__alloc_output(&stat, device, &res[2]);
+  opd_stack_drop(stack, 5);
+  return opd__push_results(stack, res, 3, rc);
+}

@@ -1,0 +1,89 @@
+/* composite_reduce.c: the composite kernels of the reduction family, written in terms of other
+ * operators called through the dispatcher, so they work on every backend:
+ *   sum (CompositeExplicitAutograd)        = sum.dim_IntList(self, None, False, dtype)
+ *   softmax.int (CompositeImplicitAutograd) = _softmax(self.to(dtype), dim, False)
+ *   layer_norm (CompositeImplicitAutograd)  = native_layer_norm(...)[0]
+ */
+#include "kernel_util.h"
+
+/* Pushes each value while rc is 0; returns the first failure. */
+static int push_all(opd_stack *s, const opd_ivalue *v, int n) {
+  int rc = 0;
+  for (int i = 0; i < n && !rc; i++) rc = opd_stack_push(s, v[i]);
+  return rc;
+}
+
+int opd__cea_sum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  opd_ivalue args[] = {opd_iv_tensor_borrow(self), opd_iv_none(), opd_iv_bool(false),
+                       dtype == OPD_DTYPE_UNDEFINED ? opd_iv_none() : opd_iv_dtype(dtype)};
+  int rc = push_all(&s, args, 4);
+  if (!rc) rc = opd__call(&op, "aten::sum.dim_IntList", &s);
+  if (!rc) rc = opd__pop_tensor_return(&s, out);
+  opd_stack_destroy(&s);
+  return rc;
+}
+
+int opd__cia_softmax_int(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_dtype dtype,
+                         opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *to_copy, *softmax;
+  opd_stack s;
+  opd_stack_init(&s);
+  opd_tensor *converted = NULL;
+  int rc = 0;
+  /* Tensor.to(dtype): a copy only when the dtype changes */
+  if (dtype != OPD_DTYPE_UNDEFINED && dtype != opd_tensor_dtype(self)) {
+    opd_ivalue args[] = {opd_iv_tensor_borrow(self),
+                         opd_iv_dtype(dtype),
+                         opd_iv_none(),
+                         opd_iv_none(),
+                         opd_iv_none(),
+                         opd_iv_bool(false),
+                         opd_iv_none()};
+    rc = push_all(&s, args, 7);
+    if (!rc) rc = opd__call(&to_copy, "aten::_to_copy", &s);
+    if (!rc) rc = opd__pop_tensor_return(&s, &converted);
+  }
+  if (!rc) {
+    opd_ivalue args[] = {opd_iv_tensor_borrow(converted ? converted : self), opd_iv_int(dim),
+                         opd_iv_bool(false)};
+    rc = push_all(&s, args, 3);
+    if (!rc) rc = opd__call(&softmax, "aten::_softmax", &s);
+    if (!rc) rc = opd__pop_tensor_return(&s, out);
+  }
+  if (converted) opd_tensor_release(converted);
+  opd_stack_destroy(&s);
+  return rc;
+}
+
+int opd__cia_layer_norm(const opd_kernel_ctx *ctx, opd_tensor *input, opd_int_list normalized_shape,
+                        opd_tensor *weight, opd_tensor *bias, double eps, bool cudnn_enable,
+                        opd_tensor **out) {
+  (void)ctx;
+  (void)cudnn_enable; /* deprecated, ignored by PyTorch */
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = opd_stack_push(&s, opd_iv_tensor_borrow(input));
+  if (!rc) rc = opd__push_int_list(&s, normalized_shape);
+  if (!rc) {
+    opd_ivalue args[] = {weight ? opd_iv_tensor_borrow(weight) : opd_iv_none(),
+                         bias ? opd_iv_tensor_borrow(bias) : opd_iv_none(), opd_iv_double(eps)};
+    rc = push_all(&s, args, 3);
+  }
+  if (!rc) rc = opd__call(&op, "aten::native_layer_norm", &s);
+  if (!rc) {
+    if (s.size != 3 || s.items[0].tag != OPD_IV_TENSOR) {
+      rc = opd_error(OPD_EINTERNAL, "native_layer_norm did not return three tensors");
+    } else {
+      opd_stack_drop(&s, 2); /* mean, rstd */
+      rc = opd__pop_tensor_return(&s, out);
+    }
+  }
+  opd_stack_destroy(&s);
+  return rc;
+}

@@ -1,0 +1,81 @@
+/* opd/server.h: the opd daemon as a library: its configuration, and a server started on a
+ * background thread and stopped (drained) on request.
+ *
+ * The `opd` program is a thin command line around this API; tests and other programs embed
+ * the daemon with it:
+ *
+ *   opd_server_config cfg;
+ *   opd_server_config_init(&cfg);                   // defaults: see docs/CONFIG.md
+ *   opd_server_config_clear_listen(&cfg);
+ *   opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0");   // port 0: any free port
+ *   opd_server *srv;
+ *   if (opd_server_start(&cfg, &srv) < 0) fail(opd_last_error());
+ *   opd_server_config_destroy(&cfg);                // the server keeps its own copy
+ *   const char *url = opd_server_listener_url(srv, 0);  // "tcp://127.0.0.1:40123"
+ *   ...
+ *   opd_server_stop(srv);                           // drains, joins, frees
+ *
+ * Errors are negative opd error codes with the message in opd_last_error().
+ */
+#ifndef OPD_SERVER_H
+#define OPD_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opd/log.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every option of the daemon (docs/CONFIG.md documents each, config/opd.json holds the
+ * defaults). */
+typedef struct opd_server_config {
+  char **listen;              /* listen URLs: tcp://HOST:PORT, unix:///path (owned) */
+  size_t num_listen;          /* at least one to start */
+  uint32_t workers;           /* CPU worker threads; 0: one per online CPU */
+  uint64_t max_frame_bytes;   /* largest frame payload, either direction */
+  uint64_t max_literal_bytes; /* largest inline tensor literal (capped by the frame) */
+  uint64_t max_handles;       /* per session */
+  uint64_t max_bytes_held;    /* per session: tensor storage bytes its handles keep alive */
+  uint32_t max_in_flight;     /* per session: requests accepted and not yet answered */
+  uint32_t drain_timeout_ms;  /* on stop: how long in-flight requests may take */
+  uint32_t unix_socket_mode;  /* permission bits of Unix sockets (0600) */
+  opd_log_level log_level;
+} opd_server_config;
+
+/* Fills in the defaults (listening on tcp://127.0.0.1:7470). */
+void opd_server_config_init(opd_server_config *c);
+void opd_server_config_destroy(opd_server_config *c);
+/* Reads a JSON configuration file over c: every key it names replaces c's value ("listen"
+ * replaces the whole list). Unknown keys, wrong types and out-of-range values are errors
+ * (OPD_EINVAL, "config FILE: ..."); c is unchanged on error. */
+int opd_server_config_load(opd_server_config *c, const char *path);
+/* Sets option `key` (a JSON key: "max_handles") from text, as a command-line flag gives
+ * it; "listen" appends a URL. OPD_EINVAL with a message for a bad key or value. */
+int opd_server_config_set(opd_server_config *c, const char *key, const char *value);
+/* Appends a listen URL (checked: OPD_EINVAL for a malformed one). */
+int opd_server_config_add_listen(opd_server_config *c, const char *url);
+void opd_server_config_clear_listen(opd_server_config *c);
+
+typedef struct opd_server opd_server;
+
+/* Registers the built-in operators (opd_kernels_register), binds every listener, starts the
+ * worker threads and the event-loop thread. Binding happens before it returns: an address
+ * in use, a bad path or a live server on a Unix socket fail here with a message. */
+int opd_server_start(const opd_server_config *c, opd_server **out);
+size_t opd_server_num_listeners(const opd_server *s);
+/* The bound address of listener i, port 0 resolved: "tcp://127.0.0.1:40123". */
+const char *opd_server_listener_url(const opd_server *s, size_t i);
+/* Its TCP port, or -1 for a Unix socket. */
+int opd_server_listener_port(const opd_server *s, size_t i);
+/* Stops accepting, lets in-flight requests finish and their responses go out (at most
+ * drain_timeout_ms; then connections are closed, queued requests cancelled and running
+ * ones awaited), joins every thread and frees the server. */
+void opd_server_stop(opd_server *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,339 @@
+/* config.c: the daemon's configuration: defaults, the option table, the JSON file (jansson)
+ * and single options from the command line, all strictly checked: an unknown key, a value
+ * of the wrong type or out of range is an error that names the key, the value and what is
+ * allowed, and the daemon refuses to start. docs/CONFIG.md documents every option. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd/error.h"
+
+#define DEFAULT_LISTEN "tcp://127.0.0.1:7470"
+
+#define OPT(key, meta, type, field, min, max, help) \
+  { key, meta, type, offsetof(opd_server_config, field), min, max, help }
+
+const opd__option opd__options[] = {
+    OPT("listen", "URL", OPD__OPT_LISTEN, listen, 0, 0,
+        "address to listen on: tcp://HOST:PORT or unix:///PATH (repeatable; default " DEFAULT_LISTEN
+        ")"),
+    OPT("workers", "N", OPD__OPT_U32, workers, 0, 1024,
+        "CPU worker threads that run requests; 0: one per online CPU (default 0)"),
+    OPT("max_frame_bytes", "BYTES", OPD__OPT_U64, max_frame_bytes, 4096, UINT64_C(1) << 28,
+        "largest frame (message) either way; a longer one closes the connection "
+        "(default 1048576)"),
+    OPT("max_literal_bytes", "BYTES", OPD__OPT_U64, max_literal_bytes, 0, UINT64_C(1) << 28,
+        "largest inline tensor literal in a call; at most max_frame_bytes applies "
+        "(default 65536)"),
+    OPT("max_handles", "N", OPD__OPT_U64, max_handles, 1, UINT64_C(1) << 32,
+        "most tensor handles one session may hold (default 65536)"),
+    OPT("max_bytes_held", "BYTES", OPD__OPT_U64, max_bytes_held, 0, UINT64_C(1) << 60,
+        "most tensor storage bytes one session's handles may keep alive (default 8 GiB)"),
+    OPT("max_in_flight", "N", OPD__OPT_U32, max_in_flight, 1, 1u << 20,
+        "most requests of one session accepted and not yet answered (default 1024)"),
+    OPT("drain_timeout_ms", "MS", OPD__OPT_U32, drain_timeout_ms, 0, 3600000,
+        "on SIGTERM/SIGINT, how long in-flight requests may take before connections are "
+        "closed (default 5000)"),
+    OPT("unix_socket_mode", "MODE", OPD__OPT_MODE, unix_socket_mode, 0, 0777,
+        "permission bits of Unix sockets, octal (default \"0600\")"),
+    OPT("log_level", "LEVEL", OPD__OPT_LOG_LEVEL, log_level, 0, 0,
+        "debug, info, warn or error (default info)"),
+};
+const size_t opd__num_options = sizeof opd__options / sizeof *opd__options;
+
+void opd_server_config_init(opd_server_config *c) {
+  *c = (opd_server_config){
+      .workers = 0,
+      .max_frame_bytes = 1 << 20,
+      .max_literal_bytes = 64 << 10,
+      .max_handles = 65536,
+      .max_bytes_held = UINT64_C(8) << 30,
+      .max_in_flight = 1024,
+      .drain_timeout_ms = 5000,
+      .unix_socket_mode = 0600,
+      .log_level = OPD_LOG_INFO,
+  };
+  /* The default address is a constant known to parse; only memory can fail, and then the
+   * server refuses to start for want of a listener. */
+  (void)opd_server_config_add_listen(c, DEFAULT_LISTEN);
+}
+
+void opd_server_config_clear_listen(opd_server_config *c) {
+  for (size_t i = 0; i < c->num_listen; i++) free(c->listen[i]);
+  free(c->listen);
+  c->listen = NULL;
+  c->num_listen = 0;
+}
+
+void opd_server_config_destroy(opd_server_config *c) {
+  opd_server_config_clear_listen(c);
+}
+
+/* ---- listen URLs ---- */
+
+static bool parse_port(const char *s, int *port) {
+  if (!*s || strlen(s) > 5) return false;
+  int p = 0;
+  for (; *s; s++) {
+    if (!isdigit((unsigned char)*s)) return false;
+    p = p * 10 + (*s - '0');
+  }
+  if (p > 65535) return false;
+  *port = p;
+  return true;
+}
+
+int opd__parse_listen_url(const char *url, opd__listen_addr *out) {
+  *out = (opd__listen_addr){0};
+  if (strncmp(url, "unix://", 7) == 0) {
+    const char *path = url + 7;
+    if (!*path)
+      return opd_error(OPD_EINVAL, "listen address '%s': the Unix socket path is empty", url);
+    if (strlen(path) > OPD__UNIX_PATH_MAX)
+      return opd_error(OPD_EINVAL, "listen address '%s': Unix socket paths are at most %d bytes",
+                       url, OPD__UNIX_PATH_MAX);
+    out->kind = OPD__LISTEN_UNIX;
+    strcpy(out->path, path);
+    return 0;
+  }
+  if (strncmp(url, "tcp://", 6) != 0)
+    return opd_error(OPD_EINVAL, "listen address '%s': expected tcp://HOST:PORT or unix:///PATH",
+                     url);
+  const char *host = url + 6, *colon;
+  size_t host_len;
+  if (*host == '[') {
+    const char *end = strchr(host, ']');
+    if (!end || end[1] != ':')
+      return opd_error(OPD_EINVAL, "listen address '%s': expected tcp://[IPv6]:PORT", url);
+    host++;
+    host_len = (size_t)(end - host);
+    colon = end + 1;
+  } else {
+    colon = strrchr(host, ':');
+    if (!colon) return opd_error(OPD_EINVAL, "listen address '%s': the port is missing", url);
+    host_len = (size_t)(colon - host);
+  }
+  if (host_len == 0 || host_len >= sizeof out->host)
+    return opd_error(OPD_EINVAL, "listen address '%s': bad host", url);
+  if (!parse_port(colon + 1, &out->port))
+    return opd_error(OPD_EINVAL, "listen address '%s': the port must be a number from 0 to 65535",
+                     url);
+  memcpy(out->host, host, host_len);
+  out->host[host_len] = '\0';
+  if (strcmp(out->host, "localhost") == 0) strcpy(out->host, "127.0.0.1");
+  /* numeric addresses only: no name resolution at start-up */
+  bool v6 = strchr(out->host, ':') != NULL;
+  for (const char *p = out->host; *p; p++)
+    if (!(isxdigit((unsigned char)*p) || *p == '.' || (v6 && *p == ':')))
+      return opd_error(OPD_EINVAL,
+                       "listen address '%s': the host must be a numeric IPv4 address, [IPv6] "
+                       "address or localhost",
+                       url);
+  out->kind = OPD__LISTEN_TCP;
+  return 0;
+}
+
+int opd_server_config_add_listen(opd_server_config *c, const char *url) {
+  opd__listen_addr addr;
+  int rc = opd__parse_listen_url(url, &addr);
+  if (rc < 0) return rc;
+  char **list = realloc(c->listen, (c->num_listen + 1) * sizeof *list);
+  if (!list) return opd_error(OPD_ENOMEM, "out of memory adding a listen address");
+  c->listen = list;
+  if (!(list[c->num_listen] = strdup(url)))
+    return opd_error(OPD_ENOMEM, "out of memory adding a listen address");
+  c->num_listen++;
+  return 0;
+}
+
+/* ---- values ---- */
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+static const opd__option *find_option(const char *key) {
+  for (size_t i = 0; i < opd__num_options; i++)
+    if (strcmp(opd__options[i].key, key) == 0) return &opd__options[i];
+  return NULL;
+}
+
+static int unknown_key(const char *where, const char *key) {
+  char known[512];
+  size_t n = 0;
+  known[0] = '\0';
+  for (size_t i = 0; i < opd__num_options && n < sizeof known; i++)
+    n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", opd__options[i].key);
+  return opd_error(OPD_EINVAL, "%sunknown option '%s' (the options are: %s)", where, key, known);
+}
+
+static int set_integer(opd_server_config *c, const opd__option *o, uint64_t v, const char *where) {
+  if (v < o->min || v > o->max)
+    return opd_error(OPD_EINVAL, "%s'%s' must be from %llu to %llu, got %llu", where, o->key,
+                     (unsigned long long)o->min, (unsigned long long)o->max, (unsigned long long)v);
+  char *field = (char *)c + o->offset;
+  if (o->type == OPD__OPT_U32) {
+    uint32_t v32 = (uint32_t)v;
+    memcpy(field, &v32, sizeof v32);
+  } else {
+    memcpy(field, &v, sizeof v);
+  }
+  return 0;
+}
+
+static int set_text(opd_server_config *c, const opd__option *o, const char *text,
+                    const char *where) {
+  char *field = (char *)c + o->offset;
+  switch (o->type) {
+  case OPD__OPT_MODE: {
+    char *end;
+    errno = 0;
+    unsigned long m = strtoul(text, &end, 8);
+    if (!*text || *end || errno || m > o->max || text[0] == '-' || text[0] == '+')
+      return opd_error(OPD_EINVAL,
+                       "%s'%s' must be an octal permission mode such as \"0600\", got \"%s\"",
+                       where, o->key, text);
+    uint32_t m32 = (uint32_t)m;
+    memcpy(field, &m32, sizeof m32);
+    return 0;
+  }
+  case OPD__OPT_LOG_LEVEL:
+    for (int l = OPD_LOG_DEBUG; l <= OPD_LOG_ERROR; l++)
+      if (strcmp(text, level_names[l]) == 0) {
+        opd_log_level level = (opd_log_level)l;
+        memcpy(field, &level, sizeof level);
+        return 0;
+      }
+    return opd_error(OPD_EINVAL, "%s'%s' must be one of debug, info, warn, error; got \"%s\"",
+                     where, o->key, text);
+  case OPD__OPT_U32:
+  case OPD__OPT_U64: {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (!isdigit((unsigned char)text[0]) || *end || errno)
+      return opd_error(OPD_EINVAL, "%s'%s' must be a whole number from %llu to %llu, got \"%s\"",
+                       where, o->key, (unsigned long long)o->min, (unsigned long long)o->max, text);
+    return set_integer(c, o, v, where);
+  }
+  case OPD__OPT_LISTEN: return opd_server_config_add_listen(c, text);
+  }
+  return opd_error(OPD_EINTERNAL, "bad option type");
+}
+
+int opd_server_config_set(opd_server_config *c, const char *key, const char *value) {
+  const opd__option *o = find_option(key);
+  if (!o) return unknown_key("", key);
+  return set_text(c, o, value, "");
+}
+
+static const char *json_type_name(const json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: return "an object";
+  case JSON_ARRAY: return "an array";
+  case JSON_STRING: return "a string";
+  case JSON_INTEGER: return "an integer";
+  case JSON_REAL: return "a real number";
+  case JSON_TRUE:
+  case JSON_FALSE: return "a boolean";
+  case JSON_NULL: return "null";
+  }
+  return "?";
+}
+
+static int set_json(opd_server_config *c, const opd__option *o, json_t *v, const char *where) {
+  switch (o->type) {
+  case OPD__OPT_LISTEN: {
+    if (!json_is_array(v) || json_array_size(v) == 0)
+      return opd_error(OPD_EINVAL, "%s'listen' must be a non-empty array of URL strings, got %s",
+                       where, json_is_array(v) ? "an empty array" : json_type_name(v));
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+      if (!json_is_string(e))
+        return opd_error(OPD_EINVAL, "%s'listen'[%zu] must be a URL string, got %s", where, i,
+                         json_type_name(e));
+      int rc = opd_server_config_add_listen(c, json_string_value(e));
+      if (rc < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", opd_last_error());
+        return opd_error(rc, "%s%s", where, msg);
+      }
+    }
+    return 0;
+  }
+  case OPD__OPT_U32:
+  case OPD__OPT_U64:
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+      return opd_error(OPD_EINVAL, "%s'%s' must be a whole number from %llu to %llu, got %s", where,
+                       o->key, (unsigned long long)o->min, (unsigned long long)o->max,
+                       json_is_integer(v) ? "a negative number" : json_type_name(v));
+    return set_integer(c, o, (uint64_t)json_integer_value(v), where);
+  case OPD__OPT_MODE:
+  case OPD__OPT_LOG_LEVEL:
+    if (!json_is_string(v))
+      return opd_error(OPD_EINVAL, "%s'%s' must be a string, got %s", where, o->key,
+                       json_type_name(v));
+    return set_text(c, o, json_string_value(v), where);
+  }
+  return opd_error(OPD_EINTERNAL, "bad option type");
+}
+
+int opd_server_config_load(opd_server_config *c, const char *path) {
+  char where[300];
+  snprintf(where, sizeof where, "config %s: ", path);
+  json_error_t jerr;
+  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+  if (!root) {
+    if (jerr.line < 0) return opd_error(OPD_EINVAL, "%s%s", where, jerr.text);
+    return opd_error(OPD_EINVAL, "%sline %d, column %d: %s", where, jerr.line, jerr.column,
+                     jerr.text);
+  }
+  int rc = 0;
+  /* Work on a copy so that c is unchanged on error: the copy shares c's listen list until
+   * the file replaces it. */
+  opd_server_config tmp = *c;
+  bool own_listen = false;
+  if (!json_is_object(root)) {
+    rc = opd_error(OPD_EINVAL, "%sthe file must hold a JSON object, not %s", where,
+                   json_type_name(root));
+    goto out;
+  }
+  const char *key;
+  json_t *v;
+  json_object_foreach(root, key, v) {
+    const opd__option *o = find_option(key);
+    if (!o) {
+      rc = unknown_key(where, key);
+      goto out;
+    }
+    if (o->type == OPD__OPT_LISTEN) { /* replaces the list: start the copy's own */
+      tmp.listen = NULL;
+      tmp.num_listen = 0;
+      own_listen = true;
+    }
+    if ((rc = set_json(&tmp, o, v, where)) < 0) goto out;
+  }
+out:
+  json_decref(root);
+  if (rc < 0) {
+    if (own_listen) opd_server_config_clear_listen(&tmp);
+    return rc;
+  }
+  if (own_listen) opd_server_config_clear_listen(c);
+  *c = tmp;
+  return 0;
+}
+
+int opd__config_check(const opd_server_config *c) {
+  if (c->num_listen == 0) return opd_error(OPD_EINVAL, "no listen address configured");
+  for (size_t i = 0; i < c->num_listen; i++) {
+    opd__listen_addr a;
+    int rc = opd__parse_listen_url(c->listen[i], &a);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}

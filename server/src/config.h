@@ -1,0 +1,49 @@
+/* config.h: the daemon's options (one table, read by the JSON loader, the command line and
+ * --help) and listen-URL parsing (internal to the server). */
+#ifndef OPD_SERVER_CONFIG_H
+#define OPD_SERVER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opd/server.h"
+
+typedef enum opd__opt_type {
+  OPD__OPT_LISTEN,    /* array of URL strings; a flag appends one */
+  OPD__OPT_U32,       /* integer in [min, max] */
+  OPD__OPT_U64,       /* integer in [min, max] */
+  OPD__OPT_MODE,      /* octal permission string "0600" */
+  OPD__OPT_LOG_LEVEL, /* "debug", "info", "warn", "error" */
+} opd__opt_type;
+
+typedef struct opd__option {
+  const char *key;  /* JSON key; the flag is --key with '-' for '_' */
+  const char *meta; /* the flag's argument in --help */
+  opd__opt_type type;
+  size_t offset; /* in opd_server_config */
+  uint64_t min, max;
+  const char *help;
+} opd__option;
+
+extern const opd__option opd__options[];
+extern const size_t opd__num_options;
+
+/* The checks done at start: a listener, every URL well formed. 0 or OPD_EINVAL with a
+ * message. */
+int opd__config_check(const opd_server_config *c);
+
+typedef enum opd__listen_kind { OPD__LISTEN_TCP, OPD__LISTEN_UNIX } opd__listen_kind;
+
+#define OPD__UNIX_PATH_MAX 107 /* sun_path holds 108 bytes with the NUL */
+
+typedef struct opd__listen_addr {
+  opd__listen_kind kind;
+  char host[64];                     /* TCP: a numeric IPv4 or IPv6 address (brackets removed) */
+  int port;                          /* TCP: 0..65535 (0: any free port) */
+  char path[OPD__UNIX_PATH_MAX + 1]; /* Unix: the socket's path */
+} opd__listen_addr;
+
+/* tcp://HOST:PORT (HOST: IPv4, [IPv6] or localhost) or unix://PATH; 0 or OPD_EINVAL. */
+int opd__parse_listen_url(const char *url, opd__listen_addr *out);
+
+#endif

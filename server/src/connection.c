@@ -1,0 +1,749 @@
+/* connection.c: one client connection on the loop thread: frames in, responses out.
+ *
+ * [Note: Reading frames and raw payloads]
+ * Bytes are read into a per-connection buffer (64 KiB, grown up to one maximal frame while a
+ * long frame arrives, shrunk back after) in which several pipelined frames are decoded per
+ * read. A length over max_frame_bytes is answered with an error and the connection closed
+ * (the stream can no longer be trusted). An Upload header is checked (dtype, shape, byte
+ * count, device, limits) and its tensor allocated; the raw bytes that follow go straight
+ * into the tensor's storage: those already in the buffer are copied, and from then on
+ * libuv's alloc callback hands out the storage itself, so the payload is never held twice.
+ * A refused upload's bytes are read and discarded, and the session goes on. An upload whose
+ * bytes would exceed max_bytes_held while earlier requests of the session are still in
+ * flight waits (reading stops) until they are answered, so that the check sees the state the
+ * request order implies.
+ *
+ * [Note: Back-pressure]
+ * A session may have max_in_flight requests accepted and unanswered; one more is answered
+ * with RESOURCE_EXHAUSTED. Reading stops while the responses not yet written (answered or
+ * not) reach twice max_in_flight, or the bytes queued for writing reach four frames plus a
+ * download, or the requests decoded and waiting for workers hold 32 maximal frames of
+ * memory, and resumes as responses go out: a client that does not read its responses, or
+ * sends faster than it is served, cannot make the daemon queue without bound.
+ *
+ * [Note: Writing responses]
+ * Responses leave in request order: after workers hand jobs back, the done jobs at the head
+ * of the order go out in one uv_write (several frames, and a download's raw bytes written
+ * from the tensor's storage, which the job keeps alive until the write completes).
+ *
+ * [Note: Closing]
+ * On end of stream, a read or write error, or a drain timeout: queued requests are
+ * cancelled, a partial upload's tensor is released, and running requests finish on their
+ * workers; when the last one is back the session's handles are released and the
+ * connection is freed.
+ */
+#include "connection.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "execute.h"
+#include "opd/error.h"
+#include "opd/log.h"
+
+#define READ_CHUNK       (64 * 1024)
+#define MAX_WRITE_JOBS   32
+#define MAX_FREE_JOBS    32
+#define KEEP_OUT_BYTES   (64 * 1024)
+#define MAX_RAW_READ     ((size_t)1 << 30)
+#define PROTOCOL_VERSION 1
+/* the decoded requests on workers may take this many maximal frames of memory */
+#define DECODED_FRAMES   32
+
+struct opd__write {
+  uv_write_t req;
+  opd__conn *conn;
+  opd__write *next_free;
+  unsigned njobs;
+  opd__job *jobs[MAX_WRITE_JOBS];
+  uv_buf_t bufs[2 * MAX_WRITE_JOBS];
+};
+
+static void process(opd__conn *c);
+static void flush(opd__conn *c);
+static void update_reading(opd__conn *c);
+
+static const opd_server_config *cfg(const opd__conn *c) {
+  return &c->server->cfg;
+}
+
+/* ---- jobs ---- */
+
+/* A fresh job whose arena bounds decoding to 8x the frame plus 16 KiB: room for
+ * protobuf-c's structs of any valid request (a varint of one byte becomes an 8-byte array
+ * element; the floor covers a call's at most 64 small arguments), and no more. */
+static opd__job *job_get(opd__conn *c, size_t frame_len) {
+  opd__job *j = c->free_jobs;
+  if (j) {
+    c->free_jobs = j->next;
+    c->nfree_jobs--;
+  } else {
+    if (!(j = calloc(1, sizeof *j))) return NULL;
+    if (!(j->out = malloc(OPD__JOB_OUT_MIN))) {
+      free(j);
+      return NULL;
+    }
+    j->out_cap = OPD__JOB_OUT_MIN;
+    opd__arena_init(&j->arena);
+  }
+  opd__arena_reset(&j->arena, 8 * frame_len + 16384);
+  j->next = j->qnext = NULL;
+  j->conn = c;
+  j->session = &c->session;
+  j->device = (opd_device){OPD_DEVICE_CPU, -1};
+  j->id = 0;
+  j->req = NULL;
+  j->tensor = NULL;
+  j->reserved = 0;
+  j->raw = NULL;
+  j->raw_len = 0;
+  j->out_len = 0;
+  j->kind = OPD__JOB_LOCAL;
+  j->at_worker = j->counted = j->done = j->holds_session = false;
+  return j;
+}
+
+static void job_free(opd__job *j) {
+  opd__conn *c = j->conn;
+  if (j->tensor) opd_tensor_release(j->tensor);
+  j->tensor = NULL;
+  if (j->reserved) opd__session_unreserve(&c->session, j->reserved);
+  j->reserved = 0;
+  if (j->holds_session) opd__sched_resume(&c->server->sched, &c->session);
+  j->holds_session = false;
+  if (c->nfree_jobs >= MAX_FREE_JOBS) {
+    opd__arena_destroy(&j->arena);
+    free(j->out);
+    free(j);
+    return;
+  }
+  opd__arena_reset(&j->arena, 0);
+  if (j->out_cap > KEEP_OUT_BYTES) {
+    uint8_t *p = realloc(j->out, OPD__JOB_OUT_MIN);
+    if (p) {
+      j->out = p;
+      j->out_cap = OPD__JOB_OUT_MIN;
+    }
+  }
+  j->next = c->free_jobs;
+  c->free_jobs = j;
+  c->nfree_jobs++;
+}
+
+/* Adds a job to the response order. */
+static void append(opd__conn *c, opd__job *j) {
+  if (c->order_tail)
+    c->order_tail->next = j;
+  else
+    c->order_head = j;
+  c->order_tail = j;
+  c->norder++;
+}
+
+static void answered(opd__conn *c, opd__job *j) {
+  j->done = true;
+  append(c, j);
+}
+
+static void refuse(opd__conn *c, opd__job *j, Opd__V1__ErrorCode code, const char *op,
+                   const char *msg) {
+  opd__job_error(j, code, op, "%s", msg);
+  answered(c, j);
+}
+
+/* Hands a job to the workers. */
+static void to_worker(opd__conn *c, opd__job *j) {
+  c->outstanding++;
+  j->decoded = j->arena.total;
+  c->decoded_bytes += j->decoded;
+  bool queued = opd__sched_submit(&c->server->sched, j);
+  assert(queued); /* only a closing connection's session is closed, and it reads nothing */
+  (void)queued;
+}
+
+/* ---- closing ---- */
+
+static void finalize(opd__conn *c) {
+  if (!c->closing || !c->handle_closed || c->outstanding || c->writes) return;
+  opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s) closed: %" PRIu64 " calls, %" PRIu64 " errors",
+          c->session.id, c->peer, (uint64_t)c->session.calls, (uint64_t)c->session.errors);
+  opd__session_destroy(&c->session);
+  while (c->free_jobs) {
+    opd__job *j = c->free_jobs;
+    c->free_jobs = j->next;
+    opd__arena_destroy(&j->arena);
+    free(j->out);
+    free(j);
+  }
+  while (c->free_writes) {
+    opd__write *w = c->free_writes;
+    c->free_writes = w->next_free;
+    free(w);
+  }
+  free(c->rbuf);
+  opd_server *s = c->server;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    s->conns = c->next;
+  if (c->next) c->next->prev = c->prev;
+  free(c);
+  opd__server_conn_removed(s);
+}
+
+static void on_closed(uv_handle_t *h) {
+  opd__conn *c = h->data;
+  c->handle_closed = true;
+  finalize(c);
+}
+
+void opd__conn_close(opd__conn *c) {
+  if (c->closing) return;
+  c->closing = true;
+  opd__job *cancelled = opd__sched_cancel(&c->server->sched, &c->session);
+  for (opd__job *j = cancelled; j; j = j->qnext) c->outstanding--;
+  /* jobs still on a worker are freed when they come back */
+  for (opd__job *j = c->order_head, *next; j; j = next) {
+    next = j->next;
+    if (!j->at_worker) job_free(j);
+  }
+  c->order_head = c->order_tail = NULL;
+  c->norder = 0;
+  c->upload = NULL;
+  uv_close(&c->h.handle, on_closed);
+}
+
+/* Closes once everything answered is written, if that is what the connection waits for. */
+static void maybe_close_quiet(opd__conn *c) {
+  if (c->closing || c->order_head || c->writes) return;
+  if (c->close_after_flush || (c->draining && c->in_flight == 0)) opd__conn_close(c);
+}
+
+/* Answers a fatal protocol error, then closes. */
+static void fatal(opd__conn *c, opd__job *j, Opd__V1__ErrorCode code, const char *msg) {
+  opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): %s", c->session.id, c->peer, msg);
+  if (j) refuse(c, j, code, NULL, msg);
+  c->close_after_flush = true;
+}
+
+/* ---- writing ---- */
+
+static void on_write(uv_write_t *req, int status) {
+  opd__write *w = req->data;
+  opd__conn *c = w->conn;
+  c->writes--;
+  for (unsigned i = 0; i < w->njobs; i++) job_free(w->jobs[i]);
+  w->next_free = c->free_writes;
+  c->free_writes = w;
+  if (c->closing) {
+    finalize(c);
+    return;
+  }
+  if (status < 0) {
+    opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): write failed: %s", c->session.id, c->peer,
+            uv_strerror(status));
+    opd__conn_close(c);
+    return;
+  }
+  maybe_close_quiet(c);
+  if (!c->closing) update_reading(c);
+}
+
+static void flush(opd__conn *c) {
+  while (!c->closing && c->order_head && c->order_head->done) {
+    opd__write *w = c->free_writes;
+    if (w)
+      c->free_writes = w->next_free;
+    else if (!(w = malloc(sizeof *w))) {
+      opd_log(OPD_LOG_ERROR, "out of memory writing responses; closing %s", c->peer);
+      opd__conn_close(c);
+      return;
+    }
+    w->conn = c;
+    w->req.data = w;
+    w->njobs = 0;
+    unsigned nbufs = 0;
+    while (c->order_head && c->order_head->done && w->njobs < MAX_WRITE_JOBS) {
+      opd__job *j = c->order_head;
+      if (!(c->order_head = j->next)) c->order_tail = NULL;
+      c->norder--;
+      w->jobs[w->njobs++] = j;
+      w->bufs[nbufs++] = uv_buf_init((char *)j->out, (unsigned)j->out_len);
+      if (j->raw_len) { /* from the tensor's storage; uv_buf_init's length is only unsigned */
+        w->bufs[nbufs] = uv_buf_init((char *)j->raw, 0);
+        w->bufs[nbufs++].len = j->raw_len;
+      }
+    }
+    c->writes++;
+    int rc = uv_write(&w->req, &c->h.stream, w->bufs, nbufs, on_write);
+    if (rc < 0) { /* no callback will come: finish here */
+      on_write(&w->req, rc);
+      return;
+    }
+  }
+  maybe_close_quiet(c);
+}
+
+/* ---- requests ---- */
+
+static void reply_hello(opd__conn *c, opd__job *j) {
+  const Opd__V1__Hello *h = j->req->hello;
+  if (h->protocol_version != PROTOCOL_VERSION) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "unsupported protocol version %u: this server speaks version %d; closing the "
+             "connection",
+             h->protocol_version, PROTOCOL_VERSION);
+    fatal(c, j, OPD__V1__ERROR_CODE__FAILED_PRECONDITION, msg);
+    return;
+  }
+  const opd_server_config *k = cfg(c);
+  Opd__V1__HelloReply r = OPD__V1__HELLO_REPLY__INIT;
+  r.protocol_version = PROTOCOL_VERSION;
+  r.server = "opd " OPD_VERSION;
+  r.max_frame_bytes = k->max_frame_bytes;
+  r.max_literal_bytes = k->max_literal_bytes;
+  r.max_handles = k->max_handles;
+  r.max_bytes_held = k->max_bytes_held;
+  r.max_in_flight = k->max_in_flight;
+  Opd__V1__Response resp = OPD__V1__RESPONSE__INIT;
+  resp.id = j->id;
+  resp.body_case = OPD__V1__RESPONSE__BODY_HELLO;
+  resp.hello = &r;
+  int rc = opd__job_pack(j, &resp);
+  assert(rc == 0);
+  (void)rc;
+  c->hello_done = true;
+  opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): hello from '%.100s'", c->session.id, c->peer,
+          h->client_name);
+  answered(c, j);
+}
+
+static void reply_pong(opd__conn *c, opd__job *j) {
+  Opd__V1__Pong p = OPD__V1__PONG__INIT;
+  p.payload = j->req->ping->payload;
+  Opd__V1__Response resp = OPD__V1__RESPONSE__INIT;
+  resp.id = j->id;
+  resp.body_case = OPD__V1__RESPONSE__BODY_PONG;
+  resp.pong = &p;
+  if (opd__job_pack(j, &resp) < 0) {
+    refuse(c, j, opd__error_code(opd_last_error_code()), NULL, opd_last_error());
+    return;
+  }
+  answered(c, j);
+}
+
+static bool over_in_flight(opd__conn *c, opd__job *j) {
+  if (c->in_flight < cfg(c)->max_in_flight) return false;
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           "session limit reached: %u requests in flight (max_in_flight); wait for responses "
+           "before sending more",
+           c->in_flight);
+  refuse(c, j, OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, NULL, msg);
+  return true;
+}
+
+/* Refuses an upload; its declared bytes are skipped. */
+static void refuse_upload(opd__conn *c, opd__job *j, int err, uint64_t nbytes) {
+  refuse(c, j, opd__error_code(err), NULL, opd_last_error());
+  if (nbytes) {
+    c->mode = OPD__READ_SKIP;
+    c->raw_left = nbytes;
+  }
+}
+
+static void upload_received(opd__conn *c) {
+  opd__job *j = c->upload;
+  c->upload = NULL;
+  c->mode = OPD__READ_FRAME;
+  to_worker(c, j);
+}
+
+/* Starts an upload; false when it must wait for the session's requests in flight (the frame
+ * is then decoded again later). */
+static bool begin_upload(opd__conn *c, opd__job *j) {
+  const Opd__V1__Upload *u = j->req->upload;
+  uint64_t declared = u->nbytes, nbytes;
+  int rc;
+  if (c->in_flight >= cfg(c)->max_in_flight) {
+    over_in_flight(c, j);
+    if (declared) {
+      c->mode = OPD__READ_SKIP;
+      c->raw_left = declared;
+    }
+    return true;
+  }
+  if (u->device &&
+      (u->device->type != OPD_DEVICE_CPU || u->device->index < -1 || u->device->index > 0)) {
+    rc = opd_error(OPD_EINVAL,
+                   "upload: tensors are uploaded to the CPU (device type 0, index -1 or 0), not "
+                   "to device type %d index %d",
+                   (int)u->device->type, (int)u->device->index);
+    refuse_upload(c, j, rc, declared);
+    return true;
+  }
+  if ((rc = opd__checked_nbytes((opd_dtype)u->dtype, u->shape, u->n_shape, &nbytes, "upload")) <
+      0) {
+    refuse_upload(c, j, rc, declared);
+    return true;
+  }
+  if (nbytes != declared) {
+    rc = opd_error(OPD_EINVAL,
+                   "upload: dtype %s and a shape of %" PRIu64 " elements need %" PRIu64
+                   " bytes, but nbytes is %" PRIu64,
+                   opd_dtype_name((opd_dtype)u->dtype),
+                   nbytes / opd_dtype_size((opd_dtype)u->dtype), nbytes, declared);
+    refuse_upload(c, j, rc, declared);
+    return true;
+  }
+  if ((rc = opd__session_reserve(&c->session, nbytes)) < 0) {
+    if (c->in_flight > 0) { /* earlier requests may release: decide after them */
+      c->wait_idle = true;
+      return false;
+    }
+    refuse_upload(c, j, rc, declared);
+    return true;
+  }
+  j->reserved = nbytes;
+  if ((rc = opd_tensor_empty(u->shape, (int)u->n_shape, (opd_dtype)u->dtype,
+                             (opd_device){OPD_DEVICE_CPU, -1}, &j->tensor)) < 0) {
+    opd__session_unreserve(&c->session, nbytes);
+    j->reserved = 0;
+    refuse_upload(c, j, rc, declared);
+    return true;
+  }
+  j->kind = OPD__JOB_UPLOAD;
+  j->counted = true;
+  c->in_flight++;
+  append(c, j);
+  c->upload = j;
+  if (nbytes == 0) {
+    upload_received(c);
+  } else {
+    c->mode = OPD__READ_RAW;
+    c->raw_dst = opd_tensor_data(j->tensor);
+    c->raw_left = nbytes;
+  }
+  return true;
+}
+
+static const struct {
+  Opd__V1__Request__BodyCase body;
+  opd__job_kind kind;
+} worker_requests[] = {
+    {OPD__V1__REQUEST__BODY_CALL, OPD__JOB_CALL},
+    {OPD__V1__REQUEST__BODY_DOWNLOAD, OPD__JOB_DOWNLOAD},
+    {OPD__V1__REQUEST__BODY_RELEASE, OPD__JOB_RELEASE},
+    {OPD__V1__REQUEST__BODY_SET_DISPATCH_STATE, OPD__JOB_DISPATCH_STATE},
+    {OPD__V1__REQUEST__BODY_SYNCHRONIZE, OPD__JOB_SYNCHRONIZE},
+};
+
+/* Handles one frame; false when it must be handled again later (nothing consumed). */
+static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
+  opd__job *j = job_get(c, len);
+  if (!j) {
+    opd_log(OPD_LOG_ERROR, "out of memory reading a request; closing %s", c->peer);
+    opd__conn_close(c);
+    return true;
+  }
+  Opd__V1__Request *req = opd__v1__request__unpack(&j->arena.pb, len, data);
+  if (!req) {
+    char msg[200];
+    if (j->arena.exceeded)
+      snprintf(msg, sizeof msg,
+               "malformed request: a %zu-byte frame that decodes to more than %zu bytes", len,
+               j->arena.limit);
+    else
+      snprintf(msg, sizeof msg,
+               "malformed request: the %zu-byte frame is not an opd.v1.Request (protobuf "
+               "decoding failed)",
+               len);
+    if (c->hello_done)
+      refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, msg);
+    else
+      fatal(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, msg);
+    return true;
+  }
+  j->req = req;
+  j->id = req->id;
+  if (!c->hello_done) {
+    if (req->body_case == OPD__V1__REQUEST__BODY_HELLO) {
+      reply_hello(c, j);
+    } else {
+      fatal(c, j, OPD__V1__ERROR_CODE__FAILED_PRECONDITION,
+            "the first request of a connection must be hello; closing the connection");
+    }
+    return true;
+  }
+  switch (req->body_case) {
+  case OPD__V1__REQUEST__BODY_HELLO:
+    refuse(c, j, OPD__V1__ERROR_CODE__FAILED_PRECONDITION, NULL,
+           "hello was already sent on this connection");
+    return true;
+  case OPD__V1__REQUEST__BODY_PING: reply_pong(c, j); return true;
+  case OPD__V1__REQUEST__BODY_UPLOAD: {
+    bool consumed = begin_upload(c, j);
+    if (!consumed) job_free(j);
+    return consumed;
+  }
+  default: break;
+  }
+  for (size_t i = 0; i < sizeof worker_requests / sizeof *worker_requests; i++) {
+    if (worker_requests[i].body != req->body_case) continue;
+    if (over_in_flight(c, j)) return true;
+    j->kind = worker_requests[i].kind;
+    j->counted = true;
+    c->in_flight++;
+    append(c, j);
+    to_worker(c, j);
+    return true;
+  }
+  char msg[160];
+  snprintf(msg, sizeof msg,
+           "request %" PRIu64 " has no body: an unknown or missing request type (this server "
+           "speaks protocol version %d)",
+           req->id, PROTOCOL_VERSION);
+  refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, msg);
+  return true;
+}
+
+/* ---- reading ---- */
+
+/* Whether the connection takes new frames now. */
+static bool frames_allowed(const opd__conn *c) {
+  return !c->closing && !c->close_after_flush && !c->draining && !c->wait_idle &&
+         c->norder < 2 * (size_t)cfg(c)->max_in_flight &&
+         c->decoded_bytes < DECODED_FRAMES * cfg(c)->max_frame_bytes &&
+         uv_stream_get_write_queue_size(&c->h.stream) < 4 * cfg(c)->max_frame_bytes;
+}
+
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Consumes what the buffer holds: raw bytes, skipped bytes, whole frames. */
+static void process(opd__conn *c) {
+  while (!c->closing) {
+    size_t avail = c->rlen - c->rpos;
+    if (c->mode != OPD__READ_FRAME) {
+      size_t n = avail < c->raw_left ? avail : (size_t)c->raw_left;
+      if (c->mode == OPD__READ_RAW) {
+        memcpy(c->raw_dst, c->rbuf + c->rpos, n);
+        c->raw_dst += n;
+      }
+      c->rpos += n;
+      c->raw_left -= n;
+      if (c->raw_left) break;
+      if (c->mode == OPD__READ_RAW)
+        upload_received(c);
+      else
+        c->mode = OPD__READ_FRAME;
+      continue;
+    }
+    if (!frames_allowed(c) || avail < 4) break;
+    uint32_t len = le32(c->rbuf + c->rpos);
+    if (len > cfg(c)->max_frame_bytes) {
+      char msg[200];
+      snprintf(msg, sizeof msg,
+               "frame of %" PRIu32 " bytes exceeds max_frame_bytes (%" PRIu64
+               "); closing the connection",
+               len, cfg(c)->max_frame_bytes);
+      fatal(c, job_get(c, 0), OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, msg);
+      break;
+    }
+    if (avail - 4 < len) break;
+    if (!handle_frame(c, c->rbuf + c->rpos + 4, len)) break;
+    c->rpos += 4 + (size_t)len;
+  }
+  if (c->rpos == c->rlen) {
+    c->rpos = c->rlen = 0;
+    if (c->rcap > READ_CHUNK) { /* a long frame is gone: give its room back */
+      free(c->rbuf);
+      c->rbuf = NULL;
+      c->rcap = 0;
+    }
+  }
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  (void)suggested;
+  opd__conn *c = h->data;
+  if (c->mode == OPD__READ_RAW && c->rpos == c->rlen) {
+    size_t n = c->raw_left < MAX_RAW_READ ? (size_t)c->raw_left : MAX_RAW_READ;
+    c->read_raw = true;
+    *buf = uv_buf_init((char *)c->raw_dst, 0);
+    buf->len = n;
+    return;
+  }
+  c->read_raw = false;
+  if (c->rpos) { /* compact */
+    memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+    c->rlen -= c->rpos;
+    c->rpos = 0;
+  }
+  /* room for the frame being read, whole, and a chunk */
+  size_t want = c->rlen + READ_CHUNK;
+  if (c->mode == OPD__READ_FRAME && c->rlen >= 4) {
+    size_t frame = 4 + (size_t)le32(c->rbuf);
+    if (frame <= 4 + cfg(c)->max_frame_bytes && frame > want) want = frame;
+  }
+  if (c->rcap < want) {
+    uint8_t *p = realloc(c->rbuf, want);
+    if (p) {
+      c->rbuf = p;
+      c->rcap = want;
+    }
+  }
+  *buf = uv_buf_init((char *)c->rbuf + c->rlen, (unsigned)(c->rcap - c->rlen));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
+  opd__conn *c = stream->data;
+  if (nread == 0 || c->closing) return;
+  if (nread < 0) {
+    if (nread != UV_EOF)
+      opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): read failed: %s", c->session.id, c->peer,
+              uv_strerror((int)nread));
+    else if (c->rlen != c->rpos || c->mode != OPD__READ_FRAME)
+      opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): closed in the middle of a %s",
+              c->session.id, c->peer, c->mode == OPD__READ_FRAME ? "frame" : "raw payload");
+    opd__conn_close(c);
+    return;
+  }
+  if (c->read_raw) {
+    c->raw_dst += nread;
+    c->raw_left -= (uint64_t)nread;
+    if (c->raw_left == 0) upload_received(c);
+  } else {
+    c->rlen += (size_t)nread;
+    process(c);
+  }
+  if (!c->closing) {
+    flush(c);
+    if (!c->closing) update_reading(c);
+  }
+}
+
+/* Starts or stops reading as the connection's state asks, processing buffered frames a
+ * pause left behind. */
+static void update_reading(opd__conn *c) {
+  if (c->closing) return;
+  if (c->rlen != c->rpos) {
+    process(c);
+    flush(c);
+    if (c->closing) return;
+  }
+  bool want = c->mode == OPD__READ_RAW ? !c->close_after_flush : frames_allowed(c);
+  if (want && !c->reading) {
+    int rc = uv_read_start(&c->h.stream, on_alloc, on_read);
+    if (rc < 0) {
+      opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): cannot read: %s", c->session.id, c->peer,
+              uv_strerror(rc));
+      opd__conn_close(c);
+      return;
+    }
+    c->reading = true;
+  } else if (!want && c->reading) {
+    uv_read_stop(&c->h.stream);
+    c->reading = false;
+  }
+}
+
+/* ---- the loop's entry points ---- */
+
+void opd__conn_jobs_back(opd__job *jobs) {
+  opd__conn *dirty = NULL;
+  for (opd__job *j = jobs, *next; j; j = next) {
+    next = j->qnext;
+    j->qnext = NULL;
+    opd__conn *c = j->conn;
+    j->at_worker = false;
+    c->outstanding--;
+    c->decoded_bytes -= j->decoded;
+    if (j->counted) {
+      c->in_flight--;
+      j->counted = false;
+    }
+    if (c->closing) {
+      job_free(j);
+      finalize(c);
+      continue;
+    }
+    j->done = true;
+    if (!c->dirty) {
+      c->dirty = true;
+      c->dirty_next = dirty;
+      dirty = c;
+    }
+  }
+  while (dirty) {
+    opd__conn *c = dirty;
+    dirty = c->dirty_next;
+    c->dirty = false;
+    if (c->wait_idle && c->in_flight == 0) c->wait_idle = false;
+    flush(c);
+    update_reading(c);
+  }
+}
+
+void opd__conn_drain(opd__conn *c) {
+  c->draining = true;
+  update_reading(c);
+  maybe_close_quiet(c);
+}
+
+static void format_peer(opd__conn *c, bool tcp) {
+  snprintf(c->peer, sizeof c->peer, "unix socket");
+  if (!tcp) return;
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) < 0) return;
+  char ip[48] = "?";
+  int port = 0;
+  if (ss.ss_family == AF_INET) {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    uv_ip4_name(a, ip, sizeof ip);
+    port = ntohs(a->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    uv_ip6_name(a, ip, sizeof ip);
+    port = ntohs(a->sin6_port);
+  }
+  snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+}
+
+void opd__conn_accept(opd_server *s, opd__listener *l) {
+  opd__conn *c = calloc(1, sizeof *c);
+  if (!c) {
+    opd_log(OPD_LOG_ERROR, "out of memory accepting a connection on %s", l->url);
+    return;
+  }
+  bool tcp = l->addr.kind == OPD__LISTEN_TCP;
+  int rc = tcp ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);
+  if (rc < 0) {
+    free(c);
+    opd_log(OPD_LOG_ERROR, "cannot accept a connection on %s: %s", l->url, uv_strerror(rc));
+    return;
+  }
+  c->h.handle.data = c;
+  c->server = s;
+  c->closing = false;
+  opd__session_init(&c->session, ++s->next_session, &s->cfg);
+  c->next = s->conns;
+  if (s->conns) s->conns->prev = c;
+  s->conns = c;
+  s->nconns++;
+  if ((rc = uv_accept(&l->h.stream, &c->h.stream)) < 0) {
+    opd_log(OPD_LOG_WARN, "accepting a connection on %s failed: %s", l->url, uv_strerror(rc));
+    opd__conn_close(c);
+    return;
+  }
+  if (tcp) uv_tcp_nodelay(&c->h.tcp, 1);
+  format_peer(c, tcp);
+  opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " opened from %s on %s", c->session.id, c->peer,
+          l->url);
+  update_reading(c);
+}

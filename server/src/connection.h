@@ -1,0 +1,70 @@
+/* connection.h: a client connection: framing, request decoding, uploads read into tensor
+ * storage, batched response writes, back-pressure, and closing (internal). */
+#ifndef OPD_SERVER_CONNECTION_H
+#define OPD_SERVER_CONNECTION_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "job.h"
+#include "loop.h"
+#include "session.h"
+
+typedef struct opd__write opd__write;
+
+typedef enum opd__read_mode {
+  OPD__READ_FRAME, /* length-prefixed frames */
+  OPD__READ_RAW,   /* an upload's bytes, into its tensor */
+  OPD__READ_SKIP,  /* the bytes of a refused upload, discarded */
+} opd__read_mode;
+
+struct opd__conn {
+  union {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } h;
+  opd_server *server;
+  opd__conn *prev, *next; /* the server's connections */
+  opd__session session;
+  char peer[64];
+  /* reading */
+  uint8_t *rbuf; /* bytes read and not yet consumed: rbuf[rpos, rlen) */
+  size_t rcap, rlen, rpos;
+  opd__read_mode mode;
+  uint8_t *raw_dst;  /* RAW: where the next upload byte goes */
+  uint64_t raw_left; /* RAW, SKIP: bytes still to come */
+  opd__job *upload;  /* the upload being received */
+  bool reading;      /* uv_read_start is in effect */
+  bool read_raw;     /* the last buffer handed to libuv was raw_dst */
+  /* responses, in request order */
+  opd__job *order_head, *order_tail;
+  size_t norder;
+  uint32_t in_flight;   /* requests accepted and not answered */
+  uint32_t outstanding; /* jobs on workers */
+  size_t decoded_bytes; /* their decoded requests' memory */
+  uint32_t writes;      /* writes in progress */
+  opd__job *free_jobs;
+  uint32_t nfree_jobs;
+  opd__write *free_writes;
+  opd__conn *dirty_next;
+  bool dirty;
+  /* state */
+  bool hello_done;
+  bool wait_idle;         /* an upload waits for the session's requests to finish */
+  bool close_after_flush; /* a fatal protocol error was answered */
+  bool draining;          /* the server stops: no new requests */
+  bool closing, handle_closed;
+};
+
+/* Accepts a pending connection on a listener. */
+void opd__conn_accept(opd_server *s, opd__listener *l);
+/* Jobs back from the workers (linked by qnext): marks them done, writes what is ready. */
+void opd__conn_jobs_back(opd__job *jobs);
+/* Reads no new requests; closes once every request in flight is answered. */
+void opd__conn_drain(opd__conn *c);
+/* Closes at once: queued requests are cancelled, running ones finish unanswered. */
+void opd__conn_close(opd__conn *c);
+
+#endif

@@ -1,0 +1,760 @@
+/* execute.c: running requests on a worker thread.
+ *
+ * [Note: Checking a call against its schema]
+ * A Call names an operator and gives a stack of wire IValues. Before any kernel runs, each
+ * is checked against the schema's argument and converted: the count (at most the schema's
+ * arguments; missing trailing ones take their defaults, a missing argument without a default
+ * is an error, keyword-only ones included); None only for optional types; Tensor from a
+ * handle of this session (borrowed from the handle table: the table's reference outlives
+ * the call) or an inline literal (at most max_literal_bytes, its byte count checked against
+ * dtype x shape); int (also SymInt, Layout, MemoryFormat) from an int; float from a float or
+ * an int; Scalar from an int, float or bool, keeping its kind; ScalarType from a valid
+ * dtype; Device from a backend component and index; lists by their element type (int[N]
+ * also takes one int, repeated N times); Tensor[] and Tensor?[] from handles (0 is None in
+ * Tensor?[]). The IValues built are exactly the tags the kernels' boxed wrappers read. The
+ * call runs with the session's dispatch state installed in the worker's thread-local state;
+ * tensor results become new handles (counted against the session's limits, all or none),
+ * other results are sent as IValues.
+ */
+#include "execute.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd/dispatcher.h"
+#include "opd/error.h"
+#include "session.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the protocol's tensor bytes are little-endian; this server sends them as stored"
+#endif
+
+/* ---- responses ---- */
+
+Opd__V1__ErrorCode opd__error_code(int err) {
+  switch (err) {
+  case OPD_EINVAL:
+  case OPD_ESCHEMA: return OPD__V1__ERROR_CODE__INVALID_ARGUMENT;
+  case OPD_ENOENT: return OPD__V1__ERROR_CODE__NOT_FOUND;
+  case OPD_ENOTIMPL:
+  case OPD_EAMBIGUOUS:
+  case OPD_EFALLTHROUGH: return OPD__V1__ERROR_CODE__UNIMPLEMENTED;
+  case OPD_ERESOURCE:
+  case OPD_ENOMEM: return OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
+  case OPD_EINDEX: return OPD__V1__ERROR_CODE__INDEX_OUT_OF_RANGE;
+  case OPD_ECANCELED: return OPD__V1__ERROR_CODE__CANCELLED;
+  default: return OPD__V1__ERROR_CODE__INTERNAL;
+  }
+}
+
+static int ensure_out(opd__job *job, size_t n) {
+  if (job->out_cap >= n) return 0;
+  uint8_t *p = realloc(job->out, n);
+  if (!p) return opd_error(OPD_ENOMEM, "out of memory for a response of %zu bytes", n);
+  job->out = p;
+  job->out_cap = n;
+  return 0;
+}
+
+int opd__job_pack(opd__job *job, const Opd__V1__Response *resp) {
+  size_t n = opd__v1__response__get_packed_size(resp);
+  uint64_t max = job->session->cfg->max_frame_bytes;
+  if (n > max)
+    return opd_error(OPD_ERESOURCE,
+                     "the response would be %zu bytes, over max_frame_bytes (%" PRIu64 ")", n, max);
+  int rc = ensure_out(job, 4 + n);
+  if (rc < 0) return rc;
+  job->out[0] = (uint8_t)n;
+  job->out[1] = (uint8_t)(n >> 8);
+  job->out[2] = (uint8_t)(n >> 16);
+  job->out[3] = (uint8_t)(n >> 24);
+  size_t packed = opd__v1__response__pack(resp, job->out + 4);
+  assert(packed == n);
+  (void)packed;
+  job->out_len = 4 + n;
+  return 0;
+}
+
+void opd__job_error(opd__job *job, Opd__V1__ErrorCode code, const char *op, const char *fmt, ...) {
+  char msg[1024], opname[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  snprintf(opname, sizeof opname, "%s", op ? op : "");
+  Opd__V1__Error err = OPD__V1__ERROR__INIT;
+  err.code = code;
+  err.message = msg;
+  err.op = opname;
+  Opd__V1__Response resp = OPD__V1__RESPONSE__INIT;
+  resp.id = job->id;
+  resp.body_case = OPD__V1__RESPONSE__BODY_ERROR;
+  resp.error = &err;
+  /* fits: the buffer has OPD__JOB_OUT_MIN bytes and max_frame_bytes is at least 4096 */
+  int rc = opd__job_pack(job, &resp);
+  assert(rc == 0);
+  (void)rc;
+  if (job->tensor) { /* an error sends no tensor */
+    opd_tensor_release(job->tensor);
+    job->tensor = NULL;
+  }
+  job->raw = NULL;
+  job->raw_len = 0;
+  atomic_fetch_add_explicit(&job->session->errors, 1, memory_order_relaxed);
+}
+
+/* ---- wire values ---- */
+
+static const char *wire_type_name(const Opd__V1__IValue *w) {
+  switch (w->value_case) {
+  case OPD__V1__IVALUE__VALUE_NONE: return "None";
+  case OPD__V1__IVALUE__VALUE_B: return "bool";
+  case OPD__V1__IVALUE__VALUE_I: return "int";
+  case OPD__V1__IVALUE__VALUE_D: return "float";
+  case OPD__V1__IVALUE__VALUE_S: return "str";
+  case OPD__V1__IVALUE__VALUE_TENSOR: return "Tensor (handle)";
+  case OPD__V1__IVALUE__VALUE_INTS: return "int[]";
+  case OPD__V1__IVALUE__VALUE_DOUBLES: return "float[]";
+  case OPD__V1__IVALUE__VALUE_BOOLS: return "bool[]";
+  case OPD__V1__IVALUE__VALUE_TENSORS: return "Tensor[]";
+  case OPD__V1__IVALUE__VALUE_OPTIONAL_TENSORS: return "Tensor?[]";
+  case OPD__V1__IVALUE__VALUE_DTYPE: return "ScalarType";
+  case OPD__V1__IVALUE__VALUE_DEVICE: return "Device";
+  case OPD__V1__IVALUE__VALUE_LITERAL: return "Tensor (literal)";
+  default: return "an empty value (no field set)";
+  }
+}
+
+/* The schema's spelling of a type: "SymInt[]", "int[2]", "Tensor?[]", "float?". */
+static void type_name(const opd_type *t, char *buf, size_t len) {
+  const char *base = t->symint ? "SymInt" : opd_type_kind_name((opd_type_kind)t->kind);
+  if (!t->is_list)
+    snprintf(buf, len, "%s%s", base, t->optional ? "?" : "");
+  else if (t->fixed_size)
+    snprintf(buf, len, "%s%s[%d]%s", base, t->elem_optional ? "?" : "", (int)t->fixed_size,
+             t->optional ? "?" : "");
+  else
+    snprintf(buf, len, "%s%s[]%s", base, t->elem_optional ? "?" : "", t->optional ? "?" : "");
+}
+
+/* What a call's argument errors need to name. */
+typedef struct arg_ctx {
+  opd__job *job;
+  const char *op;
+  const opd_argument *arg;
+} arg_ctx;
+
+static int type_mismatch(const arg_ctx *a, const Opd__V1__IValue *w) {
+  char tn[64];
+  type_name(&a->arg->type, tn, sizeof tn);
+  return opd_error(OPD_EINVAL,
+                   "%s(): expected a value of type '%s' for argument '%s' but instead found type "
+                   "'%s'",
+                   a->op, tn, a->arg->name, wire_type_name(w));
+}
+
+static int handle_tensor(const arg_ctx *a, uint64_t handle, opd_tensor **out) {
+  if (handle == 0)
+    return opd_error(OPD_EINVAL,
+                     "%s(): argument '%s': tensor handle 0 is never valid (0 is None "
+                     "only in a Tensor?[] list)",
+                     a->op, a->arg->name);
+  if (!(*out = opd__session_lookup(a->job->session, handle)))
+    return opd_error(OPD_ENOENT,
+                     "%s(): argument '%s': unknown tensor handle %" PRIu64
+                     " (never issued to this session, or released)",
+                     a->op, a->arg->name, handle);
+  return 0;
+}
+
+int opd__checked_nbytes(opd_dtype dtype, const int64_t *shape, size_t ndim, uint64_t *nbytes,
+                        const char *what) {
+  if (!opd_dtype_valid(dtype))
+    return opd_error(OPD_EINVAL, "%s: invalid dtype %d", what, (int)dtype);
+  if (ndim > OPD_MAX_DIMS)
+    return opd_error(OPD_EINVAL, "%s: %zu dimensions, at most %d are allowed", what, ndim,
+                     OPD_MAX_DIMS);
+  uint64_t n = opd_dtype_size(dtype);
+  for (size_t d = 0; d < ndim; d++) {
+    if (shape[d] < 0)
+      return opd_error(OPD_EINVAL, "%s: negative dimension %" PRId64 " at index %zu", what,
+                       shape[d], d);
+    if (__builtin_mul_overflow(n, (uint64_t)shape[d], &n) || n > (uint64_t)INT64_MAX)
+      return opd_error(OPD_EINVAL, "%s: the shape's byte size overflows", what);
+  }
+  *nbytes = n;
+  return 0;
+}
+
+static void normalize_bools(uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++) p[i] = p[i] != 0;
+}
+
+static int literal_tensor(const arg_ctx *a, const Opd__V1__TensorLiteral *l, opd_tensor **out) {
+  char what[200];
+  snprintf(what, sizeof what, "%s(): argument '%s': tensor literal", a->op, a->arg->name);
+  uint64_t max = a->job->session->cfg->max_literal_bytes;
+  if (l->data.len > max)
+    return opd_error(OPD_EINVAL,
+                     "%s of %zu bytes is over max_literal_bytes (%" PRIu64 "): upload it", what,
+                     l->data.len, max);
+  uint64_t nbytes;
+  int rc = opd__checked_nbytes((opd_dtype)l->dtype, l->shape, l->n_shape, &nbytes, what);
+  if (rc < 0) return rc;
+  if (nbytes != l->data.len)
+    return opd_error(OPD_EINVAL, "%s: dtype %s and shape need %" PRIu64 " bytes but %zu were given",
+                     what, opd_dtype_name((opd_dtype)l->dtype), nbytes, l->data.len);
+  rc = opd_tensor_empty(l->shape, (int)l->n_shape, (opd_dtype)l->dtype,
+                        (opd_device){OPD_DEVICE_CPU, -1}, out);
+  if (rc < 0) return rc;
+  if (nbytes) {
+    memcpy(opd_tensor_data(*out), l->data.data, nbytes);
+    if (l->dtype == OPD__V1__DTYPE__BOOL) normalize_bools(opd_tensor_data(*out), nbytes);
+  }
+  return 0;
+}
+
+static int device_value(const arg_ctx *a, const Opd__V1__Device *d, opd_device *out) {
+  if (d->type < 0 || d->type >= OPD_NUM_BACKENDS || d->index < -1 || d->index > INT16_MAX)
+    return opd_error(OPD_EINVAL, "%s(): argument '%s': invalid device (type %d, index %d)", a->op,
+                     a->arg->name, (int)d->type, (int)d->index);
+  *out = (opd_device){(int16_t)d->type, (int16_t)d->index};
+  return 0;
+}
+
+static int decode_list(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *out) {
+  const opd_type *t = &a->arg->type;
+  opd__arena *arena = &a->job->arena;
+  switch ((opd_type_kind)t->kind) {
+  case OPD_TYPE_INT:
+    if (w->value_case == OPD__V1__IVALUE__VALUE_INTS)
+      return opd_iv_make_int_list(out, w->ints->values, w->ints->n_values);
+    if (w->value_case == OPD__V1__IVALUE__VALUE_I && t->fixed_size > 0) {
+      int64_t v[OPD_SCHEMA_MAX_FIXED_SIZE];
+      for (int i = 0; i < t->fixed_size; i++) v[i] = w->i;
+      return opd_iv_make_int_list(out, v, (size_t)t->fixed_size);
+    }
+    break;
+  case OPD_TYPE_FLOAT:
+    if (w->value_case == OPD__V1__IVALUE__VALUE_DOUBLES)
+      return opd_iv_make_double_list(out, w->doubles->values, w->doubles->n_values);
+    break;
+  case OPD_TYPE_BOOL:
+    if (w->value_case == OPD__V1__IVALUE__VALUE_BOOLS) {
+      size_t n = w->bools->n_values;
+      bool *v = opd__arena_alloc(arena, n * sizeof *v);
+      if (!v) return opd_error(OPD_ENOMEM, "out of memory decoding a bool list");
+      for (size_t i = 0; i < n; i++) v[i] = w->bools->values[i] != 0;
+      return opd_iv_make_bool_list(out, v, n);
+    }
+    break;
+  case OPD_TYPE_TENSOR: {
+    bool optional = t->elem_optional;
+    size_t n;
+    const uint64_t *handles;
+    if (!optional && w->value_case == OPD__V1__IVALUE__VALUE_TENSORS) {
+      n = w->tensors->n_handles;
+      handles = w->tensors->handles;
+    } else if (optional && w->value_case == OPD__V1__IVALUE__VALUE_OPTIONAL_TENSORS) {
+      n = w->optional_tensors->n_handles;
+      handles = w->optional_tensors->handles;
+    } else {
+      break;
+    }
+    opd_tensor **v = opd__arena_alloc(arena, n * sizeof *v);
+    if (!v) return opd_error(OPD_ENOMEM, "out of memory decoding a tensor list");
+    for (size_t i = 0; i < n; i++) {
+      v[i] = NULL;
+      if (optional && handles[i] == 0) continue;
+      int rc = handle_tensor(a, handles[i], &v[i]);
+      if (rc < 0) return rc;
+    }
+    return opd_iv_make_tensor_list(out, v, n, optional);
+  }
+  default:
+    return opd_error(OPD_EINVAL,
+                     "%s(): argument '%s': lists of %s cannot be passed over the "
+                     "protocol",
+                     a->op, a->arg->name, opd_type_kind_name((opd_type_kind)t->kind));
+  }
+  return type_mismatch(a, w);
+}
+
+/* Converts one wire value to the IValue the schema's argument takes. */
+static int decode_arg(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *out) {
+  const opd_type *t = &a->arg->type;
+  if (w->value_case == OPD__V1__IVALUE__VALUE_NONE) {
+    if (!t->optional) return type_mismatch(a, w);
+    *out = opd_iv_none();
+    return 0;
+  }
+  if (t->is_list) return decode_list(a, w, out);
+  switch ((opd_type_kind)t->kind) {
+  case OPD_TYPE_TENSOR: {
+    opd_tensor *tensor;
+    int rc;
+    if (w->value_case == OPD__V1__IVALUE__VALUE_TENSOR) {
+      if ((rc = handle_tensor(a, w->tensor, &tensor)) < 0) return rc;
+      *out = opd_iv_tensor_borrow(tensor);
+      return 0;
+    }
+    if (w->value_case == OPD__V1__IVALUE__VALUE_LITERAL) {
+      if ((rc = literal_tensor(a, w->literal, &tensor)) < 0) return rc;
+      *out = opd_iv_tensor_steal(tensor);
+      return 0;
+    }
+    break;
+  }
+  case OPD_TYPE_INT:
+  case OPD_TYPE_LAYOUT:
+  case OPD_TYPE_MEMORY_FORMAT:
+    if (w->value_case != OPD__V1__IVALUE__VALUE_I) break;
+    *out = opd_iv_int(w->i);
+    return 0;
+  case OPD_TYPE_FLOAT:
+    if (w->value_case == OPD__V1__IVALUE__VALUE_D) {
+      *out = opd_iv_double(w->d);
+      return 0;
+    }
+    if (w->value_case != OPD__V1__IVALUE__VALUE_I) break;
+    *out = opd_iv_double((double)w->i);
+    return 0;
+  case OPD_TYPE_BOOL:
+    if (w->value_case != OPD__V1__IVALUE__VALUE_B) break;
+    *out = opd_iv_bool(w->b);
+    return 0;
+  case OPD_TYPE_STR:
+    if (w->value_case != OPD__V1__IVALUE__VALUE_S) break;
+    return opd_iv_make_string(out, w->s, strlen(w->s));
+  case OPD_TYPE_SCALAR:
+    if (w->value_case == OPD__V1__IVALUE__VALUE_I)
+      *out = opd_iv_int(w->i);
+    else if (w->value_case == OPD__V1__IVALUE__VALUE_D)
+      *out = opd_iv_double(w->d);
+    else if (w->value_case == OPD__V1__IVALUE__VALUE_B)
+      *out = opd_iv_bool(w->b);
+    else
+      break;
+    return 0;
+  case OPD_TYPE_SCALAR_TYPE:
+    if (w->value_case != OPD__V1__IVALUE__VALUE_DTYPE) break;
+    if (!opd_dtype_valid((int)w->dtype))
+      return opd_error(OPD_EINVAL, "%s(): argument '%s': invalid dtype %d", a->op, a->arg->name,
+                       (int)w->dtype);
+    *out = opd_iv_dtype(w->dtype);
+    return 0;
+  case OPD_TYPE_DEVICE: {
+    if (w->value_case != OPD__V1__IVALUE__VALUE_DEVICE) break;
+    opd_device d = {0, 0};
+    int rc = device_value(a, w->device, &d);
+    if (rc < 0) return rc;
+    *out = opd_iv_device(d);
+    return 0;
+  }
+  case OPD_TYPE_GENERATOR:
+    return opd_error(OPD_EINVAL,
+                     "%s(): argument '%s': generators cannot be passed over the "
+                     "protocol; pass None",
+                     a->op, a->arg->name);
+  case OPD_TYPE_NUM_KINDS: break;
+  }
+  return type_mismatch(a, w);
+}
+
+static int declaration_error(const char *op, const opd_schema *schema, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int declaration_error(const char *op, const opd_schema *schema, const char *fmt, ...) {
+  char what[160], decl[OPD_SCHEMA_MAX_LEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  opd_schema_format(schema, decl, sizeof decl);
+  return opd_error(OPD_EINVAL, "%s() %s. Declaration: %s", op, what, decl);
+}
+
+/* Builds the argument stack of a call. On error the stack holds what was pushed. */
+static int decode_args(opd__job *job, const char *op, const opd_schema *schema, opd_stack *st) {
+  const Opd__V1__Call *c = job->req->call;
+  if (c->n_args > schema->num_args)
+    return declaration_error(op, schema,
+                             "expected at most %u argument(s) but received %zu argument(s)",
+                             schema->num_args, c->n_args);
+  for (uint32_t i = 0; i < schema->num_args; i++) {
+    const opd_argument *arg = &schema->args[i];
+    opd_ivalue v;
+    int rc;
+    if (i < c->n_args)
+      rc = decode_arg(&(arg_ctx){job, op, arg}, c->args[i], &v);
+    else if (arg->has_default)
+      rc = opd_iv_copy(&v, &arg->default_value);
+    else
+      return declaration_error(op, schema, "is missing value for %sargument '%s'",
+                               arg->kwarg_only ? "keyword-only " : "", arg->name);
+    if (rc < 0) return rc;
+    if ((rc = opd_stack_push(st, v)) < 0)
+      return opd_error(rc, "out of memory pushing the arguments of %s", op);
+  }
+  return 0;
+}
+
+/* Undoes the handles a call's results were given. */
+static void drop_handles(opd__session *s, const uint64_t *handles, size_t n) {
+  for (size_t i = 0; i < n; i++) opd__session_drop(s, handles[i]);
+}
+
+static int hold_result(opd__session *s, opd_tensor *t, uint64_t *handles, size_t *nheld) {
+  uint64_t none = 0;
+  int rc = opd__session_hold(s, t, &none, &handles[*nheld]);
+  if (rc == 0) ++*nheld;
+  return rc;
+}
+
+/* Turns the returns on the stack into the reply's values, tensors into new handles. */
+static int encode_results(opd__job *job, opd_stack *st, Opd__V1__Response *resp) {
+  opd__arena *arena = &job->arena;
+  opd__session *s = job->session;
+  size_t ntensors = 0, nheld = 0;
+  for (uint32_t i = 0; i < st->size; i++) {
+    const opd_ivalue *v = &st->items[i];
+    if (v->tag == OPD_IV_TENSOR) ntensors++;
+    if (v->tag == OPD_IV_TENSOR_LIST || v->tag == OPD_IV_OPT_TENSOR_LIST) ntensors += v->len;
+  }
+  Opd__V1__CallReply *reply = opd__arena_alloc(arena, sizeof *reply);
+  Opd__V1__IValue **results = opd__arena_alloc(arena, st->size * sizeof *results);
+  uint64_t *handles = opd__arena_alloc(arena, ntensors * sizeof *handles);
+  if (!reply || !results || !handles)
+    return opd_error(OPD_ENOMEM, "out of memory encoding results");
+  opd__v1__call_reply__init(reply);
+  reply->n_results = st->size;
+  reply->results = results;
+  int rc = 0;
+  for (uint32_t i = 0; i < st->size && rc == 0; i++) {
+    const opd_ivalue *v = &st->items[i];
+    Opd__V1__IValue *w = results[i] = opd__arena_alloc(arena, sizeof *w);
+    if (!w) {
+      rc = opd_error(OPD_ENOMEM, "out of memory encoding results");
+      break;
+    }
+    opd__v1__ivalue__init(w);
+    switch ((opd_iv_tag)v->tag) {
+    case OPD_IV_NONE:
+      w->value_case = OPD__V1__IVALUE__VALUE_NONE;
+      w->none = 1;
+      break;
+    case OPD_IV_BOOL:
+      w->value_case = OPD__V1__IVALUE__VALUE_B;
+      w->b = v->u.b;
+      break;
+    case OPD_IV_INT:
+      w->value_case = OPD__V1__IVALUE__VALUE_I;
+      w->i = v->u.i;
+      break;
+    case OPD_IV_DOUBLE:
+      w->value_case = OPD__V1__IVALUE__VALUE_D;
+      w->d = v->u.d;
+      break;
+    case OPD_IV_STRING: /* packed before the stack goes */
+      w->value_case = OPD__V1__IVALUE__VALUE_S;
+      w->s = v->u.s;
+      break;
+    case OPD_IV_TENSOR:
+      w->value_case = OPD__V1__IVALUE__VALUE_TENSOR;
+      rc = hold_result(s, v->u.t, handles, &nheld);
+      w->tensor = rc == 0 ? handles[nheld - 1] : 0;
+      break;
+    case OPD_IV_INT_LIST: {
+      Opd__V1__IntList *l = opd__arena_alloc(arena, sizeof *l);
+      if (!l) {
+        rc = opd_error(OPD_ENOMEM, "out of memory encoding results");
+        break;
+      }
+      opd__v1__int_list__init(l);
+      l->n_values = v->len;
+      l->values = v->u.ints;
+      w->value_case = OPD__V1__IVALUE__VALUE_INTS;
+      w->ints = l;
+      break;
+    }
+    case OPD_IV_DOUBLE_LIST: {
+      Opd__V1__DoubleList *l = opd__arena_alloc(arena, sizeof *l);
+      if (!l) {
+        rc = opd_error(OPD_ENOMEM, "out of memory encoding results");
+        break;
+      }
+      opd__v1__double_list__init(l);
+      l->n_values = v->len;
+      l->values = v->u.doubles;
+      w->value_case = OPD__V1__IVALUE__VALUE_DOUBLES;
+      w->doubles = l;
+      break;
+    }
+    case OPD_IV_BOOL_LIST: {
+      Opd__V1__BoolList *l = opd__arena_alloc(arena, sizeof *l);
+      protobuf_c_boolean *b = opd__arena_alloc(arena, v->len * sizeof *b);
+      if (!l || !b) {
+        rc = opd_error(OPD_ENOMEM, "out of memory encoding results");
+        break;
+      }
+      opd__v1__bool_list__init(l);
+      for (uint32_t k = 0; k < v->len; k++) b[k] = v->u.bools[k];
+      l->n_values = v->len;
+      l->values = b;
+      w->value_case = OPD__V1__IVALUE__VALUE_BOOLS;
+      w->bools = l;
+      break;
+    }
+    case OPD_IV_TENSOR_LIST:
+    case OPD_IV_OPT_TENSOR_LIST: {
+      uint64_t *hs = opd__arena_alloc(arena, v->len * sizeof *hs);
+      bool have_list;
+      if (v->tag == OPD_IV_TENSOR_LIST) {
+        Opd__V1__HandleList *l = opd__arena_alloc(arena, sizeof *l);
+        if (l) {
+          opd__v1__handle_list__init(l);
+          l->n_handles = v->len;
+          l->handles = hs;
+        }
+        w->value_case = OPD__V1__IVALUE__VALUE_TENSORS;
+        w->tensors = l;
+        have_list = l != NULL;
+      } else {
+        Opd__V1__OptionalHandleList *l = opd__arena_alloc(arena, sizeof *l);
+        if (l) {
+          opd__v1__optional_handle_list__init(l);
+          l->n_handles = v->len;
+          l->handles = hs;
+        }
+        w->value_case = OPD__V1__IVALUE__VALUE_OPTIONAL_TENSORS;
+        w->optional_tensors = l;
+        have_list = l != NULL;
+      }
+      if (!hs || !have_list) {
+        rc = opd_error(OPD_ENOMEM, "out of memory encoding results");
+        break;
+      }
+      for (uint32_t k = 0; k < v->len && rc == 0; k++) {
+        hs[k] = 0;
+        if (v->u.tensors[k] && (rc = hold_result(s, v->u.tensors[k], handles, &nheld)) == 0)
+          hs[k] = handles[nheld - 1];
+      }
+      break;
+    }
+    case OPD_IV_DTYPE:
+      w->value_case = OPD__V1__IVALUE__VALUE_DTYPE;
+      w->dtype = (Opd__V1__DType)v->u.dtype;
+      break;
+    case OPD_IV_DEVICE: {
+      Opd__V1__Device *d = opd__arena_alloc(arena, sizeof *d);
+      if (!d) {
+        rc = opd_error(OPD_ENOMEM, "out of memory encoding results");
+        break;
+      }
+      opd__v1__device__init(d);
+      d->type = v->u.device.type;
+      d->index = v->u.device.index;
+      w->value_case = OPD__V1__IVALUE__VALUE_DEVICE;
+      w->device = d;
+      break;
+    }
+    case OPD_IV_NUM_TAGS: rc = opd_error(OPD_EINTERNAL, "a result with an invalid tag"); break;
+    }
+  }
+  if (rc == 0) {
+    resp->body_case = OPD__V1__RESPONSE__BODY_CALL;
+    resp->call = reply;
+    rc = opd__job_pack(job, resp);
+  }
+  if (rc < 0) drop_handles(s, handles, nheld);
+  return rc;
+}
+
+static int run_call(opd__job *job, Opd__V1__Response *resp) {
+  const char *op = job->req->call->op;
+  const opd_operator *oper = opd_find_op(op);
+  const opd_schema *schema = oper ? opd_op_schema(oper) : NULL;
+  if (!schema) return opd_error(OPD_ENOENT, "unknown operator '%.200s'", op);
+  opd_stack st;
+  opd_stack_init(&st);
+  int rc = decode_args(job, op, schema, &st);
+  if (rc == 0) {
+    opd_tls_set(job->session->dispatch);
+    rc = opd_call_boxed(oper, &st);
+    opd_tls_set(opd_default_dispatch_state);
+    atomic_fetch_add_explicit(&job->session->calls, 1, memory_order_relaxed);
+    if (rc == 0) rc = encode_results(job, &st, resp);
+  }
+  opd_stack_destroy(&st);
+  return rc;
+}
+
+/* ---- uploads, downloads, releases, dispatch state ---- */
+
+static int finish_upload(opd__job *job, Opd__V1__Response *resp) {
+  opd_tensor *t = job->tensor;
+  if (opd_tensor_dtype(t) == OPD_BOOL && t->numel)
+    normalize_bools(opd_tensor_data(t), (size_t)t->numel);
+  Opd__V1__UploadReply reply = OPD__V1__UPLOAD_REPLY__INIT;
+  int rc = opd__session_hold(job->session, t, &job->reserved, &reply.handle);
+  if (rc < 0) return rc;
+  opd_tensor_release(t); /* the handle table has its own reference */
+  job->tensor = NULL;
+  resp->body_case = OPD__V1__RESPONSE__BODY_UPLOAD;
+  resp->upload = &reply;
+  rc = opd__job_pack(job, resp);
+  assert(rc == 0); /* a handle fits any frame */
+  return rc;
+}
+
+/* Copies a strided tensor's elements, in row-major order, to dst. */
+static void gather(char *dst, const opd_tensor *t) {
+  size_t es = opd_dtype_size(opd_tensor_dtype(t));
+  const int64_t *sizes = opd_tensor_sizes(t), *strides = opd_tensor_strides(t);
+  int nd = t->ndim;
+  const char *base = opd_tensor_data(t);
+  if (nd == 0) {
+    memcpy(dst, base, es);
+    return;
+  }
+  int64_t idx[OPD_MAX_DIMS] = {0};
+  int64_t inner = sizes[nd - 1], inner_stride = strides[nd - 1] * (int64_t)es;
+  for (;;) {
+    const char *src = base;
+    for (int d = 0; d < nd - 1; d++) src += idx[d] * strides[d] * (int64_t)es;
+    if (inner_stride == (int64_t)es) {
+      memcpy(dst, src, (size_t)inner * es);
+      dst += inner * (int64_t)es;
+    } else {
+      for (int64_t i = 0; i < inner; i++, dst += es) memcpy(dst, src + i * inner_stride, es);
+    }
+    int d = nd - 2;
+    while (d >= 0 && ++idx[d] == sizes[d]) idx[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+static int run_download(opd__job *job, Opd__V1__Response *resp) {
+  uint64_t handle = job->req->download->handle;
+  opd_tensor *t = opd__session_lookup(job->session, handle);
+  if (!t)
+    return opd_error(OPD_ENOENT,
+                     "download: unknown tensor handle %" PRIu64
+                     " (never issued to this session, or released)",
+                     handle);
+  opd_device dev = opd_tensor_device(t);
+  size_t es = opd_dtype_size(opd_tensor_dtype(t));
+  uint64_t nbytes = (uint64_t)t->numel * es;
+  if (dev.type == OPD_DEVICE_META)
+    return opd_error(OPD_EINVAL,
+                     "download: tensor %" PRIu64 " is a Meta tensor (%s, %d dimensions): it has "
+                     "a shape and dtype but no data",
+                     handle, opd_dtype_name(opd_tensor_dtype(t)), t->ndim);
+  if (dev.type != OPD_DEVICE_CPU || (nbytes && !opd_tensor_data(t)))
+    return opd_error(OPD_EINVAL, "download: tensor %" PRIu64 " has no data on the CPU", handle);
+  int64_t *strides = opd__arena_alloc(&job->arena, (t->ndim + 1) * sizeof *strides);
+  if (!strides) return opd_error(OPD_ENOMEM, "out of memory encoding a download");
+  opd_contiguous_strides(opd_tensor_sizes(t), t->ndim, strides);
+  if (nbytes == 0 || opd_tensor_is_contiguous(t)) {
+    opd_tensor_retain(t);
+    job->tensor = t;
+  } else {
+    /* the bytes are sent row-major: a strided tensor is gathered into a contiguous copy */
+    int rc = opd_tensor_empty(opd_tensor_sizes(t), t->ndim, opd_tensor_dtype(t),
+                              (opd_device){OPD_DEVICE_CPU, -1}, &job->tensor);
+    if (rc < 0) return rc;
+    gather(opd_tensor_data(job->tensor), t);
+  }
+  Opd__V1__DownloadReply reply = OPD__V1__DOWNLOAD_REPLY__INIT;
+  reply.dtype = (Opd__V1__DType)opd_tensor_dtype(t);
+  reply.n_shape = reply.n_strides = t->ndim;
+  reply.shape = (int64_t *)opd_tensor_sizes(t);
+  reply.strides = strides;
+  reply.nbytes = nbytes;
+  resp->body_case = OPD__V1__RESPONSE__BODY_DOWNLOAD;
+  resp->download = &reply;
+  int rc = opd__job_pack(job, resp);
+  if (rc < 0) return rc;
+  job->raw = nbytes ? opd_tensor_data(job->tensor) : NULL;
+  job->raw_len = nbytes;
+  return 0;
+}
+
+static int run_release(opd__job *job) {
+  const Opd__V1__Release *r = job->req->release;
+  for (size_t i = 0; i < r->n_handles; i++)
+    if (!opd__session_lookup(job->session, r->handles[i]))
+      return opd_error(OPD_ENOENT,
+                       "release: unknown tensor handle %" PRIu64
+                       " (never issued to this session, or released); nothing was released",
+                       r->handles[i]);
+  for (size_t i = 0; i < r->n_handles; i++)
+    opd__session_drop(job->session, r->handles[i]); /* a repeated handle goes once */
+  return 0;
+}
+
+static int key_list(char *const *names, size_t n, opd_keyset *set) {
+  for (size_t i = 0; i < n; i++) {
+    opd_dispatch_key k;
+    if (opd_key_from_name(names[i], &k) < 0)
+      return opd_error(OPD_EINVAL, "set_dispatch_state: unknown dispatch key '%.100s'", names[i]);
+    opd_key_kind kind = opd_key_kind_of(k);
+    if (kind != OPD_KEY_KIND_FUNCTIONALITY && kind != OPD_KEY_KIND_PER_BACKEND &&
+        kind != OPD_KEY_KIND_RUNTIME_BACKEND)
+      return opd_error(OPD_EINVAL,
+                       "set_dispatch_state: '%s' is not a runtime or functionality key and "
+                       "cannot be in a key set",
+                       names[i]);
+    *set = opd_keyset_union(*set, opd_keyset_of(k));
+  }
+  return 0;
+}
+
+static int run_dispatch_state(opd__job *job) {
+  const Opd__V1__DispatchState *d = job->req->set_dispatch_state;
+  opd_local_dispatch_state st = opd_default_dispatch_state;
+  int rc = key_list(d->include, d->n_include, &st.included);
+  if (rc == 0) rc = key_list(d->exclude, d->n_exclude, &st.excluded);
+  if (rc == 0) job->session->dispatch = st;
+  return rc;
+}
+
+static int pack_ack(opd__job *job, Opd__V1__Response *resp) {
+  Opd__V1__Ack ack = OPD__V1__ACK__INIT;
+  resp->body_case = OPD__V1__RESPONSE__BODY_ACK;
+  resp->ack = &ack;
+  return opd__job_pack(job, resp);
+}
+
+bool opd__execute(opd__job *job) {
+  /* the request is decoded; what the response needs is the server's own making */
+  job->arena.limit = SIZE_MAX;
+  Opd__V1__Response resp = OPD__V1__RESPONSE__INIT;
+  resp.id = job->id;
+  int rc = 0;
+  const char *op = NULL;
+  switch (job->kind) {
+  case OPD__JOB_CALL:
+    op = job->req->call->op;
+    rc = run_call(job, &resp);
+    break;
+  case OPD__JOB_UPLOAD: rc = finish_upload(job, &resp); break;
+  case OPD__JOB_DOWNLOAD: rc = run_download(job, &resp); break;
+  case OPD__JOB_RELEASE:
+    if ((rc = run_release(job)) == 0) rc = pack_ack(job, &resp);
+    break;
+  case OPD__JOB_DISPATCH_STATE:
+    if ((rc = run_dispatch_state(job)) == 0) rc = pack_ack(job, &resp);
+    break;
+  case OPD__JOB_SYNCHRONIZE: rc = pack_ack(job, &resp); break; /* CPU work is synchronous */
+  case OPD__JOB_LOCAL: rc = opd_error(OPD_EINTERNAL, "a loop-thread request on a worker"); break;
+  }
+  if (rc < 0) {
+    opd__job_error(job, opd__error_code(rc), op, "%s", opd_last_error());
+    return false;
+  }
+  job->holds_session = job->raw_len > 0;
+  return job->holds_session;
+}

@@ -1,0 +1,32 @@
+/* execute.h: what a worker does with a request (calls, uploads, downloads, releases,
+ * dispatch state), and packing responses and errors into a job. */
+#ifndef OPD_SERVER_EXECUTE_H
+#define OPD_SERVER_EXECUTE_H
+
+#include <stdbool.h>
+
+#include "job.h"
+
+/* Room every job's output buffer has from the start: an error response always fits. */
+#define OPD__JOB_OUT_MIN 2048
+
+/* Runs a worker job and leaves its response in job->out; returns true when the session
+ * must stay held until the job's raw bytes are written (opd__run_fn). */
+bool opd__execute(opd__job *job);
+
+/* Packs a response frame into job->out: 0, or OPD_ERESOURCE when it exceeds
+ * max_frame_bytes, OPD_ENOMEM. */
+int opd__job_pack(opd__job *job, const Opd__V1__Response *resp);
+/* Makes job's response an error (never fails) and counts it in the session's errors. `op`
+ * may be NULL. */
+void opd__job_error(opd__job *job, Opd__V1__ErrorCode code, const char *op, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The byte size of a dtype and shape from the wire, every factor checked (dtype valid, at
+ * most OPD_MAX_DIMS dimensions, none negative, no overflow): 0, or OPD_EINVAL with a message
+ * beginning with `what`. */
+int opd__checked_nbytes(opd_dtype dtype, const int64_t *shape, size_t ndim, uint64_t *nbytes,
+                        const char *what);
+/* The protocol's code for an opd error code. */
+Opd__V1__ErrorCode opd__error_code(int err);
+
+#endif

@@ -1,0 +1,63 @@
+/* job.h: one request of a session on its way through the server.
+ *
+ * [Note: A request's journey]
+ * The loop thread reads a frame and decodes it into the arena of a job taken from the
+ * connection's pool. The job joins the connection's response order (`next`), which is the
+ * request order. Requests that need no session state (hello, ping) and requests refused
+ * before they run (malformed, over a limit) are answered at once: their response is packed
+ * into `out` and the job is `done`. Every other request is submitted to the session's run
+ * queue (`qnext`, worker.c) and a worker executes it (execute.c), packs the response and
+ * hands the job back to the loop (loop.c), which marks it done. The loop writes responses
+ * from the head of the response order while they are done, batching several jobs into one
+ * write; a download's raw bytes follow its frame, written straight from the tensor the job
+ * holds. A job is owned by exactly one party at a time: the loop, a worker (`at_worker`),
+ * or a write in progress; when its write completes it goes back to the pool.
+ */
+#ifndef OPD_SERVER_JOB_H
+#define OPD_SERVER_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "opd.pb-c.h"
+#include "opd/tensor.h"
+
+typedef struct opd__conn opd__conn;
+typedef struct opd__session opd__session;
+
+typedef enum opd__job_kind {
+  OPD__JOB_LOCAL,    /* answered on the loop thread */
+  OPD__JOB_CALL,     /* the rest run on a worker */
+  OPD__JOB_UPLOAD,   /* once its raw bytes are in: becomes a handle */
+  OPD__JOB_DOWNLOAD, /* the response carries the tensor's bytes */
+  OPD__JOB_RELEASE,
+  OPD__JOB_DISPATCH_STATE,
+  OPD__JOB_SYNCHRONIZE,
+} opd__job_kind;
+
+typedef struct opd__job {
+  struct opd__job *next;  /* the connection's response order (loop thread) */
+  struct opd__job *qnext; /* the session's run queue, or the completion list */
+  opd__conn *conn;
+  opd__session *session;
+  opd_device device;     /* where it runs: selects the worker pool */
+  uint64_t id;           /* the request's id, echoed in its response */
+  Opd__V1__Request *req; /* decoded into `arena`; NULL for a refused frame */
+  opd__arena arena;
+  size_t decoded;     /* arena bytes of the request while it is on a worker */
+  opd_tensor *tensor; /* an owned reference: the upload's target, the download's source */
+  uint64_t reserved;  /* bytes an upload reserved against max_bytes_held */
+  const void *raw;    /* a download's bytes, sent after the frame */
+  size_t raw_len;
+  uint8_t *out; /* the encoded response frame, length prefix included */
+  size_t out_len, out_cap;
+  opd__job_kind kind;
+  bool at_worker;     /* queued or running on a worker, which owns it meanwhile */
+  bool counted;       /* counts in the connection's requests in flight */
+  bool done;          /* `out` holds the response */
+  bool holds_session; /* the session runs nothing else until `raw` is written */
+} opd__job;
+
+#endif

@@ -1,0 +1,302 @@
+/* loop.c: the server: start (listeners bound, workers and the event-loop thread started),
+ * the completion queue from workers to the loop, and stop (drain, then join).
+ *
+ * [Note: Threads]
+ * One event-loop thread (libuv) owns every socket: it accepts, reads and decodes frames,
+ * answers what needs no session state, and writes responses; it never runs a kernel and
+ * never blocks. Worker threads (worker.c) run requests. A worker hands a finished job back
+ * by pushing it on the completion list and waking the loop with uv_async_send, which
+ * coalesces: one wake-up takes every job finished meanwhile, and each connection's ready
+ * responses then go out in one write. Every thread the server starts blocks all signals:
+ * they belong to the embedding program (the daemon handles SIGTERM/SIGINT in main.c), and a
+ * write to a closed socket gives EPIPE instead of killing the process.
+ *
+ * Stop: the listeners close, connections read no new requests, and each closes once its
+ * requests in flight are answered and written; after drain_timeout_ms the rest are closed
+ * (queued requests cancelled, running ones awaited). When the last connection is gone the
+ * loop's own handles close, the loop ends and the workers are joined.
+ */
+#include "loop.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "connection.h"
+#include "execute.h"
+#include "opd/error.h"
+#include "opd/kernels.h"
+#include "opd/log.h"
+
+/* ---- completions ---- */
+
+static void post_done(opd__job *job, void *arg) {
+  opd_server *s = arg;
+  pthread_mutex_lock(&s->done_mu);
+  job->qnext = s->done_list;
+  s->done_list = job;
+  pthread_mutex_unlock(&s->done_mu);
+  uv_async_send(&s->done_async);
+}
+
+static void on_done(uv_async_t *a) {
+  opd_server *s = a->data;
+  pthread_mutex_lock(&s->done_mu);
+  opd__job *list = s->done_list;
+  s->done_list = NULL;
+  pthread_mutex_unlock(&s->done_mu);
+  opd__job *fifo = NULL; /* oldest first */
+  while (list) {
+    opd__job *j = list;
+    list = j->qnext;
+    j->qnext = fifo;
+    fifo = j;
+  }
+  opd__conn_jobs_back(fifo);
+}
+
+/* ---- stopping ---- */
+
+static void close_if_open(uv_handle_t *h) {
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+static void maybe_finish(opd_server *s) {
+  if (!s->stopping || s->nconns) return;
+  close_if_open((uv_handle_t *)&s->done_async);
+  close_if_open((uv_handle_t *)&s->stop_async);
+  close_if_open((uv_handle_t *)&s->drain_timer);
+}
+
+void opd__server_conn_removed(opd_server *s) {
+  s->nconns--;
+  maybe_finish(s);
+}
+
+static void on_drain_timeout(uv_timer_t *t) {
+  opd_server *s = t->data;
+  if (s->nconns)
+    opd_log(OPD_LOG_WARN, "drain timeout (%" PRIu32 " ms): closing %zu connections",
+            s->cfg.drain_timeout_ms, s->nconns);
+  for (opd__conn *c = s->conns, *next; c; c = next) {
+    next = c->next;
+    opd__conn_close(c);
+  }
+}
+
+static void on_stop(uv_async_t *a) {
+  opd_server *s = a->data;
+  if (s->stopping) return;
+  s->stopping = true;
+  opd_log(OPD_LOG_INFO, "stopping: draining %zu connections", s->nconns);
+  for (size_t i = 0; i < s->nlisteners; i++) close_if_open(&s->listeners[i].h.handle);
+  for (opd__conn *c = s->conns, *next; c; c = next) {
+    next = c->next;
+    opd__conn_drain(c);
+  }
+  uv_timer_start(&s->drain_timer, on_drain_timeout, s->cfg.drain_timeout_ms, 0);
+  maybe_finish(s);
+}
+
+static void *loop_main(void *arg) {
+  opd_server *s = arg;
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  return NULL;
+}
+
+/* ---- listeners ---- */
+
+static void on_connection(uv_stream_t *stream, int status) {
+  opd__listener *l = stream->data;
+  if (status < 0) {
+    opd_log(OPD_LOG_WARN, "listener %s: %s", l->url, uv_strerror(status));
+    return;
+  }
+  opd__conn_accept(l->server, l);
+}
+
+/* Removes a socket file nothing listens on; refuses to touch anything else. */
+static int clear_stale_socket(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) < 0)
+    return errno == ENOENT ? 0 : opd_error(OPD_EINVAL, "cannot use %s: %s", path, strerror(errno));
+  if (!S_ISSOCK(st.st_mode))
+    return opd_error(OPD_EINVAL, "%s exists and is not a socket; not replacing it", path);
+  struct sockaddr_un sun = {.sun_family = AF_UNIX};
+  snprintf(sun.sun_path, sizeof sun.sun_path, "%s", path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return opd_error(OPD_ERESOURCE, "socket: %s", strerror(errno));
+  int rc = connect(fd, (struct sockaddr *)&sun, sizeof sun);
+  int err = errno;
+  close(fd);
+  if (rc == 0) return opd_error(OPD_EEXIST, "a server is already listening on %s", path);
+  if (err != ECONNREFUSED)
+    return opd_error(OPD_EINVAL, "cannot check the socket %s: %s", path, strerror(err));
+  if (unlink(path) < 0)
+    return opd_error(OPD_EINVAL, "cannot remove the stale socket %s: %s", path, strerror(errno));
+  opd_log(OPD_LOG_INFO, "removed the stale socket %s", path);
+  return 0;
+}
+
+static int bind_tcp(opd_server *s, opd__listener *l) {
+  struct sockaddr_storage ss;
+  bool v6 = strchr(l->addr.host, ':') != NULL;
+  int rc = v6 ? uv_ip6_addr(l->addr.host, l->addr.port, (struct sockaddr_in6 *)&ss)
+              : uv_ip4_addr(l->addr.host, l->addr.port, (struct sockaddr_in *)&ss);
+  if (rc < 0) return rc;
+  if ((rc = uv_tcp_init(&s->loop, &l->h.tcp)) < 0) return rc;
+  if ((rc = uv_tcp_bind(&l->h.tcp, (struct sockaddr *)&ss, 0)) < 0) return rc;
+  if ((rc = uv_listen(&l->h.stream, SOMAXCONN, on_connection)) < 0) return rc;
+  int len = sizeof ss;
+  if ((rc = uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&ss, &len)) < 0) return rc;
+  l->port =
+      ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+  snprintf(l->url, sizeof l->url, v6 ? "tcp://[%s]:%d" : "tcp://%s:%d", l->addr.host, l->port);
+  return 0;
+}
+
+static int bind_unix(opd_server *s, opd__listener *l) {
+  int rc;
+  if ((rc = uv_pipe_init(&s->loop, &l->h.pipe, 0)) < 0) return rc;
+  if ((rc = uv_pipe_bind(&l->h.pipe, l->addr.path)) < 0) return rc;
+  /* before listen(): nobody can connect while the mode is the umask's */
+  if (chmod(l->addr.path, s->cfg.unix_socket_mode) < 0) return uv_translate_sys_error(errno);
+  if ((rc = uv_listen(&l->h.stream, SOMAXCONN, on_connection)) < 0) return rc;
+  l->port = -1;
+  snprintf(l->url, sizeof l->url, "unix://%s", l->addr.path);
+  return 0;
+}
+
+static int bind_listener(opd_server *s, opd__listener *l, const char *url) {
+  l->server = s;
+  int rc = opd__parse_listen_url(url, &l->addr);
+  if (rc < 0) return rc;
+  if (l->addr.kind == OPD__LISTEN_UNIX && (rc = clear_stale_socket(l->addr.path)) < 0) return rc;
+  rc = l->addr.kind == OPD__LISTEN_TCP ? bind_tcp(s, l) : bind_unix(s, l);
+  l->h.handle.data = l;
+  if (rc < 0) return opd_error(OPD_EINVAL, "cannot listen on %s: %s", url, uv_strerror(rc));
+  opd_log(OPD_LOG_INFO, "listening on %s", l->url);
+  return 0;
+}
+
+/* ---- start and stop ---- */
+
+static void close_walk(uv_handle_t *h, void *arg) {
+  (void)arg;
+  close_if_open(h);
+}
+
+static void free_server(opd_server *s) {
+  free(s->listeners);
+  opd_server_config_destroy(&s->cfg);
+  pthread_mutex_destroy(&s->done_mu);
+  free(s);
+}
+
+/* Undoes a start that failed after the loop was initialized. */
+static void abort_start(opd_server *s) {
+  if (s->sched_started) opd__sched_stop(&s->sched);
+  uv_walk(&s->loop, close_walk, NULL);
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&s->loop);
+  free_server(s);
+}
+
+static int copy_config(opd_server_config *dst, const opd_server_config *src) {
+  *dst = *src;
+  dst->listen = NULL;
+  dst->num_listen = 0;
+  for (size_t i = 0; i < src->num_listen; i++) {
+    int rc = opd_server_config_add_listen(dst, src->listen[i]);
+    if (rc < 0) {
+      opd_server_config_destroy(dst);
+      return rc;
+    }
+  }
+  return 0;
+}
+
+int opd_server_start(const opd_server_config *c, opd_server **out) {
+  *out = NULL;
+  int rc = opd__config_check(c);
+  if (rc < 0) return rc;
+  if ((rc = opd_kernels_register()) < 0) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", opd_last_error());
+    return opd_error(rc, "registering the built-in operators failed: %s", msg);
+  }
+  opd_log_set_level(c->log_level);
+  opd_server *s = calloc(1, sizeof *s);
+  if (!s) return opd_error(OPD_ENOMEM, "out of memory starting the server");
+  pthread_mutex_init(&s->done_mu, NULL);
+  if ((rc = copy_config(&s->cfg, c)) < 0 ||
+      !(s->listeners = calloc(c->num_listen, sizeof *s->listeners))) {
+    free_server(s);
+    return rc < 0 ? rc : opd_error(OPD_ENOMEM, "out of memory starting the server");
+  }
+  /* a literal travels inside a frame */
+  if (s->cfg.max_literal_bytes > s->cfg.max_frame_bytes)
+    s->cfg.max_literal_bytes = s->cfg.max_frame_bytes;
+  if ((rc = uv_loop_init(&s->loop)) < 0) {
+    free_server(s);
+    return opd_error(OPD_ERESOURCE, "cannot start the event loop: %s", uv_strerror(rc));
+  }
+  uv_async_init(&s->loop, &s->done_async, on_done);
+  uv_async_init(&s->loop, &s->stop_async, on_stop);
+  uv_timer_init(&s->loop, &s->drain_timer);
+  s->done_async.data = s->stop_async.data = s->drain_timer.data = s;
+  uv_unref((uv_handle_t *)&s->drain_timer);
+  for (; s->nlisteners < s->cfg.num_listen; s->nlisteners++) {
+    if ((rc = bind_listener(s, &s->listeners[s->nlisteners], s->cfg.listen[s->nlisteners])) < 0) {
+      abort_start(s);
+      return rc;
+    }
+  }
+  if ((rc = opd__sched_start(&s->sched, s->cfg.workers, opd__execute, post_done, s)) < 0) {
+    abort_start(s);
+    return rc;
+  }
+  s->sched_started = true;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  rc = pthread_create(&s->thread, NULL, loop_main, s);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    abort_start(s);
+    return opd_error(OPD_ERESOURCE, "cannot start the event-loop thread: %s", strerror(rc));
+  }
+  *out = s;
+  return 0;
+}
+
+size_t opd_server_num_listeners(const opd_server *s) {
+  return s->nlisteners;
+}
+
+const char *opd_server_listener_url(const opd_server *s, size_t i) {
+  return i < s->nlisteners ? s->listeners[i].url : NULL;
+}
+
+int opd_server_listener_port(const opd_server *s, size_t i) {
+  return i < s->nlisteners ? s->listeners[i].port : -1;
+}
+
+void opd_server_stop(opd_server *s) {
+  uv_async_send(&s->stop_async);
+  pthread_join(s->thread, NULL);
+  int rc = uv_loop_close(&s->loop);
+  assert(rc == 0); /* every handle is closed */
+  (void)rc;
+  opd__sched_stop(&s->sched);
+  opd_log(OPD_LOG_INFO, "stopped");
+  free_server(s);
+}

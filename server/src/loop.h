@@ -1,0 +1,50 @@
+/* loop.h: the server: its event loop thread, listeners, the completion queue from the
+ * workers, and the drain on stop (internal). */
+#ifndef OPD_SERVER_LOOP_H
+#define OPD_SERVER_LOOP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "config.h"
+#include "job.h"
+#include "opd/server.h"
+#include "worker.h"
+
+typedef struct opd__listener {
+  union {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } h;
+  opd_server *server;
+  opd__listen_addr addr;
+  char url[200]; /* as bound */
+  int port;      /* -1 for Unix sockets */
+} opd__listener;
+
+struct opd_server {
+  opd_server_config cfg; /* the server's own copy */
+  uv_loop_t loop;
+  uv_async_t done_async; /* workers: jobs are back */
+  uv_async_t stop_async; /* opd_server_stop: drain */
+  uv_timer_t drain_timer;
+  opd__listener *listeners;
+  size_t nlisteners;
+  pthread_t thread;
+  opd__sched sched;
+  bool sched_started;
+  pthread_mutex_t done_mu;
+  opd__job *done_list; /* jobs back from the workers, newest first */
+  opd__conn *conns;    /* open connections */
+  size_t nconns;
+  uint64_t next_session;
+  bool stopping;
+};
+
+/* A connection is gone (connection.c calls this as it frees one). */
+void opd__server_conn_removed(opd_server *s);
+
+#endif

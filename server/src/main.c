@@ -1,0 +1,147 @@
+/* main.c: the `opd` daemon: command line, configuration, signals.
+ *
+ *   opd [--config FILE] [--listen URL]... [--OPTION VALUE]... | --help | --version
+ *
+ * The configuration is the defaults, then FILE, then the flags (each option of
+ * docs/CONFIG.md is a flag: max_handles is --max-handles). --listen flags replace the
+ * file's addresses. A bad option or value is reported and opd exits with status 2 before
+ * anything starts. SIGTERM and SIGINT (uv_signal) drain the server and exit 0.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "config.h"
+#include "opd/error.h"
+#include "opd/log.h"
+#include "opd/server.h"
+
+enum { FLAG_CONFIG = 1000, FLAG_HELP, FLAG_VERSION, FLAG_OPTION };
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: opd [--config FILE] [--listen URL]... [--OPTION VALUE]...\n"
+             "\n"
+             "opd serves PyTorch ATen operators over its protocol (proto/opd.proto).\n"
+             "\n"
+             "  --config FILE        read options from a JSON file (see config/opd.json)\n"
+             "  --help               print this help and exit\n"
+             "  --version            print the version and exit\n"
+             "\n"
+             "Options (flags override the file; docs/CONFIG.md describes each):\n");
+  for (size_t i = 0; i < opd__num_options; i++) {
+    char flag[64];
+    snprintf(flag, sizeof flag, "--%s %s", opd__options[i].key, opd__options[i].meta);
+    for (char *p = flag; *p && *p != ' '; p++)
+      if (*p == '_') *p = '-';
+    fprintf(f, "  %-28s %s\n", flag, opd__options[i].help);
+  }
+}
+
+static opd_server *server;
+
+static void on_signal(uv_signal_t *h, int signum) {
+  opd_log(OPD_LOG_INFO, "%s received", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  /* stop watching signals: the main loop ends and main() drains the server */
+  uv_close((uv_handle_t *)h, NULL);
+  uv_signal_t *other = h->data;
+  if (!uv_is_closing((uv_handle_t *)other)) uv_close((uv_handle_t *)other, NULL);
+}
+
+int main(int argc, char **argv) {
+  /* flags: one per option, plus --config, --help, --version */
+  struct option longopts[64];
+  char names[64][48];
+  size_t n = 0;
+  for (; n < opd__num_options && n < 60; n++) {
+    snprintf(names[n], sizeof names[n], "%s", opd__options[n].key);
+    for (char *p = names[n]; *p; p++)
+      if (*p == '_') *p = '-';
+    longopts[n] = (struct option){names[n], required_argument, NULL, FLAG_OPTION + (int)n};
+  }
+  longopts[n++] = (struct option){"config", required_argument, NULL, FLAG_CONFIG};
+  longopts[n++] = (struct option){"help", no_argument, NULL, FLAG_HELP};
+  longopts[n++] = (struct option){"version", no_argument, NULL, FLAG_VERSION};
+  longopts[n] = (struct option){0};
+
+  const char *config_file = NULL;
+  struct {
+    const char *key, *value;
+  } flags[256];
+  size_t nflags = 0;
+  int ch;
+  opterr = 0;
+  while ((ch = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+    if (ch == FLAG_HELP) {
+      usage(stdout);
+      return 0;
+    }
+    if (ch == FLAG_VERSION) {
+      printf("opd %s\n", OPD_VERSION);
+      return 0;
+    }
+    if (ch == FLAG_CONFIG) {
+      config_file = optarg;
+    } else if (ch >= FLAG_OPTION && nflags < sizeof flags / sizeof *flags) {
+      flags[nflags].key = opd__options[ch - FLAG_OPTION].key;
+      flags[nflags++].value = optarg;
+    } else {
+      if (ch == ':')
+        fprintf(stderr, "opd: option '%s' needs a value\n", argv[optind - 1]);
+      else if (ch == '?')
+        fprintf(stderr, "opd: unknown option '%s'\n", argv[optind - 1]);
+      else
+        fprintf(stderr, "opd: too many options\n");
+      fprintf(stderr, "Try 'opd --help'.\n");
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "opd: unexpected argument '%s'\nTry 'opd --help'.\n", argv[optind]);
+    return 2;
+  }
+
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  int rc = 0;
+  if (config_file) rc = opd_server_config_load(&cfg, config_file);
+  bool listen_cleared = false;
+  for (size_t i = 0; i < nflags && rc == 0; i++) {
+    if (strcmp(flags[i].key, "listen") == 0 && !listen_cleared) {
+      opd_server_config_clear_listen(&cfg);
+      listen_cleared = true;
+    }
+    rc = opd_server_config_set(&cfg, flags[i].key, flags[i].value);
+  }
+  if (rc < 0) {
+    fprintf(stderr, "opd: %s\n", opd_last_error());
+    opd_server_config_destroy(&cfg);
+    return 2;
+  }
+
+  /* the signal watchers exist before the server's threads, which block every signal */
+  uv_loop_t *loop = uv_default_loop();
+  uv_signal_t sigterm, sigint;
+  uv_signal_init(loop, &sigterm);
+  uv_signal_init(loop, &sigint);
+  sigterm.data = &sigint;
+  sigint.data = &sigterm;
+  uv_signal_start(&sigterm, on_signal, SIGTERM);
+  uv_signal_start(&sigint, on_signal, SIGINT);
+  signal(SIGPIPE, SIG_IGN);
+
+  rc = opd_server_start(&cfg, &server);
+  opd_server_config_destroy(&cfg);
+  if (rc < 0) {
+    fprintf(stderr, "opd: %s\n", opd_last_error());
+    return 1;
+  }
+  opd_log(OPD_LOG_INFO, "opd %s ready", OPD_VERSION);
+  uv_run(loop, UV_RUN_DEFAULT);
+  opd_server_stop(server);
+  uv_loop_close(loop);
+  return 0;
+}

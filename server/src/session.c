@@ -1,0 +1,161 @@
+/* session.c: a session's handle table, storage accounting and limits (see
+ * [Note: Sessions and handles] in session.h). */
+#include "session.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "opd/error.h"
+
+/* ---- the map: linear probing, Fibonacci hashing, backward-shift deletion ---- */
+
+static size_t map_slot(const opd__map *m, uint64_t key) {
+  return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> m->shift);
+}
+
+static uint64_t *map_get(const opd__map *m, uint64_t key) {
+  if (!m->cap) return NULL;
+  for (size_t i = map_slot(m, key);; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key) return &m->vals[i];
+    if (m->keys[i] == 0) return NULL;
+  }
+}
+
+static void map_insert_fresh(opd__map *m, uint64_t key, uint64_t val) {
+  size_t i = map_slot(m, key);
+  while (m->keys[i]) i = (i + 1) & (m->cap - 1);
+  m->keys[i] = key;
+  m->vals[i] = val;
+  m->count++;
+}
+
+/* Makes room for one more entry (load at most 3/4): 0 or OPD_ENOMEM. */
+static int map_reserve(opd__map *m) {
+  if ((m->count + 1) * 4 <= m->cap * 3) return 0;
+  size_t cap = m->cap ? m->cap * 2 : 64;
+  unsigned shift = 64;
+  for (size_t c = cap; c > 1; c >>= 1) shift--;
+  opd__map bigger = {calloc(cap, sizeof(uint64_t)), malloc(cap * sizeof(uint64_t)), cap, 0, shift};
+  if (!bigger.keys || !bigger.vals) {
+    free(bigger.keys);
+    free(bigger.vals);
+    return opd_error(OPD_ENOMEM, "out of memory growing a session's handle table");
+  }
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->keys[i]) map_insert_fresh(&bigger, m->keys[i], m->vals[i]);
+  free(m->keys);
+  free(m->vals);
+  *m = bigger;
+  return 0;
+}
+
+static void map_delete(opd__map *m, uint64_t *val) {
+  size_t i = (size_t)(val - m->vals), mask = m->cap - 1;
+  for (size_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
+    size_t home = map_slot(m, m->keys[j]);
+    /* move j back to the hole at i unless its home lies in (i, j] (cyclically) */
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      m->keys[i] = m->keys[j];
+      m->vals[i] = m->vals[j];
+      i = j;
+    }
+  }
+  m->keys[i] = 0;
+  m->count--;
+}
+
+static void map_free(opd__map *m) {
+  free(m->keys);
+  free(m->vals);
+  *m = (opd__map){0};
+}
+
+/* ---- sessions ---- */
+
+void opd__session_init(opd__session *s, uint64_t id, const opd_server_config *cfg) {
+  *s = (opd__session){.id = id, .cfg = cfg, .next_handle = 1};
+  s->dispatch = opd_default_dispatch_state;
+}
+
+static uint64_t storage_bytes(const opd_tensor *t) {
+  return t->storage && t->storage->data ? t->storage->nbytes : 0;
+}
+
+void opd__session_destroy(opd__session *s) {
+  for (size_t i = 0; i < s->handles.cap; i++)
+    if (s->handles.keys[i]) opd_tensor_release((opd_tensor *)(uintptr_t)s->handles.vals[i]);
+  map_free(&s->handles);
+  map_free(&s->storages);
+}
+
+opd_tensor *opd__session_lookup(opd__session *s, uint64_t handle) {
+  if (handle == 0) return NULL;
+  uint64_t *v = map_get(&s->handles, handle);
+  return v ? (opd_tensor *)(uintptr_t)*v : NULL;
+}
+
+int opd__session_reserve(opd__session *s, uint64_t bytes) {
+  uint64_t cur = atomic_load_explicit(&s->bytes_held, memory_order_relaxed);
+  do {
+    if (bytes > s->cfg->max_bytes_held || cur > s->cfg->max_bytes_held - bytes)
+      return opd_error(OPD_ERESOURCE,
+                       "session limit reached: holding %" PRIu64 " more tensor bytes would take "
+                       "the session past max_bytes_held (%" PRIu64 " held, limit %" PRIu64 ")",
+                       bytes, cur, s->cfg->max_bytes_held);
+  } while (!atomic_compare_exchange_weak_explicit(&s->bytes_held, &cur, cur + bytes,
+                                                  memory_order_relaxed, memory_order_relaxed));
+  return 0;
+}
+
+void opd__session_unreserve(opd__session *s, uint64_t bytes) {
+  uint64_t old = atomic_fetch_sub_explicit(&s->bytes_held, bytes, memory_order_relaxed);
+  assert(old >= bytes);
+  (void)old;
+}
+
+int opd__session_hold(opd__session *s, opd_tensor *t, uint64_t *reserved, uint64_t *handle) {
+  if (s->handles.count >= s->cfg->max_handles)
+    return opd_error(OPD_ERESOURCE,
+                     "session limit reached: the session holds %zu tensor handles (max_handles); "
+                     "release some first",
+                     s->handles.count);
+  uint64_t skey = (uint64_t)(uintptr_t)t->storage;
+  uint64_t *count = skey ? map_get(&s->storages, skey) : NULL;
+  uint64_t add = count ? 0 : storage_bytes(t);
+  int rc;
+  if (add > *reserved && (rc = opd__session_reserve(s, add - *reserved)) < 0) return rc;
+  if ((rc = map_reserve(&s->handles)) < 0 ||
+      (skey && !count && (rc = map_reserve(&s->storages)) < 0)) {
+    if (add > *reserved) opd__session_unreserve(s, add - *reserved);
+    return rc;
+  }
+  if (add < *reserved) opd__session_unreserve(s, *reserved - add);
+  *reserved = 0;
+  if (count)
+    ++*count;
+  else if (skey)
+    map_insert_fresh(&s->storages, skey, 1);
+  opd_tensor_retain(t);
+  *handle = s->next_handle++;
+  map_insert_fresh(&s->handles, *handle, (uint64_t)(uintptr_t)t);
+  return 0;
+}
+
+int opd__session_drop(opd__session *s, uint64_t handle) {
+  uint64_t *v = handle ? map_get(&s->handles, handle) : NULL;
+  if (!v) return OPD_ENOENT;
+  opd_tensor *t = (opd_tensor *)(uintptr_t)*v;
+  map_delete(&s->handles, v);
+  uint64_t skey = (uint64_t)(uintptr_t)t->storage;
+  if (skey) {
+    uint64_t *count = map_get(&s->storages, skey);
+    assert(count && *count > 0);
+    if (--*count == 0) {
+      opd__session_unreserve(s, storage_bytes(t));
+      map_delete(&s->storages, count);
+    }
+  }
+  opd_tensor_release(t);
+  return 0;
+}

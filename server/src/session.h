@@ -1,0 +1,63 @@
+/* session.h: a session: the state one connection's requests share.
+ *
+ * [Note: Sessions and handles]
+ * Tensors live in the daemon; a client names them by handle, a number that means something
+ * only in its own session: the handle table maps handles to owned tensor references, and a
+ * handle never crosses sessions (nor is a pointer ever on the wire). Handles are issued in
+ * order from 1. The table and the session's dispatch state belong to the job of the session
+ * that runs (one at a time, see [Note: Sessions on workers]); the loop touches them only
+ * after the last job came back, to release everything.
+ *
+ * Limits: at most max_handles handles; at most max_bytes_held bytes of storage kept alive by
+ * the handles, each storage counted once however many handles view it (a second map counts
+ * the handles per storage), Meta storage counting nothing. An upload reserves its bytes
+ * when its header arrives, before its data is read, so bytes_held includes the uploads being
+ * received. Counters (calls, errors, bytes held) are atomics for the status endpoint.
+ */
+#ifndef OPD_SERVER_SESSION_H
+#define OPD_SERVER_SESSION_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "opd/dispatcher.h"
+#include "opd/server.h"
+#include "opd/tensor.h"
+#include "worker.h"
+
+/* An open-addressing map from nonzero 64-bit keys to 64-bit values. */
+typedef struct opd__map {
+  uint64_t *keys; /* 0: empty slot */
+  uint64_t *vals;
+  size_t cap; /* a power of two, or 0 */
+  size_t count;
+  unsigned shift; /* 64 - log2(cap) */
+} opd__map;
+
+struct opd__session {
+  uint64_t id;
+  const opd_server_config *cfg;
+  opd__map handles;  /* handle -> opd_tensor * */
+  opd__map storages; /* opd_storage * -> number of handles using it */
+  uint64_t next_handle;
+  opd_local_dispatch_state dispatch;
+  _Atomic uint64_t calls, errors, bytes_held;
+  opd__sched_entry sched;
+};
+
+void opd__session_init(opd__session *s, uint64_t id, const opd_server_config *cfg);
+/* Releases every handle's tensor and frees the tables. */
+void opd__session_destroy(opd__session *s);
+/* The tensor of a handle (borrowed), or NULL. */
+opd_tensor *opd__session_lookup(opd__session *s, uint64_t handle);
+/* Gives t (retained) a new handle. `*reserved` bytes reserved by an upload count towards
+ * t's storage and are consumed (zeroed) on success. 0, OPD_ERESOURCE (a limit) or
+ * OPD_ENOMEM, with a message. */
+int opd__session_hold(opd__session *s, opd_tensor *t, uint64_t *reserved, uint64_t *handle);
+/* Drops a handle: 0 or OPD_ENOENT. */
+int opd__session_drop(opd__session *s, uint64_t handle);
+/* Reserves bytes against max_bytes_held: 0 or OPD_ERESOURCE with a message. */
+int opd__session_reserve(opd__session *s, uint64_t bytes);
+void opd__session_unreserve(opd__session *s, uint64_t bytes);
+
+#endif
