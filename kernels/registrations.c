@@ -15,7 +15,7 @@ static const char *const aten_schemas[] = {
 #undef X
 };
 
-#define OPD__DECLARE(op, key, fn, R, ...)                                                          \
+#define OPD__DECLARE(op, key, fn, R, ...) \
   int fn(const opd_kernel_ctx *, OPD__MAP(OPD__M_TYPE, OPD__COMMA, __VA_ARGS__) OPD__RET_PTYPE_##R);
 OPD_UNBOXED_KERNELS(OPD__DECLARE)
 #undef OPD__DECLARE

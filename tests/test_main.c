@@ -25,12 +25,9 @@ static const struct {
 } suites[] = {
     {"keys", opd_test_keys_suite},         {"schema", opd_test_schema_suite},
     {"registry", opd_test_registry_suite}, {"calls", opd_test_calls_suite},
-    {"tensor", opd_test_tensor_suite},
-    {"elementwise", opd_test_elementwise_suite},
-    {"reduce", opd_test_reduce_suite},
-    {"linalg", opd_test_linalg_suite},
-    {"server", opd_test_server_suite},
-    {"client", opd_test_client_suite},
+    {"tensor", opd_test_tensor_suite},     {"elementwise", opd_test_elementwise_suite},
+    {"reduce", opd_test_reduce_suite},     {"linalg", opd_test_linalg_suite},
+    {"server", opd_test_server_suite},     {"client", opd_test_client_suite},
 };
 
 int main(int argc, char **argv) {

@@ -12,7 +12,7 @@
 #define MAX_POW2         47
 #define NUM_CLASSES      ((MAX_POW2 - 16 + 1) * CLASSES_PER_POW2)
 /* The cache holds at most this many bytes. */
-#define CACHE_MAX ((uint64_t)1 << 30)
+#define CACHE_MAX        ((uint64_t)1 << 30)
 
 typedef struct free_block {
   struct free_block *next;
@@ -26,7 +26,9 @@ static struct {
 
 static _Atomic uint64_t in_use, peak, limit;
 
-static size_t align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+static size_t align_up(size_t n, size_t a) {
+  return (n + a - 1) & ~(a - 1);
+}
 
 /* The class of a size that is cached, with its rounded size; -1 for sizes that are not. */
 static int size_class(size_t n, size_t *rounded) {
@@ -35,7 +37,7 @@ static int size_class(size_t n, size_t *rounded) {
     *rounded = align_up(n ? n : 1, OPD_CPU_ALIGNMENT);
     return -1;
   }
-  size_t r = align_up(n, (size_t)1 << (p - 2)); /* quarters of 2^p */
+  size_t r = align_up(n, (size_t)1 << (p - 2));         /* quarters of 2^p */
   int p2 = 63 - __builtin_clzll((unsigned long long)r); /* p, or p + 1 when r = 2^(p+1) */
   int c = (p2 - 16) * CLASSES_PER_POW2 + (int)((r - ((size_t)1 << p2)) >> (p2 - 2));
   *rounded = r;
@@ -67,7 +69,8 @@ static bool reserve(uint64_t n) {
     return false;
   }
   uint64_t p = atomic_load(&peak);
-  while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) {}
+  while (now > p && !atomic_compare_exchange_weak(&peak, &p, now)) {
+  }
   return true;
 }
 
@@ -126,9 +129,13 @@ static void cpu_free(const opd_allocator *a, void *p, size_t nbytes) {
 
 static const opd_allocator cpu_allocator = {cpu_alloc, cpu_free};
 
-const opd_allocator *opd_cpu_allocator(void) { return &cpu_allocator; }
+const opd_allocator *opd_cpu_allocator(void) {
+  return &cpu_allocator;
+}
 
-void opd_cpu_allocator_set_limit(uint64_t bytes) { atomic_store(&limit, bytes); }
+void opd_cpu_allocator_set_limit(uint64_t bytes) {
+  atomic_store(&limit, bytes);
+}
 
 void opd_memory_stats_get(int device_type, opd_memory_stats *out) {
   *out = (opd_memory_stats){0};

@@ -86,11 +86,10 @@ static int check_geometry(const int64_t *sizes, const int64_t *strides, int ndim
   int64_t n = 1, last = 0;
   for (int d = 0; d < ndim; d++) {
     if (sizes[d] < 0)
-      return opd_error(OPD_EINVAL, "negative dimension %lld at position %d",
-                       (long long)sizes[d], d);
+      return opd_error(OPD_EINVAL, "negative dimension %lld at position %d", (long long)sizes[d],
+                       d);
     if (strides[d] < 0)
-      return opd_error(OPD_EINVAL, "negative stride %lld at position %d",
-                       (long long)strides[d], d);
+      return opd_error(OPD_EINVAL, "negative stride %lld at position %d", (long long)strides[d], d);
     int64_t span;
     if (__builtin_mul_overflow(n, sizes[d], &n) ||
         (sizes[d] && (__builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||

@@ -36,8 +36,10 @@ int opd__broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, in
 }
 
 static const char *device_name(opd_device d) {
-  return d.type == OPD_DEVICE_CPU ? "cpu" : d.type == OPD_DEVICE_META ? "meta"
-         : d.type == OPD_DEVICE_CUDA ? "cuda" : "unknown";
+  return d.type == OPD_DEVICE_CPU    ? "cpu"
+         : d.type == OPD_DEVICE_META ? "meta"
+         : d.type == OPD_DEVICE_CUDA ? "cuda"
+                                     : "unknown";
 }
 
 int opd__common_device(opd_tensor *const *tensors, int n, opd_device *device) {

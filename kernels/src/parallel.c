@@ -9,15 +9,15 @@
 #define MAX_THREADS 64
 
 static struct {
-  pthread_mutex_t lock;     /* one parallel region at a time */
-  pthread_mutex_t mu;       /* guards the fields below */
+  pthread_mutex_t lock; /* one parallel region at a time */
+  pthread_mutex_t mu;   /* guards the fields below */
   pthread_cond_t work, done;
   pthread_once_t once;
-  int threads;              /* including the caller */
-  int started;              /* pool threads running */
-  int active;               /* chunks of the current region; worker i runs chunk i */
-  uint64_t generation;      /* bumped per region */
-  int pending;              /* chunks not finished */
+  int threads;         /* including the caller */
+  int started;         /* pool threads running */
+  int active;          /* chunks of the current region; worker i runs chunk i */
+  uint64_t generation; /* bumped per region */
+  int pending;         /* chunks not finished */
   opd__range_fn fn;
   void *ctx;
   int64_t begin, end, chunk;

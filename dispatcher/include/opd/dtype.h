@@ -13,16 +13,16 @@ extern "C" {
 #endif
 
 /* X(enum name, c10 value, element size, name, c10 name). */
-#define OPD_DTYPES(X)                                                                              \
-  X(UINT8, 0, 1, "uint8", "Byte")                                                                  \
-  X(INT8, 1, 1, "int8", "Char")                                                                    \
-  X(INT16, 2, 2, "int16", "Short")                                                                 \
-  X(INT32, 3, 4, "int32", "Int")                                                                   \
-  X(INT64, 4, 8, "int64", "Long")                                                                  \
-  X(FLOAT16, 5, 2, "float16", "Half")                                                              \
-  X(FLOAT32, 6, 4, "float32", "Float")                                                             \
-  X(FLOAT64, 7, 8, "float64", "Double")                                                            \
-  X(BOOL, 11, 1, "bool", "Bool")                                                                   \
+#define OPD_DTYPES(X)                   \
+  X(UINT8, 0, 1, "uint8", "Byte")       \
+  X(INT8, 1, 1, "int8", "Char")         \
+  X(INT16, 2, 2, "int16", "Short")      \
+  X(INT32, 3, 4, "int32", "Int")        \
+  X(INT64, 4, 8, "int64", "Long")       \
+  X(FLOAT16, 5, 2, "float16", "Half")   \
+  X(FLOAT32, 6, 4, "float32", "Float")  \
+  X(FLOAT64, 7, 8, "float64", "Double") \
+  X(BOOL, 11, 1, "bool", "Bool")        \
   X(BFLOAT16, 15, 2, "bfloat16", "BFloat16")
 
 typedef enum opd_dtype {

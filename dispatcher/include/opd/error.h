@@ -25,7 +25,7 @@ extern "C" {
   X(ECANCELED, -9, "cancelled")                      \
   X(EINTERNAL, -10, "internal error")                \
   X(ESCHEMA, -11, "bad operator schema")             \
-  X(EBUSY, -12, "busy")                                                                            \
+  X(EBUSY, -12, "busy")                              \
   X(EINDEX, -13, "index out of range")
 
 typedef enum {

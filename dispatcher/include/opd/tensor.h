@@ -38,7 +38,7 @@ extern "C" {
 
 #define OPD_INLINE_DIMS 5
 /* PyTorch's limit on dimensions. */
-#define OPD_MAX_DIMS 64
+#define OPD_MAX_DIMS    64
 
 typedef struct opd_storage {
   atomic_uint refcount;
@@ -98,7 +98,9 @@ static inline const int64_t *opd_tensor_sizes(const opd_tensor *t) {
 static inline const int64_t *opd_tensor_strides(const opd_tensor *t) {
   return t->ndim <= OPD_INLINE_DIMS ? t->dims.in.strides : t->dims.heap + t->ndim;
 }
-static inline opd_dtype opd_tensor_dtype(const opd_tensor *t) { return (opd_dtype)t->dtype; }
+static inline opd_dtype opd_tensor_dtype(const opd_tensor *t) {
+  return (opd_dtype)t->dtype;
+}
 static inline opd_device opd_tensor_device(const opd_tensor *t) {
   return t->storage ? t->storage->device : (opd_device){OPD_DEVICE_META, -1};
 }
@@ -108,9 +110,12 @@ static inline bool opd_tensor_is_meta(const opd_tensor *t) {
 /* The address of element 0 (NULL for Meta tensors and empty storage). */
 static inline void *opd_tensor_data(const opd_tensor *t) {
   if (!t->storage || !t->storage->data) return NULL;
-  return (char *)t->storage->data + t->storage_offset * (int64_t)opd_dtype_size(opd_tensor_dtype(t));
+  return (char *)t->storage->data +
+         t->storage_offset * (int64_t)opd_dtype_size(opd_tensor_dtype(t));
 }
-static inline opd_keyset opd_tensor_key_set(const opd_tensor *t) { return t->key_set; }
+static inline opd_keyset opd_tensor_key_set(const opd_tensor *t) {
+  return t->key_set;
+}
 /* Row-major contiguity, ignoring the strides of size-1 dimensions (as c10 does). */
 bool opd_tensor_is_contiguous(const opd_tensor *t);
 /* Fills strides for a contiguous row-major tensor of these sizes; returns numel, or -1

@@ -112,7 +112,9 @@ static inline opd_device opd__iv_opt_device(const opd_ivalue *v) {
 static inline opd_opt_bool opd__iv_opt_bool(const opd_ivalue *v) {
   return v->tag == OPD_IV_BOOL ? (opd_opt_bool){true, v->u.b} : (opd_opt_bool){false, false};
 }
-static inline opd_ivalue opd__opt_int_iv(int64_t v) { return v < 0 ? opd_iv_none() : opd_iv_int(v); }
+static inline opd_ivalue opd__opt_int_iv(int64_t v) {
+  return v < 0 ? opd_iv_none() : opd_iv_int(v);
+}
 /* An int list; a bare int stands for a one-element list (`int[1] dim` accepts `dim=1`, as
  * in PyTorch); None (or anything else) is the absent list. */
 static inline opd_int_list opd__iv_int_list(const opd_ivalue *v) {
@@ -226,43 +228,43 @@ static inline int opd__pop_tensor_return(opd_stack *s, opd_tensor **out) {
 #define OPD__KS_OptStr(v)          0
 #define OPD__CODE_OptStr           "R"
 
-#define OPD__CT_DType               opd_dtype
-#define OPD__FROM_DType(iv)         opd__iv_opt_dtype(iv)
-#define OPD__PUSH_DType(s, v)       opd_stack_push(s, opd_iv_dtype(v))
-#define OPD__KS_DType(v)            0
-#define OPD__CODE_DType             "d"
-#define OPD__CT_OptDType            opd_dtype
-#define OPD__FROM_OptDType(iv)      opd__iv_opt_dtype(iv)
-#define OPD__PUSH_OptDType(s, v)                                                                   \
+#define OPD__CT_DType          opd_dtype
+#define OPD__FROM_DType(iv)    opd__iv_opt_dtype(iv)
+#define OPD__PUSH_DType(s, v)  opd_stack_push(s, opd_iv_dtype(v))
+#define OPD__KS_DType(v)       0
+#define OPD__CODE_DType        "d"
+#define OPD__CT_OptDType       opd_dtype
+#define OPD__FROM_OptDType(iv) opd__iv_opt_dtype(iv)
+#define OPD__PUSH_OptDType(s, v) \
   opd_stack_push(s, (v) == OPD_DTYPE_UNDEFINED ? opd_iv_none() : opd_iv_dtype(v))
-#define OPD__KS_OptDType(v)         0
-#define OPD__CODE_OptDType          "e"
-#define OPD__CT_OptLayout           int64_t
-#define OPD__FROM_OptLayout(iv)     opd__iv_opt_int64(iv)
-#define OPD__PUSH_OptLayout(s, v)   opd_stack_push(s, opd__opt_int_iv(v))
-#define OPD__KS_OptLayout(v)        0
-#define OPD__CODE_OptLayout         "y"
-#define OPD__CT_OptDevice           opd_device
-#define OPD__FROM_OptDevice(iv)     opd__iv_opt_device(iv)
-#define OPD__PUSH_OptDevice(s, v)   opd_stack_push(s, (v).type < 0 ? opd_iv_none() : opd_iv_device(v))
-#define OPD__KS_OptDevice(v)        0
-#define OPD__CODE_OptDevice         "x"
-#define OPD__CT_OptBool             opd_opt_bool
-#define OPD__FROM_OptBool(iv)       opd__iv_opt_bool(iv)
-#define OPD__PUSH_OptBool(s, v)                                                                    \
+#define OPD__KS_OptDType(v)       0
+#define OPD__CODE_OptDType        "e"
+#define OPD__CT_OptLayout         int64_t
+#define OPD__FROM_OptLayout(iv)   opd__iv_opt_int64(iv)
+#define OPD__PUSH_OptLayout(s, v) opd_stack_push(s, opd__opt_int_iv(v))
+#define OPD__KS_OptLayout(v)      0
+#define OPD__CODE_OptLayout       "y"
+#define OPD__CT_OptDevice         opd_device
+#define OPD__FROM_OptDevice(iv)   opd__iv_opt_device(iv)
+#define OPD__PUSH_OptDevice(s, v) opd_stack_push(s, (v).type < 0 ? opd_iv_none() : opd_iv_device(v))
+#define OPD__KS_OptDevice(v)      0
+#define OPD__CODE_OptDevice       "x"
+#define OPD__CT_OptBool           opd_opt_bool
+#define OPD__FROM_OptBool(iv)     opd__iv_opt_bool(iv)
+#define OPD__PUSH_OptBool(s, v) \
   opd_stack_push(s, (v).has_value ? opd_iv_bool((v).value) : opd_iv_none())
-#define OPD__KS_OptBool(v)          0
-#define OPD__CODE_OptBool           "o"
-#define OPD__CT_MemoryFormat        int64_t
-#define OPD__FROM_MemoryFormat(iv)  ((iv)->u.i)
-#define OPD__PUSH_MemoryFormat(s, v) opd_stack_push(s, opd_iv_int(v))
-#define OPD__KS_MemoryFormat(v)     0
-#define OPD__CODE_MemoryFormat      "M"
-#define OPD__CT_OptMemoryFormat     int64_t
-#define OPD__FROM_OptMemoryFormat(iv) opd__iv_opt_int64(iv)
+#define OPD__KS_OptBool(v)              0
+#define OPD__CODE_OptBool               "o"
+#define OPD__CT_MemoryFormat            int64_t
+#define OPD__FROM_MemoryFormat(iv)      ((iv)->u.i)
+#define OPD__PUSH_MemoryFormat(s, v)    opd_stack_push(s, opd_iv_int(v))
+#define OPD__KS_MemoryFormat(v)         0
+#define OPD__CODE_MemoryFormat          "M"
+#define OPD__CT_OptMemoryFormat         int64_t
+#define OPD__FROM_OptMemoryFormat(iv)   opd__iv_opt_int64(iv)
 #define OPD__PUSH_OptMemoryFormat(s, v) opd_stack_push(s, opd__opt_int_iv(v))
-#define OPD__KS_OptMemoryFormat(v)  0
-#define OPD__CODE_OptMemoryFormat   "m"
+#define OPD__KS_OptMemoryFormat(v)      0
+#define OPD__CODE_OptMemoryFormat       "m"
 
 /* Return tags: the out parameter's type, the local that receives it in a wrapper, the
  * argument that passes it, how a wrapper pushes it, how a typed call pops it, its code. */
