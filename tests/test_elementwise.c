@@ -15,84 +15,14 @@
 #include "opd/error.h"
 #include "opd/kernels.h"
 #include "opd/tensor.h"
+#include "tensor_helpers.h"
 #include "opd/unboxed.h"
 
 #include "../kernels/src/parallel.h"
 
 Suite *opd_test_elementwise_suite(void);
 
-static const opd_device cpu = {OPD_DEVICE_CPU, -1};
-static const opd_device meta = {OPD_DEVICE_META, -1};
-
 /* ---- tensors ---- */
-
-static double to_double(const opd_tensor *t, const char *p) {
-  switch (opd_tensor_dtype(t)) {
-  case OPD_FLOAT32: return *(const float *)p;
-  case OPD_FLOAT64: return *(const double *)p;
-  case OPD_FLOAT16: return opd_half_to_float(*(const uint16_t *)p);
-  case OPD_BFLOAT16: return opd_bf16_to_float(*(const uint16_t *)p);
-  case OPD_INT64: return (double)*(const int64_t *)p;
-  case OPD_INT32: return *(const int32_t *)p;
-  case OPD_INT16: return *(const int16_t *)p;
-  case OPD_INT8: return *(const int8_t *)p;
-  case OPD_UINT8: return *(const uint8_t *)p;
-  case OPD_BOOL: return *(const uint8_t *)p;
-  default: ck_abort_msg("bad dtype"); return 0;
-  }
-}
-
-static void from_double(opd_dtype dt, char *p, double v) {
-  switch (dt) {
-  case OPD_FLOAT32: *(float *)p = (float)v; break;
-  case OPD_FLOAT64: *(double *)p = v; break;
-  case OPD_FLOAT16: *(uint16_t *)p = opd_float_to_half((float)v); break;
-  case OPD_BFLOAT16: *(uint16_t *)p = opd_float_to_bf16((float)v); break;
-  case OPD_INT64: *(int64_t *)p = (int64_t)v; break;
-  case OPD_INT32: *(int32_t *)p = (int32_t)v; break;
-  case OPD_INT16: *(int16_t *)p = (int16_t)v; break;
-  case OPD_INT8: *(int8_t *)p = (int8_t)v; break;
-  case OPD_UINT8: *(uint8_t *)p = (uint8_t)v; break;
-  case OPD_BOOL: *(uint8_t *)p = v != 0; break;
-  default: ck_abort_msg("bad dtype");
-  }
-}
-
-/* A contiguous CPU tensor holding vals (row-major), or zeros when vals is NULL. */
-static opd_tensor *mk(opd_dtype dt, int nd, const int64_t *shape, const double *vals) {
-  opd_tensor *t = NULL;
-  ck_assert_int_eq(opd_tensor_empty(shape, nd, dt, cpu, &t), 0);
-  size_t es = opd_dtype_size(dt);
-  for (int64_t i = 0; i < t->numel; i++)
-    from_double(dt, (char *)opd_tensor_data(t) + i * (int64_t)es, vals ? vals[i] : 0);
-  return t;
-}
-#define SHAPE(...) (sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), ((int64_t[]){__VA_ARGS__})
-#define VALS(...)  ((double[]){__VA_ARGS__})
-
-static opd_tensor *mk_meta(opd_dtype dt, int nd, const int64_t *shape) {
-  opd_tensor *t = NULL;
-  ck_assert_int_eq(opd_tensor_empty(shape, nd, dt, meta, &t), 0);
-  return t;
-}
-
-static opd_tensor *view(opd_tensor *base, int nd, const int64_t *shape, const int64_t *strides,
-                        int64_t offset) {
-  opd_tensor *t = NULL;
-  ck_assert_int_eq(opd_tensor_view_of(base, shape, strides, nd, offset, &t), 0);
-  return t;
-}
-
-/* Element i of t in row-major logical order, through its strides. */
-static double at(const opd_tensor *t, int64_t i) {
-  const int64_t *sz = opd_tensor_sizes(t), *st = opd_tensor_strides(t);
-  int64_t off = 0;
-  for (int d = t->ndim - 1; d >= 0; d--) {
-    off += (i % sz[d]) * st[d];
-    i /= sz[d];
-  }
-  return to_double(t, (const char *)opd_tensor_data(t) + off * (int64_t)opd_dtype_size(t->dtype));
-}
 
 static void expect_shape(const opd_tensor *t, opd_dtype dt, int nd, const int64_t *shape) {
   ck_assert_msg(opd_tensor_dtype(t) == dt, "dtype %s, expected %s", opd_dtype_name(t->dtype),
@@ -116,12 +46,6 @@ static void expect(const opd_tensor *t, opd_dtype dt, int nd, const int64_t *sha
 }
 
 /* ---- calls ---- */
-
-#define T(t) opd_iv_tensor_borrow(t)
-#define I(v) opd_iv_int(v)
-#define D(v) opd_iv_double(v)
-#define B(v) opd_iv_bool(v)
-#define NONE opd_iv_none()
 
 static opd_ivalue S(const char *s) {
   opd_ivalue v;

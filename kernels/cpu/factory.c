@@ -2,11 +2,7 @@
  * from the CPU (caching) allocator, uninitialized. Checks and geometry are in
  * kernels/meta/factory_meta.c, with the Meta and BackendSelect kernels. */
 #include "src/kernel_util.h"
-
-/* The shared part, in kernels/meta/factory_meta.c. */
-int opd__empty_generic(opd_int_list size, opd_int_list stride, opd_dtype dtype, int64_t layout,
-                       opd_opt_bool pin_memory, int64_t memory_format, opd_device device,
-                       opd_tensor **out);
+#include "meta/factory_meta.h"
 
 int opd__cpu_empty_memory_format(const opd_kernel_ctx *ctx, opd_int_list size, opd_dtype dtype,
                                  int64_t layout, opd_device device, opd_opt_bool pin_memory,

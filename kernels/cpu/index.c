@@ -6,14 +6,8 @@
 #include <string.h>
 
 #include "src/kernel_util.h"
+#include "meta/index_meta.h"
 #include "src/parallel.h"
-
-/* The meta functions of kernels/meta/index_meta.c. */
-int opd__index_select_meta(opd_tensor *self, int64_t dim, opd_tensor *index, opd_out_spec *spec,
-                           int64_t *wrapped, opd_device *device);
-int opd__cat_meta(opd_tensor_list tensors, int64_t dim, opd_out_spec *spec, int64_t *wrapped,
-                  opd_device *device);
-bool opd__cat_skipped(const opd_tensor *t);
 
 /* ---- element conversion (cat promotes: never from floating to integer or bool) ---- */
 

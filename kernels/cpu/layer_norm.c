@@ -132,12 +132,12 @@ static int layer_norm(opd_ivalue *args, opd_tensor **res) {
   opd_dtype dt = opd_tensor_dtype(input);
   if (!opd_dtype_is_floating(dt))
     return opd_error(OPD_EINVAL, "\"LayerNormKernelImpl\" not implemented for '%s'",
-                     opd__c10_dtype_name(dt));
+                     opd_dtype_c10_name(dt));
   const opd_tensor *affine[2] = {weight, bias};
   for (int k = 0; k < 2; k++)
     if (affine[k] && opd_tensor_dtype(affine[k]) != dt)
-      return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd__c10_dtype_name(dt),
-                       opd__c10_dtype_name(opd_tensor_dtype(affine[k])));
+      return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(dt),
+                       opd_dtype_c10_name(opd_tensor_dtype(affine[k])));
   rc = opd__alloc_output(&out, device, &res[0]);
   if (!rc) rc = opd__alloc_output(&stat, device, &res[1]);
   if (!rc) rc = opd__alloc_output(&stat, device, &res[2]);

@@ -20,13 +20,8 @@
 #include <string.h>
 
 #include "src/kernel_util.h"
+#include "meta/linalg_meta.h"
 #include "src/parallel.h"
-
-/* The meta functions of kernels/meta/linalg_meta.c. */
-int opd__mm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
-int opd__bmm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
-int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_out_spec *spec,
-                    opd_device *device);
 
 #define BLAS_MAX ((int64_t)(sizeof(blasint) == 8 ? INT64_MAX : INT32_MAX))
 
@@ -47,16 +42,6 @@ typedef struct gemm_args {
   uint64_t alpha_u, beta_u; /* integer dtypes */
   bool use_beta;
 } gemm_args;
-
-static const char *c10_name(opd_dtype t) {
-  switch (t) {
-#define OPD__C10_NAME(e, v, size, name, c10) \
-  case OPD_##e: return c10;
-    OPD_DTYPES(OPD__C10_NAME)
-#undef OPD__C10_NAME
-  default: return "Undefined";
-  }
-}
 
 /* alpha and beta for dtype t (Scalar::to<T>: a double must fit an integer dtype's int64). */
 static int set_coefficients(gemm_args *g, opd_scalar alpha, opd_scalar beta) {
@@ -361,7 +346,7 @@ static int scale_self(const gemm_args *g, opd_tensor *self, opd_scalar beta) {
   if ((!opd_dtype_is_floating(g->t) && beta.tag == OPD_IV_DOUBLE) ||
       (g->t == OPD_BOOL && beta.tag == OPD_IV_INT))
     return opd_error(OPD_EINVAL, "result type %s can't be cast to the desired output type %s",
-                     beta.tag == OPD_IV_DOUBLE ? "Float" : "Long", c10_name(g->t));
+                     beta.tag == OPD_IV_DOUBLE ? "Float" : "Long", opd_dtype_c10_name(g->t));
   size_t es = opd_dtype_size(g->t);
   fill_from_self(g->c, g->m, g->n, self);
   for (int64_t i = 0; i < g->m * g->n; i++) {

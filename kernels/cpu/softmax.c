@@ -315,7 +315,7 @@ static int softmax_cpu(opd_tensor *self, int64_t dim, bool half_to_float, bool i
   if (self->numel > 0 && !opd_dtype_is_floating(dt))
     return opd_error(OPD_EINVAL, "\"%s%s_kernel_impl\" not implemented for '%s'",
                      is_log ? "log_softmax" : "softmax", d >= ndim - 1 ? "_lastdim" : "",
-                     opd__c10_dtype_name(dt));
+                     opd_dtype_c10_name(dt));
   opd_tensor *res;
   rc = opd__alloc_output(&spec, opd_tensor_device(self), &res);
   if (rc) return rc;

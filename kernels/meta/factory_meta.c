@@ -11,11 +11,7 @@
  */
 #include <stdio.h>
 
-#include "src/kernel_util.h"
-
-int opd__empty_generic(opd_int_list size, opd_int_list stride, opd_dtype dtype, int64_t layout,
-                       opd_opt_bool pin_memory, int64_t memory_format, opd_device device,
-                       opd_tensor **out);
+#include "factory_meta.h"
 
 /* c10::MemoryFormat */
 enum { FORMAT_CONTIGUOUS, FORMAT_PRESERVE, FORMAT_CHANNELS_LAST, FORMAT_CHANNELS_LAST_3D };

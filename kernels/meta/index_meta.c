@@ -9,13 +9,7 @@
  * output takes its shape (all skipped: a 1-D tensor of shape [0]). Skipped tensors still
  * count in the output dtype, which is the result_type of every input.
  */
-#include "src/kernel_util.h"
-
-int opd__index_select_meta(opd_tensor *self, int64_t dim, opd_tensor *index, opd_out_spec *spec,
-                           int64_t *wrapped, opd_device *device);
-int opd__cat_meta(opd_tensor_list tensors, int64_t dim, opd_out_spec *spec, int64_t *wrapped,
-                  opd_device *device);
-bool opd__cat_skipped(const opd_tensor *t);
+#include "index_meta.h"
 
 int opd__index_select_meta(opd_tensor *self, int64_t dim, opd_tensor *index, opd_out_spec *spec,
                            int64_t *wrapped, opd_device *device) {

@@ -9,22 +9,10 @@
  */
 #include <stdio.h>
 
-#include "src/kernel_util.h"
-
-int opd__mm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
+#include "linalg_meta.h"
 int opd__bmm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
 int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_out_spec *spec,
                     opd_device *device);
-
-static const char *c10_name(opd_dtype t) {
-  switch (t) {
-#define OPD__C10_NAME(e, v, size, name, c10) \
-  case OPD_##e: return c10;
-    OPD_DTYPES(OPD__C10_NAME)
-#undef OPD__C10_NAME
-  default: return "Undefined";
-  }
-}
 
 static int shapes_error(const int64_t *a, const int64_t *b) {
   return opd_error(OPD_EINVAL,
@@ -40,8 +28,8 @@ static int check_gemm_dtypes(const char *op, opd_dtype dispatch, opd_dtype expec
   if (dispatch == OPD_BOOL) return opd_error(OPD_EINVAL, "\"%s\" not implemented for 'Bool'", op);
   opd_dtype bad = first != expected ? first : second;
   if (bad != expected)
-    return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", c10_name(expected),
-                     c10_name(bad));
+    return opd_error(OPD_EINVAL, "expected scalar type %s but found %s",
+                     opd_dtype_c10_name(expected), opd_dtype_c10_name(bad));
   return 0;
 }
 
@@ -114,7 +102,8 @@ int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_ou
     return opd_error(OPD_EINVAL,
                      "expand(torch.%sTensor{%s}, size=%s): the number of sizes provided (2) must "
                      "be greater or equal to the number of dimensions in the tensor (%d)",
-                     c10_name(spec->dtype), opd__format_sizes(s, self->ndim, sizes, sizeof sizes),
+                     opd_dtype_c10_name(spec->dtype),
+                     opd__format_sizes(s, self->ndim, sizes, sizeof sizes),
                      opd__format_sizes(spec->sizes, 2, target, sizeof target), self->ndim);
   for (int d = 0; d < self->ndim; d++) {
     int64_t want = spec->sizes[2 - self->ndim + d];

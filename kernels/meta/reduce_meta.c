@@ -6,16 +6,6 @@
 #include <assert.h>
 #include <stdio.h>
 
-const char *opd__c10_dtype_name(opd_dtype t) {
-  switch (t) {
-#define OPD__C10_NAME(e, v, size, name, c10) \
-  case OPD_##e: return c10;
-    OPD_DTYPES(OPD__C10_NAME)
-#undef OPD__C10_NAME
-  default: return "Undefined";
-  }
-}
-
 static int check_dtype_arg(opd_dtype dtype) {
   if (dtype != OPD_DTYPE_UNDEFINED && !opd_dtype_valid(dtype))
     return opd_error(OPD_EINVAL, "invalid dtype %d", (int)dtype);
@@ -80,7 +70,7 @@ int opd__mean_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_d
     return opd_error(OPD_EINVAL,
                      "mean(): could not infer output dtype. %s dtype must be either a floating "
                      "point or complex dtype. Got: %s",
-                     dtype != OPD_DTYPE_UNDEFINED ? "Optional" : "Input", opd__c10_dtype_name(out));
+                     dtype != OPD_DTYPE_UNDEFINED ? "Optional" : "Input", opd_dtype_c10_name(out));
   rc = dim_mask(dim, self->ndim, mask);
   if (rc) return rc;
   reduced_spec(self, *mask, keepdim, out, spec);
@@ -141,7 +131,7 @@ int opd__softmax_meta(const opd_tensor *self, int64_t dim, bool half_to_float, o
       return opd_error(OPD_EINVAL,
                        "softmax with half to float conversion is not supported on CPU, and "
                        "elsewhere only for Half inputs (got %s)",
-                       opd__c10_dtype_name(dtype));
+                       opd_dtype_c10_name(dtype));
     dtype = OPD_FLOAT32;
   }
   spec->ndim = self->ndim;

@@ -9,9 +9,6 @@
 
 #include "src/kernel_util.h"
 
-/* c10's name of a dtype ("Long", "Float"), for PyTorch's messages. */
-const char *opd__c10_dtype_name(opd_dtype t);
-
 /* sum.dim_IntList and mean.dim: the output spec and the mask of reduced dims (bit d set: dim d
  * is reduced; dim None or [] reduces every dim). `dtype` is OPD_DTYPE_UNDEFINED for None. */
 int opd__sum_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_dtype dtype,

@@ -9,16 +9,6 @@
 
 #include "src/kernel_util.h"
 
-static const char *c10_name(opd_dtype t) {
-  switch (t) {
-#define OPD__C10_NAME(e, v, size, name, c10) \
-  case OPD_##e: return c10;
-    OPD_DTYPES(OPD__C10_NAME)
-#undef OPD__C10_NAME
-  default: return "Undefined";
-  }
-}
-
 /* ---- calling other operators ---- */
 
 /* Calls operator `name` with the n arguments `args` (taking them over) and takes its one
@@ -127,7 +117,7 @@ static int dot(opd_tensor *a, opd_tensor *b, opd_tensor **out) {
   if (ta != tb)
     return opd_error(OPD_EINVAL,
                      "dot : expected both vectors to have same dtype, but found %s and %s",
-                     c10_name(ta), c10_name(tb));
+                     opd_dtype_c10_name(ta), opd_dtype_c10_name(tb));
   if (a->numel != b->numel)
     return opd_error(OPD_EINVAL,
                      "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the "
@@ -297,7 +287,7 @@ int opd__cea_embedding(const opd_kernel_ctx *ctx, opd_tensor *weight, opd_tensor
                      "Expected tensor for argument #1 'indices' to have one of the following "
                      "scalar types: Long, Int; but got %s%sType instead (while checking arguments "
                      "for embedding)",
-                     opd_tensor_is_meta(indices) ? "Meta" : "CPU", c10_name(it));
+                     opd_tensor_is_meta(indices) ? "Meta" : "CPU", opd_dtype_c10_name(it));
   if (indices->ndim == 1) return index_select(weight, 0, indices, out);
   int64_t shape[OPD_MAX_DIMS];
   if (indices->ndim + 1 > OPD_MAX_DIMS)

@@ -1,0 +1,14 @@
+/* linalg_meta.h: the meta functions of aten::mm, aten::bmm and aten::addmm
+ * (kernels/meta/linalg_meta.c), shared by their Meta and CPU kernels: argument checks with
+ * PyTorch 1.13's errors, the output spec and the common device. */
+#ifndef OPD_KERNELS_LINALG_META_H
+#define OPD_KERNELS_LINALG_META_H
+
+#include "src/kernel_util.h"
+
+int opd__mm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
+int opd__bmm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
+int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_out_spec *spec,
+                    opd_device *device);
+
+#endif
