@@ -3,30 +3,35 @@
  * flight (D = 1: unpipelined), for a duration after a warm-up or for a count per connection.
  *
  *   opd-bench [--url URL] [--workload add|ping|upload|download] [--connections N]
- *             [--pipeline D] [--duration S] [--warmup S] [--count N] [--size BYTES]
- *             [--threads T]
+ *             [--pipeline D] [--duration S] [--warmup S] [--count N] [--size BYTES] [--raw]
  *
  * Workloads:
  *   add       aten::add.Tensor on two 1-element float32 tensors (handles in, a new handle
  *             out) through the client library (opd_add_async); the result handles are
- *             released 64 at a time by a pipelined release that is not counted as a call
- *   ping      Ping with an empty payload, over raw sockets speaking proto/opd.proto (the
- *             client library's opd_client_ping is synchronous only, so it cannot pipeline):
- *             each response is decoded and its id and kind checked
+ *             released 64 at a time by a pipelined release that is not counted as a call.
+ *             With --raw: the same requests over raw sockets (below), which tells the
+ *             daemon's cost from the client library's
+ *   ping      Ping with an empty payload, always over raw sockets (the client library's
+ *             opd_client_ping is synchronous only, so it cannot pipeline)
  *   upload    opd_client_upload_async of a float32 tensor of --size bytes (default 64 MiB),
  *             each released after it is answered
  *   download  opd_client_download_async of one such tensor into a buffer per slot
- * Connections are spread over T threads (default 1, as redis-benchmark's single event
- * loop): a thread with one connection blocks in the library's I/O; one with several polls
- * them in turn (raw ping sockets: one poll() over all of them).
+ * Raw sockets speak proto/opd.proto directly, as redis-benchmark speaks RESP: requests are
+ * framed into one buffer and written together, each response is decoded (protobuf-c) and
+ * its id and kind checked.
+ * Threads: the client library has no I/O thread (a waiting thread runs a connection's
+ * I/O), so its workloads run one thread per connection, each blocked in its connection's
+ * I/O between completions; raw sockets all run on one thread with poll(), like
+ * redis-benchmark's single event loop.
  *
  * Output: one line on stdout, key=value pairs:
- *   opd-bench workload=add url=tcp://127.0.0.1:7470 connections=1 pipeline=1 threads=1
- *   calls=123456 seconds=5.000 calls_per_s=24691 p50_us=38.2 p99_us=55.1 mb_per_s=0.0
- *   errors=0
+ *   opd-bench workload=add client=lib url=tcp://127.0.0.1:7470 connections=1 pipeline=1
+ *   threads=1 calls=123456 seconds=5.000 calls_per_s=24691 p50_us=38.2 p99_us=55.1
+ *   mb_per_s=0.0 errors=0
  * (one line); mb_per_s is payload throughput in 10^6 bytes per second (upload, download).
  * Latency: from a request's submission to its completion, so with D > 1 it includes the
  * time queued behind the other D - 1. The exit status is 1 when a request failed. */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
@@ -52,6 +57,8 @@ enum workload { W_ADD, W_PING, W_UPLOAD, W_DOWNLOAD };
 static const char *const workload_names[] = {"add", "ping", "upload", "download"};
 
 enum { RELEASE_BATCH = 64, MAX_CONNECTIONS = 1024, MAX_PIPELINE = 4096 };
+/* raw add: releases in flight at once (one per RELEASE_BATCH calls, and one more) */
+enum { RELEASES_OUT = MAX_PIPELINE / RELEASE_BATCH + 2 };
 
 /* Phases: warm-up (nothing recorded), measuring, stopping (no new submissions). */
 enum { PHASE_WARMUP, PHASE_MEASURE, PHASE_STOP };
@@ -62,6 +69,7 @@ typedef struct options {
   int connections, pipeline, threads;
   double duration, warmup;
   long count; /* per connection; 0: run for the duration */
+  bool raw;   /* raw sockets instead of the client library (add; ping always) */
   size_t size;
 } options;
 
@@ -133,11 +141,13 @@ struct conn {
   /* the client library (add, upload, download) */
   opd_client *c;
   opd_client_tensor a, b; /* add's inputs; download's tensor */
-  /* raw sockets (ping) */
+  /* raw sockets (ping; add with --raw) */
   int fd;
   uint8_t *rbuf;
   size_t rlen, rcap;
   uint64_t next_id, expect_id;
+  uint64_t release_ids[RELEASES_OUT]; /* of the releases in flight, oldest first */
+  unsigned release_head, releases;
   /* both */
   slot *slots;
   long submitted, completed, in_flight;
@@ -155,14 +165,15 @@ static bool may_submit(const conn *cn) {
   return opt.count == 0 || cn->submitted < opt.count;
 }
 
-static void record(conn *cn, slot *s) {
+/* A measured request completed (submitted at t0). */
+static void record(conn *cn, uint64_t t0) {
   uint64_t t = now_ns();
   cn->completed++;
   cn->in_flight--;
   cn->last_done_ns = t;
   if (atomic_load_explicit(&phase, memory_order_relaxed) == PHASE_MEASURE) {
     cn->calls++;
-    samples_add(&cn->lat, t - s->t0);
+    samples_add(&cn->lat, t - t0);
   }
 }
 
@@ -192,7 +203,7 @@ static void lib_submit(slot *s);
 static void lib_done(opd_future *f, void *user) {
   slot *s = user;
   conn *cn = s->cn;
-  record(cn, s);
+  record(cn, s->t0);
   int rc = opd_future_status(f);
   if (rc != 0) {
     report_error(cn, workload_names[opt.workload], rc, opd_future_error(f));
@@ -266,7 +277,7 @@ static void lib_close(conn *cn) {
   for (int i = 0; i < opt.pipeline; i++) free(cn->slots[i].buf);
 }
 
-/* ---- raw sockets: ping ---- */
+/* ---- raw sockets: ping, and add with --raw ---- */
 
 static int raw_connect(const char *url) {
   int fd = -1;
@@ -312,43 +323,84 @@ static void raw_write(int fd, const uint8_t *p, size_t n) {
   }
 }
 
-/* Frames request r into buf (room for 64 bytes): its length. */
-static size_t raw_frame(Opd__V1__Request *r, uint8_t *buf) {
+/* An output buffer: requests are framed into it and written together. */
+typedef struct outbuf {
+  uint8_t data[16384];
+  size_t len;
+} outbuf;
+
+/* Frames r (with the connection's next id) into out, writing out first when it is full. */
+static void raw_put(conn *cn, outbuf *out, Opd__V1__Request *r) {
+  r->id = cn->next_id++;
   size_t n = opd__v1__request__get_packed_size(r);
-  if (n > 60) die("%s", "request too large");
-  buf[0] = (uint8_t)n, buf[1] = (uint8_t)(n >> 8), buf[2] = (uint8_t)(n >> 16),
-  buf[3] = (uint8_t)(n >> 24);
-  opd__v1__request__pack(r, buf + 4);
-  return n + 4;
+  if (n + 4 > sizeof out->data) die("%s", "a request too large");
+  if (out->len + n + 4 > sizeof out->data) {
+    raw_write(cn->fd, out->data, out->len);
+    out->len = 0;
+  }
+  uint8_t *h = out->data + out->len;
+  h[0] = (uint8_t)n, h[1] = (uint8_t)(n >> 8), h[2] = (uint8_t)(n >> 16), h[3] = (uint8_t)(n >> 24);
+  opd__v1__request__pack(r, h + 4);
+  out->len += n + 4;
 }
 
-static void raw_send_pings(conn *cn, int k) {
-  uint8_t buf[64 * 64];
-  size_t len = 0;
-  Opd__V1__Ping p = OPD__V1__PING__INIT;
+static void raw_flush(conn *cn, outbuf *out) {
+  if (out->len) raw_write(cn->fd, out->data, out->len);
+  out->len = 0;
+}
+
+/* Releases the result handles batched so far (its Ack is not a measured call). */
+static void raw_release(conn *cn, outbuf *out) {
+  Opd__V1__Release rel = OPD__V1__RELEASE__INIT;
+  rel.n_handles = cn->nbatch;
+  rel.handles = cn->batch;
   Opd__V1__Request r = OPD__V1__REQUEST__INIT;
-  r.body_case = OPD__V1__REQUEST__BODY_PING;
-  r.ping = &p;
+  r.body_case = OPD__V1__REQUEST__BODY_RELEASE;
+  r.release = &rel;
+  if (cn->releases == RELEASES_OUT) die("%s", "too many releases in flight");
+  raw_put(cn, out, &r);
+  cn->release_ids[(cn->release_head + cn->releases++) % RELEASES_OUT] = r.id;
+  cn->nbatch = 0;
+}
+
+/* Sends k measured requests: pings, or adds of the connection's two tensors. */
+static void raw_send(conn *cn, long k) {
+  outbuf out;
+  out.len = 0;
+  Opd__V1__Ping ping = OPD__V1__PING__INIT;
+  Opd__V1__IValue va = OPD__V1__IVALUE__INIT, vb = OPD__V1__IVALUE__INIT;
+  Opd__V1__IValue *args[] = {&va, &vb};
+  va.value_case = vb.value_case = OPD__V1__IVALUE__VALUE_TENSOR;
+  va.tensor = cn->a;
+  vb.tensor = cn->b;
+  Opd__V1__Call call = OPD__V1__CALL__INIT;
+  call.op = "aten::add.Tensor";
+  call.n_args = 2;
+  call.args = args;
+  Opd__V1__Request r = OPD__V1__REQUEST__INIT;
+  if (opt.workload == W_PING) {
+    r.body_case = OPD__V1__REQUEST__BODY_PING;
+    r.ping = &ping;
+  } else {
+    r.body_case = OPD__V1__REQUEST__BODY_CALL;
+    r.call = &call;
+  }
   uint64_t t = now_ns();
-  for (int i = 0; i < k; i++) {
-    slot *s = &cn->slots[cn->next_id % (uint64_t)opt.pipeline];
-    s->t0 = t;
-    r.id = cn->next_id++;
-    len += raw_frame(&r, buf + len);
+  for (long i = 0; i < k; i++) {
+    cn->slots[cn->submitted % opt.pipeline].t0 = t;
+    raw_put(cn, &out, &r);
     cn->submitted++;
     cn->in_flight++;
-    if (len > sizeof buf - 64) {
-      raw_write(cn->fd, buf, len);
-      len = 0;
-    }
   }
-  if (len) raw_write(cn->fd, buf, len);
+  raw_flush(cn, &out);
 }
 
-/* Decodes the whole frames read; returns how many completed. */
-static int raw_consume(conn *cn) {
+/* Decodes the whole frames read: how many measured requests completed. */
+static long raw_consume(conn *cn) {
   size_t pos = 0;
-  int done = 0;
+  long done = 0;
+  outbuf out;
+  out.len = 0;
   while (cn->rlen - pos >= 4) {
     const uint8_t *h = cn->rbuf + pos;
     size_t n = (size_t)h[0] | (size_t)h[1] << 8 | (size_t)h[2] << 16 | (size_t)h[3] << 24;
@@ -356,16 +408,33 @@ static int raw_consume(conn *cn) {
     if (cn->rlen - pos - 4 < n) break;
     Opd__V1__Response *r = opd__v1__response__unpack(NULL, n, h + 4);
     if (!r) die("%s", "an undecodable response");
-    if (r->id != cn->expect_id || r->body_case != OPD__V1__RESPONSE__BODY_PONG)
-      report_error(cn, "ping", (int)r->body_case,
-                   r->body_case == OPD__V1__RESPONSE__BODY_ERROR ? r->error->message
-                                                                 : "not the pong expected");
-    record(cn, &cn->slots[cn->expect_id % (uint64_t)opt.pipeline]);
-    cn->expect_id++;
+    if (r->id != cn->expect_id++) die("%s", "a response out of order");
+    bool is_error = r->body_case == OPD__V1__RESPONSE__BODY_ERROR;
+    if (cn->releases && r->id == cn->release_ids[cn->release_head % RELEASES_OUT]) {
+      cn->release_head++;
+      cn->releases--;
+      if (r->body_case != OPD__V1__RESPONSE__BODY_ACK)
+        report_error(cn, "release", (int)r->body_case, is_error ? r->error->message : "no ack");
+    } else {
+      if (is_error)
+        report_error(cn, workload_names[opt.workload], (int)r->error->code, r->error->message);
+      else if (opt.workload == W_PING && r->body_case != OPD__V1__RESPONSE__BODY_PONG)
+        report_error(cn, "ping", (int)r->body_case, "not a pong");
+      else if (opt.workload == W_ADD &&
+               (r->body_case != OPD__V1__RESPONSE__BODY_CALL || r->call->n_results != 1 ||
+                r->call->results[0]->value_case != OPD__V1__IVALUE__VALUE_TENSOR))
+        report_error(cn, "add", (int)r->body_case, "not one tensor");
+      else if (opt.workload == W_ADD)
+        cn->batch[cn->nbatch++] = r->call->results[0]->tensor;
+      record(cn, cn->slots[cn->completed % opt.pipeline].t0);
+      done++;
+      if (cn->nbatch == RELEASE_BATCH || (cn->nbatch && cn->in_flight == 0 && !may_submit(cn)))
+        raw_release(cn, &out);
+    }
     opd__v1__response__free_unpacked(r, NULL);
     pos += 4 + n;
-    done++;
   }
+  raw_flush(cn, &out);
   memmove(cn->rbuf, cn->rbuf + pos, cn->rlen - pos);
   cn->rlen -= pos;
   return done;
@@ -380,39 +449,74 @@ static bool raw_step(conn *cn) {
   long room = raw_consume(cn);
   if (!may_submit(cn)) return true;
   if (opt.count && opt.count - cn->submitted < room) room = opt.count - cn->submitted;
-  if (room) raw_send_pings(cn, (int)room);
+  if (room) raw_send(cn, room);
   return true;
+}
+
+/* Sends r (and `raw` bytes after it) and waits for its response. */
+static Opd__V1__Response *raw_round_trip(conn *cn, Opd__V1__Request *r, const void *raw,
+                                         size_t raw_len) {
+  outbuf out;
+  out.len = 0;
+  raw_put(cn, &out, r);
+  raw_flush(cn, &out);
+  if (raw_len) raw_write(cn->fd, raw, raw_len);
+  for (;;) {
+    if (cn->rlen >= 4) {
+      size_t n = (size_t)cn->rbuf[0] | (size_t)cn->rbuf[1] << 8 | (size_t)cn->rbuf[2] << 16 |
+                 (size_t)cn->rbuf[3] << 24;
+      if (n > cn->rcap - 4) die("%s", "a response frame too large");
+      if (cn->rlen >= 4 + n) {
+        Opd__V1__Response *resp = opd__v1__response__unpack(NULL, n, cn->rbuf + 4);
+        if (!resp || resp->id != cn->expect_id++) die("%s", "a bad response");
+        memmove(cn->rbuf, cn->rbuf + 4 + n, cn->rlen - 4 - n);
+        cn->rlen -= 4 + n;
+        return resp;
+      }
+    }
+    ssize_t k = read(cn->fd, cn->rbuf + cn->rlen, cn->rcap - cn->rlen);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) die("%s", "the daemon closed the connection");
+    cn->rlen += (size_t)k;
+  }
+}
+
+/* Uploads a 1-element float32 tensor: its handle. */
+static uint64_t raw_upload(conn *cn, float x) {
+  int64_t one = 1;
+  Opd__V1__Upload u = OPD__V1__UPLOAD__INIT;
+  u.dtype = OPD__V1__DTYPE__FLOAT32;
+  u.n_shape = 1;
+  u.shape = &one;
+  u.nbytes = 4;
+  Opd__V1__Request r = OPD__V1__REQUEST__INIT;
+  r.body_case = OPD__V1__REQUEST__BODY_UPLOAD;
+  r.upload = &u;
+  Opd__V1__Response *resp = raw_round_trip(cn, &r, &x, 4);
+  if (resp->body_case != OPD__V1__RESPONSE__BODY_UPLOAD) die("%s", "upload refused");
+  uint64_t h = resp->upload->handle;
+  opd__v1__response__free_unpacked(resp, NULL);
+  return h;
 }
 
 static void raw_open(conn *cn) {
   cn->fd = raw_connect(opt.url);
   cn->rcap = 1 << 16;
   if (!(cn->rbuf = malloc(cn->rcap))) die("%s", "out of memory");
+  cn->next_id = cn->expect_id = 1;
   Opd__V1__Hello hl = OPD__V1__HELLO__INIT;
   hl.protocol_version = 1;
   hl.client_name = "opd-bench";
   Opd__V1__Request r = OPD__V1__REQUEST__INIT;
   r.body_case = OPD__V1__REQUEST__BODY_HELLO;
   r.hello = &hl;
-  uint8_t buf[64];
-  raw_write(cn->fd, buf, raw_frame(&r, buf));
-  /* the hello reply, id 0 */
-  for (;;) {
-    ssize_t k = read(cn->fd, cn->rbuf + cn->rlen, cn->rcap - cn->rlen);
-    if (k <= 0) die("%s", "the daemon closed the connection at hello");
-    cn->rlen += (size_t)k;
-    if (cn->rlen < 4) continue;
-    size_t n = (size_t)cn->rbuf[0] | (size_t)cn->rbuf[1] << 8 | (size_t)cn->rbuf[2] << 16 |
-               (size_t)cn->rbuf[3] << 24;
-    if (cn->rlen < 4 + n) continue;
-    Opd__V1__Response *h = opd__v1__response__unpack(NULL, n, cn->rbuf + 4);
-    if (!h || h->body_case != OPD__V1__RESPONSE__BODY_HELLO) die("%s", "hello refused");
-    opd__v1__response__free_unpacked(h, NULL);
-    memmove(cn->rbuf, cn->rbuf + 4 + n, cn->rlen - 4 - n);
-    cn->rlen -= 4 + n;
-    break;
+  Opd__V1__Response *resp = raw_round_trip(cn, &r, NULL, 0);
+  if (resp->body_case != OPD__V1__RESPONSE__BODY_HELLO) die("%s", "hello refused");
+  opd__v1__response__free_unpacked(resp, NULL);
+  if (opt.workload == W_ADD) {
+    cn->a = raw_upload(cn, 1);
+    cn->b = raw_upload(cn, 2);
   }
-  cn->next_id = cn->expect_id = 1;
 }
 
 /* ---- threads ---- */
@@ -424,25 +528,19 @@ typedef struct worker {
   pthread_barrier_t *ready;
 } worker;
 
+/* One connection: this thread runs its I/O (and the callbacks that refill the pipeline). */
 static void *lib_thread(worker *w) {
-  for (int i = 0; i < w->nconns; i++)
-    for (int k = 0; k < opt.pipeline && may_submit(&w->conns[i]); k++)
-      lib_submit(&w->conns[i].slots[k]);
-  for (;;) {
-    bool busy = false;
-    for (int i = 0; i < w->nconns; i++) {
-      conn *cn = &w->conns[i];
-      if (cn->in_flight == 0) continue;
-      busy = true;
-      int rc = opd_client_poll(cn->c, w->nconns == 1 ? 100 : 0);
-      if (rc < 0) {
-        report_error(cn, "connection", rc, opd_client_last_error());
-        cn->in_flight = 0;
-      }
+  assert(w->nconns == 1);
+  conn *cn = w->conns;
+  for (int k = 0; k < opt.pipeline && may_submit(cn); k++) lib_submit(&cn->slots[k]);
+  while (cn->in_flight > 0) {
+    int rc = opd_client_poll(cn->c, 100);
+    if (rc < 0) {
+      report_error(cn, "connection", rc, opd_client_last_error());
+      break;
     }
-    if (!busy) break;
   }
-  for (int i = 0; i < w->nconns; i++) lib_close(&w->conns[i]);
+  lib_close(cn);
   return NULL;
 }
 
@@ -451,20 +549,20 @@ static void *raw_thread(worker *w) {
   if (!pf) die("%s", "out of memory");
   for (int i = 0; i < w->nconns; i++) {
     pf[i] = (struct pollfd){.fd = w->conns[i].fd, .events = POLLIN};
-    raw_send_pings(&w->conns[i],
-                   opt.count && opt.count < opt.pipeline ? (int)opt.count : opt.pipeline);
+    raw_send(&w->conns[i], opt.count && opt.count < opt.pipeline ? opt.count : opt.pipeline);
   }
   for (;;) {
     bool busy = false;
-    for (int i = 0; i < w->nconns; i++) busy |= w->conns[i].in_flight > 0;
+    for (int i = 0; i < w->nconns; i++) busy |= w->conns[i].in_flight > 0 || w->conns[i].releases;
     if (!busy) break;
     if (poll(pf, (nfds_t)w->nconns, 1000) < 0 && errno != EINTR) die("poll: %s", strerror(errno));
     for (int i = 0; i < w->nconns; i++) {
       conn *cn = &w->conns[i];
       if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       if (!raw_step(cn)) {
-        report_error(cn, "ping", 0, "the daemon closed the connection");
+        report_error(cn, workload_names[opt.workload], 0, "the daemon closed the connection");
         cn->in_flight = 0;
+        cn->releases = 0;
         pf[i].fd = -1;
       }
     }
@@ -480,14 +578,14 @@ static void *raw_thread(worker *w) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   for (int i = 0; i < w->nconns; i++) {
-    if (opt.workload == W_PING)
+    if (opt.raw)
       raw_open(&w->conns[i]);
     else
       lib_open(&w->conns[i]);
   }
   pthread_barrier_wait(w->ready); /* every connection is open */
   pthread_barrier_wait(w->ready); /* go */
-  return opt.workload == W_PING ? raw_thread(w) : lib_thread(w);
+  return opt.raw ? raw_thread(w) : lib_thread(w);
 }
 
 /* ---- main ---- */
@@ -512,7 +610,7 @@ static void usage(FILE *f) {
              "[--connections N]\n"
              "                 [--pipeline D] [--duration S] [--warmup S] [--count N] "
              "[--size BYTES]\n"
-             "                 [--threads T]\n");
+             "                 [--raw]\n");
 }
 
 static void parse_args(int argc, char **argv) {
@@ -525,7 +623,7 @@ static void parse_args(int argc, char **argv) {
       {"warmup", required_argument, NULL, 'W'},
       {"count", required_argument, NULL, 'n'},
       {"size", required_argument, NULL, 's'},
-      {"threads", required_argument, NULL, 't'},
+      {"raw", no_argument, NULL, 'r'},
       {"help", no_argument, NULL, 'h'},
       {0},
   };
@@ -546,7 +644,7 @@ static void parse_args(int argc, char **argv) {
     case 'W': opt.warmup = parse_seconds(optarg, "--warmup"); break;
     case 'n': opt.count = parse_long(optarg, "--count", 1, 1L << 40); break;
     case 's': opt.size = (size_t)parse_long(optarg, "--size", 4, 1L << 34) & ~(size_t)3; break;
-    case 't': opt.threads = (int)parse_long(optarg, "--threads", 1, MAX_CONNECTIONS); break;
+    case 'r': opt.raw = true; break;
     case 'h': usage(stdout); exit(0);
     default: usage(stderr); exit(2);
     }
@@ -555,7 +653,11 @@ static void parse_args(int argc, char **argv) {
     usage(stderr);
     exit(2);
   }
-  if (opt.threads > opt.connections) opt.threads = opt.connections;
+  if (opt.workload == W_PING) opt.raw = true;
+  if (opt.raw && opt.workload != W_PING && opt.workload != W_ADD)
+    die("%s", "--raw drives add and ping only");
+  /* raw sockets: all on one thread; the library: a thread per connection */
+  opt.threads = opt.raw ? 1 : opt.connections;
 }
 
 int main(int argc, char **argv) {
@@ -622,10 +724,12 @@ int main(int argc, char **argv) {
   double rate = secs > 0 ? (double)calls / secs : 0;
   double mbps =
       opt.workload == W_UPLOAD || opt.workload == W_DOWNLOAD ? rate * (double)opt.size / 1e6 : 0;
-  printf("opd-bench workload=%s url=%s connections=%d pipeline=%d threads=%d calls=%ld "
-         "seconds=%.3f calls_per_s=%.0f p50_us=%.1f p99_us=%.1f mb_per_s=%.1f errors=%ld\n",
-         workload_names[opt.workload], opt.url, opt.connections, opt.pipeline, opt.threads, calls,
-         secs, rate, quantile_us(&all, 0.50), quantile_us(&all, 0.99), mbps, errors);
+  printf("opd-bench workload=%s client=%s url=%s connections=%d pipeline=%d threads=%d "
+         "calls=%ld seconds=%.3f calls_per_s=%.0f p50_us=%.1f p99_us=%.1f mb_per_s=%.1f "
+         "errors=%ld\n",
+         workload_names[opt.workload], opt.raw ? "raw" : "lib", opt.url, opt.connections,
+         opt.pipeline, opt.threads, calls, secs, rate, quantile_us(&all, 0.50),
+         quantile_us(&all, 0.99), mbps, errors);
   free(all.v);
   free(conns);
   free(workers);

@@ -18,6 +18,10 @@ Suite *opd_test_reduce_suite(void);
 Suite *opd_test_linalg_suite(void);
 Suite *opd_test_server_suite(void);
 Suite *opd_test_client_suite(void);
+Suite *opd_test_rcu_suite(void);
+Suite *opd_test_plugin_suite(void);
+Suite *opd_test_admin_suite(void);
+Suite *opd_test_status_suite(void);
 
 static const struct {
   const char *name;
@@ -28,6 +32,8 @@ static const struct {
     {"tensor", opd_test_tensor_suite},     {"elementwise", opd_test_elementwise_suite},
     {"reduce", opd_test_reduce_suite},     {"linalg", opd_test_linalg_suite},
     {"server", opd_test_server_suite},     {"client", opd_test_client_suite},
+    {"rcu", opd_test_rcu_suite},           {"plugin", opd_test_plugin_suite},
+    {"admin", opd_test_admin_suite},       {"status", opd_test_status_suite},
 };
 
 int main(int argc, char **argv) {

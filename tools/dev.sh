@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake pkg-config clang-format python3 libjansson-dev check libsubunit-dev
-  libopenblas-dev libuv1-dev libprotobuf-c-dev protobuf-c-compiler)
+  libopenblas-dev libuv1-dev libprotobuf-c-dev protobuf-c-compiler liburcu-dev libhttp-parser-dev chromium)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

@@ -15,7 +15,9 @@
  * Step 4 uses the highest backend of S, which may come from the TLS include set and
  * differ from the one step 3 used: then a fallthrough slot can be selected, and its
  * kernel reports the error, as PyTorch's internal assert does.
- * The path takes no lock and allocates nothing: the table slots and masks are atomics.
+ * The path takes no lock and allocates nothing: the table slots and masks are atomics,
+ * and what they point to stays valid for the call ([Note: Registration under traffic] in
+ * registry.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +88,12 @@ static int fallthrough_kernel(const opd_kernel_ctx *ctx, opd_stack *stack) {
                    ctx->op->name, opd_key_name(k) ? opd_key_name(k) : "Undefined");
 }
 
+static int pending_fallthrough_kernel(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  return opd_redispatch_boxed(ctx, stack);
+}
+
+const opd_kernel opd__pending_fallthrough_kernel = {.boxed = pending_fallthrough_kernel,
+                                                    .name = "fallthrough"};
 const opd_kernel opd__missing_kernel = {.boxed = missing_kernel, .name = "missing"};
 const opd_kernel opd__ambiguous_kernel = {.boxed = ambiguous_kernel,
                                           .name = "ambiguous_autogradother"};
@@ -107,7 +115,9 @@ static inline opd_keyset boxed_argument_keys(const opd_operator *op, const opd_s
 }
 
 void opd__own_results(const opd_operator *op, opd_stack *stack) {
-  uint32_t n = op->schema->num_returns < stack->size ? op->schema->num_returns : stack->size;
+  /* the def may have been removed during the call: then own everything */
+  const opd_schema *schema = opd_op_schema(op);
+  uint32_t n = schema && schema->num_returns < stack->size ? schema->num_returns : stack->size;
   for (uint32_t i = 0; i < n; i++) opd_iv_own(opd_stack_peek(stack, i));
 }
 
@@ -118,7 +128,7 @@ int opd_call_boxed_with_keyset(const opd_operator *op, opd_keyset ks, opd_stack 
 }
 
 int opd_call_boxed(const opd_operator *op, opd_stack *stack) {
-  if (__builtin_expect(!op->schema, 0)) {
+  if (__builtin_expect(!opd_op_schema(op), 0)) {
     opd_stack_clear(stack);
     return opd_error(OPD_ENOENT, "operator '%s' has kernels but no schema (it was never defined)",
                      op->name);

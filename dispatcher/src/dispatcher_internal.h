@@ -61,6 +61,10 @@ struct opd_operator {
 extern const opd_kernel opd__missing_kernel;
 extern const opd_kernel opd__ambiguous_kernel;
 extern const opd_kernel opd__fallthrough_kernel;
+/* Stands in a slot that has just become a fallthrough until a grace period has passed:
+ * it falls through (redispatches below its key), as the new mask would have made the call
+ * do. See [Note: Registration under traffic] in registry.c. */
+extern const opd_kernel opd__pending_fallthrough_kernel;
 
 /* The registry lock, held by every registration and by introspection. */
 extern pthread_mutex_t opd__registry_lock;
@@ -70,6 +74,10 @@ extern opd__registration *opd__fallbacks[OPD_NUM_RUNTIME_SLOTS];
 /* table.c: recomputes the slots of `op` that a registration change at `key` can affect,
  * then the fallthrough masks. */
 void opd__table_update(opd_operator *op, opd_dispatch_key key);
+/* Set (lock held) when a slot received the pending-fallthrough kernel. */
+extern bool opd__fallthrough_pending;
+/* After a grace period: the fallthrough kernel replaces the pending one in every slot. */
+void opd__table_settle(opd_operator *op);
 /* Recomputes every slot and mask. */
 void opd__table_update_all(opd_operator *op);
 /* What rule 1..7 gives for one slot (no side effects). */

@@ -9,6 +9,42 @@
  * new bucket array; the old arrays stay allocated (and readable by lookups that started
  * before) for the life of the process: doubling bounds them to less than the newest one.
  * Writers serialize on opd__registry_lock.
+ *
+ * [Note: Registration under traffic]
+ * Kernels, fallthroughs and definitions can be registered and removed while other threads
+ * call operators (the daemon's workers; plugins load and unload under traffic). A call in
+ * flight must run either the old or the new kernel, never a freed or half-made one, and
+ * the call path must take no lock. The scheme is read-copy-update, with liburcu's QSBR
+ * flavour (src/rcu.c):
+ *   - Readers: a thread that calls while registrations may change registers as a reader
+ *     (opd_reader_register) and reports a quiescent state between calls, or goes offline
+ *     while idle; the daemon's workers are online only while they run a request. Reading
+ *     costs nothing on the call path: no lock, no counter, no fence beyond the acquire
+ *     loads of the mask and the slot.
+ *   - Publication: a registration is filled in completely before the release store of
+ *     its kernel's address into a slot; a kernel struct is never written after that, so
+ *     a reader sees all of it or the previous pointer.
+ *   - Reclamation: opd_deregister unlinks the registration and recomputes the slots under
+ *     the registry lock, then (lock released) waits for a grace period
+ *     (opd_synchronize_readers: every registered reader has passed a quiescent state, so
+ *     none can still hold the old slot value) and only then frees the registration, or a
+ *     removed definition's schema. A plugin's code can be unmapped after the same wait.
+ *   - Slot and mask together: a call reads the fallthrough mask, then the slot its key
+ *     set selects; both may change between the two loads. Slots are stored before masks.
+ *     A slot that stops being a fallthrough gets its kernel before the mask admits it, so
+ *     a call with the old mask skips the slot and one with the new mask finds the kernel.
+ *     A slot that becomes a fallthrough first gets opd__pending_fallthrough_kernel, which
+ *     redispatches below its key: a call that read the old mask and reaches the slot does
+ *     what the new mask makes it do. After the grace period no call holds the old mask,
+ *     and the slot gets the ordinary fallthrough kernel (which reports a misdirected call:
+ *     [Note: The call path]).
+ *   - Writers: one writer lock serializes whole changes, grace period included, so a
+ *     change never settles another's pending slots early. The registry lock (taken by
+ *     readers for error messages and introspection) is never held across the wait, so a
+ *     reader blocked on it cannot stall a grace period. A change that frees nothing and
+ *     leaves no pending slot does not wait.
+ * Threads that never register (tests, tools, start-up) are not waited for; they are
+ * correct whenever no registration they use changes while they call.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +54,9 @@
 #include "opd/unboxed.h"
 
 pthread_mutex_t opd__registry_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Serializes registration changes from start to grace period ([Note: Registration under
+ * traffic]); taken before opd__registry_lock. */
+static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
 opd__registration *opd__fallbacks[OPD_NUM_RUNTIME_SLOTS];
 
 static opd__registration *all_registrations; /* newest first */
@@ -204,6 +243,29 @@ static void unlink_registration(opd__registration *r) {
   if (r->all_next) r->all_next->all_prev = r->all_prev;
 }
 
+static void settle_op(opd_operator *op, void *arg) {
+  (void)arg;
+  opd__table_settle(op);
+}
+
+/* Writer lock held, registry lock not. Ends a change: waits for a grace period if slots
+ * are pending or something was removed, settles pending slots, frees what was removed. */
+static void finish_change(opd__registration *dead, opd_schema *dead_schema) {
+  pthread_mutex_lock(&opd__registry_lock);
+  bool pending = opd__fallthrough_pending;
+  pthread_mutex_unlock(&opd__registry_lock);
+  if (!pending && !dead && !dead_schema) return;
+  opd_synchronize_readers();
+  if (pending) {
+    pthread_mutex_lock(&opd__registry_lock);
+    opd__for_each_op_locked(settle_op, NULL);
+    opd__fallthrough_pending = false;
+    pthread_mutex_unlock(&opd__registry_lock);
+  }
+  opd_schema_free(dead_schema);
+  free(dead);
+}
+
 static int check_kernel(const opd_kernel *k) {
   if (!k || !k->boxed) return opd_error(OPD_EINVAL, "a kernel needs a boxed entry point");
   if (k->unboxed && !k->signature)
@@ -248,9 +310,11 @@ opd_reg_id opd_def(const char *ns, const char *schema_text, opd_provenance prov)
     opd_schema_free(schema);
     return opd_error(OPD_ESCHEMA, "operator name too long");
   }
+  pthread_mutex_lock(&writer_lock);
   pthread_mutex_lock(&opd__registry_lock);
   opd_operator *op = find_or_create_op(name);
   opd__registration *r = NULL;
+  opd_schema *withdrawn = NULL; /* published, then taken back: calls may have seen it */
   if (!op) {
     rc = opd_last_error_code();
   } else if (op->schema) {
@@ -259,7 +323,7 @@ opd_reg_id opd_def(const char *ns, const char *schema_text, opd_provenance prov)
                    "def of the same name and overload is not allowed",
                    name, op->def->prov.file, op->def->prov.line);
   } else {
-    op->schema = schema;
+    __atomic_store_n(&op->schema, schema, __ATOMIC_RELEASE);
     for (int k = 0; k < OPD_NUM_KEYS && rc == 0; k++)
       for (opd__registration *i = op->regs[k]; i && rc == 0; i = i->older)
         rc = check_kernel_signature(op, &i->kernel);
@@ -268,12 +332,15 @@ opd_reg_id opd_def(const char *ns, const char *schema_text, opd_provenance prov)
       set_key_extractor(op);
     } else {
       if (rc == 0) rc = OPD_ENOMEM;
-      op->schema = NULL;
+      __atomic_store_n(&op->schema, NULL, __ATOMIC_RELEASE);
+      withdrawn = schema;
     }
   }
   pthread_mutex_unlock(&opd__registry_lock);
+  finish_change(NULL, withdrawn);
+  pthread_mutex_unlock(&writer_lock);
   if (rc) {
-    opd_schema_free(schema);
+    if (!withdrawn) opd_schema_free(schema);
     return rc;
   }
   return r->id;
@@ -288,6 +355,7 @@ static opd_reg_id add_impl(const char *name, opd_dispatch_key key, const opd_ker
   if (!name || !strstr(name, "::") || strlen(name) >= 512)
     return opd_error(OPD_EINVAL, "'%s' is not a qualified operator name (ns::name.overload)",
                      name ? name : "(null)");
+  pthread_mutex_lock(&writer_lock);
   pthread_mutex_lock(&opd__registry_lock);
   opd_operator *op = find_or_create_op(name);
   opd__registration *r = NULL;
@@ -308,6 +376,8 @@ static opd_reg_id add_impl(const char *name, opd_dispatch_key key, const opd_ker
     opd__table_update(op, key);
   }
   pthread_mutex_unlock(&opd__registry_lock);
+  finish_change(NULL, NULL);
+  pthread_mutex_unlock(&writer_lock);
   return rc ? rc : r->id;
 }
 
@@ -349,9 +419,12 @@ static opd_reg_id add_fallback_locked(opd_dispatch_key key, const opd_kernel *ke
 static opd_reg_id add_fallback(opd_dispatch_key key, const opd_kernel *kernel,
                                opd_provenance prov) {
   opd__dispatcher_init();
+  pthread_mutex_lock(&writer_lock);
   pthread_mutex_lock(&opd__registry_lock);
   opd_reg_id id = add_fallback_locked(key, kernel, prov);
   pthread_mutex_unlock(&opd__registry_lock);
+  finish_change(NULL, NULL);
+  pthread_mutex_unlock(&writer_lock);
   return id;
 }
 
@@ -366,19 +439,22 @@ opd_reg_id opd_fallback_fallthrough(opd_dispatch_key key, opd_provenance prov) {
 
 int opd_deregister(opd_reg_id id) {
   opd__dispatcher_init();
+  pthread_mutex_lock(&writer_lock);
   pthread_mutex_lock(&opd__registry_lock);
   opd__registration *r = all_registrations;
   while (r && r->id != id) r = r->all_next;
   if (!r) {
     pthread_mutex_unlock(&opd__registry_lock);
+    pthread_mutex_unlock(&writer_lock);
     return opd_error(OPD_ENOENT, "no registration with id %lld", (long long)id);
   }
   unlink_registration(r);
   opd_operator *op = r->op;
+  opd_schema *dead_schema = NULL;
   switch (r->kind) {
   case OPD__REG_DEF:
-    opd_schema_free(op->schema);
-    op->schema = NULL;
+    dead_schema = op->schema;
+    __atomic_store_n(&op->schema, NULL, __ATOMIC_RELEASE);
     op->def = NULL;
     set_key_extractor(op);
     break;
@@ -397,8 +473,26 @@ int opd_deregister(opd_reg_id id) {
     break;
   }
   pthread_mutex_unlock(&opd__registry_lock);
-  free(r);
+  finish_change(r, dead_schema);
+  pthread_mutex_unlock(&writer_lock);
   return 0;
+}
+
+int opd_registration_kernel(opd_reg_id id, opd_kernel *kernel, opd_provenance *prov) {
+  pthread_mutex_lock(&opd__registry_lock);
+  const opd__registration *r = all_registrations;
+  while (r && r->id != id) r = r->all_next;
+  int rc = 0;
+  if (!r)
+    rc = opd_error(OPD_ENOENT, "no registration with id %lld", (long long)id);
+  else if (r->kind != OPD__REG_IMPL && r->kind != OPD__REG_FALLBACK)
+    rc = opd_error(OPD_EINVAL, "registration %lld has no kernel", (long long)id);
+  else {
+    *kernel = r->kernel;
+    *prov = r->prov;
+  }
+  pthread_mutex_unlock(&opd__registry_lock);
+  return rc;
 }
 
 const opd_operator *opd_find_op(const char *name) {
@@ -436,7 +530,7 @@ const char *opd_op_name(const opd_operator *op) {
 }
 
 const opd_schema *opd_op_schema(const opd_operator *op) {
-  return op->schema;
+  return __atomic_load_n(&op->schema, __ATOMIC_ACQUIRE);
 }
 
 void opd__for_each_op_locked(void (*fn)(opd_operator *op, void *arg), void *arg) {

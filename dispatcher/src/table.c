@@ -27,6 +27,8 @@
  * when X is CompositeExplicitAutograd (rule 4b again). PyTorch 1.13 forgets the last two
  * and can keep stale slots (the oracle's `stale_in_1_13`); opd does not.
  */
+#include <assert.h>
+
 #include "dispatcher_internal.h"
 
 static bool has_any_registration(const opd_operator *op, opd_keyset keys) {
@@ -80,10 +82,31 @@ static const opd_kernel *kernel_of(const opd__slot_info *info) {
   return &opd__missing_kernel;
 }
 
+bool opd__fallthrough_pending;
+
+/* Slots are stored before the masks. A slot that turns into a fallthrough gets the
+ * pending-fallthrough kernel first: a call that read the old mask (which still has the
+ * slot's functionality) and then reaches the slot falls through, as the new mask makes
+ * later calls do ([Note: Registration under traffic] in registry.c). */
 static void update_slot(opd_operator *op, opd_dispatch_key k) {
   unsigned slot = opd_key_slot(k);
   op->slots[slot] = opd__table_compute(op, k);
-  atomic_store_explicit(&op->hot.table[slot], kernel_of(&op->slots[slot]), memory_order_release);
+  const opd_kernel *kernel = kernel_of(&op->slots[slot]);
+  const opd_kernel *old = atomic_load_explicit(&op->hot.table[slot], memory_order_relaxed);
+  if (kernel == &opd__fallthrough_kernel && old && old != kernel) {
+    kernel = &opd__pending_fallthrough_kernel;
+    opd__fallthrough_pending = true;
+  }
+  atomic_store_explicit(&op->hot.table[slot], kernel, memory_order_release);
+}
+
+void opd__table_settle(opd_operator *op) {
+  for (unsigned s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++)
+    if (atomic_load_explicit(&op->hot.table[s], memory_order_relaxed) ==
+        &opd__pending_fallthrough_kernel) {
+      assert(kernel_of(&op->slots[s]) == &opd__fallthrough_kernel);
+      atomic_store_explicit(&op->hot.table[s], &opd__fallthrough_kernel, memory_order_release);
+    }
 }
 
 static bool is_fallthrough(const opd_operator *op, opd_dispatch_key k) {

@@ -14,6 +14,7 @@
 #include "opd/error.h"
 
 #define DEFAULT_LISTEN "tcp://127.0.0.1:7470"
+#define DEFAULT_STATUS OPD__DEFAULT_STATUS
 
 #define OPT(key, meta, type, field, min, max, help) \
   { key, meta, type, offsetof(opd_server_config, field), min, max, help }
@@ -43,8 +44,25 @@ const opd__option opd__options[] = {
         "permission bits of Unix sockets, octal (default \"0600\")"),
     OPT("log_level", "LEVEL", OPD__OPT_LOG_LEVEL, log_level, 0, 0,
         "debug, info, warn or error (default info)"),
+    OPT("status", "HOST:PORT", OPD__OPT_ADDRESS, status, 0, 0,
+        "address of the HTTP status endpoint (docs/STATUS.md); \"\" disables it "
+        "(default " DEFAULT_STATUS ")"),
+    OPT("admin", "PATH", OPD__OPT_PATH, admin, 0, sizeof(((opd_server_config *)0)->admin),
+        "the admin Unix socket (docs/ADMIN.md), created with mode 0600; \"\" disables it "
+        "(default opd-admin.sock in $XDG_RUNTIME_DIR, else /tmp/opd-admin-UID.sock)"),
+    OPT("admin_tcp", "HOST:PORT", OPD__OPT_ADDRESS, admin_tcp, 0, 0,
+        "a TCP admin listener, which requires admin_token_file (default \"\": none)"),
+    OPT("admin_token_file", "FILE", OPD__OPT_PATH, admin_token_file, 0,
+        sizeof(((opd_server_config *)0)->admin_token_file),
+        "file holding the token TCP admin requests must carry (default \"\")"),
+    OPT("plugin_dir", "DIR", OPD__OPT_PATH, plugin_dir, 0,
+        sizeof(((opd_server_config *)0)->plugin_dir),
+        "directory load_plugin loads plugins from, by file name only (default \"\": none)"),
 };
 const size_t opd__num_options = sizeof opd__options / sizeof *opd__options;
+_Static_assert(sizeof(((opd_server_config *)0)->admin_tcp) ==
+                   sizeof(((opd_server_config *)0)->status),
+               "OPD__OPT_ADDRESS fields are the size of status");
 
 void opd_server_config_init(opd_server_config *c) {
   *c = (opd_server_config){
@@ -220,6 +238,27 @@ static int set_text(opd_server_config *c, const opd__option *o, const char *text
     return set_integer(c, o, v, where);
   }
   case OPD__OPT_LISTEN: return opd_server_config_add_listen(c, text);
+  case OPD__OPT_ADDRESS: {
+    char url[sizeof c->status + 8];
+    opd__listen_addr addr;
+    if (strlen(text) >= sizeof c->status)
+      return opd_error(OPD_EINVAL, "%s'%s' must be at most %zu bytes", where, o->key,
+                       sizeof c->status - 1);
+    snprintf(url, sizeof url, "tcp://%s", text);
+    if (*text && opd__parse_listen_url(url, &addr) < 0)
+      return opd_error(OPD_EINVAL,
+                       "%s'%s' must be HOST:PORT (numeric IPv4, [IPv6] or localhost) "
+                       "or \"\", got \"%s\"",
+                       where, o->key, text);
+    memcpy(field, text, strlen(text) + 1);
+    return 0;
+  }
+  case OPD__OPT_PATH:
+    if (strlen(text) >= o->max)
+      return opd_error(OPD_EINVAL, "%s'%s' must be at most %llu bytes", where, o->key,
+                       (unsigned long long)o->max - 1);
+    memcpy(field, text, strlen(text) + 1);
+    return 0;
   }
   return opd_error(OPD_EINTERNAL, "bad option type");
 }
@@ -274,6 +313,8 @@ static int set_json(opd_server_config *c, const opd__option *o, json_t *v, const
     return set_integer(c, o, (uint64_t)json_integer_value(v), where);
   case OPD__OPT_MODE:
   case OPD__OPT_LOG_LEVEL:
+  case OPD__OPT_ADDRESS:
+  case OPD__OPT_PATH:
     if (!json_is_string(v))
       return opd_error(OPD_EINVAL, "%s'%s' must be a string, got %s", where, o->key,
                        json_type_name(v));

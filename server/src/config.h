@@ -14,6 +14,8 @@ typedef enum opd__opt_type {
   OPD__OPT_U64,       /* integer in [min, max] */
   OPD__OPT_MODE,      /* octal permission string "0600" */
   OPD__OPT_LOG_LEVEL, /* "debug", "info", "warn", "error" */
+  OPD__OPT_ADDRESS,   /* "HOST:PORT" into a char[72], or "" (none) */
+  OPD__OPT_PATH,      /* a path into a char[max], or "" (none) */
 } opd__opt_type;
 
 typedef struct opd__option {
@@ -24,6 +26,10 @@ typedef struct opd__option {
   uint64_t min, max;
   const char *help;
 } opd__option;
+
+/* The daemon's status address; opd_server_config_init leaves status "" (off) so that an
+ * embedding program opts in, main.c sets this one. */
+#define OPD__DEFAULT_STATUS "127.0.0.1:7471"
 
 extern const opd__option opd__options[];
 extern const size_t opd__num_options;

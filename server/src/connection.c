@@ -168,6 +168,7 @@ static void finalize(opd__conn *c) {
   if (!c->closing || !c->handle_closed || c->outstanding || c->writes) return;
   opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s) closed: %" PRIu64 " calls, %" PRIu64 " errors",
           c->session.id, c->peer, (uint64_t)c->session.calls, (uint64_t)c->session.errors);
+  opd__session_unregister(&c->server->sessions, &c->session);
   opd__session_destroy(&c->session);
   while (c->free_jobs) {
     opd__job *j = c->free_jobs;
@@ -743,6 +744,8 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   }
   if (tcp) uv_tcp_nodelay(&c->h.tcp, 1);
   format_peer(c, tcp);
+  c->session.peer = c->peer;
+  opd__session_register(&s->sessions, &c->session);
   opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " opened from %s on %s", c->session.id, c->peer,
           l->url);
   update_reading(c);

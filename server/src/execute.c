@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "session.h"
@@ -104,6 +105,7 @@ void opd__job_error(opd__job *job, Opd__V1__ErrorCode code, const char *op, cons
   job->raw = NULL;
   job->raw_len = 0;
   atomic_fetch_add_explicit(&job->session->errors, 1, memory_order_relaxed);
+  opd__metrics_response_error((int)code);
 }
 
 /* ---- wire values ---- */
@@ -582,7 +584,10 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
   int rc = decode_args(job, op, schema, &st);
   if (rc == 0) {
     opd_tls_set(job->session->dispatch);
+    opd_dispatch_key key = opd__metrics_call_key(oper, &st);
+    uint64_t t0 = opd__metrics_now();
     rc = opd_call_boxed(oper, &st);
+    opd__metrics_call(oper, key, rc, opd__metrics_now() - t0);
     opd_tls_set(opd_default_dispatch_state);
     atomic_fetch_add_explicit(&job->session->calls, 1, memory_order_relaxed);
     if (rc == 0) rc = encode_results(job, &st, resp);
@@ -717,7 +722,10 @@ static int run_dispatch_state(opd__job *job) {
   opd_local_dispatch_state st = opd_default_dispatch_state;
   int rc = key_list(d->include, d->n_include, &st.included);
   if (rc == 0) rc = key_list(d->exclude, d->n_exclude, &st.excluded);
-  if (rc == 0) job->session->dispatch = st;
+  if (rc == 0) {
+    job->session->dispatch = st;
+    opd__session_publish_dispatch(job->session);
+  }
   return rc;
 }
 

@@ -30,8 +30,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "connection.h"
 #include "execute.h"
+#include "status.h"
 #include "opd/error.h"
 #include "opd/kernels.h"
 #include "opd/log.h"
@@ -195,6 +197,7 @@ static void close_walk(uv_handle_t *h, void *arg) {
 }
 
 static void free_server(opd_server *s) {
+  opd__session_registry_destroy(&s->sessions);
   free(s->listeners);
   opd_server_config_destroy(&s->cfg);
   pthread_mutex_destroy(&s->done_mu);
@@ -224,6 +227,22 @@ static int copy_config(opd_server_config *dst, const opd_server_config *src) {
   return 0;
 }
 
+/* A drain or shutdown request on the admin listener stops the process as SIGTERM does (the
+ * opd daemon drains on it: main.c). */
+static void on_admin_shutdown(void *arg, bool drain) {
+  (void)arg;
+  opd_log(OPD_LOG_INFO, "admin: %s requested", drain ? "drain" : "shutdown");
+  kill(getpid(), SIGTERM);
+}
+
+/* The admin listener (docs/ADMIN.md), when a socket or a TCP address is configured. */
+static int start_admin(opd_server *s) {
+  if (!s->cfg.admin[0] && !s->cfg.admin_tcp[0]) return 0;
+  opd__admin_config ac = {s->cfg.admin,      s->cfg.admin_tcp,  s->cfg.admin_token_file,
+                          s->cfg.plugin_dir, on_admin_shutdown, NULL};
+  return opd__admin_start(&ac, &s->admin);
+}
+
 int opd_server_start(const opd_server_config *c, opd_server **out) {
   *out = NULL;
   int rc = opd__config_check(c);
@@ -237,6 +256,7 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
   opd_server *s = calloc(1, sizeof *s);
   if (!s) return opd_error(OPD_ENOMEM, "out of memory starting the server");
   pthread_mutex_init(&s->done_mu, NULL);
+  opd__session_registry_init(&s->sessions);
   if ((rc = copy_config(&s->cfg, c)) < 0 ||
       !(s->listeners = calloc(c->num_listen, sizeof *s->listeners))) {
     free_server(s);
@@ -265,12 +285,23 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     return rc;
   }
   s->sched_started = true;
+  if (s->cfg.status[0] && (rc = opd__status_start(s, s->cfg.status, &s->status)) < 0) {
+    abort_start(s);
+    return rc;
+  }
+  if ((rc = start_admin(s)) < 0) {
+    if (s->status) opd__status_stop(s->status);
+    abort_start(s);
+    return rc;
+  }
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   rc = pthread_create(&s->thread, NULL, loop_main, s);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) {
+    if (s->status) opd__status_stop(s->status);
+    opd__admin_stop(s->admin);
     abort_start(s);
     return opd_error(OPD_ERESOURCE, "cannot start the event-loop thread: %s", strerror(rc));
   }
@@ -290,7 +321,17 @@ int opd_server_listener_port(const opd_server *s, size_t i) {
   return i < s->nlisteners ? s->listeners[i].port : -1;
 }
 
+const char *opd_server_status_address(const opd_server *s) {
+  return s->status ? opd__status_address(s->status) : NULL;
+}
+
+int opd_server_status_port(const opd_server *s) {
+  return s->status ? opd__status_port(s->status) : -1;
+}
+
 void opd_server_stop(opd_server *s) {
+  opd__admin_stop(s->admin);
+  if (s->status) opd__status_stop(s->status);
   uv_async_send(&s->stop_async);
   pthread_join(s->thread, NULL);
   int rc = uv_loop_close(&s->loop);

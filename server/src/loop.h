@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "job.h"
+#include "session.h"
 #include "opd/server.h"
 #include "worker.h"
 
@@ -42,6 +43,9 @@ struct opd_server {
   size_t nconns;
   uint64_t next_session;
   bool stopping;
+  opd__session_registry sessions; /* every open session, for the status endpoint */
+  struct opd__status *status;     /* the status endpoint; NULL when disabled */
+  struct opd__admin *admin;       /* the admin listener (admin.h); NULL when disabled */
 };
 
 /* A connection is gone (connection.c calls this as it frees one). */

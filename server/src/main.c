@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "config.h"
@@ -106,6 +107,17 @@ int main(int argc, char **argv) {
 
   opd_server_config cfg;
   opd_server_config_init(&cfg);
+  snprintf(cfg.status, sizeof cfg.status, "%s", OPD__DEFAULT_STATUS);
+  /* the admin socket (docs/ADMIN.md): in the user's runtime directory, else /tmp */
+  const char *runtime = getenv("XDG_RUNTIME_DIR");
+  if (runtime && runtime[0] == '/' && strlen(runtime) < sizeof cfg.admin - 16) {
+    memcpy(cfg.admin, runtime, strlen(runtime));
+    memcpy(cfg.admin + strlen(runtime), "/opd-admin.sock", 16);
+  } else {
+    snprintf(cfg.admin, sizeof cfg.admin, "/tmp/opd-admin-%u.sock", (unsigned)getuid());
+  }
+  char default_admin[sizeof cfg.admin];
+  memcpy(default_admin, cfg.admin, sizeof cfg.admin);
   int rc = 0;
   if (config_file) rc = opd_server_config_load(&cfg, config_file);
   bool listen_cleared = false;
@@ -134,6 +146,13 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   rc = opd_server_start(&cfg, &server);
+  if (rc == OPD_EEXIST && strcmp(cfg.admin, default_admin) == 0) {
+    /* another daemon of this user holds the default admin socket: run without one */
+    opd_log(OPD_LOG_WARN, "%s; starting without an admin socket (--admin PATH names another)",
+            opd_last_error());
+    cfg.admin[0] = '\0';
+    rc = opd_server_start(&cfg, &server);
+  }
   opd_server_config_destroy(&cfg);
   if (rc < 0) {
     fprintf(stderr, "opd: %s\n", opd_last_error());

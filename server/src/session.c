@@ -76,6 +76,46 @@ static void map_free(opd__map *m) {
 void opd__session_init(opd__session *s, uint64_t id, const opd_server_config *cfg) {
   *s = (opd__session){.id = id, .cfg = cfg, .next_handle = 1};
   s->dispatch = opd_default_dispatch_state;
+  opd__session_publish_dispatch(s);
+}
+
+void opd__session_publish_dispatch(opd__session *s) {
+  atomic_store_explicit(&s->included_repr, s->dispatch.included.repr, memory_order_relaxed);
+  atomic_store_explicit(&s->excluded_repr, s->dispatch.excluded.repr, memory_order_relaxed);
+}
+
+void opd__session_registry_init(opd__session_registry *r) {
+  pthread_mutex_init(&r->mu, NULL);
+  r->head = NULL;
+}
+
+void opd__session_registry_destroy(opd__session_registry *r) {
+  assert(!r->head);
+  pthread_mutex_destroy(&r->mu);
+}
+
+void opd__session_register(opd__session_registry *r, opd__session *s) {
+  pthread_mutex_lock(&r->mu);
+  s->reg_prev = NULL;
+  s->reg_next = r->head;
+  if (r->head) r->head->reg_prev = s;
+  r->head = s;
+  pthread_mutex_unlock(&r->mu);
+}
+
+void opd__session_unregister(opd__session_registry *r, opd__session *s) {
+  pthread_mutex_lock(&r->mu);
+  if (!s->reg_prev && r->head != s) { /* never registered (its accept failed) */
+    pthread_mutex_unlock(&r->mu);
+    return;
+  }
+  if (s->reg_prev)
+    s->reg_prev->reg_next = s->reg_next;
+  else
+    r->head = s->reg_next;
+  if (s->reg_next) s->reg_next->reg_prev = s->reg_prev;
+  s->reg_prev = s->reg_next = NULL;
+  pthread_mutex_unlock(&r->mu);
 }
 
 static uint64_t storage_bytes(const opd_tensor *t) {
@@ -139,6 +179,7 @@ int opd__session_hold(opd__session *s, opd_tensor *t, uint64_t *reserved, uint64
   opd_tensor_retain(t);
   *handle = s->next_handle++;
   map_insert_fresh(&s->handles, *handle, (uint64_t)(uintptr_t)t);
+  atomic_store_explicit(&s->num_handles, s->handles.count, memory_order_relaxed);
   return 0;
 }
 
@@ -147,6 +188,7 @@ int opd__session_drop(opd__session *s, uint64_t handle) {
   if (!v) return OPD_ENOENT;
   opd_tensor *t = (opd_tensor *)(uintptr_t)*v;
   map_delete(&s->handles, v);
+  atomic_store_explicit(&s->num_handles, s->handles.count, memory_order_relaxed);
   uint64_t skey = (uint64_t)(uintptr_t)t->storage;
   if (skey) {
     uint64_t *count = map_get(&s->storages, skey);

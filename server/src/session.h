@@ -17,6 +17,7 @@
 #ifndef OPD_SERVER_SESSION_H
 #define OPD_SERVER_SESSION_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -42,8 +43,27 @@ struct opd__session {
   uint64_t next_handle;
   opd_local_dispatch_state dispatch;
   _Atomic uint64_t calls, errors, bytes_held;
+  /* for the status endpoint: the handle count and the dispatch sets' key-set bits, written
+   * by the session's jobs, read by the status thread */
+  _Atomic uint64_t num_handles, included_repr, excluded_repr;
   opd__sched_entry sched;
+  const char *peer;                  /* "127.0.0.1:40122" (the connection's) */
+  opd__session *reg_prev, *reg_next; /* in the registry while registered */
 };
+
+/* Every open session, for the status endpoint: the loop thread adds and removes them, the
+ * status thread reads them under the lock (only the atomics and the fixed fields). */
+typedef struct opd__session_registry {
+  pthread_mutex_t mu;
+  opd__session *head;
+} opd__session_registry;
+
+void opd__session_registry_init(opd__session_registry *r);
+void opd__session_registry_destroy(opd__session_registry *r);
+void opd__session_register(opd__session_registry *r, opd__session *s);
+void opd__session_unregister(opd__session_registry *r, opd__session *s);
+/* Records the session's dispatch state for readers on other threads. */
+void opd__session_publish_dispatch(opd__session *s);
 
 void opd__session_init(opd__session *s, uint64_t id, const opd_server_config *cfg);
 /* Releases every handle's tensor and frees the tables. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "session.h"
 
@@ -56,9 +57,14 @@ static void requeue_or_idle(opd__sched *s, opd__session *session) {
     session->sched.state = OPD__SESSION_IDLE;
 }
 
+/* A worker is a dispatcher reader that is online only while it runs a request, so that
+ * registration changes wait for the requests in flight and never for idle workers
+ * ([Note: Registration under traffic] in dispatcher/src/registry.c). */
 static void *worker_main(void *arg) {
   opd__pool *p = arg;
   opd__sched *s = p->sched;
+  opd_reader_register();
+  opd_reader_offline();
   pthread_mutex_lock(&s->mu);
   for (;;) {
     while (!s->stopping && !p->ready_head) pthread_cond_wait(&p->cv, &s->mu);
@@ -73,7 +79,9 @@ static void *worker_main(void *arg) {
     e->state = OPD__SESSION_RUNNING;
     pthread_mutex_unlock(&s->mu);
 
+    opd_reader_online();
     bool hold = s->run(job);
+    opd_reader_offline();
 
     pthread_mutex_lock(&s->mu);
     if (hold)
@@ -86,6 +94,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&s->mu);
   }
   pthread_mutex_unlock(&s->mu);
+  opd_reader_unregister();
   return NULL;
 }
 

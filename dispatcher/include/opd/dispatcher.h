@@ -16,7 +16,10 @@
  * [Note: The call path] in src/call.c for how a call finds its slot.
  *
  * Thread safety: registration functions serialize on one registry lock; calls never take
- * a lock (they read the table slots and masks with atomic loads).
+ * a lock (they read the table slots and masks with atomic loads). A registration change
+ * returns only after every registered reader thread has passed a quiescent state, and
+ * frees what it removed only then (see [Note: Registration under traffic] in
+ * src/registry.c and the reader functions below).
  */
 #ifndef OPD_DISPATCHER_H
 #define OPD_DISPATCHER_H
@@ -97,6 +100,28 @@ opd_reg_id opd_fallback(opd_dispatch_key key, const opd_kernel *kernel, opd_prov
 opd_reg_id opd_fallback_fallthrough(opd_dispatch_key key, opd_provenance prov);
 /* Removes one registration; what it shadowed comes back. OPD_ENOENT for an unknown id. */
 int opd_deregister(opd_reg_id id);
+/* The kernel of live impl or fallback registration `id` (copied: its name and signature
+ * point into the registrant's memory) and its provenance: 0, or OPD_ENOENT, or OPD_EINVAL
+ * for a registration without a kernel (a def or a fallthrough). */
+int opd_registration_kernel(opd_reg_id id, opd_kernel *kernel, opd_provenance *prov);
+
+/* Reader threads (see [Note: Registration under traffic] in src/registry.c). A thread
+ * that calls operators while other threads may change registrations registers as a
+ * reader; it is then "online" (inside a read-side section: nothing it can reach through
+ * the dispatcher is freed or turned) until it reports a quiescent state (it holds no
+ * kernel, schema or table entry it got from the dispatcher) or goes offline (idle: while
+ * blocked, a registered thread must be offline or registration changes wait for it).
+ * Threads that never register are not waited for: they are correct as long as no
+ * registration they use changes while they call. The functions are liburcu QSBR's. */
+void opd_reader_register(void);   /* the thread becomes a reader, online */
+void opd_reader_unregister(void); /* before the thread exits */
+void opd_reader_quiescent(void);  /* between two calls */
+void opd_reader_offline(void);
+void opd_reader_online(void);
+/* Waits until every registered reader has passed a quiescent state or been offline. From
+ * a registered online thread it goes offline for the wait. Never call it from a kernel or
+ * with the registry lock held. */
+void opd_synchronize_readers(void);
 
 /* The operator of that qualified name, defined or not yet defined but with kernels;
  * NULL if there is none. Operators are never freed, so the pointer stays valid. */
@@ -178,7 +203,7 @@ static inline opd_keyset opd__call_keyset(const opd_operator *op, opd_keyset arg
       ~((opd__tls.excluded_xor_default ^ opd_default_dispatch_state.excluded.repr) &
         ~OPD_BACKEND_BITS_MASK);
   return (opd_keyset){
-      ks & atomic_load_explicit(&hot->non_fallthrough[mask_backend], memory_order_relaxed)};
+      ks & atomic_load_explicit(&hot->non_fallthrough[mask_backend], memory_order_acquire)};
 }
 
 static inline const opd_kernel *opd__lookup(const opd_operator *op, opd_keyset ks) {

@@ -43,6 +43,16 @@ typedef struct opd_server_config {
   uint32_t drain_timeout_ms;  /* on stop: how long in-flight requests may take */
   uint32_t unix_socket_mode;  /* permission bits of Unix sockets (0600) */
   opd_log_level log_level;
+  char status[72]; /* status endpoint HOST:PORT (docs/STATUS.md); "": none (the default
+                    * of opd_server_config_init; the opd daemon's is 127.0.0.1:7471) */
+  /* the admin listener (docs/ADMIN.md): a Unix socket (mode 0600) at `admin` ("": none,
+   * the default of opd_server_config_init; the opd daemon's: opd-admin.sock in
+   * $XDG_RUNTIME_DIR, else /tmp/opd-admin-UID.sock), and a TCP listener at admin_tcp
+   * (HOST:PORT; "": none, the default) that requires the token in admin_token_file */
+  char admin[108];
+  char admin_tcp[72];
+  char admin_token_file[256];
+  char plugin_dir[256]; /* where load_plugin finds plugins by file name; "": none */
 } opd_server_config;
 
 /* Fills in the defaults (listening on tcp://127.0.0.1:7470). */
@@ -70,6 +80,10 @@ size_t opd_server_num_listeners(const opd_server *s);
 const char *opd_server_listener_url(const opd_server *s, size_t i);
 /* Its TCP port, or -1 for a Unix socket. */
 int opd_server_listener_port(const opd_server *s, size_t i);
+/* The status endpoint's bound address, port 0 resolved ("127.0.0.1:40124"), or NULL when
+ * it is disabled; its port, or -1. */
+const char *opd_server_status_address(const opd_server *s);
+int opd_server_status_port(const opd_server *s);
 /* Stops accepting, lets in-flight requests finish and their responses go out (at most
  * drain_timeout_ms; then connections are closed, queued requests cancelled and running
  * ones awaited), joins every thread and frees the server. */

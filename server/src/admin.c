@@ -1,0 +1,373 @@
+/* admin.c: the admin listener and its requests (see admin.h and docs/ADMIN.md).
+ *
+ * One thread polls the listeners and serves one admin connection at a time (admin
+ * requests are rare and each runs to completion: a plugin load, a registration change and
+ * its grace period). A connection that sends nothing for ten seconds is closed. Frames
+ * are a 4-byte big-endian length and that many bytes of JSON (at most 64 KiB).
+ */
+#include "admin.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "opd/error.h"
+#include "opd/introspect.h"
+#include "opd/log.h"
+#include "plugins.h"
+
+#define MAX_FRAME    (64 * 1024)
+#define MAX_TOKEN    512
+#define IO_TIMEOUT_S 10
+
+struct opd__admin {
+  opd__admin_config cfg;
+  char *unix_path;
+  int unix_fd, tcp_fd, tcp_port;
+  int stop_pipe[2];
+  char token[MAX_TOKEN];
+  size_t token_len;
+  opd__plugins *plugins;
+  pthread_t thread;
+  bool started;
+};
+
+/* ---- listeners ---- */
+
+static int bind_unix(opd__admin *a, const char *path) {
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof sa.sun_path)
+    return opd_error(OPD_EINVAL, "admin socket path '%.200s' is too long", path);
+  strcpy(sa.sun_path, path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return opd_error(OPD_ERESOURCE, "admin socket: %s", strerror(errno));
+  struct stat st;
+  if (lstat(path, &st) == 0) {
+    /* a live daemon answers on it; a stale socket file is replaced; anything else stays */
+    if (!S_ISSOCK(st.st_mode)) {
+      close(fd);
+      return opd_error(OPD_EEXIST, "admin socket path '%s' exists and is not a socket", path);
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+      close(fd);
+      return opd_error(OPD_EEXIST, "admin socket '%s' is in use by a running daemon", path);
+    }
+    unlink(path);
+  }
+  /* created 0600 from the start: no window in which others could connect */
+  mode_t old = umask(0177);
+  int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+  int err = errno;
+  umask(old);
+  if (rc != 0 || chmod(path, 0600) != 0 || listen(fd, 8) != 0) {
+    close(fd);
+    return opd_error(OPD_ERESOURCE, "admin socket '%s': %s", path, strerror(err));
+  }
+  a->unix_fd = fd;
+  return 0;
+}
+
+static int bind_tcp(opd__admin *a, const char *hostport) {
+  char host[80];
+  const char *colon = strrchr(hostport, ':');
+  if (!colon || (size_t)(colon - hostport) >= sizeof host)
+    return opd_error(OPD_EINVAL, "admin_tcp '%.100s': expected HOST:PORT", hostport);
+  memcpy(host, hostport, (size_t)(colon - hostport));
+  host[colon - hostport] = '\0';
+  struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                           .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_NUMERICSERV | AI_PASSIVE},
+                  *res;
+  if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
+    return opd_error(OPD_EINVAL, "admin_tcp '%.100s': bad address", hostport);
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+  int rc = fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+           bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, 8) != 0;
+  int err = errno;
+  freeaddrinfo(res);
+  if (rc) {
+    if (fd >= 0) close(fd);
+    return opd_error(OPD_ERESOURCE, "admin_tcp '%.100s': %s", hostport, strerror(err));
+  }
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  getsockname(fd, (struct sockaddr *)&ss, &len);
+  a->tcp_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                               : ((struct sockaddr_in *)&ss)->sin_port);
+  a->tcp_fd = fd;
+  return 0;
+}
+
+static int read_token(opd__admin *a, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return opd_error(OPD_EINVAL, "admin_token_file '%.200s': %s", path, strerror(errno));
+  size_t n = fread(a->token, 1, sizeof a->token - 1, f);
+  bool more = fgetc(f) != EOF;
+  fclose(f);
+  while (n > 0 && (a->token[n - 1] == '\n' || a->token[n - 1] == '\r')) n--;
+  a->token[n] = '\0';
+  if (more || n == 0 || strlen(a->token) != n)
+    return opd_error(OPD_EINVAL, "admin_token_file '%.200s': expected one line of 1 to %d bytes",
+                     path, MAX_TOKEN - 2);
+  a->token_len = n;
+  return 0;
+}
+
+/* Compares in time that depends on the configured token's length only. */
+static bool token_matches(const opd__admin *a, const char *got) {
+  size_t glen = got ? strnlen(got, MAX_TOKEN) : 0;
+  volatile unsigned char diff = (unsigned char)(glen != a->token_len);
+  for (size_t i = 0; i < a->token_len; i++)
+    diff |= (unsigned char)(a->token[i] ^ (i < glen ? got[i] : 0));
+  return got && diff == 0;
+}
+
+/* ---- frames ---- */
+
+static int read_full(int fd, void *buf, size_t n) {
+  for (size_t got = 0; got < n;) {
+    ssize_t r = read(fd, (char *)buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    got += (size_t)r;
+  }
+  return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n) {
+  for (size_t put = 0; put < n;) {
+    ssize_t w = send(fd, (const char *)buf + put, n - put, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    put += (size_t)w;
+  }
+  return 0;
+}
+
+static int send_json(int fd, json_t *j) {
+  char *text = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  if (!text) return -1;
+  size_t n = strlen(text);
+  uint32_t be = htonl((uint32_t)n);
+  int rc = n > MAX_FRAME * 64 || write_full(fd, &be, 4) || write_full(fd, text, n) ? -1 : 0;
+  free(text);
+  return rc;
+}
+
+static json_t *error_json(int rc) {
+  return json_pack("{s:b, s:s, s:s}", "ok", 0, "code", opd_err_name(rc), "error", opd_last_error());
+}
+
+/* ---- requests ---- */
+
+static void add_op(const opd_operator *op, void *arg) {
+  json_t *j = opd_op_json(op);
+  json_array_append_new(arg, json_pack("{s:s, s:O}", "name", opd_op_name(op), "registrations",
+                                       json_object_get(j, "registrations")));
+  json_decref(j);
+}
+
+/* The answer to one request; *shutdown set for drain and shutdown. */
+static json_t *handle(opd__admin *a, json_t *req, int *shutdown) {
+  const char *op = json_string_value(json_object_get(req, "op"));
+  int rc = 0;
+  json_t *out = NULL;
+  if (!op) {
+    rc = opd_error(OPD_EINVAL, "a request is a JSON object with an \"op\" string");
+  } else if (strcmp(op, "status") == 0) {
+    out = json_pack("{s:s}", "server", "opd " OPD_VERSION);
+  } else if (strcmp(op, "list") == 0) {
+    const char *name = json_string_value(json_object_get(req, "name"));
+    if (name) {
+      const opd_operator *o = opd_find_op(name);
+      if (!o)
+        rc = opd_error(OPD_ENOENT, "unknown operator '%.200s'", name);
+      else
+        out = json_pack("{s:o}", "operator", opd_op_json(o));
+    } else {
+      json_t *ops = json_array();
+      opd_for_each_op(add_op, ops);
+      out = opd__plugins_list(a->plugins);
+      json_object_set_new(out, "operators", ops);
+    }
+  } else if (strcmp(op, "load_plugin") == 0) {
+    const char *file = json_string_value(json_object_get(req, "file"));
+    rc = file ? opd__plugins_load(a->plugins, file, &out)
+              : opd_error(OPD_EINVAL, "load_plugin needs \"file\"");
+  } else if (strcmp(op, "unload_plugin") == 0) {
+    const char *file = json_string_value(json_object_get(req, "file"));
+    rc = file ? opd__plugins_unload(a->plugins, file)
+              : opd_error(OPD_EINVAL, "unload_plugin needs \"file\"");
+  } else if (strcmp(op, "register") == 0) {
+    const char *name = json_string_value(json_object_get(req, "name"));
+    const char *key = json_string_value(json_object_get(req, "key"));
+    json_t *of = json_object_get(req, "kernel_of");
+    bool ft = json_is_true(json_object_get(req, "fallthrough"));
+    if (!name || !key || (ft == json_is_integer(of)) || (of && !json_is_integer(of)))
+      rc = opd_error(OPD_EINVAL, "register needs \"name\", \"key\" and one of \"kernel_of\" (a "
+                                 "registration id) or \"fallthrough\": true");
+    else {
+      opd_reg_id id = opd__plugins_register(a->plugins, name, key, ft ? 0 : json_integer_value(of));
+      if (id < 0)
+        rc = (int)id;
+      else
+        out = json_pack("{s:I}", "id", (json_int_t)id);
+    }
+  } else if (strcmp(op, "deregister") == 0) {
+    json_t *id = json_object_get(req, "id");
+    rc = json_is_integer(id) ? opd__plugins_deregister(a->plugins, json_integer_value(id))
+                             : opd_error(OPD_EINVAL, "deregister needs an integer \"id\"");
+  } else if (strcmp(op, "drain") == 0 || strcmp(op, "shutdown") == 0) {
+    *shutdown = strcmp(op, "drain") == 0 ? 2 : 1;
+  } else {
+    rc = opd_error(OPD_EINVAL, "unknown admin op '%.100s'", op);
+  }
+  if (rc) {
+    json_decref(out);
+    return error_json(rc);
+  }
+  if (!out) out = json_object();
+  json_object_set_new(out, "ok", json_true());
+  return out;
+}
+
+static void serve(opd__admin *a, int fd, bool needs_token) {
+  struct timeval tv = {IO_TIMEOUT_S, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  for (;;) {
+    uint32_t be;
+    if (read_full(fd, &be, 4) != 0) return;
+    uint32_t n = ntohl(be);
+    if (n == 0 || n > MAX_FRAME) {
+      opd_error(OPD_EINVAL, "admin frame of %u bytes (1 to %d)", n, MAX_FRAME);
+      send_json(fd, error_json(OPD_EINVAL));
+      return;
+    }
+    char *buf = malloc(n);
+    if (!buf || read_full(fd, buf, n) != 0) {
+      free(buf);
+      return;
+    }
+    json_error_t jerr;
+    json_t *req = json_loadb(buf, n, 0, &jerr);
+    free(buf);
+    int shutdown = 0;
+    json_t *resp;
+    if (!json_is_object(req)) {
+      opd_error(OPD_EINVAL, "admin request is not a JSON object: %s", jerr.text);
+      resp = error_json(OPD_EINVAL);
+    } else if (needs_token && !token_matches(a, json_string_value(json_object_get(req, "token")))) {
+      opd_error(OPD_EINVAL, "unauthorized: missing or wrong admin token");
+      resp =
+          json_pack("{s:b, s:s, s:s}", "ok", 0, "code", "UNAUTHORIZED", "error", opd_last_error());
+      json_decref(req);
+      send_json(fd, resp);
+      return;
+    } else {
+      resp = handle(a, req, &shutdown);
+    }
+    json_decref(req);
+    if (send_json(fd, resp) != 0) return;
+    if (shutdown) {
+      if (a->cfg.on_shutdown) a->cfg.on_shutdown(a->cfg.arg, shutdown == 2);
+      return;
+    }
+  }
+}
+
+static void *admin_main(void *arg) {
+  opd__admin *a = arg;
+  for (;;) {
+    struct pollfd fds[3] = {
+        {a->stop_pipe[0], POLLIN, 0}, {a->unix_fd, POLLIN, 0}, {a->tcp_fd, POLLIN, 0}};
+    if (poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[0].revents) break;
+    for (int i = 1; i < 3; i++) {
+      if (!(fds[i].revents & POLLIN)) continue;
+      int c = accept(fds[i].fd, NULL, NULL);
+      if (c < 0) continue;
+      fcntl(c, F_SETFD, FD_CLOEXEC);
+      serve(a, c, i == 2);
+      close(c);
+    }
+  }
+  return NULL;
+}
+
+int opd__admin_start(const opd__admin_config *c, opd__admin **out) {
+  opd__admin *a = calloc(1, sizeof *a);
+  if (!a) return opd_error(OPD_ENOMEM, "out of memory");
+  a->cfg = *c;
+  a->unix_fd = a->tcp_fd = a->tcp_port = -1;
+  a->stop_pipe[0] = a->stop_pipe[1] = -1;
+  int rc = 0;
+  bool tcp = c->tcp && c->tcp[0];
+  if (tcp && !(c->token_file && c->token_file[0]))
+    rc = opd_error(OPD_EINVAL, "admin_tcp needs admin_token_file: a TCP admin listener always "
+                               "requires a token");
+  if (rc == 0 && tcp) rc = read_token(a, c->token_file);
+  if (rc == 0) rc = opd__plugins_new(c->plugin_dir, &a->plugins);
+  if (rc == 0 && c->unix_path && c->unix_path[0]) {
+    if (!(a->unix_path = strdup(c->unix_path)))
+      rc = opd_error(OPD_ENOMEM, "out of memory");
+    else if ((rc = bind_unix(a, c->unix_path)) != 0) {
+      free(a->unix_path);
+      a->unix_path = NULL;
+    }
+  }
+  if (rc == 0 && tcp) rc = bind_tcp(a, c->tcp);
+  if (rc == 0 && pipe(a->stop_pipe) != 0)
+    rc = opd_error(OPD_ERESOURCE, "admin: pipe: %s", strerror(errno));
+  if (rc == 0) {
+    int err = pthread_create(&a->thread, NULL, admin_main, a);
+    if (err) rc = opd_error(OPD_ERESOURCE, "admin thread: %s", strerror(err));
+    a->started = err == 0;
+  }
+  if (rc) {
+    opd__admin_stop(a);
+    return rc;
+  }
+  *out = a;
+  return 0;
+}
+
+int opd__admin_tcp_port(const opd__admin *a) {
+  return a->tcp_port;
+}
+
+void opd__admin_stop(opd__admin *a) {
+  if (!a) return;
+  if (a->started) {
+    char b = 0;
+    while (write(a->stop_pipe[1], &b, 1) < 0 && errno == EINTR) {
+    }
+    pthread_join(a->thread, NULL);
+  }
+  for (int i = 0; i < 2; i++)
+    if (a->stop_pipe[i] >= 0) close(a->stop_pipe[i]);
+  if (a->unix_fd >= 0) {
+    close(a->unix_fd);
+    unlink(a->unix_path);
+  }
+  free(a->unix_path);
+  if (a->tcp_fd >= 0) close(a->tcp_fd);
+  opd__plugins_free(a->plugins);
+  free(a);
+}

@@ -1,0 +1,120 @@
+/* metrics.c: per-operator call counters and latency histograms (see [Note: Call metrics]
+ * in metrics.h). */
+#include "metrics.h"
+
+#include <assert.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "opd/tensor.h"
+
+#define TABLE_SIZE 1024 /* a power of two; opd defines a few hundred operators */
+
+typedef struct op_metrics {
+  _Atomic(const opd_operator *) op; /* NULL: free */
+  _Atomic uint64_t calls_by_slot[OPD_NUM_RUNTIME_SLOTS];
+  _Atomic uint64_t errors_by_slot[OPD_NUM_RUNTIME_SLOTS];
+  _Atomic uint64_t errors_by_code[OPD__METRICS_CODES];
+  _Atomic uint64_t buckets[OPD__METRICS_BUCKETS];
+  _Atomic uint64_t sum_ns;
+} op_metrics;
+
+static op_metrics table[TABLE_SIZE];
+static _Atomic uint64_t overflow;
+static _Atomic uint64_t response_errors[OPD__METRICS_RESPONSE_CODES];
+
+void opd__metrics_response_error(int code) {
+  if (code < 0 || code >= OPD__METRICS_RESPONSE_CODES) code = 0;
+  atomic_fetch_add_explicit(&response_errors[code], 1, memory_order_relaxed);
+}
+
+uint64_t opd__metrics_response_errors(int code) {
+  assert(code >= 0 && code < OPD__METRICS_RESPONSE_CODES);
+  return atomic_load_explicit(&response_errors[code], memory_order_relaxed);
+}
+
+uint64_t opd__metrics_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+opd_dispatch_key opd__metrics_call_key(const opd_operator *op, const opd_stack *stack) {
+  opd_keyset args = opd_keyset_empty();
+  for (uint32_t i = 0; i < stack->size; i++) {
+    const opd_ivalue *v = &stack->items[i];
+    if (v->tag == OPD_IV_TENSOR && v->u.t)
+      args = opd_keyset_union(args, opd_tensor_key_set(v->u.t));
+  }
+  return opd_keyset_highest_key(opd_call_keyset(op, args));
+}
+
+static op_metrics *find(const opd_operator *op) {
+  size_t h = (size_t)(((uint64_t)(uintptr_t)op * UINT64_C(0x9E3779B97F4A7C15)) >> 54);
+  for (size_t n = 0; n < TABLE_SIZE; n++, h = (h + 1) & (TABLE_SIZE - 1)) {
+    const opd_operator *cur = atomic_load_explicit(&table[h].op, memory_order_acquire);
+    if (cur == op) return &table[h];
+    if (!cur) {
+      const opd_operator *expected = NULL;
+      if (atomic_compare_exchange_strong_explicit(&table[h].op, &expected, op, memory_order_acq_rel,
+                                                  memory_order_acquire) ||
+          expected == op)
+        return &table[h];
+    }
+  }
+  return NULL;
+}
+
+static int bucket_of(uint64_t ns) {
+  int i = 0;
+  for (uint64_t bound = 1000; i < OPD__METRICS_BUCKETS - 1 && ns > bound; bound *= 4) i++;
+  return i;
+}
+
+double opd__metrics_bucket_bound(int i) {
+  assert(i >= 0 && i < OPD__METRICS_BUCKETS - 1);
+  double b = 1e-6;
+  while (i-- > 0) b *= 4;
+  return b;
+}
+
+void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns) {
+  _Static_assert((TABLE_SIZE & (TABLE_SIZE - 1)) == 0 && TABLE_SIZE == 1 << 10,
+                 "the hash takes the top 10 bits");
+  op_metrics *m = find(op);
+  if (!m) {
+    atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
+    return;
+  }
+  unsigned slot = opd_key_is_runtime(key) ? opd_key_slot(key) : 0;
+  atomic_fetch_add_explicit(&m->calls_by_slot[slot], 1, memory_order_relaxed);
+  if (rc < 0) {
+    atomic_fetch_add_explicit(&m->errors_by_code[-rc < OPD__METRICS_CODES ? -rc : 0], 1,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->errors_by_slot[slot], 1, memory_order_relaxed);
+  }
+  atomic_fetch_add_explicit(&m->buckets[bucket_of(ns)], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&m->sum_ns, ns, memory_order_relaxed);
+}
+
+void opd__metrics_for_each(void (*fn)(const opd__op_metrics_snapshot *m, void *arg), void *arg) {
+  static _Thread_local opd__op_metrics_snapshot snap;
+  for (size_t i = 0; i < TABLE_SIZE; i++) {
+    op_metrics *m = &table[i];
+    if (!(snap.op = atomic_load_explicit(&m->op, memory_order_acquire))) continue;
+    for (int s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++) {
+      snap.calls_by_slot[s] = atomic_load_explicit(&m->calls_by_slot[s], memory_order_relaxed);
+      snap.errors_by_slot[s] = atomic_load_explicit(&m->errors_by_slot[s], memory_order_relaxed);
+    }
+    for (int c = 0; c < OPD__METRICS_CODES; c++)
+      snap.errors_by_code[c] = atomic_load_explicit(&m->errors_by_code[c], memory_order_relaxed);
+    for (int b = 0; b < OPD__METRICS_BUCKETS; b++)
+      snap.buckets[b] = atomic_load_explicit(&m->buckets[b], memory_order_relaxed);
+    snap.sum_ns = atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
+    fn(&snap, arg);
+  }
+}
+
+uint64_t opd__metrics_overflow(void) {
+  return atomic_load_explicit(&overflow, memory_order_relaxed);
+}

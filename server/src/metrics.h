@@ -1,0 +1,55 @@
+/* metrics.h: per-operator call counters and latency histograms for the status endpoint's
+ * /metrics (internal to the server).
+ *
+ * [Note: Call metrics]
+ * Workers record every dispatched call with opd__metrics_call: one relaxed atomic add for
+ * the (operator, dispatch key) counter, one for the latency bucket, one for the latency sum
+ * and, on error, one each for the (operator, error code) and (operator, dispatch key)
+ * error counters. Every error response (of any request) also counts by its protocol code. An
+ * operator's counters live in a fixed, process-wide open-addressing table keyed by the operator
+ * pointer (operators are never freed); a slot is claimed once with a compare-and-swap, so the call
+ * path takes no lock and allocates nothing. When the table is full, calls of further operators are
+ * counted only in a global overflow counter. The status thread reads the atomics when it
+ * is scraped; counts are cumulative over the process's life, as Prometheus expects.
+ */
+#ifndef OPD_SERVER_METRICS_H
+#define OPD_SERVER_METRICS_H
+
+#include <stdint.h>
+
+#include "opd/dispatcher.h"
+
+#define OPD__METRICS_BUCKETS 13 /* upper bounds 1 us * 4^i for i < 12, then +Inf */
+#define OPD__METRICS_CODES   32 /* opd error codes are -1..-31 */
+
+/* Monotonic nanoseconds. */
+uint64_t opd__metrics_now(void);
+/* The runtime key a call of op with the arguments on `stack` dispatches to, under the
+ * calling thread's dispatch state (call before the call: the call consumes the stack). */
+opd_dispatch_key opd__metrics_call_key(const opd_operator *op, const opd_stack *stack);
+/* Records one call: rc is its result (0 or a negative opd error), ns its duration. */
+void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns);
+
+#define OPD__METRICS_RESPONSE_CODES 16 /* protocol ErrorCode values (proto/opd.proto) */
+/* Records an error response of protocol error code `code` (any request kind). */
+void opd__metrics_response_error(int code);
+uint64_t opd__metrics_response_errors(int code);
+
+/* A snapshot of one operator's counters (non-cumulative buckets). */
+typedef struct opd__op_metrics_snapshot {
+  const opd_operator *op;
+  uint64_t calls_by_slot[OPD_NUM_RUNTIME_SLOTS];
+  uint64_t errors_by_slot[OPD_NUM_RUNTIME_SLOTS];
+  uint64_t errors_by_code[OPD__METRICS_CODES];
+  uint64_t buckets[OPD__METRICS_BUCKETS];
+  uint64_t sum_ns;
+} opd__op_metrics_snapshot;
+
+/* Calls fn for every operator with recorded calls. */
+void opd__metrics_for_each(void (*fn)(const opd__op_metrics_snapshot *m, void *arg), void *arg);
+/* Calls of operators that found the table full. */
+uint64_t opd__metrics_overflow(void);
+/* The upper bound of bucket i in seconds (i < OPD__METRICS_BUCKETS - 1). */
+double opd__metrics_bucket_bound(int i);
+
+#endif

@@ -1,0 +1,300 @@
+/* plugins.c: loading and unloading plugins, and the registrations they and the admin own
+ * (see plugins.h and docs/ADMIN.md).
+ *
+ * [Note: Loading a plugin safely]
+ * Only a plain file name is accepted ([A-Za-z0-9_.+-], no leading '.', ending in ".so"),
+ * opened with openat() relative to the plugin directory's descriptor with O_NOFOLLOW, and
+ * checked to be a regular file; dlopen() then maps that very descriptor through
+ * /proc/self/fd, so nothing can swap the file between the check and the load (the
+ * descriptor stays open while the plugin is loaded: the loader knows objects by that name,
+ * which must not be reused by another plugin). Symlinks
+ * are refused outright, wherever they point. The plugin's init function (opd/library.h)
+ * reports every registration's id; they are the plugin's, and unloading is refused while
+ * any remains. Unloading waits for a grace period ([Note: Registration under traffic] in
+ * dispatcher/src/registry.c) before dlclose(): by then no call can still be running the
+ * plugin's code, since each deregistration already waited for the calls in flight.
+ */
+#include "plugins.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "opd/error.h"
+#include "opd/library.h"
+#include "opd/log.h"
+
+typedef struct id_list {
+  opd_reg_id *ids;
+  size_t n, cap;
+} id_list;
+
+typedef struct plugin {
+  char *file;
+  char *origin; /* "plugin FILE": the provenance origin of its registrations */
+  void *handle;
+  int fd; /* the file, open while it is mapped */
+  id_list regs;
+  struct plugin *next;
+} plugin;
+
+struct opd__plugins {
+  pthread_mutex_t mu;
+  char *dir;
+  plugin *plugins;
+  id_list admin_regs; /* fallthroughs registered by the admin */
+};
+
+static int ids_add(id_list *l, opd_reg_id id) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 8;
+    opd_reg_id *ids = realloc(l->ids, cap * sizeof *ids);
+    if (!ids) return opd_error(OPD_ENOMEM, "out of memory recording a registration");
+    l->ids = ids;
+    l->cap = cap;
+  }
+  l->ids[l->n++] = id;
+  return 0;
+}
+
+static bool ids_remove(id_list *l, opd_reg_id id) {
+  for (size_t i = 0; i < l->n; i++)
+    if (l->ids[i] == id) {
+      l->ids[i] = l->ids[--l->n];
+      return true;
+    }
+  return false;
+}
+
+/* Newest first: what a registration shadowed comes back in order. */
+static void ids_deregister_all(id_list *l) {
+  while (l->n > 0) opd_deregister(l->ids[--l->n]);
+}
+
+static json_t *ids_json(const id_list *l) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < l->n; i++) json_array_append_new(a, json_integer(l->ids[i]));
+  return a;
+}
+
+int opd__plugins_new(const char *dir, opd__plugins **out) {
+  opd__plugins *p = calloc(1, sizeof *p);
+  if (!p || !(p->dir = strdup(dir ? dir : ""))) {
+    free(p);
+    return opd_error(OPD_ENOMEM, "out of memory");
+  }
+  pthread_mutex_init(&p->mu, NULL);
+  *out = p;
+  return 0;
+}
+
+static void plugin_free(plugin *pl) {
+  if (pl->handle) dlclose(pl->handle);
+  if (pl->fd >= 0) close(pl->fd);
+  free(pl->regs.ids);
+  free(pl->origin);
+  free(pl->file);
+  free(pl);
+}
+
+void opd__plugins_free(opd__plugins *p) {
+  if (!p) return;
+  ids_deregister_all(&p->admin_regs);
+  free(p->admin_regs.ids);
+  /* admin registrations may use plugin kernels: they went first */
+  for (plugin *pl = p->plugins; pl; pl = pl->next) ids_deregister_all(&pl->regs);
+  opd_synchronize_readers();
+  while (p->plugins) {
+    plugin *next = p->plugins->next;
+    plugin_free(p->plugins);
+    p->plugins = next;
+  }
+  pthread_mutex_destroy(&p->mu);
+  free(p->dir);
+  free(p);
+}
+
+static int check_file_name(const char *file) {
+  size_t n = strlen(file);
+  if (n == 0 || n > 255 || file[0] == '.' || n < 4 || strcmp(file + n - 3, ".so") != 0)
+    return opd_error(OPD_EINVAL,
+                     "plugin '%.300s' refused: give the file name of a .so file in the plugin "
+                     "directory (no path, no leading '.')",
+                     file);
+  for (const char *c = file; *c; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+          *c == '_' || *c == '-' || *c == '.' || *c == '+'))
+      return opd_error(OPD_EINVAL,
+                       "plugin '%.300s' refused: a plugin is named by its file name only "
+                       "(letters, digits, '_', '-', '.', '+')",
+                       file);
+  return 0;
+}
+
+static plugin *find_plugin(opd__plugins *p, const char *file) {
+  for (plugin *pl = p->plugins; pl; pl = pl->next)
+    if (strcmp(pl->file, file) == 0) return pl;
+  return NULL;
+}
+
+static plugin *owner_of(opd__plugins *p, opd_reg_id id) {
+  for (plugin *pl = p->plugins; pl; pl = pl->next)
+    for (size_t i = 0; i < pl->regs.n; i++)
+      if (pl->regs.ids[i] == id) return pl;
+  return NULL;
+}
+
+static void record(void *arg, opd_reg_id id) {
+  plugin *pl = arg;
+  if (ids_add(&pl->regs, id) != 0) opd_deregister(id); /* out of memory: do not leak it */
+}
+
+/* Mutex held. Opens the file safely ([Note: Loading a plugin safely]) and maps it. */
+static void *map_plugin(const opd__plugins *p, const char *file, int *fd_out) {
+  int dirfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) {
+    opd_error(OPD_ENOENT, "plugin directory '%.300s': %s", p->dir, strerror(errno));
+    return NULL;
+  }
+  int fd = openat(dirfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int err = errno;
+  close(dirfd);
+  if (fd < 0) {
+    opd_error(err == ELOOP ? OPD_EINVAL : OPD_ENOENT, "plugin '%s' in '%.300s': %s", file, p->dir,
+              err == ELOOP ? "a symlink (refused)" : strerror(err));
+    return NULL;
+  }
+  struct stat st;
+  void *handle = NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    opd_error(OPD_EINVAL, "plugin '%s' refused: not a regular file", file);
+  } else {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (!(handle = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+      opd_error(OPD_EINVAL, "plugin '%s': %s", file, dlerror());
+  }
+  if (handle)
+    *fd_out = fd;
+  else
+    close(fd);
+  return handle;
+}
+
+int opd__plugins_load(opd__plugins *p, const char *file, json_t **result) {
+  int rc = check_file_name(file);
+  if (rc) return rc;
+  if (!p->dir[0]) return opd_error(OPD_EINVAL, "no plugin directory is configured (plugin_dir)");
+  pthread_mutex_lock(&p->mu);
+  plugin *pl = NULL;
+  if (find_plugin(p, file)) {
+    rc = opd_error(OPD_EEXIST, "plugin '%s' is already loaded", file);
+  } else if (!(pl = calloc(1, sizeof *pl)) || (pl->fd = -1, !(pl->file = strdup(file))) ||
+             !(pl->origin = malloc(strlen(file) + 8))) {
+    rc = opd_error(OPD_ENOMEM, "out of memory loading plugin '%s'", file);
+  } else {
+    sprintf(pl->origin, "plugin %s", file);
+    if (!(pl->handle = map_plugin(p, file, &pl->fd))) {
+      rc = opd_last_error_code();
+    } else {
+      opd_plugin_init_fn init = (opd_plugin_init_fn)dlsym(pl->handle, OPD_PLUGIN_INIT_SYMBOL);
+      opd_plugin_host host = {pl->origin, record, pl};
+      if (!init)
+        rc = opd_error(OPD_EINVAL, "plugin '%s' has no %s function (see opd/library.h)", file,
+                       OPD_PLUGIN_INIT_SYMBOL);
+      else if ((rc = init(&host)) != 0)
+        rc = opd_error(rc, "plugin '%s' failed to register: %s", file, opd_last_error());
+    }
+  }
+  if (rc == 0) {
+    pl->next = p->plugins;
+    p->plugins = pl;
+    *result = json_pack("{s:s, s:o}", "plugin", file, "registrations", ids_json(&pl->regs));
+    opd_log(OPD_LOG_INFO, "loaded plugin %s (%zu registrations)", file, pl->regs.n);
+  } else if (pl) {
+    ids_deregister_all(&pl->regs);
+    opd_synchronize_readers();
+    plugin_free(pl);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return rc;
+}
+
+int opd__plugins_unload(opd__plugins *p, const char *file) {
+  pthread_mutex_lock(&p->mu);
+  plugin **link = &p->plugins;
+  while (*link && strcmp((*link)->file, file) != 0) link = &(*link)->next;
+  plugin *pl = *link;
+  int rc = 0;
+  if (!pl)
+    rc = opd_error(OPD_ENOENT, "plugin '%.300s' is not loaded", file);
+  else if (pl->regs.n)
+    rc = opd_error(OPD_EBUSY,
+                   "plugin '%s' still has %zu registrations (the first: id %lld); deregister "
+                   "them first",
+                   file, pl->regs.n, (long long)pl->regs.ids[0]);
+  else
+    *link = pl->next;
+  pthread_mutex_unlock(&p->mu);
+  if (rc) return rc;
+  opd_synchronize_readers();
+  plugin_free(pl);
+  opd_log(OPD_LOG_INFO, "unloaded plugin %s", file);
+  return 0;
+}
+
+opd_reg_id opd__plugins_register(opd__plugins *p, const char *op, const char *key_name,
+                                 opd_reg_id kernel_of) {
+  opd_dispatch_key key;
+  if (opd_key_from_name(key_name, &key) != 0)
+    return opd_error(OPD_EINVAL, "unknown dispatch key '%.100s'", key_name);
+  pthread_mutex_lock(&p->mu);
+  opd_reg_id id;
+  plugin *owner = NULL;
+  if (kernel_of > 0) {
+    opd_kernel kernel;
+    opd_provenance prov;
+    owner = owner_of(p, kernel_of);
+    if (!owner)
+      id =
+          opd_error(OPD_EINVAL, "registration %lld is not a loaded plugin's", (long long)kernel_of);
+    else if ((id = opd_registration_kernel(kernel_of, &kernel, &prov)) == 0)
+      id = opd_impl(op, key, &kernel, (opd_provenance){owner->origin, "admin", 0});
+  } else {
+    id = opd_impl_fallthrough(op, key, (opd_provenance){"admin", "admin", 0});
+  }
+  if (id > 0 && ids_add(owner ? &owner->regs : &p->admin_regs, id) != 0) {
+    opd_deregister(id);
+    id = OPD_ENOMEM;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return id;
+}
+
+int opd__plugins_deregister(opd__plugins *p, opd_reg_id id) {
+  pthread_mutex_lock(&p->mu);
+  int rc = opd_deregister(id);
+  if (rc == 0 && !ids_remove(&p->admin_regs, id))
+    for (plugin *pl = p->plugins; pl && !ids_remove(&pl->regs, id); pl = pl->next) {
+    }
+  pthread_mutex_unlock(&p->mu);
+  return rc;
+}
+
+json_t *opd__plugins_list(opd__plugins *p) {
+  pthread_mutex_lock(&p->mu);
+  json_t *plugins = json_array();
+  for (plugin *pl = p->plugins; pl; pl = pl->next)
+    json_array_append_new(
+        plugins, json_pack("{s:s, s:o}", "plugin", pl->file, "registrations", ids_json(&pl->regs)));
+  json_t *j = json_pack("{s:s, s:o, s:o}", "plugin_dir", p->dir, "plugins", plugins,
+                        "admin_registrations", ids_json(&p->admin_regs));
+  pthread_mutex_unlock(&p->mu);
+  return j;
+}

@@ -1,0 +1,49 @@
+#!/bin/sh
+# opctl_test.sh OPD OPCTL PLUGIN: opctl against a running daemon (docs/ADMIN.md): status,
+# ops, op tables, plugins, load / register / deregister / unload, refusals and their exit
+# status, the errors for a missing daemon and a wrong token, and drain.
+set -u
+OPD=$1 OPCTL=$2 PLUGIN=$3
+dir=$(mktemp -d /tmp/opctl-test-XXXXXX)
+trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
+mkdir "$dir/plugins"
+cp "$PLUGIN" "$dir/plugins/scaled_add.so"
+printf 'the-token\n' >"$dir/token"
+printf 'wrong\n' >"$dir/wrong"
+port=$((30000 + $$ % 20000))
+"$OPD" --listen tcp://127.0.0.1:0 --status "" --admin "$dir/admin.sock" \
+  --admin-tcp 127.0.0.1:$port --admin-token-file "$dir/token" \
+  --plugin-dir "$dir/plugins" >"$dir/log" 2>&1 &
+pid=$!
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+  [ -S "$dir/admin.sock" ] && break
+  sleep 0.2
+done
+fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
+ctl() { "$OPCTL" --status "" --admin "$dir/admin.sock" "$@"; }
+
+ctl status | grep -q "opd " || fail "status"
+ctl ops | grep -qx "aten::add.Tensor" || fail "ops"
+ctl op aten::add.Tensor | grep -q "^  CPU  *CPU  *opd__cpu_add_tensor" || fail "op table"
+ctl op aten::add.Tensor --json | grep -q '"table"' || fail "op --json"
+ctl op no::such_op 2>"$dir/err"; [ $? -eq 1 ] && grep -q "unknown operator" "$dir/err" || fail "unknown op"
+ctl load-plugin scaled_add.so | grep -q "^loaded; registrations \[" || fail "load-plugin"
+ctl load-plugin ../token 2>/dev/null && fail "a path was loaded"
+ctl plugins | grep -q "scaled_add.so" || fail "plugins"
+cpu=$(ctl op myops::scaled_add | awk '$2 == "impl" && $3 == "CPU" {print $1}')
+[ -n "$cpu" ] || fail "no CPU registration id"
+id=$(ctl register myops::scaled_add Meta --kernel-of "$cpu" | sed -n 's/^registered: id //p')
+[ -n "$id" ] || fail "register"
+ctl op myops::scaled_add | grep -q "^  Meta  *Meta  *scaled_add_cpu \[$id\]" || fail "Meta slot"
+ctl unload-plugin scaled_add.so 2>"$dir/err"; [ $? -eq 1 ] && grep -q "EBUSY" "$dir/err" || fail "busy"
+ctl deregister "$id" | grep -q deregistered || fail "deregister"
+ctl deregister "$id" 2>/dev/null && fail "deregistered twice"
+"$OPCTL" --status "" --admin "$dir/none.sock" status 2>"$dir/err"
+[ $? -eq 3 ] && grep -q "cannot connect to the daemon's admin socket" "$dir/err" || fail "no daemon"
+"$OPCTL" --status "" --admin-tcp 127.0.0.1:$port --token-file "$dir/wrong" plugins 2>"$dir/err"
+[ $? -eq 1 ] && grep -q "refused the admin token" "$dir/err" || fail "wrong token"
+"$OPCTL" --status "" --admin-tcp 127.0.0.1:$port --token-file "$dir/token" plugins |
+  grep -q scaled_add.so || fail "token"
+ctl drain | grep -q draining || fail "drain"
+wait $pid || fail "exit status"
+echo PASS

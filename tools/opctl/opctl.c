@@ -1,0 +1,454 @@
+/* opctl.c: the command-line tool for people operating an opd daemon (docs/ADMIN.md).
+ *
+ *   opctl [OPTIONS] status | ops | op NAME | sessions | load-plugin FILE |
+ *         unload-plugin FILE | register NAME KEY (--kernel-of ID | --fallthrough) |
+ *         deregister ID | plugins | drain
+ *
+ * Reading commands (status, ops, op, sessions) use the HTTP status endpoint (--status,
+ * default 127.0.0.1:7471) and fall back to the admin socket when it does not answer
+ * (sessions needs the endpoint); the others use the admin socket (--admin PATH, default as
+ * the daemon's) or a TCP admin listener (--admin-tcp HOST:PORT with --token-file FILE).
+ * --json prints the raw JSON. Exit status: 0 done, 1 the daemon refused the request,
+ * 2 usage, 3 the daemon cannot be reached.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
+
+static struct {
+  char admin[108];
+  const char *admin_tcp, *token_file, *status;
+  bool json;
+  char token[512];
+} opt = {.status = "127.0.0.1:7471"};
+
+static void usage(FILE *f) {
+  fprintf(
+      f, "usage: opctl [OPTIONS] COMMAND [ARGS]\n"
+         "\n"
+         "commands:\n"
+         "  status                      the daemon's version, listeners and uptime\n"
+         "  ops                         every operator, with its schema\n"
+         "  op NAME                     an operator's registrations and dispatch table\n"
+         "  sessions                    open client sessions (status endpoint only)\n"
+         "  plugins                     loaded plugins and their registrations\n"
+         "  load-plugin FILE            load FILE from the daemon's plugin directory\n"
+         "  unload-plugin FILE          unload a plugin that has no registrations left\n"
+         "  register NAME KEY (--kernel-of ID | --fallthrough)\n"
+         "                              register a plugin's kernel (or a fallthrough) at KEY\n"
+         "  deregister ID               remove registration ID\n"
+         "  drain                       let the daemon finish its requests and exit\n"
+         "\n"
+         "options:\n"
+         "  --admin PATH                admin Unix socket (default: the daemon's)\n"
+         "  --admin-tcp HOST:PORT       admin TCP listener instead (needs --token-file)\n"
+         "  --token-file FILE           the admin token\n"
+         "  --status HOST:PORT          HTTP status endpoint (default 127.0.0.1:7471; \"\": none)\n"
+         "  --json                      print the raw JSON\n");
+}
+
+static int fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("opctl: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return status;
+}
+
+/* ---- connections ---- */
+
+static int connect_tcp(const char *hostport) {
+  char host[80];
+  const char *colon = strrchr(hostport, ':');
+  if (!colon || (size_t)(colon - hostport) >= sizeof host) return -1;
+  memcpy(host, hostport, (size_t)(colon - hostport));
+  host[colon - hostport] = '\0';
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+  if (getaddrinfo(host, colon + 1, &hints, &res) != 0) return -1;
+  int fd = socket(res->ai_family, SOCK_STREAM, 0);
+  if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  if (fd >= 0) {
+    struct timeval tv = {30, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  return fd;
+}
+
+static int connect_admin(void) {
+  if (opt.admin_tcp) {
+    int fd = connect_tcp(opt.admin_tcp);
+    if (fd < 0)
+      fprintf(stderr,
+              "opctl: cannot reach the admin listener at %s: %s (is opd running with "
+              "admin_tcp?)\n",
+              opt.admin_tcp, strerror(errno));
+    return fd;
+  }
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  memcpy(sa.sun_path, opt.admin, sizeof opt.admin);
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    fprintf(stderr,
+            "opctl: cannot connect to the daemon's admin socket %s: %s (is opd running? "
+            "--admin PATH names another socket)\n",
+            opt.admin, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static int io_full(int fd, void *buf, size_t n, bool writing) {
+  for (size_t done = 0; done < n;) {
+    ssize_t r =
+        writing ? write(fd, (char *)buf + done, n - done) : read(fd, (char *)buf + done, n - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    done += (size_t)r;
+  }
+  return 0;
+}
+
+/* One admin request; the response, or NULL (reported) when the daemon cannot be reached. */
+static json_t *admin_request(json_t *req) {
+  if (opt.admin_tcp) json_object_set_new(req, "token", json_string(opt.token));
+  char *text = json_dumps(req, JSON_COMPACT);
+  json_decref(req);
+  int fd = connect_admin();
+  if (fd < 0) {
+    free(text);
+    return NULL;
+  }
+  uint32_t n = htonl((uint32_t)strlen(text));
+  json_t *resp = NULL;
+  if (io_full(fd, &n, 4, true) == 0 && io_full(fd, text, strlen(text), true) == 0 &&
+      io_full(fd, &n, 4, false) == 0 && (n = ntohl(n)) > 0 && n < (64u << 20)) {
+    char *buf = malloc(n);
+    if (buf && io_full(fd, buf, n, false) == 0) resp = json_loadb(buf, n, 0, NULL);
+    free(buf);
+  }
+  close(fd);
+  free(text);
+  if (!resp) fprintf(stderr, "opctl: the daemon closed the admin connection without an answer\n");
+  return resp;
+}
+
+/* GET path on the status endpoint: the JSON body, NULL when it is not reachable (*status 0)
+ * or answered an error (*status: the HTTP status). */
+static json_t *http_get(const char *path, int *status) {
+  *status = 0;
+  if (!opt.status || !opt.status[0]) return NULL;
+  int fd = connect_tcp(opt.status);
+  if (fd < 0) return NULL;
+  char req[1024];
+  int len = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n"
+                     "Connection: close\r\n\r\n",
+                     path, opt.status);
+  if (len < 0 || (size_t)len >= sizeof req || io_full(fd, req, (size_t)len, true) != 0) {
+    close(fd);
+    return NULL;
+  }
+  size_t cap = 1 << 16, used = 0;
+  char *buf = malloc(cap);
+  for (ssize_t r; buf && (r = read(fd, buf + used, cap - used - 1)) > 0;) {
+    used += (size_t)r;
+    if (used + 1 == cap) {
+      char *bigger = cap < (64u << 20) ? realloc(buf, cap *= 2) : NULL;
+      if (!bigger) {
+        free(buf);
+        buf = NULL;
+      } else {
+        buf = bigger;
+      }
+    }
+  }
+  close(fd);
+  if (!buf) return NULL;
+  buf[used] = '\0';
+  json_t *body = NULL;
+  char *sep = strstr(buf, "\r\n\r\n");
+  if (sscanf(buf, "HTTP/1.%*d %d", status) == 1 && sep) {
+    if (strstr(buf, "Transfer-Encoding: chunked") &&
+        strstr(buf, "Transfer-Encoding: chunked") < sep)
+      *status = 0; /* not expected from opd; treated as unreachable */
+    else if (*status == 200)
+      body = json_loads(sep + 4, 0, NULL);
+  }
+  free(buf);
+  return body;
+}
+
+/* ---- output ---- */
+
+static void print_json(json_t *j) {
+  char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  puts(s ? s : "null");
+  free(s);
+}
+
+/* The answer to an admin request: 0 when ok, else the error printed. */
+static int admin_ok(json_t *resp) {
+  if (json_is_true(json_object_get(resp, "ok"))) return 0;
+  const char *code = json_string_value(json_object_get(resp, "code"));
+  const char *error = json_string_value(json_object_get(resp, "error"));
+  if (code && strcmp(code, "UNAUTHORIZED") == 0)
+    return fail(EXIT_REFUSED, "the daemon refused the admin token (check --token-file)");
+  return fail(EXIT_REFUSED, "%s (%s)", error ? error : "request failed", code ? code : "?");
+}
+
+static const char *str(json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+static void print_op(json_t *op) {
+  printf("%s\n  %s\n\nregistrations:\n", str(op, "name"),
+         json_is_string(json_object_get(op, "schema")) ? str(op, "schema") : "(no schema)");
+  size_t i;
+  json_t *r;
+  json_array_foreach(json_object_get(op, "registrations"), i, r) {
+    json_t *prov = json_object_get(r, "provenance");
+    printf("  %6lld  %-11s %-28s %-32s %s %s:%lld\n",
+           (long long)json_integer_value(json_object_get(r, "id")), str(r, "kind"), str(r, "key"),
+           str(r, "kernel"), str(prov, "origin"), str(prov, "file"),
+           (long long)json_integer_value(json_object_get(prov, "line")));
+  }
+  printf("\ndispatch table (runtime key: source, kernel, registration):\n");
+  const char *key;
+  json_t *slot;
+  json_object_foreach(json_object_get(op, "table"), key, slot) {
+    const char *source = str(slot, "source");
+    if (strcmp(source, "missing") == 0) continue;
+    char via[96] = "";
+    if (json_object_get(slot, "via"))
+      snprintf(via, sizeof via, " (%s, via %s)", str(slot, "scope"), str(slot, "via"));
+    else if (json_object_get(slot, "scope"))
+      snprintf(via, sizeof via, " (%s)", str(slot, "scope"));
+    json_t *reg = json_object_get(slot, "registration");
+    printf("  %-38s %-26s%s %s", key, source, via, str(slot, "kernel"));
+    if (reg) printf(" [%lld]", (long long)json_integer_value(reg));
+    putchar('\n');
+  }
+  printf("  (every other key: missing)\n");
+}
+
+/* ---- commands ---- */
+
+static int cmd_read(const char *cmd, const char *name) {
+  char path[600];
+  if (strcmp(cmd, "status") == 0)
+    snprintf(path, sizeof path, "/v1/info");
+  else if (strcmp(cmd, "ops") == 0)
+    snprintf(path, sizeof path, "/v1/ops");
+  else if (strcmp(cmd, "sessions") == 0)
+    snprintf(path, sizeof path, "/v1/sessions");
+  else
+    snprintf(path, sizeof path, "/v1/ops/%s", name);
+  int status;
+  json_t *j = http_get(path, &status);
+  if (!j && status == 404) return fail(EXIT_REFUSED, "unknown operator '%s'", name);
+  if (!j && strcmp(cmd, "sessions") == 0)
+    return fail(EXIT_UNREACHABLE,
+                "cannot read sessions: the status endpoint at %s does not answer (--status "
+                "HOST:PORT)",
+                opt.status && opt.status[0] ? opt.status : "(none)");
+  bool from_admin = false;
+  if (!j) { /* the admin socket instead */
+    json_t *req = json_pack("{s:s}", "op", strcmp(cmd, "status") == 0 ? "status" : "list");
+    if (strcmp(cmd, "op") == 0) json_object_set_new(req, "name", json_string(name));
+    json_t *resp = admin_request(req);
+    if (!resp) return EXIT_UNREACHABLE;
+    int rc = admin_ok(resp);
+    if (rc) {
+      json_decref(resp);
+      return rc;
+    }
+    j = resp;
+    from_admin = true;
+  }
+  if (opt.json) {
+    print_json(j);
+  } else if (strcmp(cmd, "status") == 0) {
+    if (from_admin)
+      printf("%s (admin socket %s)\n", str(j, "server"), opt.admin);
+    else
+      printf("opd %s, up %.1f s, pid %lld\n", str(j, "version"),
+             json_real_value(json_object_get(j, "uptime_s")),
+             (long long)json_integer_value(json_object_get(j, "pid")));
+  } else if (strcmp(cmd, "ops") == 0) {
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(j, from_admin ? "operators" : "ops"), i, o) {
+      printf("%s\n", str(o, "name"));
+    }
+  } else if (strcmp(cmd, "op") == 0) {
+    print_op(from_admin ? json_object_get(j, "operator") : j);
+  } else {
+    size_t i;
+    json_t *s;
+    printf("%6s  %-22s %8s %8s %8s %12s\n", "id", "peer", "calls", "errors", "handles", "bytes");
+    json_array_foreach(json_object_get(j, "sessions"), i, s) {
+      printf("%6lld  %-22s %8lld %8lld %8lld %12lld\n",
+             (long long)json_integer_value(json_object_get(s, "id")), str(s, "peer"),
+             (long long)json_integer_value(json_object_get(s, "calls")),
+             (long long)json_integer_value(json_object_get(s, "errors")),
+             (long long)json_integer_value(json_object_get(s, "handles")),
+             (long long)json_integer_value(json_object_get(s, "bytes_held")));
+    }
+  }
+  json_decref(j);
+  return 0;
+}
+
+static int cmd_admin(json_t *req, const char *done_fmt) {
+  json_t *resp = admin_request(req);
+  if (!resp) return EXIT_UNREACHABLE;
+  int rc = admin_ok(resp);
+  if (rc == 0) {
+    if (opt.json) {
+      print_json(resp);
+    } else if (strstr(done_fmt, "%lld")) {
+      printf(done_fmt, (long long)json_integer_value(json_object_get(resp, "id")));
+    } else if (strstr(done_fmt, "%s")) {
+      char *ids = json_dumps(json_object_get(resp, "registrations"), JSON_COMPACT);
+      printf(done_fmt, ids ? ids : "[]");
+      free(ids);
+    } else {
+      fputs(done_fmt, stdout);
+    }
+  }
+  json_decref(resp);
+  return rc;
+}
+
+static bool parse_id(const char *s, long long *out) {
+  char *end;
+  errno = 0;
+  *out = strtoll(s, &end, 10);
+  return *s && !*end && !errno && *out > 0;
+}
+
+int main(int argc, char **argv) {
+  const char *runtime = getenv("XDG_RUNTIME_DIR");
+  if (runtime && runtime[0] == '/' && strlen(runtime) < sizeof opt.admin - 16)
+    snprintf(opt.admin, sizeof opt.admin, "%s/opd-admin.sock", runtime);
+  else
+    snprintf(opt.admin, sizeof opt.admin, "/tmp/opd-admin-%u.sock", (unsigned)getuid());
+  const char *args[8];
+  int nargs = 0;
+  long long kernel_of = 0;
+  bool fallthrough = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    bool has_value = i + 1 < argc;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--json") == 0) {
+      opt.json = true;
+    } else if (strcmp(a, "--fallthrough") == 0) {
+      fallthrough = true;
+    } else if (strcmp(a, "--admin") == 0 && has_value) {
+      if (strlen(argv[++i]) >= sizeof opt.admin) return fail(EXIT_USAGE, "--admin: path too long");
+      snprintf(opt.admin, sizeof opt.admin, "%s", argv[i]);
+    } else if (strcmp(a, "--admin-tcp") == 0 && has_value) {
+      opt.admin_tcp = argv[++i];
+    } else if (strcmp(a, "--token-file") == 0 && has_value) {
+      opt.token_file = argv[++i];
+    } else if (strcmp(a, "--status") == 0 && has_value) {
+      opt.status = argv[++i];
+    } else if (strcmp(a, "--kernel-of") == 0 && has_value) {
+      if (!parse_id(argv[++i], &kernel_of))
+        return fail(EXIT_USAGE, "--kernel-of needs a registration id");
+    } else if (a[0] == '-' && a[1] == '-') {
+      usage(stderr);
+      return fail(EXIT_USAGE, "unknown option or missing value: %s", a);
+    } else if (nargs < 8) {
+      args[nargs++] = a;
+    }
+  }
+  if (opt.admin_tcp) {
+    if (!opt.token_file) return fail(EXIT_USAGE, "--admin-tcp needs --token-file");
+    FILE *f = fopen(opt.token_file, "r");
+    if (!f) return fail(EXIT_USAGE, "--token-file %s: %s", opt.token_file, strerror(errno));
+    size_t n = fread(opt.token, 1, sizeof opt.token - 1, f);
+    fclose(f);
+    while (n > 0 && (opt.token[n - 1] == '\n' || opt.token[n - 1] == '\r')) n--;
+    opt.token[n] = '\0';
+  }
+  if (nargs == 0) {
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  const char *cmd = args[0];
+  bool one = nargs == 2;
+  if ((strcmp(cmd, "status") == 0 || strcmp(cmd, "ops") == 0 || strcmp(cmd, "sessions") == 0) &&
+      nargs == 1)
+    return cmd_read(cmd, NULL);
+  if (strcmp(cmd, "op") == 0 && one) return cmd_read(cmd, args[1]);
+  if (strcmp(cmd, "plugins") == 0 && nargs == 1) {
+    json_t *resp = admin_request(json_pack("{s:s}", "op", "list"));
+    if (!resp) return EXIT_UNREACHABLE;
+    int rc = admin_ok(resp);
+    if (rc == 0 && opt.json) {
+      print_json(json_object_get(resp, "plugins"));
+    } else if (rc == 0) {
+      printf("plugin directory: %s\n", str(resp, "plugin_dir"));
+      size_t i;
+      json_t *p;
+      json_array_foreach(json_object_get(resp, "plugins"), i, p) {
+        char *ids = json_dumps(json_object_get(p, "registrations"), JSON_COMPACT);
+        printf("  %-32s registrations %s\n", str(p, "plugin"), ids ? ids : "[]");
+        free(ids);
+      }
+    }
+    json_decref(resp);
+    return rc;
+  }
+  if (strcmp(cmd, "load-plugin") == 0 && one)
+    return cmd_admin(json_pack("{s:s, s:s}", "op", "load_plugin", "file", args[1]),
+                     "loaded; registrations %s\n");
+  if (strcmp(cmd, "unload-plugin") == 0 && one)
+    return cmd_admin(json_pack("{s:s, s:s}", "op", "unload_plugin", "file", args[1]), "unloaded\n");
+  if (strcmp(cmd, "register") == 0 && nargs == 3) {
+    if (fallthrough == (kernel_of > 0))
+      return fail(EXIT_USAGE, "register needs --kernel-of ID or --fallthrough");
+    json_t *req = json_pack("{s:s, s:s, s:s}", "op", "register", "name", args[1], "key", args[2]);
+    if (fallthrough)
+      json_object_set_new(req, "fallthrough", json_true());
+    else
+      json_object_set_new(req, "kernel_of", json_integer(kernel_of));
+    return cmd_admin(req, "registered: id %lld\n");
+  }
+  if (strcmp(cmd, "deregister") == 0 && one) {
+    long long id;
+    if (!parse_id(args[1], &id)) return fail(EXIT_USAGE, "deregister needs a registration id");
+    return cmd_admin(json_pack("{s:s, s:I}", "op", "deregister", "id", (json_int_t)id),
+                     "deregistered\n");
+  }
+  if (strcmp(cmd, "drain") == 0 && nargs == 1)
+    return cmd_admin(json_pack("{s:s}", "op", "drain"), "draining\n");
+  usage(stderr);
+  return fail(EXIT_USAGE, "unknown command or wrong arguments: %s", cmd);
+}
