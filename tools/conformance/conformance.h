@@ -1,0 +1,44 @@
+/* conformance.h: shared by the parts of opd-conformance (conformance.c: the program and the
+ * in-process replay; conformance_check.c: reading fixture values and judging results;
+ * conformance_rpc.c: the replay over RPC). */
+#ifndef OPD_TOOLS_CONFORMANCE_H
+#define OPD_TOOLS_CONFORMANCE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opd/client.h"
+#include "opd/dtype.h"
+#include "opd/tensor.h"
+
+typedef struct runner {
+  opd_device device;
+  const char *only_op;
+  bool verbose;
+  long passed, failed, skipped, message_mismatches;
+  opd_client *client; /* --server: replay over RPC */
+  long layout_unchecked;
+} runner;
+
+const char *str(const json_t *obj, const char *key);
+bool is_meta(const runner *r);
+int parse_float(const json_t *v, double *out);
+int write_element(void *base, int64_t i, opd_dtype t, const json_t *v);
+int int_array(const json_t *a, int64_t *out, int max);
+const char *format_sizes(const int64_t *sizes, int n, char *buf, size_t len);
+double read_double(const void *p, opd_dtype t);
+int64_t read_int(const void *p, opd_dtype t);
+bool compare_buffer(const char *base, opd_dtype dtype, const int64_t *sizes, const int64_t *strides,
+                    int ndim, int64_t numel, const json_t *expect, char *why, size_t wlen);
+bool judge_error(runner *r, const char *id, const json_t *expect, int rc, const char *message,
+                 char *why, size_t wlen);
+bool judge_geometry(const json_t *expect, opd_dtype dtype, const int64_t *sizes, int ndim,
+                    char *why, size_t wlen);
+void report(runner *r, bool ok, const char *id, const char *why);
+bool data_dependent(const json_t *expect);
+/* --server: replays one case over RPC; false when the connection is lost. */
+bool rpc_run_case(runner *r, const json_t *schemas, const json_t *c);
+
+#endif
