@@ -73,6 +73,7 @@ on_client() { taskset -c "$client_cpu" "$@"; }
 
 results=$tmp/results
 : >"$results"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 opd_port=$(free_port)
 sock=$tmp/opd.sock
@@ -174,9 +175,9 @@ for r in $(seq "$rounds"); do
   done
 done
 
-python3 - "$results" "$rounds" "$secs" <<'PY'
+python3 - "$results" "$rounds" "$secs" "$load_before" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import statistics, sys
-path, rounds, secs = sys.argv[1], sys.argv[2], sys.argv[3]
+path, rounds, secs, load_before, load_after = sys.argv[1:]
 runs = {}
 for line in open(path):
     f = line.split()
@@ -192,6 +193,7 @@ def fmt(x, spec):
 
 print("opd daemon vs redis-benchmark PING_MBULK and iperf3 on loopback: medians of %s rounds "
       "of %s s" % (rounds, secs))
+print("load average (1, 5, 15 min) before: %s, after: %s" % (load_before, load_after))
 print()
 print("%-22s %5s %4s %10s %8s %8s %10s %8s %8s %6s  %s" %
       ("calls/s", "conns", "pipe", "opd", "p50 us", "p99 us", "redis", "p50 us", "p99 us",

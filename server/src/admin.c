@@ -214,18 +214,40 @@ static json_t *handle(opd__admin *a, json_t *req, int *shutdown) {
   } else if (strcmp(op, "register") == 0) {
     const char *name = json_string_value(json_object_get(req, "name"));
     const char *key = json_string_value(json_object_get(req, "key"));
-    json_t *of = json_object_get(req, "kernel_of");
+    json_t *of = json_object_get(req, "kernel_of"), *data = json_object_get(req, "data");
     bool ft = json_is_true(json_object_get(req, "fallthrough"));
-    if (!name || !key || (ft == json_is_integer(of)) || (of && !json_is_integer(of)))
+    if (!name || !key || (ft == json_is_integer(of)) || (of && !json_is_integer(of)) ||
+        (data && !json_is_string(data)))
       rc = opd_error(OPD_EINVAL, "register needs \"name\", \"key\" and one of \"kernel_of\" (a "
-                                 "registration id) or \"fallthrough\": true");
+                                 "registration id) or \"fallthrough\": true; \"data\" is a string");
     else {
-      opd_reg_id id = opd__plugins_register(a->plugins, name, key, ft ? 0 : json_integer_value(of));
+      opd_reg_id id = opd__plugins_register(a->plugins, name, key, ft ? 0 : json_integer_value(of),
+                                            json_string_value(data));
       if (id < 0)
         rc = (int)id;
       else
         out = json_pack("{s:I}", "id", (json_int_t)id);
     }
+  } else if (strcmp(op, "def") == 0) {
+    const char *ns = json_string_value(json_object_get(req, "namespace"));
+    const char *schema = json_string_value(json_object_get(req, "schema"));
+    opd_reg_id id = ns && schema ? opd__plugins_def(a->plugins, ns, schema)
+                                 : opd_error(OPD_EINVAL, "def needs \"namespace\" and \"schema\"");
+    if (id < 0)
+      rc = (int)id;
+    else
+      out = json_pack("{s:I}", "id", (json_int_t)id);
+  } else if (strcmp(op, "register_fallback") == 0) {
+    const char *key = json_string_value(json_object_get(req, "key"));
+    opd_reg_id id =
+        key && json_is_true(json_object_get(req, "fallthrough"))
+            ? opd__plugins_fallback_fallthrough(a->plugins, key)
+            : opd_error(OPD_EINVAL, "register_fallback needs \"key\" and \"fallthrough\": true "
+                                    "(fallback kernels come from plugins)");
+    if (id < 0)
+      rc = (int)id;
+    else
+      out = json_pack("{s:I}", "id", (json_int_t)id);
   } else if (strcmp(op, "deregister") == 0) {
     json_t *id = json_object_get(req, "id");
     rc = json_is_integer(id) ? opd__plugins_deregister(a->plugins, json_integer_value(id))

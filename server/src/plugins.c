@@ -32,6 +32,7 @@
 
 typedef struct id_list {
   opd_reg_id *ids;
+  char **data; /* per id: the kernel data string the admin gave it (owned), or NULL */
   size_t n, cap;
 } id_list;
 
@@ -48,25 +49,34 @@ struct opd__plugins {
   pthread_mutex_t mu;
   char *dir;
   plugin *plugins;
-  id_list admin_regs; /* fallthroughs registered by the admin */
+  id_list admin_regs; /* defs, fallthroughs and fallback fallthroughs made by the admin */
 };
 
-static int ids_add(id_list *l, opd_reg_id id) {
+/* Records id with `data` (may be NULL; owned from now on and freed with the entry, but not
+ * on failure). */
+static int ids_add(id_list *l, opd_reg_id id, char *data) {
   if (l->n == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 8;
     opd_reg_id *ids = realloc(l->ids, cap * sizeof *ids);
-    if (!ids) return opd_error(OPD_ENOMEM, "out of memory recording a registration");
-    l->ids = ids;
+    if (ids) l->ids = ids;
+    char **d = ids ? realloc(l->data, cap * sizeof *d) : NULL;
+    if (!d) return opd_error(OPD_ENOMEM, "out of memory recording a registration");
+    l->data = d;
     l->cap = cap;
   }
+  l->data[l->n] = data;
   l->ids[l->n++] = id;
   return 0;
 }
 
+/* Forgets a deregistered id (its grace period is over: its data can go). */
 static bool ids_remove(id_list *l, opd_reg_id id) {
   for (size_t i = 0; i < l->n; i++)
     if (l->ids[i] == id) {
-      l->ids[i] = l->ids[--l->n];
+      free(l->data[i]);
+      l->n--;
+      l->ids[i] = l->ids[l->n];
+      l->data[i] = l->data[l->n];
       return true;
     }
   return false;
@@ -74,7 +84,16 @@ static bool ids_remove(id_list *l, opd_reg_id id) {
 
 /* Newest first: what a registration shadowed comes back in order. */
 static void ids_deregister_all(id_list *l) {
-  while (l->n > 0) opd_deregister(l->ids[--l->n]);
+  while (l->n > 0) {
+    l->n--;
+    opd_deregister(l->ids[l->n]);
+    free(l->data[l->n]);
+  }
+}
+
+static void ids_free(id_list *l) {
+  free(l->ids);
+  free(l->data);
 }
 
 static json_t *ids_json(const id_list *l) {
@@ -97,7 +116,7 @@ int opd__plugins_new(const char *dir, opd__plugins **out) {
 static void plugin_free(plugin *pl) {
   if (pl->handle) dlclose(pl->handle);
   if (pl->fd >= 0) close(pl->fd);
-  free(pl->regs.ids);
+  ids_free(&pl->regs);
   free(pl->origin);
   free(pl->file);
   free(pl);
@@ -106,7 +125,7 @@ static void plugin_free(plugin *pl) {
 void opd__plugins_free(opd__plugins *p) {
   if (!p) return;
   ids_deregister_all(&p->admin_regs);
-  free(p->admin_regs.ids);
+  ids_free(&p->admin_regs);
   /* admin registrations may use plugin kernels: they went first */
   for (plugin *pl = p->plugins; pl; pl = pl->next) ids_deregister_all(&pl->regs);
   opd_synchronize_readers();
@@ -152,7 +171,7 @@ static plugin *owner_of(opd__plugins *p, opd_reg_id id) {
 
 static void record(void *arg, opd_reg_id id) {
   plugin *pl = arg;
-  if (ids_add(&pl->regs, id) != 0) opd_deregister(id); /* out of memory: do not leak it */
+  if (ids_add(&pl->regs, id, NULL) != 0) opd_deregister(id); /* out of memory: do not leak it */
 }
 
 /* Mutex held. Opens the file safely ([Note: Loading a plugin safely]) and maps it. */
@@ -250,10 +269,14 @@ int opd__plugins_unload(opd__plugins *p, const char *file) {
 }
 
 opd_reg_id opd__plugins_register(opd__plugins *p, const char *op, const char *key_name,
-                                 opd_reg_id kernel_of) {
+                                 opd_reg_id kernel_of, const char *data) {
   opd_dispatch_key key;
   if (opd_key_from_name(key_name, &key) != 0)
     return opd_error(OPD_EINVAL, "unknown dispatch key '%.100s'", key_name);
+  if (data && (strlen(data) == 0 || strlen(data) > OPD__PLUGINS_MAX_DATA))
+    return opd_error(OPD_EINVAL, "kernel data: 1 to %d bytes", OPD__PLUGINS_MAX_DATA);
+  char *copy = data ? strdup(data) : NULL;
+  if (data && !copy) return opd_error(OPD_ENOMEM, "out of memory");
   pthread_mutex_lock(&p->mu);
   opd_reg_id id;
   plugin *owner = NULL;
@@ -264,12 +287,50 @@ opd_reg_id opd__plugins_register(opd__plugins *p, const char *op, const char *ke
     if (!owner)
       id =
           opd_error(OPD_EINVAL, "registration %lld is not a loaded plugin's", (long long)kernel_of);
-    else if ((id = opd_registration_kernel(kernel_of, &kernel, &prov)) == 0)
-      id = opd_impl(op, key, &kernel, (opd_provenance){owner->origin, "admin", 0});
+    else if ((id = opd_registration_kernel(kernel_of, &kernel, &prov)) == 0) {
+      if (copy && kernel.data)
+        id = opd_error(OPD_EINVAL,
+                       "registration %lld's kernel has data of its own: it takes no \"data\"",
+                       (long long)kernel_of);
+      else {
+        if (copy) kernel.data = copy;
+        id = opd_impl(op, key, &kernel, (opd_provenance){owner->origin, "admin", 0});
+      }
+    }
+  } else if (copy) {
+    id = opd_error(OPD_EINVAL, "a fallthrough takes no kernel data");
   } else {
     id = opd_impl_fallthrough(op, key, (opd_provenance){"admin", "admin", 0});
   }
-  if (id > 0 && ids_add(owner ? &owner->regs : &p->admin_regs, id) != 0) {
+  if (id < 0)
+    free(copy);
+  else if (ids_add(owner ? &owner->regs : &p->admin_regs, id, copy) != 0) {
+    opd_deregister(id); /* after its grace period: the kernel no longer reads copy */
+    free(copy);
+    id = OPD_ENOMEM;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return id;
+}
+
+opd_reg_id opd__plugins_def(opd__plugins *p, const char *ns, const char *schema) {
+  pthread_mutex_lock(&p->mu);
+  opd_reg_id id = opd_def(ns, schema, (opd_provenance){"admin", "admin", 0});
+  if (id > 0 && ids_add(&p->admin_regs, id, NULL) != 0) {
+    opd_deregister(id);
+    id = OPD_ENOMEM;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return id;
+}
+
+opd_reg_id opd__plugins_fallback_fallthrough(opd__plugins *p, const char *key_name) {
+  opd_dispatch_key key;
+  if (opd_key_from_name(key_name, &key) != 0)
+    return opd_error(OPD_EINVAL, "unknown dispatch key '%.100s'", key_name);
+  pthread_mutex_lock(&p->mu);
+  opd_reg_id id = opd_fallback_fallthrough(key, (opd_provenance){"admin", "admin", 0});
+  if (id > 0 && ids_add(&p->admin_regs, id, NULL) != 0) {
     opd_deregister(id);
     id = OPD_ENOMEM;
   }

@@ -24,11 +24,19 @@ int opd__plugins_load(opd__plugins *p, const char *file, json_t **result);
 /* OPD_EBUSY while any registration of the plugin remains (OPD_ENOENT: not loaded);
  * otherwise waits for a grace period and unmaps it. */
 int opd__plugins_unload(opd__plugins *p, const char *file);
+#define OPD__PLUGINS_MAX_DATA 256
 /* A registration made by an operator of the daemon: an impl of operator `op` at `key` with
  * the kernel of registration `kernel_of` (which then belongs to the same plugin, so the
- * plugin stays loaded while it exists), or a fallthrough when kernel_of is 0. */
+ * plugin stays loaded while it exists), or a fallthrough when kernel_of is 0. `data` (NULL,
+ * or 1 to OPD__PLUGINS_MAX_DATA bytes) becomes the kernel's data as a string the set owns
+ * until the registration is removed; refused for a kernel that has data of its own. */
 opd_reg_id opd__plugins_register(opd__plugins *p, const char *op, const char *key,
-                                 opd_reg_id kernel_of);
+                                 opd_reg_id kernel_of, const char *data);
+/* Admin-owned registrations: the definition of an operator from `schema` in namespace `ns`
+ * (parsed as any schema: hostile input is refused), and a fallthrough backend fallback at
+ * runtime key `key`. */
+opd_reg_id opd__plugins_def(opd__plugins *p, const char *ns, const char *schema);
+opd_reg_id opd__plugins_fallback_fallthrough(opd__plugins *p, const char *key);
 /* Removes any registration by id (a plugin's or not); the owner forgets it. */
 int opd__plugins_deregister(opd__plugins *p, opd_reg_id id);
 /* {"plugin_dir", "plugins": [{"plugin", "registrations": [ids]}], "admin_registrations":

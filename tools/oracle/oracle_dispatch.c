@@ -2,6 +2,14 @@
  * from PyTorch 1.13 (format: ../shared/oracle/FORMAT.md).
  *
  *   opd-oracle-dispatch FIXTURE.json [-v]
+ *   opd-oracle-dispatch FIXTURE.json --server URL --admin PATH --status http://HOST:PORT
+ *                       [--plugin oracle_markers.so]
+ *
+ * The second form replays the scenarios through a running daemon (oracle_rpc.c) whose plugin
+ * directory holds the marker plugin (oracle_markers.c); it skips the calls the client RPC
+ * cannot make (opd__oracle_rpc_call), and the first form counts those apart so that the two
+ * pass counts can be compared (ctest oracle.dispatch.daemon). The key
+ * universe and the priority cases (key-set arithmetic) are checked in process in both.
  *
  * For each scenario it performs the registrations (marker kernels that record their marker
  * when they run), compares every table cell with opd's computed table, replays every call
@@ -16,21 +24,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oracle.h"
 #include "opd/dispatcher.h"
 #include "opd/introspect.h"
 #include "opd/log.h"
 #include "opd/tensor.h"
 
-typedef struct counts {
-  long passed, failed, skipped;
-} counts;
+typedef opd__oracle_counts counts;
 
 static counts cells, calls, priority, universe;
+/* the in-process calls the daemon replay can make too (opd__oracle_rpc_call) */
+static counts rpc_calls;
+static const json_t *fixture;
 static bool verbose;
 static int failures_printed;
 
-static void fail(counts *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fail(counts *c, const char *fmt, ...) {
+void opd__oracle_fail(counts *c, const char *fmt, ...) {
   c->failed++;
   if (failures_printed++ >= 40 && !verbose) return;
   va_list ap;
@@ -41,13 +50,12 @@ static void fail(counts *c, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* A string member, or "" when it is missing or not a string (fixtures are input too). */
-static const char *str(const json_t *obj, const char *key) {
+const char *opd__oracle_str(const json_t *obj, const char *key) {
   const char *v = json_string_value(json_object_get(obj, key));
   return v ? v : "";
 }
 
-static char *dump(const json_t *j) {
+char *opd__oracle_dump(const json_t *j) {
   return json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
@@ -84,8 +92,8 @@ static void check_universe_equal(const char *what, json_t *want, json_t *got) {
   if (json_equal(want, got)) {
     universe.passed++;
   } else {
-    char *w = dump(want), *g = dump(got);
-    fail(&universe, "universe %s: fixture %s, opd %s", what, w, g);
+    char *w = opd__oracle_dump(want), *g = opd__oracle_dump(got);
+    opd__oracle_fail(&universe, "universe %s: fixture %s, opd %s", what, w, g);
     free(w);
     free(g);
   }
@@ -207,7 +215,7 @@ static bool perform_registrations(scenario *sc, const json_t *regs) {
   const char *sep = strstr(sc->op_name, "::");
   snprintf(ns, sizeof ns, "%.*s", (int)(sep - sc->op_name), sc->op_name);
   json_array_foreach(regs, i, r) {
-    const char *kind = str(r, "kind");
+    const char *kind = opd__oracle_str(r, "kind");
     const char *marker = json_string_value(json_object_get(r, "marker"));
     const char *key_name = json_string_value(json_object_get(r, "key"));
     opd_provenance prov = {"oracle", sc->id, (int)i};
@@ -224,7 +232,7 @@ static bool perform_registrations(scenario *sc, const json_t *regs) {
     } else if (strcmp(kind, "global_fallthrough") == 0) {
       id = opd_fallback_fallthrough(key, prov);
     } else if (strcmp(kind, "remove") == 0) {
-      const char *target = str(r, "target");
+      const char *target = opd__oracle_str(r, "target");
       int j = 0;
       while (j < sc->count && !(sc->markers[j] && strcmp(sc->markers[j], target) == 0)) j++;
       if (j == sc->count || opd_deregister(sc->ids[j]) != 0) {
@@ -281,13 +289,13 @@ static void check_table(const scenario *sc, const json_t *fx, const json_t *tabl
     /* opd registers PyTorch's real fallback kernels only where it has their semantics */
     const char *want_src = json_string_value(json_object_get(want, "source"));
     if (want_src && strcmp(want_src, "fallback") == 0 &&
-        strcmp(str(got, "source"), "missing") == 0) {
+        strcmp(opd__oracle_str(got, "source"), "missing") == 0) {
       cells.skipped++;
     } else if (json_equal(want, got)) {
       cells.passed++;
     } else {
-      char *w = dump(want), *g = dump(got);
-      fail(&cells, "%s table[%s]: fixture %s, opd %s", sc->id, name, w, g);
+      char *w = opd__oracle_dump(want), *g = opd__oracle_dump(got);
+      opd__oracle_fail(&cells, "%s table[%s]: fixture %s, opd %s", sc->id, name, w, g);
       free(w);
       free(g);
     }
@@ -322,9 +330,9 @@ static bool push_inputs(const tensor_kinds *tk, const json_t *inputs, opd_stack 
   size_t i;
   json_t *in;
   json_array_foreach(inputs, i, in) {
-    const char *type = str(in, "type");
+    const char *type = opd__oracle_str(in, "type");
     if (strcmp(type, "Tensor") == 0) {
-      opd_tensor *t = tensor_of_kind(tk, str(in, "tensor"));
+      opd_tensor *t = tensor_of_kind(tk, opd__oracle_str(in, "tensor"));
       if (!t) return false;
       *args = opd_keyset_union(*args, opd_tensor_key_set(t));
       opd_stack_push(st, opd_iv_tensor(t));
@@ -399,12 +407,15 @@ static void check_call(const scenario *sc, const tensor_kinds *tk, size_t index,
           got, "error_key",
           json_string(opd_key_name(dispatch_key) ? opd_key_name(dispatch_key) : "(placeholder)"));
   }
+  bool over_rpc = opd__oracle_rpc_call(fixture, call);
   if (json_equal(want, got)) {
     calls.passed++;
+    rpc_calls.passed += over_rpc;
   } else {
-    char *w = dump(want), *g = dump(got);
-    fail(&calls, "%s call %zu (%s): fixture %s, opd %s [%s]", sc->id, index, str(call, "tls"), w, g,
-         rc ? opd_last_error() : "");
+    rpc_calls.failed += over_rpc;
+    char *w = opd__oracle_dump(want), *g = opd__oracle_dump(got);
+    opd__oracle_fail(&calls, "%s call %zu (%s): fixture %s, opd %s [%s]", sc->id, index,
+                     opd__oracle_str(call, "tls"), w, g, rc ? opd_last_error() : "");
     free(w);
     free(g);
   }
@@ -413,8 +424,8 @@ static void check_call(const scenario *sc, const tensor_kinds *tk, size_t index,
 }
 
 static void run_scenario(const json_t *fx, const json_t *js, const tensor_kinds *tk) {
-  scenario sc = {.id = str(js, "id")};
-  snprintf(sc.op_name, sizeof sc.op_name, "%s", str(js, "op"));
+  scenario sc = {.id = opd__oracle_str(js, "id")};
+  snprintf(sc.op_name, sizeof sc.op_name, "%s", opd__oracle_str(js, "op"));
   const json_t *table = json_object_get(js, "table");
   const json_t *call_list = json_object_get(js, "calls");
   if (!strstr(sc.op_name, "::") ||
@@ -436,7 +447,7 @@ static void run_scenario(const json_t *fx, const json_t *js, const tensor_kinds 
 
 static void run_priority(const json_t *p) {
   opd_keyset s, minus;
-  const char *id = str(p, "id");
+  const char *id = opd__oracle_str(p, "id");
   if (!keyset_of_names(json_object_get(p, "keys"), &s)) {
     priority.skipped++;
     return;
@@ -474,8 +485,8 @@ static void run_priority(const json_t *p) {
   if (json_equal(want, got)) {
     priority.passed++;
   } else {
-    char *w = dump(want), *g = dump(got);
-    fail(&priority, "priority %s: fixture %s, opd %s", id, w, g);
+    char *w = opd__oracle_dump(want), *g = opd__oracle_dump(got);
+    opd__oracle_fail(&priority, "priority %s: fixture %s, opd %s", id, w, g);
     free(w);
     free(g);
   }
@@ -483,22 +494,33 @@ static void run_priority(const json_t *p) {
   json_decref(want);
 }
 
+static int usage(void) {
+  fprintf(stderr, "usage: opd-oracle-dispatch FIXTURE.json [-v]\n"
+                  "       opd-oracle-dispatch FIXTURE.json --server URL --admin PATH --status "
+                  "http://HOST:PORT [--plugin FILE.so] [-v]\n");
+  return 2;
+}
+
 int main(int argc, char **argv) {
-  const char *path = NULL;
+  const char *path = NULL, *server = NULL, *admin = NULL, *status = NULL;
+  const char *plugin = "oracle_markers.so";
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-v") == 0)
+    const char **opt = strcmp(argv[i], "--server") == 0   ? &server
+                       : strcmp(argv[i], "--admin") == 0  ? &admin
+                       : strcmp(argv[i], "--status") == 0 ? &status
+                       : strcmp(argv[i], "--plugin") == 0 ? &plugin
+                                                          : NULL;
+    if (opt && i + 1 < argc)
+      *opt = argv[++i];
+    else if (strcmp(argv[i], "-v") == 0)
       verbose = true;
-    else if (!path && argv[i][0] != '-')
+    else if (!opt && !path && argv[i][0] != '-')
       path = argv[i];
-    else {
-      fprintf(stderr, "usage: opd-oracle-dispatch FIXTURE.json [-v]\n");
-      return 2;
-    }
+    else
+      return usage();
   }
-  if (!path) {
-    fprintf(stderr, "usage: opd-oracle-dispatch FIXTURE.json [-v]\n");
-    return 2;
-  }
+  bool over_rpc = server || admin || status;
+  if (!path || (over_rpc && !(server && admin && status))) return usage();
   json_error_t err;
   json_t *fx = json_load_file(path, 0, &err);
   if (!fx) {
@@ -510,6 +532,7 @@ int main(int argc, char **argv) {
     json_decref(fx);
     return 2;
   }
+  fixture = fx;
   if (!verbose) opd_log_set_level(OPD_LOG_ERROR); /* the fixtures override kernels on purpose */
   check_universe(fx);
 
@@ -529,20 +552,40 @@ int main(int argc, char **argv) {
 
   size_t i;
   json_t *x;
-  json_array_foreach(json_object_get(fx, "scenarios"), i, x) run_scenario(fx, x, &tk);
+  if (over_rpc) {
+    if (!opd__oracle_rpc_run(fx, server, admin, status, plugin, &cells, &calls)) {
+      json_decref(fx);
+      return 2;
+    }
+  } else {
+    json_array_foreach(json_object_get(fx, "scenarios"), i, x) run_scenario(fx, x, &tk);
+  }
+  /* pure key-set arithmetic: in process in both modes */
   json_array_foreach(json_object_get(fx, "priority"), i, x) run_priority(x);
 
   printf("universe: %ld passed, %ld failed\n", universe.passed, universe.failed);
   printf("table cells: %ld passed, %ld failed, %ld skipped (PyTorch fallback kernels opd does "
          "not have)\n",
          cells.passed, cells.failed, cells.skipped);
-  printf("calls: %ld passed, %ld failed, %ld skipped\n", calls.passed, calls.failed, calls.skipped);
+  if (over_rpc)
+    printf("calls: %ld passed, %ld failed, %ld skipped (a key opd lacks in the include set; "
+           "tensor kinds the daemon cannot make over RPC: sparse, sparse CSR, quantized, "
+           "mkldnn; a dispatch state without a default key: autocast_cpu)\n",
+           calls.passed, calls.failed, calls.skipped);
+  else
+    printf("calls: %ld passed, %ld failed, %ld skipped\n", calls.passed, calls.failed,
+           calls.skipped);
   printf("priority cases: %ld passed, %ld failed, %ld skipped\n", priority.passed, priority.failed,
          priority.skipped);
   long skipped = cells.skipped + calls.skipped + priority.skipped;
-  printf("skipped %ld checks because opd lacks a key or fallback\n", skipped);
+  printf("skipped %ld checks\n", skipped);
   long passed = cells.passed + calls.passed + priority.passed;
   long failed = cells.failed + calls.failed + priority.failed + universe.failed;
+  if (!over_rpc)
+    printf("the daemon replay's checks (calls it can make: %ld passed, %ld failed): %ld passed, "
+           "%ld failed\n",
+           rpc_calls.passed, rpc_calls.failed, cells.passed + rpc_calls.passed + priority.passed,
+           cells.failed + rpc_calls.failed + priority.failed + universe.failed);
   printf("%ld passed, %ld failed\n", passed, failed);
 
   for (int t = 0; t < tk.count; t++) opd_tensor_release(tk.tensors[t]);
