@@ -37,6 +37,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,7 +79,6 @@ static options opt = {
     .workload = W_ADD,
     .connections = 1,
     .pipeline = 1,
-    .threads = 1,
     .duration = 5,
     .warmup = 1,
     .size = 64u << 20,
@@ -92,10 +92,14 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static _Noreturn void die(const char *fmt, const char *arg) {
+static _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static _Noreturn void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
   fprintf(stderr, "opd-bench: ");
-  fprintf(stderr, fmt, arg);
+  vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n");
+  va_end(ap);
   exit(2);
 }
 
@@ -233,7 +237,7 @@ static void lib_submit(slot *s) {
   case W_DOWNLOAD:
     rc = opd_client_download_async(cn->c, cn->a, s->buf, opt.size, lib_done, s, NULL);
     break;
-  case W_PING: break;
+  case W_PING: assert(!"ping runs over raw sockets"); break;
   }
   if (rc != 0) {
     report_error(cn, "submit", rc, opd_client_last_error());

@@ -22,6 +22,7 @@ Suite *opd_test_rcu_suite(void);
 Suite *opd_test_plugin_suite(void);
 Suite *opd_test_admin_suite(void);
 Suite *opd_test_status_suite(void);
+Suite *opd_test_rpc_suite(void);
 
 static const struct {
   const char *name;
@@ -34,6 +35,7 @@ static const struct {
     {"server", opd_test_server_suite},     {"client", opd_test_client_suite},
     {"rcu", opd_test_rcu_suite},           {"plugin", opd_test_plugin_suite},
     {"admin", opd_test_admin_suite},       {"status", opd_test_status_suite},
+    {"rpc", opd_test_rpc_suite},
 };
 
 int main(int argc, char **argv) {
