@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <netinet/in.h>
@@ -1296,6 +1297,31 @@ START_TEST(test_daemon_round_trip) {
 }
 END_TEST
 
+/* opd_client_poll with a zero timeout makes progress without blocking: a program that polls
+ * from its own event loop completes its requests. */
+START_TEST(test_daemon_poll_without_blocking) {
+  inproc_daemon d;
+  daemon_start(&d, "tcp://127.0.0.1:0");
+  opd_client *c = daemon_connect(&d);
+  opd_client_tensor a;
+  ck_assert_int_eq(
+      opd_client_upload(c, OPD_FLOAT32, (int64_t[]){2}, 1, (float[]){1, 2}, 8, NULL, &a), 0);
+  opd_future *f;
+  ck_assert_int_eq(opd_add_async(c, a, a, NULL, NULL, NULL, &f), 0);
+  int polls = 0;
+  while (!opd_future_done(f) && polls < 100000) {
+    ck_assert_int_ge(opd_client_poll(c, 0), 0);
+    polls++;
+    nanosleep(&(struct timespec){0, 100000}, NULL);
+  }
+  ck_assert_msg(opd_future_done(f), "no progress after %d zero-timeout polls", polls);
+  ck_assert_int_eq(opd_future_status(f), 0);
+  opd_future_free(f);
+  opd_client_close(c);
+  opd_server_stop(d.srv);
+}
+END_TEST
+
 START_TEST(test_daemon_errors) {
   inproc_daemon d;
   daemon_start(&d, "tcp://127.0.0.1:0");
@@ -1393,6 +1419,7 @@ Suite *opd_test_client_suite(void) {
   tcase_set_timeout(real, 60);
   tcase_add_test(real, test_daemon_round_trip);
   tcase_add_test(real, test_daemon_errors);
+  tcase_add_test(real, test_daemon_poll_without_blocking);
   tcase_add_test(real, test_daemon_pipelining_unix);
   suite_add_tcase(s, real);
   return s;

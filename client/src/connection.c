@@ -586,12 +586,13 @@ typedef bool (*until_fn)(opd_client *c, const void *arg);
 static int progress(opd_client *c, until_fn until, const void *arg, int64_t deadline) {
   if (tls_io_client == c && !until(c, arg))
     return opd__client_error(OPD_EBUSY, "a blocking client call from one of its own callbacks");
+  bool pumped = false; /* a zero timeout still pumps once, without blocking */
   for (;;) {
     if (until(c, arg)) return 0;
     int left = ms_left(deadline);
     /* a broken connection's requests are failed by the pump that saw it break */
     if (!c->io_busy && c->broken_rc) return c->broken_rc;
-    if (left == 0) return OPD_EBUSY;
+    if (left == 0 && (pumped || c->io_busy)) return OPD_EBUSY;
     if (c->io_busy) {
       if (deadline < 0) {
         pthread_cond_wait(&c->cv, &c->mu);
@@ -609,6 +610,7 @@ static int progress(opd_client *c, until_fn until, const void *arg, int64_t dead
     tls_io_client = c;
     pthread_mutex_unlock(&c->mu);
     pump_once(c, left);
+    pumped = true;
     pthread_mutex_lock(&c->mu);
     tls_io_client = NULL;
     c->io_busy = false;
