@@ -681,6 +681,7 @@ START_TEST(test_rule_cea_blocks_cia) {
   /* 1-d4: CEA + CIA: the backends take CEA, and no autograd key takes CIA */
   def("t_reg_cea", "op(Tensor a) -> Tensor");
   const opd_operator *op = find("t_reg_cea::op");
+  ck_assert_ptr_nonnull(op);
   opd_reg_id cea = impl("t_reg_cea::op", CEA, "cea");
   opd_reg_id math = impl("t_reg_cea::op", CIA, "cea_math");
   (void)math;
@@ -721,6 +722,7 @@ START_TEST(test_rule_cia) {
   /* 1-d1: CIA only fills backends, autograd keys and Undefined */
   def("t_reg_cia", "op(Tensor a) -> Tensor");
   const opd_operator *op = find("t_reg_cia::op");
+  ck_assert_ptr_nonnull(op);
   opd_reg_id math = impl("t_reg_cia::op", CIA, "cia_math");
   const opd_dispatch_key covered[] = {OPD_KEY_Undefined,
                                       OPD_KEY_CPU,
@@ -798,6 +800,7 @@ START_TEST(test_rule_cia_blocked_by_backend) {
   /* 1-d2: CIA + CPU: AutogradCPU does not take the math kernel, AutogradCUDA does */
   def("t_reg_blk", "op(Tensor a) -> Tensor");
   const opd_operator *op = find("t_reg_blk::op");
+  ck_assert_ptr_nonnull(op);
   opd_reg_id math = impl("t_reg_blk::op", CIA, "blk_math");
   opd_reg_id cpu = impl("t_reg_blk::op", OPD_KEY_CPU, "blk_cpu");
   EXPECT_KERNEL(op, OPD_KEY_CPU, OPD_KEY_CPU, cpu);
@@ -912,6 +915,7 @@ START_TEST(test_rule_alias_fallthrough) {
   /* 1-d15: a fallthrough at CIA spreads over everything CIA covers, Undefined included */
   def("t_reg_aft", "op(Tensor a) -> Tensor");
   const opd_operator *op = find("t_reg_aft::op");
+  ck_assert_ptr_nonnull(op);
   opd_reg_id ft = fallthrough("t_reg_aft::op", CIA);
   const opd_dispatch_key covered[] = {
       OPD_KEY_Undefined,      OPD_KEY_CPU,          OPD_KEY_CUDA,         OPD_KEY_Meta,
