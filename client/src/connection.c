@@ -520,39 +520,49 @@ static int drain_after_write_error(opd_client *c, int err) {
   return connection_lost(c, err, "writing");
 }
 
-/* Writes what the socket takes. 0, or a broken-connection code. */
+/* Writes what the socket takes, several requests per sendmsg. 0, or a broken-connection
+ * code. */
 static int write_some(opd_client *c) {
   for (;;) {
+    struct iovec iov[64];
+    opd_future *fs[64];
+    int n = 0, nf = 0;
     pthread_mutex_lock(&c->mu);
-    opd_future *f = c->send;
-    pthread_mutex_unlock(&c->mu);
-    if (!f) return 0;
-    size_t total = f->frame_len + f->raw_len;
-    while (f->sent < total) {
-      struct iovec iov[2];
-      int n = 0;
+    for (opd_future *f = c->send; f && n + 2 <= 64; f = f->next) {
+      size_t total = f->frame_len + f->raw_len;
       if (f->sent < f->frame_len) {
         iov[n++] = (struct iovec){f->frame + f->sent, f->frame_len - f->sent};
         if (f->raw_len) iov[n++] = (struct iovec){(void *)f->raw, f->raw_len};
       } else {
         iov[n++] = (struct iovec){(void *)(f->raw + (f->sent - f->frame_len)), total - f->sent};
       }
-      struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-      ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-        return drain_after_write_error(c, errno);
-      }
-      f->sent += (size_t)w;
+      fs[nf++] = f;
     }
-    free(f->frame);
-    f->frame = NULL;
-    pthread_mutex_lock(&c->mu);
-    c->send = f->next;
-    bool early = f->responded;
     pthread_mutex_unlock(&c->mu);
-    if (early) complete(c, f);
+    if (nf == 0) return 0;
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      return drain_after_write_error(c, errno);
+    }
+    size_t left = (size_t)w;
+    for (int i = 0; i < nf; i++) {
+      opd_future *f = fs[i];
+      size_t total = f->frame_len + f->raw_len, take = total - f->sent;
+      if (take > left) take = left;
+      f->sent += take;
+      left -= take;
+      if (f->sent < total) return 0;
+      free(f->frame);
+      f->frame = NULL;
+      pthread_mutex_lock(&c->mu);
+      c->send = f->next;
+      bool early = f->responded;
+      pthread_mutex_unlock(&c->mu);
+      if (early) complete(c, f);
+    }
   }
 }
 
