@@ -43,8 +43,8 @@
 #include "opd/log.h"
 
 #define READ_CHUNK       (64 * 1024)
-#define MAX_WRITE_JOBS   32
-#define MAX_FREE_JOBS    32
+#define MAX_WRITE_JOBS   64 /* a full 64-deep pipeline answered in one writev */
+#define MAX_FREE_JOBS    64 /* and its jobs reused, not reallocated */
 #define KEEP_OUT_BYTES   (64 * 1024)
 #define MAX_RAW_READ     ((size_t)1 << 30)
 #define PROTOCOL_VERSION 1
