@@ -1322,6 +1322,33 @@ START_TEST(test_daemon_poll_without_blocking) {
 }
 END_TEST
 
+/* A dispatch-state change can remove default keys: without BackendSelect in the include set,
+ * a factory call has no key to reach its device's kernel through and fails as in PyTorch
+ * ("no tensor arguments"); with the defaults back it makes a Meta tensor again. */
+START_TEST(test_daemon_dispatch_change_removes_defaults) {
+  inproc_daemon d;
+  daemon_start(&d, "tcp://127.0.0.1:0");
+  opd_client *c = daemon_connect(&d);
+  int64_t size[] = {2};
+  opd_client_value args[] = {opd_cv_ints(size, 1), opd_cv_none(), opd_cv_none(),
+                             opd_cv_device(10 /* meta */, -1)};
+  opd_client_tensor t;
+  ck_assert_int_eq(opd_client_call(c, "aten::empty.memory_format", args, 4, &t, 1, NULL), 0);
+  const char *backend_select[] = {"BackendSelect"};
+  opd_client_dispatch_change change = {.remove_include = backend_select, .num_remove_include = 1};
+  ck_assert_int_eq(opd_client_change_dispatch_state(c, &change), 0);
+  opd_client_tensor u;
+  ck_assert_int_eq(opd_client_call(c, "aten::empty.memory_format", args, 4, &u, 1, NULL),
+                   OPD_ENOTIMPL);
+  ck_assert_ptr_nonnull(strstr(opd_client_last_error(), "no tensor arguments"));
+  ck_assert_int_eq(opd_client_set_dispatch_state(c, NULL, 0, NULL, 0), 0);
+  ck_assert_int_eq(opd_client_call(c, "aten::empty.memory_format", args, 4, &u, 1, NULL), 0);
+  ck_assert_int_eq(opd_client_release(c, (opd_client_tensor[]){t, u}, 2), 0);
+  opd_client_close(c);
+  opd_server_stop(d.srv);
+}
+END_TEST
+
 START_TEST(test_daemon_errors) {
   inproc_daemon d;
   daemon_start(&d, "tcp://127.0.0.1:0");
@@ -1420,6 +1447,7 @@ Suite *opd_test_client_suite(void) {
   tcase_add_test(real, test_daemon_round_trip);
   tcase_add_test(real, test_daemon_errors);
   tcase_add_test(real, test_daemon_poll_without_blocking);
+  tcase_add_test(real, test_daemon_dispatch_change_removes_defaults);
   tcase_add_test(real, test_daemon_pipelining_unix);
   suite_add_tcase(s, real);
   return s;

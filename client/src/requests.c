@@ -540,35 +540,61 @@ int opd_client_release(opd_client *c, const opd_client_tensor *handles, size_t n
 
 /* ---- the session ---- */
 
-int opd_client_set_dispatch_state_async(opd_client *c, const char *const *include,
-                                        size_t num_include, const char *const *exclude,
-                                        size_t num_exclude, opd_future_cb cb, void *user,
-                                        opd_future **out) {
+static bool names_ok(const char *const *names, size_t n) {
+  if (n && !names) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!names[i]) return false;
+  return true;
+}
+
+int opd_client_change_dispatch_state_async(opd_client *c, const opd_client_dispatch_change *d,
+                                           opd_future_cb cb, void *user, opd_future **out) {
   if (out) *out = NULL;
-  if ((num_include && !include) || (num_exclude && !exclude))
-    return opd__client_error(OPD_EINVAL, "dispatch state: NULL key list");
-  for (size_t i = 0; i < num_include + num_exclude; i++)
-    if (!(i < num_include ? include[i] : exclude[i - num_include]))
-      return opd__client_error(OPD_EINVAL, "dispatch state: NULL key name");
+  if (!d) return opd__client_error(OPD_EINVAL, "dispatch state: NULL change");
+  if (!names_ok(d->include, d->num_include) || !names_ok(d->exclude, d->num_exclude) ||
+      !names_ok(d->remove_include, d->num_remove_include) ||
+      !names_ok(d->remove_exclude, d->num_remove_exclude))
+    return opd__client_error(OPD_EINVAL, "dispatch state: NULL key list or key name");
   Opd__V1__DispatchState st = OPD__V1__DISPATCH_STATE__INIT;
-  st.n_include = num_include;
-  st.include = (char **)include;
-  st.n_exclude = num_exclude;
-  st.exclude = (char **)exclude;
+  st.n_include = d->num_include;
+  st.include = (char **)d->include;
+  st.n_exclude = d->num_exclude;
+  st.exclude = (char **)d->exclude;
+  st.n_remove_include = d->num_remove_include;
+  st.remove_include = (char **)d->remove_include;
+  st.n_remove_exclude = d->num_remove_exclude;
+  st.remove_exclude = (char **)d->remove_exclude;
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
   req.body_case = OPD__V1__REQUEST__BODY_SET_DISPATCH_STATE;
   req.set_dispatch_state = &st;
   return submit(c, OPD__REQ_DISPATCH_STATE, &req, NULL, NULL, 0, cb, user, out);
 }
 
-int opd_client_set_dispatch_state(opd_client *c, const char *const *include, size_t num_include,
-                                  const char *const *exclude, size_t num_exclude) {
+int opd_client_change_dispatch_state(opd_client *c, const opd_client_dispatch_change *d) {
   opd_future *f = NULL;
   int rc = opd__client_may_block(c);
-  if (rc == 0)
-    rc = opd_client_set_dispatch_state_async(c, include, num_include, exclude, num_exclude, NULL,
-                                             NULL, &f);
+  if (rc == 0) rc = opd_client_change_dispatch_state_async(c, d, NULL, NULL, &f);
   return wait_and_free(rc, f);
+}
+
+int opd_client_set_dispatch_state_async(opd_client *c, const char *const *include,
+                                        size_t num_include, const char *const *exclude,
+                                        size_t num_exclude, opd_future_cb cb, void *user,
+                                        opd_future **out) {
+  opd_client_dispatch_change d = {.include = include,
+                                  .num_include = num_include,
+                                  .exclude = exclude,
+                                  .num_exclude = num_exclude};
+  return opd_client_change_dispatch_state_async(c, &d, cb, user, out);
+}
+
+int opd_client_set_dispatch_state(opd_client *c, const char *const *include, size_t num_include,
+                                  const char *const *exclude, size_t num_exclude) {
+  opd_client_dispatch_change d = {.include = include,
+                                  .num_include = num_include,
+                                  .exclude = exclude,
+                                  .num_exclude = num_exclude};
+  return opd_client_change_dispatch_state(c, &d);
 }
 
 int opd_client_synchronize(opd_client *c) {

@@ -720,9 +720,14 @@ static int key_list(char *const *names, size_t n, opd_keyset *set) {
 static int run_dispatch_state(opd__job *job) {
   const Opd__V1__DispatchState *d = job->req->set_dispatch_state;
   opd_local_dispatch_state st = opd_default_dispatch_state;
+  opd_keyset remove_include = opd_keyset_empty(), remove_exclude = opd_keyset_empty();
   int rc = key_list(d->include, d->n_include, &st.included);
   if (rc == 0) rc = key_list(d->exclude, d->n_exclude, &st.excluded);
+  if (rc == 0) rc = key_list(d->remove_include, d->n_remove_include, &remove_include);
+  if (rc == 0) rc = key_list(d->remove_exclude, d->n_remove_exclude, &remove_exclude);
   if (rc == 0) {
+    st.included = opd_keyset_minus(st.included, remove_include);
+    st.excluded = opd_keyset_minus(st.excluded, remove_exclude);
     job->session->dispatch = st;
     opd__session_publish_dispatch(job->session);
   }

@@ -570,7 +570,7 @@ int main(int argc, char **argv) {
   if (over_rpc)
     printf("calls: %ld passed, %ld failed, %ld skipped (a key opd lacks in the include set; "
            "tensor kinds the daemon cannot make over RPC: sparse, sparse CSR, quantized, "
-           "mkldnn; a dispatch state without a default key: autocast_cpu)\n",
+           "mkldnn)\n",
            calls.passed, calls.failed, calls.skipped);
   else
     printf("calls: %ld passed, %ld failed, %ld skipped\n", calls.passed, calls.failed,

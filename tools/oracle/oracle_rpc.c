@@ -40,22 +40,7 @@ bool opd__oracle_rpc_kind(const json_t *fx, const char *kind) {
   return first && (strcmp(first, "CPU") == 0 || strcmp(first, "Meta") == 0);
 }
 
-static bool contains_all(const json_t *set, const json_t *names) {
-  size_t i, j;
-  json_t *n, *m;
-  json_array_foreach(names, i, n) {
-    bool found = false;
-    json_array_foreach(set, j, m) found = found || json_equal(n, m);
-    if (!found) return false;
-  }
-  return true;
-}
-
 bool opd__oracle_rpc_call(const json_t *fx, const json_t *call) {
-  const json_t *tls = json_object_get(fx, "default_tls");
-  if (!contains_all(json_object_get(call, "tls_include"), json_object_get(tls, "include")) ||
-      !contains_all(json_object_get(call, "tls_exclude"), json_object_get(tls, "exclude")))
-    return false;
   size_t i, j;
   json_t *in, *t;
   json_array_foreach(json_object_get(call, "inputs"), i, in) {
@@ -345,17 +330,38 @@ static opd_client_tensor handle_of(const kinds *tk, const char *name) {
 }
 
 /* The names of a key list that opd knows; false if one in a list that must be whole is not. */
-static bool known_keys(const json_t *names, const char **out, size_t *n, bool whole) {
+static bool in_list(const json_t *list, const char *name) {
   size_t i;
   json_t *v;
-  *n = 0;
-  json_array_foreach(names, i, v) {
+  json_array_foreach(list, i, v) {
+    if (json_string_value(v) && strcmp(json_string_value(v), name) == 0) return true;
+  }
+  return false;
+}
+
+/* The change from the default set `defaults` to the call's effective set `effective`: the
+ * names to add and the names to remove. With `whole`, a name opd does not know makes the
+ * call unreplayable (false); otherwise it is ignored (a key opd lacks in an exclude set
+ * changes nothing). */
+static bool change_of(const json_t *effective, const json_t *defaults, const char **add,
+                      size_t *nadd, const char **remove, size_t *nremove, bool whole) {
+  size_t i;
+  json_t *v;
+  *nadd = *nremove = 0;
+  json_array_foreach(effective, i, v) {
     opd_dispatch_key k;
     const char *name = json_string_value(v);
-    if (name && opd_key_from_name(name, &k) == 0 && *n < 64)
-      out[(*n)++] = name;
-    else if (whole)
-      return false;
+    if (!name || opd_key_from_name(name, &k) != 0) {
+      if (whole) return false;
+      continue;
+    }
+    if (!in_list(defaults, name) && *nadd < 64) add[(*nadd)++] = name;
+  }
+  json_array_foreach(defaults, i, v) {
+    const char *name = json_string_value(v);
+    opd_dispatch_key k;
+    if (name && !in_list(effective, name) && opd_key_from_name(name, &k) == 0 && *nremove < 64)
+      remove[(*nremove)++] = name;
   }
   return true;
 }
@@ -391,14 +397,17 @@ static json_t *outcome(opd_client *c, int rc, opd_client_tensor result) {
 
 static void check_call(daemon *d, const json_t *fx, const scenario *sc, const kinds *tk,
                        size_t index, const json_t *call, opd__oracle_counts *calls) {
-  const char *inc[64], *exc[64];
-  size_t ninc, nexc;
-  if (!known_keys(json_object_get(call, "tls_include"), inc, &ninc, true) ||
+  const char *inc[64], *exc[64], *rinc[64], *rexc[64];
+  opd_client_dispatch_change change = {inc, 0, exc, 0, rinc, 0, rexc, 0};
+  const json_t *tls = json_object_get(fx, "default_tls");
+  if (!change_of(json_object_get(call, "tls_include"), json_object_get(tls, "include"), inc,
+                 &change.num_include, rinc, &change.num_remove_include, true) ||
       !opd__oracle_rpc_call(fx, call)) {
     calls->skipped++;
     return;
   }
-  known_keys(json_object_get(call, "tls_exclude"), exc, &nexc, false);
+  change_of(json_object_get(call, "tls_exclude"), json_object_get(tls, "exclude"), exc,
+            &change.num_exclude, rexc, &change.num_remove_exclude, false);
   opd_client_value args[MAX_INPUTS];
   opd_client_tensor lists[MAX_INPUTS][MAX_INPUTS];
   size_t nargs = 0, i, j;
@@ -422,7 +431,7 @@ static void check_call(daemon *d, const json_t *fx, const scenario *sc, const ki
     }
   }
   json_t *got;
-  if (opd_client_set_dispatch_state(d->client, inc, ninc, exc, nexc) != 0) {
+  if (opd_client_change_dispatch_state(d->client, &change) != 0) {
     got =
         json_pack("{s:s, s:s}", "error", "set_dispatch_state", "message", opd_client_last_error());
   } else {

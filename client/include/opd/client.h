@@ -363,8 +363,27 @@ int opd_client_release_async(opd_client *c, const opd_client_tensor *handles, si
 
 /* ---- the session ---- */
 
-/* Sets the session's thread-local dispatch include and exclude sets (PyTorch's dispatch
- * key names: "AutogradFunctionality", "Meta"); later calls of this session run with them. */
+/* A change of the session's thread-local dispatch sets from their defaults (see
+ * DispatchState in proto/opd.proto): keys added to the include and exclude sets, and keys
+ * removed from them (PyTorch's dispatch key names: "AutogradFunctionality", "Meta",
+ * "AutocastCPU"). */
+typedef struct opd_client_dispatch_change {
+  const char *const *include;
+  size_t num_include;
+  const char *const *exclude;
+  size_t num_exclude;
+  const char *const *remove_include;
+  size_t num_remove_include;
+  const char *const *remove_exclude;
+  size_t num_remove_exclude;
+} opd_client_dispatch_change;
+
+/* Sets the session's dispatch sets to the defaults changed by `change`; later calls of this
+ * session run with them (each change replaces the previous one). */
+int opd_client_change_dispatch_state(opd_client *c, const opd_client_dispatch_change *change);
+int opd_client_change_dispatch_state_async(opd_client *c, const opd_client_dispatch_change *change,
+                                           opd_future_cb cb, void *user, opd_future **out);
+/* The same with keys added only: include and exclude on top of the defaults. */
 int opd_client_set_dispatch_state(opd_client *c, const char *const *include, size_t num_include,
                                   const char *const *exclude, size_t num_exclude);
 int opd_client_set_dispatch_state_async(opd_client *c, const char *const *include,
