@@ -21,9 +21,10 @@ const char *opd__oracle_str(const json_t *obj, const char *key);
 char *opd__oracle_dump(const json_t *j);
 
 /* Whether the daemon replay can make this call: every tensor kind it uses can be made over
- * the client RPC (a plain CPU or Meta tensor: opd__oracle_rpc_kind). Its dispatch state is
- * sent as a change of the defaults (DispatchState's add and remove lists). The in-process
- * replay counts these calls apart, for the comparison. */
+ * the client RPC (opd__oracle_rpc_kind: CPU tensors are uploaded, Meta ones made with
+ * aten::empty.memory_format, the others by the marker plugin's tensor_of). Its dispatch
+ * state is sent as a change of the defaults (DispatchState's add and remove lists). The
+ * in-process replay counts these calls apart, for the comparison. */
 bool opd__oracle_rpc_call(const json_t *fx, const json_t *call);
 bool opd__oracle_rpc_kind(const json_t *fx, const char *kind);
 

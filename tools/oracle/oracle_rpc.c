@@ -6,7 +6,8 @@
  * replays every call over the client RPC with the recorded dispatch state (the marker
  * kernel returns its marker's number; errors are told apart by the dispatcher's messages,
  * dispatcher/src/call.c), and deregisters what it registered. Tensors: one-element float32
- * CPU tensors (upload) and Meta tensors (aten::empty.memory_format on the meta device);
+ * CPU tensors (upload), Meta tensors (aten::empty.memory_format on the meta device), and
+ * data-less sparse, quantized and mkldnn tensors (the plugin's oracle_markers::tensor_of);
  * requires_grad does not change key sets. Calls that the RPC cannot express are skipped
  * (opd__oracle_rpc_call).
  */
@@ -33,11 +34,17 @@
 
 /* ---- which calls the daemon replay makes ---- */
 
-bool opd__oracle_rpc_kind(const json_t *fx, const char *kind) {
+/* The backend key of a tensor kind: the first of its listed keys. */
+static const char *kind_backend(const json_t *fx, const char *kind) {
   const json_t *keys =
       json_object_get(json_object_get(json_object_get(fx, "tensor_keysets"), kind), "keys");
-  const char *first = json_string_value(json_array_get(keys, 0));
-  return first && (strcmp(first, "CPU") == 0 || strcmp(first, "Meta") == 0);
+  return json_string_value(json_array_get(keys, 0));
+}
+
+bool opd__oracle_rpc_kind(const json_t *fx, const char *kind) {
+  const char *first = kind_backend(fx, kind);
+  opd_dispatch_key k;
+  return first && opd_key_from_name(first, &k) == 0;
 }
 
 bool opd__oracle_rpc_call(const json_t *fx, const json_t *call) {
@@ -500,13 +507,17 @@ static bool make_tensors(daemon *d, const json_t *fx, kinds *tk) {
     int64_t shape[1] = {1};
     float zero = 0;
     int rc;
-    if (strcmp(json_string_value(json_array_get(json_object_get(v, "keys"), 0)), "Meta") == 0) {
+    const char *backend = kind_backend(fx, name);
+    if (strcmp(backend, "Meta") == 0) {
       opd_client_value args[] = {opd_cv_ints(shape, 1), opd_cv_dtype(OPD_FLOAT32),
                                  opd_cv_none(),         opd_cv_device(OPD_CLIENT_DEVICE_META, -1),
                                  opd_cv_none(),         opd_cv_none()};
       rc = opd_client_call(d->client, "aten::empty.memory_format", args, 6, &h, 1, NULL);
-    } else {
+    } else if (strcmp(backend, "CPU") == 0) {
       rc = opd_client_upload(d->client, OPD_FLOAT32, shape, 1, &zero, sizeof zero, NULL, &h);
+    } else { /* sparse, quantized, mkldnn: a data-less tensor from the marker plugin */
+      opd_client_value key = opd_cv_str(backend);
+      rc = opd_client_call(d->client, "oracle_markers::tensor_of", &key, 1, &h, 1, NULL);
     }
     if (rc != 0) {
       fprintf(stderr, "opd-oracle-dispatch: making a %s tensor: %s\n", name,
