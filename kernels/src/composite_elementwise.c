@@ -12,65 +12,6 @@
 #define MEMORY_FORMAT_CONTIGUOUS 0
 #define MEMORY_FORMAT_PRESERVE   1
 
-/* Calls `name` with the arguments pushed on s (rc: the first push error, if any); the
- * Tensor it returns goes to *out. Destroys s. */
-static int call_tensor(int rc, const opd_operator **cache, const char *name, opd_stack *s,
-                       opd_tensor **out) {
-  if (rc == 0) rc = opd__call(cache, name, s);
-  if (rc == 0) rc = opd__pop_tensor_return(s, out);
-  opd_stack_destroy(s);
-  return rc;
-}
-
-/* The same for an in-place operator, whose result (its first argument) is dropped. */
-static int call_inplace(int rc, const opd_operator **cache, const char *name, opd_stack *s) {
-  opd_tensor *r = NULL;
-  rc = call_tensor(rc, cache, name, s, &r);
-  if (r) opd_tensor_release(r);
-  return rc;
-}
-
-/* aten::empty.memory_format(size, dtype, layout, device, pin_memory, memory_format) */
-static int empty(opd_int_list size, opd_dtype dtype, int64_t layout, opd_device device,
-                 opd_opt_bool pin_memory, int64_t memory_format, opd_tensor **out) {
-  static const opd_operator *op;
-  opd_stack s;
-  opd_stack_init(&s);
-  int rc = OPD__PUSH_IntList(&s, size);
-  if (rc == 0) rc = OPD__PUSH_OptDType(&s, dtype);
-  if (rc == 0) rc = OPD__PUSH_OptLayout(&s, layout);
-  if (rc == 0) rc = OPD__PUSH_OptDevice(&s, device);
-  if (rc == 0) rc = OPD__PUSH_OptBool(&s, pin_memory);
-  if (rc == 0) rc = OPD__PUSH_OptMemoryFormat(&s, memory_format);
-  return call_tensor(rc, &op, "aten::empty.memory_format", &s, out);
-}
-
-/* aten::empty_strided(size, stride, dtype, layout, device, pin_memory) */
-static int empty_strided(opd_int_list size, opd_int_list stride, opd_dtype dtype, int64_t layout,
-                         opd_device device, opd_opt_bool pin_memory, opd_tensor **out) {
-  static const opd_operator *op;
-  opd_stack s;
-  opd_stack_init(&s);
-  int rc = OPD__PUSH_IntList(&s, size);
-  if (rc == 0) rc = OPD__PUSH_IntList(&s, stride);
-  if (rc == 0) rc = OPD__PUSH_OptDType(&s, dtype);
-  if (rc == 0) rc = OPD__PUSH_OptLayout(&s, layout);
-  if (rc == 0) rc = OPD__PUSH_OptDevice(&s, device);
-  if (rc == 0) rc = OPD__PUSH_OptBool(&s, pin_memory);
-  return call_tensor(rc, &op, "aten::empty_strided", &s, out);
-}
-
-/* aten::copy_(self, src, non_blocking) */
-static int copy_(opd_tensor *self, opd_tensor *src, bool non_blocking) {
-  static const opd_operator *op;
-  opd_stack s;
-  opd_stack_init(&s);
-  int rc = OPD__PUSH_Tensor(&s, self);
-  if (rc == 0) rc = OPD__PUSH_Tensor(&s, src);
-  if (rc == 0) rc = OPD__PUSH_Bool(&s, non_blocking);
-  return call_inplace(rc, &op, "aten::copy_", &s);
-}
-
 /* A 0-d tensor of dtype `dtype` on like's device holding `value`, which stands for a Python
  * number in an operation with `like` (ATen's wrapped_scalar_tensor). opd tensors carry no
  * wrapped-number flag, so the tensor gets the dtype the operation results in: a 0-d
@@ -79,14 +20,14 @@ static int copy_(opd_tensor *self, opd_tensor *src, bool non_blocking) {
 static int wrapped_scalar(opd_tensor *like, opd_scalar value, opd_dtype dtype, opd_tensor **out) {
   static const opd_operator *fill_op;
   opd_tensor *t = NULL;
-  int rc = empty((opd_int_list){NULL, 0}, dtype, -1, opd_tensor_device(like),
-                 (opd_opt_bool){false, false}, -1, &t);
+  int rc = opd__call_empty((opd_int_list){NULL, 0}, dtype, -1, opd_tensor_device(like),
+                           (opd_opt_bool){false, false}, -1, &t);
   if (rc) return rc;
   opd_stack s;
   opd_stack_init(&s);
   rc = OPD__PUSH_Tensor(&s, t);
   if (rc == 0) rc = OPD__PUSH_Scalar(&s, opd__value_scalar(opd__scalar_cast(value, dtype), dtype));
-  if ((rc = call_inplace(rc, &fill_op, "aten::fill_.Scalar", &s))) {
+  if ((rc = opd__call_inplace(rc, &fill_op, "aten::fill_.Scalar", &s))) {
     opd_tensor_release(t);
     return rc;
   }
@@ -113,7 +54,7 @@ int opd__cea_add_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar 
   rc = OPD__PUSH_Tensor(&s, self);
   if (rc == 0) rc = OPD__PUSH_Tensor(&s, t);
   if (rc == 0) rc = OPD__PUSH_Scalar(&s, alpha);
-  rc = call_tensor(rc, &op, "aten::add.Tensor", &s, out);
+  rc = opd__call_tensor(rc, &op, "aten::add.Tensor", &s, out);
   opd_tensor_release(t);
   return rc;
 }
@@ -129,7 +70,7 @@ int opd__cea_mul_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar 
   opd_stack_init(&s);
   rc = OPD__PUSH_Tensor(&s, self);
   if (rc == 0) rc = OPD__PUSH_Tensor(&s, t);
-  rc = call_tensor(rc, &op, "aten::mul.Tensor", &s, out);
+  rc = opd__call_tensor(rc, &op, "aten::mul.Tensor", &s, out);
   opd_tensor_release(t);
   return rc;
 }
@@ -152,19 +93,19 @@ int opd__cea_masked_fill_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd
     rc = OPD__PUSH_Tensor(&s, self);
     if (rc == 0) rc = OPD__PUSH_IntList(&s, ((opd_int_list){shape, nd}));
     if (rc == 0) rc = OPD__PUSH_Bool(&s, false);
-    if ((rc = call_tensor(rc, &expand_op, "aten::expand", &s, &src))) return rc;
+    if ((rc = opd__call_tensor(rc, &expand_op, "aten::expand", &s, &src))) return rc;
   }
   opd_stack_init(&s);
   rc = OPD__PUSH_Tensor(&s, src);
   if (rc == 0) rc = OPD__PUSH_OptMemoryFormat(&s, MEMORY_FORMAT_CONTIGUOUS);
-  rc = call_tensor(rc, &clone_op, "aten::clone", &s, &r);
+  rc = opd__call_tensor(rc, &clone_op, "aten::clone", &s, &r);
   if (src != self) opd_tensor_release(src);
   if (rc) return rc;
   opd_stack_init(&s);
   rc = OPD__PUSH_Tensor(&s, r);
   if (rc == 0) rc = OPD__PUSH_Tensor(&s, mask);
   if (rc == 0) rc = OPD__PUSH_Scalar(&s, value);
-  if ((rc = call_inplace(rc, &fill_op, "aten::masked_fill_.Scalar", &s))) {
+  if ((rc = opd__call_inplace(rc, &fill_op, "aten::masked_fill_.Scalar", &s))) {
     opd_tensor_release(r);
     return rc;
   }
@@ -202,13 +143,13 @@ int opd__cea_to_copy(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtyp
     else
       opd__infer_dense_strides(opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim,
                                strides);
-    rc = empty_strided(size, (opd_int_list){strides, self->ndim}, dtype, layout, device, pin_memory,
-                       &r);
+    rc = opd__call_empty_strided(size, (opd_int_list){strides, self->ndim}, dtype, layout, device,
+                                 pin_memory, &r);
   } else {
-    rc = empty(size, dtype, layout, device, pin_memory, memory_format, &r);
+    rc = opd__call_empty(size, dtype, layout, device, pin_memory, memory_format, &r);
   }
   if (rc) return rc;
-  if ((rc = copy_(r, self, non_blocking))) {
+  if ((rc = opd__call_copy_(r, self, non_blocking))) {
     opd_tensor_release(r);
     return rc;
   }

@@ -304,30 +304,12 @@ int opd__cea_embedding(const opd_kernel_ctx *ctx, opd_tensor *weight, opd_tensor
 
 /* ---- factories ---- */
 
-static int empty(opd_int_list size, opd_dtype dtype, int64_t layout, opd_device device,
-                 opd_opt_bool pin_memory, opd_tensor **out) {
-  static const opd_operator *op;
-  opd_ivalue args[6] = {
-      opd_iv_none(),
-      dtype == OPD_DTYPE_UNDEFINED ? opd_iv_none() : opd_iv_dtype(dtype),
-      layout < 0 ? opd_iv_none() : opd_iv_int(layout),
-      device.type < 0 ? opd_iv_none() : opd_iv_device(device),
-      pin_memory.has_value ? opd_iv_bool(pin_memory.value) : opd_iv_none(),
-      opd_iv_none(),
-  };
-  if (size.len < 0 || size.len > OPD_MAX_DIMS)
-    return opd_error(OPD_EINVAL, "tensors have at most %d dimensions, got %lld", OPD_MAX_DIMS,
-                     (long long)size.len);
-  int rc = opd_iv_make_int_list(&args[0], size.data, (size_t)size.len);
-  return rc ? rc : call(&op, "aten::empty.memory_format", args, 6, out);
-}
-
 /* at::empty followed by fill_(value). */
 static int filled(opd_int_list size, opd_scalar value, opd_dtype dtype, int64_t layout,
                   opd_device device, opd_opt_bool pin_memory, opd_tensor **out) {
   static const opd_operator *op;
   opd_tensor *t;
-  int rc = empty(size, dtype, layout, device, pin_memory, &t);
+  int rc = opd__call_empty(size, dtype, layout, device, pin_memory, -1, &t);
   if (rc) return rc;
   return then_release(
       call(&op, "aten::fill_.Scalar", (opd_ivalue[]){BORROW(t), opd_iv_scalar(value)}, 2, out), t);
@@ -461,7 +443,7 @@ int opd__cea_arange_start_step(const opd_kernel_ctx *ctx, opd_scalar start, opd_
   int64_t len, istart = 0, istep = 0;
   int rc = arange_length(start, end, step, dtype, &len, &istart, &istep);
   if (rc) return rc;
-  rc = empty((opd_int_list){&len, 1}, dtype, layout, device, pin_memory, out);
+  rc = opd__call_empty((opd_int_list){&len, 1}, dtype, layout, device, pin_memory, -1, out);
   if (rc == 0 && opd_tensor_data(*out)) arange_fill(*out, start, step, istart, istep);
   return rc;
 }

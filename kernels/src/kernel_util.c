@@ -82,3 +82,62 @@ int opd__call(const opd_operator **cache, const char *name, opd_stack *stack) {
   }
   return opd_call_boxed(op, stack);
 }
+
+/* Calls `name` with the arguments pushed on s (rc: the first push error, if any); the
+ * Tensor it returns goes to *out. Destroys s. */
+int opd__call_tensor(int rc, const opd_operator **cache, const char *name, opd_stack *s,
+                     opd_tensor **out) {
+  if (rc == 0) rc = opd__call(cache, name, s);
+  if (rc == 0) rc = opd__pop_tensor_return(s, out);
+  opd_stack_destroy(s);
+  return rc;
+}
+
+/* The same for an in-place operator, whose result (its first argument) is dropped. */
+int opd__call_inplace(int rc, const opd_operator **cache, const char *name, opd_stack *s) {
+  opd_tensor *r = NULL;
+  rc = opd__call_tensor(rc, cache, name, s, &r);
+  if (r) opd_tensor_release(r);
+  return rc;
+}
+
+/* aten::empty.memory_format(size, dtype, layout, device, pin_memory, memory_format) */
+int opd__call_empty(opd_int_list size, opd_dtype dtype, int64_t layout, opd_device device,
+                    opd_opt_bool pin_memory, int64_t memory_format, opd_tensor **out) {
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_IntList(&s, size);
+  if (rc == 0) rc = OPD__PUSH_OptDType(&s, dtype);
+  if (rc == 0) rc = OPD__PUSH_OptLayout(&s, layout);
+  if (rc == 0) rc = OPD__PUSH_OptDevice(&s, device);
+  if (rc == 0) rc = OPD__PUSH_OptBool(&s, pin_memory);
+  if (rc == 0) rc = OPD__PUSH_OptMemoryFormat(&s, memory_format);
+  return opd__call_tensor(rc, &op, "aten::empty.memory_format", &s, out);
+}
+
+/* aten::empty_strided(size, stride, dtype, layout, device, pin_memory) */
+int opd__call_empty_strided(opd_int_list size, opd_int_list stride, opd_dtype dtype, int64_t layout,
+                            opd_device device, opd_opt_bool pin_memory, opd_tensor **out) {
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_IntList(&s, size);
+  if (rc == 0) rc = OPD__PUSH_IntList(&s, stride);
+  if (rc == 0) rc = OPD__PUSH_OptDType(&s, dtype);
+  if (rc == 0) rc = OPD__PUSH_OptLayout(&s, layout);
+  if (rc == 0) rc = OPD__PUSH_OptDevice(&s, device);
+  if (rc == 0) rc = OPD__PUSH_OptBool(&s, pin_memory);
+  return opd__call_tensor(rc, &op, "aten::empty_strided", &s, out);
+}
+
+/* aten::copy_(self, src, non_blocking) */
+int opd__call_copy_(opd_tensor *self, opd_tensor *src, bool non_blocking) {
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_Tensor(&s, self);
+  if (rc == 0) rc = OPD__PUSH_Tensor(&s, src);
+  if (rc == 0) rc = OPD__PUSH_Bool(&s, non_blocking);
+  return opd__call_inplace(rc, &op, "aten::copy_", &s);
+}

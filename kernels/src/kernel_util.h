@@ -73,4 +73,21 @@ static inline opd_scalar opd__scalar_int(int64_t i) {
  * `opd__call(&op_cache, "aten::copy_", &stack)`. The stack holds every argument. */
 int opd__call(const opd_operator **cache, const char *name, opd_stack *stack);
 
+/* Calls `name` with the arguments pushed on s (rc: the first push error, if any): the Tensor
+ * it returns goes to *out (opd__call_tensor) or, for an in-place operator, is dropped
+ * (opd__call_inplace). Destroys s. */
+int opd__call_tensor(int rc, const opd_operator **cache, const char *name, opd_stack *s,
+                     opd_tensor **out);
+int opd__call_inplace(int rc, const opd_operator **cache, const char *name, opd_stack *s);
+
+/* The factories and the copy that composite kernels build results with, called through the
+ * dispatcher (so BackendSelect picks the device's kernel): aten::empty.memory_format,
+ * aten::empty_strided (None arguments: OPD_DTYPE_UNDEFINED, layout/memory_format -1,
+ * device type -1, pin_memory without a value) and aten::copy_(self, src, non_blocking). */
+int opd__call_empty(opd_int_list size, opd_dtype dtype, int64_t layout, opd_device device,
+                    opd_opt_bool pin_memory, int64_t memory_format, opd_tensor **out);
+int opd__call_empty_strided(opd_int_list size, opd_int_list stride, opd_dtype dtype, int64_t layout,
+                            opd_device device, opd_opt_bool pin_memory, opd_tensor **out);
+int opd__call_copy_(opd_tensor *self, opd_tensor *src, bool non_blocking);
+
 #endif

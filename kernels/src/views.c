@@ -225,43 +225,26 @@ static bool non_overlapping_and_dense(const opd_tensor *t) {
 int opd__cea_clone(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t memory_format,
                    opd_tensor **out) {
   (void)ctx;
-  static const opd_operator *empty_strided, *empty, *copy;
   if (memory_format != -1 && memory_format != MEMORY_FORMAT_CONTIGUOUS &&
       memory_format != MEMORY_FORMAT_PRESERVE)
     return opd_error(OPD_EINVAL, "clone: unsupported memory format %lld", (long long)memory_format);
-  bool preserve = memory_format != MEMORY_FORMAT_CONTIGUOUS && non_overlapping_and_dense(self);
-  opd_ivalue sizes, strides;
-  int rc = opd_iv_make_int_list(&sizes, opd_tensor_sizes(self), self->ndim);
+  opd_int_list sizes = {opd_tensor_sizes(self), self->ndim};
+  opd_dtype dtype = opd_tensor_dtype(self);
+  opd_device device = opd_tensor_device(self);
+  opd_opt_bool no_pin = {false, false};
+  opd_tensor *result;
+  int rc =
+      memory_format != MEMORY_FORMAT_CONTIGUOUS && non_overlapping_and_dense(self)
+          ? opd__call_empty_strided(sizes, (opd_int_list){opd_tensor_strides(self), self->ndim},
+                                    dtype, -1, device, no_pin, &result)
+          : opd__call_empty(sizes, dtype, -1, device, no_pin, -1, &result);
   if (rc) return rc;
-  opd_stack st;
-  opd_stack_init(&st);
-  opd_stack_push(&st, sizes);
-  if (preserve) {
-    if ((rc = opd_iv_make_int_list(&strides, opd_tensor_strides(self), self->ndim)) != 0) {
-      opd_stack_destroy(&st);
-      return rc;
-    }
-    opd_stack_push(&st, strides);
+  if ((rc = opd__call_copy_(result, self, false)) != 0) {
+    opd_tensor_release(result);
+    return rc;
   }
-  opd_stack_push(&st, opd_iv_dtype(opd_tensor_dtype(self)));
-  opd_stack_push(&st, opd_iv_none()); /* layout */
-  opd_stack_push(&st, opd_iv_device(opd_tensor_device(self)));
-  opd_stack_push(&st, opd_iv_none());                /* pin_memory */
-  if (!preserve) opd_stack_push(&st, opd_iv_none()); /* memory_format */
-  rc = preserve ? opd__call(&empty_strided, "aten::empty_strided", &st)
-                : opd__call(&empty, "aten::empty.memory_format", &st);
-  if (rc == 0) {
-    opd_tensor *result = opd_stack_peek(&st, 0)->u.t;
-    opd_stack_push(&st, opd_iv_tensor_borrow(self));
-    opd_stack_push(&st, opd_iv_bool(false));
-    /* copy_ returns its self: the stack then holds [result, result] */
-    if ((rc = opd__call(&copy, "aten::copy_", &st)) == 0) {
-      opd_tensor_retain(result);
-      *out = result;
-    }
-  }
-  opd_stack_destroy(&st);
-  return rc;
+  *out = result;
+  return 0;
 }
 
 int opd__cea_unsqueeze(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_tensor **out) {
