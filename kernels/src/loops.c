@@ -185,13 +185,15 @@ static int should_swap(const iter *it, int d0, int d1) {
   return 0;
 }
 
-static void reorder_dims(iter *it) {
-  int perm[OPD_MAX_DIMS];
-  for (int d = 0; d < it->ndim; d++) perm[d] = d;
-  for (int i = 1; i < it->ndim; i++) { /* insertion sort, stable like TensorIterator's */
+/* TensorIterator's reorder_dimensions: an insertion sort of perm[0..n) (innermost first)
+ * that moves a dimension out past another while swap(arg, inner, outer) > 0 and stops at the
+ * first one that says < 0 (0: undecided, keep looking further out). */
+static void sort_dims(int *perm, int n, int (*swap)(const void *arg, int d0, int d1),
+                      const void *arg) {
+  for (int i = 1; i < n; i++) {
     int d1 = i;
     for (int d0 = i - 1; d0 >= 0; d0--) {
-      int c = should_swap(it, perm[d0], perm[d1]);
+      int c = swap(arg, perm[d0], perm[d1]);
       if (c > 0) {
         int t = perm[d0];
         perm[d0] = perm[d1];
@@ -202,6 +204,16 @@ static void reorder_dims(iter *it) {
       }
     }
   }
+}
+
+static int iter_swap(const void *arg, int d0, int d1) {
+  return should_swap(arg, d0, d1);
+}
+
+static void reorder_dims(iter *it) {
+  int perm[OPD_MAX_DIMS];
+  for (int d = 0; d < it->ndim; d++) perm[d] = d;
+  sort_dims(perm, it->ndim, iter_swap, it);
   int64_t shape[OPD_MAX_DIMS], stride[OPD_MAX_DIMS][MAX_OPS];
   memcpy(shape, it->shape, sizeof shape);
   memcpy(stride, it->stride, sizeof stride);
@@ -364,32 +376,33 @@ static int64_t broadcast_stride(const opd_tensor *t, int nd, const int64_t *size
   return opd_tensor_strides(t)[dt];
 }
 
+/* The inputs whose layout an elementwise output follows, as sort_dims compares them. */
+typedef struct output_order {
+  opd_tensor *const *inputs;
+  int n, nd;
+  const int64_t *sizes;
+} output_order;
+
+static int output_swap(const void *arg, int d0, int d1) {
+  const output_order *o = arg;
+  for (int k = 0; k < o->n; k++) {
+    int64_t s0 = broadcast_stride(o->inputs[k], o->nd, o->sizes, d0);
+    int64_t s1 = broadcast_stride(o->inputs[k], o->nd, o->sizes, d1);
+    if (s0 == 0 || s1 == 0) continue;
+    int c = s0 < s1 ? -1 : s0 > s1 || o->sizes[d0] > o->sizes[d1] ? 1 : 0;
+    if (c) return c;
+  }
+  return 0;
+}
+
 int opd__alloc_elementwise_output(const opd_out_spec *spec, opd_tensor *const *inputs, int n,
                                   opd_device device, opd_tensor **out) {
   const int nd = spec->ndim;
   const int64_t *sizes = spec->sizes;
   int perm[OPD_MAX_DIMS]; /* innermost first */
   for (int i = 0; i < nd; i++) perm[i] = nd - 1 - i;
-  for (int i = 1; i < nd; i++) { /* TensorIterator's insertion sort (reorder_dimensions) */
-    int d1 = i;
-    for (int d0 = i - 1; d0 >= 0; d0--) {
-      int c = 0;
-      for (int k = 0; k < n && c == 0; k++) {
-        int64_t s0 = broadcast_stride(inputs[k], nd, sizes, perm[d0]);
-        int64_t s1 = broadcast_stride(inputs[k], nd, sizes, perm[d1]);
-        if (s0 == 0 || s1 == 0) continue;
-        c = s0 < s1 ? -1 : s0 > s1 || sizes[perm[d0]] > sizes[perm[d1]] ? 1 : 0;
-      }
-      if (c > 0) {
-        int t = perm[d0];
-        perm[d0] = perm[d1];
-        perm[d1] = t;
-        d1 = d0;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
+  const output_order order = {inputs, n, nd, sizes};
+  sort_dims(perm, nd, output_swap, &order);
   bool row_major = true;
   for (int i = 0; i < nd; i++) row_major = row_major && perm[i] == nd - 1 - i;
   if (row_major) return opd__alloc_output(spec, device, out);
