@@ -589,7 +589,7 @@ START_TEST(test_linear) {
       ck_assert_msg(linear(inputs[i], w, with_bias ? bias : NULL, &y) == 0, "%s", opd_last_error());
       int64_t shape[3];
       int nd = inputs[i]->ndim;
-      memcpy(shape, opd_tensor_sizes(inputs[i]), sizeof shape);
+      memcpy(shape, opd_tensor_sizes(inputs[i]), (size_t)nd * sizeof *shape);
       shape[nd - 1] = 5;
       assert_shape(y, OPD_FLOAT32, shape, nd);
       assert_values(y, expected, 1e-5);

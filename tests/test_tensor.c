@@ -45,7 +45,7 @@ START_TEST(test_empty_rejects_bad_geometry) {
 }
 END_TEST
 
-START_TEST(test_many_dims_on_heap) {
+START_TEST(test_many_dims) {
   int64_t sizes[7] = {1, 2, 1, 3, 1, 2, 2};
   opd_tensor *t, *v;
   ck_assert_int_eq(opd_tensor_empty(sizes, 7, OPD_INT64, cpu, &t), 0);
@@ -151,6 +151,94 @@ START_TEST(test_meta_tensors_have_no_data) {
 }
 END_TEST
 
+/* [Note: The memory of a tensor]: 0-d and 1-d CPU tensors of at most 8 bytes live in slab
+ * slots; their data is 64-byte aligned at either parity of slot, distinct and writable. */
+START_TEST(test_tiny_tensors_in_slab_slots) {
+  enum { N = 40 };
+  opd_tensor *t[N];
+  int64_t one[] = {1}, two[] = {2};
+  for (int i = 0; i < N; i++) {
+    int rc = i % 3 == 0   ? opd_tensor_empty(NULL, 0, OPD_FLOAT64, cpu, &t[i])
+             : i % 3 == 1 ? opd_tensor_empty(one, 1, OPD_FLOAT32, cpu, &t[i])
+                          : opd_tensor_empty(two, 1, OPD_INT32, cpu, &t[i]);
+    ck_assert_int_eq(rc, 0);
+    ck_assert(t[i]->in_storage_block);
+    ck_assert(t[i]->storage->in_slab);
+    ck_assert_uint_eq((uintptr_t)opd_tensor_data(t[i]) % OPD_CPU_ALIGNMENT, 0);
+    memset(opd_tensor_data(t[i]), i, t[i]->storage->nbytes);
+  }
+  for (int i = 0; i < N; i++) {
+    const unsigned char *d = opd_tensor_data(t[i]);
+    for (size_t b = 0; b < t[i]->storage->nbytes; b++) ck_assert_uint_eq(d[b], (unsigned)i);
+    ck_assert_int_eq(t[i]->numel, i % 3 == 2 ? 2 : 1);
+    ck_assert_int_eq(t[i]->ndim, i % 3 == 0 ? 0 : 1);
+    opd_tensor_release(t[i]);
+  }
+  /* larger or higher-rank tensors are one block with their storage, data apart */
+  int64_t nine[] = {9}, one_one[] = {1, 1};
+  opd_tensor *big, *two_d;
+  ck_assert_int_eq(opd_tensor_empty(nine, 1, OPD_UINT8, cpu, &big), 0);
+  ck_assert_int_eq(opd_tensor_empty(one_one, 2, OPD_UINT8, cpu, &two_d), 0);
+  ck_assert(big->in_storage_block && !big->storage->in_slab);
+  ck_assert(two_d->in_storage_block && !two_d->storage->in_slab);
+  ck_assert_uint_eq((uintptr_t)opd_tensor_data(big) % OPD_CPU_ALIGNMENT, 0);
+  opd_tensor_release(big);
+  opd_tensor_release(two_d);
+}
+END_TEST
+
+START_TEST(test_tiny_tensor_limit_and_accounting) {
+  opd_memory_stats s0, s1;
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s0);
+  opd_tensor *t, *u = NULL;
+  ck_assert_int_eq(opd_tensor_empty(NULL, 0, OPD_FLOAT64, cpu, &t), 0);
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s1);
+  ck_assert_uint_eq(s1.in_use - s0.in_use, 8);
+  opd_cpu_allocator_set_limit(s1.in_use + 4);
+  ck_assert_int_eq(opd_tensor_empty(NULL, 0, OPD_FLOAT64, cpu, &u), OPD_ERESOURCE);
+  ck_assert_ptr_null(u);
+  ck_assert_int_eq(opd_tensor_empty(NULL, 0, OPD_FLOAT32, cpu, &u), 0); /* 4 bytes fit */
+  opd_cpu_allocator_set_limit(0);
+  opd_tensor_release(u);
+  opd_tensor_release(t);
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s1);
+  ck_assert_uint_eq(s1.in_use, s0.in_use);
+}
+END_TEST
+
+/* A tensor made with its storage gives its memory back only with the storage: views read
+ * the data after the base is gone (ASan checks the accesses). */
+START_TEST(test_views_keep_tiny_storage_alive) {
+  int64_t two[] = {2}, big[] = {3, 5};
+  for (int k = 0; k < 2; k++) {
+    opd_tensor *base, *view;
+    ck_assert_int_eq(opd_tensor_empty(k ? big : two, k ? 2 : 1, OPD_INT32, cpu, &base), 0);
+    int32_t *d = opd_tensor_data(base);
+    d[1] = 41;
+    int64_t none[1] = {0};
+    ck_assert_int_eq(opd_tensor_view_of(base, none, none, 0, 1, &view), 0);
+    opd_tensor_release(base);
+    ck_assert_int_eq(*(int32_t *)opd_tensor_data(view), 41);
+    opd_tensor_bump_version(view);
+    ck_assert_uint_eq(opd_tensor_version(view), 1);
+    opd_tensor_release(view);
+  }
+}
+END_TEST
+
+START_TEST(test_slab_pages_go_back) {
+  enum { N = 5000 }; /* several pages of slots */
+  static opd_tensor *t[N];
+  uint64_t before = opd_tensor_slab_bytes();
+  for (int i = 0; i < N; i++) ck_assert_int_eq(opd_tensor_empty(NULL, 0, OPD_INT8, cpu, &t[i]), 0);
+  ck_assert_uint_ge(opd_tensor_slab_bytes(), before + (uint64_t)N * 96 - 65536);
+  for (int i = 0; i < N; i += 2) opd_tensor_release(t[i]); /* every page keeps some */
+  for (int i = 1; i < N; i += 2) opd_tensor_release(t[i]);
+  /* at most one empty page is kept */
+  ck_assert_uint_le(opd_tensor_slab_bytes(), before + 65536);
+}
+END_TEST
+
 START_TEST(test_allocator_accounting_and_limit) {
   opd_cpu_allocator_empty_cache();
   opd_memory_stats s0, s1, s2;
@@ -177,24 +265,24 @@ END_TEST
 START_TEST(test_allocator_cache_reuses_blocks) {
   opd_cpu_allocator_empty_cache();
   const opd_allocator *a = opd_cpu_allocator();
-  void *p = a->alloc(a, 3 << 20);
+  void *p = a->alloc(a, cpu, 3 << 20);
   ck_assert_ptr_nonnull(p);
   memset(p, 1, 3 << 20);
-  a->free(a, p, 3 << 20);
+  a->free(a, cpu, p, 3 << 20);
   opd_memory_stats s;
   opd_memory_stats_get(OPD_DEVICE_CPU, &s);
   ck_assert_uint_ge(s.cached, 3 << 20);
   /* a size in the same class gets the same block back */
-  void *q = a->alloc(a, (3 << 20) - 100);
+  void *q = a->alloc(a, cpu, (3 << 20) - 100);
   ck_assert_ptr_eq(q, p);
-  a->free(a, q, (3 << 20) - 100);
+  a->free(a, cpu, q, (3 << 20) - 100);
   opd_cpu_allocator_empty_cache();
   opd_memory_stats_get(OPD_DEVICE_CPU, &s);
   ck_assert_uint_eq(s.cached, 0);
   /* small blocks are aligned too */
-  void *small = a->alloc(a, 3);
+  void *small = a->alloc(a, cpu, 3);
   ck_assert_uint_eq((uintptr_t)small % OPD_CPU_ALIGNMENT, 0);
-  a->free(a, small, 3);
+  a->free(a, cpu, small, 3);
 }
 END_TEST
 
@@ -269,7 +357,11 @@ Suite *opd_test_tensor_suite(void) {
   TCase *tc = tcase_create("tensor");
   tcase_add_test(tc, test_empty_contiguous);
   tcase_add_test(tc, test_empty_rejects_bad_geometry);
-  tcase_add_test(tc, test_many_dims_on_heap);
+  tcase_add_test(tc, test_many_dims);
+  tcase_add_test(tc, test_tiny_tensors_in_slab_slots);
+  tcase_add_test(tc, test_tiny_tensor_limit_and_accounting);
+  tcase_add_test(tc, test_views_keep_tiny_storage_alive);
+  tcase_add_test(tc, test_slab_pages_go_back);
   tcase_add_test(tc, test_view_shares_storage_and_outlives_base);
   tcase_add_test(tc, test_view_bounds_checked);
   tcase_add_test(tc, test_version_counter_shared_by_views);

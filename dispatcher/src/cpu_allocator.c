@@ -6,6 +6,7 @@
 
 #include "opd/allocator.h"
 #include "opd/error.h"
+#include "tensor_internal.h"
 
 /* Size classes above OPD_CPU_CACHE_MIN: four per power of two, up to 2^47 bytes. */
 #define CLASSES_PER_POW2 4
@@ -74,21 +75,32 @@ static bool reserve(uint64_t n) {
   return true;
 }
 
-static void *cpu_alloc(const opd_allocator *a, size_t nbytes) {
-  (void)a;
+/* Counts `rounded` bytes (for a request of `nbytes`) as in use: 0, or OPD_ERESOURCE when the
+ * limit refuses them even with the cache emptied. */
+static int account(size_t nbytes, size_t rounded) {
+  if (reserve(rounded)) return 0;
+  opd_cpu_allocator_empty_cache();
+  uint64_t lim = atomic_load(&limit), used = atomic_load(&in_use);
+  if (reserve(rounded)) return 0;
+  return opd_error(OPD_ERESOURCE,
+                   "CPU out of memory: allocating %zu bytes would exceed the limit of %llu bytes "
+                   "(%llu in use)",
+                   nbytes, (unsigned long long)lim, (unsigned long long)used);
+}
+
+int opd__cpu_account(size_t nbytes) {
+  return account(nbytes, nbytes);
+}
+
+void opd__cpu_unaccount(size_t nbytes) {
+  atomic_fetch_sub(&in_use, nbytes);
+}
+
+static void *cpu_alloc(const opd_allocator *a, opd_device device, size_t nbytes) {
+  (void)a, (void)device;
   size_t rounded;
   int c = size_class(nbytes, &rounded);
-  if (!reserve(rounded)) {
-    opd_cpu_allocator_empty_cache();
-    uint64_t lim = atomic_load(&limit), used = atomic_load(&in_use);
-    if (!reserve(rounded)) {
-      opd_error(OPD_ERESOURCE,
-                "CPU out of memory: allocating %zu bytes would exceed the limit of %llu bytes "
-                "(%llu in use)",
-                nbytes, (unsigned long long)lim, (unsigned long long)used);
-      return NULL;
-    }
-  }
+  if (account(nbytes, rounded)) return NULL;
   if (c >= 0) {
     pthread_mutex_lock(&cache.lock);
     free_block *b = cache.lists[c];
@@ -107,8 +119,8 @@ static void *cpu_alloc(const opd_allocator *a, size_t nbytes) {
   return p;
 }
 
-static void cpu_free(const opd_allocator *a, void *p, size_t nbytes) {
-  (void)a;
+static void cpu_free(const opd_allocator *a, opd_device device, void *p, size_t nbytes) {
+  (void)a, (void)device;
   if (!p) return;
   size_t rounded;
   int c = size_class(nbytes, &rounded);
@@ -127,7 +139,23 @@ static void cpu_free(const opd_allocator *a, void *p, size_t nbytes) {
   free(p);
 }
 
-static const opd_allocator cpu_allocator = {cpu_alloc, cpu_free};
+static void cpu_stats(const opd_allocator *a, int device_index, opd_memory_stats *out) {
+  (void)a, (void)device_index;
+  *out = (opd_memory_stats){0};
+  out->in_use = atomic_load(&in_use);
+  out->peak = atomic_load(&peak);
+  out->limit = atomic_load(&limit);
+  pthread_mutex_lock(&cache.lock);
+  out->cached = cache.cached;
+  pthread_mutex_unlock(&cache.lock);
+}
+
+static void cpu_empty_cache(const opd_allocator *a) {
+  (void)a;
+  opd_cpu_allocator_empty_cache();
+}
+
+static const opd_allocator cpu_allocator = {cpu_alloc, cpu_free, cpu_stats, cpu_empty_cache};
 
 const opd_allocator *opd_cpu_allocator(void) {
   return &cpu_allocator;
@@ -135,17 +163,6 @@ const opd_allocator *opd_cpu_allocator(void) {
 
 void opd_cpu_allocator_set_limit(uint64_t bytes) {
   atomic_store(&limit, bytes);
-}
-
-void opd_memory_stats_get(int device_type, opd_memory_stats *out) {
-  *out = (opd_memory_stats){0};
-  if (device_type != OPD_DEVICE_CPU) return;
-  out->in_use = atomic_load(&in_use);
-  out->peak = atomic_load(&peak);
-  out->limit = atomic_load(&limit);
-  pthread_mutex_lock(&cache.lock);
-  out->cached = cache.cached;
-  pthread_mutex_unlock(&cache.lock);
 }
 
 void opd_memory_stats_reset_peak(int device_type) {

@@ -2,10 +2,12 @@
  * (see [Note: Tensors, storage and views] in opd/tensor.h). */
 #include "opd/tensor.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opd/error.h"
+#include "tensor_internal.h"
 
 opd_keyset opd_tensor_keyset_for(opd_dispatch_key backend_key) {
   opd_keyset ks = opd_keyset_of(backend_key);
@@ -37,19 +39,30 @@ static bool is_tensor_backend_key(opd_dispatch_key k) {
   return opd_keyset_has(backends, k);
 }
 
+static void tensor_init(opd_tensor *t, int ndim, opd_storage *storage) {
+  t->key_set = opd_keyset_empty();
+  atomic_init(&t->refcount, 1);
+  t->dtype = OPD_FLOAT32;
+  t->ndim = (uint8_t)ndim;
+  t->requires_grad = false;
+  t->in_storage_block = storage != NULL;
+  t->storage = storage;
+  t->storage_offset = 0;
+  t->numel = 0;
+}
+
+static size_t tensor_bytes(int ndim) {
+  return sizeof(opd_tensor) + 2 * (size_t)ndim * sizeof(int64_t);
+}
+
+/* A tensor with no storage yet, in an allocation of its own. */
 static opd_tensor *tensor_alloc(int ndim) {
-  opd_tensor *t = calloc(1, sizeof *t);
+  opd_tensor *t = malloc(tensor_bytes(ndim));
   if (!t) {
-    opd_error(OPD_ENOMEM, "out of memory allocating a tensor");
-    return NULL;
-  }
-  if (ndim > OPD_INLINE_DIMS && !(t->dims.heap = malloc(2 * (size_t)ndim * sizeof(int64_t)))) {
-    free(t);
     opd_error(OPD_ENOMEM, "out of memory allocating a %d-d tensor", ndim);
     return NULL;
   }
-  atomic_init(&t->refcount, 1);
-  t->ndim = (uint8_t)ndim;
+  tensor_init(t, ndim, NULL);
   return t;
 }
 
@@ -103,45 +116,86 @@ static int check_geometry(const int64_t *sizes, const int64_t *strides, int ndim
 
 static void set_geometry(opd_tensor *t, const int64_t *sizes, const int64_t *strides,
                          int64_t numel) {
-  int64_t *sz = t->ndim <= OPD_INLINE_DIMS ? t->dims.in.sizes : t->dims.heap;
-  int64_t *st = t->ndim <= OPD_INLINE_DIMS ? t->dims.in.strides : t->dims.heap + t->ndim;
   if (t->ndim) {
-    memcpy(sz, sizes, t->ndim * sizeof *sz);
-    memcpy(st, strides, t->ndim * sizeof *st);
+    memcpy(t->dims, sizes, t->ndim * sizeof *sizes);
+    memcpy(t->dims + t->ndim, strides, t->ndim * sizeof *strides);
   }
   t->numel = numel;
 }
 
-static opd_storage *storage_new(size_t nbytes, opd_device device) {
-  const opd_allocator *alloc = NULL;
-  if (device.type == OPD_DEVICE_CPU) {
-    alloc = opd_cpu_allocator();
-  } else if (device.type != OPD_DEVICE_META) {
-    const char *name = opd_backend_name((opd_backend)device.type);
-    opd_error(OPD_EINVAL, "no allocator for device type %s", name ? name : "(invalid)");
-    return NULL;
+/* A slot of the tensor slab: the storage and the data share its first 40 bytes, the data at
+ * whichever of offsets 0 and 32 is 64-byte aligned, and the tensor takes the rest. */
+_Static_assert(sizeof(opd_storage) + OPD_TINY_TENSOR_BYTES + sizeof(opd_tensor) +
+                       2 * sizeof(int64_t) ==
+                   OPD__TENSOR_SLOT_BYTES,
+               "a tensor slab slot holds a storage, its data and a 1-d tensor");
+
+static int tiny_tensor_new(int ndim, size_t nbytes, opd_tensor **out) {
+  int rc = opd__cpu_account(nbytes);
+  if (rc) return rc;
+  char *slot = opd__tensor_slab_alloc();
+  if (!slot) {
+    opd__cpu_unaccount(nbytes);
+    return OPD_ENOMEM;
   }
-  opd_storage *s = calloc(1, sizeof *s);
-  if (!s) {
-    opd_error(OPD_ENOMEM, "out of memory allocating a storage");
-    return NULL;
+  bool data_first = (uintptr_t)slot % OPD_CPU_ALIGNMENT == 0;
+  opd_storage *s = (opd_storage *)(slot + (data_first ? OPD_TINY_TENSOR_BYTES : 0));
+  char *data = slot + (data_first ? 0 : sizeof(opd_storage));
+  assert((uintptr_t)data % OPD_CPU_ALIGNMENT == 0);
+  s->in_slab = true;
+  s->data = nbytes ? data : NULL;
+  *out = (opd_tensor *)(slot + sizeof(opd_storage) + OPD_TINY_TENSOR_BYTES);
+  tensor_init(*out, ndim, s);
+  return 0;
+}
+
+/* A tensor and a new storage of `nbytes` on `device`, in one block (see [Note: The memory
+ * of a tensor]); the caller sets key set, dtype and geometry. */
+static int tensor_with_storage(int ndim, size_t nbytes, opd_device device, opd_tensor **out) {
+  int rc;
+  if (device.type == OPD_DEVICE_CPU && ndim <= 1 && nbytes <= OPD_TINY_TENSOR_BYTES) {
+    rc = tiny_tensor_new(ndim, nbytes, out);
+  } else {
+    const opd_allocator *alloc = NULL;
+    if (device.type != OPD_DEVICE_META && !(alloc = opd_allocator_for(device.type))) {
+      const char *name = opd_backend_name((opd_backend)device.type);
+      return opd_error(OPD_EUNAVAILABLE, "no allocator for device type %s",
+                       name ? name : "(invalid)");
+    }
+    char *block = malloc(sizeof(opd_storage) + tensor_bytes(ndim));
+    if (!block) return opd_error(OPD_ENOMEM, "out of memory allocating a tensor");
+    opd_storage *s = (opd_storage *)block;
+    s->in_slab = false;
+    s->data = NULL;
+    if (alloc && nbytes && !(s->data = alloc->alloc(alloc, device, nbytes))) {
+      free(block);
+      return opd_last_error_code();
+    }
+    *out = (opd_tensor *)(block + sizeof(opd_storage));
+    tensor_init(*out, ndim, s);
+    rc = 0;
   }
-  if (alloc && nbytes && !(s->data = alloc->alloc(alloc, nbytes))) {
-    free(s);
-    return NULL;
-  }
+  if (rc) return rc;
+  opd_storage *s = (*out)->storage;
   atomic_init(&s->refcount, 1);
   atomic_init(&s->version, 0);
   s->device = device;
   s->nbytes = nbytes;
-  s->allocator = alloc;
-  return s;
+  return 0;
 }
 
 static void storage_release(opd_storage *s) {
   if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
-  if (s->allocator) s->allocator->free(s->allocator, s->data, s->nbytes);
-  free(s);
+  if (s->in_slab) {
+    opd__cpu_unaccount(s->nbytes);
+    opd__tensor_slab_free(opd__tensor_slab_slot_of(s));
+    return;
+  }
+  if (s->data) {
+    const opd_allocator *alloc = opd_allocator_for(s->device.type);
+    alloc->free(alloc, s->device, s->data, s->nbytes);
+  }
+  free(s); /* and the tensor made with it */
 }
 
 int opd_tensor_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim,
@@ -154,13 +208,8 @@ int opd_tensor_empty_strided(const int64_t *sizes, const int64_t *strides, int n
     return opd_error(OPD_EINVAL, "tensor of %lld elements is too large", (long long)extent);
   opd_dispatch_key key = opd_device_key(device);
   if (key == OPD_KEY_Undefined) return opd_error(OPD_EINVAL, "invalid device type %d", device.type);
-  opd_tensor *t = tensor_alloc(ndim);
-  if (!t) return OPD_ENOMEM;
-  if (!(t->storage = storage_new((size_t)nbytes, device))) {
-    int err = opd_last_error_code();
-    opd__tensor_free(t);
-    return err;
-  }
+  opd_tensor *t = NULL;
+  if ((rc = tensor_with_storage(ndim, (size_t)nbytes, device, &t))) return rc;
   t->key_set = opd_tensor_keyset_for(key);
   t->dtype = (int8_t)dtype;
   set_geometry(t, sizes, strides, numel);
@@ -221,7 +270,7 @@ bool opd_tensor_is_contiguous(const opd_tensor *t) {
 }
 
 void opd__tensor_free(opd_tensor *t) {
-  if (t->storage) storage_release(t->storage);
-  if (t->ndim > OPD_INLINE_DIMS) free(t->dims.heap);
-  free(t);
+  opd_storage *s = t->storage;
+  if (!t->in_storage_block) free(t);
+  if (s) storage_release(s);
 }

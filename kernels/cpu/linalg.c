@@ -240,12 +240,13 @@ static int buffer_alloc(buffer *b, int64_t rows, int64_t cols, size_t es) {
                      (long long)rows, (long long)cols);
   const opd_allocator *a = opd_cpu_allocator();
   b->nbytes = (size_t)n;
-  return (b->p = a->alloc(a, b->nbytes)) ? 0 : opd_last_error_code();
+  return (b->p = a->alloc(a, (opd_device){OPD_DEVICE_CPU, -1}, b->nbytes)) ? 0
+                                                                           : opd_last_error_code();
 }
 
 static void buffer_free(buffer *b) {
   const opd_allocator *a = opd_cpu_allocator();
-  if (b->p) a->free(a, b->p, b->nbytes);
+  if (b->p) a->free(a, (opd_device){OPD_DEVICE_CPU, -1}, b->p, b->nbytes);
 }
 
 /* An operand ready for gemm: passed in place, or packed into buf (dtype `to`). */

@@ -29,12 +29,12 @@ extern "C" {
 #define OPD_CPU_ALIGNMENT 64
 #define OPD_CPU_CACHE_MIN (64 * 1024)
 
-typedef struct opd_allocator opd_allocator;
-struct opd_allocator {
-  /* Returns the block, or NULL with an opd error recorded. */
-  void *(*alloc)(const opd_allocator *a, size_t nbytes);
-  void (*free)(const opd_allocator *a, void *p, size_t nbytes);
-};
+/* A device: its type (a backend component: OPD_DEVICE_*) and its index (-1: the CPU, or
+ * "the current device"). */
+typedef struct opd_device {
+  int16_t type;
+  int16_t index;
+} opd_device;
 
 typedef struct opd_memory_stats {
   uint64_t in_use; /* bytes of live storage */
@@ -43,13 +43,38 @@ typedef struct opd_memory_stats {
   uint64_t limit;  /* 0: none */
 } opd_memory_stats;
 
+/* [Note: Allocators per device type]
+ * Storage of a device type comes from the allocator registered for it: the CPU allocator is
+ * built in, the CUDA backend registers its own when it starts (one allocator serves every
+ * device of the type; `device.index` selects the device). Meta has none: its storage has
+ * no data. The functions are called from any thread. */
+typedef struct opd_allocator opd_allocator;
+struct opd_allocator {
+  /* Returns the block, or NULL with an opd error recorded. */
+  void *(*alloc)(const opd_allocator *a, opd_device device, size_t nbytes);
+  void (*free)(const opd_allocator *a, opd_device device, void *p, size_t nbytes);
+  /* The statistics of one device of the type (NULL: none kept). */
+  void (*stats)(const opd_allocator *a, int device_index, opd_memory_stats *out);
+  /* Returns cached blocks to the system (NULL: no cache). */
+  void (*empty_cache)(const opd_allocator *a);
+};
+
+/* Installs the allocator of a device type (replacing the previous one, which must have no
+ * live blocks): 0, or OPD_EINVAL for a device type that is not a backend or for Meta. */
+int opd_allocator_register(int device_type, const opd_allocator *a);
+/* The allocator of a device type; NULL when none is registered. */
+const opd_allocator *opd_allocator_for(int device_type);
+
 const opd_allocator *opd_cpu_allocator(void);
 /* Sets the CPU limit in bytes (0: none). */
 void opd_cpu_allocator_set_limit(uint64_t bytes);
 /* Returns the cached blocks to the system. */
 void opd_cpu_allocator_empty_cache(void);
-/* Statistics of a device type (zeros for a device type without an allocator). */
+/* Statistics of a device type's device 0 (of the CPU for OPD_DEVICE_CPU); zeros for a
+ * device type without an allocator or statistics. */
 void opd_memory_stats_get(int device_type, opd_memory_stats *out);
+/* Statistics of one device. */
+void opd_memory_stats_get_device(opd_device device, opd_memory_stats *out);
 void opd_memory_stats_reset_peak(int device_type);
 
 #ifdef __cplusplus

@@ -26,7 +26,8 @@ extern "C" {
   X(EINTERNAL, -10, "internal error")                \
   X(ESCHEMA, -11, "bad operator schema")             \
   X(EBUSY, -12, "busy")                              \
-  X(EINDEX, -13, "index out of range")
+  X(EINDEX, -13, "index out of range")               \
+  X(EUNAVAILABLE, -14, "device unavailable")
 
 typedef enum {
 #define OPD__ERR_ENUM(name, value, msg) OPD_##name = value,

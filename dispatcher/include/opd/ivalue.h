@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "opd/allocator.h" /* opd_device */
 #include "opd/error.h"
 
 #ifdef __cplusplus
@@ -52,12 +53,6 @@ typedef enum opd_iv_tag {
 #undef OPD__IV_TAG_ENUM
       OPD_IV_NUM_TAGS
 } opd_iv_tag;
-
-/* A device: type (a backend component, e.g. OPD_BACKEND_CPU) and index (-1: none). */
-typedef struct opd_device {
-  int16_t type;
-  int16_t index;
-} opd_device;
 
 typedef struct opd_ivalue {
   uint32_t tag; /* opd_iv_tag */

@@ -14,11 +14,24 @@
  * A tensor is a view of a storage: element (i0, ..., in) lives at
  *   storage->data + (storage_offset + sum_k i_k * strides[k]) * element size.
  * The storage is reference counted and shared by every view of it; it holds the data
- * pointer, its byte size, its device and the allocator that frees it, and the version
- * counter that in-place writes bump (shared by views, as PyTorch's is). Sizes and strides
- * live inline in the tensor for up to OPD_INLINE_DIMS dimensions, on the heap beyond.
- * Meta tensors have a storage with no data. The key set is the first field so that key
- * extraction on the call path is one load per tensor argument.
+ * pointer, its byte size, its device (whose allocator frees the data, [Note: Allocators
+ * per device type]) and the version counter that in-place writes bump (shared by views, as
+ * PyTorch's is). The key set is the first field so that key extraction on the call path is
+ * one load per tensor argument. Meta tensors have a storage with no data.
+ *
+ * [Note: The memory of a tensor]
+ * A daemon may hold millions of small tensors, so their metadata is kept small:
+ *  - sizes and strides live inline at the end of the tensor, sized to its rank (a 1-d
+ *    tensor is 56 bytes, a 4-d one 104), with no heap allocation at any rank;
+ *  - a new tensor and its new storage are one allocation, storage first: the block is
+ *    freed with the storage, so a tensor's own memory outlives it while a view keeps the
+ *    storage alive (tensor->in_storage_block says so);
+ *  - a CPU tensor of at most one dimension and at most OPD_TINY_TENSOR_BYTES of data takes a
+ *    96-byte slot of the tensor slab (tensor_slab.c) that holds storage, tensor and the
+ *    data itself, 64-byte aligned like every CPU storage (the data sits at offset 0 or 32 of
+ *    the slot, whichever is 64-byte aligned, and the storage fills the other 32 bytes):
+ *    96 bytes in all, no allocator header, no separate data block.
+ * Nothing else is allocated per tensor.
  */
 #ifndef OPD_TENSOR_H
 #define OPD_TENSOR_H
@@ -36,18 +49,20 @@
 extern "C" {
 #endif
 
-#define OPD_INLINE_DIMS 5
 /* PyTorch's limit on dimensions. */
-#define OPD_MAX_DIMS    64
+#define OPD_MAX_DIMS          64
+/* The most data bytes a tensor slab slot holds ([Note: The memory of a tensor]). */
+#define OPD_TINY_TENSOR_BYTES 8
 
 typedef struct opd_storage {
   atomic_uint refcount;
-  opd_device device;
   atomic_uint version;
+  opd_device device;
+  bool in_slab; /* the block holding it is a tensor slab slot (data inline) */
   size_t nbytes;
   void *data; /* NULL for Meta storage and for zero bytes */
-  const opd_allocator *allocator;
 } opd_storage;
+_Static_assert(sizeof(opd_storage) == 32, "a storage fills half of a tensor slab slot's header");
 
 struct opd_tensor {
   opd_keyset key_set; /* read-only after creation */
@@ -55,18 +70,14 @@ struct opd_tensor {
   int8_t dtype; /* opd_dtype */
   uint8_t ndim;
   bool requires_grad;
-  opd_storage *storage; /* NULL only for key-set-only tensors (opd_tensor_new) */
+  bool in_storage_block; /* allocated with its storage, freed with it */
+  opd_storage *storage;  /* NULL only for key-set-only tensors (opd_tensor_new) */
   int64_t storage_offset;
   int64_t numel;
-  union {
-    struct {
-      int64_t sizes[OPD_INLINE_DIMS];
-      int64_t strides[OPD_INLINE_DIMS];
-    } in;
-    int64_t *heap; /* ndim > OPD_INLINE_DIMS: sizes then strides */
-  } dims;
+  int64_t dims[]; /* sizes[ndim], then strides[ndim] */
 };
 typedef struct opd_tensor opd_tensor;
+_Static_assert(sizeof(opd_tensor) == 40, "a tensor's header is 40 bytes, its dims follow");
 
 /* The full key set of a tensor whose backend key is `backend_key`, per
  * [Note: A tensor's key set]. */
@@ -93,10 +104,10 @@ int opd_tensor_view_of(opd_tensor *base, const int64_t *sizes, const int64_t *st
                        int64_t storage_offset, opd_tensor **out);
 
 static inline const int64_t *opd_tensor_sizes(const opd_tensor *t) {
-  return t->ndim <= OPD_INLINE_DIMS ? t->dims.in.sizes : t->dims.heap;
+  return t->dims;
 }
 static inline const int64_t *opd_tensor_strides(const opd_tensor *t) {
-  return t->ndim <= OPD_INLINE_DIMS ? t->dims.in.strides : t->dims.heap + t->ndim;
+  return t->dims + t->ndim;
 }
 static inline opd_dtype opd_tensor_dtype(const opd_tensor *t) {
   return (opd_dtype)t->dtype;
@@ -121,6 +132,9 @@ bool opd_tensor_is_contiguous(const opd_tensor *t);
 /* Fills strides for a contiguous row-major tensor of these sizes; returns numel, or -1
  * on int64 overflow. */
 int64_t opd_contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides);
+
+/* Bytes of memory the tensor slab holds from the system (its pages, in use or kept). */
+uint64_t opd_tensor_slab_bytes(void);
 
 static inline void opd_tensor_bump_version(opd_tensor *t) {
   if (t->storage) atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);

@@ -1,0 +1,22 @@
+/* tensor_internal.h: private to the dispatcher library: the tensor slab (tensor_slab.c) and
+ * the CPU allocator's accounting of the data it holds (cpu_allocator.c), which tensor.c
+ * uses (see [Note: The memory of a tensor] in opd/tensor.h). */
+#ifndef OPD_TENSOR_INTERNAL_H
+#define OPD_TENSOR_INTERNAL_H
+
+#include <stddef.h>
+
+#define OPD__TENSOR_SLOT_BYTES 96
+
+/* A 96-byte slot, or NULL with OPD_ENOMEM recorded. */
+void *opd__tensor_slab_alloc(void);
+void opd__tensor_slab_free(void *slot);
+/* The slot an address inside a slot belongs to. */
+void *opd__tensor_slab_slot_of(const void *inside);
+
+/* Counts bytes of CPU data held outside the allocator's blocks as in use: 0, or
+ * OPD_ERESOURCE past the limit. */
+int opd__cpu_account(size_t nbytes);
+void opd__cpu_unaccount(size_t nbytes);
+
+#endif
