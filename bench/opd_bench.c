@@ -11,8 +11,8 @@
  *             released 64 at a time by a pipelined release that is not counted as a call.
  *             With --raw: the same requests over raw sockets (below), which tells the
  *             daemon's cost from the client library's
- *   ping      Ping with an empty payload, always over raw sockets (the client library's
- *             opd_client_ping is synchronous only, so it cannot pipeline)
+ *   ping      Ping with an empty payload (opd_client_ping_async); with --raw over raw
+ *             sockets
  *   upload    opd_client_upload_async of a float32 tensor of --size bytes (default 64 MiB),
  *             each released after it is answered
  *   download  opd_client_download_async of one such tensor into a buffer per slot
@@ -70,7 +70,7 @@ typedef struct options {
   int connections, pipeline, threads;
   double duration, warmup;
   long count; /* per connection; 0: run for the duration */
-  bool raw;   /* raw sockets instead of the client library (add; ping always) */
+  bool raw;   /* raw sockets instead of the client library (add, ping) */
   size_t size;
 } options;
 
@@ -145,7 +145,7 @@ struct conn {
   /* the client library (add, upload, download) */
   opd_client *c;
   opd_client_tensor a, b; /* add's inputs; download's tensor */
-  /* raw sockets (ping; add with --raw) */
+  /* raw sockets (ping and add with --raw) */
   int fd;
   uint8_t *rbuf;
   size_t rlen, rcap;
@@ -237,7 +237,7 @@ static void lib_submit(slot *s) {
   case W_DOWNLOAD:
     rc = opd_client_download_async(cn->c, cn->a, s->buf, opt.size, lib_done, s, NULL);
     break;
-  case W_PING: assert(!"ping runs over raw sockets"); break;
+  case W_PING: rc = opd_client_ping_async(cn->c, NULL, 0, lib_done, s, NULL); break;
   }
   if (rc != 0) {
     report_error(cn, "submit", rc, opd_client_last_error());
@@ -281,7 +281,7 @@ static void lib_close(conn *cn) {
   for (int i = 0; i < opt.pipeline; i++) free(cn->slots[i].buf);
 }
 
-/* ---- raw sockets: ping, and add with --raw ---- */
+/* ---- raw sockets: ping and add with --raw ---- */
 
 static int raw_connect(const char *url) {
   int fd = -1;
@@ -657,7 +657,6 @@ static void parse_args(int argc, char **argv) {
     usage(stderr);
     exit(2);
   }
-  if (opt.workload == W_PING) opt.raw = true;
   if (opt.raw && opt.workload != W_PING && opt.workload != W_ADD)
     die("%s", "--raw drives add and ping only");
   /* raw sockets: all on one thread; the library: a thread per connection */

@@ -3,8 +3,8 @@
 # the medians and the ratios to the targets of docs/PERFORMANCE.md ("Daemon (issue #4)"):
 #   - the tiny operator (1-element aten::add.Tensor, handles in and out) and ping, against
 #     redis-benchmark -t ping_mbulk, over 1 and 16 connections, unpipelined and pipelined
-#     64 deep (the same -c and -P); the tiny operator through the client library (the
-#     target) and over opd-bench's raw sockets (--raw: the daemon's own share);
+#     64 deep (the same -c and -P); both through the client library (the target) and over
+#     opd-bench's raw sockets (--raw: the daemon's own share);
 #   - upload and download of 64 MiB tensors over TCP and the Unix socket, against iperf3 on
 #     loopback (upload: iperf3 client to server; download: iperf3 -R).
 # Servers (opd, redis-server, iperf3 -s) run pinned to one CPU and clients to another, the
@@ -104,8 +104,8 @@ run_opd() { # workload url transport connections pipeline [extra...]
 import sys
 w, tr, c, p, line = sys.argv[1:]
 kv = dict(f.split("=", 1) for f in line.split()[1:])
-if w == "add" and kv["client"] == "raw":
-    w = "add-raw"
+if kv["client"] == "raw":
+    w += "-raw"
 print("opd", w, tr, c, p, kv["calls_per_s"], kv["p50_us"], kv["p99_us"], kv["mb_per_s"])
 PY
 }
@@ -162,6 +162,7 @@ for r in $(seq "$rounds"); do
     run_opd add "$tcp" tcp "$c" "$p"
     run_opd add "$tcp" tcp "$c" "$p" --raw
     run_opd ping "$tcp" tcp "$c" "$p"
+    run_opd ping "$tcp" tcp "$c" "$p" --raw
     if [ "$have_redis" = 1 ]; then run_redis "$c" "$p"; fi
     if [ "$c" = 1 ]; then
       run_opd add "$unix" unix "$c" "$p"
@@ -200,8 +201,8 @@ print("%-22s %5s %4s %10s %8s %8s %10s %8s %8s %6s  %s" %
        "ratio", "target"))
 targets = {("add", "1", "1"): 0.8, ("add", "1", "64"): 0.5, ("ping", "1", "1"): 1.0,
            ("ping", "1", "64"): 1.0, ("ping", "16", "1"): 1.0, ("ping", "16", "64"): 1.0}
-for w, tr in (("add", "tcp"), ("add-raw", "tcp"), ("ping", "tcp"), ("add", "unix"),
-              ("ping", "unix")):
+for w, tr in (("add", "tcp"), ("add-raw", "tcp"), ("ping", "tcp"), ("ping-raw", "tcp"),
+              ("add", "unix"), ("ping", "unix")):
     for c, p in (("1", "1"), ("1", "64"), ("16", "1"), ("16", "64")):
         o = ("opd", w, tr, c, p)
         if o not in runs:
@@ -212,7 +213,8 @@ for w, tr in (("add", "tcp"), ("add-raw", "tcp"), ("ping", "tcp"), ("add", "unix
         t = targets.get((w, c, p)) if tr == "tcp" else None
         verdict = "-" if t is None or ratio is None else (
             ">= %.1f %s" % (t, "met" if ratio >= t else "MISSED"))
-        label = "%s %s" % ({"add": "tiny-op add", "add-raw": "tiny-op add, raw"}.get(w, w), tr)
+        label = "%s %s" % ({"add": "tiny-op add", "add-raw": "tiny-op add, raw",
+                                 "ping-raw": "ping, raw"}.get(w, w), tr)
         print("%-22s %5s %4s %10s %8s %8s %10s %8s %8s %6s  %s" %
               (label, c, p, fmt(ro, ".0f"), fmt(med(o, 1), ".1f"), fmt(med(o, 2), ".1f"),
                fmt(rr, ".0f"), fmt(med(rk, 1), ".1f"), fmt(med(rk, 2), ".1f"),

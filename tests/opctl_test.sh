@@ -44,6 +44,15 @@ ctl deregister "$id" 2>/dev/null && fail "deregistered twice"
 [ $? -eq 1 ] && grep -q "refused the admin token" "$dir/err" || fail "wrong token"
 "$OPCTL" --status "" --admin-tcp 127.0.0.1:$port --token-file "$dir/token" plugins |
   grep -q scaled_add.so || fail "token"
+printf 'extern "C" __global__ void twice(float *o, const float *x, long long n) {\n  long long i = blockIdx.x * 256LL + threadIdx.x;\n  if (i < n) o[i] = 2 * x[i];\n}\n' >"$dir/twice.cu"
+ctl cuda-register --source "$dir/twice.cu" --entry twice --schema 'ctltest::twice(Tensor x) -> Tensor' \
+  --launch elementwise >"$dir/out" 2>"$dir/err"
+case $? in # without a device (CI): refused, saying why; with one: registered
+0) grep -q "^registered ctltest::twice at CUDA: id " "$dir/out" || fail "cuda-register" ;;
+1) grep -q "CUDA unavailable: " "$dir/err" || fail "cuda-register without a device" ;;
+*) fail "cuda-register exit status" ;;
+esac
+ctl cuda-register --source "$dir/twice.cu" --entry twice 2>/dev/null; [ $? -eq 2 ] || fail "cuda-register usage"
 ctl drain | grep -q draining || fail "drain"
 wait $pid || fail "exit status"
 echo PASS

@@ -45,6 +45,7 @@ echo "in process: ${ref% *} passed, ${ref#* } failed"
 
 sock="$tmp/opd.sock"
 "$opd" --listen "unix://$sock" --listen tcp://127.0.0.1:0 --workers 2 --log-level info \
+  --status "" --admin "" \
   2>"$tmp/opd.log" &
 pid=$!
 tcp=

@@ -541,6 +541,20 @@ END_TEST
 
 /* ---- requests against the fake server ---- */
 
+typedef struct ping_log {
+  int order[8], n, status[8];
+} ping_log;
+typedef struct ping_slot {
+  ping_log *log;
+  int seq;
+} ping_slot;
+
+static void ping_done(opd_future *f, void *user) {
+  ping_slot *s = user;
+  s->log->status[s->seq] = opd_future_status(f);
+  s->log->order[s->log->n++] = s->seq;
+}
+
 START_TEST(test_server_info_and_ping) {
   fake_server fs = {.max_frame = 4096, .max_in_flight = 16};
   opd_client *c = fake_connect(&fs);
@@ -551,6 +565,22 @@ START_TEST(test_server_info_and_ping) {
   ck_assert_uint_eq(info->max_in_flight, 16);
   ck_assert_int_eq(opd_client_ping(c, "hello", 5), 0);
   ck_assert_int_eq(opd_client_ping(c, NULL, 0), 0);
+  /* pipelined: answered in order; the payload is copied at submission */
+  ping_log log = {0};
+  ping_slot slots[8];
+  char payload[8];
+  for (int i = 0; i < 8; i++) {
+    slots[i] = (ping_slot){&log, i};
+    memset(payload, 'a' + i, sizeof payload);
+    ck_assert_int_eq(opd_client_ping_async(c, payload, (size_t)i, ping_done, &slots[i], NULL), 0);
+  }
+  ck_assert_int_eq(opd_client_ping_async(c, NULL, 1, ping_done, &slots[0], NULL), OPD_EINVAL);
+  ck_assert_int_eq(opd_client_wait_all(c), 0);
+  ck_assert_int_eq(log.n, 8);
+  for (int i = 0; i < 8; i++) {
+    ck_assert_int_eq(log.order[i], i);
+    ck_assert_int_eq(log.status[i], 0);
+  }
   ck_assert_int_eq(opd_client_synchronize(c), 0);
   fake_finish(&fs, c);
 }

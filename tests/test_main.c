@@ -23,6 +23,8 @@ Suite *opd_test_plugin_suite(void);
 Suite *opd_test_admin_suite(void);
 Suite *opd_test_status_suite(void);
 Suite *opd_test_rpc_suite(void);
+Suite *opd_test_gpu_server_suite(void);
+Suite *opd_test_cuda_suite(void);
 
 static const struct {
   const char *name;
@@ -35,7 +37,8 @@ static const struct {
     {"server", opd_test_server_suite},     {"client", opd_test_client_suite},
     {"rcu", opd_test_rcu_suite},           {"plugin", opd_test_plugin_suite},
     {"admin", opd_test_admin_suite},       {"status", opd_test_status_suite},
-    {"rpc", opd_test_rpc_suite},
+    {"rpc", opd_test_rpc_suite},           {"gpu_server", opd_test_gpu_server_suite},
+    {"cuda", opd_test_cuda_suite},
 };
 
 int main(int argc, char **argv) {

@@ -232,6 +232,7 @@ static int map_server_code(Opd__V1__ErrorCode code) {
   case OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED: return OPD_ERESOURCE;
   case OPD__V1__ERROR_CODE__INDEX_OUT_OF_RANGE: return OPD_EINDEX;
   case OPD__V1__ERROR_CODE__CANCELLED: return OPD_ECANCELED;
+  case OPD__V1__ERROR_CODE__UNAVAILABLE: return OPD_EUNAVAILABLE;
   default: return OPD_EINTERNAL;
   }
 }

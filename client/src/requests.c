@@ -608,23 +608,31 @@ int opd_client_synchronize(opd_client *c) {
   return wait_and_free(rc, f);
 }
 
-int opd_client_ping(opd_client *c, const void *payload, size_t len) {
+int opd_client_ping_async(opd_client *c, const void *payload, size_t len, opd_future_cb cb,
+                          void *user, opd_future **out) {
+  if (out) *out = NULL;
   if (len && !payload) return opd__client_error(OPD_EINVAL, "ping: NULL payload");
-  int rc = opd__client_may_block(c);
-  if (rc) return rc;
   Opd__V1__Ping p = OPD__V1__PING__INIT;
   p.payload.len = len;
   p.payload.data = (uint8_t *)payload;
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
   req.body_case = OPD__V1__REQUEST__BODY_PING;
   req.ping = &p;
-  opd_future *f = opd__future_new(c, OPD__REQ_PING, NULL, NULL, true);
+  opd_future *f = opd__future_new(c, OPD__REQ_PING, cb, user, out != NULL);
   if (!f || !(f->pong = malloc(len ? len : 1))) {
     if (f) opd__future_discard(f);
     return opd__client_error(OPD_ENOMEM, "out of memory");
   }
   if (len) memcpy(f->pong, payload, len);
   f->pong_len = len;
-  rc = opd__client_submit(c, f, &req);
+  int rc = opd__client_submit(c, f, &req);
+  if (rc == 0 && out) *out = f;
+  return rc;
+}
+
+int opd_client_ping(opd_client *c, const void *payload, size_t len) {
+  opd_future *f = NULL;
+  int rc = opd__client_may_block(c);
+  if (rc == 0) rc = opd_client_ping_async(c, payload, len, NULL, NULL, &f);
   return wait_and_free(rc, f);
 }

@@ -444,6 +444,20 @@ int opd__cea_arange_start_step(const opd_kernel_ctx *ctx, opd_scalar start, opd_
   int rc = arange_length(start, end, step, dtype, &len, &istart, &istep);
   if (rc) return rc;
   rc = opd__call_empty((opd_int_list){&len, 1}, dtype, layout, device, pin_memory, -1, out);
-  if (rc == 0 && opd_tensor_data(*out)) arange_fill(*out, start, step, istart, istep);
+  if (rc || !opd_tensor_data(*out)) return rc;
+  if (opd_tensor_device(*out).type == OPD_DEVICE_CPU) {
+    arange_fill(*out, start, step, istart, istep);
+    return 0;
+  }
+  /* another device's memory (CUDA): filled on the CPU, then copied */
+  opd_tensor *host = NULL;
+  rc = opd__call_empty((opd_int_list){&len, 1}, dtype, layout, (opd_device){OPD_DEVICE_CPU, -1},
+                       (opd_opt_bool){false, false}, -1, &host);
+  if (rc == 0) {
+    arange_fill(host, start, step, istart, istep);
+    rc = opd__call_copy_(*out, host, false);
+    opd_tensor_release(host);
+  }
+  if (rc) opd_tensor_release(*out);
   return rc;
 }

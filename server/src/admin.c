@@ -3,11 +3,19 @@
  * One thread polls the listeners and serves one admin connection at a time (admin
  * requests are rare and each runs to completion: a plugin load, a registration change and
  * its grace period). A connection that sends nothing for ten seconds is closed. Frames
- * are a 4-byte big-endian length and that many bytes of JSON (at most 64 KiB).
+ * are a 4-byte big-endian length and that many bytes of JSON (at most 1 MiB: room for
+ * the CUDA source of cuda_register, at most OPD_NVRTC_MAX_SOURCE bytes).
+ *
+ * cuda_register compiles CUDA C source with NVRTC ([Note: NVRTC kernels] in
+ * opd/cuda_nvrtc.h) and registers it at the CUDA key of an operator, defining the operator
+ * first when it is new; all or nothing, as a plugin's load. The compiled kernel lives as
+ * long as its registration: deregistering it (which waits for the calls in flight) frees
+ * it, and so does the admin's stop.
  */
 #include "admin.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -23,17 +31,28 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 #include "opd/introspect.h"
 #include "opd/log.h"
 #include "plugins.h"
 
-#define MAX_FRAME    (64 * 1024)
+#define MAX_FRAME    (1024 * 1024)
 #define MAX_TOKEN    512
 #define IO_TIMEOUT_S 10
 
+/* A kernel registered by cuda_register. */
+typedef struct cuda_reg {
+  opd_reg_id id;
+  opd_nvrtc_kernel *kernel;
+  char *op;
+  char origin[OPD_NVRTC_MAX_ENTRY + 8]; /* "nvrtc ENTRY": its provenance */
+  struct cuda_reg *next;
+} cuda_reg;
+
 struct opd__admin {
   opd__admin_config cfg;
+  cuda_reg *cuda_regs; /* newest first */
   char *unix_path;
   int unix_fd, tcp_fd, tcp_port;
   int stop_pipe[2];
@@ -180,6 +199,103 @@ static void add_op(const opd_operator *op, void *arg) {
   json_decref(j);
 }
 
+/* ---- NVRTC kernels ---- */
+
+static void cuda_reg_free(cuda_reg *r) {
+  opd_nvrtc_kernel_free(r->kernel);
+  free(r->op);
+  free(r);
+}
+
+static int cuda_register(opd__admin *a, json_t *req, json_t **out) {
+  json_t *src = json_object_get(req, "source");
+  const char *source = json_string_value(src),
+             *entry = json_string_value(json_object_get(req, "entry")),
+             *text = json_string_value(json_object_get(req, "schema")),
+             *rule = json_string_value(json_object_get(req, "launch"));
+  if (!source || !entry || !text || !rule)
+    return opd_error(OPD_EINVAL, "cuda_register needs \"source\", \"entry\", \"schema\" and "
+                                 "\"launch\" (\"elementwise\" or \"rows\")");
+  opd_nvrtc_launch launch;
+  if (strcmp(rule, "elementwise") == 0)
+    launch = OPD_NVRTC_ELEMENTWISE;
+  else if (strcmp(rule, "rows") == 0)
+    launch = OPD_NVRTC_ROWS;
+  else
+    return opd_error(OPD_EINVAL, "launch '%.50s': expected \"elementwise\" or \"rows\"", rule);
+  opd_schema *schema;
+  int rc = opd_schema_parse(text, &schema);
+  if (rc < 0) return rc;
+  char name[512];
+  opd_schema_qualified_name(schema, name, sizeof name);
+  const opd_operator *existing = opd_find_op(name);
+  opd_nvrtc_kernel *k = NULL;
+  char *log = NULL;
+  if (!schema->ns[0])
+    rc = opd_error(OPD_EINVAL, "the schema names the operator's namespace: ns::%s(...)", name);
+  else if (existing && !opd_schema_equal(schema, opd_op_schema(existing)))
+    rc = opd_error(OPD_EEXIST, "operator %s exists with another schema", name);
+  else if ((rc = opd_nvrtc_kernel_create(source, json_string_length(src), entry, schema, launch, &k,
+                                         &log)) < 0 &&
+           log) {
+    *out = json_pack("{s:s}", "log", log); /* the compiler's words, verbatim */
+    free(log);
+  }
+  opd_reg_id def = 0, id = 0;
+  cuda_reg *r = NULL;
+  if (rc == 0 && !existing && (def = opd__plugins_def(a->plugins, schema->ns, text)) < 0)
+    rc = (int)def;
+  if (rc == 0 && (!(r = calloc(1, sizeof *r)) || !(r->op = strdup(name))))
+    rc = opd_error(OPD_ENOMEM, "out of memory registering %s", name);
+  if (rc == 0) {
+    snprintf(r->origin, sizeof r->origin, "nvrtc %s", entry);
+    opd_kernel kernel = opd_nvrtc_kernel_boxed(k);
+    opd_dispatch_key key;
+    rc = opd_key_from_name("CUDA", &key);
+    assert(rc == 0);
+    if ((id = opd_impl(name, key, &kernel, (opd_provenance){r->origin, "admin", 0})) < 0)
+      rc = (int)id;
+  }
+  if (rc < 0) { /* nothing stays */
+    if (r) free(r->op);
+    free(r);
+    opd_nvrtc_kernel_free(k);
+    if (def > 0) opd__plugins_deregister(a->plugins, def);
+  } else {
+    r->id = id;
+    r->kernel = k;
+    r->next = a->cuda_regs;
+    a->cuda_regs = r;
+    *out = json_pack("{s:I, s:o, s:s, s:s}", "id", (json_int_t)id, "def",
+                     def > 0 ? json_integer(def) : json_null(), "operator", name, "entry", entry);
+    opd_log(OPD_LOG_INFO, "cuda_register: %s at CUDA (entry %s, %s): id %lld", name, entry, rule,
+            (long long)id);
+  }
+  opd_schema_free(schema);
+  return rc;
+}
+
+/* Deregisters any registration; an NVRTC kernel's code goes with its registration. */
+static int deregister(opd__admin *a, opd_reg_id id) {
+  cuda_reg **link = &a->cuda_regs;
+  while (*link && (*link)->id != id) link = &(*link)->next;
+  int rc = opd__plugins_deregister(a->plugins, id);
+  if (rc == 0 && *link) {
+    cuda_reg *r = *link;
+    *link = r->next;
+    cuda_reg_free(r); /* the deregistration waited for the calls in flight */
+  }
+  return rc;
+}
+
+static json_t *cuda_regs_json(const opd__admin *a) {
+  json_t *l = json_array();
+  for (const cuda_reg *r = a->cuda_regs; r; r = r->next)
+    json_array_append_new(l, json_pack("{s:I, s:s, s:s}", "id", (json_int_t)r->id, "operator",
+                                       r->op, "origin", r->origin));
+  return l;
+}
+
 /* The answer to one request; *shutdown set for drain and shutdown. */
 static json_t *handle(opd__admin *a, json_t *req, int *shutdown) {
   const char *op = json_string_value(json_object_get(req, "op"));
@@ -202,6 +318,7 @@ static json_t *handle(opd__admin *a, json_t *req, int *shutdown) {
       opd_for_each_op(add_op, ops);
       out = opd__plugins_list(a->plugins);
       json_object_set_new(out, "operators", ops);
+      json_object_set_new(out, "cuda_registrations", cuda_regs_json(a));
     }
   } else if (strcmp(op, "load_plugin") == 0) {
     const char *file = json_string_value(json_object_get(req, "file"));
@@ -250,16 +367,21 @@ static json_t *handle(opd__admin *a, json_t *req, int *shutdown) {
       out = json_pack("{s:I}", "id", (json_int_t)id);
   } else if (strcmp(op, "deregister") == 0) {
     json_t *id = json_object_get(req, "id");
-    rc = json_is_integer(id) ? opd__plugins_deregister(a->plugins, json_integer_value(id))
+    rc = json_is_integer(id) ? deregister(a, json_integer_value(id))
                              : opd_error(OPD_EINVAL, "deregister needs an integer \"id\"");
+  } else if (strcmp(op, "cuda_register") == 0) {
+    rc = cuda_register(a, req, &out);
   } else if (strcmp(op, "drain") == 0 || strcmp(op, "shutdown") == 0) {
     *shutdown = strcmp(op, "drain") == 0 ? 2 : 1;
   } else {
     rc = opd_error(OPD_EINVAL, "unknown admin op '%.100s'", op);
   }
   if (rc) {
+    json_t *err = error_json(rc);
+    json_t *log = json_object_get(out, "log"); /* a compile error's log */
+    if (log) json_object_set(err, "log", log);
     json_decref(out);
-    return error_json(rc);
+    return err;
   }
   if (!out) out = json_object();
   json_object_set_new(out, "ok", json_true());
@@ -390,6 +512,12 @@ void opd__admin_stop(opd__admin *a) {
   }
   free(a->unix_path);
   if (a->tcp_fd >= 0) close(a->tcp_fd);
+  while (a->cuda_regs) { /* before the admin's defs they may use */
+    cuda_reg *r = a->cuda_regs;
+    a->cuda_regs = r->next;
+    opd_deregister(r->id);
+    cuda_reg_free(r);
+  }
   opd__plugins_free(a->plugins);
   free(a);
 }

@@ -25,6 +25,9 @@ const opd__option opd__options[] = {
         ")"),
     OPT("workers", "N", OPD__OPT_U32, workers, 0, 1024,
         "CPU worker threads that run requests; 0: one per online CPU (default 0)"),
+    OPT("cuda_workers_per_device", "N", OPD__OPT_U32, cuda_workers_per_device, 1, 64,
+        "worker threads per CUDA device, which run its sessions' work on their streams "
+        "(default 1)"),
     OPT("max_frame_bytes", "BYTES", OPD__OPT_U64, max_frame_bytes, 4096, UINT64_C(1) << 28,
         "largest frame (message) either way; a longer one closes the connection "
         "(default 1048576)"),
@@ -67,6 +70,7 @@ _Static_assert(sizeof(((opd_server_config *)0)->admin_tcp) ==
 void opd_server_config_init(opd_server_config *c) {
   *c = (opd_server_config){
       .workers = 0,
+      .cuda_workers_per_device = 1,
       .max_frame_bytes = 1 << 20,
       .max_literal_bytes = 64 << 10,
       .max_handles = 65536,

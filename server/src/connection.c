@@ -26,6 +26,19 @@
  * of the order go out in one uv_write (several frames, and a download's raw bytes written
  * from the tensor's storage, which the job keeps alive until the write completes).
  *
+ * [Note: Responses written by workers]
+ * A worker that finishes the request at the head of the response order, while no write of
+ * the loop's is in progress, sends the response itself (opd__conn_send_from_worker: one
+ * non-blocking send on the socket) before it hands the job back, so that an unpipelined
+ * call reaches its client without waiting for the loop to wake up; the loop then only
+ * recycles the job (and writes whatever part of the frame the send left over). The
+ * response order's head and links, the count of writes in progress and `closing` are
+ * guarded by the connection's `wmu` for this: the loop takes jobs off the head and starts
+ * their write in one critical section, so a worker never writes past a response that is
+ * still on its way. A response sent so stops counting against max_in_flight at once
+ * (`sent_early`), since the client may answer it with a new request before the loop has the
+ * job back. Downloads, whose bytes follow from the tensor, always go through the loop.
+ *
  * [Note: Closing]
  * On end of stream, a read or write error, or a drain timeout: queued requests are
  * cancelled, a partial upload's tensor is released, and running requests finish on their
@@ -37,8 +50,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "execute.h"
+#include "gpu.h"
 #include "opd/error.h"
 #include "opd/log.h"
 
@@ -99,6 +114,8 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
   j->raw = NULL;
   j->raw_len = 0;
   j->out_len = 0;
+  j->sent = 0;
+  j->kernel_ns = 0;
   j->kind = OPD__JOB_LOCAL;
   j->at_worker = j->counted = j->done = j->holds_session = false;
   return j;
@@ -133,11 +150,13 @@ static void job_free(opd__job *j) {
 
 /* Adds a job to the response order. */
 static void append(opd__conn *c, opd__job *j) {
+  pthread_mutex_lock(&c->wmu);
   if (c->order_tail)
     c->order_tail->next = j;
   else
     c->order_head = j;
   c->order_tail = j;
+  pthread_mutex_unlock(&c->wmu);
   c->norder++;
 }
 
@@ -152,14 +171,28 @@ static void refuse(opd__conn *c, opd__job *j, Opd__V1__ErrorCode code, const cha
   answered(c, j);
 }
 
-/* Hands a job to the workers. */
+/* Hands a job to the workers: it waits, in order, with the others decoded from the same
+ * read, until submit_pending hands them over together (one critical section and at most
+ * one wake-up of a worker for the lot, instead of a worker woken, on a shared CPU, to run
+ * each job while the loop is still decoding the next). */
 static void to_worker(opd__conn *c, opd__job *j) {
-  c->outstanding++;
   j->decoded = j->arena.total;
   c->decoded_bytes += j->decoded;
-  bool queued = opd__sched_submit(&c->server->sched, j);
+  j->qnext = NULL;
+  if (c->pending_tail)
+    c->pending_tail->qnext = j;
+  else
+    c->pending_head = j;
+  c->pending_tail = j;
+}
+
+static void submit_pending(opd__conn *c) {
+  if (!c->pending_head) return;
+  for (opd__job *j = c->pending_head; j; j = j->qnext) c->outstanding++;
+  bool queued = opd__sched_submit_list(&c->server->sched, c->pending_head, c->pending_tail);
   assert(queued); /* only a closing connection's session is closed, and it reads nothing */
   (void)queued;
+  c->pending_head = c->pending_tail = NULL;
 }
 
 /* ---- closing ---- */
@@ -183,6 +216,7 @@ static void finalize(opd__conn *c) {
     free(w);
   }
   free(c->rbuf);
+  pthread_mutex_destroy(&c->wmu);
   opd_server *s = c->server;
   if (c->prev)
     c->prev->next = c->next;
@@ -201,15 +235,20 @@ static void on_closed(uv_handle_t *h) {
 
 void opd__conn_close(opd__conn *c) {
   if (c->closing) return;
+  pthread_mutex_lock(&c->wmu);
   c->closing = true;
+  pthread_mutex_unlock(&c->wmu);
   opd__job *cancelled = opd__sched_cancel(&c->server->sched, &c->session);
   for (opd__job *j = cancelled; j; j = j->qnext) c->outstanding--;
+  c->pending_head = c->pending_tail = NULL; /* in the response order: freed below */
   /* jobs still on a worker are freed when they come back */
   for (opd__job *j = c->order_head, *next; j; j = next) {
     next = j->next;
     if (!j->at_worker) job_free(j);
   }
+  pthread_mutex_lock(&c->wmu);
   c->order_head = c->order_tail = NULL;
+  pthread_mutex_unlock(&c->wmu);
   c->norder = 0;
   c->upload = NULL;
   uv_close(&c->h.handle, on_closed);
@@ -233,7 +272,9 @@ static void fatal(opd__conn *c, opd__job *j, Opd__V1__ErrorCode code, const char
 static void on_write(uv_write_t *req, int status) {
   opd__write *w = req->data;
   opd__conn *c = w->conn;
+  pthread_mutex_lock(&c->wmu);
   c->writes--;
+  pthread_mutex_unlock(&c->wmu);
   for (unsigned i = 0; i < w->njobs; i++) job_free(w->jobs[i]);
   w->next_free = c->free_writes;
   c->free_writes = w;
@@ -265,18 +306,27 @@ static void flush(opd__conn *c) {
     w->req.data = w;
     w->njobs = 0;
     unsigned nbufs = 0;
+    pthread_mutex_lock(&c->wmu); /* [Note: Responses written by workers] */
     while (c->order_head && c->order_head->done && w->njobs < MAX_WRITE_JOBS) {
       opd__job *j = c->order_head;
       if (!(c->order_head = j->next)) c->order_tail = NULL;
       c->norder--;
       w->jobs[w->njobs++] = j;
-      w->bufs[nbufs++] = uv_buf_init((char *)j->out, (unsigned)j->out_len);
+      if (j->sent < j->out_len)
+        w->bufs[nbufs++] = uv_buf_init((char *)j->out + j->sent, (unsigned)(j->out_len - j->sent));
       if (j->raw_len) { /* from the tensor's storage; uv_buf_init's length is only unsigned */
         w->bufs[nbufs] = uv_buf_init((char *)j->raw, 0);
         w->bufs[nbufs++].len = j->raw_len;
       }
     }
-    c->writes++;
+    if (nbufs) c->writes++;
+    pthread_mutex_unlock(&c->wmu);
+    if (!nbufs) { /* every response went out from its worker */
+      for (unsigned i = 0; i < w->njobs; i++) job_free(w->jobs[i]);
+      w->next_free = c->free_writes;
+      c->free_writes = w;
+      continue;
+    }
     int rc = uv_write(&w->req, &c->h.stream, w->bufs, nbufs, on_write);
     if (rc < 0) { /* no callback will come: finish here */
       on_write(&w->req, rc);
@@ -284,6 +334,20 @@ static void flush(opd__conn *c) {
     }
   }
   maybe_close_quiet(c);
+}
+
+void opd__conn_send_from_worker(opd__job *j) {
+  opd__conn *c = j->conn;
+  if (j->raw_len || c->fd < 0) return;
+  pthread_mutex_lock(&c->wmu);
+  if (!c->closing && c->writes == 0 && c->order_head == j) {
+    /* counted first: the client may send its next request before send returns */
+    atomic_fetch_add_explicit(&c->sent_early, 1, memory_order_relaxed);
+    ssize_t n = send(c->fd, j->out, j->out_len, MSG_NOSIGNAL); /* non-blocking */
+    if (n > 0) j->sent = (size_t)n; /* an error shows again in the loop's write */
+    if (j->sent < j->out_len) atomic_fetch_sub_explicit(&c->sent_early, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&c->wmu);
 }
 
 /* ---- requests ---- */
@@ -335,8 +399,14 @@ static void reply_pong(opd__conn *c, opd__job *j) {
   answered(c, j);
 }
 
+/* Requests in flight whose response the client does not have yet: a response a worker sent
+ * counts no more, though its job is not back ([Note: Responses written by workers]). */
+static uint32_t unanswered(opd__conn *c) {
+  return c->in_flight - atomic_load_explicit(&c->sent_early, memory_order_relaxed);
+}
+
 static bool over_in_flight(opd__conn *c, opd__job *j) {
-  if (c->in_flight < cfg(c)->max_in_flight) return false;
+  if (unanswered(c) < cfg(c)->max_in_flight) return false;
   char msg[200];
   snprintf(msg, sizeof msg,
            "session limit reached: %u requests in flight (max_in_flight); wait for responses "
@@ -368,7 +438,7 @@ static bool begin_upload(opd__conn *c, opd__job *j) {
   const Opd__V1__Upload *u = j->req->upload;
   uint64_t declared = u->nbytes, nbytes;
   int rc;
-  if (c->in_flight >= cfg(c)->max_in_flight) {
+  if (unanswered(c) >= cfg(c)->max_in_flight) {
     over_in_flight(c, j);
     if (declared) {
       c->mode = OPD__READ_SKIP;
@@ -376,11 +446,17 @@ static bool begin_upload(opd__conn *c, opd__job *j) {
     }
     return true;
   }
-  if (u->device &&
+  opd_device dev = {OPD_DEVICE_CPU, -1};
+  if (u->device && u->device->type == OPD_DEVICE_CUDA &&
+      (rc = opd__gpu_upload_device(u->device->index, &dev)) < 0) {
+    refuse_upload(c, j, rc, declared);
+    return true;
+  }
+  if (u->device && u->device->type != OPD_DEVICE_CUDA &&
       (u->device->type != OPD_DEVICE_CPU || u->device->index < -1 || u->device->index > 0)) {
     rc = opd_error(OPD_EINVAL,
-                   "upload: tensors are uploaded to the CPU (device type 0, index -1 or 0), not "
-                   "to device type %d index %d",
+                   "upload: tensors are uploaded to the CPU (device type 0, index -1 or 0) or a "
+                   "CUDA device (type 1), not to device type %d index %d",
                    (int)u->device->type, (int)u->device->index);
     refuse_upload(c, j, rc, declared);
     return true;
@@ -416,6 +492,7 @@ static bool begin_upload(opd__conn *c, opd__job *j) {
     return true;
   }
   j->kind = OPD__JOB_UPLOAD;
+  j->device = dev; /* the bytes arrive in host memory; a GPU worker copies them over */
   j->counted = true;
   c->in_flight++;
   append(c, j);
@@ -558,6 +635,7 @@ static void process(opd__conn *c) {
     if (!handle_frame(c, c->rbuf + c->rpos + 4, len)) break;
     c->rpos += 4 + (size_t)len;
   }
+  if (!c->closing) submit_pending(c);
   if (c->rpos == c->rlen) {
     c->rpos = c->rlen = 0;
     if (c->rcap > READ_CHUNK) { /* a long frame is gone: give its room back */
@@ -617,7 +695,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   if (c->read_raw) {
     c->raw_dst += nread;
     c->raw_left -= (uint64_t)nread;
-    if (c->raw_left == 0) upload_received(c);
+    if (c->raw_left == 0) {
+      upload_received(c);
+      submit_pending(c);
+    }
   } else {
     c->rlen += (size_t)nread;
     process(c);
@@ -668,6 +749,8 @@ void opd__conn_jobs_back(opd__job *jobs) {
       c->in_flight--;
       j->counted = false;
     }
+    if (j->out_len && j->sent == j->out_len)
+      atomic_fetch_sub_explicit(&c->sent_early, 1, memory_order_relaxed);
     if (c->closing) {
       job_free(j);
       finalize(c);
@@ -732,6 +815,9 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   c->h.handle.data = c;
   c->server = s;
   c->closing = false;
+  c->fd = -1;
+  atomic_init(&c->sent_early, 0);
+  pthread_mutex_init(&c->wmu, NULL);
   opd__session_init(&c->session, ++s->next_session, &s->cfg);
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
@@ -743,6 +829,8 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
     return;
   }
   if (tcp) uv_tcp_nodelay(&c->h.tcp, 1);
+  uv_os_fd_t fd;
+  if (uv_fileno(&c->h.handle, &fd) == 0) c->fd = fd;
   format_peer(c, tcp);
   c->session.peer = c->peer;
   opd__session_register(&s->sessions, &c->session);

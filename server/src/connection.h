@@ -3,6 +3,8 @@
 #ifndef OPD_SERVER_CONNECTION_H
 #define OPD_SERVER_CONNECTION_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <uv.h>
 
@@ -38,13 +40,17 @@ struct opd__conn {
   opd__job *upload;  /* the upload being received */
   bool reading;      /* uv_read_start is in effect */
   bool read_raw;     /* the last buffer handed to libuv was raw_dst */
-  /* responses, in request order */
+  /* responses, in request order ([Note: Responses written by workers] for wmu) */
+  pthread_mutex_t wmu;    /* guards order_head, order_tail, the jobs' next, writes, closing */
+  int fd;                 /* the socket, for workers' sends; -1 when unknown */
+  atomic_uint sent_early; /* responses workers sent whose jobs are not back yet */
   opd__job *order_head, *order_tail;
   size_t norder;
-  uint32_t in_flight;   /* requests accepted and not answered */
-  uint32_t outstanding; /* jobs on workers */
-  size_t decoded_bytes; /* their decoded requests' memory */
-  uint32_t writes;      /* writes in progress */
+  uint32_t in_flight;                    /* requests accepted and not answered */
+  uint32_t outstanding;                  /* jobs on workers */
+  opd__job *pending_head, *pending_tail; /* decoded, for the workers (by qnext) */
+  size_t decoded_bytes;                  /* their decoded requests' memory */
+  uint32_t writes;                       /* writes in progress */
   opd__job *free_jobs;
   uint32_t nfree_jobs;
   opd__write *free_writes;
@@ -64,6 +70,10 @@ void opd__conn_accept(opd_server *s, opd__listener *l);
 void opd__conn_jobs_back(opd__job *jobs);
 /* Reads no new requests; closes once every request in flight is answered. */
 void opd__conn_drain(opd__conn *c);
+/* On a worker, for a job that ran and holds its response: sends it on the socket if the
+ * job is at the head of the response order and nothing else is being written ([Note:
+ * Responses written by workers]). */
+void opd__conn_send_from_worker(opd__job *j);
 /* Closes at once: queued requests are cancelled, running ones finish unanswered. */
 void opd__conn_close(opd__conn *c);
 

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu.h"
 #include "metrics.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
@@ -47,6 +48,7 @@ Opd__V1__ErrorCode opd__error_code(int err) {
   case OPD_ENOMEM: return OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
   case OPD_EINDEX: return OPD__V1__ERROR_CODE__INDEX_OUT_OF_RANGE;
   case OPD_ECANCELED: return OPD__V1__ERROR_CODE__CANCELLED;
+  case OPD_EUNAVAILABLE: return OPD__V1__ERROR_CODE__UNAVAILABLE;
   default: return OPD__V1__ERROR_CODE__INTERNAL;
   }
 }
@@ -587,7 +589,8 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
     opd_dispatch_key key = opd__metrics_call_key(oper, &st);
     uint64_t t0 = opd__metrics_now();
     rc = opd_call_boxed(oper, &st);
-    opd__metrics_call(oper, key, rc, opd__metrics_now() - t0);
+    job->kernel_ns = opd__metrics_now() - t0;
+    opd__metrics_call(oper, key, rc, job->kernel_ns);
     opd_tls_set(opd_default_dispatch_state);
     atomic_fetch_add_explicit(&job->session->calls, 1, memory_order_relaxed);
     if (rc == 0) rc = encode_results(job, &st, resp);
@@ -602,8 +605,13 @@ static int finish_upload(opd__job *job, Opd__V1__Response *resp) {
   opd_tensor *t = job->tensor;
   if (opd_tensor_dtype(t) == OPD_BOOL && t->numel)
     normalize_bools(opd_tensor_data(t), (size_t)t->numel);
+  int rc;
+  if (job->device.type == OPD_DEVICE_CUDA) { /* the host bytes go to the device */
+    if ((rc = opd__gpu_upload(job)) < 0) return rc;
+    t = job->tensor;
+  }
   Opd__V1__UploadReply reply = OPD__V1__UPLOAD_REPLY__INIT;
-  int rc = opd__session_hold(job->session, t, &job->reserved, &reply.handle);
+  rc = opd__session_hold(job->session, t, &job->reserved, &reply.handle);
   if (rc < 0) return rc;
   opd_tensor_release(t); /* the handle table has its own reference */
   job->tensor = NULL;
@@ -657,13 +665,19 @@ static int run_download(opd__job *job, Opd__V1__Response *resp) {
                      "download: tensor %" PRIu64 " is a Meta tensor (%s, %d dimensions): it has "
                      "a shape and dtype but no data",
                      handle, opd_dtype_name(opd_tensor_dtype(t)), t->ndim);
+  if (dev.type == OPD_DEVICE_CUDA) { /* sent from a contiguous host copy (the job's) */
+    int rc = opd__gpu_to_host(t, &job->tensor);
+    if (rc < 0) return rc;
+    t = job->tensor;
+    dev = opd_tensor_device(t);
+  }
   if (dev.type != OPD_DEVICE_CPU || (nbytes && !opd_tensor_data(t)))
     return opd_error(OPD_EINVAL, "download: tensor %" PRIu64 " has no data on the CPU", handle);
   int64_t *strides = opd__arena_alloc(&job->arena, (t->ndim + 1) * sizeof *strides);
   if (!strides) return opd_error(OPD_ENOMEM, "out of memory encoding a download");
   opd_contiguous_strides(opd_tensor_sizes(t), t->ndim, strides);
   if (nbytes == 0 || opd_tensor_is_contiguous(t)) {
-    opd_tensor_retain(t);
+    if (job->tensor != t) opd_tensor_retain(t);
     job->tensor = t;
   } else {
     /* the bytes are sent row-major: a strided tensor is gathered into a contiguous copy */
@@ -748,6 +762,11 @@ bool opd__execute(opd__job *job) {
   resp.id = job->id;
   int rc = 0;
   const char *op = NULL;
+  if (job->device.type == OPD_DEVICE_CUDA && (rc = opd__gpu_enter(job)) < 0) {
+    opd__job_error(job, opd__error_code(rc), job->kind == OPD__JOB_CALL ? job->req->call->op : NULL,
+                   "%s", opd_last_error());
+    return false;
+  }
   switch (job->kind) {
   case OPD__JOB_CALL:
     op = job->req->call->op;
@@ -761,7 +780,9 @@ bool opd__execute(opd__job *job) {
   case OPD__JOB_DISPATCH_STATE:
     if ((rc = run_dispatch_state(job)) == 0) rc = pack_ack(job, &resp);
     break;
-  case OPD__JOB_SYNCHRONIZE: rc = pack_ack(job, &resp); break; /* CPU work is synchronous */
+  case OPD__JOB_SYNCHRONIZE: /* CPU work is synchronous; CUDA work waits for its streams */
+    if ((rc = opd__gpu_synchronize(job->session)) == 0) rc = pack_ack(job, &resp);
+    break;
   case OPD__JOB_LOCAL: rc = opd_error(OPD_EINTERNAL, "a loop-thread request on a worker"); break;
   }
   if (rc < 0) {

@@ -53,6 +53,8 @@ typedef struct opd__job {
   size_t raw_len;
   uint8_t *out; /* the encoded response frame, length prefix included */
   size_t out_len, out_cap;
+  uint64_t kernel_ns; /* how long a call's kernel ran (0 for other requests) */
+  size_t sent; /* bytes of `out` its worker already sent ([Note: Responses written by workers]) */
   opd__job_kind kind;
   bool at_worker;     /* queued or running on a worker, which owns it meanwhile */
   bool counted;       /* counts in the connection's requests in flight */

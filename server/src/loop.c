@@ -4,11 +4,15 @@
  * [Note: Threads]
  * One event-loop thread (libuv) owns every socket: it accepts, reads and decodes frames,
  * answers what needs no session state, and writes responses; it never runs a kernel and
- * never blocks. Worker threads (worker.c) run requests. A worker hands a finished job back
- * by pushing it on the completion list and waking the loop with uv_async_send, which
- * coalesces: one wake-up takes every job finished meanwhile, and each connection's ready
- * responses then go out in one write. Every thread the server starts blocks all signals:
- * they belong to the embedding program (the daemon handles SIGTERM/SIGINT in main.c), and a
+ * never blocks. Worker threads (worker.c) run requests. Workers hand finished jobs back
+ * ([Note: Handing jobs back in batches] in worker.c) by pushing them on the completion
+ * list; the push that finds the list empty wakes the loop through an eventfd it polls, so
+ * wake-ups coalesce: one takes every job finished meanwhile, and each connection's ready
+ * responses then go out in one write. (Not uv_async_send: its sender marks the handle busy
+ * around the eventfd write, and the loop spins until the mark is gone, so a worker
+ * preempted there by the loop it just woke, on a shared CPU, costs the loop its time
+ * slice.) Every thread the server starts blocks all signals: they belong to the embedding
+ * program (the daemon handles SIGTERM/SIGINT in main.c), and a
  * write to a closed socket gives EPIPE instead of killing the process.
  *
  * Stop: the listeners close, connections read no new requests, and each closes once its
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -33,6 +38,7 @@
 #include "admin.h"
 #include "connection.h"
 #include "execute.h"
+#include "gpu.h"
 #include "status.h"
 #include "opd/error.h"
 #include "opd/kernels.h"
@@ -40,17 +46,28 @@
 
 /* ---- completions ---- */
 
-static void post_done(opd__job *job, void *arg) {
+static void post_done(opd__job *jobs, void *arg) {
   opd_server *s = arg;
+  for (opd__job *j = jobs; j; j = j->qnext) opd__conn_send_from_worker(j);
   pthread_mutex_lock(&s->done_mu);
-  job->qnext = s->done_list;
-  s->done_list = job;
+  bool wake = !s->done_list;
+  for (opd__job *j = jobs, *next; j; j = next) { /* the list is newest first */
+    next = j->qnext;
+    j->qnext = s->done_list;
+    s->done_list = j;
+  }
   pthread_mutex_unlock(&s->done_mu);
-  uv_async_send(&s->done_async);
+  uint64_t one = 1;
+  if (wake && write(s->done_fd, &one, sizeof one) < 0)
+    assert(errno == EAGAIN); /* the counter is full: a wake-up is pending anyway */
 }
 
-static void on_done(uv_async_t *a) {
-  opd_server *s = a->data;
+static void on_done(uv_poll_t *poll, int status, int events) {
+  (void)status, (void)events;
+  opd_server *s = poll->data;
+  uint64_t count;
+  /* reset the counter before taking the list: a push after this wakes the loop again */
+  if (read(s->done_fd, &count, sizeof count) < 0) assert(errno == EAGAIN);
   pthread_mutex_lock(&s->done_mu);
   opd__job *list = s->done_list;
   s->done_list = NULL;
@@ -73,7 +90,7 @@ static void close_if_open(uv_handle_t *h) {
 
 static void maybe_finish(opd_server *s) {
   if (!s->stopping || s->nconns) return;
-  close_if_open((uv_handle_t *)&s->done_async);
+  close_if_open((uv_handle_t *)&s->done_poll);
   close_if_open((uv_handle_t *)&s->stop_async);
   close_if_open((uv_handle_t *)&s->drain_timer);
 }
@@ -185,7 +202,6 @@ static int bind_listener(opd_server *s, opd__listener *l, const char *url) {
   rc = l->addr.kind == OPD__LISTEN_TCP ? bind_tcp(s, l) : bind_unix(s, l);
   l->h.handle.data = l;
   if (rc < 0) return opd_error(OPD_EINVAL, "cannot listen on %s: %s", url, uv_strerror(rc));
-  opd_log(OPD_LOG_INFO, "listening on %s", l->url);
   return 0;
 }
 
@@ -201,12 +217,14 @@ static void free_server(opd_server *s) {
   free(s->listeners);
   opd_server_config_destroy(&s->cfg);
   pthread_mutex_destroy(&s->done_mu);
+  if (s->done_fd >= 0) close(s->done_fd);
   free(s);
 }
 
 /* Undoes a start that failed after the loop was initialized. */
 static void abort_start(opd_server *s) {
   if (s->sched_started) opd__sched_stop(&s->sched);
+  opd__gpu_stop(s->gpu);
   uv_walk(&s->loop, close_walk, NULL);
   uv_run(&s->loop, UV_RUN_DEFAULT);
   uv_loop_close(&s->loop);
@@ -256,6 +274,7 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
   opd_server *s = calloc(1, sizeof *s);
   if (!s) return opd_error(OPD_ENOMEM, "out of memory starting the server");
   pthread_mutex_init(&s->done_mu, NULL);
+  s->done_fd = -1;
   opd__session_registry_init(&s->sessions);
   if ((rc = copy_config(&s->cfg, c)) < 0 ||
       !(s->listeners = calloc(c->num_listen, sizeof *s->listeners))) {
@@ -269,10 +288,17 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     free_server(s);
     return opd_error(OPD_ERESOURCE, "cannot start the event loop: %s", uv_strerror(rc));
   }
-  uv_async_init(&s->loop, &s->done_async, on_done);
+  if ((s->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+      (rc = uv_poll_init(&s->loop, &s->done_poll, s->done_fd)) < 0) {
+    rc = opd_error(OPD_ERESOURCE, "cannot start the event loop: %s",
+                   s->done_fd < 0 ? strerror(errno) : uv_strerror(rc));
+    abort_start(s);
+    return rc;
+  }
+  uv_poll_start(&s->done_poll, UV_READABLE, on_done);
   uv_async_init(&s->loop, &s->stop_async, on_stop);
   uv_timer_init(&s->loop, &s->drain_timer);
-  s->done_async.data = s->stop_async.data = s->drain_timer.data = s;
+  s->done_poll.data = s->stop_async.data = s->drain_timer.data = s;
   uv_unref((uv_handle_t *)&s->drain_timer);
   for (; s->nlisteners < s->cfg.num_listen; s->nlisteners++) {
     if ((rc = bind_listener(s, &s->listeners[s->nlisteners], s->cfg.listen[s->nlisteners])) < 0) {
@@ -285,6 +311,10 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     return rc;
   }
   s->sched_started = true;
+  if ((rc = opd__gpu_start(s)) < 0) {
+    abort_start(s);
+    return rc;
+  }
   if (s->cfg.status[0] && (rc = opd__status_start(s, s->cfg.status, &s->status)) < 0) {
     abort_start(s);
     return rc;
@@ -305,6 +335,9 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     abort_start(s);
     return opd_error(OPD_ERESOURCE, "cannot start the event-loop thread: %s", strerror(rc));
   }
+  /* only now: a start that failed later (an admin socket in use) listened on nothing */
+  for (size_t i = 0; i < s->nlisteners; i++)
+    opd_log(OPD_LOG_INFO, "listening on %s", s->listeners[i].url);
   *out = s;
   return 0;
 }
@@ -338,6 +371,7 @@ void opd_server_stop(opd_server *s) {
   assert(rc == 0); /* every handle is closed */
   (void)rc;
   opd__sched_stop(&s->sched);
+  opd__gpu_stop(s->gpu);
   opd_log(OPD_LOG_INFO, "stopped");
   free_server(s);
 }

@@ -29,7 +29,8 @@ typedef struct opd__listener {
 struct opd_server {
   opd_server_config cfg; /* the server's own copy */
   uv_loop_t loop;
-  uv_async_t done_async; /* workers: jobs are back */
+  uv_poll_t done_poll;   /* workers: jobs are back (done_fd is readable) */
+  int done_fd;           /* an eventfd; -1 before start */
   uv_async_t stop_async; /* opd_server_stop: drain */
   uv_timer_t drain_timer;
   opd__listener *listeners;
@@ -46,6 +47,7 @@ struct opd_server {
   opd__session_registry sessions; /* every open session, for the status endpoint */
   struct opd__status *status;     /* the status endpoint; NULL when disabled */
   struct opd__admin *admin;       /* the admin listener (admin.h); NULL when disabled */
+  struct opd__gpu *gpu;           /* the CUDA side (gpu.h); NULL without a CUDA device */
 };
 
 /* A connection is gone (connection.c calls this as it frees one). */

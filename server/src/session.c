@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "gpu.h"
 #include "opd/error.h"
 
 /* ---- the map: linear probing, Fibonacci hashing, backward-shift deletion ---- */
@@ -123,6 +124,7 @@ static uint64_t storage_bytes(const opd_tensor *t) {
 }
 
 void opd__session_destroy(opd__session *s) {
+  opd__gpu_session_end(s); /* CUDA tensors and streams go to the reaper, off the loop */
   for (size_t i = 0; i < s->handles.cap; i++)
     if (s->handles.keys[i]) opd_tensor_release((opd_tensor *)(uintptr_t)s->handles.vals[i]);
   map_free(&s->handles);

@@ -47,6 +47,7 @@ struct opd__session {
    * by the session's jobs, read by the status thread */
   _Atomic uint64_t num_handles, included_repr, excluded_repr;
   opd__sched_entry sched;
+  struct opd__gpu_session *gpu;      /* its streams (gpu.h); NULL until it used a GPU */
   const char *peer;                  /* "127.0.0.1:40122" (the connection's) */
   opd__session *reg_prev, *reg_next; /* in the registry while registered */
 };

@@ -33,6 +33,7 @@
 
 #include "config.h"
 #include "loop.h"
+#include "gpu.h"
 #include "metrics.h"
 #include "opd.pb-c.h"
 #include "opd/allocator.h"
@@ -295,13 +296,15 @@ static json_t *info_json(opd__status *st) {
 #else
   const bool assertions = true;
 #endif
-  return json_pack("{s:s, s:{s:s, s:b}, s:[s, s], s:[{s:s, s:i, s:I}, {s:s, s:i}], s:f, s:o, "
-                   "s:s, s:I}",
-                   "version", OPD_VERSION, "build", "compiler", "gcc " __VERSION__, "assertions",
-                   assertions, "backends", "CPU", "Meta", "devices", "type", "cpu", "index", 0,
-                   "workers", (json_int_t)num_workers(st), "type", "meta", "index", 0, "uptime_s",
-                   (double)up / 1e9, "listen", listen, "status", st->address, "pid",
-                   (json_int_t)getpid());
+  json_t *j = json_pack("{s:s, s:{s:s, s:b}, s:[s, s], s:[{s:s, s:i, s:I}, {s:s, s:i}], s:f, s:o, "
+                        "s:s, s:I}",
+                        "version", OPD_VERSION, "build", "compiler", "gcc " __VERSION__,
+                        "assertions", assertions, "backends", "CPU", "Meta", "devices", "type",
+                        "cpu", "index", 0, "workers", (json_int_t)num_workers(st), "type", "meta",
+                        "index", 0, "uptime_s", (double)up / 1e9, "listen", listen, "status",
+                        st->address, "pid", (json_int_t)getpid());
+  if (j) opd__gpu_status(st->srv, j); /* "cuda", and the GPUs in "devices" */
+  return j;
 }
 
 static const char *key_category(opd_dispatch_key k) {

@@ -12,13 +12,20 @@
 #include "opd/error.h"
 #include "session.h"
 
-/* The pool a device's work runs on: the CPU pool for now (Meta work needs no device). */
+/* The pool a device's work runs on: its GPU's pool, else the CPU pool (Meta work needs no
+ * device; a CUDA device without a pool fails on the CPU pool, in execute.c). */
 static opd__pool *pool_for(opd__sched *s, opd_device device) {
-  (void)device;
+  if (device.type == OPD_DEVICE_CUDA) {
+    unsigned i = device.index < 0 ? 0 : (unsigned)device.index;
+    if (i < s->ngpu) return &s->gpu[i];
+  }
   return &s->cpu;
 }
 
-static void ready_push(opd__sched *s, opd__session *session) {
+/* Puts a session in its pool's ready list and returns the pool, whose condition variable
+ * the caller signals (after unlocking, where it can: a worker woken while the lock is
+ * still held would only block on it). */
+static opd__pool *ready_push(opd__sched *s, opd__session *session) {
   opd__sched_entry *e = &session->sched;
   assert(e->head && !e->pool);
   opd__pool *p = pool_for(s, e->head->device);
@@ -31,7 +38,7 @@ static void ready_push(opd__sched *s, opd__session *session) {
     p->ready_head = session;
   p->ready_tail = session;
   e->state = OPD__SESSION_READY;
-  pthread_cond_signal(&p->cv);
+  return p;
 }
 
 static void ready_unlink(opd__session *session) {
@@ -52,10 +59,23 @@ static void ready_unlink(opd__session *session) {
 /* After a job ran (or a hold ended): next turn or idle. Lock held. */
 static void requeue_or_idle(opd__sched *s, opd__session *session) {
   if (session->sched.head)
-    ready_push(s, session);
+    pthread_cond_signal(&ready_push(s, session)->cv);
   else
     session->sched.state = OPD__SESSION_IDLE;
 }
+
+/* [Note: Handing jobs back in batches]
+ * A worker hands finished jobs back to the loop in batches: while the session it just ran
+ * is the next to run (a client pipelining tiny requests), a job whose kernel ran for less
+ * than BATCH_CHEAP_NS (job->kernel_ns, measured for the metrics anyway) waits, up to
+ * BATCH_MAX jobs, to go back with the next ones, so that their responses leave in one
+ * write and the loop is woken once for them rather than once per job (on a CPU shared with
+ * the loop, each wake-up preempts the worker). Anything else ends the batch first: a job
+ * that ran longer, a hold, another session next, nothing left to run. A batch's first
+ * response still leaves at once from the worker ([Note: Responses written by workers] in
+ * connection.c). */
+#define BATCH_MAX      16
+#define BATCH_CHEAP_NS 20000
 
 /* A worker is a dispatcher reader that is online only while it runs a request, so that
  * registration changes wait for the requests in flight and never for idle workers
@@ -63,10 +83,21 @@ static void requeue_or_idle(opd__sched *s, opd__session *session) {
 static void *worker_main(void *arg) {
   opd__pool *p = arg;
   opd__sched *s = p->sched;
+  opd__job *batch = NULL, *batch_tail = NULL; /* ran, not handed back yet (by qnext) */
+  unsigned nbatch = 0;
+  opd__session *batch_session = NULL; /* the session that ran last, while batch is set */
   opd_reader_register();
   opd_reader_offline();
   pthread_mutex_lock(&s->mu);
   for (;;) {
+    if (batch && (s->stopping || p->ready_head != batch_session)) {
+      pthread_mutex_unlock(&s->mu);
+      s->done(batch, s->done_arg);
+      batch = batch_tail = NULL;
+      nbatch = 0;
+      pthread_mutex_lock(&s->mu);
+      continue;
+    }
     while (!s->stopping && !p->ready_head) pthread_cond_wait(&p->cv, &s->mu);
     if (s->stopping) break;
     opd__session *session = p->ready_head;
@@ -79,23 +110,59 @@ static void *worker_main(void *arg) {
     e->state = OPD__SESSION_RUNNING;
     pthread_mutex_unlock(&s->mu);
 
+    if (s->route) { /* [Note: Sessions on workers]: on the wrong pool, the job moves */
+      job->device = s->route(job);
+      if (pool_for(s, job->device) != p) {
+        pthread_mutex_lock(&s->mu);
+        if (!(job->qnext = e->head)) e->tail = job;
+        e->head = job;
+        pthread_cond_signal(&ready_push(s, session)->cv);
+        continue;
+      }
+    }
     opd_reader_online();
     bool hold = s->run(job);
     opd_reader_offline();
+    bool cheap = job->kernel_ns < BATCH_CHEAP_NS;
 
     pthread_mutex_lock(&s->mu);
+    e->last = job->device;
     if (hold)
       e->state = OPD__SESSION_HELD;
     else
       requeue_or_idle(s, session);
+    bool batch_more = !hold && cheap && p->ready_head == session;
     pthread_mutex_unlock(&s->mu);
     /* the session may be freed once the loop has the job back: touch it no more */
-    s->done(job, s->done_arg);
+    if (batch_tail)
+      batch_tail->qnext = job;
+    else
+      batch = job;
+    batch_tail = job;
+    batch_session = session;
+    if (!batch_more || ++nbatch >= BATCH_MAX) {
+      s->done(batch, s->done_arg);
+      batch = batch_tail = NULL;
+      nbatch = 0;
+    }
     pthread_mutex_lock(&s->mu);
   }
   pthread_mutex_unlock(&s->mu);
+  assert(!batch);
   opd_reader_unregister();
   return NULL;
+}
+
+/* Starts n threads in p with every signal blocked: 0 or pthread_create's error. */
+static int start_threads(opd__pool *p, unsigned n) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = 0;
+  for (; p->nthreads < n; p->nthreads++)
+    if ((rc = pthread_create(&p->threads[p->nthreads], NULL, worker_main, p)) != 0) break;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
 }
 
 int opd__sched_start(opd__sched *s, unsigned cpu_workers, opd__run_fn run, opd__done_fn done,
@@ -116,13 +183,7 @@ int opd__sched_start(opd__sched *s, unsigned cpu_workers, opd__run_fn run, opd__
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
   /* workers never take signals: the daemon's signals go to its main thread */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = 0;
-  for (; p->nthreads < cpu_workers; p->nthreads++)
-    if ((rc = pthread_create(&p->threads[p->nthreads], NULL, worker_main, p)) != 0) break;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  int rc = start_threads(p, cpu_workers);
   if (rc != 0) {
     opd__sched_stop(s);
     return opd_error(OPD_ERESOURCE, "cannot start worker thread %u of %u: %s", p->nthreads + 1,
@@ -131,36 +192,73 @@ int opd__sched_start(opd__sched *s, unsigned cpu_workers, opd__run_fn run, opd__
   return 0;
 }
 
-void opd__sched_stop(opd__sched *s) {
-  opd__pool *p = &s->cpu;
-  pthread_mutex_lock(&s->mu);
-  assert(!p->ready_head);
-  s->stopping = true;
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&s->mu);
+int opd__sched_start_gpu(opd__sched *s, unsigned ndev, unsigned per_device, opd__route_fn route) {
+  assert(!s->gpu && ndev > 0 && per_device > 0);
+  if (!(s->gpu = calloc(ndev, sizeof *s->gpu)))
+    return opd_error(OPD_ENOMEM, "out of memory starting %u GPU pools", ndev);
+  s->route = route;
+  for (unsigned d = 0; d < ndev; d++) {
+    opd__pool *p = &s->gpu[d];
+    p->device = (opd_device){OPD_DEVICE_CUDA, (int16_t)d};
+    p->sched = s;
+    if (!(p->threads = calloc(per_device, sizeof *p->threads)))
+      return opd_error(OPD_ENOMEM, "out of memory starting the workers of cuda:%u", d);
+    pthread_cond_init(&p->cv, NULL);
+    s->ngpu = d + 1; /* stop joins this pool from now on */
+    int rc = start_threads(p, per_device);
+    if (rc != 0)
+      return opd_error(OPD_ERESOURCE, "cannot start worker thread %u of cuda:%u: %s",
+                       p->nthreads + 1, d, strerror(rc));
+  }
+  return 0;
+}
+
+static void stop_pool(opd__pool *p) {
   for (unsigned i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
   free(p->threads);
   pthread_cond_destroy(&p->cv);
+}
+
+void opd__sched_stop(opd__sched *s) {
+  pthread_mutex_lock(&s->mu);
+  assert(!s->cpu.ready_head);
+  s->stopping = true;
+  pthread_cond_broadcast(&s->cpu.cv);
+  for (unsigned d = 0; d < s->ngpu; d++) pthread_cond_broadcast(&s->gpu[d].cv);
+  pthread_mutex_unlock(&s->mu);
+  stop_pool(&s->cpu);
+  for (unsigned d = 0; d < s->ngpu; d++) stop_pool(&s->gpu[d]);
+  free(s->gpu);
   pthread_mutex_destroy(&s->mu);
 }
 
-bool opd__sched_submit(opd__sched *s, opd__job *job) {
-  opd__sched_entry *e = &job->session->sched;
+bool opd__sched_submit_list(opd__sched *s, opd__job *first, opd__job *last) {
+  opd__sched_entry *e = &first->session->sched;
   pthread_mutex_lock(&s->mu);
   if (e->closed) {
     pthread_mutex_unlock(&s->mu);
     return false;
   }
-  job->qnext = NULL;
-  job->at_worker = true;
+  for (opd__job *job = first;; job = job->qnext) {
+    assert(job->session == first->session);
+    job->at_worker = true;
+    if (s->route && job->kind != OPD__JOB_UPLOAD) job->device = e->last; /* a guess */
+    if (job == last) break;
+  }
+  last->qnext = NULL;
   if (e->tail)
-    e->tail->qnext = job;
+    e->tail->qnext = first;
   else
-    e->head = job;
-  e->tail = job;
-  if (e->state == OPD__SESSION_IDLE) ready_push(s, job->session);
+    e->head = first;
+  e->tail = last;
+  opd__pool *wake = e->state == OPD__SESSION_IDLE ? ready_push(s, first->session) : NULL;
   pthread_mutex_unlock(&s->mu);
+  if (wake) pthread_cond_signal(&wake->cv);
   return true;
+}
+
+bool opd__sched_submit(opd__sched *s, opd__job *job) {
+  return opd__sched_submit_list(s, job, job);
 }
 
 opd__job *opd__sched_cancel(opd__sched *s, opd__session *session) {

@@ -10,10 +10,16 @@
  * are written from the tensor: nothing of the session may run until they are out, or a
  * later in-place write could change what the client receives); the loop resumes it.
  *
- * Pools: one per device. Today there is the CPU pool (its workers also run Meta work); the
- * CUDA backend adds one pool per GPU whose threads own that device's streams, and a job's
- * `device` selects the pool. One lock guards every run queue, state and ready list: the
- * critical sections are a few pointer moves.
+ * Pools: one per device. The CPU pool (its workers also run Meta work) and, when CUDA
+ * devices are present, one pool per GPU whose threads run that device's work on the
+ * sessions' streams (server/src/gpu.h). A job's `device` selects the pool. Only the loop
+ * knows an upload's device; a call's device is that of its tensors, which only the
+ * session's running job may look up, so a job is queued on the pool of the device its
+ * session last ran on (a guess), and the worker that takes it asks `route` for the real
+ * one: a job on the wrong pool goes back to the head of its session's queue, ready on the
+ * right pool, and the session's order holds. One lock
+ * guards every run queue, state and ready list: the critical sections are a few pointer
+ * moves.
  */
 #ifndef OPD_SERVER_WORKER_H
 #define OPD_SERVER_WORKER_H
@@ -39,7 +45,8 @@ typedef struct opd__sched_entry {
   opd__session *prev, *next;
   opd__pool *pool; /* the ready list the session is in; NULL when none */
   opd__sched_state state;
-  bool closed; /* the connection is gone: nothing more is queued */
+  bool closed;     /* the connection is gone: nothing more is queued */
+  opd_device last; /* the device its last job ran on: where the next is queued */
 } opd__sched_entry;
 
 struct opd__pool {
@@ -53,13 +60,19 @@ struct opd__pool {
 
 /* Runs a job on a worker; returns true to keep its session held. */
 typedef bool (*opd__run_fn)(opd__job *job);
-/* Hands a job that ran back to the loop. */
-typedef void (*opd__done_fn)(opd__job *job, void *arg);
+/* On a worker, before a job runs (its session is the worker's): the device it runs on. */
+typedef opd_device (*opd__route_fn)(const opd__job *job);
+/* Hands jobs that ran back to the loop: a list linked by qnext, oldest first ([Note:
+ * Handing jobs back in batches] in worker.c). */
+typedef void (*opd__done_fn)(opd__job *jobs, void *arg);
 
 struct opd__sched {
   pthread_mutex_t mu;
   bool stopping;
   opd__pool cpu;
+  opd__pool *gpu; /* one per CUDA device; NULL when none */
+  unsigned ngpu;
+  opd__route_fn route; /* NULL without GPU pools */
   opd__run_fn run;
   opd__done_fn done;
   void *done_arg;
@@ -69,11 +82,18 @@ struct opd__sched {
  * blocked in its threads: 0, or an error with a message. */
 int opd__sched_start(opd__sched *s, unsigned cpu_workers, opd__run_fn run, opd__done_fn done,
                      void *done_arg);
+/* Adds one pool of `per_device` threads per CUDA device (0 to ndev - 1), before any job is
+ * submitted, and routes jobs with `route`: 0, or an error with a message (the pools started
+ * so far stay, and opd__sched_stop joins them). */
+int opd__sched_start_gpu(opd__sched *s, unsigned ndev, unsigned per_device, opd__route_fn route);
 /* Joins the workers; every job must be back (no session queued or running). */
 void opd__sched_stop(opd__sched *s);
 /* Queues the job on its session (job->session), taking it over; false (job not taken)
  * when the session is closed. */
 bool opd__sched_submit(opd__sched *s, opd__job *job);
+/* The same for jobs first..last of one session, linked by qnext, in one critical section
+ * with at most one wake-up. */
+bool opd__sched_submit_list(opd__sched *s, opd__job *first, opd__job *last);
 /* Closes the session for scheduling and returns its queued jobs, linked by qnext, in order;
  * a running job finishes and comes back through `done`. */
 opd__job *opd__sched_cancel(opd__sched *s, opd__session *session);

@@ -1,7 +1,7 @@
 /* conformance.c: opd-conformance, the replay runner for ATen conformance fixtures recorded
  * from PyTorch 1.13 (format: ../shared/conformance/FORMAT.md).
  *
- *   opd-conformance FIXTURE.json [--device cpu|meta] [--op aten::name.overload] [-v]
+ *   opd-conformance FIXTURE.json [--device cpu|meta|cuda] [--op aten::name.overload] [-v]
  *                   [--server tcp://HOST:PORT | unix:///PATH]
  *
  * Each case is one check: its arguments are built (tensors on the chosen device, strided
@@ -14,7 +14,10 @@
  * too and mismatches reported, but they do not fail a case (FORMAT.md calls that optional).
  * The last line is "N passed, M failed"; the exit status is 0 only when M is 0. With
  * --server the cases run against a daemon instead, through the client library
- * ([Note: Conformance over RPC]).
+ * ([Note: Conformance over RPC]). With --device cuda the tensors are built on the CPU and
+ * copied to GPU 0 (views are views of the copied base), factories run on it, and results are
+ * copied back to be compared; without a usable device the run prints why and exits with 77
+ * ("skipped", ctest's SKIP_RETURN_CODE).
  */
 #include <assert.h>
 #include <jansson.h>
@@ -24,6 +27,7 @@
 #include <string.h>
 
 #include "opd/client.h"
+#include "opd/cuda.h"
 #include "opd/dispatcher.h"
 #include "opd/kernels.h"
 #include "opd/log.h"
@@ -32,6 +36,28 @@
 #include "conformance.h"
 
 /* ---- building values ---- */
+
+/* aten::_to_copy(t, device=device): t's values on another device (NULL with why set). */
+static opd_tensor *copy_to(opd_tensor *t, opd_device device, char *why, size_t wlen) {
+  static const opd_operator *op;
+  if (!op) op = opd_find_schema("aten::_to_copy");
+  opd_stack st;
+  opd_stack_init(&st);
+  opd_ivalue args[] = {
+      opd_iv_tensor_borrow(t), opd_iv_none(),      opd_iv_none(), opd_iv_device(device),
+      opd_iv_none(),           opd_iv_bool(false), opd_iv_none()};
+  int rc = op ? 0 : OPD_ENOENT;
+  for (size_t i = 0; rc == 0 && i < sizeof args / sizeof *args; i++)
+    rc = opd_stack_push(&st, args[i]);
+  if (rc == 0) rc = opd_call_boxed(op, &st);
+  opd_tensor *r = NULL;
+  if (rc == 0 && st.size == 1 && st.items[0].tag == OPD_IV_TENSOR)
+    opd_tensor_retain(r = st.items[0].u.t);
+  else
+    snprintf(why, wlen, "cannot copy to the device: %s", opd_last_error());
+  opd_stack_destroy(&st);
+  return r;
+}
 
 /* A tensor from the fixture's encoding (contiguous, or a strided view of a base buffer). */
 static opd_tensor *build_tensor(const runner *r, const json_t *v, char *why, size_t wlen) {
@@ -50,7 +76,9 @@ static opd_tensor *build_tensor(const runner *r, const json_t *v, char *why, siz
     return NULL;
   }
   opd_tensor *b;
-  if (opd_tensor_empty(base_shape, nb, dtype, r->device, &b) != 0) {
+  bool cuda = r->device.type == OPD_DEVICE_CUDA; /* built on the CPU, then copied */
+  if (opd_tensor_empty(base_shape, nb, dtype, cuda ? (opd_device){OPD_DEVICE_CPU, -1} : r->device,
+                       &b) != 0) {
     snprintf(why, wlen, "cannot allocate: %s", opd_last_error());
     return NULL;
   }
@@ -67,6 +95,11 @@ static opd_tensor *build_tensor(const runner *r, const json_t *v, char *why, siz
       opd_tensor_release(b);
       return NULL;
     }
+  }
+  if (cuda) {
+    opd_tensor *d = copy_to(b, r->device, why, wlen);
+    opd_tensor_release(b);
+    if (!(b = d)) return NULL;
   }
   if (!base) return b;
   opd_tensor *view = NULL;
@@ -150,7 +183,7 @@ static bool push_arguments(const runner *r, const opd_schema *schema, const json
       return false;
     }
     /* factories: run on the chosen device */
-    if (a->type.kind == OPD_TYPE_DEVICE && v.tag == OPD_IV_NONE && is_meta(r))
+    if (a->type.kind == OPD_TYPE_DEVICE && v.tag == OPD_IV_NONE && r->device.type != OPD_DEVICE_CPU)
       v = opd_iv_device(r->device);
     if (v.tag == OPD_IV_TENSOR && *num_inputs < 16) {
       input_names[*num_inputs] = a->name;
@@ -163,8 +196,16 @@ static bool push_arguments(const runner *r, const opd_schema *schema, const json
 
 /* ---- comparing ---- */
 
-/* Compares the logical values of t with the fixture's row-major `data`. */
-static bool compare_values(const opd_tensor *t, const json_t *expect, char *why, size_t wlen) {
+/* Compares the logical values of t (a CUDA result copied back first) with the fixture's
+ * row-major `data`. */
+static bool compare_values(opd_tensor *t, const json_t *expect, char *why, size_t wlen) {
+  if (opd_tensor_device(t).type == OPD_DEVICE_CUDA) {
+    opd_tensor *h = copy_to(t, (opd_device){OPD_DEVICE_CPU, -1}, why, wlen);
+    if (!h) return false;
+    bool ok = compare_values(h, expect, why, wlen);
+    opd_tensor_release(h);
+    return ok;
+  }
   return compare_buffer(opd_tensor_data(t), opd_tensor_dtype(t), opd_tensor_sizes(t),
                         opd_tensor_strides(t), t->ndim, t->numel, expect, why, wlen);
 }
@@ -245,7 +286,7 @@ static void run_case(runner *r, const json_t *c) {
     snprintf(why, sizeof why, "expected one Tensor result");
     ok = false;
   } else {
-    const opd_tensor *t = st.items[0].u.t;
+    opd_tensor *t = st.items[0].u.t;
     ok = judge_geometry(expect, opd_tensor_dtype(t), opd_tensor_sizes(t), t->ndim, why, sizeof why);
     if (ok && opd_tensor_device(t).type != r->device.type) {
       snprintf(why, sizeof why, "result on the wrong device");
@@ -269,8 +310,10 @@ int main(int argc, char **argv) {
         r.device.type = OPD_DEVICE_CPU;
       else if (strcmp(d, "meta") == 0)
         r.device.type = OPD_DEVICE_META;
+      else if (strcmp(d, "cuda") == 0)
+        r.device = (opd_device){OPD_DEVICE_CUDA, 0};
       else {
-        fprintf(stderr, "opd-conformance: unknown device '%s' (cpu or meta)\n", d);
+        fprintf(stderr, "opd-conformance: unknown device '%s' (cpu, meta or cuda)\n", d);
         return 2;
       }
     } else if (strcmp(argv[i], "--op") == 0 && i + 1 < argc) {
@@ -287,13 +330,12 @@ int main(int argc, char **argv) {
     }
   }
   if (!path) {
-    fprintf(stderr, "usage: opd-conformance FIXTURE.json [--device cpu|meta] [--op NAME] [-v] "
+    fprintf(stderr, "usage: opd-conformance FIXTURE.json [--device cpu|meta|cuda] [--op NAME] [-v] "
                     "[--server URL]\n");
     return 2;
   }
-  if (server && is_meta(&r)) {
-    fprintf(stderr, "opd-conformance: --server runs on the CPU only (meta tensors have no bytes "
-                    "to download)\n");
+  if (server && r.device.type != OPD_DEVICE_CPU) {
+    fprintf(stderr, "opd-conformance: --server runs on the CPU only\n");
     return 2;
   }
   json_error_t err;
@@ -331,13 +373,25 @@ int main(int argc, char **argv) {
     json_decref(fx);
     return 1;
   }
+  if (r.device.type == OPD_DEVICE_CUDA) {
+    int n = opd_cuda_init();
+    if (n <= 0) {
+      printf("opd-conformance: skipped: CUDA unavailable: %s\n",
+             n < 0 ? opd_last_error() : opd_cuda_unavailable_reason());
+      json_decref(fx);
+      return 77;
+    }
+  }
   size_t i;
   json_t *c;
   json_array_foreach(json_object_get(fx, "cases"), i, c) run_case(&r, c);
   json_decref(fx);
   printf("device %s: %ld skipped (errors only data reveals), %ld error messages differ from "
          "PyTorch's\n",
-         is_meta(&r) ? "meta" : "cpu", r.skipped, r.message_mismatches);
+         is_meta(&r)                        ? "meta"
+         : r.device.type == OPD_DEVICE_CUDA ? "cuda"
+                                            : "cpu",
+         r.skipped, r.message_mismatches);
   printf("%ld passed, %ld failed\n", r.passed, r.failed);
   return r.failed ? 1 : 0;
 }

@@ -2,7 +2,8 @@
  *
  *   opctl [OPTIONS] status | ops | op NAME | sessions | load-plugin FILE |
  *         unload-plugin FILE | register NAME KEY (--kernel-of ID | --fallthrough) |
- *         deregister ID | plugins | drain
+ *         deregister ID | plugins | drain |
+ *         cuda-register --source FILE --entry NAME --schema SCHEMA --launch RULE
  *
  * Reading commands (status, ops, op, sessions) use the HTTP status endpoint (--status,
  * default 127.0.0.1:7471) and fall back to the admin socket when it does not answer
@@ -50,6 +51,11 @@ static void usage(FILE *f) {
          "  register NAME KEY (--kernel-of ID | --fallthrough)\n"
          "                              register a plugin's kernel (or a fallthrough) at KEY\n"
          "  deregister ID               remove registration ID\n"
+         "  cuda-register --source FILE --entry NAME --schema SCHEMA --launch RULE\n"
+         "                              compile CUDA C source with NVRTC and register its\n"
+         "                              __global__ NAME at the CUDA key of the operator\n"
+         "                              SCHEMA (\"ns::op(Tensor x) -> Tensor\", defined if\n"
+         "                              new); RULE: elementwise or rows (docs/ADMIN.md)\n"
          "  drain                       let the daemon finish its requests and exit\n"
          "\n"
          "options:\n"
@@ -342,6 +348,57 @@ static int cmd_admin(json_t *req, const char *done_fmt) {
   return rc;
 }
 
+/* Reads a source file of at most `max` bytes into a new NUL-terminated buffer. */
+static char *read_source(const char *path, size_t max, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fail(EXIT_USAGE, "--source %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  char *buf = malloc(max + 2);
+  size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+  bool err = ferror(f);
+  fclose(f);
+  if (!buf || err || n > max) {
+    free(buf);
+    fail(EXIT_USAGE, "--source %s: %s", path,
+         !buf  ? "out of memory"
+         : err ? "read error"
+               : "larger than 256 KiB");
+    return NULL;
+  }
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+static int cmd_cuda_register(const char *source, const char *entry, const char *schema,
+                             const char *launch) {
+  if (!source || !entry || !schema || !launch)
+    return fail(EXIT_USAGE, "cuda-register needs --source FILE, --entry NAME, --schema SCHEMA and "
+                            "--launch elementwise|rows");
+  size_t len;
+  char *text = read_source(source, 256 * 1024, &len);
+  if (!text) return EXIT_USAGE;
+  json_t *src = json_stringn(text, len);
+  free(text);
+  if (!src) return fail(EXIT_USAGE, "--source %s: not UTF-8 text", source);
+  json_t *resp =
+      admin_request(json_pack("{s:s, s:o, s:s, s:s, s:s}", "op", "cuda_register", "source", src,
+                              "entry", entry, "schema", schema, "launch", launch));
+  if (!resp) return EXIT_UNREACHABLE;
+  int rc = admin_ok(resp);
+  const char *log = json_string_value(json_object_get(resp, "log"));
+  if (rc != 0 && log) fprintf(stderr, "%s", log); /* the compiler's log, verbatim */
+  if (rc == 0 && opt.json)
+    print_json(resp);
+  else if (rc == 0)
+    printf("registered %s at CUDA: id %lld\n", str(resp, "operator"),
+           (long long)json_integer_value(json_object_get(resp, "id")));
+  json_decref(resp);
+  return rc;
+}
+
 static bool parse_id(const char *s, long long *out) {
   char *end;
   errno = 0;
@@ -359,6 +416,7 @@ int main(int argc, char **argv) {
   int nargs = 0;
   long long kernel_of = 0;
   bool fallthrough = false;
+  const char *source = NULL, *entry = NULL, *schema = NULL, *launch = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has_value = i + 1 < argc;
@@ -378,6 +436,14 @@ int main(int argc, char **argv) {
       opt.token_file = argv[++i];
     } else if (strcmp(a, "--status") == 0 && has_value) {
       opt.status = argv[++i];
+    } else if (strcmp(a, "--source") == 0 && has_value) {
+      source = argv[++i];
+    } else if (strcmp(a, "--entry") == 0 && has_value) {
+      entry = argv[++i];
+    } else if (strcmp(a, "--schema") == 0 && has_value) {
+      schema = argv[++i];
+    } else if (strcmp(a, "--launch") == 0 && has_value) {
+      launch = argv[++i];
     } else if (strcmp(a, "--kernel-of") == 0 && has_value) {
       if (!parse_id(argv[++i], &kernel_of))
         return fail(EXIT_USAGE, "--kernel-of needs a registration id");
@@ -447,6 +513,8 @@ int main(int argc, char **argv) {
     return cmd_admin(json_pack("{s:s, s:I}", "op", "deregister", "id", (json_int_t)id),
                      "deregistered\n");
   }
+  if (strcmp(cmd, "cuda-register") == 0 && nargs == 1)
+    return cmd_cuda_register(source, entry, schema, launch);
   if (strcmp(cmd, "drain") == 0 && nargs == 1)
     return cmd_admin(json_pack("{s:s}", "op", "drain"), "draining\n");
   usage(stderr);

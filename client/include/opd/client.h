@@ -392,8 +392,11 @@ int opd_client_set_dispatch_state_async(opd_client *c, const char *const *includ
                                         opd_future **out);
 /* Waits until the session's earlier work is finished on every device. */
 int opd_client_synchronize(opd_client *c);
-/* A round trip with `len` bytes echoed back (and checked). */
+/* A round trip with `len` bytes echoed back (and checked: a different echo completes the
+ * future with OPD_EINTERNAL). The payload is copied: the caller may reuse it at once. */
 int opd_client_ping(opd_client *c, const void *payload, size_t len);
+int opd_client_ping_async(opd_client *c, const void *payload, size_t len, opd_future_cb cb,
+                          void *user, opd_future **out);
 
 /* ---- calls ---- */
 

@@ -53,6 +53,8 @@ typedef struct opd_server_config {
   char admin_tcp[72];
   char admin_token_file[256];
   char plugin_dir[256]; /* where load_plugin finds plugins by file name; "": none */
+  /* worker threads per CUDA device (1; docs/CONFIG.md) */
+  uint32_t cuda_workers_per_device;
 } opd_server_config;
 
 /* Fills in the defaults (listening on tcp://127.0.0.1:7470). */

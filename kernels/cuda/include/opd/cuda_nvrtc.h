@@ -1,0 +1,69 @@
+/* opd/cuda_nvrtc.h: CUDA kernels compiled at run time from source with NVRTC and
+ * registered as boxed kernels (the daemon's cuda_register admin command, docs/ADMIN.md).
+ *
+ * [Note: NVRTC kernels]
+ * An administrator gives CUDA C source, the name of a __global__ entry, an operator schema
+ * and a launch rule. The schema takes Tensor arguments (at least one; not optional, not
+ * lists), then optionally float and int arguments, and returns one Tensor. The source is
+ * compiled with NVRTC for the devices' architecture (--gpu-architecture=sm_XY, or
+ * compute_XY PTX of the lowest one when the devices differ), loaded with
+ * cudaLibraryLoadData, and its entry found with cudaLibraryGetKernel. A call:
+ *   - needs every Tensor argument on the same CUDA device, contiguous, and with the sizes
+ *     of the first (the kernel sees raw pointers of contiguous data);
+ *   - allocates the output like the first Tensor argument (sizes, dtype, device);
+ *   - launches, on the calling thread's current stream of the device:
+ *       elementwise:  entry(out, in0, in1, ..., s0, s1, ..., long long n)
+ *                     n = numel; ceil(n / 256) blocks of 256 threads
+ *       rows:         entry(out, in0, in1, ..., s0, s1, ..., long long rows, long long cols)
+ *                     cols = the last dimension's size (1 for a 0-dim tensor),
+ *                     rows = numel / cols; one block of 256 threads per row
+ *     where a float argument is passed as `float` and an int as `long long`; nothing is
+ *     launched when numel is 0;
+ *   - reports a launch error as the call's error (an error the kernel raises while it
+ *     runs comes back from the next synchronization, as for any CUDA kernel).
+ * Without a CUDA device everything here fails with OPD_EUNAVAILABLE ("CUDA unavailable:
+ * <reason>").
+ */
+#ifndef OPD_CUDA_NVRTC_H
+#define OPD_CUDA_NVRTC_H
+
+#include <stddef.h>
+
+#include "opd/dispatcher.h"
+#include "opd/schema.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OPD_NVRTC_MAX_SOURCE (256 * 1024) /* bytes of CUDA C source */
+#define OPD_NVRTC_MAX_ENTRY  255          /* bytes of the entry's name */
+
+typedef enum opd_nvrtc_launch { OPD_NVRTC_ELEMENTWISE, OPD_NVRTC_ROWS } opd_nvrtc_launch;
+
+typedef struct opd_nvrtc_kernel opd_nvrtc_kernel;
+
+/* The checks of the inputs, in every build: `source` is 1 to OPD_NVRTC_MAX_SOURCE bytes
+ * (len) without NUL, `entry` an identifier of at most OPD_NVRTC_MAX_ENTRY characters, and
+ * `schema` fits the rule above. 0, or OPD_EINVAL with a message. */
+int opd_nvrtc_check(const char *source, size_t len, const char *entry, const opd_schema *schema);
+
+/* Checks the inputs (opd_nvrtc_check), then compiles `source`, loads it and finds the
+ * entry. 0 with *out; or OPD_EINVAL (bad input; a compile error, with the compiler's log
+ * verbatim in *log, malloc'ed, which the caller frees), OPD_EUNAVAILABLE (no device),
+ * OPD_ENOMEM, OPD_EINTERNAL (a CUDA error loading it). *log is NULL unless compiling
+ * failed. */
+int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
+                            const opd_schema *schema, opd_nvrtc_launch launch,
+                            opd_nvrtc_kernel **out, char **log);
+/* The boxed kernel to register at the CUDA key; its data is k (k must outlive the
+ * registration). */
+opd_kernel opd_nvrtc_kernel_boxed(opd_nvrtc_kernel *k);
+/* Waits for the devices' work, unloads the code and frees k: only once no registration
+ * uses it (after its deregistration returned). NULL is a no-op. */
+void opd_nvrtc_kernel_free(opd_nvrtc_kernel *k);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

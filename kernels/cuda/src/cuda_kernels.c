@@ -1,0 +1,1008 @@
+/* cuda_kernels.c: the CUDA kernels of the kernels library (see cuda_kernels.h for the list):
+ * each runs the operator's meta function (kernels/meta/, the checks and shapes the CPU kernel
+ * uses), allocates its output on the CUDA device, and starts device code through a launcher
+ * (elementwise.cu, reduce.cu, linalg.cu) on the current stream; plus copies between the CPU
+ * and CUDA devices. See [Note: CUDA kernels as C plus launchers] in cuda_internal.h.
+ */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "cuda_internal.h"
+#include "cuda_kernels.h"
+#include "meta/elementwise_meta.h"
+#include "meta/factory_meta.h"
+#include "meta/index_meta.h"
+#include "meta/linalg_meta.h"
+#include "meta/reduce_meta.h"
+#include "opd/cuda.h"
+#include "src/loops.h"
+
+/* device_util.cuh repeats the dtype values */
+_Static_assert(OPD_UINT8 == 0 && OPD_INT8 == 1 && OPD_INT16 == 2 && OPD_INT32 == 3 &&
+                   OPD_INT64 == 4 && OPD_FLOAT16 == 5 && OPD_FLOAT32 == 6 && OPD_FLOAT64 == 7 &&
+                   OPD_BOOL == 11 && OPD_BFLOAT16 == 15,
+               "dtype values of device_util.cuh");
+_Static_assert(OPD_CUDA_MAX_DIMS == OPD_MAX_DIMS, "descriptor dims");
+
+/* ---- helpers ---- */
+
+/* The GPU ordinal of a CUDA tensor (index -1, "the current device", is device 0). */
+static int dev_of(const opd_tensor *t) {
+  int i = opd_tensor_device(t).index;
+  return i < 0 ? 0 : i;
+}
+
+/* The launchers' compute / accumulate code of a dtype: 0 float, 1 double, 2 int64. */
+static int compute_of(opd_dtype t) {
+  return t == OPD_FLOAT64 ? 1 : opd_dtype_is_floating(t) ? 0 : 2;
+}
+
+/* A value of dtype t's compute type (loops.h) as the launchers' double / int64 scalars. */
+static void value_to(opd__value v, opd_dtype t, double *d, int64_t *i) {
+  switch (t) {
+  case OPD_FLOAT16:
+  case OPD_BFLOAT16:
+  case OPD_FLOAT32: *d = v.f32; break;
+  case OPD_FLOAT64: *d = v.f64; break;
+  case OPD_INT64: *i = v.i64; break;
+  case OPD_INT32: *i = v.i32; break;
+  case OPD_INT16: *i = v.i16; break;
+  case OPD_INT8: *i = v.i8; break;
+  case OPD_UINT8: *i = v.u8; break;
+  default: *i = v.b8; break;
+  }
+}
+
+static int not_implemented(const char *name, opd_dtype t) {
+  return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", name, opd_dtype_c10_name(t));
+}
+
+/* In-place kernels return self, with its version bumped. */
+static int inplace_done(opd_tensor *self, opd_tensor **out) {
+  opd_tensor_bump_version(self);
+  opd_tensor_retain(self);
+  *out = self;
+  return 0;
+}
+
+/* A device int for a kernel to flag bad data in (zeroed), and reading it back (waits). */
+static int flag_new(int device, int **flag) {
+  if (!(*flag = opd__cuda_alloc(device, sizeof **flag))) return opd_last_error_code();
+  int rc = opd__cuda_memset0(device, *flag, sizeof **flag);
+  if (rc) opd__cuda_free(device, *flag, sizeof **flag);
+  return rc;
+}
+static int flag_take(int device, int *flag, int *value) {
+  int rc = opd__cuda_memcpy(device, value, flag, sizeof *value, 2, true);
+  opd__cuda_free(device, flag, sizeof *flag);
+  return rc;
+}
+
+/* ---- the elementwise engine ---- */
+
+typedef struct ew_op {
+  int op;
+  opd_dtype compute; /* the operation's dtype (its compute type reads the inputs) */
+  bool narrow;       /* integer inputs are first converted to `compute` (not for copies) */
+  double c0d, c1d;   /* scalars, as value_to gives them */
+  int64_t c0i, c1i;
+  int *error;
+} ew_op;
+
+/* out[...] = op(in[0][...], ...) with broadcasting; out's shape is the broadcast shape. The
+ * dims are put in the order of out's strides, size-1 dims dropped and neighbours that every
+ * operand walks contiguously merged, so that most launches are flat. */
+static int ew_run(const ew_op *o, opd_tensor *out, opd_tensor *const *in, int nin) {
+  assert(nin < OPD_CUDA_EW_MAX_OPS);
+  if (out->numel == 0) return 0;
+  opd__cuda_ew d;
+  memset(&d, 0, offsetof(opd__cuda_ew, sizes));
+  const int nd = out->ndim, nops = nin + 1;
+  const int64_t *os = opd_tensor_sizes(out);
+  int64_t sizes[OPD_MAX_DIMS], strides[OPD_CUDA_EW_MAX_OPS][OPD_MAX_DIMS];
+  for (int k = 0; k < nops; k++) {
+    opd_tensor *t = k ? in[k - 1] : out;
+    int off = nd - t->ndim;
+    assert(off >= 0);
+    d.dtype[k] = opd_tensor_dtype(t);
+    d.data[k] = opd_tensor_data(t);
+    for (int i = 0; i < nd; i++) {
+      int64_t sz = i < off ? 1 : opd_tensor_sizes(t)[i - off];
+      strides[k][i] = sz == 1 ? 0 : opd_tensor_strides(t)[i - off];
+    }
+  }
+  /* order: dims by decreasing output stride (insertion sort, stable), size-1 dims dropped */
+  int perm[OPD_MAX_DIMS], n = 0;
+  for (int i = 0; i < nd; i++) {
+    if (os[i] == 1) continue;
+    int j = n++;
+    for (; j > 0 && strides[0][perm[j - 1]] < strides[0][i]; j--) perm[j] = perm[j - 1];
+    perm[j] = i;
+  }
+  int m = 0;
+  for (int j = 0; j < n; j++) {
+    int i = perm[j];
+    bool merge = m > 0;
+    for (int k = 0; k < nops && merge; k++) merge = d.strides[k][m - 1] == strides[k][i] * os[i];
+    if (merge) {
+      d.sizes[m - 1] *= os[i];
+      for (int k = 0; k < nops; k++) d.strides[k][m - 1] = strides[k][i];
+    } else {
+      d.sizes[m] = os[i];
+      for (int k = 0; k < nops; k++) d.strides[k][m] = strides[k][i];
+      m++;
+    }
+  }
+  (void)sizes;
+  d.ndim = m;
+  d.numel = out->numel;
+  d.op = o->op;
+  d.compute = compute_of(o->compute);
+  d.ninputs = nin;
+  d.narrow = o->narrow && d.compute == 2 ? (int)o->compute : -1;
+  d.c0d = o->c0d;
+  d.c1d = o->c1d;
+  d.c0i = o->c0i;
+  d.c1i = o->c1i;
+  d.error = o->error;
+  return opd__cuda_launch_elementwise(dev_of(out), &d);
+}
+
+/* A new output of spec laid out for `in` (as the CPU kernels lay it out), computed by o. */
+static int ew_new(const ew_op *o, const opd_out_spec *spec, opd_tensor *const *in, int nin,
+                  opd_tensor **out) {
+  opd_tensor *r = NULL;
+  int rc = opd__alloc_elementwise_output(spec, in, nin, opd_tensor_device(in[0]), &r);
+  if (rc) return rc;
+  if ((rc = ew_run(o, r, in, nin))) {
+    opd_tensor_release(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+/* The same for operations that can meet integer division by zero (ZeroDivisionError). */
+static int ew_new_checked(ew_op *o, const opd_out_spec *spec, opd_tensor *const *in, int nin,
+                          opd_tensor **out) {
+  int device = dev_of(in[0]), bad = 0;
+  int rc = flag_new(device, &o->error);
+  if (rc) return rc;
+  rc = ew_new(o, spec, in, nin, out);
+  int rc2 = flag_take(device, o->error, &bad);
+  if (rc == 0 && (rc2 || bad)) {
+    opd_tensor_release(*out);
+    rc = rc2 ? rc2 : opd_error(OPD_EINVAL, "ZeroDivisionError");
+  }
+  return rc;
+}
+
+/* A contiguous copy of t on its device (a new reference to t when it is contiguous). */
+static int contiguous(opd_tensor *t, opd_tensor **out) {
+  if (opd_tensor_is_contiguous(t)) {
+    opd_tensor_retain(t);
+    *out = t;
+    return 0;
+  }
+  opd_tensor *r = NULL;
+  int rc =
+      opd_tensor_empty(opd_tensor_sizes(t), t->ndim, opd_tensor_dtype(t), opd_tensor_device(t), &r);
+  if (rc) return rc;
+  ew_op copy = {.op = OPD_CUDA_EW_COPY, .compute = opd_tensor_dtype(t)};
+  if ((rc = ew_run(&copy, r, &t, 1))) {
+    opd_tensor_release(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+/* ---- add, sub, mul, div, maximum, minimum, comparisons ---- */
+
+static int add_sub(opd_tensor *self, opd_tensor *other, opd_scalar alpha, bool sub,
+                   opd_tensor *into, opd_tensor **out) {
+  opd_out_spec spec;
+  int rc = into ? opd__add_out_meta(self, other, alpha, into, &spec)
+                : opd__add_meta(self, other, alpha, sub, &spec);
+  if (rc) return rc;
+  if (sub) { /* sub is add with -alpha (bool alpha was rejected) */
+    if (alpha.tag == OPD_IV_DOUBLE)
+      alpha.u.d = -alpha.u.d;
+    else
+      alpha.u.i = (int64_t)(0u - (uint64_t)alpha.u.i);
+  }
+  opd__value a;
+  if ((rc = opd__scalar_to(alpha, opd__compute_dtype(spec.dtype), &a))) return rc;
+  ew_op o = {.compute = spec.dtype, .narrow = true};
+  o.op = opd__scalar_to_double(alpha) == 1.0 ? OPD_CUDA_EW_ADD1 : OPD_CUDA_EW_ADD;
+  value_to(a, opd__compute_dtype(spec.dtype), &o.c0d, &o.c0i);
+  opd_tensor *in[2] = {self, other};
+  if (!into) return ew_new(&o, &spec, in, 2, out);
+  if ((rc = ew_run(&o, into, in, 2))) return rc;
+  return inplace_done(into, out);
+}
+
+int opd__cuda_add_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                         opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  return add_sub(self, other, alpha, false, NULL, out);
+}
+
+int opd__cuda_add_out(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                      opd_scalar alpha, opd_tensor *out, opd_tensor **result) {
+  (void)ctx;
+  return add_sub(self, other, alpha, false, out, result);
+}
+
+int opd__cuda_sub_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                         opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  return add_sub(self, other, alpha, true, NULL, out);
+}
+
+static int binary(opd_tensor *self, opd_tensor *other, int op, opd_tensor **out) {
+  opd_out_spec spec;
+  int rc = opd__binary_meta(self, other, &spec);
+  if (rc) return rc;
+  ew_op o = {.op = op, .compute = spec.dtype, .narrow = true};
+  return ew_new(&o, &spec, (opd_tensor *[]){self, other}, 2, out);
+}
+
+int opd__cuda_mul_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                         opd_tensor **out) {
+  (void)ctx;
+  return binary(self, other, OPD_CUDA_EW_MUL, out);
+}
+
+int opd__cuda_maximum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                      opd_tensor **out) {
+  (void)ctx;
+  return binary(self, other, OPD_CUDA_EW_MAXIMUM, out);
+}
+
+int opd__cuda_minimum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                      opd_tensor **out) {
+  (void)ctx;
+  return binary(self, other, OPD_CUDA_EW_MINIMUM, out);
+}
+
+static int div_mode(opd_tensor *self, opd_tensor *other, const char *rounding_mode,
+                    opd_tensor **out) {
+  opd_out_spec spec;
+  opd__div_mode mode;
+  int rc = opd__div_meta(self, other, rounding_mode, &mode, &spec);
+  if (rc) return rc;
+  static const int ops[] = {OPD_CUDA_EW_DIV_TRUE, OPD_CUDA_EW_DIV_TRUNC, OPD_CUDA_EW_DIV_FLOOR};
+  static const char *const names[] = {"div_true_cuda", "div_trunc_cuda", "div_floor_cuda"};
+  if (spec.dtype == OPD_BOOL || (mode == OPD__DIV_TRUE && !opd_dtype_is_floating(spec.dtype)))
+    return not_implemented(names[mode], spec.dtype);
+  ew_op o = {.op = ops[mode], .compute = spec.dtype, .narrow = true};
+  opd_tensor *in[2] = {self, other};
+  if (opd_dtype_is_floating(spec.dtype)) return ew_new(&o, &spec, in, 2, out);
+  return ew_new_checked(&o, &spec, in, 2, out);
+}
+
+int opd__cuda_div_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                         opd_tensor **out) {
+  (void)ctx;
+  return div_mode(self, other, NULL, out);
+}
+
+int opd__cuda_div_tensor_mode(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                              const char *rounding_mode, opd_tensor **out) {
+  (void)ctx;
+  return div_mode(self, other, rounding_mode, out);
+}
+
+static int compare(opd_tensor *self, opd_tensor *other, int op, opd_tensor **out) {
+  opd_out_spec spec;
+  opd_dtype common;
+  int rc = opd__compare_meta(self, other, &common, &spec);
+  if (rc) return rc;
+  ew_op o = {.op = op, .compute = common, .narrow = true};
+  return ew_new(&o, &spec, (opd_tensor *[]){self, other}, 2, out);
+}
+
+int opd__cuda_eq_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                        opd_tensor **out) {
+  (void)ctx;
+  return compare(self, other, OPD_CUDA_EW_EQ, out);
+}
+
+int opd__cuda_gt_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                        opd_tensor **out) {
+  (void)ctx;
+  return compare(self, other, OPD_CUDA_EW_GT, out);
+}
+
+int opd__cuda_lt_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
+                        opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_dtype common;
+  int rc = opd__compare_scalar_meta(self, other, &common, &spec);
+  if (rc) return rc;
+  /* the scalar is a wrapped number: converted to the common dtype as TensorIterator does */
+  ew_op o = {.op = OPD_CUDA_EW_LT_SCALAR, .compute = common, .narrow = true};
+  value_to(opd__scalar_cast(other, common), common, &o.c0d, &o.c0i);
+  return ew_new(&o, &spec, &self, 1, out);
+}
+
+/* ---- unary ---- */
+
+static int unary(opd_tensor *self, opd__unary_kind kind, int op, const char *name,
+                 opd_tensor **out) {
+  opd_out_spec spec;
+  int rc = opd__unary_meta(self, kind, &spec);
+  if (rc) return rc;
+  if (kind == OPD__UNARY_SAME && spec.dtype == OPD_BOOL) return not_implemented(name, spec.dtype);
+  ew_op o = {.op = op, .compute = spec.dtype, .narrow = true};
+  return ew_new(&o, &spec, &self, 1, out);
+}
+
+#define UNARY_KERNEL(name, kind, op)                                                    \
+  int opd__cuda_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) { \
+    (void)ctx;                                                                          \
+    return unary(self, kind, op, #name "_cuda", out);                                   \
+  }
+UNARY_KERNEL(neg, OPD__UNARY_NEG, OPD_CUDA_EW_NEG)
+UNARY_KERNEL(abs, OPD__UNARY_SAME, OPD_CUDA_EW_ABS)
+UNARY_KERNEL(relu, OPD__UNARY_RELU, OPD_CUDA_EW_RELU)
+UNARY_KERNEL(exp, OPD__UNARY_FLOAT, OPD_CUDA_EW_EXP)
+UNARY_KERNEL(log, OPD__UNARY_FLOAT, OPD_CUDA_EW_LOG)
+UNARY_KERNEL(sqrt, OPD__UNARY_FLOAT, OPD_CUDA_EW_SQRT)
+UNARY_KERNEL(rsqrt, OPD__UNARY_FLOAT, OPD_CUDA_EW_RSQRT)
+UNARY_KERNEL(sigmoid, OPD__UNARY_FLOAT, OPD_CUDA_EW_SIGMOID)
+UNARY_KERNEL(tanh, OPD__UNARY_FLOAT, OPD_CUDA_EW_TANH)
+UNARY_KERNEL(sin, OPD__UNARY_FLOAT, OPD_CUDA_EW_SIN)
+UNARY_KERNEL(cos, OPD__UNARY_FLOAT, OPD_CUDA_EW_COS)
+#undef UNARY_KERNEL
+
+int opd__cuda_gelu(const opd_kernel_ctx *ctx, opd_tensor *self, const char *approximate,
+                   opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  bool tanh_approx;
+  int rc = opd__gelu_meta(self, approximate, &tanh_approx, &spec);
+  if (rc) return rc;
+  if (!opd_dtype_is_floating(spec.dtype)) return not_implemented("GeluCUDAKernelImpl", spec.dtype);
+  ew_op o = {.op = tanh_approx ? OPD_CUDA_EW_GELU_TANH : OPD_CUDA_EW_GELU, .compute = spec.dtype};
+  return ew_new(&o, &spec, &self, 1, out);
+}
+
+int opd__cuda_pow_tensor_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar exponent,
+                                opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__pow_meta(self, exponent, &spec);
+  if (rc) return rc;
+  /* c10's Scalar::equal: a bool exponent equals no number */
+  double e = opd__scalar_to_double(exponent);
+  bool is_num = exponent.tag != OPD_IV_BOOL, floating = opd_dtype_is_floating(spec.dtype);
+  ew_op o = {.compute = spec.dtype, .narrow = true, .c0d = e};
+  if (is_num && e == 0) {
+    o.op = OPD_CUDA_EW_POW_ZERO;
+  } else if (is_num && e == 1) { /* a copy, converted to the result dtype */
+    o.op = OPD_CUDA_EW_COPY;
+    o.narrow = false;
+  } else if (floating) {
+    o.op = e == 0.5    ? OPD_CUDA_EW_POW_HALF
+           : e == -0.5 ? OPD_CUDA_EW_POW_MHALF
+           : e == -1   ? OPD_CUDA_EW_POW_M1
+           : e == 2    ? OPD_CUDA_EW_POW_2
+           : e == 3    ? OPD_CUDA_EW_POW_3
+           : e == -2   ? OPD_CUDA_EW_POW_M2
+                       : OPD_CUDA_EW_POW_ANY;
+  } else {
+    if (spec.dtype == OPD_BOOL) return not_implemented("pow_cuda", spec.dtype);
+    opd__value v;
+    if ((rc = opd__scalar_to(exponent, spec.dtype, &v))) return rc;
+    value_to(v, spec.dtype, &o.c0d, &o.c0i);
+    o.op = OPD_CUDA_EW_POW_INT;
+  }
+  return ew_new(&o, &spec, &self, 1, out);
+}
+
+/* ---- where, clamp, masked_fill_, copy_, fill_ ---- */
+
+int opd__cuda_where_self(const opd_kernel_ctx *ctx, opd_tensor *condition, opd_tensor *self,
+                         opd_tensor *other, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__where_meta(condition, self, other, &spec);
+  if (rc) return rc;
+  ew_op o = {.op = OPD_CUDA_EW_WHERE, .compute = spec.dtype, .narrow = true};
+  /* the condition is bool: narrowing keeps it 0 or 1 */
+  return ew_new(&o, &spec, (opd_tensor *[]){condition, self, other}, 3, out);
+}
+
+/* self = value (c10's Scalar::to<T> of self's dtype) everywhere */
+static int fill(opd_tensor *self, opd_scalar value) {
+  opd__value v;
+  int rc = opd__scalar_to(value, opd_tensor_dtype(self), &v);
+  if (rc) return rc;
+  ew_op o = {.op = OPD_CUDA_EW_FILL, .compute = opd_tensor_dtype(self)};
+  value_to(v, opd_tensor_dtype(self), &o.c0d, &o.c0i);
+  return ew_run(&o, self, NULL, 0);
+}
+
+int opd__cuda_clamp(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar min, opd_scalar max,
+                    opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__clamp_meta(self, min, max, &spec);
+  if (rc) return rc;
+  if (spec.dtype == OPD_BOOL) return not_implemented("clamp_cuda", spec.dtype);
+  bool has_min = min.tag != OPD_IV_NONE, has_max = max.tag != OPD_IV_NONE;
+  opd_tensor *r = NULL;
+  if ((rc = opd__alloc_elementwise_output(&spec, &self, 1, opd_tensor_device(self), &r))) return rc;
+  if (has_min && has_max &&
+      (isnan(opd__scalar_to_double(min)) || isnan(opd__scalar_to_double(max)))) {
+    rc = fill(r, opd__scalar_double(NAN)); /* as ATen: a NaN bound makes everything NaN */
+  } else {
+    ew_op o = {.op = has_min && has_max ? OPD_CUDA_EW_CLAMP
+                     : has_min          ? OPD_CUDA_EW_CLAMP_MIN
+                                        : OPD_CUDA_EW_CLAMP_MAX,
+               .compute = spec.dtype,
+               .narrow = true};
+    opd__value v;
+    if (has_min && !(rc = opd__scalar_to(min, spec.dtype, &v)))
+      value_to(v, spec.dtype, &o.c0d, &o.c0i);
+    if (!rc && has_max && !(rc = opd__scalar_to(max, spec.dtype, &v)))
+      value_to(v, spec.dtype, &o.c1d, &o.c1i);
+    if (!rc) rc = ew_run(&o, r, &self, 1);
+  }
+  if (rc) {
+    opd_tensor_release(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+int opd__cuda_masked_fill__scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mask,
+                                  opd_scalar value, opd_tensor **out) {
+  (void)ctx;
+  int rc = opd__masked_fill_meta(self, mask);
+  opd__value v;
+  if (rc || (rc = opd__scalar_to(value, opd_tensor_dtype(self), &v))) return rc;
+  ew_op o = {.op = OPD_CUDA_EW_MASKED_FILL, .compute = opd_tensor_dtype(self), .narrow = true};
+  value_to(v, opd_tensor_dtype(self), &o.c0d, &o.c0i);
+  if ((rc = ew_run(&o, self, (opd_tensor *[]){mask, self}, 2))) return rc;
+  return inplace_done(self, out);
+}
+
+int opd__cuda_fill__scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar value,
+                           opd_tensor **out) {
+  (void)ctx;
+  int rc = fill(self, value);
+  return rc ? rc : inplace_done(self, out);
+}
+
+/* The compute dtype of a conversion from `from` to `to`: double if either is float64, float if
+ * either is another floating dtype, int64 otherwise. */
+static opd_dtype copy_compute(opd_dtype from, opd_dtype to) {
+  if (from == OPD_FLOAT64 || to == OPD_FLOAT64) return OPD_FLOAT64;
+  if (opd_dtype_is_floating(from) || opd_dtype_is_floating(to)) return OPD_FLOAT32;
+  return OPD_INT64;
+}
+
+/* self = src on one CUDA device (broadcasting, strides, dtype conversion). */
+static int copy_on_device(opd_tensor *self, opd_tensor *src) {
+  ew_op o = {.op = OPD_CUDA_EW_COPY,
+             .compute = copy_compute(opd_tensor_dtype(src), opd_tensor_dtype(self))};
+  return ew_run(&o, self, &src, 1);
+}
+
+static bool same_layout(const opd_tensor *a, const opd_tensor *b) {
+  return a->dtype == b->dtype && a->ndim == b->ndim &&
+         !memcmp(opd_tensor_sizes(a), opd_tensor_sizes(b), a->ndim * sizeof(int64_t));
+}
+
+/* A new contiguous tensor of t's shape and dtype on `device`. */
+static int empty_like_on(const opd_tensor *t, opd_device device, opd_tensor **out) {
+  return opd_tensor_empty(opd_tensor_sizes(t), t->ndim, opd_tensor_dtype(t), device, out);
+}
+
+/* [Note: Copies between devices]
+ * A copy between the CPU and a GPU moves the source's elements as one contiguous block:
+ * a non-contiguous source is first made contiguous on its own device (staging), the block is
+ * copied with cudaMemcpyAsync on the current stream (which then is waited for: the host
+ * block may be freed right after), and the destination's kernel (broadcasting, strides, dtype
+ * conversion) copies it into place unless the destination is that same contiguous block. */
+static int copy_across(opd_tensor *self, opd_tensor *src) {
+  bool to_cuda = opd_tensor_device(self).type == OPD_DEVICE_CUDA;
+  opd_tensor *staged = NULL, *block = NULL;
+  int rc;
+  if (to_cuda) { /* CPU -> CUDA (or CUDA -> another CUDA device) */
+    if (opd_tensor_device(src).type == OPD_DEVICE_CUDA) { /* another GPU: its stream first */
+      rc = contiguous(src, &staged);
+      if (!rc) rc = opd_cuda_stream_synchronize(dev_of(src), NULL);
+    } else if (opd_tensor_is_contiguous(src)) {
+      opd_tensor_retain(staged = src);
+      rc = 0;
+    } else if (!(rc = empty_like_on(src, opd_tensor_device(src), &staged))) {
+      rc = opd__call_copy_(staged, src, false);
+    }
+    if (rc) return rc;
+    bool direct = opd_tensor_is_contiguous(self) && same_layout(self, staged);
+    if (direct)
+      opd_tensor_retain(block = self);
+    else
+      rc = empty_like_on(staged, opd_tensor_device(self), &block);
+    if (!rc)
+      rc = opd__cuda_memcpy(dev_of(self), opd_tensor_data(block), opd_tensor_data(staged),
+                            (size_t)staged->numel * opd_dtype_size(opd_tensor_dtype(staged)),
+                            opd_tensor_device(src).type == OPD_DEVICE_CUDA ? 0 : 1, true);
+    if (!rc && !direct) rc = copy_on_device(self, block);
+  } else { /* CUDA -> CPU */
+    if ((rc = contiguous(src, &staged))) return rc;
+    bool direct = opd_tensor_is_contiguous(self) && same_layout(self, staged);
+    if (direct)
+      opd_tensor_retain(block = self);
+    else
+      rc = empty_like_on(staged, opd_tensor_device(self), &block);
+    if (!rc)
+      rc = opd__cuda_memcpy(dev_of(src), opd_tensor_data(block), opd_tensor_data(staged),
+                            (size_t)staged->numel * opd_dtype_size(opd_tensor_dtype(staged)), 2,
+                            true);
+    if (!rc && !direct) rc = opd__call_copy_(self, block, false);
+  }
+  if (staged) opd_tensor_release(staged);
+  if (block) opd_tensor_release(block);
+  return rc;
+}
+
+/* copy_ from a tensor that is self's memory, viewed the same way, is a no-op (ATen). */
+static bool same_data(const opd_tensor *a, const opd_tensor *b) {
+  return a == b ||
+         (opd_tensor_shares_storage(a, b) && a->storage_offset == b->storage_offset &&
+          same_layout(a, b) &&
+          !memcmp(opd_tensor_strides(a), opd_tensor_strides(b), a->ndim * sizeof(int64_t)));
+}
+
+int opd__cuda_copy_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *src, bool non_blocking,
+                    opd_tensor **out) {
+  (void)ctx;
+  (void)non_blocking; /* copies wait: [Note: Copies between devices] */
+  if (!same_data(self, src)) {
+    int rc = opd__copy_meta(self, src);
+    if (rc) return rc;
+    opd_device sd = opd_tensor_device(self), rd = opd_tensor_device(src);
+    if (opd_tensor_is_meta(self) || self->numel == 0) return inplace_done(self, out);
+    if (sd.type != OPD_DEVICE_CPU && sd.type != OPD_DEVICE_CUDA)
+      return opd_error(OPD_ENOTIMPL, "copy_ from %s to this device is not supported", "cuda");
+    if (rd.type != OPD_DEVICE_CPU && rd.type != OPD_DEVICE_CUDA)
+      return opd_error(OPD_ENOTIMPL, "copy_ to cuda from this device is not supported");
+    bool same_device =
+        sd.type == OPD_DEVICE_CUDA && rd.type == OPD_DEVICE_CUDA && dev_of(self) == dev_of(src);
+    rc = same_device ? copy_on_device(self, src) : copy_across(self, src);
+    if (rc) return rc;
+  }
+  return inplace_done(self, out);
+}
+
+/* ---- reductions ---- */
+
+static int reduce(int op, opd_tensor *self, uint64_t mask, const opd_out_spec *spec,
+                  opd_tensor **out) {
+  int rc = opd__alloc_output(spec, opd_tensor_device(self), out);
+  if (rc || (*out)->numel == 0) return rc;
+  opd__cuda_red d = {.op = op,
+                     .in_dtype = opd_tensor_dtype(self),
+                     .out_dtype = spec->dtype,
+                     .in = opd_tensor_data(self),
+                     .out = opd_tensor_data(*out),
+                     .nout = 1,
+                     .nred = 1};
+  opd_dtype acc =
+      op == OPD_CUDA_RED_SUM || op == OPD_CUDA_RED_MEAN ? spec->dtype : opd_tensor_dtype(self);
+  d.acc = compute_of(acc);
+  const int64_t *sz = opd_tensor_sizes(self), *st = opd_tensor_strides(self);
+  for (int pass = 0; pass < 2; pass++) /* kept dims, then reduced ones */
+    for (int k = 0; k < self->ndim; k++) {
+      bool reduced = (mask >> k) & 1;
+      if (reduced != (pass == 1)) continue;
+      d.sizes[d.ndim] = sz[k];
+      d.strides[d.ndim++] = st[k];
+      if (reduced)
+        d.nred *= sz[k];
+      else
+        d.nout *= sz[k], d.nkept++;
+    }
+  if ((rc = opd__cuda_launch_reduce(dev_of(self), &d))) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_sum_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim,
+                              bool keepdim, opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask;
+  int rc = opd__sum_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : reduce(OPD_CUDA_RED_SUM, self, mask, &spec, out);
+}
+
+int opd__cuda_mean_dim(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                       opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask;
+  int rc = opd__mean_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : reduce(OPD_CUDA_RED_MEAN, self, mask, &spec, out);
+}
+
+int opd__cuda_amax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                   opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask;
+  int rc = opd__amax_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : reduce(OPD_CUDA_RED_AMAX, self, mask, &spec, out);
+}
+
+int opd__cuda_argmax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                     opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask;
+  int rc = opd__argmax_meta(self, dim, keepdim, &spec, &mask);
+  if (rc) return rc;
+  if (opd_tensor_dtype(self) == OPD_BOOL) return not_implemented("argmax_cuda", OPD_BOOL);
+  return reduce(OPD_CUDA_RED_ARGMAX, self, mask, &spec, out);
+}
+
+/* ---- softmax, layer norm ---- */
+
+static int softmax(opd_tensor *self, int64_t dim, bool half_to_float, bool is_log,
+                   opd_tensor **out) {
+  opd_out_spec spec;
+  int64_t d;
+  int rc = opd__softmax_meta(self, dim, half_to_float, &spec, &d);
+  if (rc) return rc;
+  if (!opd_dtype_is_floating(opd_tensor_dtype(self)))
+    return not_implemented(is_log ? "host_log_softmax" : "host_softmax", opd_tensor_dtype(self));
+  opd_tensor *in = NULL;
+  if ((rc = contiguous(self, &in))) return rc;
+  if ((rc = opd__alloc_output(&spec, opd_tensor_device(self), out))) {
+    opd_tensor_release(in);
+    return rc;
+  }
+  opd__cuda_softmax_args s = {.log = is_log,
+                              .f64 = opd_tensor_dtype(self) == OPD_FLOAT64,
+                              .in_dtype = opd_tensor_dtype(self),
+                              .out_dtype = spec.dtype,
+                              .outer = 1,
+                              .len = 1,
+                              .inner = 1,
+                              .in = opd_tensor_data(in),
+                              .out = opd_tensor_data(*out)};
+  const int64_t *sz = opd_tensor_sizes(self);
+  for (int k = 0; k < self->ndim; k++) {
+    if (k < d)
+      s.outer *= sz[k];
+    else if (k == d)
+      s.len = sz[k];
+    else
+      s.inner *= sz[k];
+  }
+  rc = opd__cuda_launch_softmax(dev_of(self), &s);
+  opd_tensor_release(in);
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_softmax(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool half_to_float,
+                      opd_tensor **out) {
+  (void)ctx;
+  return softmax(self, dim, half_to_float, false, out);
+}
+
+int opd__cuda_log_softmax(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                          bool half_to_float, opd_tensor **out) {
+  (void)ctx;
+  return softmax(self, dim, half_to_float, true, out);
+}
+
+static int layer_norm(opd_ivalue *args, opd_tensor **res) {
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_INT_LIST ||
+      (args[4].tag != OPD_IV_DOUBLE && args[4].tag != OPD_IV_INT))
+    return opd_error(OPD_EINVAL,
+                     "native_layer_norm: expected (Tensor, int[], Tensor?, Tensor?, float)");
+  opd_tensor *input = args[0].u.t;
+  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
+  opd_tensor *bias = args[3].tag == OPD_IV_TENSOR ? args[3].u.t : NULL;
+  double eps = args[4].tag == OPD_IV_DOUBLE ? args[4].u.d : (double)args[4].u.i;
+  opd_out_spec out, stat;
+  int64_t rows, cols;
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){input, weight, bias}, 3, &device);
+  if (!rc)
+    rc = opd__layer_norm_meta(input, opd__iv_int_list(&args[1]), weight, bias, &out, &stat, &rows,
+                              &cols);
+  if (rc) return rc;
+  opd_dtype dt = opd_tensor_dtype(input);
+  if (!opd_dtype_is_floating(dt)) return not_implemented("LayerNormKernelImpl", dt);
+  opd_tensor *affine[2] = {weight, bias}, *c[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < 2; k++)
+    if (affine[k] && opd_tensor_dtype(affine[k]) != dt)
+      return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(dt),
+                       opd_dtype_c10_name(opd_tensor_dtype(affine[k])));
+  rc = opd__alloc_output(&out, device, &res[0]);
+  if (!rc) rc = opd__alloc_output(&stat, device, &res[1]);
+  if (!rc) rc = opd__alloc_output(&stat, device, &res[2]);
+  if (rc || rows == 0) return rc;
+  opd_tensor *srcs[3] = {input, weight, bias};
+  for (int k = 0; k < 3 && !rc; k++)
+    if (srcs[k] && srcs[k]->numel > 0) rc = contiguous(srcs[k], &c[k]);
+  if (!rc) {
+    opd__cuda_layer_norm l = {.dtype = dt,
+                              .rows = rows,
+                              .cols = cols,
+                              .eps = eps,
+                              .in = opd_tensor_data(c[0]),
+                              .weight = c[1] ? opd_tensor_data(c[1]) : NULL,
+                              .bias = c[2] ? opd_tensor_data(c[2]) : NULL,
+                              .out = opd_tensor_data(res[0]),
+                              .mean = opd_tensor_data(res[1]),
+                              .rstd = opd_tensor_data(res[2])};
+    rc = opd__cuda_launch_layer_norm(dev_of(input), &l);
+  }
+  for (int k = 0; k < 3; k++)
+    if (c[k]) opd_tensor_release(c[k]);
+  return rc;
+}
+
+int opd__cuda_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  assert(stack->size >= 5);
+  opd_tensor *res[3] = {NULL, NULL, NULL};
+  int rc = layer_norm(opd_stack_last(stack, 5), res);
+  opd_stack_drop(stack, 5);
+  return opd__push_results(stack, res, 3, rc);
+}
+
+/* ---- matrix products ---- */
+
+/* A matrix operand (dims d0, d0 + 1 of t) in a layout cuBLAS reads directly (one stride 1,
+ * [Note: Row-major products in cuBLAS] in linalg.cu), or else a contiguous copy (*held). */
+static int gemm_operand(opd_tensor *t, int d0, opd_tensor **held, const void **data, int64_t *rs,
+                        int64_t *cs, int64_t *bs) {
+  const int64_t *sz = opd_tensor_sizes(t), *st = opd_tensor_strides(t);
+  int64_t rows = sz[d0], cols = sz[d0 + 1];
+  *rs = rows == 1 ? (cols > 1 ? cols : 1) : st[d0];
+  *cs = cols == 1 ? 1 : st[d0 + 1];
+  *bs = d0 ? st[0] : 0;
+  bool row_major = *cs == 1 && *rs >= (cols > 1 ? cols : 1);
+  bool col_major = *rs == 1 && *cs >= (rows > 1 ? rows : 1);
+  *held = NULL;
+  if (row_major || col_major) {
+    *data = opd_tensor_data(t);
+    return 0;
+  }
+  opd_tensor *c = NULL;
+  int rc = opd_tensor_empty(sz, t->ndim, opd_tensor_dtype(t), opd_tensor_device(t), &c);
+  if (rc) return rc;
+  ew_op copy = {.op = OPD_CUDA_EW_COPY, .compute = opd_tensor_dtype(t)};
+  if ((rc = ew_run(&copy, c, &t, 1))) {
+    opd_tensor_release(c);
+    return rc;
+  }
+  *held = c;
+  *data = opd_tensor_data(c);
+  *rs = cols;
+  *cs = 1;
+  *bs = d0 ? rows * cols : 0;
+  return 0;
+}
+
+/* alpha or beta of an integer product (Scalar::to<int64_t>: a double must fit). */
+static int int_coefficient(opd_scalar s, uint64_t *out) {
+  if (s.tag == OPD_IV_DOUBLE && !(s.u.d >= -0x1p63 && s.u.d < 0x1p63))
+    return opd_error(OPD_EINVAL, "value cannot be converted to type int64_t without overflow");
+  *out = (uint64_t)opd__scalar_to_int(s);
+  return 0;
+}
+
+/* out = alpha * a @ b + beta * out over `batch` matrices (d0: the first matrix dim). */
+static int gemm(opd_tensor *a, opd_tensor *b, int d0, opd_scalar alpha, opd_scalar beta,
+                opd_tensor *out, const char *name) {
+  opd_dtype t = opd_tensor_dtype(out);
+  const int64_t *os = opd_tensor_sizes(out);
+  opd__cuda_gemm g = {.dtype = t,
+                      .batch = d0 ? os[0] : 1,
+                      .m = os[d0],
+                      .n = os[d0 + 1],
+                      .k = opd_tensor_sizes(a)[d0 + 1],
+                      .c = opd_tensor_data(out),
+                      .alpha = opd__scalar_to_double(alpha),
+                      .beta = opd__scalar_to_double(beta)};
+  if (!opd_dtype_is_floating(t)) {
+    int rc = int_coefficient(alpha, &g.alpha_u);
+    if (rc || (rc = int_coefficient(beta, &g.beta_u))) return rc;
+  }
+  int64_t big = g.m > g.n ? g.m : g.n;
+  if (g.k > big) big = g.k;
+  if (big > INT32_MAX || g.batch > INT32_MAX)
+    return opd_error(OPD_EINVAL, "%s: matrix dimensions beyond 2^31 - 1 are not supported", name);
+  opd_tensor *ha = NULL, *hb = NULL;
+  int rc = gemm_operand(a, d0, &ha, &g.a, &g.a_rs, &g.a_cs, &g.a_bs);
+  if (!rc) rc = gemm_operand(b, d0, &hb, &g.b, &g.b_rs, &g.b_cs, &g.b_bs);
+  if (!rc && (g.a_rs > INT32_MAX || g.a_cs > INT32_MAX || g.b_rs > INT32_MAX || g.b_cs > INT32_MAX))
+    rc = opd_error(OPD_EINVAL, "%s: strides beyond 2^31 - 1 are not supported", name);
+  if (!rc) rc = opd__cuda_launch_gemm(dev_of(out), &g);
+  if (ha) opd_tensor_release(ha);
+  if (hb) opd_tensor_release(hb);
+  return rc;
+}
+
+/* out = beta * self (broadcast), for an empty contraction: zeros when beta is 0; else
+ * PyTorch's result.copy_(self).mul_(beta), which cannot write a floating or integer product
+ * into an integer or bool result. */
+static int scale_into(opd_tensor *out, opd_tensor *self, opd_scalar beta) {
+  opd_dtype t = opd_tensor_dtype(out);
+  if (opd__scalar_to_double(beta) == 0)
+    return opd__cuda_memset0(dev_of(out), opd_tensor_data(out),
+                             (size_t)out->numel * opd_dtype_size(t));
+  if ((!opd_dtype_is_floating(t) && beta.tag == OPD_IV_DOUBLE) ||
+      (t == OPD_BOOL && beta.tag == OPD_IV_INT))
+    return opd_error(OPD_EINVAL, "result type %s can't be cast to the desired output type %s",
+                     beta.tag == OPD_IV_DOUBLE ? "Float" : "Long", opd_dtype_c10_name(t));
+  ew_op scale = {.op = OPD_CUDA_EW_SCALE, .compute = t, .c0d = opd__scalar_to_double(beta)};
+  uint64_t u = 0;
+  if (!opd_dtype_is_floating(t)) {
+    int rc = int_coefficient(beta, &u);
+    if (rc) return rc;
+    scale.c0i = (int64_t)u;
+  }
+  return ew_run(&scale, out, &self, 1);
+}
+
+int opd__cuda_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__mm_meta(self, mat2, &spec, &device);
+  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  if (rc || (*out)->numel == 0) return rc;
+  if (opd_tensor_sizes(self)[1] == 0)
+    rc = opd__cuda_memset0(dev_of(*out), opd_tensor_data(*out),
+                           (size_t)(*out)->numel * opd_dtype_size(spec.dtype));
+  else
+    rc = gemm(self, mat2, 0, opd__scalar_int(1), opd__scalar_int(0), *out, "mm");
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__bmm_meta(self, mat2, &spec, &device);
+  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  if (rc || (*out)->numel == 0) return rc;
+  if (opd_tensor_sizes(self)[2] == 0)
+    rc = opd__cuda_memset0(dev_of(*out), opd_tensor_data(*out),
+                           (size_t)(*out)->numel * opd_dtype_size(spec.dtype));
+  else
+    rc = gemm(self, mat2, 1, opd__scalar_int(1), opd__scalar_int(0), *out, "bmm");
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2,
+                    opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addmm_meta(self, mat1, mat2, &spec, &device);
+  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  if (rc || (*out)->numel == 0) return rc;
+  if (opd_tensor_sizes(mat1)[1] == 0) {
+    rc = scale_into(*out, self, beta);
+  } else {
+    if (opd__scalar_to_double(beta) !=
+        0) { /* out = self (broadcast), then the product adds to beta * out */
+      ew_op copy = {.op = OPD_CUDA_EW_COPY,
+                    .compute = copy_compute(opd_tensor_dtype(self), spec.dtype)};
+      rc = ew_run(&copy, *out, &self, 1);
+    }
+    if (!rc) rc = gemm(mat1, mat2, 0, alpha, beta, *out, "addmm");
+  }
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+/* ---- index_select, cat ---- */
+
+int opd__cuda_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                           opd_tensor *index, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int64_t d;
+  int rc = opd__index_select_meta(self, dim, index, &spec, &d, &device);
+  if (rc) return rc;
+  int64_t n = index->numel;
+  int64_t limit = self->ndim == 0 ? 1 : opd_tensor_sizes(self)[d];
+  if (self->ndim > 1 && n == 0) return opd__alloc_output(&spec, device, out);
+  if (self->ndim > 1 && self->numel == 0 && limit == 0)
+    return opd_error(OPD_EINVAL, "index_select(): self indexing axis dim should be positive");
+  if ((rc = opd__alloc_output(&spec, device, out)) != 0 || (*out)->numel == 0) return rc;
+  opd__cuda_gather g = {.ndim = self->ndim ? self->ndim : 1,
+                        .dim = self->ndim ? (int)d : 0,
+                        .index_dtype = opd_tensor_dtype(index),
+                        .elsize = (int64_t)opd_dtype_size(spec.dtype),
+                        .numel = (*out)->numel,
+                        .limit = limit,
+                        .index_stride = index->ndim ? opd_tensor_strides(index)[0] : 0,
+                        .self = opd_tensor_data(self),
+                        .index = opd_tensor_data(index),
+                        .out = opd_tensor_data(*out)};
+  if (self->ndim == 0) {
+    g.sizes[0] = (*out)->numel;
+    g.self_strides[0] = 0;
+  } else {
+    for (int k = 0; k < self->ndim; k++) {
+      g.sizes[k] = opd_tensor_sizes(*out)[k];
+      g.self_strides[k] = opd_tensor_strides(self)[k];
+    }
+  }
+  int dev = dev_of(self), bad = 0;
+  if (!(rc = flag_new(dev, &g.error))) {
+    rc = opd__cuda_launch_gather(dev, &g);
+    int rc2 = flag_take(dev, g.error, &bad);
+    if (!rc) rc = rc2;
+    if (!rc && bad) rc = opd_error(OPD_EINDEX, "index out of range in self");
+  }
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_cat(const opd_kernel_ctx *ctx, opd_tensor_list tensors, int64_t dim,
+                  opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int64_t d;
+  int rc = opd__cat_meta(tensors, dim, &spec, &d, &device);
+  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  const int64_t *os = opd_tensor_strides(*out);
+  int64_t offset = 0;
+  for (uint32_t i = 0; i < tensors.len && rc == 0; i++) {
+    opd_tensor *t = tensors.data[i], *slice = NULL;
+    if (opd__cat_skipped(t)) continue;
+    rc = opd_tensor_view_of(*out, opd_tensor_sizes(t), os, t->ndim,
+                            (*out)->storage_offset + offset * os[d], &slice);
+    if (rc == 0) {
+      rc = copy_on_device(slice, t);
+      opd_tensor_release(slice);
+    }
+    offset += opd_tensor_sizes(t)[d];
+  }
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+/* ---- factories ---- */
+
+static opd_device cuda_device(opd_device device) {
+  return (opd_device){OPD_DEVICE_CUDA, device.index < 0 ? 0 : device.index};
+}
+
+int opd__cuda_empty_memory_format(const opd_kernel_ctx *ctx, opd_int_list size, opd_dtype dtype,
+                                  int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                                  int64_t memory_format, opd_tensor **out) {
+  (void)ctx;
+  return opd__empty_generic(size, (opd_int_list){NULL, -1}, dtype, layout, pin_memory,
+                            memory_format, cuda_device(device), out);
+}
+
+int opd__cuda_empty_strided(const opd_kernel_ctx *ctx, opd_int_list size, opd_int_list stride,
+                            opd_dtype dtype, int64_t layout, opd_device device,
+                            opd_opt_bool pin_memory, opd_tensor **out) {
+  (void)ctx;
+  return opd__empty_generic(size, stride, dtype, layout, pin_memory, -1, cuda_device(device), out);
+}

@@ -1,0 +1,265 @@
+/* nvrtc_kernel.c: CUDA kernels compiled from source with NVRTC, loaded with the runtime's
+ * library API and run as boxed kernels (see [Note: NVRTC kernels] in opd/cuda_nvrtc.h). */
+#include <assert.h>
+#include <cuda_runtime_api.h>
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd/cuda.h"
+#include "opd/cuda_nvrtc.h"
+#include "opd/error.h"
+#include "opd/tensor.h"
+
+#define BLOCK 256
+
+typedef enum param_kind { PARAM_TENSOR, PARAM_FLOAT, PARAM_INT } param_kind;
+
+struct opd_nvrtc_kernel {
+  cudaLibrary_t lib;
+  cudaKernel_t fn;
+  opd_nvrtc_launch launch;
+  uint32_t nargs;
+  param_kind kinds[OPD_SCHEMA_MAX_ARGS];
+  char name[OPD_NVRTC_MAX_ENTRY + 1];
+};
+
+/* The parameter kinds of a schema opd_nvrtc_check accepted. */
+static void param_kinds(const opd_schema *s, opd_nvrtc_kernel *k) {
+  for (uint32_t i = 0; i < s->num_args; i++) {
+    uint8_t kind = s->args[i].type.kind;
+    k->kinds[i] = kind == OPD_TYPE_TENSOR  ? PARAM_TENSOR
+                  : kind == OPD_TYPE_FLOAT ? PARAM_FLOAT
+                                           : PARAM_INT;
+  }
+  k->nargs = s->num_args;
+}
+
+static int cuda_fail(cudaError_t e, const char *what) {
+  return opd_error(OPD_EINTERNAL, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+/* The options' architecture: the devices' common one as a cubin, else PTX of the lowest. */
+static void arch_option(char *buf, size_t len, bool *cubin) {
+  int n = opd_cuda_device_count(), lo = opd_cuda_device_capability(0), hi = lo;
+  for (int d = 1; d < n; d++) {
+    int c = opd_cuda_device_capability(d);
+    if (c < lo) lo = c;
+    if (c > hi) hi = c;
+  }
+  *cubin = lo == hi;
+  snprintf(buf, len, "--gpu-architecture=%s_%d", *cubin ? "sm" : "compute", lo);
+}
+
+/* Compiles; 0 with the image (malloc'ed) and the entry's lowered name, or an error (and
+ * the log verbatim when compilation failed). */
+static int compile(const char *source, const char *entry, void **image, char *lowered,
+                   size_t lowered_len, char **log) {
+  nvrtcProgram prog;
+  nvrtcResult r = nvrtcCreateProgram(&prog, source, "opd_nvrtc.cu", 0, NULL, NULL);
+  if (r != NVRTC_SUCCESS)
+    return opd_error(r == NVRTC_ERROR_OUT_OF_MEMORY ? OPD_ENOMEM : OPD_EINVAL, "NVRTC: %s",
+                     nvrtcGetErrorString(r));
+  char arch[64];
+  bool cubin;
+  arch_option(arch, sizeof arch, &cubin);
+  const char *opts[] = {arch, "--std=c++17"};
+  int rc = 0;
+  if ((r = nvrtcAddNameExpression(prog, entry)) != NVRTC_SUCCESS) {
+    rc = opd_error(OPD_EINVAL, "NVRTC: %s", nvrtcGetErrorString(r));
+  } else if ((r = nvrtcCompileProgram(prog, 2, opts)) != NVRTC_SUCCESS) {
+    size_t n = 0;
+    char *text = nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS ? malloc(n + 1) : NULL;
+    if (text && nvrtcGetProgramLog(prog, text) == NVRTC_SUCCESS) {
+      text[n] = '\0';
+      *log = text;
+    } else {
+      free(text);
+    }
+    rc = opd_error(OPD_EINVAL, "NVRTC compilation failed (%s, %s): see the log",
+                   nvrtcGetErrorString(r), arch);
+  } else {
+    const char *name = NULL;
+    size_t size = 0;
+    if ((r = nvrtcGetLoweredName(prog, entry, &name)) != NVRTC_SUCCESS ||
+        strlen(name) >= lowered_len)
+      rc = opd_error(OPD_EINVAL, "entry '%s': not a __global__ function of the source", entry);
+    else
+      snprintf(lowered, lowered_len, "%s", name);
+    if (rc == 0 && (r = cubin ? nvrtcGetCUBINSize(prog, &size) : nvrtcGetPTXSize(prog, &size)) !=
+                       NVRTC_SUCCESS)
+      rc = opd_error(OPD_EINTERNAL, "NVRTC: %s", nvrtcGetErrorString(r));
+    if (rc == 0 && !(*image = malloc(size)))
+      rc = opd_error(OPD_ENOMEM, "out of memory for a compiled kernel of %zu bytes", size);
+    if (rc == 0 &&
+        (r = cubin ? nvrtcGetCUBIN(prog, *image) : nvrtcGetPTX(prog, *image)) != NVRTC_SUCCESS) {
+      free(*image);
+      *image = NULL;
+      rc = opd_error(OPD_EINTERNAL, "NVRTC: %s", nvrtcGetErrorString(r));
+    }
+  }
+  nvrtcDestroyProgram(&prog);
+  return rc;
+}
+
+int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
+                            const opd_schema *schema, opd_nvrtc_launch launch,
+                            opd_nvrtc_kernel **out, char **log) {
+  *out = NULL;
+  *log = NULL;
+  int rc = opd_nvrtc_check(source, len, entry, schema);
+  if (rc < 0) return rc;
+  if (opd_cuda_init() <= 0) {
+    const char *why = opd_cuda_unavailable_reason();
+    return opd_error(OPD_EUNAVAILABLE, "CUDA unavailable: %s", why ? why : "no CUDA device");
+  }
+  opd_nvrtc_kernel *k = calloc(1, sizeof *k);
+  char *text = malloc(len + 1);
+  if (!k || !text) {
+    free(k);
+    free(text);
+    return opd_error(OPD_ENOMEM, "out of memory for an NVRTC kernel");
+  }
+  memcpy(text, source, len);
+  text[len] = '\0';
+  k->launch = launch;
+  void *image = NULL;
+  param_kinds(schema, k);
+  rc = compile(text, entry, &image, k->name, sizeof k->name, log);
+  free(text);
+  cudaError_t e;
+  if (rc == 0 &&
+      (e = cudaLibraryLoadData(&k->lib, image, NULL, NULL, 0, NULL, NULL, 0)) != cudaSuccess)
+    rc = cuda_fail(e, "loading the compiled kernel");
+  else if (rc == 0 && (e = cudaLibraryGetKernel(&k->fn, k->lib, k->name)) != cudaSuccess) {
+    rc = cuda_fail(e, "finding the entry in the compiled kernel");
+    cudaLibraryUnload(k->lib);
+  }
+  free(image);
+  if (rc < 0) {
+    free(k);
+    return rc;
+  }
+  *out = k;
+  return 0;
+}
+
+void opd_nvrtc_kernel_free(opd_nvrtc_kernel *k) {
+  if (!k) return;
+  /* a launch may still be queued on some stream: let the devices finish first */
+  for (int d = 0; d < opd_cuda_device_count(); d++)
+    if (cudaSetDevice(d) == cudaSuccess) (void)cudaDeviceSynchronize();
+  cudaLibraryUnload(k->lib);
+  free(k);
+}
+
+/* ---- the boxed kernel ---- */
+
+static int check_inputs(const opd_nvrtc_kernel *k, const opd_ivalue *a, const char *op) {
+  const opd_tensor *first = a[0].u.t;
+  opd_device dev = opd_tensor_device(first);
+  if (dev.type != OPD_DEVICE_CUDA)
+    return opd_error(OPD_EINVAL, "%s: an NVRTC kernel runs on CUDA tensors (argument 0 is not)",
+                     op);
+  for (uint32_t i = 0; i < k->nargs && k->kinds[i] == PARAM_TENSOR; i++) {
+    const opd_tensor *t = a[i].u.t;
+    opd_device d = opd_tensor_device(t);
+    if (d.type != dev.type || d.index != dev.index)
+      return opd_error(OPD_EINVAL,
+                       "%s: expected all tensors to be on the same device, but argument %u is on "
+                       "another one",
+                       op, i);
+    if (!opd_tensor_is_contiguous(t))
+      return opd_error(OPD_EINVAL, "%s: argument %u is not contiguous (call contiguous() first)",
+                       op, i);
+    if (t->ndim != first->ndim ||
+        memcmp(opd_tensor_sizes(t), opd_tensor_sizes(first), (size_t)t->ndim * sizeof(int64_t)))
+      return opd_error(OPD_EINVAL, "%s: argument %u's sizes differ from argument 0's", op, i);
+  }
+  return 0;
+}
+
+static int launch(const opd_nvrtc_kernel *k, const opd_ivalue *a, opd_tensor *out, const char *op) {
+  int dev = opd_tensor_device(out).index;
+  int64_t n = out->numel;
+  if (n == 0) return 0;
+  void *ptrs[OPD_SCHEMA_MAX_ARGS + 1];
+  float floats[OPD_SCHEMA_MAX_ARGS];
+  long long ints[OPD_SCHEMA_MAX_ARGS + 2];
+  void *params[OPD_SCHEMA_MAX_ARGS + 3];
+  unsigned np = 0;
+  ptrs[0] = opd_tensor_data(out);
+  params[np++] = &ptrs[0];
+  for (uint32_t i = 0; i < k->nargs; i++) {
+    if (k->kinds[i] == PARAM_TENSOR) {
+      ptrs[i + 1] = opd_tensor_data(a[i].u.t);
+      params[np++] = &ptrs[i + 1];
+    } else if (k->kinds[i] == PARAM_FLOAT) {
+      floats[i] = (float)a[i].u.d;
+      params[np++] = &floats[i];
+    } else {
+      ints[i] = (long long)a[i].u.i;
+      params[np++] = &ints[i];
+    }
+  }
+  dim3 grid = {1, 1, 1}, block = {BLOCK, 1, 1};
+  if (k->launch == OPD_NVRTC_ELEMENTWISE) {
+    int64_t blocks = (n + BLOCK - 1) / BLOCK;
+    if (blocks > INT32_MAX)
+      return opd_error(OPD_EINVAL, "%s: %lld elements are too many for one launch", op,
+                       (long long)n);
+    grid.x = (unsigned)blocks;
+    ints[k->nargs] = (long long)n;
+    params[np++] = &ints[k->nargs];
+  } else {
+    int64_t cols = out->ndim ? opd_tensor_sizes(out)[out->ndim - 1] : 1, rows = n / cols;
+    if (rows > INT32_MAX)
+      return opd_error(OPD_EINVAL, "%s: %lld rows are too many for one launch", op,
+                       (long long)rows);
+    grid.x = (unsigned)rows;
+    ints[k->nargs] = (long long)rows;
+    ints[k->nargs + 1] = (long long)cols;
+    params[np++] = &ints[k->nargs];
+    params[np++] = &ints[k->nargs + 1];
+  }
+  cudaError_t e = cudaSetDevice(dev);
+  if (e == cudaSuccess)
+    e = cudaLaunchKernel((const void *)k->fn, grid, block, params, 0,
+                         (cudaStream_t)opd_cuda_current_stream(dev));
+  if (e != cudaSuccess)
+    return opd_error(OPD_EINTERNAL, "%s: launching NVRTC kernel %s on cuda:%d: %s (%s)", op,
+                     k->name, dev, cudaGetErrorString(e), cudaGetErrorName(e));
+  return 0;
+}
+
+static int boxed(const opd_kernel_ctx *ctx, opd_stack *st) {
+  const opd_nvrtc_kernel *k = ctx->data;
+  const char *op = opd_op_name(ctx->op);
+  assert(st->size >= k->nargs);
+  opd_ivalue *a = opd_stack_last(st, k->nargs);
+  const char *sticky;
+  opd_tensor *out = NULL;
+  int rc = check_inputs(k, a, op);
+  int dev = rc == 0 ? opd_tensor_device(a[0].u.t).index : 0;
+  if (rc == 0 && !opd_cuda_device_healthy(dev, &sticky))
+    rc = opd_error(OPD_EUNAVAILABLE, "%s: device cuda:%d is unhealthy: %s", op, dev,
+                   sticky ? sticky : "unknown error");
+  if (rc == 0)
+    rc = opd_tensor_empty(opd_tensor_sizes(a[0].u.t), a[0].u.t->ndim, opd_tensor_dtype(a[0].u.t),
+                          opd_tensor_device(a[0].u.t), &out);
+  if (rc == 0 && (rc = launch(k, a, out, op)) < 0) {
+    opd_tensor_release(out);
+    out = NULL;
+  }
+  for (uint32_t i = 0; i < k->nargs; i++) {
+    opd_ivalue v = opd_stack_pop(st);
+    opd_iv_destroy(&v);
+  }
+  if (rc < 0) return rc;
+  return opd_stack_push(st, opd_iv_tensor_steal(out));
+}
+
+opd_kernel opd_nvrtc_kernel_boxed(opd_nvrtc_kernel *k) {
+  return (opd_kernel){.boxed = boxed, .data = k, .name = k->name};
+}

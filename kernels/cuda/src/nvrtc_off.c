@@ -1,0 +1,31 @@
+/* nvrtc_off.c: opd/cuda_nvrtc.h in a build without CUDA: nothing compiles, every kernel
+ * creation fails with OPD_EUNAVAILABLE. */
+#include <assert.h>
+
+#include "opd/cuda.h"
+#include "opd/cuda_nvrtc.h"
+#include "opd/error.h"
+
+int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
+                            const opd_schema *schema, opd_nvrtc_launch launch,
+                            opd_nvrtc_kernel **out, char **log) {
+  (void)launch;
+  *out = NULL;
+  *log = NULL;
+  int rc = opd_nvrtc_check(source, len, entry, schema);
+  if (rc < 0) return rc;
+  opd_cuda_init();
+  const char *why = opd_cuda_unavailable_reason();
+  return opd_error(OPD_EUNAVAILABLE, "CUDA unavailable: %s", why ? why : "built without CUDA");
+}
+
+opd_kernel opd_nvrtc_kernel_boxed(opd_nvrtc_kernel *k) {
+  (void)k;
+  assert(!"no NVRTC kernel exists in a build without CUDA");
+  return (opd_kernel){0};
+}
+
+void opd_nvrtc_kernel_free(opd_nvrtc_kernel *k) {
+  assert(!k);
+  (void)k;
+}

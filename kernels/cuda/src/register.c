@@ -1,0 +1,40 @@
+/* register.c: registers the CUDA kernels of cuda_kernels.h at the CUDA key, with generated
+ * boxed wrappers (as kernels/registrations.c does for the CPU and Meta kernels). */
+#include "cuda_kernels.h"
+#include "opd/dispatcher.h"
+#include "opd/unboxed.h"
+
+#define OPD__DECLARE(op, fn, R, ...) \
+  int fn(const opd_kernel_ctx *, OPD__MAP(OPD__M_TYPE, OPD__COMMA, __VA_ARGS__) OPD__RET_PTYPE_##R);
+OPD_CUDA_UNBOXED_KERNELS(OPD__DECLARE)
+#undef OPD__DECLARE
+
+#define OPD__DECLARE_BOXED(op, fn) int fn(const opd_kernel_ctx *ctx, opd_stack *stack);
+OPD_CUDA_BOXED_KERNELS(OPD__DECLARE_BOXED)
+#undef OPD__DECLARE_BOXED
+
+#define OPD__WRAPPER(op, fn, R, ...) OPD_BOXED_WRAPPER(fn, R, __VA_ARGS__)
+OPD_CUDA_UNBOXED_KERNELS(OPD__WRAPPER)
+#undef OPD__WRAPPER
+
+typedef struct kernel_entry {
+  const char *op;
+  opd_kernel kernel;
+} kernel_entry;
+
+static const kernel_entry kernels[] = {
+#define OPD__ENTRY(op, fn, R, ...) {op, OPD_UNBOXED_KERNEL(fn, R, __VA_ARGS__)},
+    OPD_CUDA_UNBOXED_KERNELS(OPD__ENTRY)
+#undef OPD__ENTRY
+#define OPD__BOXED_ENTRY(op, fn) {op, {.boxed = fn, .name = #fn}},
+        OPD_CUDA_BOXED_KERNELS(OPD__BOXED_ENTRY)
+#undef OPD__BOXED_ENTRY
+};
+
+int opd__cuda_kernels_register(void) {
+  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+    opd_reg_id id = opd_impl(kernels[i].op, OPD_KEY_CUDA, &kernels[i].kernel, OPD_HERE);
+    if (id < 0) return (int)id;
+  }
+  return 0;
+}

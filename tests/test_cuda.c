@@ -1,0 +1,343 @@
+/* test_cuda.c: tests of the CUDA backend (kernels/cuda): without a device (every CI machine)
+ * opd_cuda_init reports why, creating a CUDA tensor fails with OPD_EUNAVAILABLE naming the
+ * reason, and the CUDA kernels are registered; with a device, add, softmax, mm (and a few
+ * more) on CUDA agree with the CPU kernels, copies round-trip, and the caching allocator
+ * reuses blocks and honours its limit. Tests that need a device print "SKIP: <reason>". */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opd/allocator.h"
+#include "opd/cuda.h"
+#include "opd/dispatcher.h"
+#include "opd/error.h"
+#include "opd/introspect.h"
+#include "opd/kernels.h"
+#include "opd/tensor.h"
+
+Suite *opd_test_cuda_suite(void);
+
+static const opd_device cpu = {OPD_DEVICE_CPU, -1};
+static const opd_device cuda0 = {OPD_DEVICE_CUDA, 0};
+
+/* The device count after opd_cuda_init (which must succeed). */
+static int init(void) {
+  ck_assert_int_eq(opd_kernels_register(), 0);
+  int n = opd_cuda_init();
+  ck_assert_int_ge(n, 0);
+  return n;
+}
+
+/* True (after printing SKIP) when there is no device. */
+static bool skip_without_device(const char *test) {
+  if (init() > 0) return false;
+  printf("SKIP: %s: %s\n", test, opd_cuda_unavailable_reason());
+  return true;
+}
+
+/* Calls `name` boxed with every argument of its schema (tensors borrowed). */
+static int call(const char *name, opd_ivalue *args, int n, opd_tensor **out) {
+  const opd_operator *op = opd_find_schema(name);
+  ck_assert_ptr_nonnull(op);
+  opd_stack st;
+  opd_stack_init(&st);
+  for (int i = 0; i < n; i++) ck_assert_int_eq(opd_stack_push(&st, args[i]), 0);
+  int rc = opd_call_boxed(op, &st);
+  if (rc == 0) {
+    ck_assert_uint_ge(st.size, 1);
+    ck_assert_uint_eq(st.items[0].tag, OPD_IV_TENSOR);
+    opd_tensor_retain(*out = st.items[0].u.t);
+  }
+  opd_stack_destroy(&st);
+  return rc;
+}
+
+#define B(x) opd_iv_tensor_borrow(x)
+
+/* aten::_to_copy(t, device=device) */
+static int to_device(opd_tensor *t, opd_device device, opd_tensor **out) {
+  return call("aten::_to_copy",
+              (opd_ivalue[]){B(t), opd_iv_none(), opd_iv_none(), opd_iv_device(device),
+                             opd_iv_none(), opd_iv_bool(false), opd_iv_none()},
+              7, out);
+}
+
+/* A CPU float tensor of these sizes holding a deterministic pseudo-random pattern. */
+static opd_tensor *cpu_data(const int64_t *sizes, int ndim, opd_dtype dtype, unsigned seed) {
+  opd_tensor *t;
+  ck_assert_int_eq(opd_tensor_empty(sizes, ndim, dtype, cpu, &t), 0);
+  char *p = opd_tensor_data(t);
+  for (int64_t i = 0; i < t->numel; i++) {
+    seed = seed * 1103515245u + 12345u;
+    double v = (double)((seed >> 8) % 2001) / 500.0 - 2.0; /* [-2, 2] */
+    switch (dtype) {
+    case OPD_FLOAT64: ((double *)p)[i] = v; break;
+    case OPD_FLOAT16: ((uint16_t *)p)[i] = opd_float_to_half((float)v); break;
+    case OPD_INT64: ((int64_t *)p)[i] = (int64_t)(v * 10); break;
+    default: ((float *)p)[i] = (float)v; break;
+    }
+  }
+  return t;
+}
+
+/* Element i (row-major) of a CPU tensor as a double. */
+static double get(const opd_tensor *x, int64_t i) {
+  const int64_t *sz = opd_tensor_sizes(x), *st = opd_tensor_strides(x);
+  int64_t off = 0;
+  for (int d = x->ndim - 1; d >= 0; d--) {
+    off += (i % sz[d]) * st[d];
+    i /= sz[d];
+  }
+  const char *p = (const char *)opd_tensor_data(x) + off * (int64_t)opd_dtype_size(x->dtype);
+  switch (opd_tensor_dtype(x)) {
+  case OPD_FLOAT32: return *(const float *)p;
+  case OPD_FLOAT64: return *(const double *)p;
+  case OPD_FLOAT16: return opd_half_to_float(*(const uint16_t *)p);
+  case OPD_INT64: return (double)*(const int64_t *)p;
+  case OPD_BOOL: return *(const uint8_t *)p;
+  default: ck_abort(); return 0;
+  }
+}
+
+/* The CUDA result `dev` equals the CPU result `ref` (shape, dtype, values within tol). */
+static void assert_matches(opd_tensor *dev, opd_tensor *ref, double tol) {
+  ck_assert_int_eq(opd_tensor_device(dev).type, OPD_DEVICE_CUDA);
+  opd_tensor *back = NULL;
+  ck_assert_int_eq(to_device(dev, cpu, &back), 0);
+  ck_assert_int_eq(back->dtype, ref->dtype);
+  ck_assert_int_eq(back->ndim, ref->ndim);
+  for (int d = 0; d < ref->ndim; d++)
+    ck_assert_int_eq(opd_tensor_sizes(back)[d], opd_tensor_sizes(ref)[d]);
+  for (int64_t i = 0; i < ref->numel; i++) {
+    double a = get(back, i), b = get(ref, i);
+    if (!(fabs(a - b) <= tol * (1 + fabs(b))))
+      ck_abort_msg("element %lld: cuda %.9g, cpu %.9g", (long long)i, a, b);
+  }
+  opd_tensor_release(back);
+}
+
+/* ---- everywhere ---- */
+
+START_TEST(test_init_reports_devices) {
+  int n = init();
+  ck_assert_int_eq(opd_cuda_init(), n); /* idempotent */
+  ck_assert_int_eq(opd_cuda_device_count(), n);
+  if (n == 0) {
+    const char *why = opd_cuda_unavailable_reason();
+    ck_assert_ptr_nonnull(why);
+    ck_assert_int_gt((int)strlen(why), 0);
+    ck_assert_ptr_null(opd_cuda_device_name(0));
+    ck_assert_int_eq(opd_cuda_device_capability(0), -1);
+    const char *sticky = "x";
+    ck_assert(!opd_cuda_device_healthy(0, &sticky));
+    ck_assert_ptr_null(sticky);
+    ck_assert_int_eq(opd_cuda_stream_synchronize(0, NULL), OPD_EUNAVAILABLE);
+    ck_assert_int_eq(opd_cuda_set_memory_limit(0, 1 << 20), OPD_EUNAVAILABLE);
+    ck_assert_ptr_null(opd_cuda_host_alloc(64));
+    ck_assert_int_eq(opd_last_error_code(), OPD_EUNAVAILABLE);
+  } else {
+    ck_assert_ptr_null(opd_cuda_unavailable_reason());
+    ck_assert_ptr_nonnull(opd_cuda_device_name(0));
+    ck_assert_int_ge(opd_cuda_device_capability(0), 50);
+    ck_assert(opd_cuda_device_healthy(0, NULL));
+    ck_assert(!opd_cuda_device_healthy(n, NULL));
+  }
+}
+END_TEST
+
+START_TEST(test_cuda_tensor_without_device) {
+  if (init() > 0) {
+    printf("SKIP: test_cuda_tensor_without_device: a CUDA device is present\n");
+    return;
+  }
+  const char *why = opd_cuda_unavailable_reason();
+  int64_t sizes[2] = {2, 3};
+  opd_tensor *t = NULL;
+  ck_assert_int_eq(opd_tensor_empty(sizes, 2, OPD_FLOAT32, cuda0, &t), OPD_EUNAVAILABLE);
+  ck_assert_ptr_null(t);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), why));
+  /* through the dispatcher: a CPU tensor moved to CUDA (a build without CUDA has no CUDA
+   * kernel of empty_strided to get that far) */
+  opd_tensor *x = cpu_data(sizes, 2, OPD_FLOAT32, 1), *y = NULL;
+#ifdef OPD_HAVE_CUDA
+  ck_assert_int_eq(to_device(x, cuda0, &y), OPD_EUNAVAILABLE);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), why));
+#else
+  ck_assert_int_eq(to_device(x, cuda0, &y), OPD_ENOTIMPL);
+#endif
+  ck_assert_ptr_null(y);
+  opd_tensor_release(x);
+  opd_memory_stats st;
+  opd_memory_stats_get_device(cuda0, &st);
+  ck_assert_uint_eq(st.in_use, 0);
+}
+END_TEST
+
+static void check_cuda_slot(const opd_operator *op, void *arg) {
+  int *checked = arg;
+  json_t *cpu_slot = opd_op_slot_json(op, OPD_KEY_CPU);
+  const char *src = json_string_value(json_object_get(cpu_slot, "source"));
+  if (src && strcmp(src, "CPU") == 0 && strncmp(opd_op_name(op), "aten::", 6) == 0) {
+    json_t *slot = opd_op_slot_json(op, OPD_KEY_CUDA);
+    const char *cuda_src = json_string_value(json_object_get(slot, "source"));
+    ck_assert_msg(cuda_src && strcmp(cuda_src, "CUDA") == 0, "%s has no CUDA kernel",
+                  opd_op_name(op));
+    ck_assert_int_ne(opd_op_slot_registration(op, OPD_KEY_CUDA), 0);
+    json_decref(slot);
+    (*checked)++;
+  }
+  json_decref(cpu_slot);
+}
+
+START_TEST(test_cuda_kernels_registered) {
+  init();
+  const opd_operator *add = opd_find_schema("aten::add.Tensor");
+  ck_assert_ptr_nonnull(add);
+#ifdef OPD_HAVE_CUDA
+  ck_assert_int_ne(opd_op_slot_registration(add, OPD_KEY_CUDA), 0);
+  int checked = 0; /* every aten operator with a CPU kernel has a CUDA one */
+  opd_for_each_op(check_cuda_slot, &checked);
+  ck_assert_int_ge(checked, 40);
+#else
+  (void)check_cuda_slot;
+  printf("SKIP: test_cuda_kernels_registered: %s\n", opd_cuda_unavailable_reason());
+  ck_assert_int_eq(opd_op_slot_registration(add, OPD_KEY_CUDA), 0);
+#endif
+}
+END_TEST
+
+/* ---- with a device ---- */
+
+/* op(inputs on CPU) against op(the same inputs moved to CUDA). */
+static void compare_op(const char *name, opd_tensor **inputs, int nin, opd_ivalue *extra,
+                       int nextra, double tol) {
+  opd_ivalue args[8], dargs[8];
+  opd_tensor *dev[4] = {NULL}, *ref = NULL, *res = NULL;
+  for (int i = 0; i < nin; i++) {
+    ck_assert_int_eq(to_device(inputs[i], cuda0, &dev[i]), 0);
+    args[i] = B(inputs[i]);
+    dargs[i] = B(dev[i]);
+  }
+  for (int i = 0; i < nextra; i++) args[nin + i] = dargs[nin + i] = extra[i];
+  ck_assert_int_eq(call(name, args, nin + nextra, &ref), 0);
+  int rc = call(name, dargs, nin + nextra, &res);
+  ck_assert_msg(rc == 0, "%s on CUDA: %s", name, opd_last_error());
+  assert_matches(res, ref, tol);
+  opd_tensor_release(ref);
+  opd_tensor_release(res);
+  for (int i = 0; i < nin; i++) opd_tensor_release(dev[i]);
+}
+
+START_TEST(test_copy_round_trip) {
+  if (skip_without_device("test_copy_round_trip")) return;
+  int64_t sizes[3] = {4, 5, 6};
+  opd_tensor *x = cpu_data(sizes, 3, OPD_FLOAT32, 7), *d = NULL;
+  ck_assert_int_eq(to_device(x, cuda0, &d), 0);
+  assert_matches(d, x, 0);
+  float host[120];
+  ck_assert_int_eq(opd_cuda_copy_to_host(host, d, 0, sizeof host), 0);
+  for (int i = 0; i < 120; i++) ck_assert_float_eq(host[i], (float)get(x, i));
+  opd_tensor_release(d);
+  opd_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_add_matches_cpu) {
+  if (skip_without_device("test_add_matches_cpu")) return;
+  int64_t sa[2] = {37, 129}, sb[1] = {129};
+  opd_tensor *a = cpu_data(sa, 2, OPD_FLOAT32, 1), *b = cpu_data(sb, 1, OPD_FLOAT32, 2);
+  opd_ivalue alpha = opd_iv_double(0.5);
+  compare_op("aten::add.Tensor", (opd_tensor *[]){a, b}, 2, &alpha, 1, 1e-6); /* broadcast */
+  alpha = opd_iv_int(1);
+  compare_op("aten::add.Tensor", (opd_tensor *[]){a, a}, 2, &alpha, 1, 0); /* vector path */
+  opd_tensor *i64 = cpu_data(sa, 2, OPD_INT64, 3);
+  compare_op("aten::add.Tensor", (opd_tensor *[]){i64, i64}, 2, &alpha, 1, 0);
+  compare_op("aten::mul.Tensor", (opd_tensor *[]){a, b}, 2, NULL, 0, 1e-6);
+  compare_op("aten::exp", (opd_tensor *[]){a}, 1, NULL, 0, 1e-6);
+  compare_op("aten::eq.Tensor", (opd_tensor *[]){i64, i64}, 2, NULL, 0, 0);
+  opd_tensor_release(i64);
+  opd_tensor_release(a);
+  opd_tensor_release(b);
+}
+END_TEST
+
+START_TEST(test_softmax_matches_cpu) {
+  if (skip_without_device("test_softmax_matches_cpu")) return;
+  int64_t sizes[3] = {3, 70, 2050};
+  opd_tensor *x = cpu_data(sizes, 3, OPD_FLOAT32, 4);
+  for (int64_t dim = 0; dim < 3; dim++) {
+    opd_ivalue extra[2] = {opd_iv_int(dim), opd_iv_bool(false)};
+    compare_op("aten::_softmax", &x, 1, extra, 2, 1e-5);
+    compare_op("aten::_log_softmax", &x, 1, extra, 2, 1e-5);
+  }
+  opd_ivalue sum_args[3] = {opd_iv_none(), opd_iv_bool(false), opd_iv_none()};
+  compare_op("aten::sum.dim_IntList", &x, 1, sum_args, 3, 1e-4);
+  opd_ivalue argmax_args[2] = {opd_iv_int(1), opd_iv_bool(true)};
+  compare_op("aten::argmax", &x, 1, argmax_args, 2, 0);
+  opd_tensor_release(x);
+}
+END_TEST
+
+START_TEST(test_mm_matches_cpu) {
+  if (skip_without_device("test_mm_matches_cpu")) return;
+  int64_t sa[2] = {33, 65}, sb[2] = {65, 17}, sbt[2] = {17, 65};
+  opd_tensor *a = cpu_data(sa, 2, OPD_FLOAT32, 5), *b = cpu_data(sb, 2, OPD_FLOAT32, 6);
+  compare_op("aten::mm", (opd_tensor *[]){a, b}, 2, NULL, 0, 1e-5);
+  /* a transposed operand (column-major view) */
+  opd_tensor *bt = cpu_data(sbt, 2, OPD_FLOAT32, 8), *btv = NULL;
+  ck_assert_int_eq(call("aten::t", (opd_ivalue[]){B(bt)}, 1, &btv), 0);
+  compare_op("aten::mm", (opd_tensor *[]){a, btv}, 2, NULL, 0, 1e-5);
+  opd_tensor *a64 = cpu_data(sa, 2, OPD_FLOAT64, 9), *b64 = cpu_data(sb, 2, OPD_FLOAT64, 10);
+  compare_op("aten::mm", (opd_tensor *[]){a64, b64}, 2, NULL, 0, 1e-12);
+  opd_tensor *a16 = cpu_data(sa, 2, OPD_FLOAT16, 11), *b16 = cpu_data(sb, 2, OPD_FLOAT16, 12);
+  compare_op("aten::mm", (opd_tensor *[]){a16, b16}, 2, NULL, 0, 1e-2);
+  opd_tensor *rs[] = {a, b, bt, btv, a64, b64, a16, b16};
+  for (size_t i = 0; i < sizeof rs / sizeof *rs; i++) opd_tensor_release(rs[i]);
+}
+END_TEST
+
+START_TEST(test_allocator_caches_and_limits) {
+  if (skip_without_device("test_allocator_caches_and_limits")) return;
+  int64_t sizes[1] = {1 << 20};
+  opd_tensor *t = NULL;
+  ck_assert_int_eq(opd_tensor_empty(sizes, 1, OPD_FLOAT32, cuda0, &t), 0);
+  opd_memory_stats st;
+  opd_memory_stats_get_device(cuda0, &st);
+  ck_assert_uint_ge(st.in_use, 4u << 20);
+  uint64_t in_use = st.in_use;
+  opd_tensor_release(t);
+  opd_memory_stats_get_device(cuda0, &st);
+  ck_assert_uint_eq(st.in_use, in_use - (4u << 20));
+  ck_assert_uint_ge(st.cached, 4u << 20);
+  ck_assert_int_eq(opd_tensor_empty(sizes, 1, OPD_FLOAT32, cuda0, &t), 0); /* reused */
+  opd_memory_stats s2;
+  opd_memory_stats_get_device(cuda0, &s2);
+  ck_assert_uint_eq(s2.cached, st.cached - (4u << 20));
+  opd_tensor_release(t);
+  ck_assert_int_eq(opd_cuda_set_memory_limit(0, 1 << 20), 0);
+  ck_assert_int_eq(opd_tensor_empty(sizes, 1, OPD_FLOAT32, cuda0, &t), OPD_ERESOURCE);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), "bytes"));
+  ck_assert_int_eq(opd_cuda_set_memory_limit(0, 0), 0);
+  opd_cuda_empty_cache();
+  opd_memory_stats_get_device(cuda0, &st);
+  ck_assert_uint_eq(st.cached, 0);
+}
+END_TEST
+
+Suite *opd_test_cuda_suite(void) {
+  Suite *s = suite_create("cuda");
+  TCase *tc = tcase_create("cuda");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_init_reports_devices);
+  tcase_add_test(tc, test_cuda_tensor_without_device);
+  tcase_add_test(tc, test_cuda_kernels_registered);
+  tcase_add_test(tc, test_copy_round_trip);
+  tcase_add_test(tc, test_add_matches_cpu);
+  tcase_add_test(tc, test_softmax_matches_cpu);
+  tcase_add_test(tc, test_mm_matches_cpu);
+  tcase_add_test(tc, test_allocator_caches_and_limits);
+  suite_add_tcase(s, tc);
+  return s;
+}

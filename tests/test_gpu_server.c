@@ -1,0 +1,396 @@
+/* test_gpu_server.c: the daemon without a CUDA device (server/src/gpu.c): /v1/info reports
+ * CUDA unavailable with a reason; an upload to cuda:0 and a call that would allocate on
+ * cuda:0 are refused with UNAVAILABLE while the same session goes on serving CPU calls;
+ * a synchronize succeeds; cuda_register on the admin socket answers "CUDA unavailable";
+ * cuda_workers_per_device is checked. On a machine with a device these cases skip, saying
+ * so (tests/gpu/run_device_checks.sh covers it there). And the scheduler's GPU pools, which
+ * need no GPU: jobs of 8 sessions moving at random between the CPU pool and two GPU pools
+ * each run on their device's pool, and every session's jobs run in order, one at a time.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "opd/client.h"
+#include "opd/cuda.h"
+#include "opd/error.h"
+#include "opd/server.h"
+#include "session.h"
+#include "worker.h"
+
+Suite *opd_test_gpu_server_suite(void);
+
+/* True (and says why) when this machine has a CUDA device: these cases are for none. */
+static bool skip_with_device(void) {
+  if (opd_cuda_init() <= 0) return false;
+  fprintf(stderr, "SKIP: a CUDA device is present (%s); tests/gpu/run_device_checks.sh covers it\n",
+          opd_cuda_device_name(0));
+  return true;
+}
+
+static char admin_path[108];
+
+static opd_server *start(bool admin) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "status", "127.0.0.1:0"), 0);
+  if (admin) {
+    snprintf(admin_path, sizeof admin_path, "/tmp/opd-gpu-test-%d.sock", (int)getpid());
+    ck_assert_int_eq(opd_server_config_set(&cfg, "admin", admin_path), 0);
+  }
+  cfg.workers = 2;
+  cfg.log_level = OPD_LOG_ERROR;
+  opd_server *s = NULL;
+  int rc = opd_server_start(&cfg, &s);
+  opd_server_config_destroy(&cfg);
+  ck_assert_msg(rc == 0, "server start: %s", opd_last_error());
+  return s;
+}
+
+static int connect_tcp(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+static void send_all(int fd, const void *p, size_t n) {
+  for (size_t off = 0; off < n;) {
+    ssize_t w = send(fd, (const char *)p + off, n - off, MSG_NOSIGNAL);
+    ck_assert_int_gt(w, 0);
+    off += (size_t)w;
+  }
+}
+
+static void recv_all(int fd, void *p, size_t n) {
+  for (size_t off = 0; off < n;) {
+    ssize_t r = recv(fd, (char *)p + off, n - off, 0);
+    ck_assert_int_gt(r, 0);
+    off += (size_t)r;
+  }
+}
+
+/* GET /v1/info from the status endpoint. */
+static json_t *get_info(opd_server *s) {
+  int fd = connect_tcp(opd_server_status_port(s));
+  const char req[] = "GET /v1/info HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  send_all(fd, req, sizeof req - 1);
+  static char buf[1 << 16];
+  size_t got = 0;
+  for (ssize_t r; got < sizeof buf - 1 && (r = recv(fd, buf + got, sizeof buf - 1 - got, 0)) > 0;)
+    got += (size_t)r;
+  close(fd);
+  buf[got] = '\0';
+  ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0, "%.200s", buf);
+  char *body = strstr(buf, "\r\n\r\n");
+  ck_assert_ptr_nonnull(body);
+  json_t *j = json_loads(body + 4, 0, NULL);
+  ck_assert_msg(j, "bad JSON: %s", body + 4);
+  return j;
+}
+
+START_TEST(test_info_reports_unavailable) {
+  if (skip_with_device()) return;
+  opd_server *s = start(false);
+  json_t *info = get_info(s);
+  json_t *cuda = json_object_get(info, "cuda");
+  ck_assert_msg(json_is_object(cuda), "no \"cuda\" in /v1/info");
+  ck_assert(json_is_false(json_object_get(cuda, "available")));
+  const char *reason = json_string_value(json_object_get(cuda, "reason"));
+  ck_assert_msg(reason && reason[0], "no reason given");
+  ck_assert_str_eq(reason, opd_cuda_unavailable_reason());
+  ck_assert_int_eq(json_integer_value(json_object_get(cuda, "device_count")), 0);
+  ck_assert_uint_eq(json_array_size(json_object_get(cuda, "devices")), 0);
+  /* no GPU among the devices served */
+  size_t i;
+  json_t *d;
+  json_array_foreach(json_object_get(info, "devices"), i, d)
+      ck_assert_str_ne(json_string_value(json_object_get(d, "type")), "cuda");
+  json_decref(info);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* 1 + 2 on the CPU through c: the session still serves. */
+static void check_cpu_add(opd_client *c) {
+  const float x[3] = {1, 2, 3}, y[3] = {10, 20, 30};
+  const int64_t shape[] = {3};
+  opd_client_tensor a, b, sum;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, shape, 1, x, sizeof x, NULL, &a), 0);
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, shape, 1, y, sizeof y, NULL, &b), 0);
+  opd_client_value args[] = {opd_cv_tensor(a), opd_cv_tensor(b)};
+  ck_assert_msg(opd_client_call(c, "aten::add.Tensor", args, 2, &sum, 1, NULL) == 0, "%s",
+                opd_client_last_error());
+  float out[3];
+  ck_assert_int_eq(opd_client_download(c, sum, out, sizeof out, NULL), 0);
+  for (int k = 0; k < 3; k++) ck_assert_float_eq(out[k], x[k] + y[k]);
+  opd_client_tensor hs[] = {a, b, sum};
+  ck_assert_int_eq(opd_client_release(c, hs, 3), 0);
+}
+
+START_TEST(test_cuda_requests_refused_cpu_goes_on) {
+  if (skip_with_device()) return;
+  opd_server *s = start(false);
+  opd_client *c;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
+  check_cpu_add(c);
+
+  /* an upload to cuda:0 (and to the default CUDA device): refused, its bytes skipped */
+  const float x[4] = {1, 2, 3, 4};
+  const int64_t shape[] = {2, 2};
+  opd_client_tensor t = 0;
+  for (int index = -1; index <= 0; index++) {
+    const opd_client_device dev = {OPD_CLIENT_DEVICE_CUDA, index};
+    ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, shape, 2, x, sizeof x, &dev, &t),
+                     OPD_EUNAVAILABLE);
+    ck_assert_msg(strstr(opd_client_last_error(), "CUDA unavailable"), "%s",
+                  opd_client_last_error());
+    ck_assert_msg(strstr(opd_client_last_error(), opd_cuda_unavailable_reason()), "%s",
+                  opd_client_last_error());
+    check_cpu_add(c);
+  }
+
+  /* a call that would make a CUDA tensor: refused the same way */
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, shape, 2, x, sizeof x, NULL, &t), 0);
+  opd_client_value args[] = {opd_cv_tensor(t), opd_cv_none(), opd_cv_none(),
+                             opd_cv_device(OPD_CLIENT_DEVICE_CUDA, 0)};
+  opd_client_tensor out;
+  ck_assert_int_eq(opd_client_call(c, "aten::_to_copy", args, 4, &out, 1, NULL), OPD_EUNAVAILABLE);
+  ck_assert_msg(strstr(opd_client_last_error(), "unavailable"), "%s", opd_client_last_error());
+  ck_assert_int_eq(opd_client_synchronize(c), 0);
+  ck_assert_int_eq(opd_client_release(c, &t, 1), 0);
+  check_cpu_add(c);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* One admin request over the Unix socket: the parsed reply. */
+static json_t *admin_request(json_t *req) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", admin_path);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  char *text = json_dumps(req, JSON_COMPACT);
+  json_decref(req);
+  uint32_t n = htonl((uint32_t)strlen(text));
+  send_all(fd, &n, 4);
+  send_all(fd, text, strlen(text));
+  free(text);
+  recv_all(fd, &n, 4);
+  n = ntohl(n);
+  ck_assert_uint_lt(n, 1 << 20);
+  char *buf = malloc(n);
+  recv_all(fd, buf, n);
+  close(fd);
+  json_t *j = json_loadb(buf, n, 0, NULL);
+  free(buf);
+  ck_assert_ptr_nonnull(j);
+  return j;
+}
+
+START_TEST(test_cuda_register_unavailable) {
+  if (skip_with_device()) return;
+  opd_server *s = start(true);
+  const char *src =
+      "extern \"C\" __global__ void twice(float *out, const float *x, long long n) {\n"
+      "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+      "  if (i < n) out[i] = 2 * x[i];\n"
+      "}\n";
+  json_t *r = admin_request(
+      json_pack("{s:s, s:s, s:s, s:s, s:s}", "op", "cuda_register", "source", src, "entry", "twice",
+                "schema", "gputest::twice(Tensor x) -> Tensor", "launch", "elementwise"));
+  ck_assert(json_is_false(json_object_get(r, "ok")));
+  ck_assert_str_eq(json_string_value(json_object_get(r, "code")), "EUNAVAILABLE");
+  const char *err = json_string_value(json_object_get(r, "error"));
+  ck_assert_msg(err && strstr(err, "CUDA unavailable: "), "%s", err ? err : "(none)");
+  json_decref(r);
+  /* nothing stayed: the operator was not defined */
+  r = admin_request(json_pack("{s:s, s:s}", "op", "list", "name", "gputest::twice"));
+  ck_assert_str_eq(json_string_value(json_object_get(r, "code")), "ENOENT");
+  json_decref(r);
+  /* a bad launch rule and a missing field are refused before anything */
+  r = admin_request(json_pack("{s:s, s:s, s:s, s:s, s:s}", "op", "cuda_register", "source", src,
+                              "entry", "twice", "schema", "gputest::twice(Tensor x) -> Tensor",
+                              "launch", "columns"));
+  ck_assert_str_eq(json_string_value(json_object_get(r, "code")), "EINVAL");
+  json_decref(r);
+  r = admin_request(json_pack("{s:s, s:s}", "op", "cuda_register", "source", src));
+  ck_assert_str_eq(json_string_value(json_object_get(r, "code")), "EINVAL");
+  json_decref(r);
+  /* the inputs are judged before the device's absence: bad ones say what is wrong */
+  static const struct {
+    const char *schema, *entry, *code, *says;
+  } bad[] = {
+      {"twice(Tensor x) -> Tensor", "twice", "EINVAL", "namespace"},
+      {"aten::add.Tensor(Tensor x) -> Tensor", "twice", "EEXIST", "another schema"},
+      {"gputest::twice(Tensor x ->", "twice", "ESCHEMA", "schema"},
+      {"gputest::twice(Tensor x) -> Tensor", "two words", "EINVAL", "identifier"},
+      {"gputest::twice(Tensor x) -> Tensor", "", "EINVAL", "identifier"},
+      {"gputest::twice(Tensor x) -> (Tensor, Tensor)", "twice", "EINVAL", "returns one Tensor"},
+      {"gputest::twice(float a, Tensor x) -> Tensor", "twice", "EINVAL", "argument 'a'"},
+      {"gputest::twice(Tensor? x) -> Tensor", "twice", "EINVAL", "argument 'x'"},
+      {"gputest::twice(Tensor x, str s) -> Tensor", "twice", "EINVAL", "argument 's'"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    r = admin_request(json_pack("{s:s, s:s, s:s, s:s, s:s}", "op", "cuda_register", "source", src,
+                                "entry", bad[i].entry, "schema", bad[i].schema, "launch", "rows"));
+    const char *e = json_string_value(json_object_get(r, "error"));
+    ck_assert_msg(strcmp(json_string_value(json_object_get(r, "code")), bad[i].code) == 0 && e &&
+                      strstr(e, bad[i].says),
+                  "%s / %s: %s", bad[i].schema, bad[i].entry, json_dumps(r, 0));
+    json_decref(r);
+  }
+  /* a source over 256 KiB is refused (the admin frame itself takes up to 1 MiB) */
+  size_t big = 256 * 1024 + 1;
+  char *text = malloc(big + 1);
+  memset(text, ' ', big);
+  text[big] = '\0';
+  r = admin_request(json_pack("{s:s, s:s, s:s, s:s, s:s}", "op", "cuda_register", "source", text,
+                              "entry", "twice", "schema", "gputest::twice(Tensor x) -> Tensor",
+                              "launch", "elementwise"));
+  free(text);
+  ck_assert_str_eq(json_string_value(json_object_get(r, "code")), "EINVAL");
+  ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(r, "error")), "262144"));
+  json_decref(r);
+  /* with a float and an int after the tensors the schema fits: only the device is missing */
+  r = admin_request(json_pack(
+      "{s:s, s:s, s:s, s:s, s:s}", "op", "cuda_register", "source", src, "entry", "twice", "schema",
+      "gputest::twice(Tensor x, Tensor y, float a, int k) -> Tensor", "launch", "rows"));
+  ck_assert_str_eq(json_string_value(json_object_get(r, "code")), "EUNAVAILABLE");
+  json_decref(r);
+  opd_server_stop(s);
+}
+END_TEST
+
+START_TEST(test_config_cuda_workers) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  ck_assert_uint_eq(cfg.cuda_workers_per_device, 1);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "cuda_workers_per_device", "4"), 0);
+  ck_assert_uint_eq(cfg.cuda_workers_per_device, 4);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "cuda_workers_per_device", "0"), OPD_EINVAL);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "cuda_workers_per_device", "65"), OPD_EINVAL);
+  ck_assert_uint_eq(cfg.cuda_workers_per_device, 4);
+  opd_server_config_destroy(&cfg);
+}
+END_TEST
+
+/* ---- the scheduler's GPU pools, without a GPU ---- */
+
+enum { NSESS = 8, NJOBS = 300 };
+
+typedef struct sched_run {
+  opd__sched sched;
+  opd__session sessions[NSESS];
+  opd__job jobs[NSESS][NJOBS];
+  _Atomic int running[NSESS]; /* jobs of the session running now */
+  uint64_t last_id[NSESS];    /* written by the session's running job only */
+  _Atomic int bad_order, overlap, wrong_pool, done;
+} sched_run;
+
+static sched_run *sr;
+
+/* Where a job runs: its id says (0: CPU, 1: cuda:0, 2: cuda:1). */
+static opd_device route_by_id(const opd__job *job) {
+  int k = (int)(job->id % 3);
+  return k == 0 ? (opd_device){OPD_DEVICE_CPU, -1}
+                : (opd_device){OPD_DEVICE_CUDA, (int16_t)(k - 1)};
+}
+
+static bool on_pool(const opd__pool *p) {
+  for (unsigned i = 0; i < p->nthreads; i++)
+    if (pthread_equal(p->threads[i], pthread_self())) return true;
+  return false;
+}
+
+static bool run_job(opd__job *job) {
+  int si = (int)(job->session - sr->sessions);
+  if (atomic_fetch_add(&sr->running[si], 1) != 0) atomic_fetch_add(&sr->overlap, 1);
+  opd_device d = route_by_id(job);
+  const opd__pool *want = d.type == OPD_DEVICE_CUDA ? &sr->sched.gpu[d.index] : &sr->sched.cpu;
+  if (!on_pool(want) || job->device.type != d.type || job->device.index != d.index)
+    atomic_fetch_add(&sr->wrong_pool, 1);
+  if (job->id <= sr->last_id[si] && sr->last_id[si] != 0) atomic_fetch_add(&sr->bad_order, 1);
+  sr->last_id[si] = job->id;
+  if (job->id % 7 == 0) sched_yield();
+  atomic_fetch_sub(&sr->running[si], 1);
+  return false;
+}
+
+static void job_done(opd__job *jobs, void *arg) {
+  (void)arg;
+  for (opd__job *j = jobs; j; j = j->qnext) atomic_fetch_add(&sr->done, 1);
+}
+
+/* Sessions whose jobs alternate at random between the CPU and two GPU pools (two workers
+ * each): every job runs on its device's pool, a session's jobs in order and one at a time. */
+START_TEST(test_sched_gpu_pools_keep_session_order) {
+  sr = calloc(1, sizeof *sr);
+  ck_assert_ptr_nonnull(sr);
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  ck_assert_int_eq(opd__sched_start(&sr->sched, 2, run_job, job_done, NULL), 0);
+  ck_assert_int_eq(opd__sched_start_gpu(&sr->sched, 2, 2, route_by_id), 0);
+  ck_assert_uint_eq(sr->sched.ngpu, 2);
+  for (int i = 0; i < NSESS; i++) opd__session_init(&sr->sessions[i], (uint64_t)i + 1, &cfg);
+  srand(7);
+  uint64_t next_id[NSESS] = {0};
+  for (int n = 0; n < NJOBS; n++)
+    for (int i = 0; i < NSESS; i++) {
+      opd__job *j = &sr->jobs[i][n];
+      j->session = &sr->sessions[i];
+      j->kind = OPD__JOB_CALL;
+      j->device = (opd_device){OPD_DEVICE_CPU, -1};
+      /* increasing ids whose residue picks the device at random */
+      next_id[i] += 1 + (uint64_t)(rand() % 3);
+      j->id = next_id[i];
+      ck_assert(opd__sched_submit(&sr->sched, j));
+    }
+  for (int t = 0; t < 2000 && atomic_load(&sr->done) < NSESS * NJOBS; t++)
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
+  ck_assert_int_eq(atomic_load(&sr->done), NSESS * NJOBS);
+  opd__sched_stop(&sr->sched);
+  int wrong_pool = atomic_load(&sr->wrong_pool), bad_order = atomic_load(&sr->bad_order),
+      overlap = atomic_load(&sr->overlap);
+  ck_assert_int_eq(wrong_pool, 0);
+  ck_assert_int_eq(bad_order, 0);
+  ck_assert_int_eq(overlap, 0);
+  for (int i = 0; i < NSESS; i++) opd__session_destroy(&sr->sessions[i]);
+  opd_server_config_destroy(&cfg);
+  free(sr);
+}
+END_TEST
+
+Suite *opd_test_gpu_server_suite(void) {
+  Suite *s = suite_create("gpu_server");
+  TCase *tc = tcase_create("no_device");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_info_reports_unavailable);
+  tcase_add_test(tc, test_cuda_requests_refused_cpu_goes_on);
+  tcase_add_test(tc, test_cuda_register_unavailable);
+  tcase_add_test(tc, test_config_cuda_workers);
+  suite_add_tcase(s, tc);
+  TCase *sched = tcase_create("sched");
+  tcase_set_timeout(sched, 60);
+  tcase_add_test(sched, test_sched_gpu_pools_keep_session_order);
+  suite_add_tcase(s, sched);
+  return s;
+}
