@@ -210,7 +210,7 @@ for w, tr in (("add", "tcp"), ("add-raw", "tcp"), ("ping", "tcp"), ("ping-raw", 
         rk = ("redis", "ping", "tcp", c, p)
         ro, rr = med(o, 0), med(rk, 0)
         ratio = ro / rr if ro and rr else None
-        t = targets.get((w, c, p)) if tr == "tcp" else None
+        t = targets.get((w.replace("-raw", ""), c, p)) if tr == "tcp" else None
         verdict = "-" if t is None or ratio is None else (
             ">= %.1f %s" % (t, "met" if ratio >= t else "MISSED"))
         label = "%s %s" % ({"add": "tiny-op add", "add-raw": "tiny-op add, raw",

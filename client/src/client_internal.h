@@ -88,6 +88,8 @@ struct opd_client {
   uint64_t raw_left;
   uint8_t *raw_dst;
   bool raw_active;
+  /* where a response is decoded (connection.c, [Note: Decoding responses]) */
+  _Alignas(max_align_t) uint8_t decode_buf[16384];
 };
 
 /* Records the thread's last error: returns err. */

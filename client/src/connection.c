@@ -237,32 +237,48 @@ static int map_server_code(Opd__V1__ErrorCode code) {
   }
 }
 
-/* ---- decoding with a bounded allocator ---- */
+/* ---- decoding with a bounded allocator ----
+ *
+ * [Note: Decoding responses]
+ * protobuf-c allocates every message, array and string of a response it unpacks. They are
+ * carved from the client's decode buffer (16 KiB, reused for every response: an ordinary
+ * response needs no malloc at all) and, past it, taken from malloc; the whole decode is
+ * bounded by a budget proportional to the frame. */
 
-typedef struct bounded_alloc {
-  size_t used, limit;
-} bounded_alloc;
+typedef struct decoder {
+  uint8_t *buf;
+  size_t cap, pos;    /* decode_buf[0, pos) is handed out */
+  size_t used, limit; /* the budget */
+} decoder;
 
 typedef struct block_header {
   size_t size;
   max_align_t align;
 } block_header;
 
-static void *bounded_malloc(void *data, size_t size) {
-  bounded_alloc *b = data;
-  if (size > b->limit - b->used || sizeof(block_header) > b->limit - b->used - size) return NULL;
+static void *decoder_alloc(void *data, size_t size) {
+  decoder *d = data;
+  if (size > d->limit - d->used || sizeof(block_header) > d->limit - d->used - size) return NULL;
+  size_t rounded = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+  if (rounded >= size && rounded <= d->cap - d->pos) {
+    void *p = d->buf + d->pos;
+    d->pos += rounded;
+    d->used += rounded;
+    return p;
+  }
   block_header *h = malloc(sizeof *h + size);
   if (!h) return NULL;
   h->size = size;
-  b->used += sizeof *h + size;
+  d->used += sizeof *h + size;
   return h + 1;
 }
 
-static void bounded_free(void *data, void *p) {
-  if (!p) return;
-  bounded_alloc *b = data;
+static void decoder_free(void *data, void *p) {
+  decoder *d = data;
+  if (!p || ((uint8_t *)p >= d->buf && (uint8_t *)p < d->buf + d->cap))
+    return; /* the buffer is reused whole */
   block_header *h = (block_header *)p - 1;
-  b->used -= sizeof *h + h->size;
+  d->used -= sizeof *h + h->size;
   free(h);
 }
 
@@ -412,13 +428,13 @@ static int dispatch_response(opd_client *c, const Opd__V1__Response *r) {
 }
 
 static int handle_frame(opd_client *c, const uint8_t *data, uint32_t len) {
-  bounded_alloc budget = {0, (size_t)len * 32 + 65536};
-  ProtobufCAllocator alloc = {bounded_malloc, bounded_free, &budget};
+  decoder d = {c->decode_buf, sizeof c->decode_buf, 0, 0, (size_t)len * 32 + 65536};
+  ProtobufCAllocator alloc = {decoder_alloc, decoder_free, &d};
   Opd__V1__Response *r = opd__v1__response__unpack(&alloc, len, data);
   if (!r) return protocol_error(c, "an undecodable response frame", 0);
   int rc = dispatch_response(c, r);
   opd__v1__response__free_unpacked(r, &alloc);
-  assert(budget.used == 0);
+  assert(d.used == d.pos); /* what is left is the buffer's share */
   return rc;
 }
 

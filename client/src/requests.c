@@ -2,6 +2,7 @@
  * public calls that build each request (call, upload, download, release, dispatch state,
  * synchronize, ping) in their asynchronous and synchronous forms. */
 #include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,21 +24,19 @@ typedef union sub_message {
   Opd__V1__TensorLiteral literal;
 } sub_message;
 
+/* One allocation: the struct, then its arrays. */
 struct opd__args_arena {
   size_t n;
   Opd__V1__IValue *values;
   Opd__V1__IValue **pointers;
   sub_message *subs;
   protobuf_c_boolean **bools; /* converted bool lists, one per argument (or NULL) */
+  max_align_t arrays[];
 };
 
 void opd__client_args_free(opd__args_arena *a) {
   if (!a) return;
-  for (size_t i = 0; a->bools && i < a->n; i++) free(a->bools[i]);
-  free(a->bools);
-  free(a->subs);
-  free(a->pointers);
-  free(a->values);
+  for (size_t i = 0; i < a->n; i++) free(a->bools[i]);
   free(a);
 }
 
@@ -177,19 +176,19 @@ int opd__client_args_build(const opd_client_value *args, size_t nargs, opd__args
   if (nargs > OPD__CLIENT_MAX_ARGS)
     return opd__client_error(OPD_EINVAL, "%zu arguments (at most %d)", nargs, OPD__CLIENT_MAX_ARGS);
   if (nargs && !args) return opd__client_error(OPD_EINVAL, "NULL arguments");
-  opd__args_arena *a = calloc(1, sizeof *a);
-  size_t n = nargs ? nargs : 1;
-  if (a) {
-    a->n = nargs;
-    a->values = calloc(n, sizeof *a->values);
-    a->pointers = calloc(n, sizeof *a->pointers);
-    a->subs = calloc(n, sizeof *a->subs);
-    a->bools = calloc(n, sizeof *a->bools);
-  }
-  if (!a || !a->values || !a->pointers || !a->subs || !a->bools) {
-    opd__client_args_free(a);
-    return opd__client_error(OPD_ENOMEM, "out of memory");
-  }
+  size_t n = nargs ? nargs : 1; /* nargs <= OPD__CLIENT_MAX_ARGS: no overflow */
+  _Static_assert(_Alignof(sub_message) <= _Alignof(max_align_t) &&
+                     sizeof(sub_message) % _Alignof(Opd__V1__IValue) == 0 &&
+                     sizeof(Opd__V1__IValue) % _Alignof(Opd__V1__IValue *) == 0,
+                 "the arrays follow each other aligned");
+  opd__args_arena *a = calloc(1, sizeof *a + n * (sizeof *a->subs + sizeof *a->values +
+                                                  sizeof *a->pointers + sizeof *a->bools));
+  if (!a) return opd__client_error(OPD_ENOMEM, "out of memory");
+  a->n = nargs;
+  a->subs = (sub_message *)a->arrays;
+  a->values = (Opd__V1__IValue *)(a->subs + n);
+  a->pointers = (Opd__V1__IValue **)(a->values + n);
+  a->bools = (protobuf_c_boolean **)(a->pointers + n);
   for (size_t i = 0; i < nargs; i++) {
     int rc = build_one(a, i, &args[i]);
     if (rc) {
