@@ -77,9 +77,10 @@ static void requeue_or_idle(opd__sched *s, opd__session *session) {
 #define BATCH_MAX      16
 #define BATCH_CHEAP_NS 20000
 
-/* A worker is a dispatcher reader that is online only while it runs a request, so that
- * registration changes wait for the requests in flight and never for idle workers
- * ([Note: Registration under traffic] in dispatcher/src/registry.c). */
+/* A worker is a dispatcher reader that is online only while it runs requests (passing a
+ * quiescent state between two of a batch), so that registration changes wait for the
+ * requests in flight and never for idle workers ([Note: Registration under traffic] in
+ * dispatcher/src/registry.c). */
 static void *worker_main(void *arg) {
   opd__pool *p = arg;
   opd__sched *s = p->sched;
@@ -92,6 +93,7 @@ static void *worker_main(void *arg) {
   for (;;) {
     if (batch && (s->stopping || p->ready_head != batch_session)) {
       pthread_mutex_unlock(&s->mu);
+      opd_reader_offline();
       s->done(batch, s->done_arg);
       batch = batch_tail = NULL;
       nbatch = 0;
@@ -120,9 +122,8 @@ static void *worker_main(void *arg) {
         continue;
       }
     }
-    opd_reader_online();
+    if (!batch) opd_reader_online(); /* within a batch the worker stayed online */
     bool hold = s->run(job);
-    opd_reader_offline();
     bool cheap = job->kernel_ns < BATCH_CHEAP_NS;
 
     pthread_mutex_lock(&s->mu);
@@ -141,9 +142,12 @@ static void *worker_main(void *arg) {
     batch_tail = job;
     batch_session = session;
     if (!batch_more || ++nbatch >= BATCH_MAX) {
+      opd_reader_offline();
       s->done(batch, s->done_arg);
       batch = batch_tail = NULL;
       nbatch = 0;
+    } else {
+      opd_reader_quiescent(); /* between two calls: a registration waits for no more */
     }
     pthread_mutex_lock(&s->mu);
   }
