@@ -310,6 +310,9 @@ START_TEST(test_fallbacks_memory) {
   ck_assert(json_integer_value(json_object_get(cpu, "peak")) >=
             json_integer_value(json_object_get(cpu, "in_use")));
   ck_assert(json_is_integer(json_object_get(cpu, "limit")));
+  /* the 1-element tensors the server holds live in the tensor slab's pages */
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "tensor_slab_bytes")),
+                   (json_int_t)opd_tensor_slab_bytes());
   json_decref(j);
   opd_server_stop(s);
 }

@@ -38,6 +38,7 @@
 #include "opd.pb-c.h"
 #include "opd/allocator.h"
 #include "opd/error.h"
+#include "opd/tensor.h"
 #include "opd/introspect.h"
 #include "opd/log.h"
 
@@ -445,8 +446,9 @@ static json_t *memory_device_json(const char *name, int type) {
 }
 
 static json_t *memory_json(void) {
-  return json_pack("{s:[o, o]}", "devices", memory_device_json("cpu", OPD_DEVICE_CPU),
-                   memory_device_json("meta", OPD_DEVICE_META));
+  return json_pack("{s:[o, o], s:I}", "devices", memory_device_json("cpu", OPD_DEVICE_CPU),
+                   memory_device_json("meta", OPD_DEVICE_META), "tensor_slab_bytes",
+                   (json_int_t)opd_tensor_slab_bytes());
 }
 
 static void dispatch(sconn *c, const opd_operator *op, const char *q, size_t qlen) {
