@@ -1,12 +1,14 @@
 /* test_cuda.c: tests of the CUDA backend (kernels/cuda): without a device (every CI machine)
  * opd_cuda_init reports why, creating a CUDA tensor fails with OPD_EUNAVAILABLE naming the
- * reason, and the CUDA kernels are registered; with a device, add, softmax, mm (and a few
+ * reason, the CUDA kernels are registered, and the caching allocator's stream rules hold (on
+ * fake device memory); with a device, add, softmax, mm (and a few
  * more) on CUDA agree with the CPU kernels, copies round-trip, and the caching allocator
  * reuses blocks and honours its limit. Tests that need a device print "SKIP: <reason>". */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opd/allocator.h"
@@ -158,15 +160,20 @@ START_TEST(test_cuda_tensor_without_device) {
   ck_assert_int_eq(opd_tensor_empty(sizes, 2, OPD_FLOAT32, cuda0, &t), OPD_EUNAVAILABLE);
   ck_assert_ptr_null(t);
   ck_assert_ptr_nonnull(strstr(opd_last_error(), why));
-  /* through the dispatcher: a CPU tensor moved to CUDA (a build without CUDA has no CUDA
-   * kernel of empty_strided to get that far) */
+  /* through the dispatcher (every build: "built without CUDA" too): a CPU tensor moved to
+   * CUDA, and a CUDA tensor made by empty */
   opd_tensor *x = cpu_data(sizes, 2, OPD_FLOAT32, 1), *y = NULL;
-#ifdef OPD_HAVE_CUDA
   ck_assert_int_eq(to_device(x, cuda0, &y), OPD_EUNAVAILABLE);
   ck_assert_ptr_nonnull(strstr(opd_last_error(), why));
-#else
-  ck_assert_int_eq(to_device(x, cuda0, &y), OPD_ENOTIMPL);
-#endif
+  ck_assert_ptr_null(y);
+  opd_ivalue size_iv;
+  ck_assert_int_eq(opd_iv_make_int_list(&size_iv, sizes, 2), 0);
+  ck_assert_int_eq(call("aten::empty.memory_format",
+                        (opd_ivalue[]){size_iv, opd_iv_none(), opd_iv_none(), opd_iv_device(cuda0),
+                                       opd_iv_none(), opd_iv_none()},
+                        6, &y),
+                   OPD_EUNAVAILABLE);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), why));
   ck_assert_ptr_null(y);
   opd_tensor_release(x);
   opd_memory_stats st;
@@ -207,6 +214,81 @@ START_TEST(test_cuda_kernels_registered) {
 #endif
 }
 END_TEST
+
+#ifdef OPD_HAVE_CUDA
+/* ---- the caching allocator's logic, on fake device memory (no device needed) ---- */
+
+#include "../kernels/cuda/src/cuda_internal.h"
+
+enum { FAKE_DEVICE = OPD_CUDA_MAX_DEVICES - 1 }; /* a pool no real device uses here */
+static int fake_mallocs, fake_frees;
+static const void *fake_stream;
+static char stream_a, stream_b; /* their addresses stand for two streams */
+
+static int fake_use_device(int device) {
+  ck_assert_int_eq(device, FAKE_DEVICE);
+  return 0;
+}
+static int fake_malloc(int device, size_t nbytes, void **out) {
+  (void)device;
+  *out = malloc(nbytes);
+  ck_assert_ptr_nonnull(*out);
+  fake_mallocs++;
+  return 0;
+}
+static void fake_free(int device, void *p) {
+  (void)device;
+  free(p);
+  fake_frees++;
+}
+static const void *fake_stream_key(int device) {
+  (void)device;
+  return fake_stream;
+}
+
+START_TEST(test_allocator_stream_destroyed) {
+  static const opd__cuda_raw_ops fake = {.use_device = fake_use_device,
+                                         .malloc = fake_malloc,
+                                         .free = fake_free,
+                                         .stream_key = fake_stream_key};
+  init();
+  opd__cuda_allocator_set_raw_ops(&fake);
+  fake_stream = &stream_a;
+  void *p = opd__cuda_alloc(FAKE_DEVICE, 3000);
+  ck_assert_ptr_nonnull(p);
+  opd__cuda_free(FAKE_DEVICE, p, 3000);
+  ck_assert_ptr_eq(opd__cuda_alloc(FAKE_DEVICE, 2900), p); /* same class, same stream: reused */
+  opd__cuda_free(FAKE_DEVICE, p, 2900);
+  fake_stream = &stream_b; /* another stream does not take stream a's block */
+  void *q = opd__cuda_alloc(FAKE_DEVICE, 3000);
+  ck_assert_ptr_nonnull(q);
+  ck_assert_ptr_ne(q, p);
+  ck_assert_int_eq(fake_mallocs, 2);
+  opd__cuda_free(FAKE_DEVICE, q, 3000);
+  /* stream a is destroyed (after synchronizing): stream b may use its block, and owns it */
+  opd__cuda_allocator_stream_destroyed(FAKE_DEVICE, &stream_a);
+  void *r1 = opd__cuda_alloc(FAKE_DEVICE, 3000), *r2 = opd__cuda_alloc(FAKE_DEVICE, 3000);
+  ck_assert((r1 == p && r2 == q) || (r1 == q && r2 == p));
+  ck_assert_int_eq(fake_mallocs, 2);
+  /* a block live when its stream is destroyed serves any stream once freed */
+  fake_stream = &stream_a; /* a new stream at the old address is a different one */
+  void *s = opd__cuda_alloc(FAKE_DEVICE, 100);
+  ck_assert_int_eq(fake_mallocs, 3);
+  opd__cuda_allocator_stream_destroyed(FAKE_DEVICE, &stream_a);
+  opd__cuda_free(FAKE_DEVICE, s, 100);
+  fake_stream = &stream_b;
+  ck_assert_ptr_eq(opd__cuda_alloc(FAKE_DEVICE, 100), s);
+  ck_assert_int_eq(fake_mallocs, 3);
+  opd__cuda_free(FAKE_DEVICE, s, 100);
+  opd__cuda_free(FAKE_DEVICE, r1, 3000);
+  opd__cuda_free(FAKE_DEVICE, r2, 3000);
+  ck_assert_int_eq(fake_frees, 0); /* all cached */
+  opd__cuda_allocator_empty(FAKE_DEVICE);
+  ck_assert_int_eq(fake_frees, 3);
+  opd__cuda_allocator_set_raw_ops(NULL);
+}
+END_TEST
+#endif
 
 /* ---- with a device ---- */
 
@@ -298,6 +380,45 @@ START_TEST(test_mm_matches_cpu) {
 }
 END_TEST
 
+/* [Note: CPU scalars in CUDA kernels]: a 0-dim CPU tensor is an operand of CUDA elementwise
+ * operations (either side), and the result is the CPU's; a CPU tensor with dims is not. */
+START_TEST(test_cpu_scalar_operands) {
+  if (skip_without_device("test_cpu_scalar_operands")) return;
+  int64_t sa[2] = {5, 7};
+  opd_tensor *a = cpu_data(sa, 2, OPD_FLOAT32, 13), *d = NULL,
+             *s = cpu_data(sa, 0, OPD_FLOAT64, 14);
+  ck_assert_int_eq(to_device(a, cuda0, &d), 0);
+  const char *ops[] = {"aten::mul.Tensor", "aten::div.Tensor", "aten::maximum", "aten::gt.Tensor"};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+    for (int swap = 0; swap < 2; swap++) {
+      opd_tensor *ref = NULL, *res = NULL;
+      opd_ivalue cpu_args[2] = {B(swap ? s : a), B(swap ? a : s)};
+      opd_ivalue dev_args[2] = {B(swap ? s : d), B(swap ? d : s)};
+      ck_assert_int_eq(call(ops[i], cpu_args, 2, &ref), 0);
+      int rc = call(ops[i], dev_args, 2, &res);
+      ck_assert_msg(rc == 0, "%s with a CPU scalar: %s", ops[i], opd_last_error());
+      assert_matches(res, ref, 1e-6);
+      opd_tensor_release(ref);
+      opd_tensor_release(res);
+    }
+  opd_ivalue alpha = opd_iv_int(2);
+  opd_tensor *ref = NULL, *res = NULL;
+  ck_assert_int_eq(call("aten::add.Tensor", (opd_ivalue[]){B(a), B(s), alpha}, 3, &ref), 0);
+  ck_assert_int_eq(call("aten::add.Tensor", (opd_ivalue[]){B(d), B(s), alpha}, 3, &res), 0);
+  assert_matches(res, ref, 1e-6);
+  opd_tensor_release(ref);
+  opd_tensor_release(res);
+  /* a CPU tensor with dims: PyTorch's error */
+  ck_assert_int_eq(call("aten::mul.Tensor", (opd_ivalue[]){B(d), B(a)}, 2, &res), OPD_EINVAL);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(),
+                               "Expected all tensors to be on the same device, "
+                               "but found at least two devices, cuda:0 and cpu!"));
+  opd_tensor_release(a);
+  opd_tensor_release(d);
+  opd_tensor_release(s);
+}
+END_TEST
+
 START_TEST(test_allocator_caches_and_limits) {
   if (skip_without_device("test_allocator_caches_and_limits")) return;
   int64_t sizes[1] = {1 << 20};
@@ -333,10 +454,14 @@ Suite *opd_test_cuda_suite(void) {
   tcase_add_test(tc, test_init_reports_devices);
   tcase_add_test(tc, test_cuda_tensor_without_device);
   tcase_add_test(tc, test_cuda_kernels_registered);
+#ifdef OPD_HAVE_CUDA
+  tcase_add_test(tc, test_allocator_stream_destroyed);
+#endif
   tcase_add_test(tc, test_copy_round_trip);
   tcase_add_test(tc, test_add_matches_cpu);
   tcase_add_test(tc, test_softmax_matches_cpu);
   tcase_add_test(tc, test_mm_matches_cpu);
+  tcase_add_test(tc, test_cpu_scalar_operands);
   tcase_add_test(tc, test_allocator_caches_and_limits);
   suite_add_tcase(s, tc);
   return s;

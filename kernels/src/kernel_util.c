@@ -35,11 +35,17 @@ int opd__broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, in
   return 0;
 }
 
-static const char *device_name(opd_device d) {
-  return d.type == OPD_DEVICE_CPU    ? "cpu"
-         : d.type == OPD_DEVICE_META ? "meta"
-         : d.type == OPD_DEVICE_CUDA ? "cuda"
-                                     : "unknown";
+/* c10's Device printed: "cpu", "meta", "cuda:0" (a CUDA device with an index). */
+static const char *device_name(opd_device d, char *buf, size_t len) {
+  const char *type = d.type == OPD_DEVICE_CPU    ? "cpu"
+                     : d.type == OPD_DEVICE_META ? "meta"
+                     : d.type == OPD_DEVICE_CUDA ? "cuda"
+                                                 : "unknown";
+  if (d.type == OPD_DEVICE_CUDA && d.index >= 0)
+    snprintf(buf, len, "%s:%d", type, d.index);
+  else
+    snprintf(buf, len, "%s", type);
+  return buf;
 }
 
 int opd__common_device(opd_tensor *const *tensors, int n, opd_device *device) {
@@ -52,10 +58,11 @@ int opd__common_device(opd_tensor *const *tensors, int n, opd_device *device) {
       *device = d;
       found = true;
     } else if (d.type != device->type || d.index != device->index) {
+      char a[16], b[16];
       return opd_error(OPD_EINVAL,
                        "Expected all tensors to be on the same device, but found at least two "
                        "devices, %s and %s!",
-                       device_name(*device), device_name(d));
+                       device_name(*device, a, sizeof a), device_name(d, b, sizeof b));
     }
   }
   return 0;

@@ -26,7 +26,8 @@
  * chunk; a download copies back the same way into a host tensor that the loop then writes.
  * When the session ends, the loop hands its streams and its handle table to the server's
  * reaper thread, which waits for the streams, releases the tensors (CUDA memory is freed
- * off the loop) and destroys the streams.
+ * off the loop) and destroys the streams; the device memory the session's stream cached then
+ * serves every other stream ([Note: The CUDA caching allocator] in kernels/cuda/src/allocator.c).
  */
 #ifndef OPD_SERVER_GPU_H
 #define OPD_SERVER_GPU_H

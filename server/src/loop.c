@@ -338,6 +338,8 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
   /* only now: a start that failed later (an admin socket in use) listened on nothing */
   for (size_t i = 0; i < s->nlisteners; i++)
     opd_log(OPD_LOG_INFO, "listening on %s", s->listeners[i].url);
+  if (s->status)
+    opd_log(OPD_LOG_INFO, "status endpoint on http://%s/", opd__status_address(s->status));
   *out = s;
   return 0;
 }

@@ -879,7 +879,6 @@ int opd__status_start(opd_server *srv, const char *address, opd__status **out) {
     return opd_error(OPD_EINVAL, "cannot serve the status endpoint on %s: %s", address,
                      uv_strerror(rc));
   }
-  opd_log(OPD_LOG_INFO, "status endpoint on http://%s/", st->address);
   *out = st;
   return 0;
 }

@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-"$opd" --listen tcp://127.0.0.1:0 --status 127.0.0.1:0 --log-level info 2>"$work/opd.log" &
+"$opd" --listen tcp://127.0.0.1:0 --status 127.0.0.1:0 --admin "" --log-level info 2>"$work/opd.log" &
 pid=$!
 addr=
 for _ in $(seq 100); do

@@ -30,6 +30,9 @@ if ! gpus=$(nvidia-smi -L 2>&1) || ! grep -q '^GPU ' <<<"$gpus"; then
   exit 0
 fi
 echo "$gpus"
+# the driver must support the toolkit's CUDA version (the runtime is linked statically)
+nvidia-smi --query-gpu=driver_version,compute_cap --format=csv,noheader 2>&1 | head -1 |
+  sed 's/^/driver, compute capability: /'
 
 declare -a names results
 record() { names+=("$1"); results+=("$2"); echo "== $1: $2"; }

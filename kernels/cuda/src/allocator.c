@@ -11,6 +11,11 @@
  *    only for a request on that same stream: work queued on a stream runs in order, so the
  *    next user of the block cannot overtake the last one. A tensor used on another stream
  *    than the one it was allocated on must be synchronized by its user before release;
+ *  - when a stream is destroyed (opd_cuda_stream_destroy, e.g. as a daemon session ends),
+ *    it is synchronized first, so no work of it can still touch its blocks: its cached blocks,
+ *    and its live ones once released, then belong to no stream and serve a request on any
+ *    stream (which then owns the block). Without this every ended session would leave its
+ *    cached blocks behind, unusable, and the cache would grow per session;
  *  - after warm-up an allocation is a bucket lookup under the device's mutex: no cudaMalloc
  *    and no host malloc (block records move between the live table and the free lists);
  *  - bytes in use, cached and the peak are counted per device. A configured limit
@@ -35,8 +40,8 @@
 
 typedef struct block {
   void *ptr;
-  size_t size; /* the class size */
-  const void *stream;
+  size_t size;        /* the class size */
+  const void *stream; /* opd__cuda_stream_key; NULL: any stream (its stream was destroyed) */
   struct block *next;
 } block;
 
@@ -51,6 +56,17 @@ typedef struct device_pool {
 
 static device_pool pools[OPD_CUDA_MAX_DEVICES];
 static pthread_once_t pools_once = PTHREAD_ONCE_INIT;
+
+/* The device memory the pools draw from: the CUDA runtime's, or a test's. */
+static const opd__cuda_raw_ops runtime_ops = {.use_device = opd__cuda_use_device,
+                                              .malloc = opd__cuda_raw_malloc,
+                                              .free = opd__cuda_raw_free,
+                                              .stream_key = opd__cuda_stream_key};
+static const opd__cuda_raw_ops *raw = &runtime_ops;
+
+void opd__cuda_allocator_set_raw_ops(const opd__cuda_raw_ops *ops) {
+  raw = ops ? ops : &runtime_ops;
+}
 
 static void pools_init(void) {
   for (int d = 0; d < OPD_CUDA_MAX_DEVICES; d++) pthread_mutex_init(&pools[d].lock, NULL);
@@ -98,7 +114,7 @@ static void release_cache(int device, device_pool *pool) {
   for (int c = 0; c < NCLASSES; c++) {
     for (block *b = pool->free_lists[c], *next; b; b = next) {
       next = b->next;
-      opd__cuda_raw_free(device, b->ptr);
+      raw->free(device, b->ptr);
       pool->cached -= b->size;
       b->next = pool->spare;
       pool->spare = b;
@@ -117,7 +133,8 @@ static int format_error(int device, size_t want, const device_pool *pool, const 
 }
 
 void *opd__cuda_alloc(int device, size_t nbytes) {
-  if (opd__cuda_use_device(device)) return NULL;
+  if (raw->use_device(device)) return NULL;
+  pthread_once(&pools_once, pools_init);
   size_t size;
   int c = size_class(nbytes, &size);
   if (c < 0) {
@@ -125,7 +142,7 @@ void *opd__cuda_alloc(int device, size_t nbytes) {
     return NULL;
   }
   device_pool *pool = &pools[device];
-  const void *stream = opd__cuda_stream_key(device);
+  const void *stream = raw->stream_key(device);
   pthread_mutex_lock(&pool->lock);
   if (pool->limit && pool->in_use + size > pool->limit) {
     format_error(device, nbytes, pool, "over the configured limit");
@@ -133,10 +150,11 @@ void *opd__cuda_alloc(int device, size_t nbytes) {
   }
   block **link = &pool->free_lists[c], *b = NULL;
   for (; *link; link = &(*link)->next)
-    if ((*link)->stream == stream) {
+    if ((*link)->stream == stream || !(*link)->stream) {
       b = *link;
       *link = b->next;
       pool->cached -= b->size;
+      b->stream = stream;
       break;
     }
   if (!b) {
@@ -147,10 +165,10 @@ void *opd__cuda_alloc(int device, size_t nbytes) {
       goto fail;
     }
     if (b == pool->spare) pool->spare = b->next;
-    int rc = opd__cuda_raw_malloc(device, size, &b->ptr);
+    int rc = raw->malloc(device, size, &b->ptr);
     if (rc == OPD_ERESOURCE) { /* free the cache, retry once */
       release_cache(device, pool);
-      rc = opd__cuda_raw_malloc(device, size, &b->ptr);
+      rc = raw->malloc(device, size, &b->ptr);
       if (rc == OPD_ERESOURCE) format_error(device, nbytes, pool, "cudaMalloc failed");
     }
     if (rc) {
@@ -205,6 +223,28 @@ void opd__cuda_free(int device, void *p, size_t nbytes) {
   pthread_mutex_unlock(&pool->lock);
 }
 
+void opd__cuda_allocator_stream_destroyed(int device, const void *stream) {
+  assert(device >= 0 && device < OPD_CUDA_MAX_DEVICES && stream);
+  pthread_once(&pools_once, pools_init);
+  device_pool *pool = &pools[device];
+  pthread_mutex_lock(&pool->lock);
+  for (int c = 0; c < NCLASSES; c++)
+    for (block *b = pool->free_lists[c]; b; b = b->next)
+      if (b->stream == stream) b->stream = NULL;
+  for (size_t i = 0; i < pool->live_buckets; i++)
+    for (block *b = pool->live[i]; b; b = b->next)
+      if (b->stream == stream) b->stream = NULL;
+  pthread_mutex_unlock(&pool->lock);
+}
+
+void opd__cuda_allocator_empty(int device) {
+  assert(device >= 0 && device < OPD_CUDA_MAX_DEVICES);
+  pthread_once(&pools_once, pools_init);
+  pthread_mutex_lock(&pools[device].lock);
+  release_cache(device, &pools[device]);
+  pthread_mutex_unlock(&pools[device].lock);
+}
+
 int opd_cuda_set_memory_limit(int device, uint64_t bytes) {
   if (opd_cuda_device_count() == 0)
     return opd_error(OPD_EUNAVAILABLE, "CUDA unavailable: %s",
@@ -219,12 +259,7 @@ int opd_cuda_set_memory_limit(int device, uint64_t bytes) {
 }
 
 void opd_cuda_empty_cache(void) {
-  pthread_once(&pools_once, pools_init);
-  for (int d = 0; d < opd_cuda_device_count(); d++) {
-    pthread_mutex_lock(&pools[d].lock);
-    release_cache(d, &pools[d]);
-    pthread_mutex_unlock(&pools[d].lock);
-  }
+  for (int d = 0; d < opd_cuda_device_count(); d++) opd__cuda_allocator_empty(d);
 }
 
 /* ---- the registered allocators ---- */

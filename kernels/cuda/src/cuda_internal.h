@@ -59,6 +59,21 @@ void opd__cuda_free(int device, void *p, size_t nbytes);
 /* Registers the CUDA allocator (available: whether devices exist; if not, the allocator of
  * unavailable.c). */
 int opd__cuda_allocator_register(bool available);
+/* After `stream` (an opd__cuda_stream_key) of `device` was synchronized, as it is destroyed:
+ * its cached blocks, and its live ones once freed, serve requests on any stream. */
+void opd__cuda_allocator_stream_destroyed(int device, const void *stream);
+/* Returns the cached blocks of `device` (any index below OPD_CUDA_MAX_DEVICES) to the raw
+ * allocator. */
+void opd__cuda_allocator_empty(int device);
+/* What the allocator draws on (runtime.cu's functions of the same names by default). Tests
+ * replace them to run the allocator's logic without a device; NULL restores the defaults. */
+typedef struct opd__cuda_raw_ops {
+  int (*use_device)(int device);
+  int (*malloc)(int device, size_t nbytes, void **out);
+  void (*free)(int device, void *p);
+  const void *(*stream_key)(int device);
+} opd__cuda_raw_ops;
+void opd__cuda_allocator_set_raw_ops(const opd__cuda_raw_ops *ops);
 
 /* ---- unavailable.c ---- */
 
@@ -131,7 +146,6 @@ typedef enum opd__cuda_ew_op {
   OPD_CUDA_EW_POW_M2,
   OPD_CUDA_EW_POW_ANY, /* pow((double)x, c0d) */
   OPD_CUDA_EW_POW_INT, /* wrapping integer power, exponent c0i >= 0 */
-  OPD_CUDA_EW_ARANGE,  /* out[i] = start c0 + i * step c1 (see cuda_kernels.c) */
 } opd__cuda_ew_op;
 
 int opd__cuda_launch_elementwise(int device, const opd__cuda_ew *d);

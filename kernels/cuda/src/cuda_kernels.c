@@ -11,7 +11,6 @@
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
 #include "meta/elementwise_meta.h"
-#include "meta/factory_meta.h"
 #include "meta/index_meta.h"
 #include "meta/linalg_meta.h"
 #include "meta/reduce_meta.h"
@@ -198,10 +197,44 @@ static int contiguous(opd_tensor *t, opd_tensor **out) {
   return 0;
 }
 
+/* [Note: CPU scalars in CUDA kernels]
+ * As with TensorIterator, a 0-dim CPU tensor (a "CPU scalar", e.g. torch.tensor(2.0)) may be
+ * an operand of an elementwise operation on CUDA tensors: the call's key set selects the CUDA
+ * kernel, which copies each such operand (one element, a waited copy) to the device of the
+ * output (add.out) or else of the first CUDA operand before the meta function runs. Type promotion
+ * is unchanged (a 0-dim tensor on any device is one), and the meta functions, shared with the CPU
+ * backend, still reject every other mix of devices with PyTorch's message ("Expected all tensors to
+ * be on the same device, but found at least two devices, cuda:0 and cpu!"). */
+/* Replaces the CPU scalars of in[] by copies on the device (held[i]: the copy or NULL; the
+ * caller releases them with release_held, also after an error). */
+static int cpu_scalars_to_cuda(const opd_tensor *into, opd_tensor **in, int n, opd_tensor **held) {
+  opd_device dev = into ? opd_tensor_device(into) : (opd_device){OPD_DEVICE_CPU, -1};
+  for (int i = n - 1; i >= 0; i--) {
+    held[i] = NULL;
+    if (opd_tensor_device(in[i]).type == OPD_DEVICE_CUDA && !into) dev = opd_tensor_device(in[i]);
+  }
+  for (int i = 0; i < n && dev.type == OPD_DEVICE_CUDA; i++) {
+    opd_tensor *t = in[i];
+    if (t->ndim != 0 || opd_tensor_device(t).type != OPD_DEVICE_CPU) continue;
+    int rc = opd_tensor_empty(opd_tensor_sizes(t), 0, opd_tensor_dtype(t), dev, &held[i]);
+    if (rc == 0)
+      rc = opd__cuda_memcpy(dev_of(held[i]), opd_tensor_data(held[i]), opd_tensor_data(t),
+                            opd_dtype_size(opd_tensor_dtype(t)), 1, true);
+    if (rc) return rc; /* the caller releases held[] */
+    in[i] = held[i];
+  }
+  return 0;
+}
+
+static void release_held(opd_tensor **held, int n) {
+  for (int i = 0; i < n; i++)
+    if (held[i]) opd_tensor_release(held[i]);
+}
+
 /* ---- add, sub, mul, div, maximum, minimum, comparisons ---- */
 
-static int add_sub(opd_tensor *self, opd_tensor *other, opd_scalar alpha, bool sub,
-                   opd_tensor *into, opd_tensor **out) {
+static int add_sub_on(opd_tensor *self, opd_tensor *other, opd_scalar alpha, bool sub,
+                      opd_tensor *into, opd_tensor **out) {
   opd_out_spec spec;
   int rc = into ? opd__add_out_meta(self, other, alpha, into, &spec)
                 : opd__add_meta(self, other, alpha, sub, &spec);
@@ -223,6 +256,16 @@ static int add_sub(opd_tensor *self, opd_tensor *other, opd_scalar alpha, bool s
   return inplace_done(into, out);
 }
 
+/* add_sub_on with CPU scalar operands on the device ([Note: CPU scalars in CUDA kernels]) */
+static int add_sub(opd_tensor *self, opd_tensor *other, opd_scalar alpha, bool sub,
+                   opd_tensor *into, opd_tensor **out) {
+  opd_tensor *in[2] = {self, other}, *held[2];
+  int rc = cpu_scalars_to_cuda(into, in, 2, held);
+  if (rc == 0) rc = add_sub_on(in[0], in[1], alpha, sub, into, out);
+  release_held(held, 2);
+  return rc;
+}
+
 int opd__cuda_add_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
                          opd_scalar alpha, opd_tensor **out) {
   (void)ctx;
@@ -242,11 +285,16 @@ int opd__cuda_sub_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor
 }
 
 static int binary(opd_tensor *self, opd_tensor *other, int op, opd_tensor **out) {
+  opd_tensor *in[2] = {self, other}, *held[2];
   opd_out_spec spec;
-  int rc = opd__binary_meta(self, other, &spec);
-  if (rc) return rc;
-  ew_op o = {.op = op, .compute = spec.dtype, .narrow = true};
-  return ew_new(&o, &spec, (opd_tensor *[]){self, other}, 2, out);
+  int rc = cpu_scalars_to_cuda(NULL, in, 2, held);
+  if (rc == 0) rc = opd__binary_meta(in[0], in[1], &spec);
+  if (rc == 0) {
+    ew_op o = {.op = op, .compute = spec.dtype, .narrow = true};
+    rc = ew_new(&o, &spec, in, 2, out);
+  }
+  release_held(held, 2);
+  return rc;
 }
 
 int opd__cuda_mul_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
@@ -267,8 +315,8 @@ int opd__cuda_minimum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *o
   return binary(self, other, OPD_CUDA_EW_MINIMUM, out);
 }
 
-static int div_mode(opd_tensor *self, opd_tensor *other, const char *rounding_mode,
-                    opd_tensor **out) {
+static int div_mode_on(opd_tensor *self, opd_tensor *other, const char *rounding_mode,
+                       opd_tensor **out) {
   opd_out_spec spec;
   opd__div_mode mode;
   int rc = opd__div_meta(self, other, rounding_mode, &mode, &spec);
@@ -281,6 +329,15 @@ static int div_mode(opd_tensor *self, opd_tensor *other, const char *rounding_mo
   opd_tensor *in[2] = {self, other};
   if (opd_dtype_is_floating(spec.dtype)) return ew_new(&o, &spec, in, 2, out);
   return ew_new_checked(&o, &spec, in, 2, out);
+}
+
+static int div_mode(opd_tensor *self, opd_tensor *other, const char *rounding_mode,
+                    opd_tensor **out) {
+  opd_tensor *in[2] = {self, other}, *held[2];
+  int rc = cpu_scalars_to_cuda(NULL, in, 2, held);
+  if (rc == 0) rc = div_mode_on(in[0], in[1], rounding_mode, out);
+  release_held(held, 2);
+  return rc;
 }
 
 int opd__cuda_div_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
@@ -296,12 +353,17 @@ int opd__cuda_div_tensor_mode(const opd_kernel_ctx *ctx, opd_tensor *self, opd_t
 }
 
 static int compare(opd_tensor *self, opd_tensor *other, int op, opd_tensor **out) {
+  opd_tensor *in[2] = {self, other}, *held[2];
   opd_out_spec spec;
   opd_dtype common;
-  int rc = opd__compare_meta(self, other, &common, &spec);
-  if (rc) return rc;
-  ew_op o = {.op = op, .compute = common, .narrow = true};
-  return ew_new(&o, &spec, (opd_tensor *[]){self, other}, 2, out);
+  int rc = cpu_scalars_to_cuda(NULL, in, 2, held);
+  if (rc == 0) rc = opd__compare_meta(in[0], in[1], &common, &spec);
+  if (rc == 0) {
+    ew_op o = {.op = op, .compute = common, .narrow = true};
+    rc = ew_new(&o, &spec, in, 2, out);
+  }
+  release_held(held, 2);
+  return rc;
 }
 
 int opd__cuda_eq_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
@@ -409,12 +471,17 @@ int opd__cuda_pow_tensor_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd
 int opd__cuda_where_self(const opd_kernel_ctx *ctx, opd_tensor *condition, opd_tensor *self,
                          opd_tensor *other, opd_tensor **out) {
   (void)ctx;
+  opd_tensor *in[3] = {condition, self, other}, *held[3];
   opd_out_spec spec;
-  int rc = opd__where_meta(condition, self, other, &spec);
-  if (rc) return rc;
-  ew_op o = {.op = OPD_CUDA_EW_WHERE, .compute = spec.dtype, .narrow = true};
-  /* the condition is bool: narrowing keeps it 0 or 1 */
-  return ew_new(&o, &spec, (opd_tensor *[]){condition, self, other}, 3, out);
+  int rc = cpu_scalars_to_cuda(NULL, in, 3, held);
+  if (rc == 0) rc = opd__where_meta(in[0], in[1], in[2], &spec);
+  if (rc == 0) {
+    ew_op o = {.op = OPD_CUDA_EW_WHERE, .compute = spec.dtype, .narrow = true};
+    /* the condition is bool: narrowing keeps it 0 or 1 */
+    rc = ew_new(&o, &spec, in, 3, out);
+  }
+  release_held(held, 3);
+  return rc;
 }
 
 /* self = value (c10's Scalar::to<T> of self's dtype) everywhere */
@@ -741,7 +808,7 @@ static int layer_norm(opd_ivalue *args, opd_tensor **res) {
                               .rows = rows,
                               .cols = cols,
                               .eps = eps,
-                              .in = opd_tensor_data(c[0]),
+                              .in = c[0] ? opd_tensor_data(c[0]) : NULL, /* NULL: cols 0 */
                               .weight = c[1] ? opd_tensor_data(c[1]) : NULL,
                               .bias = c[2] ? opd_tensor_data(c[2]) : NULL,
                               .out = opd_tensor_data(res[0]),
@@ -984,25 +1051,4 @@ int opd__cuda_cat(const opd_kernel_ctx *ctx, opd_tensor_list tensors, int64_t di
   }
   if (rc) opd_tensor_release(*out);
   return rc;
-}
-
-/* ---- factories ---- */
-
-static opd_device cuda_device(opd_device device) {
-  return (opd_device){OPD_DEVICE_CUDA, device.index < 0 ? 0 : device.index};
-}
-
-int opd__cuda_empty_memory_format(const opd_kernel_ctx *ctx, opd_int_list size, opd_dtype dtype,
-                                  int64_t layout, opd_device device, opd_opt_bool pin_memory,
-                                  int64_t memory_format, opd_tensor **out) {
-  (void)ctx;
-  return opd__empty_generic(size, (opd_int_list){NULL, -1}, dtype, layout, pin_memory,
-                            memory_format, cuda_device(device), out);
-}
-
-int opd__cuda_empty_strided(const opd_kernel_ctx *ctx, opd_int_list size, opd_int_list stride,
-                            opd_dtype dtype, int64_t layout, opd_device device,
-                            opd_opt_bool pin_memory, opd_tensor **out) {
-  (void)ctx;
-  return opd__empty_generic(size, stride, dtype, layout, pin_memory, -1, cuda_device(device), out);
 }

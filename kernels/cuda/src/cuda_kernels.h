@@ -53,18 +53,33 @@
   X("aten::addmm", opd__cuda_addmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
   X("aten::index_select", opd__cuda_index_select, Tensor, Tensor, Int, Tensor) \
   X("aten::cat", opd__cuda_cat, Tensor, TensorList, Int) \
-  X("aten::empty.memory_format", opd__cuda_empty_memory_format, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
-  X("aten::empty_strided", opd__cuda_empty_strided, Tensor, IntList, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  OPD_CUDA_FACTORY_KERNELS(X) \
   /* views: the device-independent kernels of kernels/src/views.c */ \
   X("aten::view", opd__view, Tensor, Tensor, IntList) \
   X("aten::as_strided", opd__as_strided, Tensor, Tensor, IntList, IntList, OptInt)
+
+/* factories.c, registered in every build (without CUDA: by cuda_off.c) */
+#define OPD_CUDA_FACTORY_KERNELS(X) \
+  X("aten::empty.memory_format", opd__cuda_empty_memory_format, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::empty_strided", opd__cuda_empty_strided, Tensor, IntList, IntList, OptDType, OptLayout, OptDevice, OptBool)
 
 #define OPD_CUDA_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", opd__cuda_native_layer_norm)
 /* clang-format on */
 
+#include "opd/unboxed.h"
+
+/* The kernels of factories.c (in every build). */
+int opd__cuda_empty_memory_format(const opd_kernel_ctx *ctx, opd_int_list size, opd_dtype dtype,
+                                  int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                                  int64_t memory_format, opd_tensor **out);
+int opd__cuda_empty_strided(const opd_kernel_ctx *ctx, opd_int_list size, opd_int_list stride,
+                            opd_dtype dtype, int64_t layout, opd_device device,
+                            opd_opt_bool pin_memory, opd_tensor **out);
+
 /* Registers the kernels above at the CUDA key (after opd_kernels_register): 0 or the first
- * registration error. */
+ * registration error. With CUDA, register.c registers them all; without, cuda_off.c only
+ * OPD_CUDA_FACTORY_KERNELS. */
 int opd__cuda_kernels_register(void);
 
 #endif

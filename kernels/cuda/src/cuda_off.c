@@ -1,11 +1,38 @@
 /* cuda_off.c: opd/cuda.h in a build without CUDA (-DOPD_CUDA=OFF or no toolkit): no device,
  * every call fails with OPD_EUNAVAILABLE "built without CUDA", and creating a CUDA tensor
- * fails the same way (the allocator of unavailable.c). */
+ * fails the same way (the allocator of unavailable.c), also through the dispatcher: the
+ * factory kernels of factories.c are registered at the CUDA key, so that a composite that
+ * makes a CUDA tensor (_to_copy to a CUDA device) gets that error, not "not implemented". */
 #include <pthread.h>
 
 #include "cuda_internal.h"
+#include "cuda_kernels.h"
 #include "opd/cuda.h"
 #include "opd/error.h"
+#include "opd/kernels.h"
+
+#define OPD__WRAPPER(op, fn, R, ...) OPD_BOXED_WRAPPER(fn, R, __VA_ARGS__)
+OPD_CUDA_FACTORY_KERNELS(OPD__WRAPPER)
+#undef OPD__WRAPPER
+
+typedef struct kernel_entry {
+  const char *op;
+  opd_kernel kernel;
+} kernel_entry;
+
+static const kernel_entry kernels[] = {
+#define OPD__ENTRY(op, fn, R, ...) {op, OPD_UNBOXED_KERNEL(fn, R, __VA_ARGS__)},
+    OPD_CUDA_FACTORY_KERNELS(OPD__ENTRY)
+#undef OPD__ENTRY
+};
+
+int opd__cuda_kernels_register(void) {
+  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
+    opd_reg_id id = opd_impl(kernels[i].op, OPD_KEY_CUDA, &kernels[i].kernel, OPD_HERE);
+    if (id < 0) return (int)id;
+  }
+  return 0;
+}
 
 static const char reason[] = "built without CUDA";
 
@@ -16,6 +43,8 @@ static int unavailable(void) {
 static int init_status;
 static void init(void) {
   init_status = opd__cuda_register_unavailable();
+  if (init_status == 0) init_status = opd_kernels_register();
+  if (init_status == 0) init_status = opd__cuda_kernels_register();
 }
 
 int opd_cuda_init(void) {

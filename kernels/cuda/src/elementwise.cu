@@ -1,5 +1,5 @@
 /* elementwise.cu: the device code of every elementwise operator (arithmetic, comparisons,
- * unary math, where, clamp, masked_fill, fill, copy with dtype conversion) and arange.
+ * unary math, where, clamp, masked_fill, fill, copy with dtype conversion).
  *
  * [Note: CUDA elementwise kernels]
  * One kernel per compute type (float for float16/bfloat16/float32, double, int64 for the
@@ -318,22 +318,6 @@ template <class CT, int D> __global__ void ew_strided(ew_args a, geometry<D> g) 
   }
 }
 
-/* out[i] = start + i * step in arange's accumulate type (cuda_kernels.c) */
-__global__ void arange(ew_args a) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.numel;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    char *p = a.data[0] + i * elsize(a.dtype[0]);
-    switch (a.dtype[0]) {
-    case OPD_FLOAT64: *(double *)p = a.c0d + a.c1d * (double)i; break;
-    case OPD_FLOAT32: *(float *)p = (float)(a.c0d + a.c1d * (double)i); break;
-    case OPD_FLOAT16:
-    case OPD_BFLOAT16: store<float>(p, a.dtype[0], (float)a.c0d + (float)a.c1d * (float)i); break;
-    default:
-      store<int64_t>(p, a.dtype[0], (int64_t)((uint64_t)a.c0i + (uint64_t)a.c1i * (uint64_t)i));
-    }
-  }
-}
-
 unsigned grid_for(int64_t n) {
   int64_t blocks = (n + THREADS - 1) / THREADS;
   return (unsigned)(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
@@ -397,9 +381,7 @@ extern "C" int opd__cuda_launch_elementwise(int device, const opd__cuda_ew *d) {
   a.error = d->error;
   a.numel = d->numel;
   cudaStream_t s = (cudaStream_t)opd_cuda_current_stream(device);
-  if (d->op == OPD_CUDA_EW_ARANGE)
-    arange<<<grid_for(d->numel), THREADS, 0, s>>>(a);
-  else if (d->compute == 0)
+  if (d->compute == 0)
     launch<float>(d, a, s);
   else if (d->compute == 1)
     launch<double>(d, a, s);

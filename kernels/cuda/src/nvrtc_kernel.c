@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_internal.h"
 #include "opd/cuda.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
@@ -180,8 +181,14 @@ static int check_inputs(const opd_nvrtc_kernel *k, const opd_ivalue *a, const ch
   return 0;
 }
 
+/* The GPU ordinal of a CUDA tensor (index -1, "the current device", is device 0). */
+static int device_of(const opd_tensor *t) {
+  int i = opd_tensor_device(t).index;
+  return i < 0 ? 0 : i;
+}
+
 static int launch(const opd_nvrtc_kernel *k, const opd_ivalue *a, opd_tensor *out, const char *op) {
-  int dev = opd_tensor_device(out).index;
+  int dev = device_of(out);
   int64_t n = out->numel;
   if (n == 0) return 0;
   void *ptrs[OPD_SCHEMA_MAX_ARGS + 1];
@@ -223,14 +230,15 @@ static int launch(const opd_nvrtc_kernel *k, const opd_ivalue *a, opd_tensor *ou
     params[np++] = &ints[k->nargs];
     params[np++] = &ints[k->nargs + 1];
   }
-  cudaError_t e = cudaSetDevice(dev);
-  if (e == cudaSuccess)
-    e = cudaLaunchKernel((const void *)k->fn, grid, block, params, 0,
-                         (cudaStream_t)opd_cuda_current_stream(dev));
-  if (e != cudaSuccess)
-    return opd_error(OPD_EINTERNAL, "%s: launching NVRTC kernel %s on cuda:%d: %s (%s)", op,
-                     k->name, dev, cudaGetErrorString(e), cudaGetErrorName(e));
-  return 0;
+  int rc = opd__cuda_use_device(dev);
+  if (rc) return rc;
+  /* a sticky error (the kernel of an earlier launch crashed) marks the device unhealthy */
+  char what[OPD_NVRTC_MAX_ENTRY + 64];
+  snprintf(what, sizeof what, "launching NVRTC kernel %s", k->name);
+  return opd__cuda_error(dev,
+                         cudaLaunchKernel((const void *)k->fn, grid, block, params, 0,
+                                          (cudaStream_t)opd_cuda_current_stream(dev)),
+                         what);
 }
 
 static int boxed(const opd_kernel_ctx *ctx, opd_stack *st) {
@@ -241,7 +249,7 @@ static int boxed(const opd_kernel_ctx *ctx, opd_stack *st) {
   const char *sticky;
   opd_tensor *out = NULL;
   int rc = check_inputs(k, a, op);
-  int dev = rc == 0 ? opd_tensor_device(a[0].u.t).index : 0;
+  int dev = rc == 0 ? device_of(a[0].u.t) : 0;
   if (rc == 0 && !opd_cuda_device_healthy(dev, &sticky))
     rc = opd_error(OPD_EUNAVAILABLE, "%s: device cuda:%d is unhealthy: %s", op, dev,
                    sticky ? sticky : "unknown error");

@@ -175,7 +175,7 @@ template <class T> __device__ __forceinline__ T m_log(T x) {
 
 /* inner == 1: a block per row; `cached`: the row fits in dynamic shared memory */
 template <class T> __global__ void softmax_rows(opd__cuda_softmax_args d, bool cached) {
-  extern __shared__ unsigned char smem_raw[];
+  extern __shared__ __align__(16) unsigned char smem_raw[]; /* holds T (double: 8-aligned) */
   T *row = (T *)smem_raw;
   __shared__ T red[32];
   const int ie = elsize(d.in_dtype), oe = elsize(d.out_dtype);

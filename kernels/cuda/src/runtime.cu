@@ -72,7 +72,14 @@ void mark_unhealthy(int device, cudaError_t e, const char *what) {
 void discover(void) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
-  if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
+  int driver = 0;
+  if (e == cudaErrorInsufficientDriver && cudaDriverGetVersion(&driver) == cudaSuccess &&
+      driver > 0) { /* a driver older than the (static) runtime: say so, it is not missing */
+    snprintf(reason_buf, sizeof reason_buf,
+             "CUDA driver too old: it supports CUDA %d.%d, opd was built with CUDA %d.%d (%s)",
+             driver / 1000, driver % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10,
+             cudaGetErrorName(e));
+  } else if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
     snprintf(reason_buf, sizeof reason_buf, "%s (%s)",
              e == cudaErrorNoDevice ? "no CUDA device" : "no CUDA driver", cudaGetErrorName(e));
   } else if (e != cudaSuccess) {
@@ -215,6 +222,10 @@ void *opd_cuda_stream_create(int device) {
 
 void opd_cuda_stream_destroy(int device, void *stream) {
   if (!stream || opd__cuda_use_device(device)) return;
+  /* its blocks go to the other streams only once no work of it can touch them */
+  if (opd__cuda_error(device, cudaStreamSynchronize((cudaStream_t)stream),
+                      "cudaStreamSynchronize") == 0)
+    opd__cuda_allocator_stream_destroyed(device, stream);
   opd__cuda_error(device, cudaStreamDestroy((cudaStream_t)stream), "cudaStreamDestroy");
 }
 

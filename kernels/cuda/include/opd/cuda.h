@@ -6,8 +6,9 @@
  * alloc fails with OPD_EUNAVAILABLE, returns 0, and opd_cuda_unavailable_reason() says
  * "built without CUDA". With CUDA, the runtime is linked statically, so a machine with no
  * driver or no device still starts: opd_cuda_init() then returns 0 and the reason names
- * the CUDA error ("no CUDA driver (cudaErrorInsufficientDriver)", "no CUDA device
- * (cudaErrorNoDevice)").
+ * the CUDA error ("no CUDA driver (cudaErrorInsufficientDriver)", "CUDA driver too old: it
+ * supports CUDA 12.4, opd was built with CUDA 13.0 (cudaErrorInsufficientDriver)", "no CUDA
+ * device (cudaErrorNoDevice)").
  *
  * [Note: Device health]
  * A sticky CUDA error (cudaErrorIllegalAddress, cudaErrorLaunchFailure, ...) poisons the
@@ -19,7 +20,8 @@
  * Every kernel and copy runs on the calling thread's current stream of its device
  * (opd_cuda_current_stream): the stream set with opd_cuda_set_current_stream, or the
  * per-thread default stream (cudaStreamPerThread) when none is set. Device memory freed
- * on one stream is reused only on that stream (see the allocator note in runtime.cu).
+ * on one stream is reused only on that stream, or on any once that stream was destroyed
+ * ([Note: The CUDA caching allocator] in kernels/cuda/src/allocator.c).
  */
 #ifndef OPD_CUDA_H
 #define OPD_CUDA_H
@@ -54,6 +56,7 @@ bool opd_cuda_device_healthy(int device, const char **sticky_error);
 
 /* A new non-blocking stream on `device` (cudaStream_t as void *); NULL + opd_error. */
 void *opd_cuda_stream_create(int device);
+/* Waits for `stream`, hands its cached device memory to the other streams, destroys it. */
 void opd_cuda_stream_destroy(int device, void *stream);
 /* Thread-local; NULL: the per-thread default stream. */
 void opd_cuda_set_current_stream(int device, void *stream);
