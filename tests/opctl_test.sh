@@ -10,14 +10,19 @@ mkdir "$dir/plugins"
 cp "$PLUGIN" "$dir/plugins/scaled_add.so"
 printf 'the-token\n' >"$dir/token"
 printf 'wrong\n' >"$dir/wrong"
-port=$((30000 + $$ % 20000))
-"$OPD" --listen tcp://127.0.0.1:0 --status "" --admin "$dir/admin.sock" \
-  --admin-tcp 127.0.0.1:$port --admin-token-file "$dir/token" \
-  --plugin-dir "$dir/plugins" >"$dir/log" 2>&1 &
-pid=$!
-for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+# the TCP admin port is chosen here: another one is tried when it is taken
+for attempt in 1 2 3 4 5; do
+  port=$((30000 + ($$ + attempt * 997) % 20000))
+  "$OPD" --listen tcp://127.0.0.1:0 --status "" --admin "$dir/admin.sock" \
+    --admin-tcp 127.0.0.1:$port --admin-token-file "$dir/token" \
+    --plugin-dir "$dir/plugins" >"$dir/log" 2>&1 &
+  pid=$!
+  for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    [ -S "$dir/admin.sock" ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.2
+  done
   [ -S "$dir/admin.sock" ] && break
-  sleep 0.2
 done
 fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
 ctl() { "$OPCTL" --status "" --admin "$dir/admin.sock" "$@"; }

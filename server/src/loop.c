@@ -48,7 +48,9 @@
 
 static void post_done(opd__job *jobs, void *arg) {
   opd_server *s = arg;
-  for (opd__job *j = jobs; j; j = j->qnext) opd__conn_send_from_worker(j);
+  /* only a connection's first job in the list can be at the head of its response order */
+  for (opd__job *j = jobs, *prev = NULL; j; prev = j, j = j->qnext)
+    if (!prev || prev->conn != j->conn) opd__conn_send_from_worker(j);
   pthread_mutex_lock(&s->done_mu);
   bool wake = !s->done_list;
   for (opd__job *j = jobs, *next; j; j = next) { /* the list is newest first */

@@ -65,15 +65,16 @@ static void requeue_or_idle(opd__sched *s, opd__session *session) {
 }
 
 /* [Note: Handing jobs back in batches]
- * A worker hands finished jobs back to the loop in batches: while the session it just ran
- * is the next to run (a client pipelining tiny requests), a job whose kernel ran for less
- * than BATCH_CHEAP_NS (job->kernel_ns, measured for the metrics anyway) waits, up to
- * BATCH_MAX jobs, to go back with the next ones, so that their responses leave in one
- * write and the loop is woken once for them rather than once per job (on a CPU shared with
- * the loop, each wake-up preempts the worker). Anything else ends the batch first: a job
- * that ran longer, a hold, another session next, nothing left to run. A batch's first
- * response still leaves at once from the worker ([Note: Responses written by workers] in
- * connection.c). */
+ * A worker hands finished jobs back to the loop in batches: while it has more work ready
+ * (clients pipelining tiny requests), a job whose kernel ran for less than BATCH_CHEAP_NS
+ * (job->kernel_ns, measured for the metrics anyway) waits, up to BATCH_MAX jobs, to go back
+ * with the next ones, so that responses leave a connection in one write and the loop is
+ * woken once for them rather than once per job (on a CPU shared with the loop, each wake-up
+ * preempts the worker). Anything else ends the batch first: a job that ran longer, a hold,
+ * nothing left to run. When the batch goes back, the first response of each connection in
+ * it leaves from the worker ([Note: Responses written by workers] in connection.c); a
+ * response waits at most for BATCH_MAX cheap jobs and one more. (Sending that first
+ * response as soon as its job ran, before the batch, measured slower when pipelined.) */
 #define BATCH_MAX      16
 #define BATCH_CHEAP_NS 20000
 
@@ -86,12 +87,11 @@ static void *worker_main(void *arg) {
   opd__sched *s = p->sched;
   opd__job *batch = NULL, *batch_tail = NULL; /* ran, not handed back yet (by qnext) */
   unsigned nbatch = 0;
-  opd__session *batch_session = NULL; /* the session that ran last, while batch is set */
   opd_reader_register();
   opd_reader_offline();
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    if (batch && (s->stopping || p->ready_head != batch_session)) {
+    if (batch && (s->stopping || !p->ready_head)) {
       pthread_mutex_unlock(&s->mu);
       opd_reader_offline();
       s->done(batch, s->done_arg);
@@ -132,7 +132,7 @@ static void *worker_main(void *arg) {
       e->state = OPD__SESSION_HELD;
     else
       requeue_or_idle(s, session);
-    bool batch_more = !hold && cheap && p->ready_head == session;
+    bool batch_more = !hold && cheap && p->ready_head;
     pthread_mutex_unlock(&s->mu);
     /* the session may be freed once the loop has the job back: touch it no more */
     if (batch_tail)
@@ -140,7 +140,6 @@ static void *worker_main(void *arg) {
     else
       batch = job;
     batch_tail = job;
-    batch_session = session;
     if (!batch_more || ++nbatch >= BATCH_MAX) {
       opd_reader_offline();
       s->done(batch, s->done_arg);
