@@ -185,34 +185,27 @@ int opd__cpu_pow_tensor_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_
   opd_out_spec spec;
   int rc = opd__pow_meta(self, exponent, &spec);
   if (rc) return rc;
-  /* c10's Scalar::equal: a bool exponent equals no number */
-  double e = opd__scalar_to_double(exponent);
-  bool is_num = exponent.tag != OPD_IV_BOOL;
-  const opd__loop_fn *table = pow_loops;
-  if (is_num && e == 0) {
-    table = pow_zero_loops;
-  } else if (is_num && e == 1) { /* a copy, converted to the result dtype */
+  static const opd__loop_fn *const tables[] = {
+      [OPD__POW_ZERO] = pow_zero_loops,   [OPD__POW_HALF] = pow_half_loops,
+      [OPD__POW_MHALF] = pow_mhalf_loops, [OPD__POW_M1] = pow_m1_loops,
+      [OPD__POW_2] = pow_2_loops,         [OPD__POW_3] = pow_3_loops,
+      [OPD__POW_M2] = pow_m2_loops,       [OPD__POW_FLOAT] = pow_loops,
+      [OPD__POW_INT] = pow_loops};
+  opd__pow_kind kind = opd__pow_kind_of(exponent, spec.dtype);
+  if (kind == OPD__POW_COPY) {
     opd__loop copy = {.fn = NULL, .ninputs = 1};
     opd_tensor *r = NULL;
     if ((rc = opd__alloc_elementwise_output(&spec, &self, 1, cpu_device, &r))) return rc;
     opd__loop_run(r, &self, &copy);
     *out = r;
     return 0;
-  } else if (opd_dtype_is_floating(spec.dtype)) {
-    table = e == 0.5    ? pow_half_loops
-            : e == -0.5 ? pow_mhalf_loops
-            : e == -1   ? pow_m1_loops
-            : e == 2    ? pow_2_loops
-            : e == 3    ? pow_3_loops
-            : e == -2   ? pow_m2_loops
-                        : pow_loops;
   }
   opd__loop_ctx lctx = {0};
   if (opd_dtype_is_floating(spec.dtype))
-    lctx.c[0].f64 = e;
-  else if (table == pow_loops && (rc = opd__scalar_to(exponent, spec.dtype, &lctx.c[0])))
+    lctx.c[0].f64 = opd__scalar_to_double(exponent);
+  else if (kind == OPD__POW_INT && (rc = opd__scalar_to(exponent, spec.dtype, &lctx.c[0])))
     return rc;
   opd__loop_fn fn;
-  if ((rc = opd__loop_select(table, spec.dtype, "pow", &fn))) return rc;
+  if ((rc = opd__loop_select(tables[kind], spec.dtype, "pow", &fn))) return rc;
   return run_unary(&spec, self, fn, &lctx, out);
 }

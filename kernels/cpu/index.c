@@ -179,16 +179,11 @@ static void select_range(void *ctx, int64_t begin, int64_t end) {
 int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                           opd_tensor *index, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
-  int64_t d;
-  int rc = opd__index_select_meta(self, dim, index, &spec, &d, &device);
-  if (rc) return rc;
+  opd__index_select_plan p;
+  int rc = opd__index_select_prepare(self, dim, index, &p, out);
+  if (rc || *out) return rc;
+  int64_t d = p.dim, limit = p.limit;
   int64_t n = index->numel;
-  int64_t limit = self->ndim == 0 ? 1 : opd_tensor_sizes(self)[d];
-  if (self->ndim > 1 && n == 0) return opd__alloc_output(&spec, device, out);
-  if (self->ndim > 1 && self->numel == 0 && limit == 0)
-    return opd_error(OPD_EINVAL, "index_select(): self indexing axis dim should be positive");
   /* read and check the indices first */
   int64_t *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
   if (!idx) return opd_error(OPD_ENOMEM, "out of memory reading %lld indices", (long long)n);
@@ -202,7 +197,7 @@ int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
       return opd_error(OPD_EINDEX, "index out of range in self");
     }
   }
-  if ((rc = opd__alloc_output(&spec, device, out)) != 0 || (*out)->numel == 0) {
+  if ((rc = opd__alloc_output(&p.spec, p.device, out)) != 0 || (*out)->numel == 0) {
     free(idx);
     return rc;
   }
@@ -216,13 +211,13 @@ int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
     dst_strides[nb] = os[k];
     src_strides[nb++] = ss[k];
   }
-  int64_t es = (int64_t)opd_dtype_size(spec.dtype);
+  int64_t es = (int64_t)opd_dtype_size(p.spec.dtype);
   select_job job = {.index = idx,
                     .src = opd_tensor_data(self),
                     .dst = opd_tensor_data(*out),
                     .src_step = self->ndim ? ss[d] * es : 0,
                     .dst_step = self->ndim ? os[d] * es : 0,
-                    .dtype = spec.dtype};
+                    .dtype = p.spec.dtype};
   if (block_init(&job.slice, sizes, dst_strides, src_strides, nb)) {
     int64_t per = (*out)->numel / n;
     opd__parallel_for(0, n, OPD_GRAIN_ELEMENTWISE / per > 0 ? OPD_GRAIN_ELEMENTWISE / per : 1,
@@ -237,21 +232,19 @@ int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
 int opd__cpu_cat(const opd_kernel_ctx *ctx, opd_tensor_list tensors, int64_t dim,
                  opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
   int64_t d;
-  int rc = opd__cat_meta(tensors, dim, &spec, &d, &device);
-  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__cat_alloc(tensors, dim, &d, out);
   if (rc) return rc;
   const int64_t *os = opd_tensor_strides(*out);
-  int64_t eo = (int64_t)opd_dtype_size(spec.dtype), offset = 0;
+  opd_dtype dt = opd_tensor_dtype(*out);
+  int64_t eo = (int64_t)opd_dtype_size(dt), offset = 0;
   for (uint32_t i = 0; i < tensors.len; i++) {
     opd_tensor *t = tensors.data[i];
     if (opd__cat_skipped(t)) continue;
     block b;
     if (block_init(&b, opd_tensor_sizes(t), os, opd_tensor_strides(t), t->ndim))
-      block_copy(&b, (char *)opd_tensor_data(*out) + offset * os[d] * eo, spec.dtype,
-                 opd_tensor_data(t), opd_tensor_dtype(t));
+      block_copy(&b, (char *)opd_tensor_data(*out) + offset * os[d] * eo, dt, opd_tensor_data(t),
+                 opd_tensor_dtype(t));
     offset += opd_tensor_sizes(t)[d];
   }
   return 0;

@@ -112,49 +112,25 @@ static int affine_f64(const opd_tensor *t, double **out) {
   return 0;
 }
 
-static int layer_norm(opd_ivalue *args, opd_tensor **res) {
-  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_INT_LIST ||
-      (args[4].tag != OPD_IV_DOUBLE && args[4].tag != OPD_IV_INT))
-    return opd_error(OPD_EINVAL,
-                     "native_layer_norm: expected (Tensor, int[], Tensor?, Tensor?, float)");
-  opd_tensor *input = args[0].u.t;
-  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
-  opd_tensor *bias = args[3].tag == OPD_IV_TENSOR ? args[3].u.t : NULL;
-  double eps = args[4].tag == OPD_IV_DOUBLE ? args[4].u.d : (double)args[4].u.i;
-  opd_out_spec out, stat;
-  int64_t rows, cols;
-  opd_device device;
-  int rc = opd__common_device((opd_tensor *const[]){input, weight, bias}, 3, &device);
-  if (!rc)
-    rc = opd__layer_norm_meta(input, opd__iv_int_list(&args[1]), weight, bias, &out, &stat, &rows,
-                              &cols);
-  if (rc) return rc;
+static int layer_norm(const opd__layer_norm_args *a, opd_tensor *const *res) {
+  opd_tensor *input = a->input;
   opd_dtype dt = opd_tensor_dtype(input);
-  if (!opd_dtype_is_floating(dt))
-    return opd_error(OPD_EINVAL, "\"LayerNormKernelImpl\" not implemented for '%s'",
-                     opd_dtype_c10_name(dt));
-  const opd_tensor *affine[2] = {weight, bias};
-  for (int k = 0; k < 2; k++)
-    if (affine[k] && opd_tensor_dtype(affine[k]) != dt)
-      return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(dt),
-                       opd_dtype_c10_name(opd_tensor_dtype(affine[k])));
-  rc = opd__alloc_output(&out, device, &res[0]);
-  if (!rc) rc = opd__alloc_output(&stat, device, &res[1]);
-  if (!rc) rc = opd__alloc_output(&stat, device, &res[2]);
-  if (rc || rows == 0) return rc;
-
-  ln_ctx c = {
-      .dt = dt, .esz = opd_dtype_size(dt), .in = opd_tensor_data(input), .cols = cols, .eps = eps};
+  int64_t rows = a->rows, cols = a->cols;
+  ln_ctx c = {.dt = dt,
+              .esz = opd_dtype_size(dt),
+              .in = opd_tensor_data(input),
+              .cols = cols,
+              .eps = a->eps};
   c.y = opd_tensor_data(res[0]);
   c.mean = opd_tensor_data(res[1]);
   c.rstd = opd_tensor_data(res[2]);
-  int axis = input->ndim - (int)args[1].len;
+  int axis = input->ndim - a->norm_ndim;
   opd__dims_of(input, 0, axis, &c.lead);
   opd__dims_of(input, axis, input->ndim, &c.norm);
   atomic_init(&c.nomem, false);
   double *w = NULL, *b = NULL;
-  rc = affine_f64(weight, &w);
-  if (!rc) rc = affine_f64(bias, &b);
+  int rc = affine_f64(a->weight, &w);
+  if (!rc) rc = affine_f64(a->bias, &b);
   if (!rc) {
     c.weight = w;
     c.bias = b;
@@ -168,9 +144,5 @@ static int layer_norm(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  assert(stack->size >= 5);
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = layer_norm(opd_stack_last(stack, 5), res);
-  opd_stack_drop(stack, 5);
-  return opd__push_results(stack, res, 3, rc);
+  return opd__layer_norm_kernel(stack, layer_norm);
 }

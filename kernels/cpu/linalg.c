@@ -371,14 +371,13 @@ static mat mat_of(opd_tensor *t, int d0) {
 
 int opd__cpu_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
-  int rc = opd__mm_meta(self, mat2, &spec, &device);
-  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__mm_alloc(self, mat2, out);
   if (rc) return rc;
-  gemm_args g = {.t = spec.dtype,
-                 .m = spec.sizes[0],
-                 .n = spec.sizes[1],
+  const int64_t *os = opd_tensor_sizes(*out);
+  opd_dtype t = opd_tensor_dtype(*out);
+  gemm_args g = {.t = t,
+                 .m = os[0],
+                 .n = os[1],
                  .k = opd_tensor_sizes(self)[1],
                  .a = mat_of(self, 0),
                  .b = mat_of(mat2, 0),
@@ -396,14 +395,13 @@ int opd__cpu_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, o
 
 int opd__cpu_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
-  int rc = opd__bmm_meta(self, mat2, &spec, &device);
-  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__bmm_alloc(self, mat2, out);
   if (rc) return rc;
-  int64_t batch = spec.sizes[0], m = spec.sizes[1], n = spec.sizes[2];
+  const int64_t *os = opd_tensor_sizes(*out);
+  opd_dtype t = opd_tensor_dtype(*out);
+  int64_t batch = os[0], m = os[1], n = os[2];
   int64_t k = opd_tensor_sizes(self)[2];
-  size_t es = opd_dtype_size(spec.dtype);
+  size_t es = opd_dtype_size(t);
   if ((*out)->numel == 0) return 0;
   if (k == 0) {
     memset(opd_tensor_data(*out), 0, (size_t)(*out)->numel * es);
@@ -414,7 +412,7 @@ int opd__cpu_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, 
     mat a = mat_of(self, 1), b = mat_of(mat2, 1);
     a.data += i * sa[0] * (int64_t)es;
     b.data += i * sb[0] * (int64_t)es;
-    gemm_args g = {.t = spec.dtype,
+    gemm_args g = {.t = t,
                    .m = m,
                    .n = n,
                    .k = k,
@@ -432,14 +430,13 @@ int opd__cpu_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, 
 int opd__cpu_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2,
                    opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
-  int rc = opd__addmm_meta(self, mat1, mat2, &spec, &device);
-  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__addmm_alloc(self, mat1, mat2, out);
   if (rc) return rc;
-  gemm_args g = {.t = spec.dtype,
-                 .m = spec.sizes[0],
-                 .n = spec.sizes[1],
+  const int64_t *os = opd_tensor_sizes(*out);
+  opd_dtype t = opd_tensor_dtype(*out);
+  gemm_args g = {.t = t,
+                 .m = os[0],
+                 .n = os[1],
                  .k = opd_tensor_sizes(mat1)[1],
                  .a = mat_of(mat1, 0),
                  .b = mat_of(mat2, 0),

@@ -174,6 +174,21 @@ int opd__gelu_meta(opd_tensor *self, const char *approximate, bool *tanh_approx,
   return opd__unary_meta(self, OPD__UNARY_SAME, spec);
 }
 
+opd__pow_kind opd__pow_kind_of(opd_scalar exponent, opd_dtype result) {
+  double e = opd__scalar_to_double(exponent);
+  bool is_num = exponent.tag != OPD_IV_BOOL;
+  if (is_num && e == 0) return OPD__POW_ZERO;
+  if (is_num && e == 1) return OPD__POW_COPY;
+  if (!opd_dtype_is_floating(result)) return OPD__POW_INT;
+  return e == 0.5    ? OPD__POW_HALF
+         : e == -0.5 ? OPD__POW_MHALF
+         : e == -1   ? OPD__POW_M1
+         : e == 2    ? OPD__POW_2
+         : e == 3    ? OPD__POW_3
+         : e == -2   ? OPD__POW_M2
+                     : OPD__POW_FLOAT;
+}
+
 int opd__pow_meta(opd_tensor *self, opd_scalar exponent, opd_out_spec *spec) {
   opd_dtype t = opd_tensor_dtype(self);
   bool int_base = opd_dtype_is_integral(t) || t == OPD_BOOL;

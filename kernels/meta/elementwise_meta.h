@@ -47,6 +47,22 @@ int opd__unary_meta(opd_tensor *self, opd__unary_kind kind, opd_out_spec *spec);
 int opd__gelu_meta(opd_tensor *self, const char *approximate, bool *tanh_approx,
                    opd_out_spec *spec);
 int opd__pow_meta(opd_tensor *self, opd_scalar exponent, opd_out_spec *spec);
+/* How pow.Tensor_Scalar computes for an exponent and the result dtype, as ATen picks it: 1
+ * everywhere, a copy, the exponents a floating result computes without pow(), or pow() itself
+ * (floating or integer). c10's Scalar::equal: a bool exponent equals no number. */
+typedef enum opd__pow_kind {
+  OPD__POW_ZERO,
+  OPD__POW_COPY, /* converted to the result dtype */
+  OPD__POW_HALF,
+  OPD__POW_MHALF,
+  OPD__POW_M1,
+  OPD__POW_2,
+  OPD__POW_3,
+  OPD__POW_M2,
+  OPD__POW_FLOAT, /* pow() in double */
+  OPD__POW_INT,   /* integer power, the exponent converted to the result dtype */
+} opd__pow_kind;
+opd__pow_kind opd__pow_kind_of(opd_scalar exponent, opd_dtype result);
 int opd__where_meta(opd_tensor *condition, opd_tensor *self, opd_tensor *other, opd_out_spec *spec);
 /* min / max: tag OPD_IV_NONE for None. */
 int opd__clamp_meta(opd_tensor *self, opd_scalar min, opd_scalar max, opd_out_spec *spec);

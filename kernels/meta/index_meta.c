@@ -52,6 +52,18 @@ static int check_same_shape(const opd_tensor *first, const opd_tensor *t, int64_
   return 0;
 }
 
+int opd__index_select_prepare(opd_tensor *self, int64_t dim, opd_tensor *index,
+                              opd__index_select_plan *p, opd_tensor **out) {
+  *out = NULL;
+  int rc = opd__index_select_meta(self, dim, index, &p->spec, &p->dim, &p->device);
+  if (rc) return rc;
+  p->limit = self->ndim == 0 ? 1 : opd_tensor_sizes(self)[p->dim];
+  if (self->ndim > 1 && index->numel == 0) return opd__alloc_output(&p->spec, p->device, out);
+  if (self->ndim > 1 && self->numel == 0 && p->limit == 0)
+    return opd_error(OPD_EINVAL, "index_select(): self indexing axis dim should be positive");
+  return 0;
+}
+
 int opd__cat_meta(opd_tensor_list tensors, int64_t dim, opd_out_spec *spec, int64_t *wrapped,
                   opd_device *device) {
   uint32_t n = tensors.len, valid = n;
@@ -101,12 +113,16 @@ int opd__meta_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t 
   return rc ? rc : opd__alloc_output(&spec, device, out);
 }
 
+int opd__cat_alloc(opd_tensor_list tensors, int64_t dim, int64_t *wrapped, opd_tensor **out) {
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__cat_meta(tensors, dim, &spec, wrapped, &device);
+  return rc ? rc : opd__alloc_output(&spec, device, out);
+}
+
 int opd__meta_cat(const opd_kernel_ctx *ctx, opd_tensor_list tensors, int64_t dim,
                   opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
   int64_t wrapped;
-  int rc = opd__cat_meta(tensors, dim, &spec, &wrapped, &device);
-  return rc ? rc : opd__alloc_output(&spec, device, out);
+  return opd__cat_alloc(tensors, dim, &wrapped, out);
 }

@@ -120,20 +120,35 @@ int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_ou
                            opd_tensor_dtype(mat1));
 }
 
-int opd__meta_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
-  (void)ctx;
+int opd__mm_alloc(opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
   opd_out_spec spec;
   opd_device device;
   int rc = opd__mm_meta(self, mat2, &spec, &device);
   return rc ? rc : opd__alloc_output(&spec, device, out);
 }
 
-int opd__meta_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
-  (void)ctx;
+int opd__bmm_alloc(opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
   opd_out_spec spec;
   opd_device device;
   int rc = opd__bmm_meta(self, mat2, &spec, &device);
   return rc ? rc : opd__alloc_output(&spec, device, out);
+}
+
+int opd__addmm_alloc(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_tensor **out) {
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addmm_meta(self, mat1, mat2, &spec, &device);
+  return rc ? rc : opd__alloc_output(&spec, device, out);
+}
+
+int opd__meta_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
+  (void)ctx;
+  return opd__mm_alloc(self, mat2, out);
+}
+
+int opd__meta_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
+  (void)ctx;
+  return opd__bmm_alloc(self, mat2, out);
 }
 
 int opd__meta_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2,
@@ -141,8 +156,5 @@ int opd__meta_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat
   (void)ctx;
   (void)beta;
   (void)alpha;
-  opd_out_spec spec;
-  opd_device device;
-  int rc = opd__addmm_meta(self, mat1, mat2, &spec, &device);
-  return rc ? rc : opd__alloc_output(&spec, device, out);
+  return opd__addmm_alloc(self, mat1, mat2, out);
 }

@@ -1,5 +1,5 @@
 /* linalg_meta.h: the meta functions of aten::mm, aten::bmm and aten::addmm
- * (kernels/meta/linalg_meta.c), shared by their Meta and CPU kernels: argument checks with
+ * (kernels/meta/linalg_meta.c), shared by their Meta, CPU and CUDA kernels: argument checks with
  * PyTorch 1.13's errors, the output spec and the common device. */
 #ifndef OPD_KERNELS_LINALG_META_H
 #define OPD_KERNELS_LINALG_META_H
@@ -10,5 +10,11 @@ int opd__mm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_dev
 int opd__bmm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
 int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_out_spec *spec,
                     opd_device *device);
+
+/* The meta function, then the output allocated on the operands' device: the whole Meta
+ * kernel, and the start of the CPU and CUDA kernels (which then fill *out). */
+int opd__mm_alloc(opd_tensor *self, opd_tensor *mat2, opd_tensor **out);
+int opd__bmm_alloc(opd_tensor *self, opd_tensor *mat2, opd_tensor **out);
+int opd__addmm_alloc(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_tensor **out);
 
 #endif

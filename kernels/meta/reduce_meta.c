@@ -276,6 +276,48 @@ int opd__meta_log_softmax(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
   return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
 }
 
+static int layer_norm_prepare(opd_ivalue *args, opd__layer_norm_args *a, opd_tensor **res) {
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_INT_LIST ||
+      (args[4].tag != OPD_IV_DOUBLE && args[4].tag != OPD_IV_INT))
+    return opd_error(OPD_EINVAL,
+                     "native_layer_norm: expected (Tensor, int[], Tensor?, Tensor?, float)");
+  opd_tensor *input = a->input = args[0].u.t;
+  opd_tensor *weight = a->weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
+  opd_tensor *bias = a->bias = args[3].tag == OPD_IV_TENSOR ? args[3].u.t : NULL;
+  a->norm_ndim = (int)args[1].len;
+  a->eps = args[4].tag == OPD_IV_DOUBLE ? args[4].u.d : (double)args[4].u.i;
+  opd_out_spec out, stat;
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){input, weight, bias}, 3, &device);
+  if (!rc)
+    rc = opd__layer_norm_meta(input, opd__iv_int_list(&args[1]), weight, bias, &out, &stat,
+                              &a->rows, &a->cols);
+  if (rc) return rc;
+  opd_dtype dt = opd_tensor_dtype(input);
+  if (!opd_dtype_is_floating(dt))
+    return opd_error(OPD_EINVAL, "\"LayerNormKernelImpl\" not implemented for '%s'",
+                     opd_dtype_c10_name(dt));
+  const opd_tensor *affine[2] = {weight, bias};
+  for (int k = 0; k < 2; k++)
+    if (affine[k] && opd_tensor_dtype(affine[k]) != dt)
+      return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(dt),
+                       opd_dtype_c10_name(opd_tensor_dtype(affine[k])));
+  rc = opd__alloc_output(&out, device, &res[0]);
+  if (!rc) rc = opd__alloc_output(&stat, device, &res[1]);
+  if (!rc) rc = opd__alloc_output(&stat, device, &res[2]);
+  return rc;
+}
+
+int opd__layer_norm_kernel(opd_stack *stack, opd__layer_norm_fill fill) {
+  assert(stack->size >= 5);
+  opd_tensor *res[3] = {NULL, NULL, NULL};
+  opd__layer_norm_args a;
+  int rc = layer_norm_prepare(opd_stack_last(stack, 5), &a, res);
+  if (!rc && a.rows > 0) rc = fill(&a, res);
+  opd_stack_drop(stack, 5);
+  return opd__push_results(stack, res, 3, rc);
+}
+
 int opd__meta_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   assert(stack->size >= 5);

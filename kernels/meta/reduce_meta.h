@@ -1,5 +1,5 @@
 /* reduce_meta.h: the meta functions of the reductions (sum, mean, amax, argmax), softmax and
- * layer norm (kernels/meta/reduce_meta.c), shared by their Meta and CPU kernels. Each checks
+ * layer norm (kernels/meta/reduce_meta.c), shared by their Meta, CPU and CUDA kernels. Each checks
  * its arguments, raising PyTorch 1.13's errors, and computes the output spec without touching
  * data. */
 #ifndef OPD_KERNELS_REDUCE_META_H
@@ -30,6 +30,20 @@ int opd__softmax_meta(const opd_tensor *self, int64_t dim, bool half_to_float, o
 int opd__layer_norm_meta(const opd_tensor *input, opd_int_list normalized_shape,
                          const opd_tensor *weight, const opd_tensor *bias, opd_out_spec *out,
                          opd_out_spec *stat, int64_t *rows, int64_t *cols);
+
+/* The CPU and CUDA native_layer_norm kernels (boxed): their arguments (Tensor, int[], Tensor?,
+ * Tensor?, float) read and checked, the meta function, the kernels' dtype checks (floating
+ * input, weight and bias of its dtype) and the three results allocated (output, mean, rstd);
+ * then, unless there are no rows, `fill` computes them on the device. Pushes the results, or
+ * releases them on an error. */
+typedef struct opd__layer_norm_args {
+  opd_tensor *input, *weight, *bias; /* weight and bias NULL when absent */
+  int norm_ndim;                     /* the length of normalized_shape */
+  double eps;
+  int64_t rows, cols; /* as opd__layer_norm_meta */
+} opd__layer_norm_args;
+typedef int (*opd__layer_norm_fill)(const opd__layer_norm_args *a, opd_tensor *const *res);
+int opd__layer_norm_kernel(opd_stack *stack, opd__layer_norm_fill fill);
 
 /* Pushes the n results of a boxed kernel (taking their references) if rc is 0; otherwise, or
  * if a push fails, releases them and leaves nothing pushed. Returns rc or the push error. */

@@ -284,36 +284,36 @@ int opd__cuda_sub_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor
   return add_sub(self, other, alpha, true, NULL, out);
 }
 
-static int binary(opd_tensor *self, opd_tensor *other, int op, opd_tensor **out) {
+/* mul, maximum, minimum (compare false: computed in the result dtype) and the comparisons
+ * (computed in the operands' common dtype, a bool result) */
+static int binary(opd_tensor *self, opd_tensor *other, int op, bool compare, opd_tensor **out) {
   opd_tensor *in[2] = {self, other}, *held[2];
   opd_out_spec spec;
+  opd_dtype common = OPD_DTYPE_UNDEFINED;
   int rc = cpu_scalars_to_cuda(NULL, in, 2, held);
-  if (rc == 0) rc = opd__binary_meta(in[0], in[1], &spec);
+  if (rc == 0)
+    rc = compare ? opd__compare_meta(in[0], in[1], &common, &spec)
+                 : opd__binary_meta(in[0], in[1], &spec);
   if (rc == 0) {
-    ew_op o = {.op = op, .compute = spec.dtype, .narrow = true};
+    ew_op o = {.op = op, .compute = compare ? common : spec.dtype, .narrow = true};
     rc = ew_new(&o, &spec, in, 2, out);
   }
   release_held(held, 2);
   return rc;
 }
 
-int opd__cuda_mul_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
-                         opd_tensor **out) {
-  (void)ctx;
-  return binary(self, other, OPD_CUDA_EW_MUL, out);
-}
-
-int opd__cuda_maximum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
-                      opd_tensor **out) {
-  (void)ctx;
-  return binary(self, other, OPD_CUDA_EW_MAXIMUM, out);
-}
-
-int opd__cuda_minimum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
-                      opd_tensor **out) {
-  (void)ctx;
-  return binary(self, other, OPD_CUDA_EW_MINIMUM, out);
-}
+#define BINARY_KERNEL(name, op, compare)                                               \
+  int opd__cuda_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other, \
+                       opd_tensor **out) {                                             \
+    (void)ctx;                                                                         \
+    return binary(self, other, op, compare, out);                                      \
+  }
+BINARY_KERNEL(mul_tensor, OPD_CUDA_EW_MUL, false)
+BINARY_KERNEL(maximum, OPD_CUDA_EW_MAXIMUM, false)
+BINARY_KERNEL(minimum, OPD_CUDA_EW_MINIMUM, false)
+BINARY_KERNEL(eq_tensor, OPD_CUDA_EW_EQ, true)
+BINARY_KERNEL(gt_tensor, OPD_CUDA_EW_GT, true)
+#undef BINARY_KERNEL
 
 static int div_mode_on(opd_tensor *self, opd_tensor *other, const char *rounding_mode,
                        opd_tensor **out) {
@@ -350,32 +350,6 @@ int opd__cuda_div_tensor_mode(const opd_kernel_ctx *ctx, opd_tensor *self, opd_t
                               const char *rounding_mode, opd_tensor **out) {
   (void)ctx;
   return div_mode(self, other, rounding_mode, out);
-}
-
-static int compare(opd_tensor *self, opd_tensor *other, int op, opd_tensor **out) {
-  opd_tensor *in[2] = {self, other}, *held[2];
-  opd_out_spec spec;
-  opd_dtype common;
-  int rc = cpu_scalars_to_cuda(NULL, in, 2, held);
-  if (rc == 0) rc = opd__compare_meta(in[0], in[1], &common, &spec);
-  if (rc == 0) {
-    ew_op o = {.op = op, .compute = common, .narrow = true};
-    rc = ew_new(&o, &spec, in, 2, out);
-  }
-  release_held(held, 2);
-  return rc;
-}
-
-int opd__cuda_eq_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
-                        opd_tensor **out) {
-  (void)ctx;
-  return compare(self, other, OPD_CUDA_EW_EQ, out);
-}
-
-int opd__cuda_gt_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
-                        opd_tensor **out) {
-  (void)ctx;
-  return compare(self, other, OPD_CUDA_EW_GT, out);
 }
 
 int opd__cuda_lt_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
@@ -439,29 +413,22 @@ int opd__cuda_pow_tensor_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd
   opd_out_spec spec;
   int rc = opd__pow_meta(self, exponent, &spec);
   if (rc) return rc;
-  /* c10's Scalar::equal: a bool exponent equals no number */
-  double e = opd__scalar_to_double(exponent);
-  bool is_num = exponent.tag != OPD_IV_BOOL, floating = opd_dtype_is_floating(spec.dtype);
-  ew_op o = {.compute = spec.dtype, .narrow = true, .c0d = e};
-  if (is_num && e == 0) {
-    o.op = OPD_CUDA_EW_POW_ZERO;
-  } else if (is_num && e == 1) { /* a copy, converted to the result dtype */
-    o.op = OPD_CUDA_EW_COPY;
-    o.narrow = false;
-  } else if (floating) {
-    o.op = e == 0.5    ? OPD_CUDA_EW_POW_HALF
-           : e == -0.5 ? OPD_CUDA_EW_POW_MHALF
-           : e == -1   ? OPD_CUDA_EW_POW_M1
-           : e == 2    ? OPD_CUDA_EW_POW_2
-           : e == 3    ? OPD_CUDA_EW_POW_3
-           : e == -2   ? OPD_CUDA_EW_POW_M2
-                       : OPD_CUDA_EW_POW_ANY;
-  } else {
+  static const int ops[] = {
+      [OPD__POW_ZERO] = OPD_CUDA_EW_POW_ZERO, [OPD__POW_COPY] = OPD_CUDA_EW_COPY,
+      [OPD__POW_HALF] = OPD_CUDA_EW_POW_HALF, [OPD__POW_MHALF] = OPD_CUDA_EW_POW_MHALF,
+      [OPD__POW_M1] = OPD_CUDA_EW_POW_M1,     [OPD__POW_2] = OPD_CUDA_EW_POW_2,
+      [OPD__POW_3] = OPD_CUDA_EW_POW_3,       [OPD__POW_M2] = OPD_CUDA_EW_POW_M2,
+      [OPD__POW_FLOAT] = OPD_CUDA_EW_POW_ANY, [OPD__POW_INT] = OPD_CUDA_EW_POW_INT};
+  opd__pow_kind kind = opd__pow_kind_of(exponent, spec.dtype);
+  ew_op o = {.op = ops[kind],
+             .compute = spec.dtype,
+             .narrow = kind != OPD__POW_COPY,
+             .c0d = opd__scalar_to_double(exponent)};
+  if (kind == OPD__POW_INT) {
     if (spec.dtype == OPD_BOOL) return not_implemented("pow_cuda", spec.dtype);
     opd__value v;
     if ((rc = opd__scalar_to(exponent, spec.dtype, &v))) return rc;
     value_to(v, spec.dtype, &o.c0d, &o.c0i);
-    o.op = OPD_CUDA_EW_POW_INT;
   }
   return ew_new(&o, &spec, &self, 1, out);
 }
@@ -772,49 +739,23 @@ int opd__cuda_log_softmax(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
   return softmax(self, dim, half_to_float, true, out);
 }
 
-static int layer_norm(opd_ivalue *args, opd_tensor **res) {
-  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_INT_LIST ||
-      (args[4].tag != OPD_IV_DOUBLE && args[4].tag != OPD_IV_INT))
-    return opd_error(OPD_EINVAL,
-                     "native_layer_norm: expected (Tensor, int[], Tensor?, Tensor?, float)");
-  opd_tensor *input = args[0].u.t;
-  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
-  opd_tensor *bias = args[3].tag == OPD_IV_TENSOR ? args[3].u.t : NULL;
-  double eps = args[4].tag == OPD_IV_DOUBLE ? args[4].u.d : (double)args[4].u.i;
-  opd_out_spec out, stat;
-  int64_t rows, cols;
-  opd_device device;
-  int rc = opd__common_device((opd_tensor *const[]){input, weight, bias}, 3, &device);
-  if (!rc)
-    rc = opd__layer_norm_meta(input, opd__iv_int_list(&args[1]), weight, bias, &out, &stat, &rows,
-                              &cols);
-  if (rc) return rc;
-  opd_dtype dt = opd_tensor_dtype(input);
-  if (!opd_dtype_is_floating(dt)) return not_implemented("LayerNormKernelImpl", dt);
-  opd_tensor *affine[2] = {weight, bias}, *c[3] = {NULL, NULL, NULL};
-  for (int k = 0; k < 2; k++)
-    if (affine[k] && opd_tensor_dtype(affine[k]) != dt)
-      return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(dt),
-                       opd_dtype_c10_name(opd_tensor_dtype(affine[k])));
-  rc = opd__alloc_output(&out, device, &res[0]);
-  if (!rc) rc = opd__alloc_output(&stat, device, &res[1]);
-  if (!rc) rc = opd__alloc_output(&stat, device, &res[2]);
-  if (rc || rows == 0) return rc;
-  opd_tensor *srcs[3] = {input, weight, bias};
+static int layer_norm(const opd__layer_norm_args *a, opd_tensor *const *res) {
+  int rc = 0;
+  opd_tensor *srcs[3] = {a->input, a->weight, a->bias}, *c[3] = {NULL, NULL, NULL};
   for (int k = 0; k < 3 && !rc; k++)
     if (srcs[k] && srcs[k]->numel > 0) rc = contiguous(srcs[k], &c[k]);
   if (!rc) {
-    opd__cuda_layer_norm l = {.dtype = dt,
-                              .rows = rows,
-                              .cols = cols,
-                              .eps = eps,
+    opd__cuda_layer_norm l = {.dtype = opd_tensor_dtype(a->input),
+                              .rows = a->rows,
+                              .cols = a->cols,
+                              .eps = a->eps,
                               .in = c[0] ? opd_tensor_data(c[0]) : NULL, /* NULL: cols 0 */
                               .weight = c[1] ? opd_tensor_data(c[1]) : NULL,
                               .bias = c[2] ? opd_tensor_data(c[2]) : NULL,
                               .out = opd_tensor_data(res[0]),
                               .mean = opd_tensor_data(res[1]),
                               .rstd = opd_tensor_data(res[2])};
-    rc = opd__cuda_launch_layer_norm(dev_of(input), &l);
+    rc = opd__cuda_launch_layer_norm(dev_of(a->input), &l);
   }
   for (int k = 0; k < 3; k++)
     if (c[k]) opd_tensor_release(c[k]);
@@ -823,11 +764,7 @@ static int layer_norm(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  assert(stack->size >= 5);
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = layer_norm(opd_stack_last(stack, 5), res);
-  opd_stack_drop(stack, 5);
-  return opd__push_results(stack, res, 3, rc);
+  return opd__layer_norm_kernel(stack, layer_norm);
 }
 
 /* ---- matrix products ---- */
@@ -926,45 +863,34 @@ static int scale_into(opd_tensor *out, opd_tensor *self, opd_scalar beta) {
   return ew_run(&scale, out, &self, 1);
 }
 
-int opd__cuda_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
-  (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
-  int rc = opd__mm_meta(self, mat2, &spec, &device);
-  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+/* mm (batched 0) and bmm (batched 1): zeros for an empty contraction, else the product */
+static int mm_bmm(opd_tensor *self, opd_tensor *mat2, int batched, opd_tensor **out) {
+  int rc = batched ? opd__bmm_alloc(self, mat2, out) : opd__mm_alloc(self, mat2, out);
   if (rc || (*out)->numel == 0) return rc;
-  if (opd_tensor_sizes(self)[1] == 0)
+  if (opd_tensor_sizes(self)[1 + batched] == 0)
     rc = opd__cuda_memset0(dev_of(*out), opd_tensor_data(*out),
-                           (size_t)(*out)->numel * opd_dtype_size(spec.dtype));
+                           (size_t)(*out)->numel * opd_dtype_size(opd_tensor_dtype(*out)));
   else
-    rc = gemm(self, mat2, 0, opd__scalar_int(1), opd__scalar_int(0), *out, "mm");
+    rc = gemm(self, mat2, batched, opd__scalar_int(1), opd__scalar_int(0), *out,
+              batched ? "bmm" : "mm");
   if (rc) opd_tensor_release(*out);
   return rc;
 }
 
+int opd__cuda_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
+  (void)ctx;
+  return mm_bmm(self, mat2, 0, out);
+}
+
 int opd__cuda_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
-  int rc = opd__bmm_meta(self, mat2, &spec, &device);
-  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
-  if (rc || (*out)->numel == 0) return rc;
-  if (opd_tensor_sizes(self)[2] == 0)
-    rc = opd__cuda_memset0(dev_of(*out), opd_tensor_data(*out),
-                           (size_t)(*out)->numel * opd_dtype_size(spec.dtype));
-  else
-    rc = gemm(self, mat2, 1, opd__scalar_int(1), opd__scalar_int(0), *out, "bmm");
-  if (rc) opd_tensor_release(*out);
-  return rc;
+  return mm_bmm(self, mat2, 1, out);
 }
 
 int opd__cuda_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2,
                     opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
-  int rc = opd__addmm_meta(self, mat1, mat2, &spec, &device);
-  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__addmm_alloc(self, mat1, mat2, out);
   if (rc || (*out)->numel == 0) return rc;
   if (opd_tensor_sizes(mat1)[1] == 0) {
     rc = scale_into(*out, self, beta);
@@ -972,7 +898,7 @@ int opd__cuda_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat
     if (opd__scalar_to_double(beta) !=
         0) { /* out = self (broadcast), then the product adds to beta * out */
       ew_op copy = {.op = OPD_CUDA_EW_COPY,
-                    .compute = copy_compute(opd_tensor_dtype(self), spec.dtype)};
+                    .compute = copy_compute(opd_tensor_dtype(self), opd_tensor_dtype(*out))};
       rc = ew_run(&copy, *out, &self, 1);
     }
     if (!rc) rc = gemm(mat1, mat2, 0, alpha, beta, *out, "addmm");
@@ -986,21 +912,15 @@ int opd__cuda_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat
 int opd__cuda_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                            opd_tensor *index, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
-  int64_t d;
-  int rc = opd__index_select_meta(self, dim, index, &spec, &d, &device);
-  if (rc) return rc;
-  int64_t n = index->numel;
-  int64_t limit = self->ndim == 0 ? 1 : opd_tensor_sizes(self)[d];
-  if (self->ndim > 1 && n == 0) return opd__alloc_output(&spec, device, out);
-  if (self->ndim > 1 && self->numel == 0 && limit == 0)
-    return opd_error(OPD_EINVAL, "index_select(): self indexing axis dim should be positive");
-  if ((rc = opd__alloc_output(&spec, device, out)) != 0 || (*out)->numel == 0) return rc;
+  opd__index_select_plan p;
+  int rc = opd__index_select_prepare(self, dim, index, &p, out);
+  if (rc || *out) return rc;
+  int64_t d = p.dim, limit = p.limit;
+  if ((rc = opd__alloc_output(&p.spec, p.device, out)) != 0 || (*out)->numel == 0) return rc;
   opd__cuda_gather g = {.ndim = self->ndim ? self->ndim : 1,
                         .dim = self->ndim ? (int)d : 0,
                         .index_dtype = opd_tensor_dtype(index),
-                        .elsize = (int64_t)opd_dtype_size(spec.dtype),
+                        .elsize = (int64_t)opd_dtype_size(p.spec.dtype),
                         .numel = (*out)->numel,
                         .limit = limit,
                         .index_stride = index->ndim ? opd_tensor_strides(index)[0] : 0,
@@ -1030,11 +950,8 @@ int opd__cuda_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t 
 int opd__cuda_cat(const opd_kernel_ctx *ctx, opd_tensor_list tensors, int64_t dim,
                   opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  opd_device device;
   int64_t d;
-  int rc = opd__cat_meta(tensors, dim, &spec, &d, &device);
-  if (rc == 0) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__cat_alloc(tensors, dim, &d, out);
   if (rc) return rc;
   const int64_t *os = opd_tensor_strides(*out);
   int64_t offset = 0;

@@ -67,6 +67,9 @@
   X("aten::native_layer_norm", opd__cuda_native_layer_norm)
 /* clang-format on */
 
+#include <stddef.h>
+
+#include "opd/dispatcher.h"
 #include "opd/unboxed.h"
 
 /* The kernels of factories.c (in every build). */
@@ -81,5 +84,22 @@ int opd__cuda_empty_strided(const opd_kernel_ctx *ctx, opd_int_list size, opd_in
  * registration error. With CUDA, register.c registers them all; without, cuda_off.c only
  * OPD_CUDA_FACTORY_KERNELS. */
 int opd__cuda_kernels_register(void);
+
+/* A row of the registration tables of register.c and cuda_off.c. */
+typedef struct opd__cuda_kernel_entry {
+  const char *op;
+  opd_kernel kernel;
+} opd__cuda_kernel_entry;
+
+/* Registers a table's n kernels at the CUDA key, each with provenance `where`: 0 or the first
+ * registration error (opd__cuda_kernels_register of both builds). */
+static inline int opd__cuda_register_table(const opd__cuda_kernel_entry *table, size_t n,
+                                           opd_provenance where) {
+  for (size_t i = 0; i < n; i++) {
+    opd_reg_id id = opd_impl(table[i].op, OPD_KEY_CUDA, &table[i].kernel, where);
+    if (id < 0) return (int)id;
+  }
+  return 0;
+}
 
 #endif

@@ -15,23 +15,14 @@
 OPD_CUDA_FACTORY_KERNELS(OPD__WRAPPER)
 #undef OPD__WRAPPER
 
-typedef struct kernel_entry {
-  const char *op;
-  opd_kernel kernel;
-} kernel_entry;
-
-static const kernel_entry kernels[] = {
+static const opd__cuda_kernel_entry kernels[] = {
 #define OPD__ENTRY(op, fn, R, ...) {op, OPD_UNBOXED_KERNEL(fn, R, __VA_ARGS__)},
     OPD_CUDA_FACTORY_KERNELS(OPD__ENTRY)
 #undef OPD__ENTRY
 };
 
 int opd__cuda_kernels_register(void) {
-  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
-    opd_reg_id id = opd_impl(kernels[i].op, OPD_KEY_CUDA, &kernels[i].kernel, OPD_HERE);
-    if (id < 0) return (int)id;
-  }
-  return 0;
+  return opd__cuda_register_table(kernels, sizeof kernels / sizeof *kernels, OPD_HERE);
 }
 
 static const char reason[] = "built without CUDA";

@@ -17,12 +17,7 @@ OPD_CUDA_BOXED_KERNELS(OPD__DECLARE_BOXED)
 OPD_CUDA_UNBOXED_KERNELS(OPD__WRAPPER)
 #undef OPD__WRAPPER
 
-typedef struct kernel_entry {
-  const char *op;
-  opd_kernel kernel;
-} kernel_entry;
-
-static const kernel_entry kernels[] = {
+static const opd__cuda_kernel_entry kernels[] = {
 #define OPD__ENTRY(op, fn, R, ...) {op, OPD_UNBOXED_KERNEL(fn, R, __VA_ARGS__)},
     OPD_CUDA_UNBOXED_KERNELS(OPD__ENTRY)
 #undef OPD__ENTRY
@@ -32,9 +27,5 @@ static const kernel_entry kernels[] = {
 };
 
 int opd__cuda_kernels_register(void) {
-  for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++) {
-    opd_reg_id id = opd_impl(kernels[i].op, OPD_KEY_CUDA, &kernels[i].kernel, OPD_HERE);
-    if (id < 0) return (int)id;
-  }
-  return 0;
+  return opd__cuda_register_table(kernels, sizeof kernels / sizeof *kernels, OPD_HERE);
 }
