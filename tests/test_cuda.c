@@ -18,6 +18,7 @@
 #include "opd/introspect.h"
 #include "opd/kernels.h"
 #include "opd/tensor.h"
+#include "tensor_helpers.h"
 
 Suite *opd_test_cuda_suite(void);
 
@@ -56,12 +57,10 @@ static int call(const char *name, opd_ivalue *args, int n, opd_tensor **out) {
   return rc;
 }
 
-#define B(x) opd_iv_tensor_borrow(x)
-
 /* aten::_to_copy(t, device=device) */
 static int to_device(opd_tensor *t, opd_device device, opd_tensor **out) {
   return call("aten::_to_copy",
-              (opd_ivalue[]){B(t), opd_iv_none(), opd_iv_none(), opd_iv_device(device),
+              (opd_ivalue[]){T(t), opd_iv_none(), opd_iv_none(), opd_iv_device(device),
                              opd_iv_none(), opd_iv_bool(false), opd_iv_none()},
               7, out);
 }
@@ -84,27 +83,9 @@ static opd_tensor *cpu_data(const int64_t *sizes, int ndim, opd_dtype dtype, uns
   return t;
 }
 
-/* Element i (row-major) of a CPU tensor as a double. */
-static double get(const opd_tensor *x, int64_t i) {
-  const int64_t *sz = opd_tensor_sizes(x), *st = opd_tensor_strides(x);
-  int64_t off = 0;
-  for (int d = x->ndim - 1; d >= 0; d--) {
-    off += (i % sz[d]) * st[d];
-    i /= sz[d];
-  }
-  const char *p = (const char *)opd_tensor_data(x) + off * (int64_t)opd_dtype_size(x->dtype);
-  switch (opd_tensor_dtype(x)) {
-  case OPD_FLOAT32: return *(const float *)p;
-  case OPD_FLOAT64: return *(const double *)p;
-  case OPD_FLOAT16: return opd_half_to_float(*(const uint16_t *)p);
-  case OPD_INT64: return (double)*(const int64_t *)p;
-  case OPD_BOOL: return *(const uint8_t *)p;
-  default: ck_abort(); return 0;
-  }
-}
-
-/* The CUDA result `dev` equals the CPU result `ref` (shape, dtype, values within tol). */
-static void assert_matches(opd_tensor *dev, opd_tensor *ref, double tol) {
+/* The CUDA result `dev` equals the CPU result `ref` (shape, dtype, values within tol);
+ * returns the number of elements compared. */
+static int64_t assert_matches(opd_tensor *dev, opd_tensor *ref, double tol) {
   ck_assert_int_eq(opd_tensor_device(dev).type, OPD_DEVICE_CUDA);
   opd_tensor *back = NULL;
   ck_assert_int_eq(to_device(dev, cpu, &back), 0);
@@ -113,11 +94,12 @@ static void assert_matches(opd_tensor *dev, opd_tensor *ref, double tol) {
   for (int d = 0; d < ref->ndim; d++)
     ck_assert_int_eq(opd_tensor_sizes(back)[d], opd_tensor_sizes(ref)[d]);
   for (int64_t i = 0; i < ref->numel; i++) {
-    double a = get(back, i), b = get(ref, i);
+    double a = at(back, i), b = at(ref, i);
     if (!(fabs(a - b) <= tol * (1 + fabs(b))))
       ck_abort_msg("element %lld: cuda %.9g, cpu %.9g", (long long)i, a, b);
   }
   opd_tensor_release(back);
+  return ref->numel;
 }
 
 /* ---- everywhere ---- */
@@ -293,23 +275,24 @@ END_TEST
 /* ---- with a device ---- */
 
 /* op(inputs on CPU) against op(the same inputs moved to CUDA). */
-static void compare_op(const char *name, opd_tensor **inputs, int nin, opd_ivalue *extra,
-                       int nextra, double tol) {
+static int64_t compare_op(const char *name, opd_tensor **inputs, int nin, opd_ivalue *extra,
+                          int nextra, double tol) {
   opd_ivalue args[8], dargs[8];
   opd_tensor *dev[4] = {NULL}, *ref = NULL, *res = NULL;
   for (int i = 0; i < nin; i++) {
     ck_assert_int_eq(to_device(inputs[i], cuda0, &dev[i]), 0);
-    args[i] = B(inputs[i]);
-    dargs[i] = B(dev[i]);
+    args[i] = T(inputs[i]);
+    dargs[i] = T(dev[i]);
   }
   for (int i = 0; i < nextra; i++) args[nin + i] = dargs[nin + i] = extra[i];
   ck_assert_int_eq(call(name, args, nin + nextra, &ref), 0);
   int rc = call(name, dargs, nin + nextra, &res);
   ck_assert_msg(rc == 0, "%s on CUDA: %s", name, opd_last_error());
-  assert_matches(res, ref, tol);
+  int64_t compared = assert_matches(res, ref, tol);
   opd_tensor_release(ref);
   opd_tensor_release(res);
   for (int i = 0; i < nin; i++) opd_tensor_release(dev[i]);
+  return compared;
 }
 
 START_TEST(test_copy_round_trip) {
@@ -320,7 +303,7 @@ START_TEST(test_copy_round_trip) {
   assert_matches(d, x, 0);
   float host[120];
   ck_assert_int_eq(opd_cuda_copy_to_host(host, d, 0, sizeof host), 0);
-  for (int i = 0; i < 120; i++) ck_assert_float_eq(host[i], (float)get(x, i));
+  for (int i = 0; i < 120; i++) ck_assert_float_eq(host[i], (float)at(x, i));
   opd_tensor_release(d);
   opd_tensor_release(x);
 }
@@ -331,14 +314,16 @@ START_TEST(test_add_matches_cpu) {
   int64_t sa[2] = {37, 129}, sb[1] = {129};
   opd_tensor *a = cpu_data(sa, 2, OPD_FLOAT32, 1), *b = cpu_data(sb, 1, OPD_FLOAT32, 2);
   opd_ivalue alpha = opd_iv_double(0.5);
-  compare_op("aten::add.Tensor", (opd_tensor *[]){a, b}, 2, &alpha, 1, 1e-6); /* broadcast */
+  ck_assert_int_gt(compare_op("aten::add.Tensor", (opd_tensor *[]){a, b}, 2, &alpha, 1, 1e-6),
+                   0); /* broadcast */
   alpha = opd_iv_int(1);
-  compare_op("aten::add.Tensor", (opd_tensor *[]){a, a}, 2, &alpha, 1, 0); /* vector path */
+  ck_assert_int_gt(compare_op("aten::add.Tensor", (opd_tensor *[]){a, a}, 2, &alpha, 1, 0),
+                   0); /* vector path */
   opd_tensor *i64 = cpu_data(sa, 2, OPD_INT64, 3);
-  compare_op("aten::add.Tensor", (opd_tensor *[]){i64, i64}, 2, &alpha, 1, 0);
-  compare_op("aten::mul.Tensor", (opd_tensor *[]){a, b}, 2, NULL, 0, 1e-6);
-  compare_op("aten::exp", (opd_tensor *[]){a}, 1, NULL, 0, 1e-6);
-  compare_op("aten::eq.Tensor", (opd_tensor *[]){i64, i64}, 2, NULL, 0, 0);
+  ck_assert_int_gt(compare_op("aten::add.Tensor", (opd_tensor *[]){i64, i64}, 2, &alpha, 1, 0), 0);
+  ck_assert_int_gt(compare_op("aten::mul.Tensor", (opd_tensor *[]){a, b}, 2, NULL, 0, 1e-6), 0);
+  ck_assert_int_gt(compare_op("aten::exp", (opd_tensor *[]){a}, 1, NULL, 0, 1e-6), 0);
+  ck_assert_int_gt(compare_op("aten::eq.Tensor", (opd_tensor *[]){i64, i64}, 2, NULL, 0, 0), 0);
   opd_tensor_release(i64);
   opd_tensor_release(a);
   opd_tensor_release(b);
@@ -351,13 +336,13 @@ START_TEST(test_softmax_matches_cpu) {
   opd_tensor *x = cpu_data(sizes, 3, OPD_FLOAT32, 4);
   for (int64_t dim = 0; dim < 3; dim++) {
     opd_ivalue extra[2] = {opd_iv_int(dim), opd_iv_bool(false)};
-    compare_op("aten::_softmax", &x, 1, extra, 2, 1e-5);
-    compare_op("aten::_log_softmax", &x, 1, extra, 2, 1e-5);
+    ck_assert_int_gt(compare_op("aten::_softmax", &x, 1, extra, 2, 1e-5), 0);
+    ck_assert_int_gt(compare_op("aten::_log_softmax", &x, 1, extra, 2, 1e-5), 0);
   }
   opd_ivalue sum_args[3] = {opd_iv_none(), opd_iv_bool(false), opd_iv_none()};
-  compare_op("aten::sum.dim_IntList", &x, 1, sum_args, 3, 1e-4);
+  ck_assert_int_gt(compare_op("aten::sum.dim_IntList", &x, 1, sum_args, 3, 1e-4), 0);
   opd_ivalue argmax_args[2] = {opd_iv_int(1), opd_iv_bool(true)};
-  compare_op("aten::argmax", &x, 1, argmax_args, 2, 0);
+  ck_assert_int_gt(compare_op("aten::argmax", &x, 1, argmax_args, 2, 0), 0);
   opd_tensor_release(x);
 }
 END_TEST
@@ -366,15 +351,15 @@ START_TEST(test_mm_matches_cpu) {
   if (skip_without_device("test_mm_matches_cpu")) return;
   int64_t sa[2] = {33, 65}, sb[2] = {65, 17}, sbt[2] = {17, 65};
   opd_tensor *a = cpu_data(sa, 2, OPD_FLOAT32, 5), *b = cpu_data(sb, 2, OPD_FLOAT32, 6);
-  compare_op("aten::mm", (opd_tensor *[]){a, b}, 2, NULL, 0, 1e-5);
+  ck_assert_int_gt(compare_op("aten::mm", (opd_tensor *[]){a, b}, 2, NULL, 0, 1e-5), 0);
   /* a transposed operand (column-major view) */
   opd_tensor *bt = cpu_data(sbt, 2, OPD_FLOAT32, 8), *btv = NULL;
-  ck_assert_int_eq(call("aten::t", (opd_ivalue[]){B(bt)}, 1, &btv), 0);
-  compare_op("aten::mm", (opd_tensor *[]){a, btv}, 2, NULL, 0, 1e-5);
+  ck_assert_int_eq(call("aten::t", (opd_ivalue[]){T(bt)}, 1, &btv), 0);
+  ck_assert_int_gt(compare_op("aten::mm", (opd_tensor *[]){a, btv}, 2, NULL, 0, 1e-5), 0);
   opd_tensor *a64 = cpu_data(sa, 2, OPD_FLOAT64, 9), *b64 = cpu_data(sb, 2, OPD_FLOAT64, 10);
-  compare_op("aten::mm", (opd_tensor *[]){a64, b64}, 2, NULL, 0, 1e-12);
+  ck_assert_int_gt(compare_op("aten::mm", (opd_tensor *[]){a64, b64}, 2, NULL, 0, 1e-12), 0);
   opd_tensor *a16 = cpu_data(sa, 2, OPD_FLOAT16, 11), *b16 = cpu_data(sb, 2, OPD_FLOAT16, 12);
-  compare_op("aten::mm", (opd_tensor *[]){a16, b16}, 2, NULL, 0, 1e-2);
+  ck_assert_int_gt(compare_op("aten::mm", (opd_tensor *[]){a16, b16}, 2, NULL, 0, 1e-2), 0);
   opd_tensor *rs[] = {a, b, bt, btv, a64, b64, a16, b16};
   for (size_t i = 0; i < sizeof rs / sizeof *rs; i++) opd_tensor_release(rs[i]);
 }
@@ -392,8 +377,8 @@ START_TEST(test_cpu_scalar_operands) {
   for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
     for (int swap = 0; swap < 2; swap++) {
       opd_tensor *ref = NULL, *res = NULL;
-      opd_ivalue cpu_args[2] = {B(swap ? s : a), B(swap ? a : s)};
-      opd_ivalue dev_args[2] = {B(swap ? s : d), B(swap ? d : s)};
+      opd_ivalue cpu_args[2] = {T(swap ? s : a), T(swap ? a : s)};
+      opd_ivalue dev_args[2] = {T(swap ? s : d), T(swap ? d : s)};
       ck_assert_int_eq(call(ops[i], cpu_args, 2, &ref), 0);
       int rc = call(ops[i], dev_args, 2, &res);
       ck_assert_msg(rc == 0, "%s with a CPU scalar: %s", ops[i], opd_last_error());
@@ -403,13 +388,13 @@ START_TEST(test_cpu_scalar_operands) {
     }
   opd_ivalue alpha = opd_iv_int(2);
   opd_tensor *ref = NULL, *res = NULL;
-  ck_assert_int_eq(call("aten::add.Tensor", (opd_ivalue[]){B(a), B(s), alpha}, 3, &ref), 0);
-  ck_assert_int_eq(call("aten::add.Tensor", (opd_ivalue[]){B(d), B(s), alpha}, 3, &res), 0);
+  ck_assert_int_eq(call("aten::add.Tensor", (opd_ivalue[]){T(a), T(s), alpha}, 3, &ref), 0);
+  ck_assert_int_eq(call("aten::add.Tensor", (opd_ivalue[]){T(d), T(s), alpha}, 3, &res), 0);
   assert_matches(res, ref, 1e-6);
   opd_tensor_release(ref);
   opd_tensor_release(res);
   /* a CPU tensor with dims: PyTorch's error */
-  ck_assert_int_eq(call("aten::mul.Tensor", (opd_ivalue[]){B(d), B(a)}, 2, &res), OPD_EINVAL);
+  ck_assert_int_eq(call("aten::mul.Tensor", (opd_ivalue[]){T(d), T(a)}, 2, &res), OPD_EINVAL);
   ck_assert_ptr_nonnull(strstr(opd_last_error(),
                                "Expected all tensors to be on the same device, "
                                "but found at least two devices, cuda:0 and cpu!"));
