@@ -39,6 +39,19 @@
  * (`sent_early`), since the client may answer it with a new request before the loop has the
  * job back. Downloads, whose bytes follow from the tensor, always go through the loop.
  *
+ * [Note: Quiet completions]
+ * A job whose response its worker sent whole needs nothing more from the loop than to be
+ * recycled, and the client, which got the response, will wake the loop with its next
+ * request anyway; so a batch of such jobs goes on the completion list without waking the
+ * loop, which takes the list before it next sleeps (and whenever it is woken). This holds
+ * only while the connection's state waits on no job (`recycle_lazily`: reading, not
+ * draining, closing or waiting for the session to go idle before an upload, and no
+ * response ready to write behind one whose job is not back: a job of another worker's
+ * batch, or one answered by the loop, may have overtaken it); the loop
+ * clears the flag before it waits on jobs and then wakes itself if jobs came back quietly,
+ * and workers read the flag under the completion list's lock after pushing, so that no job
+ * the loop waits for is left on the list unseen.
+ *
  * [Note: Closing]
  * On end of stream, a read or write error, or a drain timeout: queued requests are
  * cancelled, a partial upload's tensor is released, and running requests finish on their
@@ -51,15 +64,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "execute.h"
 #include "gpu.h"
 #include "opd/error.h"
 #include "opd/log.h"
+#include "wire.h"
 
 #define READ_CHUNK       (64 * 1024)
-#define MAX_WRITE_JOBS   64 /* a full 64-deep pipeline answered in one writev */
-#define MAX_FREE_JOBS    64 /* and its jobs reused, not reallocated */
+#define MAX_WRITE_JOBS   64  /* a full 64-deep pipeline answered in one writev */
+#define MAX_FREE_JOBS    128 /* its jobs, and those of the pipeline before, reused */
 #define KEEP_OUT_BYTES   (64 * 1024)
 #define MAX_RAW_READ     ((size_t)1 << 30)
 #define PROTOCOL_VERSION 1
@@ -162,6 +177,7 @@ static void append(opd__conn *c, opd__job *j) {
 
 static void answered(opd__conn *c, opd__job *j) {
   j->done = true;
+  c->ndone++;
   append(c, j);
 }
 
@@ -233,8 +249,17 @@ static void on_closed(uv_handle_t *h) {
   finalize(c);
 }
 
+/* [Note: Quiet completions] */
+static void set_recycle_lazily(opd__conn *c, bool lazy) {
+  if (lazy == c->lazy) return;
+  c->lazy = lazy;
+  atomic_store_explicit(&c->recycle_lazily, lazy, memory_order_relaxed);
+  if (!lazy) opd__server_kick(c->server); /* jobs back quietly meanwhile are taken */
+}
+
 void opd__conn_close(opd__conn *c) {
   if (c->closing) return;
+  set_recycle_lazily(c, false);
   pthread_mutex_lock(&c->wmu);
   c->closing = true;
   pthread_mutex_unlock(&c->wmu);
@@ -250,6 +275,7 @@ void opd__conn_close(opd__conn *c) {
   c->order_head = c->order_tail = NULL;
   pthread_mutex_unlock(&c->wmu);
   c->norder = 0;
+  c->ndone = 0;
   c->upload = NULL;
   uv_close(&c->h.handle, on_closed);
 }
@@ -269,8 +295,8 @@ static void fatal(opd__conn *c, opd__job *j, Opd__V1__ErrorCode code, const char
 
 /* ---- writing ---- */
 
-static void on_write(uv_write_t *req, int status) {
-  opd__write *w = req->data;
+/* A write is over: its jobs go back to the pool. False if the connection is closing. */
+static bool write_finished(opd__write *w, int status) {
   opd__conn *c = w->conn;
   pthread_mutex_lock(&c->wmu);
   c->writes--;
@@ -280,14 +306,21 @@ static void on_write(uv_write_t *req, int status) {
   c->free_writes = w;
   if (c->closing) {
     finalize(c);
-    return;
+    return false;
   }
   if (status < 0) {
     opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): write failed: %s", c->session.id, c->peer,
             uv_strerror(status));
     opd__conn_close(c);
-    return;
+    return false;
   }
+  return true;
+}
+
+static void on_write(uv_write_t *req, int status) {
+  opd__write *w = req->data;
+  opd__conn *c = w->conn;
+  if (!write_finished(w, status)) return;
   maybe_close_quiet(c);
   if (!c->closing) update_reading(c);
 }
@@ -306,15 +339,18 @@ static void flush(opd__conn *c) {
     w->req.data = w;
     w->njobs = 0;
     unsigned nbufs = 0;
+    bool raw = false;
     pthread_mutex_lock(&c->wmu); /* [Note: Responses written by workers] */
     while (c->order_head && c->order_head->done && w->njobs < MAX_WRITE_JOBS) {
       opd__job *j = c->order_head;
       if (!(c->order_head = j->next)) c->order_tail = NULL;
       c->norder--;
+      c->ndone--;
       w->jobs[w->njobs++] = j;
       if (j->sent < j->out_len)
         w->bufs[nbufs++] = uv_buf_init((char *)j->out + j->sent, (unsigned)(j->out_len - j->sent));
       if (j->raw_len) { /* from the tensor's storage; uv_buf_init's length is only unsigned */
+        raw = true;
         w->bufs[nbufs] = uv_buf_init((char *)j->raw, 0);
         w->bufs[nbufs++].len = j->raw_len;
       }
@@ -327,7 +363,19 @@ static void flush(opd__conn *c) {
       c->free_writes = w;
       continue;
     }
-    int rc = uv_write(&w->req, &c->h.stream, w->bufs, nbufs, on_write);
+    /* [Note: Writing responses]: what the socket takes at once needs no write request
+     * (a download's bytes always get one) */
+    int rc = raw ? UV_EAGAIN : uv_try_write(&c->h.stream, w->bufs, nbufs);
+    size_t left = rc > 0 ? (size_t)rc : 0;
+    unsigned first = 0;
+    while (first < nbufs && left >= w->bufs[first].len) left -= w->bufs[first++].len;
+    if (first == nbufs || (rc < 0 && rc != UV_EAGAIN)) {
+      if (!write_finished(w, first == nbufs ? 0 : rc)) return;
+      continue;
+    }
+    w->bufs[first].base += left;
+    w->bufs[first].len -= left;
+    rc = uv_write(&w->req, &c->h.stream, w->bufs + first, nbufs - first, on_write);
     if (rc < 0) { /* no callback will come: finish here */
       on_write(&w->req, rc);
       return;
@@ -336,16 +384,38 @@ static void flush(opd__conn *c) {
   maybe_close_quiet(c);
 }
 
-void opd__conn_send_from_worker(opd__job *j) {
-  opd__conn *c = j->conn;
-  if (j->raw_len || c->fd < 0) return;
+void opd__conn_send_from_worker(opd__job *first) {
+  opd__conn *c = first->conn;
+  if (c->fd < 0) return;
+  struct iovec iov[MAX_WRITE_JOBS];
+  opd__job *run[MAX_WRITE_JOBS];
+  unsigned n = 0;
   pthread_mutex_lock(&c->wmu);
-  if (!c->closing && c->writes == 0 && c->order_head == j) {
-    /* counted first: the client may send its next request before send returns */
-    atomic_fetch_add_explicit(&c->sent_early, 1, memory_order_relaxed);
-    ssize_t n = send(c->fd, j->out, j->out_len, MSG_NOSIGNAL); /* non-blocking */
-    if (n > 0) j->sent = (size_t)n; /* an error shows again in the loop's write */
-    if (j->sent < j->out_len) atomic_fetch_sub_explicit(&c->sent_early, 1, memory_order_relaxed);
+  opd__job *head = c->order_head; /* past the responses sent whole, not yet recycled */
+  while (head && head != first && head->out_len && head->sent == head->out_len) head = head->next;
+  if (!c->closing && c->writes == 0 && head == first) {
+    /* the connection's jobs of this batch that follow each other in the response order
+     * (between them, the batch may hold other connections' jobs) */
+    for (opd__job *j = first; j && n < MAX_WRITE_JOBS; j = j->qnext) {
+      if (j->conn != c) continue;
+      if (j->raw_len || (n && run[n - 1]->next != j)) break;
+      run[n] = j;
+      iov[n++] = (struct iovec){.iov_base = j->out, .iov_len = j->out_len};
+    }
+  }
+  if (n) {
+    /* counted first: the client may send its next request before sendmsg returns */
+    atomic_fetch_add_explicit(&c->sent_early, n, memory_order_relaxed);
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = n};
+    ssize_t sent = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    size_t left = sent > 0 ? (size_t)sent : 0; /* an error shows again in the loop's write */
+    unsigned whole = 0;
+    for (unsigned i = 0; i < n && left; i++) {
+      run[i]->sent = left < run[i]->out_len ? left : run[i]->out_len;
+      left -= run[i]->sent;
+      whole += run[i]->sent == run[i]->out_len;
+    }
+    if (whole < n) atomic_fetch_sub_explicit(&c->sent_early, n - whole, memory_order_relaxed);
   }
   pthread_mutex_unlock(&c->wmu);
 }
@@ -386,16 +456,13 @@ static void reply_hello(opd__conn *c, opd__job *j) {
 }
 
 static void reply_pong(opd__conn *c, opd__job *j) {
-  Opd__V1__Pong p = OPD__V1__PONG__INIT;
-  p.payload = j->req->ping->payload;
-  Opd__V1__Response resp = OPD__V1__RESPONSE__INIT;
-  resp.id = j->id;
-  resp.body_case = OPD__V1__RESPONSE__BODY_PONG;
-  resp.pong = &p;
-  if (opd__job_pack(j, &resp) < 0) {
+  const ProtobufCBinaryData *payload = &j->req->ping->payload; /* [Note: Hand-packed responses] */
+  uint8_t *body = opd__job_frame(j, opd__wire_pong_size(j->id, payload->len));
+  if (!body) {
     refuse(c, j, opd__error_code(opd_last_error_code()), NULL, opd_last_error());
     return;
   }
+  opd__wire_pong(body, j->id, payload->data, payload->len);
   answered(c, j);
 }
 
@@ -732,6 +799,8 @@ static void update_reading(opd__conn *c) {
     uv_read_stop(&c->h.stream);
     c->reading = false;
   }
+  set_recycle_lazily(c, c->reading && !c->draining && !c->wait_idle && !c->close_after_flush &&
+                            c->ndone == 0);
 }
 
 /* ---- the loop's entry points ---- */
@@ -757,6 +826,7 @@ void opd__conn_jobs_back(opd__job *jobs) {
       continue;
     }
     j->done = true;
+    c->ndone++;
     if (!c->dirty) {
       c->dirty = true;
       c->dirty_next = dirty;
@@ -817,6 +887,7 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   c->closing = false;
   c->fd = -1;
   atomic_init(&c->sent_early, 0);
+  atomic_init(&c->recycle_lazily, false);
   pthread_mutex_init(&c->wmu, NULL);
   opd__session_init(&c->session, ++s->next_session, &s->cfg);
   c->next = s->conns;

@@ -41,13 +41,16 @@ struct opd__conn {
   bool reading;      /* uv_read_start is in effect */
   bool read_raw;     /* the last buffer handed to libuv was raw_dst */
   /* responses, in request order ([Note: Responses written by workers] for wmu) */
-  pthread_mutex_t wmu;    /* guards order_head, order_tail, the jobs' next, writes, closing */
-  int fd;                 /* the socket, for workers' sends; -1 when unknown */
-  atomic_uint sent_early; /* responses workers sent whose jobs are not back yet */
+  pthread_mutex_t wmu;        /* guards order_head, order_tail, the jobs' next, writes, closing */
+  int fd;                     /* the socket, for workers' sends; -1 when unknown */
+  atomic_uint sent_early;     /* responses workers sent whose jobs are not back yet */
+  atomic_bool recycle_lazily; /* [Note: Quiet completions]; `lazy` is the loop's copy */
+  bool lazy;
   opd__job *order_head, *order_tail;
   size_t norder;
-  uint32_t in_flight;                    /* requests accepted and not answered */
-  uint32_t outstanding;                  /* jobs on workers */
+  size_t ndone;         /* of them, done (the rest are not back from the workers) */
+  uint32_t in_flight;   /* requests accepted and not answered */
+  uint32_t outstanding; /* jobs on workers */
   opd__job *pending_head, *pending_tail; /* decoded, for the workers (by qnext) */
   size_t decoded_bytes;                  /* their decoded requests' memory */
   uint32_t writes;                       /* writes in progress */

@@ -29,6 +29,7 @@
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "session.h"
+#include "wire.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the protocol's tensor bytes are little-endian; this server sends them as stored"
@@ -62,22 +63,29 @@ static int ensure_out(opd__job *job, size_t n) {
   return 0;
 }
 
-int opd__job_pack(opd__job *job, const Opd__V1__Response *resp) {
-  size_t n = opd__v1__response__get_packed_size(resp);
+uint8_t *opd__job_frame(opd__job *job, size_t n) {
   uint64_t max = job->session->cfg->max_frame_bytes;
-  if (n > max)
-    return opd_error(OPD_ERESOURCE,
-                     "the response would be %zu bytes, over max_frame_bytes (%" PRIu64 ")", n, max);
-  int rc = ensure_out(job, 4 + n);
-  if (rc < 0) return rc;
+  if (n > max) {
+    opd_error(OPD_ERESOURCE, "the response would be %zu bytes, over max_frame_bytes (%" PRIu64 ")",
+              n, max);
+    return NULL;
+  }
+  if (ensure_out(job, 4 + n) < 0) return NULL;
   job->out[0] = (uint8_t)n;
   job->out[1] = (uint8_t)(n >> 8);
   job->out[2] = (uint8_t)(n >> 16);
   job->out[3] = (uint8_t)(n >> 24);
-  size_t packed = opd__v1__response__pack(resp, job->out + 4);
+  job->out_len = 4 + n;
+  return job->out + 4;
+}
+
+int opd__job_pack(opd__job *job, const Opd__V1__Response *resp) {
+  size_t n = opd__v1__response__get_packed_size(resp);
+  uint8_t *body = opd__job_frame(job, n);
+  if (!body) return opd_last_error_code();
+  size_t packed = opd__v1__response__pack(resp, body);
   assert(packed == n);
   (void)packed;
-  job->out_len = 4 + n;
   return 0;
 }
 
@@ -417,8 +425,32 @@ static int hold_result(opd__session *s, opd_tensor *t, uint64_t *handles, size_t
   return rc;
 }
 
+/* The common reply, a few tensors and nothing else, as new handles, hand-packed ([Note:
+ * Hand-packed responses] in wire.h). */
+#define HANDLES_REPLY_MAX 8
+static int pack_handles_reply(opd__job *job, const opd_stack *st) {
+  uint64_t handles[HANDLES_REPLY_MAX];
+  size_t nheld = 0;
+  int rc = 0;
+  for (uint32_t i = 0; i < st->size && rc == 0; i++)
+    rc = hold_result(job->session, st->items[i].u.t, handles, &nheld);
+  if (rc == 0) {
+    uint8_t *body = opd__job_frame(job, opd__wire_call_handles_size(job->id, handles, nheld));
+    if (body)
+      opd__wire_call_handles(body, job->id, handles, nheld);
+    else
+      rc = opd_last_error_code();
+  }
+  if (rc < 0) drop_handles(job->session, handles, nheld);
+  return rc;
+}
+
 /* Turns the returns on the stack into the reply's values, tensors into new handles. */
 static int encode_results(opd__job *job, opd_stack *st, Opd__V1__Response *resp) {
+  bool handles_only = st->size <= HANDLES_REPLY_MAX;
+  for (uint32_t i = 0; i < st->size && handles_only; i++)
+    handles_only = st->items[i].tag == OPD_IV_TENSOR;
+  if (handles_only) return pack_handles_reply(job, st);
   opd__arena *arena = &job->arena;
   opd__session *s = job->session;
   size_t ntensors = 0, nheld = 0;

@@ -14,6 +14,9 @@
  * must stay held until the job's raw bytes are written (opd__run_fn). */
 bool opd__execute(opd__job *job);
 
+/* Starts a response frame of n bytes in job->out (its length prefix written) and returns
+ * where the n bytes go; NULL with OPD_ERESOURCE when n exceeds max_frame_bytes, OPD_ENOMEM. */
+uint8_t *opd__job_frame(opd__job *job, size_t n);
 /* Packs a response frame into job->out: 0, or OPD_ERESOURCE when it exceeds
  * max_frame_bytes, OPD_ENOMEM. */
 int opd__job_pack(opd__job *job, const Opd__V1__Response *resp);

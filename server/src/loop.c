@@ -46,22 +46,58 @@
 
 /* ---- completions ---- */
 
+/* Wakes the loop to take the completion list. done_mu held. */
+static void wake_locked(opd_server *s) {
+  if (s->wake_pending) return;
+  s->wake_pending = true;
+  uint64_t one = 1;
+  if (write(s->done_fd, &one, sizeof one) < 0)
+    assert(errno == EAGAIN); /* the counter is full: a wake-up is pending anyway */
+}
+
 static void post_done(opd__job *jobs, void *arg) {
   opd_server *s = arg;
-  /* only a connection's first job in the list can be at the head of its response order */
-  for (opd__job *j = jobs, *prev = NULL; j; prev = j, j = j->qnext)
-    if (!prev || prev->conn != j->conn) opd__conn_send_from_worker(j);
+  /* a connection's first job in the list is the only one that can be at the head of its
+   * response order (a batch is short: BATCH_MAX in worker.c) */
+  for (opd__job *j = jobs; j; j = j->qnext) {
+    opd__job *k = jobs;
+    while (k != j && k->conn != j->conn) k = k->qnext;
+    if (k == j) opd__conn_send_from_worker(j);
+  }
   pthread_mutex_lock(&s->done_mu);
-  bool wake = !s->done_list;
+  bool quiet = true;                             /* [Note: Quiet completions] in connection.c */
   for (opd__job *j = jobs, *next; j; j = next) { /* the list is newest first */
     next = j->qnext;
+    quiet = quiet && j->out_len && j->sent == j->out_len &&
+            atomic_load_explicit(&j->conn->recycle_lazily, memory_order_relaxed);
     j->qnext = s->done_list;
     s->done_list = j;
   }
+  if (!quiet) wake_locked(s);
   pthread_mutex_unlock(&s->done_mu);
-  uint64_t one = 1;
-  if (wake && write(s->done_fd, &one, sizeof one) < 0)
-    assert(errno == EAGAIN); /* the counter is full: a wake-up is pending anyway */
+}
+
+void opd__server_kick(opd_server *s) {
+  pthread_mutex_lock(&s->done_mu);
+  if (s->done_list) wake_locked(s);
+  pthread_mutex_unlock(&s->done_mu);
+}
+
+/* Takes the completion list and hands it to the connections, oldest first. */
+static void take_done(opd_server *s) {
+  pthread_mutex_lock(&s->done_mu);
+  opd__job *list = s->done_list;
+  s->done_list = NULL;
+  s->wake_pending = false;
+  pthread_mutex_unlock(&s->done_mu);
+  opd__job *fifo = NULL;
+  while (list) {
+    opd__job *j = list;
+    list = j->qnext;
+    j->qnext = fifo;
+    fifo = j;
+  }
+  if (fifo) opd__conn_jobs_back(fifo);
 }
 
 static void on_done(uv_poll_t *poll, int status, int events) {
@@ -70,18 +106,12 @@ static void on_done(uv_poll_t *poll, int status, int events) {
   uint64_t count;
   /* reset the counter before taking the list: a push after this wakes the loop again */
   if (read(s->done_fd, &count, sizeof count) < 0) assert(errno == EAGAIN);
-  pthread_mutex_lock(&s->done_mu);
-  opd__job *list = s->done_list;
-  s->done_list = NULL;
-  pthread_mutex_unlock(&s->done_mu);
-  opd__job *fifo = NULL; /* oldest first */
-  while (list) {
-    opd__job *j = list;
-    list = j->qnext;
-    j->qnext = fifo;
-    fifo = j;
-  }
-  opd__conn_jobs_back(fifo);
+  take_done(s);
+}
+
+/* Before the loop sleeps: jobs back quietly are recycled. */
+static void on_prepare(uv_prepare_t *prepare) {
+  take_done(prepare->data);
 }
 
 /* ---- stopping ---- */
@@ -93,6 +123,7 @@ static void close_if_open(uv_handle_t *h) {
 static void maybe_finish(opd_server *s) {
   if (!s->stopping || s->nconns) return;
   close_if_open((uv_handle_t *)&s->done_poll);
+  close_if_open((uv_handle_t *)&s->done_prepare);
   close_if_open((uv_handle_t *)&s->stop_async);
   close_if_open((uv_handle_t *)&s->drain_timer);
 }
@@ -298,6 +329,9 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     return rc;
   }
   uv_poll_start(&s->done_poll, UV_READABLE, on_done);
+  uv_prepare_init(&s->loop, &s->done_prepare);
+  uv_prepare_start(&s->done_prepare, on_prepare);
+  s->done_prepare.data = s;
   uv_async_init(&s->loop, &s->stop_async, on_stop);
   uv_timer_init(&s->loop, &s->drain_timer);
   s->done_poll.data = s->stop_async.data = s->drain_timer.data = s;

@@ -29,9 +29,10 @@ typedef struct opd__listener {
 struct opd_server {
   opd_server_config cfg; /* the server's own copy */
   uv_loop_t loop;
-  uv_poll_t done_poll;   /* workers: jobs are back (done_fd is readable) */
-  int done_fd;           /* an eventfd; -1 before start */
-  uv_async_t stop_async; /* opd_server_stop: drain */
+  uv_poll_t done_poll;       /* workers: jobs are back (done_fd is readable) */
+  int done_fd;               /* an eventfd; -1 before start */
+  uv_prepare_t done_prepare; /* takes jobs back quietly before the loop sleeps */
+  uv_async_t stop_async;     /* opd_server_stop: drain */
   uv_timer_t drain_timer;
   opd__listener *listeners;
   size_t nlisteners;
@@ -40,6 +41,7 @@ struct opd_server {
   bool sched_started;
   pthread_mutex_t done_mu;
   opd__job *done_list; /* jobs back from the workers, newest first */
+  bool wake_pending;   /* done_fd was written and the loop has not taken the list since */
   opd__conn *conns;    /* open connections */
   size_t nconns;
   uint64_t next_session;
@@ -50,6 +52,8 @@ struct opd_server {
   struct opd__gpu *gpu;           /* the CUDA side (gpu.h); NULL without a CUDA device */
 };
 
+/* Wakes the loop if jobs came back quietly ([Note: Quiet completions] in connection.c). */
+void opd__server_kick(opd_server *s);
 /* A connection is gone (connection.c calls this as it frees one). */
 void opd__server_conn_removed(opd_server *s);
 

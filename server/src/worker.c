@@ -68,13 +68,16 @@ static void requeue_or_idle(opd__sched *s, opd__session *session) {
  * A worker hands finished jobs back to the loop in batches: while it has more work ready
  * (clients pipelining tiny requests), a job whose kernel ran for less than BATCH_CHEAP_NS
  * (job->kernel_ns, measured for the metrics anyway) waits, up to BATCH_MAX jobs, to go back
- * with the next ones, so that responses leave a connection in one write and the loop is
- * woken once for them rather than once per job (on a CPU shared with the loop, each wake-up
- * preempts the worker). Anything else ends the batch first: a job that ran longer, a hold,
- * nothing left to run. When the batch goes back, the first response of each connection in
- * it leaves from the worker ([Note: Responses written by workers] in connection.c); a
- * response waits at most for BATCH_MAX cheap jobs and one more. (Sending that first
- * response as soon as its job ran, before the batch, measured slower when pipelined.) */
+ * with the next ones, so that a connection's responses leave in one send and the loop is
+ * woken once for them, if at all, rather than once per job (on a CPU shared with the loop,
+ * each wake-up preempts the worker). Anything else ends the batch first: a job that ran
+ * longer, a hold, nothing left to run. For the same reason a session whose job was cheap
+ * keeps its turn for its next queued job, within the batch, instead of going to the end of
+ * the ready list: one batch then holds a run of each connection's responses, not one of
+ * every connection's. A session waits for at most BATCH_MAX cheap jobs of each session
+ * ahead of it. When the batch goes back, each connection's responses in it leave from the
+ * worker ([Note: Responses written by workers] in connection.c); a response waits at most
+ * for BATCH_MAX cheap jobs and one more. */
 #define BATCH_MAX      16
 #define BATCH_CHEAP_NS 20000
 
@@ -87,11 +90,16 @@ static void *worker_main(void *arg) {
   opd__sched *s = p->sched;
   opd__job *batch = NULL, *batch_tail = NULL; /* ran, not handed back yet (by qnext) */
   unsigned nbatch = 0;
+  opd__session *turn = NULL; /* a session whose turn goes on: RUNNING, with jobs queued */
   opd_reader_register();
   opd_reader_offline();
   pthread_mutex_lock(&s->mu);
   for (;;) {
-    if (batch && (s->stopping || !p->ready_head)) {
+    if (turn && (s->stopping || !turn->sched.head)) { /* cancelled meanwhile */
+      requeue_or_idle(s, turn);
+      turn = NULL;
+    }
+    if (batch && !turn && (s->stopping || !p->ready_head)) {
       pthread_mutex_unlock(&s->mu);
       opd_reader_offline();
       s->done(batch, s->done_arg);
@@ -100,13 +108,17 @@ static void *worker_main(void *arg) {
       pthread_mutex_lock(&s->mu);
       continue;
     }
-    while (!s->stopping && !p->ready_head) pthread_cond_wait(&p->cv, &s->mu);
-    if (s->stopping) break;
-    opd__session *session = p->ready_head;
-    ready_unlink(session);
+    opd__session *session = turn;
+    turn = NULL;
+    if (!session) {
+      while (!s->stopping && !p->ready_head) pthread_cond_wait(&p->cv, &s->mu);
+      if (s->stopping) break;
+      session = p->ready_head;
+      ready_unlink(session);
+    }
     opd__sched_entry *e = &session->sched;
     opd__job *job = e->head;
-    assert(job && e->state == OPD__SESSION_READY);
+    assert(job && (e->state == OPD__SESSION_READY || e->state == OPD__SESSION_RUNNING));
     if (!(e->head = job->qnext)) e->tail = NULL;
     job->qnext = NULL;
     e->state = OPD__SESSION_RUNNING;
@@ -130,17 +142,21 @@ static void *worker_main(void *arg) {
     e->last = job->device;
     if (hold)
       e->state = OPD__SESSION_HELD;
+    else if (cheap && e->head && !s->stopping && nbatch + 1 < BATCH_MAX)
+      turn = session;
     else
       requeue_or_idle(s, session);
-    bool batch_more = !hold && cheap && p->ready_head;
+    bool batch_more = !hold && cheap && (turn || p->ready_head);
     pthread_mutex_unlock(&s->mu);
-    /* the session may be freed once the loop has the job back: touch it no more */
+    /* the session may be freed once the loop has the job back: touch it no more (a
+     * session whose turn goes on has jobs in this batch, not back yet) */
     if (batch_tail)
       batch_tail->qnext = job;
     else
       batch = job;
     batch_tail = job;
     if (!batch_more || ++nbatch >= BATCH_MAX) {
+      assert(!turn);
       opd_reader_offline();
       s->done(batch, s->done_arg);
       batch = batch_tail = NULL;
@@ -151,7 +167,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_lock(&s->mu);
   }
   pthread_mutex_unlock(&s->mu);
-  assert(!batch);
+  assert(!batch && !turn);
   opd_reader_unregister();
   return NULL;
 }
