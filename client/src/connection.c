@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "opd_wire.h"
 
 #define READ_CHUNK (64u * 1024)
 
@@ -427,12 +428,49 @@ static int dispatch_response(opd_client *c, const Opd__V1__Response *r) {
   return 0;
 }
 
+/* The common responses, read by hand ([Note: Hand-packed messages]): true if this was one
+ * (*rc is then dispatch_response's). */
+#define FAST_HANDLES 8
+static bool handle_common_frame(opd_client *c, const uint8_t *data, uint32_t len, int *rc) {
+  Opd__V1__Response r = OPD__V1__RESPONSE__INIT;
+  uint64_t handles[FAST_HANDLES];
+  size_t n;
+  if (opd__wire_parse_call_handles(data, len, &r.id, handles, FAST_HANDLES, &n)) {
+    Opd__V1__IValue values[FAST_HANDLES], *ptrs[FAST_HANDLES];
+    for (size_t i = 0; i < n; i++) {
+      opd__v1__ivalue__init(&values[i]);
+      values[i].value_case = OPD__V1__IVALUE__VALUE_TENSOR;
+      values[i].tensor = handles[i];
+      ptrs[i] = &values[i];
+    }
+    Opd__V1__CallReply reply = OPD__V1__CALL_REPLY__INIT;
+    reply.n_results = n;
+    reply.results = ptrs;
+    r.body_case = OPD__V1__RESPONSE__BODY_CALL;
+    r.call = &reply;
+    *rc = dispatch_response(c, &r);
+    return true;
+  }
+  Opd__V1__Pong pong = OPD__V1__PONG__INIT;
+  const uint8_t *payload;
+  if (opd__wire_parse_pong(data, len, &r.id, &payload, &pong.payload.len)) {
+    pong.payload.data = (uint8_t *)payload;
+    r.body_case = OPD__V1__RESPONSE__BODY_PONG;
+    r.pong = &pong;
+    *rc = dispatch_response(c, &r);
+    return true;
+  }
+  return false;
+}
+
 static int handle_frame(opd_client *c, const uint8_t *data, uint32_t len) {
+  int rc;
+  if (handle_common_frame(c, data, len, &rc)) return rc;
   decoder d = {c->decode_buf, sizeof c->decode_buf, 0, 0, (size_t)len * 32 + 65536};
   ProtobufCAllocator alloc = {decoder_alloc, decoder_free, &d};
   Opd__V1__Response *r = opd__v1__response__unpack(&alloc, len, data);
   if (!r) return protocol_error(c, "an undecodable response frame", 0);
-  int rc = dispatch_response(c, r);
+  rc = dispatch_response(c, r);
   opd__v1__response__free_unpacked(r, &alloc);
   assert(d.used == d.pos); /* what is left is the buffer's share */
   return rc;
@@ -663,7 +701,8 @@ static bool nothing_pending(opd_client *c, const void *arg) {
 /* ---- submitting ---- */
 
 int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, uint8_t **frame, size_t *len) {
-  size_t n = opd__v1__request__get_packed_size(req);
+  size_t hand = opd__wire_request_size(req); /* [Note: Hand-packed messages] */
+  size_t n = hand ? hand : opd__v1__request__get_packed_size(req);
   if (n > limit || n > UINT32_MAX)
     return opd__client_error(OPD_ERESOURCE,
                              "a request of %zu bytes exceeds the server's max_frame_bytes (%llu)",
@@ -674,7 +713,9 @@ int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, uint8_t **fram
   buf[1] = (uint8_t)(n >> 8);
   buf[2] = (uint8_t)(n >> 16);
   buf[3] = (uint8_t)(n >> 24);
-  if (opd__v1__request__pack(req, buf + 4) != n) {
+  if (hand)
+    opd__wire_request_pack(req, buf + 4);
+  else if (opd__v1__request__pack(req, buf + 4) != n) {
     free(buf);
     return opd__client_error(OPD_EINTERNAL, "protobuf-c packed a request to an unexpected size");
   }

@@ -70,7 +70,7 @@
 #include "gpu.h"
 #include "opd/error.h"
 #include "opd/log.h"
-#include "wire.h"
+#include "opd_wire.h"
 
 #define READ_CHUNK       (64 * 1024)
 #define MAX_WRITE_JOBS   64  /* a full 64-deep pipeline answered in one writev */
@@ -80,6 +80,8 @@
 #define PROTOCOL_VERSION 1
 /* the decoded requests on workers may take this many maximal frames of memory */
 #define DECODED_FRAMES   32
+/* requests with more arguments are read by protobuf-c (schemas have far fewer) */
+#define WIRE_MAX_ARGS    64
 
 struct opd__write {
   uv_write_t req;
@@ -593,7 +595,12 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
     opd__conn_close(c);
     return true;
   }
-  Opd__V1__Request *req = opd__v1__request__unpack(&j->arena.pb, len, data);
+  /* [Note: Hand-packed messages]: the common requests are read by hand */
+  Opd__V1__Request *req = NULL;
+  if (opd__wire_parse_request(data, len, &j->arena.pb, WIRE_MAX_ARGS, &req) <= 0) {
+    opd__arena_reset(&j->arena, j->arena.limit);
+    req = opd__v1__request__unpack(&j->arena.pb, len, data);
+  }
   if (!req) {
     char msg[200];
     if (j->arena.exceeded)

@@ -29,7 +29,7 @@
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "session.h"
-#include "wire.h"
+#include "opd_wire.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the protocol's tensor bytes are little-endian; this server sends them as stored"

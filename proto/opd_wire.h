@@ -1,0 +1,59 @@
+/* opd_wire.h: hand-packed and hand-parsed forms of the messages sent most often (internal
+ * to the daemon and the client library).
+ *
+ * [Note: Hand-packed messages]
+ * A tiny pipelined call costs the daemon and the client a few microseconds each, and
+ * protobuf-c's generic code took a third of that: it packs a message by walking its
+ * descriptors twice (once for the size, once for the bytes) and unpacks it into freshly
+ * allocated structures. The messages of the hot path have a fixed, simple shape, so this
+ * file writes and reads them directly:
+ *   - a Request whose body is a Call of plain arguments (None, bool, int, float, tensor
+ *     handle) or a Ping (client);
+ *   - a Response whose body is a CallReply of tensor handles only, or a Pong (daemon);
+ *   - the same two Responses, read by the client, and the same Requests, read by the
+ *     daemon.
+ * The writers produce exactly the bytes protobuf-c produces for the same message (fields in
+ * number order, proto3 defaults left out, a set oneof member always written), so nothing
+ * on the wire tells them apart. The readers accept only that canonical form and answer
+ * false for anything else, which then goes to protobuf-c: they are fast paths, never a
+ * second decoder of the protocol. The wire suite checks all of it against protobuf-c, byte
+ * for byte and on mutated frames.
+ */
+#ifndef OPD_WIRE_H
+#define OPD_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opd.pb-c.h"
+
+/* The packed size of a Request of the hand-packed kinds, or 0 for any other request. */
+size_t opd__wire_request_size(const Opd__V1__Request *r);
+/* Writes a request for which opd__wire_request_size gave n > 0 into out[0, n). */
+void opd__wire_request_pack(const Opd__V1__Request *r, uint8_t *out);
+
+/* Response{id, call: CallReply{results: [IValue{tensor: handles[i]}...]}}: its size, and
+ * its bytes written to out (room for that size). */
+size_t opd__wire_call_handles_size(uint64_t id, const uint64_t *handles, size_t n);
+void opd__wire_call_handles(uint8_t *out, uint64_t id, const uint64_t *handles, size_t n);
+
+/* Response{id, pong: Pong{payload}}: its size, and its bytes written to out. */
+size_t opd__wire_pong_size(uint64_t id, size_t payload_len);
+void opd__wire_pong(uint8_t *out, uint64_t id, const uint8_t *payload, size_t payload_len);
+
+/* Reads a Request in the canonical form opd__wire_request_pack writes (a Call of plain
+ * arguments, or a Ping), allocating its structures, as protobuf-c's unpack would, from
+ * `alloc` (nothing is freed on failure: meant for an arena). 1 and *out, 0 for anything
+ * else (left to protobuf-c), -1 if an allocation failed. At most `max_args` arguments. */
+int opd__wire_parse_request(const uint8_t *p, size_t len, ProtobufCAllocator *alloc,
+                            size_t max_args, Opd__V1__Request **out);
+/* Reads a Response in the canonical form opd__wire_call_handles writes, with at most
+ * `max` handles: true and the values, or false (anything else, left to protobuf-c). */
+bool opd__wire_parse_call_handles(const uint8_t *p, size_t len, uint64_t *id, uint64_t *handles,
+                                  size_t max, size_t *n);
+/* Reads a Response in the form opd__wire_pong writes: the payload points into p. */
+bool opd__wire_parse_pong(const uint8_t *p, size_t len, uint64_t *id, const uint8_t **payload,
+                          size_t *payload_len);
+
+#endif

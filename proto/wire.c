@@ -1,0 +1,360 @@
+/* wire.c: hand-packed and hand-parsed forms of the hottest messages ([Note: Hand-packed
+ * messages] in opd_wire.h). */
+#include "opd_wire.h"
+
+#include <string.h>
+
+/* field numbers of proto/opd.proto, with their wire types */
+enum {
+  VARINT = 0,
+  FIXED64 = 1,
+  LEN = 2,
+  TAG_REQUEST_ID = 1 << 3 | VARINT,
+  TAG_REQUEST_CALL = 3 << 3 | LEN,
+  TAG_REQUEST_PING = 9 << 3 | LEN,
+  TAG_CALL_OP = 1 << 3 | LEN,
+  TAG_CALL_ARG = 2 << 3 | LEN,
+  TAG_PING_PAYLOAD = 1 << 3 | LEN,
+  TAG_RESPONSE_ID = 1 << 3 | VARINT,
+  TAG_RESPONSE_CALL = 4 << 3 | LEN,
+  TAG_RESPONSE_PONG = 8 << 3 | LEN,
+  TAG_CALL_REPLY_RESULT = 1 << 3 | LEN,
+  TAG_PONG_PAYLOAD = 1 << 3 | LEN,
+  TAG_IVALUE_NONE = 1 << 3 | VARINT,
+  TAG_IVALUE_B = 2 << 3 | VARINT,
+  TAG_IVALUE_I = 3 << 3 | VARINT,
+  TAG_IVALUE_D = 4 << 3 | FIXED64,
+  TAG_IVALUE_TENSOR = 6 << 3 | VARINT,
+};
+
+/* ---- writing ---- */
+
+static size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+/* a length-delimited field: tag, length, then the caller writes the bytes */
+static size_t field_size(size_t len) {
+  return 1 + varint_size(len) + len;
+}
+
+static uint8_t *put_len(uint8_t *p, uint8_t tag, size_t len) {
+  *p++ = tag;
+  return put_varint(p, len);
+}
+
+static size_t id_size(uint64_t id) {
+  return id ? 1 + varint_size(id) : 0; /* proto3: a zero id is not written */
+}
+
+static uint8_t *put_id(uint8_t *p, uint8_t tag, uint64_t id) {
+  if (!id) return p;
+  *p++ = tag;
+  return put_varint(p, id);
+}
+
+/* An IValue of a plain kind (a oneof member is written even when 0): its size, 0 for the
+ * other kinds. */
+static size_t plain_value_size(const Opd__V1__IValue *v) {
+  switch (v->value_case) {
+  case OPD__V1__IVALUE__VALUE_NONE: return 1 + varint_size(v->none != 0);
+  case OPD__V1__IVALUE__VALUE_B: return 1 + varint_size(v->b != 0);
+  case OPD__V1__IVALUE__VALUE_I: return 1 + varint_size((uint64_t)v->i);
+  case OPD__V1__IVALUE__VALUE_D: return 1 + 8;
+  case OPD__V1__IVALUE__VALUE_TENSOR: return 1 + varint_size(v->tensor);
+  default: return 0;
+  }
+}
+
+static uint8_t *put_plain_value(uint8_t *p, const Opd__V1__IValue *v) {
+  switch (v->value_case) {
+  case OPD__V1__IVALUE__VALUE_NONE: *p++ = TAG_IVALUE_NONE; return put_varint(p, v->none != 0);
+  case OPD__V1__IVALUE__VALUE_B: *p++ = TAG_IVALUE_B; return put_varint(p, v->b != 0);
+  case OPD__V1__IVALUE__VALUE_I: *p++ = TAG_IVALUE_I; return put_varint(p, (uint64_t)v->i);
+  case OPD__V1__IVALUE__VALUE_D: {
+    uint64_t bits;
+    memcpy(&bits, &v->d, sizeof bits);
+    *p++ = TAG_IVALUE_D;
+    for (int i = 0; i < 8; i++) *p++ = (uint8_t)(bits >> (8 * i)); /* little-endian */
+    return p;
+  }
+  default: *p++ = TAG_IVALUE_TENSOR; return put_varint(p, v->tensor);
+  }
+}
+
+static size_t call_size(const Opd__V1__Call *c) {
+  size_t oplen = c->op ? strlen(c->op) : 0;
+  size_t size = oplen ? field_size(oplen) : 0;
+  for (size_t i = 0; i < c->n_args; i++) {
+    size_t v = plain_value_size(c->args[i]);
+    if (!v) return 0;
+    size += field_size(v);
+  }
+  return size;
+}
+
+size_t opd__wire_request_size(const Opd__V1__Request *r) {
+  size_t body;
+  switch (r->body_case) {
+  case OPD__V1__REQUEST__BODY_CALL:
+    body = call_size(r->call);
+    if (!body && r->call->n_args) return 0; /* an argument of another kind */
+    break;
+  case OPD__V1__REQUEST__BODY_PING:
+    body = r->ping->payload.len ? field_size(r->ping->payload.len) : 0;
+    break;
+  default: return 0;
+  }
+  return id_size(r->id) + field_size(body);
+}
+
+void opd__wire_request_pack(const Opd__V1__Request *r, uint8_t *out) {
+  uint8_t *p = put_id(out, TAG_REQUEST_ID, r->id);
+  if (r->body_case == OPD__V1__REQUEST__BODY_PING) {
+    size_t len = r->ping->payload.len;
+    p = put_len(p, TAG_REQUEST_PING, len ? field_size(len) : 0);
+    if (len) {
+      p = put_len(p, TAG_PING_PAYLOAD, len);
+      memcpy(p, r->ping->payload.data, len);
+    }
+    return;
+  }
+  const Opd__V1__Call *c = r->call;
+  p = put_len(p, TAG_REQUEST_CALL, call_size(c));
+  size_t oplen = c->op ? strlen(c->op) : 0;
+  if (oplen) {
+    p = put_len(p, TAG_CALL_OP, oplen);
+    memcpy(p, c->op, oplen);
+    p += oplen;
+  }
+  for (size_t i = 0; i < c->n_args; i++) {
+    p = put_len(p, TAG_CALL_ARG, plain_value_size(c->args[i]));
+    p = put_plain_value(p, c->args[i]);
+  }
+}
+
+static size_t call_reply_size(const uint64_t *handles, size_t n) {
+  size_t size = 0;
+  for (size_t i = 0; i < n; i++) size += field_size(1 + varint_size(handles[i]));
+  return size;
+}
+
+size_t opd__wire_call_handles_size(uint64_t id, const uint64_t *handles, size_t n) {
+  return id_size(id) + field_size(call_reply_size(handles, n));
+}
+
+void opd__wire_call_handles(uint8_t *out, uint64_t id, const uint64_t *handles, size_t n) {
+  uint8_t *p = put_id(out, TAG_RESPONSE_ID, id);
+  p = put_len(p, TAG_RESPONSE_CALL, call_reply_size(handles, n));
+  for (size_t i = 0; i < n; i++) {
+    p = put_len(p, TAG_CALL_REPLY_RESULT, 1 + varint_size(handles[i]));
+    *p++ = TAG_IVALUE_TENSOR;
+    p = put_varint(p, handles[i]);
+  }
+}
+
+static size_t pong_body_size(size_t payload_len) {
+  return payload_len ? field_size(payload_len) : 0;
+}
+
+size_t opd__wire_pong_size(uint64_t id, size_t payload_len) {
+  return id_size(id) + field_size(pong_body_size(payload_len));
+}
+
+void opd__wire_pong(uint8_t *out, uint64_t id, const uint8_t *payload, size_t payload_len) {
+  uint8_t *p = put_id(out, TAG_RESPONSE_ID, id);
+  p = put_len(p, TAG_RESPONSE_PONG, pong_body_size(payload_len));
+  if (!payload_len) return;
+  p = put_len(p, TAG_PONG_PAYLOAD, payload_len);
+  memcpy(p, payload, payload_len);
+}
+
+/* ---- reading (the canonical form only) ---- */
+
+typedef struct reader {
+  const uint8_t *p, *end;
+} reader;
+
+/* A varint in its shortest form (as written above), at most 10 bytes. */
+static bool get_varint(reader *r, uint64_t *v) {
+  uint64_t x = 0;
+  for (int shift = 0; shift < 70 && r->p < r->end; shift += 7) {
+    uint8_t b = *r->p++;
+    if (shift == 63 && b > 1) return false; /* past 64 bits */
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      if (shift && !b) return false; /* not the shortest form */
+      *v = x;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* A length-delimited field with this tag: its contents as a sub-reader. */
+static bool get_len(reader *r, uint8_t tag, reader *sub) {
+  uint64_t len;
+  if (r->p >= r->end || *r->p != tag) return false;
+  r->p++;
+  if (!get_varint(r, &len) || len > (uint64_t)(r->end - r->p)) return false;
+  sub->p = r->p;
+  sub->end = r->p + len;
+  r->p += len;
+  return true;
+}
+
+static bool get_id(reader *r, uint64_t *id) {
+  *id = 0;
+  if (r->p < r->end && *r->p == TAG_RESPONSE_ID) {
+    r->p++;
+    return get_varint(r, id) && *id != 0; /* a zero id is never written */
+  }
+  return true;
+}
+
+static bool get_tag(reader *r, uint8_t tag) {
+  if (r->p >= r->end || *r->p != tag) return false;
+  r->p++;
+  return true;
+}
+
+/* An IValue of a plain kind, whole: false for anything else. */
+static bool get_plain_value(reader *r, Opd__V1__IValue *v) {
+  uint64_t x;
+  if (r->p >= r->end) return false;
+  uint8_t tag = *r->p++;
+  if (tag == TAG_IVALUE_D) {
+    if (r->end - r->p != 8) return false;
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; i++) bits |= (uint64_t)r->p[i] << (8 * i);
+    memcpy(&v->d, &bits, sizeof bits);
+    v->value_case = OPD__V1__IVALUE__VALUE_D;
+    r->p += 8;
+    return true;
+  }
+  if (!get_varint(r, &x) || r->p != r->end) return false;
+  switch (tag) {
+  case TAG_IVALUE_NONE:
+  case TAG_IVALUE_B:
+    if (x > 1) return false; /* a bool is written as 0 or 1 */
+    if (tag == TAG_IVALUE_NONE)
+      v->value_case = OPD__V1__IVALUE__VALUE_NONE, v->none = (protobuf_c_boolean)x;
+    else
+      v->value_case = OPD__V1__IVALUE__VALUE_B, v->b = (protobuf_c_boolean)x;
+    return true;
+  case TAG_IVALUE_I: v->value_case = OPD__V1__IVALUE__VALUE_I, v->i = (int64_t)x; return true;
+  case TAG_IVALUE_TENSOR: v->value_case = OPD__V1__IVALUE__VALUE_TENSOR, v->tensor = x; return true;
+  default: return false;
+  }
+}
+
+static bool get_call(reader *r, ProtobufCAllocator *alloc, size_t max_args, Opd__V1__Call *c,
+                     bool *nomem) {
+  reader op = {r->p, r->p}, arg;
+  if (r->p < r->end && *r->p == TAG_CALL_OP && (!get_len(r, TAG_CALL_OP, &op) || op.p == op.end))
+    return false; /* an empty op is never written */
+  /* count the arguments first: one array, as protobuf-c allocates it */
+  size_t n = 0;
+  for (reader scan = *r; scan.p < scan.end; n++)
+    if (n == max_args || !get_len(&scan, TAG_CALL_ARG, &arg)) return false;
+  char *name = alloc->alloc(alloc->allocator_data, (size_t)(op.end - op.p) + 1);
+  Opd__V1__IValue **args = n ? alloc->alloc(alloc->allocator_data, n * sizeof *args) : NULL;
+  Opd__V1__IValue *values = n ? alloc->alloc(alloc->allocator_data, n * sizeof *values) : NULL;
+  if (!name || (n && (!args || !values))) {
+    *nomem = true;
+    return false;
+  }
+  memcpy(name, op.p, (size_t)(op.end - op.p));
+  name[op.end - op.p] = '\0';
+  c->op = name;
+  c->n_args = n;
+  c->args = args;
+  for (size_t i = 0; i < n; i++) {
+    get_len(r, TAG_CALL_ARG, &arg); /* checked by the count */
+    opd__v1__ivalue__init(&values[i]);
+    if (!get_plain_value(&arg, &values[i])) return false;
+    args[i] = &values[i];
+  }
+  return true;
+}
+
+int opd__wire_parse_request(const uint8_t *p, size_t len, ProtobufCAllocator *alloc,
+                            size_t max_args, Opd__V1__Request **out) {
+  reader r = {p, p + len}, body, data = {NULL, NULL};
+  uint64_t id = 0;
+  if (get_tag(&r, TAG_REQUEST_ID) && (!get_varint(&r, &id) || !id)) return 0;
+  bool call = r.p < r.end && *r.p == TAG_REQUEST_CALL;
+  if (!get_len(&r, call ? TAG_REQUEST_CALL : TAG_REQUEST_PING, &body) || r.p != r.end) return 0;
+  Opd__V1__Request *req = alloc->alloc(alloc->allocator_data, sizeof *req);
+  void *msg = req ? alloc->alloc(alloc->allocator_data,
+                                 call ? sizeof(Opd__V1__Call) : sizeof(Opd__V1__Ping))
+                  : NULL;
+  if (!msg) return -1;
+  opd__v1__request__init(req);
+  req->id = id;
+  bool nomem = false;
+  if (call) {
+    opd__v1__call__init(msg);
+    req->body_case = OPD__V1__REQUEST__BODY_CALL;
+    req->call = msg;
+    if (!get_call(&body, alloc, max_args, msg, &nomem)) return nomem ? -1 : 0;
+  } else {
+    Opd__V1__Ping *ping = msg;
+    opd__v1__ping__init(ping);
+    req->body_case = OPD__V1__REQUEST__BODY_PING;
+    req->ping = ping;
+    if (body.p < body.end &&
+        (!get_len(&body, TAG_PING_PAYLOAD, &data) || body.p != body.end || data.p == data.end))
+      return 0;
+    size_t n = (size_t)(data.end - data.p);
+    if (n) {
+      if (!(ping->payload.data = alloc->alloc(alloc->allocator_data, n))) return -1;
+      memcpy(ping->payload.data, data.p, n);
+      ping->payload.len = n;
+    }
+  }
+  *out = req;
+  return 1;
+}
+
+bool opd__wire_parse_call_handles(const uint8_t *p, size_t len, uint64_t *id, uint64_t *handles,
+                                  size_t max, size_t *n) {
+  reader r = {p, p + len}, reply, value;
+  if (!get_id(&r, id) || !get_len(&r, TAG_RESPONSE_CALL, &reply) || r.p != r.end) return false;
+  size_t count = 0;
+  while (reply.p < reply.end) {
+    if (count == max || !get_len(&reply, TAG_CALL_REPLY_RESULT, &value)) return false;
+    if (value.p >= value.end || *value.p++ != TAG_IVALUE_TENSOR ||
+        !get_varint(&value, &handles[count]) || value.p != value.end)
+      return false;
+    count++;
+  }
+  *n = count;
+  return true;
+}
+
+bool opd__wire_parse_pong(const uint8_t *p, size_t len, uint64_t *id, const uint8_t **payload,
+                          size_t *payload_len) {
+  reader r = {p, p + len}, pong, data = {NULL, NULL};
+  if (!get_id(&r, id) || !get_len(&r, TAG_RESPONSE_PONG, &pong) || r.p != r.end) return false;
+  if (pong.p < pong.end &&
+      (!get_len(&pong, TAG_PONG_PAYLOAD, &data) || pong.p != pong.end || data.p == data.end))
+    return false; /* an empty payload is never written */
+  *payload = data.p;
+  *payload_len = (size_t)(data.end - data.p);
+  return true;
+}
