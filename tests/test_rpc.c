@@ -391,6 +391,89 @@ START_TEST(test_pipelined_in_order) {
 }
 END_TEST
 
+/* ---- sessions overtaking each other ----
+ * Several sessions pipeline cheap calls, pings and downloads on a daemon with two workers,
+ * so that a connection's responses come back from different workers' batches and from the
+ * loop itself out of order with their jobs: every response must still arrive, in order
+ * ([Note: Quiet completions] in server/src/connection.c: a daemon that left a job on the
+ * completion list unseen stalled a session here). */
+
+enum { MIX_CLIENTS = 4, MIX_N = 4000 };
+
+typedef struct mix_client {
+  opd_server *server;
+  int log[MIX_N];
+  int status[MIX_N];
+  int nlog;
+  float got[MIX_N / 7 + 1][RPC_NUMEL];
+} mix_client;
+
+typedef struct mix_req {
+  mix_client *mc;
+  int seq;
+} mix_req;
+
+static void mix_done(opd_future *f, void *user) {
+  mix_req *r = user;
+  r->mc->status[r->seq] = opd_future_status(f);
+  r->mc->log[r->mc->nlog++] = r->seq;
+  free(r);
+}
+
+static void *mix_main(void *arg) {
+  mix_client *mc = arg;
+  opd_client *c = connect_daemon(mc->server);
+  int64_t shape[] = {RPC_NUMEL};
+  const float xa[RPC_NUMEL] = {1, 2, 3, 4};
+  opd_client_tensor a;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, shape, 1, xa, sizeof xa, NULL, &a), 0);
+  for (int i = 0; i < MIX_N; i++) {
+    mix_req *r = malloc(sizeof *r);
+    ck_assert_ptr_nonnull(r);
+    *r = (mix_req){mc, i};
+    int rc;
+    if (i % 7 == 0)
+      rc =
+          opd_client_download_async(c, a, mc->got[i / 7], sizeof mc->got[i / 7], mix_done, r, NULL);
+    else if (i % 3 == 0)
+      rc = opd_client_ping_async(c, &i, sizeof i, mix_done, r, NULL);
+    else
+      rc = opd_add_async(c, a, a, NULL, mix_done, r, NULL);
+    ck_assert_msg(rc == 0, "submission %d: %s", i, opd_client_last_error());
+    if (i % 500 == 499) ck_assert_int_eq(opd_client_wait_all(c), 0); /* results held: bounded */
+  }
+  ck_assert_int_eq(opd_client_wait_all(c), 0);
+  opd_client_close(c); /* releases the sums */
+  return NULL;
+}
+
+START_TEST(test_sessions_overtaking) {
+  opd_server *s = start_daemon(2);
+  uint64_t base = cpu_in_use();
+  mix_client *mcs = calloc(MIX_CLIENTS, sizeof *mcs);
+  pthread_t threads[MIX_CLIENTS];
+  ck_assert_ptr_nonnull(mcs);
+  for (int k = 0; k < MIX_CLIENTS; k++) {
+    mcs[k].server = s;
+    ck_assert_int_eq(pthread_create(&threads[k], NULL, mix_main, &mcs[k]), 0);
+  }
+  for (int k = 0; k < MIX_CLIENTS; k++) ck_assert_int_eq(pthread_join(threads[k], NULL), 0);
+  for (int k = 0; k < MIX_CLIENTS; k++) {
+    ck_assert_int_eq(mcs[k].nlog, MIX_N);
+    for (int i = 0; i < MIX_N; i++) {
+      ck_assert_int_eq(mcs[k].log[i], i);
+      ck_assert_msg(mcs[k].status[i] == 0, "client %d request %d: %d", k, i, mcs[k].status[i]);
+    }
+    for (int d = 0; d <= (MIX_N - 1) / 7; d++)
+      for (int e = 0; e < RPC_NUMEL; e++) ck_assert(mcs[k].got[d][e] == (float)(e + 1));
+  }
+  expect_in_use(base); /* the closed sessions' tensors are all released */
+  expect_served(s);
+  free(mcs);
+  opd_server_stop(s);
+}
+END_TEST
+
 /* ---- clients killed mid-request ----
  * A child process connects, sends `pre` (requests built here, before the fork: the child
  * only makes system calls), reads `pre_responses` response frames, says so on a pipe
@@ -674,6 +757,7 @@ Suite *opd_test_rpc_suite(void) {
   tcase_set_timeout(load, 300); /* about 40 s under ASan on 2 cores */
   tcase_add_test(load, test_concurrent_clients);
   tcase_add_test(load, test_pipelined_in_order);
+  tcase_add_test(load, test_sessions_overtaking);
   suite_add_tcase(s, load);
   TCase *abuse = tcase_create("abuse");
   tcase_set_timeout(abuse, 60);

@@ -78,7 +78,7 @@ static void requeue_or_idle(opd__sched *s, opd__session *session) {
  * ahead of it. When the batch goes back, each connection's responses in it leave from the
  * worker ([Note: Responses written by workers] in connection.c); a response waits at most
  * for BATCH_MAX cheap jobs and one more. */
-#define BATCH_MAX      16
+#define BATCH_MAX      64
 #define BATCH_CHEAP_NS 20000
 
 /* A worker is a dispatcher reader that is online only while it runs requests (passing a
