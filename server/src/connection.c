@@ -23,21 +23,25 @@
  *
  * [Note: Writing responses]
  * Responses leave in request order: after workers hand jobs back, the done jobs at the head
- * of the order go out in one uv_write (several frames, and a download's raw bytes written
- * from the tensor's storage, which the job keeps alive until the write completes).
+ * of the order go out together (several frames, and a download's raw bytes written from
+ * the tensor's storage, which the job keeps alive until the write completes). Frames
+ * alone are first tried with uv_try_write: what the socket takes at once needs no write
+ * request (a completed uv_write also costs libuv an epoll_ctl on the socket).
  *
  * [Note: Responses written by workers]
- * A worker that finishes the request at the head of the response order, while no write of
- * the loop's is in progress, sends the response itself (opd__conn_send_from_worker: one
- * non-blocking send on the socket) before it hands the job back, so that an unpipelined
- * call reaches its client without waiting for the loop to wake up; the loop then only
- * recycles the job (and writes whatever part of the frame the send left over). The
- * response order's head and links, the count of writes in progress and `closing` are
- * guarded by the connection's `wmu` for this: the loop takes jobs off the head and starts
- * their write in one critical section, so a worker never writes past a response that is
- * still on its way. A response sent so stops counting against max_in_flight at once
- * (`sent_early`), since the client may answer it with a new request before the loop has the
- * job back. Downloads, whose bytes follow from the tensor, always go through the loop.
+ * When a worker hands a batch back, it first sends, for each connection of the batch, the
+ * responses of that connection's jobs that come next in the response order (after the
+ * ones already sent whole and not yet recycled), in one non-blocking sendmsg, if no write
+ * of the loop's is in progress (opd__conn_send_from_worker). So a call reaches its client
+ * without waiting for the loop to wake up, and a pipelined connection gets a batch of
+ * responses in one send; the loop then only recycles the jobs (and writes whatever part
+ * the send left over). The response order's head and links, the count of writes in
+ * progress and `closing` are guarded by the connection's `wmu` for this: the loop takes
+ * jobs off the head and starts their write in one critical section, so a worker never
+ * writes past a response that is still on its way. A response sent so stops counting
+ * against max_in_flight at once (`sent_early`), since the client may answer it with a new
+ * request before the loop has the job back. Downloads, whose bytes follow from the
+ * tensor, always go through the loop.
  *
  * [Note: Quiet completions]
  * A job whose response its worker sent whole needs nothing more from the loop than to be

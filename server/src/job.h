@@ -2,12 +2,14 @@
  *
  * [Note: A request's journey]
  * The loop thread reads a frame and decodes it into the arena of a job taken from the
- * connection's pool. The job joins the connection's response order (`next`), which is the
+ * connection's pool (by hand for the common requests: [Note: Hand-packed messages] in
+ * proto/opd_wire.h). The job joins the connection's response order (`next`), which is the
  * request order. Requests that need no session state (hello, ping) and requests refused
  * before they run (malformed, over a limit) are answered at once: their response is packed
  * into `out` and the job is `done`. Every other request is submitted to the session's run
- * queue (`qnext`, worker.c) and a worker executes it (execute.c), packs the response and
- * hands the job back to the loop (loop.c), which marks it done. The loop writes responses
+ * queue (`qnext`, worker.c) and a worker executes it (execute.c), packs the response,
+ * usually sends it ([Note: Responses written by workers] in connection.c) and hands the
+ * job back to the loop (loop.c), which marks it done. The loop writes responses
  * from the head of the response order while they are done, batching several jobs into one
  * write; a download's raw bytes follow its frame, written straight from the tensor the job
  * holds. A job is owned by exactly one party at a time: the loop, a worker (`at_worker`),

@@ -6,14 +6,15 @@
  * answers what needs no session state, and writes responses; it never runs a kernel and
  * never blocks. Worker threads (worker.c) run requests. Workers hand finished jobs back
  * ([Note: Handing jobs back in batches] in worker.c) by pushing them on the completion
- * list; the push that finds the list empty wakes the loop through an eventfd it polls, so
+ * list; a push wakes the loop through an eventfd it polls unless a wake-up is pending or
+ * the jobs need nothing but recycling ([Note: Quiet completions] in connection.c), so
  * wake-ups coalesce: one takes every job finished meanwhile, and each connection's ready
- * responses then go out in one write. (Not uv_async_send: its sender marks the handle busy
- * around the eventfd write, and the loop spins until the mark is gone, so a worker
- * preempted there by the loop it just woke, on a shared CPU, costs the loop its time
- * slice.) Every thread the server starts blocks all signals: they belong to the embedding
- * program (the daemon handles SIGTERM/SIGINT in main.c), and a
- * write to a closed socket gives EPIPE instead of killing the process.
+ * responses then go out in one write. The loop also takes the list before it sleeps. (Not
+ * uv_async_send: its sender marks the handle busy around the eventfd write, and the loop spins
+ * until the mark is gone, so a worker preempted there by the loop it just woke, on a shared CPU,
+ * costs the loop its time slice.) Every thread the server starts blocks all signals: they belong to
+ * the embedding program (the daemon handles SIGTERM/SIGINT in main.c), and a write to a closed
+ * socket gives EPIPE instead of killing the process.
  *
  * Stop: the listeners close, connections read no new requests, and each closes once its
  * requests in flight are answered and written; after drain_timeout_ms the rest are closed
