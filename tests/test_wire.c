@@ -143,6 +143,22 @@ START_TEST(pong_edges_and_random) {
 }
 END_TEST
 
+/* Damages a frame of len bytes (room for cap): one to three bytes replaced or flipped, the
+ * end cut off or a byte appended. Returns the new length. */
+static size_t mutate(uint8_t *frame, size_t len, size_t cap, unsigned *seed) {
+  int edits = 1 + rand_r(seed) % 3;
+  for (int e = 0; e < edits && len; e++) {
+    switch (rand_r(seed) % 4) {
+    case 0: frame[rand_r(seed) % len] = (uint8_t)rand_r(seed); break;
+    case 1: frame[rand_r(seed) % len] ^= (uint8_t)(1u << (rand_r(seed) % 8)); break;
+    case 2: len -= (size_t)(rand_r(seed) % (len + 1)) / 2; break;
+    default:
+      if (len < cap) frame[len++] = (uint8_t)rand_r(seed);
+    }
+  }
+  return len;
+}
+
 /* ---- requests ---- */
 
 /* A random plain argument (the kinds hand-packed), edge values often. */
@@ -339,16 +355,7 @@ START_TEST(request_reader) {
     ck_assert_uint_gt(len, 0);
     opd__wire_request_pack(&req, frame);
     check_request_reader(frame, len, &req);
-    int edits = 1 + rand_r(&seed) % 3;
-    for (int e = 0; e < edits; e++) {
-      switch (rand_r(&seed) % 4) {
-      case 0: frame[rand_r(&seed) % len] = (uint8_t)rand_r(&seed); break;
-      case 1: frame[rand_r(&seed) % len] ^= (uint8_t)(1u << (rand_r(&seed) % 8)); break;
-      case 2: len -= (size_t)(rand_r(&seed) % (len + 1)) / 2; break;
-      default:
-        if (len < sizeof frame) frame[len++] = (uint8_t)rand_r(&seed);
-      }
-    }
+    len = mutate(frame, len, sizeof frame, &seed);
     check_request_reader(frame, len, NULL);
   }
   /* more arguments than the reader takes: declined */
@@ -429,16 +436,7 @@ START_TEST(readers_on_mutated_frames) {
       opd__wire_pong(frame, id, payload, plen);
     }
     check_reader_agrees(frame, len); /* intact */
-    int edits = 1 + rand_r(&seed) % 3;
-    for (int e = 0; e < edits; e++) {
-      switch (rand_r(&seed) % 4) {
-      case 0: frame[rand_r(&seed) % len] = (uint8_t)rand_r(&seed); break;
-      case 1: frame[rand_r(&seed) % len] ^= (uint8_t)(1u << (rand_r(&seed) % 8)); break;
-      case 2: len -= (size_t)(rand_r(&seed) % (len + 1)) / 2; break; /* cut */
-      default:
-        if (len < sizeof frame) frame[len++] = (uint8_t)rand_r(&seed); /* appended */
-      }
-    }
+    len = mutate(frame, len, sizeof frame, &seed);
     check_reader_agrees(frame, len);
   }
 }
