@@ -390,16 +390,23 @@ static void flush(opd__conn *c) {
   maybe_close_quiet(c);
 }
 
+static bool sent_whole(const opd__job *j) {
+  return j->out_len && j->sent == j->out_len;
+}
+
 void opd__conn_send_from_worker(opd__job *first) {
   opd__conn *c = first->conn;
-  if (c->fd < 0) return;
+  while (first && (first->conn != c || sent_whole(first))) first = first->qnext; /* sent before */
+  if (!first || first->sent || c->fd < 0) return; /* the rest of a partial send is the loop's */
   struct iovec iov[MAX_WRITE_JOBS];
   opd__job *run[MAX_WRITE_JOBS];
   unsigned n = 0;
   pthread_mutex_lock(&c->wmu);
-  opd__job *head = c->order_head; /* past the responses sent whole, not yet recycled */
-  while (head && head != first && head->out_len && head->sent == head->out_len) head = head->next;
-  if (!c->closing && c->writes == 0 && head == first) {
+  /* past the responses sent whole, not yet recycled (closing frees the order's jobs once it
+   * is set: the walk must not start then) */
+  opd__job *head = c->closing ? NULL : c->order_head;
+  while (head && head != first && sent_whole(head)) head = head->next;
+  if (head && head == first && c->writes == 0) {
     /* the connection's jobs of this batch that follow each other in the response order
      * (between them, the batch may hold other connections' jobs) */
     for (opd__job *j = first; j && n < MAX_WRITE_JOBS; j = j->qnext) {

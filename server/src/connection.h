@@ -74,9 +74,9 @@ void opd__conn_jobs_back(opd__job *jobs);
 /* Reads no new requests; closes once every request in flight is answered. */
 void opd__conn_drain(opd__conn *c);
 /* On a worker, for the first job of its connection in a batch that ran (linked by qnext):
- * sends, in one sendmsg, the responses of the batch's jobs of that connection that come
- * next in the response order, if nothing else is being written ([Note: Responses written
- * by workers]). */
+ * sends, in one sendmsg, the responses of the batch's jobs of that connection, not sent
+ * yet, that come next in the response order, if nothing else is being written ([Note:
+ * Responses written by workers]). */
 void opd__conn_send_from_worker(opd__job *first);
 /* Closes at once: queued requests are cancelled, running ones finish unanswered. */
 void opd__conn_close(opd__conn *c);

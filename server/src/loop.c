@@ -56,15 +56,21 @@ static void wake_locked(opd_server *s) {
     assert(errno == EAGAIN); /* the counter is full: a wake-up is pending anyway */
 }
 
-static void post_done(opd__job *jobs, void *arg) {
-  opd_server *s = arg;
-  /* a connection's first job in the list is the only one that can be at the head of its
-   * response order (a batch is short: BATCH_MAX in worker.c) */
+/* Sends the responses of a batch that can go ([Note: Responses written by workers] in
+ * connection.c): once per connection of the batch (a batch is short: BATCH_MAX in
+ * worker.c). */
+static void send_batch(opd__job *jobs, void *arg) {
+  (void)arg;
   for (opd__job *j = jobs; j; j = j->qnext) {
     opd__job *k = jobs;
     while (k != j && k->conn != j->conn) k = k->qnext;
     if (k == j) opd__conn_send_from_worker(j);
   }
+}
+
+static void post_done(opd__job *jobs, void *arg) {
+  opd_server *s = arg;
+  send_batch(jobs, s);
   pthread_mutex_lock(&s->done_mu);
   bool quiet = true;                             /* [Note: Quiet completions] in connection.c */
   for (opd__job *j = jobs, *next; j; j = next) { /* the list is newest first */
@@ -348,6 +354,7 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     return rc;
   }
   s->sched_started = true;
+  s->sched.send = send_batch; /* workers read it only once the loop, started later, queued */
   if ((rc = opd__gpu_start(s)) < 0) {
     abort_start(s);
     return rc;

@@ -68,17 +68,20 @@ static void requeue_or_idle(opd__sched *s, opd__session *session) {
  * A worker hands finished jobs back to the loop in batches: while it has more work ready
  * (clients pipelining tiny requests), a job whose kernel ran for less than BATCH_CHEAP_NS
  * (job->kernel_ns, measured for the metrics anyway) waits, up to BATCH_MAX jobs, to go back
- * with the next ones, so that a connection's responses leave in one send and the loop is
+ * with the next ones, so that a connection's responses leave in a few sends and the loop is
  * woken once for them, if at all, rather than once per job (on a CPU shared with the loop,
  * each wake-up preempts the worker). Anything else ends the batch first: a job that ran
  * longer, a hold, nothing left to run. For the same reason a session whose job was cheap
  * keeps its turn for its next queued job, within the batch, instead of going to the end of
  * the ready list: one batch then holds a run of each connection's responses, not one of
  * every connection's. A session waits for at most BATCH_MAX cheap jobs of each session
- * ahead of it. When the batch goes back, each connection's responses in it leave from the
- * worker ([Note: Responses written by workers] in connection.c); a response waits at most
- * for BATCH_MAX cheap jobs and one more. */
+ * ahead of it. The batch's responses leave from the worker ([Note: Responses written by
+ * workers] in connection.c) when it goes back and, while no other session is ready, every
+ * SEND_EVERY jobs: a lone pipelining client then refills its pipeline while the rest of
+ * its batch runs, instead of the two taking turns to idle (with other sessions ready, the
+ * worker has their work meanwhile, and fewer, larger sends cost less). */
 #define BATCH_MAX      64
+#define SEND_EVERY     32
 #define BATCH_CHEAP_NS 20000
 
 /* A worker is a dispatcher reader that is online only while it runs requests (passing a
@@ -146,7 +149,8 @@ static void *worker_main(void *arg) {
       turn = session;
     else
       requeue_or_idle(s, session);
-    bool batch_more = !hold && cheap && (turn || p->ready_head);
+    bool others = p->ready_head != NULL;
+    bool batch_more = !hold && cheap && (turn || others);
     pthread_mutex_unlock(&s->mu);
     /* the session may be freed once the loop has the job back: touch it no more (a
      * session whose turn goes on has jobs in this batch, not back yet) */
@@ -162,6 +166,7 @@ static void *worker_main(void *arg) {
       batch = batch_tail = NULL;
       nbatch = 0;
     } else {
+      if (s->send && !others && nbatch % SEND_EVERY == 0) s->send(batch, s->done_arg);
       opd_reader_quiescent(); /* between two calls: a registration waits for no more */
     }
     pthread_mutex_lock(&s->mu);

@@ -75,6 +75,7 @@ struct opd__sched {
   opd__route_fn route; /* NULL without GPU pools */
   opd__run_fn run;
   opd__done_fn done;
+  opd__done_fn send; /* sends a batch's responses before it is done (optional) */
   void *done_arg;
 };
 
