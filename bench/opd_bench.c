@@ -19,10 +19,9 @@
  * Raw sockets speak proto/opd.proto directly, as redis-benchmark speaks RESP: requests are
  * framed into one buffer and written together, each response is decoded (protobuf-c) and
  * its id and kind checked.
- * Threads: the client library has no I/O thread (a waiting thread runs a connection's
- * I/O), so its workloads run one thread per connection, each blocked in its connection's
- * I/O between completions; raw sockets all run on one thread with poll(), like
- * redis-benchmark's single event loop.
+ * Threads: one, like redis-benchmark's single event loop: it poll()s every connection's
+ * socket (opd_client_fd, or the raw socket) and runs the ready ones' I/O
+ * (opd_client_poll(c, 0), or the raw reader).
  *
  * Output: one line on stdout, key=value pairs:
  *   opd-bench workload=add client=lib url=tcp://127.0.0.1:7470 connections=1 pipeline=1
@@ -532,19 +531,39 @@ typedef struct worker {
   pthread_barrier_t *ready;
 } worker;
 
-/* One connection: this thread runs its I/O (and the callbacks that refill the pipeline). */
+/* This thread's connections: it runs their I/O (and the callbacks that refill the
+ * pipelines) as redis-benchmark does, one event loop for all: poll() on their sockets
+ * (opd_client_fd), then opd_client_poll(c, 0) on the ready ones. */
 static void *lib_thread(worker *w) {
-  assert(w->nconns == 1);
-  conn *cn = w->conns;
-  for (int k = 0; k < opt.pipeline && may_submit(cn); k++) lib_submit(&cn->slots[k]);
-  while (cn->in_flight > 0) {
-    int rc = opd_client_poll(cn->c, 100);
-    if (rc < 0) {
-      report_error(cn, "connection", rc, opd_client_last_error());
-      break;
+  struct pollfd *pf = calloc((size_t)w->nconns, sizeof *pf);
+  if (!pf) die("%s", "out of memory");
+  for (int i = 0; i < w->nconns; i++) {
+    conn *cn = &w->conns[i];
+    for (int k = 0; k < opt.pipeline && may_submit(cn); k++) lib_submit(&cn->slots[k]);
+  }
+  for (;;) {
+    bool busy = false;
+    for (int i = 0; i < w->nconns; i++) {
+      conn *cn = &w->conns[i];
+      busy |= cn->in_flight > 0;
+      pf[i] = (struct pollfd){.fd = cn->in_flight > 0 ? opd_client_fd(cn->c) : -1,
+                              .events =
+                                  (short)(POLLIN | (opd_client_wants_write(cn->c) ? POLLOUT : 0))};
+    }
+    if (!busy) break;
+    if (poll(pf, (nfds_t)w->nconns, 1000) < 0 && errno != EINTR) die("poll: %s", strerror(errno));
+    for (int i = 0; i < w->nconns; i++) {
+      conn *cn = &w->conns[i];
+      if (!pf[i].revents) continue;
+      int rc = opd_client_poll(cn->c, 0);
+      if (rc < 0) {
+        report_error(cn, "connection", rc, opd_client_last_error());
+        cn->in_flight = 0;
+      }
     }
   }
-  lib_close(cn);
+  for (int i = 0; i < w->nconns; i++) lib_close(&w->conns[i]);
+  free(pf);
   return NULL;
 }
 
@@ -660,7 +679,7 @@ static void parse_args(int argc, char **argv) {
   if (opt.raw && opt.workload != W_PING && opt.workload != W_ADD)
     die("%s", "--raw drives add and ping only");
   /* raw sockets: all on one thread; the library: a thread per connection */
-  opt.threads = opt.raw ? 1 : opt.connections;
+  opt.threads = 1; /* one event loop for every connection, like redis-benchmark */
 }
 
 int main(int argc, char **argv) {

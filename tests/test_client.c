@@ -4,6 +4,7 @@
  * pipelining, the in-flight limit, callbacks, threads, lost connections and protocol
  * violations); and round trips against a real daemon started in-process (opd/server.h). */
 #include <check.h>
+#include <poll.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -1442,6 +1443,73 @@ START_TEST(test_daemon_pipelining_unix) {
 }
 END_TEST
 
+/* One thread drives several clients through their descriptors (opd_client_fd), as an
+ * application with its own event loop does: poll() on them (for writing too while
+ * opd_client_wants_write), then opd_client_poll(c, 0) on the ready ones; pipelined pings
+ * of 64 KiB (4 MiB a client: more than a socket usually takes at once) complete in order
+ * on every client. */
+enum { LOOP_CLIENTS = 3, LOOP_PINGS = 64 };
+typedef struct loop_log {
+  int order[LOOP_PINGS], status[LOOP_PINGS], n;
+} loop_log;
+typedef struct loop_slot {
+  loop_log *log;
+  int seq;
+} loop_slot;
+
+static void loop_ping_done(opd_future *f, void *user) {
+  loop_slot *s = user;
+  s->log->status[s->seq] = opd_future_status(f);
+  s->log->order[s->log->n++] = s->seq;
+}
+
+START_TEST(test_daemon_own_event_loop) {
+  enum { NCLIENTS = LOOP_CLIENTS, NPINGS = LOOP_PINGS, PAYLOAD = 65536 };
+  inproc_daemon d;
+  daemon_start(&d, "tcp://127.0.0.1:0");
+  opd_client *cs[NCLIENTS];
+  loop_log logs[NCLIENTS];
+  static loop_slot slots[NCLIENTS][NPINGS];
+  static char payload[PAYLOAD];
+  memset(payload, 'p', sizeof payload);
+  for (int k = 0; k < NCLIENTS; k++) {
+    cs[k] = daemon_connect(&d);
+    logs[k] = (loop_log){0};
+    ck_assert_int_ge(opd_client_fd(cs[k]), 0);
+    ck_assert(!opd_client_wants_write(cs[k]));
+    for (int i = 0; i < NPINGS; i++) {
+      slots[k][i] = (loop_slot){&logs[k], i};
+      ck_assert_int_eq(
+          opd_client_ping_async(cs[k], payload, sizeof payload, loop_ping_done, &slots[k][i], NULL),
+          0);
+    }
+  }
+  for (int round = 0; round < 100000; round++) {
+    struct pollfd pf[NCLIENTS];
+    size_t pending = 0;
+    for (int k = 0; k < NCLIENTS; k++) {
+      pending += opd_client_pending(cs[k]);
+      bool w = opd_client_wants_write(cs[k]);
+      pf[k] = (struct pollfd){opd_client_fd(cs[k]), (short)(POLLIN | (w ? POLLOUT : 0)), 0};
+    }
+    if (!pending) break;
+    ck_assert_int_ge(poll(pf, NCLIENTS, 5000), 1); /* something is always ready */
+    for (int k = 0; k < NCLIENTS; k++)
+      if (pf[k].revents) ck_assert_int_ge(opd_client_poll(cs[k], 0), 0);
+  }
+  for (int k = 0; k < NCLIENTS; k++) {
+    ck_assert_uint_eq(opd_client_pending(cs[k]), 0);
+    ck_assert_int_eq(logs[k].n, NPINGS);
+    for (int i = 0; i < NPINGS; i++) {
+      ck_assert_int_eq(logs[k].order[i], i);
+      ck_assert_int_eq(logs[k].status[i], 0);
+    }
+    opd_client_close(cs[k]);
+  }
+  opd_server_stop(d.srv);
+}
+END_TEST
+
 Suite *opd_test_client_suite(void) {
   Suite *s = suite_create("client");
   TCase *urls = tcase_create("connect");
@@ -1479,6 +1547,7 @@ Suite *opd_test_client_suite(void) {
   tcase_add_test(real, test_daemon_poll_without_blocking);
   tcase_add_test(real, test_daemon_dispatch_change_removes_defaults);
   tcase_add_test(real, test_daemon_pipelining_unix);
+  tcase_add_test(real, test_daemon_own_event_loop);
   suite_add_tcase(s, real);
   return s;
 }

@@ -445,6 +445,7 @@ END_TEST
 Suite *opd_test_wire_suite(void) {
   Suite *s = suite_create("wire");
   TCase *tc = tcase_create("hand_packed");
+  tcase_set_timeout(tc, 120); /* about 30 s under ASan on 2 cores */
   tcase_add_test(tc, call_reply_edges);
   tcase_add_test(tc, call_reply_random);
   tcase_add_test(tc, pong_edges_and_random);

@@ -622,16 +622,21 @@ static int write_some(opd_client *c) {
 }
 
 /* One round of I/O: waits up to timeout_ms for the socket, then writes and reads what it
- * can. The caller is the pump (c->io_busy set by it), without c->mu. */
-static void pump_once(opd_client *c, int timeout_ms) {
+ * can (with a zero timeout and assume_ready, as in opd_client_poll(c, 0), it tries both
+ * without asking poll() first; a submission only reads what poll() says is there). The
+ * caller is the pump (c->io_busy set by it), without c->mu. */
+static void pump_once(opd_client *c, int timeout_ms, bool assume_ready) {
   pthread_mutex_lock(&c->mu);
   bool broken = c->broken_rc != 0, want_write = c->send != NULL;
   pthread_mutex_unlock(&c->mu);
   if (broken) return;
   struct pollfd p[2] = {{c->fd, (short)(POLLIN | (want_write ? POLLOUT : 0)), 0},
                         {c->wake[0], POLLIN, 0}};
-  int n = poll(p, 2, timeout_ms);
-  if (n < 0) {
+  if (timeout_ms == 0 && assume_ready) {
+    /* nothing to wait for: the non-blocking write and read find out what is ready (an
+     * application's own event loop, opd_client_fd, has usually just said it is) */
+    p[0].revents = (short)(POLLIN | (want_write ? POLLOUT : 0));
+  } else if (poll(p, 2, timeout_ms) < 0) {
     if (errno != EINTR) connection_lost(c, errno, "polling");
     return;
   }
@@ -640,7 +645,12 @@ static void pump_once(opd_client *c, int timeout_ms) {
     while (read(c->wake[0], drain, sizeof drain) > 0) continue;
   }
   if (want_write && (p[0].revents & (POLLOUT | POLLERR | POLLHUP)) && write_some(c) < 0) return;
-  if (p[0].revents & (POLLIN | POLLERR | POLLHUP)) read_some(c);
+  if (!(p[0].revents & (POLLIN | POLLERR | POLLHUP)) || read_some(c) < 0) return;
+  /* requests the callbacks just submitted go out now, not after another poll */
+  pthread_mutex_lock(&c->mu);
+  want_write = c->send != NULL && !c->broken_rc;
+  pthread_mutex_unlock(&c->mu);
+  if (want_write) write_some(c);
 }
 
 typedef bool (*until_fn)(opd_client *c, const void *arg);
@@ -674,7 +684,7 @@ static int progress(opd_client *c, until_fn until, const void *arg, int64_t dead
     c->io_busy = true;
     tls_io_client = c;
     pthread_mutex_unlock(&c->mu);
-    pump_once(c, left);
+    pump_once(c, left, true);
     pumped = true;
     pthread_mutex_lock(&c->mu);
     tls_io_client = NULL;
@@ -763,7 +773,7 @@ int opd__client_submit(opd_client *c, opd_future *f, Opd__V1__Request *req) {
   c->io_busy = true;
   tls_io_client = c;
   pthread_mutex_unlock(&c->mu);
-  pump_once(c, 0);
+  pump_once(c, 0, false);
   pthread_mutex_lock(&c->mu);
   tls_io_client = NULL;
   c->io_busy = false;
@@ -919,6 +929,17 @@ size_t opd_client_pending(opd_client *c) {
   size_t n = c->pending;
   pthread_mutex_unlock(&c->mu);
   return n;
+}
+
+int opd_client_fd(const opd_client *c) {
+  return c->fd;
+}
+
+bool opd_client_wants_write(opd_client *c) {
+  pthread_mutex_lock(&c->mu);
+  bool want = c->send != NULL && !c->broken_rc;
+  pthread_mutex_unlock(&c->mu);
+  return want;
 }
 
 /* ---- connecting ---- */

@@ -319,6 +319,13 @@ int opd_client_poll(opd_client *c, int timeout_ms);
 int opd_client_wait_all(opd_client *c);
 /* Requests submitted and not yet completed. */
 size_t opd_client_pending(opd_client *c);
+/* For an application that waits on several clients (or other descriptors) in its own
+ * event loop: the connection's socket, to be watched for readability, and for
+ * writability while opd_client_wants_write is true (a request the socket did not take
+ * whole at submission); when it is ready, opd_client_poll(c, 0) runs the I/O and the
+ * callbacks. The application must not read, write or close the descriptor itself. */
+int opd_client_fd(const opd_client *c);
+bool opd_client_wants_write(opd_client *c);
 
 /* ---- tensors ---- */
 
