@@ -217,18 +217,13 @@ static bool get_len(reader *r, uint8_t tag, reader *sub) {
   return true;
 }
 
+/* The id of a Request or Response (field 1 of both), 0 when absent. */
 static bool get_id(reader *r, uint64_t *id) {
   *id = 0;
   if (r->p < r->end && *r->p == TAG_RESPONSE_ID) {
     r->p++;
     return get_varint(r, id) && *id != 0; /* a zero id is never written */
   }
-  return true;
-}
-
-static bool get_tag(reader *r, uint8_t tag) {
-  if (r->p >= r->end || *r->p != tag) return false;
-  r->p++;
   return true;
 }
 
@@ -295,8 +290,9 @@ static bool get_call(reader *r, ProtobufCAllocator *alloc, size_t max_args, Opd_
 int opd__wire_parse_request(const uint8_t *p, size_t len, ProtobufCAllocator *alloc,
                             size_t max_args, Opd__V1__Request **out) {
   reader r = {p, p + len}, body, data = {NULL, NULL};
-  uint64_t id = 0;
-  if (get_tag(&r, TAG_REQUEST_ID) && (!get_varint(&r, &id) || !id)) return 0;
+  uint64_t id;
+  _Static_assert(TAG_REQUEST_ID == TAG_RESPONSE_ID, "both ids are field 1");
+  if (!get_id(&r, &id)) return 0;
   bool call = r.p < r.end && *r.p == TAG_REQUEST_CALL;
   if (!get_len(&r, call ? TAG_REQUEST_CALL : TAG_REQUEST_PING, &body) || r.p != r.end) return 0;
   Opd__V1__Request *req = alloc->alloc(alloc->allocator_data, sizeof *req);

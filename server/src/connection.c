@@ -301,15 +301,21 @@ static void fatal(opd__conn *c, opd__job *j, Opd__V1__ErrorCode code, const char
 
 /* ---- writing ---- */
 
+/* Frees a write's jobs and keeps the write for the next. */
+static void recycle_write(opd__write *w) {
+  opd__conn *c = w->conn;
+  for (unsigned i = 0; i < w->njobs; i++) job_free(w->jobs[i]);
+  w->next_free = c->free_writes;
+  c->free_writes = w;
+}
+
 /* A write is over: its jobs go back to the pool. False if the connection is closing. */
 static bool write_finished(opd__write *w, int status) {
   opd__conn *c = w->conn;
   pthread_mutex_lock(&c->wmu);
   c->writes--;
   pthread_mutex_unlock(&c->wmu);
-  for (unsigned i = 0; i < w->njobs; i++) job_free(w->jobs[i]);
-  w->next_free = c->free_writes;
-  c->free_writes = w;
+  recycle_write(w);
   if (c->closing) {
     finalize(c);
     return false;
@@ -364,9 +370,7 @@ static void flush(opd__conn *c) {
     if (nbufs) c->writes++;
     pthread_mutex_unlock(&c->wmu);
     if (!nbufs) { /* every response went out from its worker */
-      for (unsigned i = 0; i < w->njobs; i++) job_free(w->jobs[i]);
-      w->next_free = c->free_writes;
-      c->free_writes = w;
+      recycle_write(w);
       continue;
     }
     /* [Note: Writing responses]: what the socket takes at once needs no write request
