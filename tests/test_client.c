@@ -265,6 +265,16 @@ static void fake_call(fake_server *fs, uint64_t id, const Opd__V1__Call *call) {
     out_append(fs, header, 4);
   } else if (strcmp(call->op, "test::wrong_id") == 0) {
     reply_handles(fs, id + 1000, (uint64_t[]){1}, 1);
+  } else if (strcmp(call->op, "test::no_value") == 0) { /* a result with no value set */
+    Opd__V1__IValue v = OPD__V1__IVALUE__INIT, *pv = &v;
+    Opd__V1__CallReply cr = OPD__V1__CALL_REPLY__INIT;
+    cr.n_results = 1;
+    cr.results = &pv;
+    Opd__V1__Response r = OPD__V1__RESPONSE__INIT;
+    r.id = id;
+    r.body_case = OPD__V1__RESPONSE__BODY_CALL;
+    r.call = &cr;
+    respond(fs, &r, NULL, 0);
   } else if (strcmp(call->op, "aten::add.Tensor") == 0) {
     fake_add(fs, id, call);
   } else if (strncmp(call->op, "aten::", 6) == 0) {
@@ -1103,6 +1113,93 @@ START_TEST(test_callbacks_chain) {
 }
 END_TEST
 
+/* [Note: Reused futures]: futures that callbacks submit are taken from those completed
+ * before, whatever each held in itself or on the heap: results, operator names and ping
+ * payloads of every size, errors, futures the user keeps, and futures freed in callbacks. */
+typedef struct reuse_state {
+  opd_client *c;
+  int next, completed, failures;
+  opd_future *kept[8];
+  int nkept;
+} reuse_state;
+
+#define REUSE_ROUNDS 400
+static const char long_op[] = "test::an_operator_name_longer_than_a_future_holds_in_itself";
+
+static void reuse_submit(reuse_state *s, int k);
+
+static void reuse_done(opd_future *f, void *user) {
+  reuse_state *s = user;
+  int k = s->completed++;
+  size_t n = 0;
+  const opd_client_value *v = opd_future_results(f, &n);
+  switch (k % 5) {
+  case 0: /* one result, held in the future */
+    if (opd_future_status(f) != 0 || n != 1 || v[0].u.i != k) s->failures++;
+    break;
+  case 1: /* four results, one a string and one a list: on the heap */
+    if (opd_future_status(f) != 0 || n != 4 || v[0].u.i != k || strcmp(v[1].u.s, "abc") != 0 ||
+        v[2].len != 3 || v[2].u.ints[2] != k || v[3].u.d != 0.5)
+      s->failures++;
+    break;
+  case 2: /* a ping with a payload longer than the future holds */
+  case 3: /* and a short one */
+    if (opd_future_status(f) != 0 || n != 0) s->failures++;
+    break;
+  case 4: /* an error naming an operator too long to hold */
+    if (opd_future_status(f) != OPD_ENOENT || !strstr(opd_future_error(f), long_op)) s->failures++;
+    break;
+  }
+  if (s->next < REUSE_ROUNDS) reuse_submit(s, s->next++);
+}
+
+static void reuse_submit(reuse_state *s, int k) {
+  char payload[100];
+  memset(payload, 'a' + k % 26, sizeof payload);
+  opd_future *freed_now = NULL, **keep = NULL; /* some the user owns */
+  if (k % 14 == 0)
+    keep = &freed_now;
+  else if (k % 7 == 0 && s->nkept < 8)
+    keep = &s->kept[s->nkept++];
+  int rc = 0;
+  switch (k % 5) {
+  case 0: {
+    opd_client_value a = opd_cv_int(k);
+    rc = opd_client_call_async(s->c, "test::echo", &a, 1, reuse_done, s, keep);
+    break;
+  }
+  case 1: {
+    int64_t ints[3] = {1, 2, k};
+    opd_client_value a[4] = {opd_cv_int(k), opd_cv_str("abc"), opd_cv_ints(ints, 3),
+                             opd_cv_double(0.5)};
+    rc = opd_client_call_async(s->c, "test::echo", a, 4, reuse_done, s, keep);
+    break;
+  }
+  case 2: rc = opd_client_ping_async(s->c, payload, sizeof payload, reuse_done, s, keep); break;
+  case 3: rc = opd_client_ping_async(s->c, payload, 4, reuse_done, s, keep); break;
+  case 4: rc = opd_client_call_async(s->c, long_op, NULL, 0, reuse_done, s, keep); break;
+  }
+  if (rc != 0) s->failures++;
+  /* freed at once (in a callback, which cannot wait for it: freed when it completes) */
+  if (freed_now) opd_future_free(freed_now);
+}
+
+START_TEST(test_futures_reused) {
+  fake_server fs = {0};
+  opd_client *c = fake_connect(&fs);
+  reuse_state s = {.c = c};
+  while (s.next < 16) reuse_submit(&s, s.next++); /* (freeing a kept one runs callbacks) */
+  ck_assert_int_eq(opd_client_wait_all(c), 0);
+  ck_assert_int_eq(s.completed, REUSE_ROUNDS);
+  ck_assert_int_eq(s.failures, 0);
+  for (int i = 0; i < s.nkept; i++) {
+    ck_assert(opd_future_done(s.kept[i]));
+    opd_future_free(s.kept[i]);
+  }
+  fake_finish(&fs, c);
+}
+END_TEST
+
 typedef struct thread_arg {
   opd_client *c;
   int base;
@@ -1221,6 +1318,28 @@ START_TEST(test_protocol_violations) {
   ck_assert_int_eq(opd_client_call(c, "test::wrong_id", NULL, 0, NULL, 0, NULL), OPD_EINTERNAL);
   ck_assert_ptr_nonnull(strstr(opd_client_last_error(), "a response to no pending request"));
   fake_finish(&fs2, c);
+
+  /* a reply that breaks the protocol fails its own request with the reason, and every
+   * other one, pending or later, with the same */
+  fake_server fs3 = {0};
+  c = fake_connect(&fs3);
+  opd_future *bad, *next;
+  opd_client_value arg = opd_cv_int(7);
+  ck_assert_int_eq(opd_client_call_async(c, "test::no_value", NULL, 0, NULL, NULL, &bad), 0);
+  ck_assert_int_eq(opd_client_call_async(c, "test::echo", &arg, 1, NULL, NULL, &next), 0);
+  ck_assert_int_eq(opd_future_wait(bad), OPD_EINTERNAL);
+  ck_assert_int_eq(opd_future_wait(next), OPD_EINTERNAL);
+  char want[96];
+  snprintf(want, sizeof want, "protocol error: a call result without a value (request id %llu)",
+           (unsigned long long)2); /* ids: hello 1, then this call */
+  ck_assert_str_eq(opd_future_error(bad), want);
+  ck_assert_str_eq(opd_future_error(next), want);
+  ck_assert_ptr_null(opd_future_results(bad, NULL));
+  opd_future_free(bad);
+  opd_future_free(next);
+  ck_assert_int_eq(opd_client_ping(c, "x", 1), OPD_EINTERNAL);
+  ck_assert_str_eq(opd_client_last_error(), want);
+  fake_finish(&fs3, c);
 }
 END_TEST
 
@@ -1534,6 +1653,7 @@ Suite *opd_test_client_suite(void) {
   tcase_add_test(fake, test_pipelining_64_deep);
   tcase_add_test(fake, test_in_flight_limit);
   tcase_add_test(fake, test_callbacks_chain);
+  tcase_add_test(fake, test_futures_reused);
   tcase_add_test(fake, test_threads_share_a_client);
   tcase_add_test(fake, test_connection_lost);
   tcase_add_test(fake, test_server_vanishes);

@@ -27,6 +27,14 @@ typedef enum opd__req_kind {
   OPD__REQ_PING,
 } opd__req_kind;
 
+/* What a future holds in itself ([Note: Reused futures]): a frame of up to this many
+ * bytes (a tiny call's, a ping's), an operator name shorter than this, up to this many
+ * result values, a ping payload of up to this many bytes. */
+#define OPD__FUTURE_FRAME   96
+#define OPD__FUTURE_OP      48
+#define OPD__FUTURE_RESULTS 2
+#define OPD__FUTURE_PONG    32
+
 /* A request, from submission to completion; the user's handle on it is the future. */
 struct opd_future {
   opd_client *client;
@@ -60,6 +68,12 @@ struct opd_future {
   bool alloc;    /* download: the library allocates buf */
   uint8_t *pong; /* ping: the payload sent, compared with the reply */
   size_t pong_len;
+  /* storage for the small cases (the pointers above point here, or to the heap); not
+   * cleared when the future is reused: the fields above all are */
+  uint8_t frame_inline[OPD__FUTURE_FRAME];
+  char op_inline[OPD__FUTURE_OP];
+  opd_client_value results_inline[OPD__FUTURE_RESULTS];
+  uint8_t pong_inline[OPD__FUTURE_PONG];
 };
 
 struct opd_client {
@@ -87,19 +101,24 @@ struct opd_client {
   opd_future *raw_f; /* a download whose raw bytes are being read; NULL: discard */
   uint64_t raw_left;
   uint8_t *raw_dst;
+  size_t raw_read_max; /* the most one raw read takes ([Note: Raw reads over TCP]) */
   bool raw_active;
+  /* futures kept for reuse ([Note: Reused futures]) */
+  opd_future *spare;
+  unsigned nspare;
   /* where a response is decoded (connection.c, [Note: Decoding responses]) */
   _Alignas(max_align_t) uint8_t decode_buf[16384];
 };
 
 /* Records the thread's last error: returns err. */
 int opd__client_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Frees a string list / value array of results. */
-void opd__client_free_results(opd_client_value *v, size_t n);
+/* Frees what the values of results own (strings, lists), not the array itself. */
+void opd__client_free_values(opd_client_value *v, size_t n);
 
-/* Packs `req` (id filled in by the caller) behind a 4-byte length prefix: 0 and a malloc'd
- * frame, or OPD_ERESOURCE (over `limit`) / OPD_ENOMEM, with the thread's message set. */
-int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, uint8_t **frame, size_t *len);
+/* Packs `req` (id filled in by the caller) behind a 4-byte length prefix into f's frame
+ * (its own storage when it fits, else malloc'd): 0, or OPD_ERESOURCE (over `limit`) /
+ * OPD_ENOMEM, with the thread's message set. */
+int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, opd_future *f);
 
 /* Makes a future for a request of `kind` (the frame is packed at submission). */
 opd_future *opd__future_new(opd_client *c, opd__req_kind kind, opd_future_cb cb, void *user,
@@ -116,14 +135,9 @@ int opd__client_may_block(opd_client *c);
  * thread's last error. The caller still frees f. */
 int opd__future_wait_sync(opd_future *f);
 
-/* Converts a call's arguments into protobuf IValues allocated in `arena` (freed with
- * opd__client_args_free): 0 or OPD_EINVAL / OPD_ENOMEM. */
-typedef struct opd__args_arena opd__args_arena;
-int opd__client_args_build(const opd_client_value *args, size_t nargs, opd__args_arena **arena,
-                           Opd__V1__IValue ***out);
-void opd__client_args_free(opd__args_arena *arena);
-/* Deep-copies a reply's values: 0 or OPD_ENOMEM / OPD_EINTERNAL (unknown kind). */
-int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_client_value **out);
+/* Deep-copies a reply's values into f's results (its own storage for a few, else
+ * malloc'd): 0 or OPD_ENOMEM / OPD_EINTERNAL (unknown kind), with no results then. */
+int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_future *f);
 
 /* The typed calls' synchronous path (client_ops.c): a call whose `nresults` results are
  * all Tensors, written to result. (Their asynchronous form is opd_client_call_async.) */

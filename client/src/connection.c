@@ -24,6 +24,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,10 +113,30 @@ static int ms_left(int64_t deadline) {
 
 /* ---- futures ---- */
 
+/* [Note: Reused futures]
+ * A pipelined tiny call used to cost the client five allocations (its future, its frame,
+ * a copy of the operator name, its results, and for a ping a copy of the payload), which
+ * with 64 in flight also overflowed malloc's per-thread cache: a fifth of the library's
+ * time. Now a future holds the small cases in itself (client_internal.h: OPD__FUTURE_*),
+ * and a completed future that the library frees goes on the client's spare list, from
+ * which the next future is taken. The list belongs to the I/O pump (like the reader's
+ * state): only a thread running c's I/O (tls_io_client == c: the pump, and the callbacks
+ * it runs) takes from it or adds to it, so it needs no lock. An application that submits
+ * from its callbacks, as an event loop does, thus allocates nothing per call; other
+ * submissions allocate as before. */
+#define MAX_SPARE_FUTURES 256
+
 opd_future *opd__future_new(opd_client *c, opd__req_kind kind, opd_future_cb cb, void *user,
                             bool user_owned) {
-  opd_future *f = calloc(1, sizeof *f);
-  if (!f) return NULL;
+  opd_future *f;
+  if (tls_io_client == c && c->spare) {
+    f = c->spare;
+    c->spare = f->next;
+    c->nspare--;
+    memset(f, 0, offsetof(opd_future, frame_inline));
+  } else if (!(f = calloc(1, sizeof *f))) {
+    return NULL;
+  }
   f->client = c;
   f->kind = kind;
   f->cb = cb;
@@ -130,14 +151,22 @@ opd_future *opd__future_new(opd_client *c, opd__req_kind kind, opd_future_cb cb,
 }
 
 static void future_destroy(opd_future *f) {
-  free(f->frame);
+  if (f->frame != f->frame_inline) free(f->frame);
   free(f->message);
   free(f->error_op);
-  free(f->op);
-  opd__client_free_results(f->results, f->num_results);
+  if (f->op != f->op_inline) free(f->op);
+  opd__client_free_values(f->results, f->num_results);
+  if (f->results != f->results_inline) free(f->results);
   free(f->info);
   if (f->alloc) free(f->buf);
-  free(f->pong);
+  if (f->pong != f->pong_inline) free(f->pong);
+  opd_client *c = f->client;
+  if (tls_io_client == c && c->nspare < MAX_SPARE_FUTURES) { /* [Note: Reused futures] */
+    f->next = c->spare;
+    c->spare = f;
+    c->nspare++;
+    return;
+  }
   free(f);
 }
 
@@ -147,6 +176,11 @@ static void client_unref(opd_client *c) {
   pthread_mutex_unlock(&c->mu);
   if (!last) return;
   assert(c->head == NULL);
+  while (c->spare) {
+    opd_future *f = c->spare;
+    c->spare = f->next;
+    free(f);
+  }
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->mu);
   free(c);
@@ -167,18 +201,24 @@ static void future_set_error(opd_future *f, int rc, const char *msg, const char 
   if (op && *op) f->error_op = strndup(op, 256);
 }
 
-/* Takes f (finished or not) off the list, runs its callback and publishes it. Called by the
- * pump (or by close), without c->mu. */
-static void complete(opd_client *c, opd_future *f) {
-  pthread_mutex_lock(&c->mu);
-  opd_future **p = &c->head, *prev = NULL;
-  while (*p && *p != f) prev = *p, p = &(*p)->next;
-  assert(*p == f);
-  *p = f->next;
+/* Takes f off the request list (prev: the one before it, or NULL). With c->mu held. */
+static void unlink_locked(opd_client *c, opd_future *f, opd_future *prev) {
+  if (prev)
+    prev->next = f->next;
+  else
+    c->head = f->next;
   if (c->tail == f) c->tail = prev;
   if (c->send == f) c->send = f->next;
   c->pending--;
-  pthread_mutex_unlock(&c->mu);
+}
+
+/* Runs the callback of f, already off the list, and publishes it. Called by the pump (or
+ * by close), without c->mu.
+ * A future the library frees is published without a lock or a wake-up: nobody else can
+ * see it, and the threads waiting for room under the in-flight limit or for everything
+ * to complete are woken when the pump's round ends (every caller of pump_once
+ * broadcasts then; no round sleeps after it has completed requests). */
+static void finish(opd_client *c, opd_future *f) {
   f->next = NULL;
   f->finished = true;
   if (f->cb) {
@@ -187,12 +227,27 @@ static void complete(opd_client *c, opd_future *f) {
     f->cb(f, f->user);
     tls_io_client = saved;
   }
+  /* only this thread, the pump, turns a user-owned future into one the library frees
+   * (opd_future_free from a callback), so user_owned reads without the lock */
+  if (!f->user_owned) {
+    future_destroy(f);
+    return;
+  }
   pthread_mutex_lock(&c->mu);
   f->done = true;
-  bool free_it = !f->user_owned;
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
-  if (free_it) future_destroy(f);
+}
+
+/* Takes f (finished or not) off the list, runs its callback and publishes it. Called by the
+ * pump (or by close), without c->mu. */
+static void complete(opd_client *c, opd_future *f) {
+  pthread_mutex_lock(&c->mu);
+  opd_future *prev = NULL;
+  for (opd_future *p = c->head; p != f; p = p->next) prev = p;
+  unlink_locked(c, f, prev);
+  pthread_mutex_unlock(&c->mu);
+  finish(c, f);
 }
 
 /* The connection is unusable: every pending request fails with rc (an early error response
@@ -370,59 +425,86 @@ static void set_server_info(opd_client *c, const Opd__V1__HelloReply *h) {
 }
 
 /* Handles one decoded response. Returns 0 or a broken-connection code. */
-static int dispatch_response(opd_client *c, const Opd__V1__Response *r) {
-  pthread_mutex_lock(&c->mu);
-  opd_future *f = c->head;
-  bool unsent = false;
-  for (; f && f->id != r->id; f = f->next) unsent |= f == c->send;
-  unsent |= f && f == c->send;
-  pthread_mutex_unlock(&c->mu);
-  if (!f && r->id == 0 && r->body_case == OPD__V1__RESPONSE__BODY_ERROR) {
-    const Opd__V1__Error *e = r->error;
-    return fail_all(c, map_server_code(e->code), "the server closed the session: %s",
-                    e->message ? e->message : "");
-  }
-  if (!f || f->responded) return protocol_error(c, "a response to no pending request", r->id);
-  if (r->body_case == OPD__V1__RESPONSE__BODY_ERROR) {
+/* Completes f, off the list already, with its reply r (a call's, an upload's, a pong, an
+ * ack, or an error): 0, or a broken-connection code for a reply that breaks the protocol
+ * (f then fails with the same message). */
+static int take_reply(opd_client *c, opd_future *f, const Opd__V1__Response *r) {
+  const char *broken = NULL;
+  switch (r->body_case) {
+  case OPD__V1__RESPONSE__BODY_ERROR: {
     const Opd__V1__Error *e = r->error;
     future_set_error(f, map_server_code(e->code), e->message, e->op);
-    if (unsent) {
-      f->responded = true; /* completed once its bytes are all written */
-      return 0;
-    }
-    complete(c, f);
-    return 0;
-  }
-  if (unsent) return protocol_error(c, "a reply to a request not yet fully sent", r->id);
-  if (!body_matches(f, r->body_case)) return protocol_error(c, "a reply of the wrong kind", r->id);
-  switch (r->body_case) {
-  case OPD__V1__RESPONSE__BODY_HELLO:
-    set_server_info(c, r->hello);
-    if (r->hello->protocol_version != OPD_CLIENT_PROTOCOL_VERSION) {
-      char msg[96];
-      snprintf(msg, sizeof msg, "the server speaks protocol version %u, this client %d",
-               r->hello->protocol_version, OPD_CLIENT_PROTOCOL_VERSION);
-      future_set_error(f, OPD_EINTERNAL, msg, NULL);
-    }
     break;
+  }
   case OPD__V1__RESPONSE__BODY_CALL: {
-    int rc = opd__client_results_copy(r->call->results, r->call->n_results, &f->results);
-    if (rc == OPD_EINTERNAL) return protocol_error(c, "a call result without a value", r->id);
-    if (rc != 0) future_set_error(f, rc, "out of memory copying call results", NULL);
-    if (rc == 0) f->num_results = r->call->n_results;
+    int rc = opd__client_results_copy(r->call->results, r->call->n_results, f);
+    if (rc == OPD_EINTERNAL)
+      broken = "a call result without a value";
+    else if (rc != 0)
+      future_set_error(f, rc, "out of memory copying call results", NULL);
     break;
   }
   case OPD__V1__RESPONSE__BODY_UPLOAD:
-    if (r->upload->handle == 0) return protocol_error(c, "an upload reply with handle 0", r->id);
+    if (r->upload->handle == 0) broken = "an upload reply with handle 0";
     f->handle = r->upload->handle;
     break;
-  case OPD__V1__RESPONSE__BODY_DOWNLOAD: return start_download(c, f, r->download, r->id);
   case OPD__V1__RESPONSE__BODY_PONG:
     if (r->pong->payload.len != f->pong_len ||
         (f->pong_len && memcmp(r->pong->payload.data, f->pong, f->pong_len) != 0))
       future_set_error(f, OPD_EINTERNAL, "the pong payload differs from the ping's", NULL);
     break;
   default: break; /* Ack */
+  }
+  if (!broken) {
+    finish(c, f);
+    return 0;
+  }
+  char msg[160];
+  snprintf(msg, sizeof msg, "protocol error: %s (request id %llu)", broken,
+           (unsigned long long)r->id);
+  future_set_error(f, OPD_EINTERNAL, msg, NULL);
+  finish(c, f);
+  return protocol_error(c, broken, r->id);
+}
+
+static int dispatch_response(opd_client *c, const Opd__V1__Response *r) {
+  pthread_mutex_lock(&c->mu);
+  opd_future *f = c->head, *prev = NULL;
+  bool unsent = false;
+  for (; f && f->id != r->id; prev = f, f = f->next) unsent |= f == c->send;
+  unsent |= f && f == c->send;
+  /* the usual reply, which completes its request whatever it holds, leaves the list in
+   * this critical section */
+  bool taken = f && !unsent && !f->responded &&
+               (r->body_case == OPD__V1__RESPONSE__BODY_ERROR ||
+                (body_matches(f, r->body_case) && r->body_case != OPD__V1__RESPONSE__BODY_HELLO &&
+                 r->body_case != OPD__V1__RESPONSE__BODY_DOWNLOAD));
+  if (taken) unlink_locked(c, f, prev);
+  pthread_mutex_unlock(&c->mu);
+  if (taken) return take_reply(c, f, r);
+  if (!f && r->id == 0 && r->body_case == OPD__V1__RESPONSE__BODY_ERROR) {
+    const Opd__V1__Error *e = r->error;
+    return fail_all(c, map_server_code(e->code), "the server closed the session: %s",
+                    e->message ? e->message : "");
+  }
+  if (!f || f->responded) return protocol_error(c, "a response to no pending request", r->id);
+  if (r->body_case == OPD__V1__RESPONSE__BODY_ERROR) { /* to a request not yet sent whole */
+    const Opd__V1__Error *e = r->error;
+    future_set_error(f, map_server_code(e->code), e->message, e->op);
+    f->responded = true; /* completed once its bytes are all written */
+    return 0;
+  }
+  if (unsent) return protocol_error(c, "a reply to a request not yet fully sent", r->id);
+  if (!body_matches(f, r->body_case)) return protocol_error(c, "a reply of the wrong kind", r->id);
+  if (r->body_case == OPD__V1__RESPONSE__BODY_DOWNLOAD)
+    return start_download(c, f, r->download, r->id);
+  assert(r->body_case == OPD__V1__RESPONSE__BODY_HELLO);
+  set_server_info(c, r->hello);
+  if (r->hello->protocol_version != OPD_CLIENT_PROTOCOL_VERSION) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "the server speaks protocol version %u, this client %d",
+             r->hello->protocol_version, OPD_CLIENT_PROTOCOL_VERSION);
+    future_set_error(f, OPD_EINTERNAL, msg, NULL);
   }
   complete(c, f);
   return 0;
@@ -530,7 +612,7 @@ static int read_some(opd_client *c) {
   for (;;) {
     ssize_t n;
     if (c->raw_active && c->raw_dst && c->rpos == c->rlen) {
-      size_t want = c->raw_left < (uint64_t)SSIZE_MAX ? (size_t)c->raw_left : SSIZE_MAX;
+      size_t want = c->raw_left < c->raw_read_max ? (size_t)c->raw_left : c->raw_read_max;
       n = read(c->fd, c->raw_dst, want);
       if (n > 0) {
         c->raw_dst += n;
@@ -603,21 +685,26 @@ static int write_some(opd_client *c) {
       return drain_after_write_error(c, errno);
     }
     size_t left = (size_t)w;
-    for (int i = 0; i < nf; i++) {
-      opd_future *f = fs[i];
+    int whole = 0;
+    for (; whole < nf; whole++) {
+      opd_future *f = fs[whole];
       size_t total = f->frame_len + f->raw_len, take = total - f->sent;
       if (take > left) take = left;
       f->sent += take;
       left -= take;
-      if (f->sent < total) return 0;
-      free(f->frame);
+      if (f->sent < total) break;
+      if (f->frame != f->frame_inline) free(f->frame);
       f->frame = NULL;
-      pthread_mutex_lock(&c->mu);
-      c->send = f->next;
-      bool early = f->responded;
-      pthread_mutex_unlock(&c->mu);
-      if (early) complete(c, f);
     }
+    if (whole > 0) {
+      /* (the futures sent whole stay on the list: only this thread completes them) */
+      pthread_mutex_lock(&c->mu);
+      c->send = fs[whole - 1]->next;
+      pthread_mutex_unlock(&c->mu);
+      for (int i = 0; i < whole; i++) /* an early error response completes it now */
+        if (fs[i]->responded) complete(c, fs[i]);
+    }
+    if (whole < nf) return 0;
   }
 }
 
@@ -710,14 +797,14 @@ static bool nothing_pending(opd_client *c, const void *arg) {
 
 /* ---- submitting ---- */
 
-int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, uint8_t **frame, size_t *len) {
+int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, opd_future *f) {
   size_t hand = opd__wire_request_size(req); /* [Note: Hand-packed messages] */
   size_t n = hand ? hand : opd__v1__request__get_packed_size(req);
   if (n > limit || n > UINT32_MAX)
     return opd__client_error(OPD_ERESOURCE,
                              "a request of %zu bytes exceeds the server's max_frame_bytes (%llu)",
                              n, (unsigned long long)limit);
-  uint8_t *buf = malloc(n + 4);
+  uint8_t *buf = n + 4 <= sizeof f->frame_inline ? f->frame_inline : malloc(n + 4);
   if (!buf) return opd__client_error(OPD_ENOMEM, "out of memory for a request of %zu bytes", n);
   buf[0] = (uint8_t)n;
   buf[1] = (uint8_t)(n >> 8);
@@ -726,11 +813,11 @@ int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, uint8_t **fram
   if (hand)
     opd__wire_request_pack(req, buf + 4);
   else if (opd__v1__request__pack(req, buf + 4) != n) {
-    free(buf);
+    if (buf != f->frame_inline) free(buf);
     return opd__client_error(OPD_EINTERNAL, "protobuf-c packed a request to an unexpected size");
   }
-  *frame = buf;
-  *len = n + 4;
+  f->frame = buf;
+  f->frame_len = n + 4;
   return 0;
 }
 
@@ -745,7 +832,7 @@ int opd__client_submit(opd_client *c, opd_future *f, Opd__V1__Request *req) {
     rc = opd__client_error(c->broken_rc, "%s", c->broken_msg);
   if (rc == 0) {
     req->id = ++c->next_id;
-    rc = opd__client_pack(req, c->max_frame_out, &f->frame, &f->frame_len);
+    rc = opd__client_pack(req, c->max_frame_out, f);
   }
   if (rc != 0) {
     pthread_mutex_unlock(&c->mu);
@@ -1000,6 +1087,13 @@ static int hello(opd_client *c, const opd_client_options *o) {
   return rc;
 }
 
+static bool is_tcp(int fd) {
+  struct sockaddr_storage a;
+  socklen_t len = sizeof a;
+  return getsockname(fd, (struct sockaddr *)&a, &len) == 0 &&
+         (a.ss_family == AF_INET || a.ss_family == AF_INET6);
+}
+
 int opd_client_connect_fd(int fd, const opd_client_options *options, opd_client **out) {
   static const opd_client_options defaults;
   const opd_client_options *o = options ? options : &defaults;
@@ -1032,6 +1126,7 @@ int opd_client_connect_fd(int fd, const opd_client_options *options, opd_client 
   c->refs = 1;
   c->rbuf = rbuf;
   c->rcap = READ_CHUNK;
+  c->raw_read_max = is_tcp(fd) ? OPD__WIRE_TCP_RAW_READ : SSIZE_MAX;
   c->max_in_flight = 1;
   c->max_frame_out = OPD__CLIENT_DEFAULT_FRAME;
   c->max_frame_in =

@@ -24,20 +24,26 @@ typedef union sub_message {
   Opd__V1__TensorLiteral literal;
 } sub_message;
 
-/* One allocation: the struct, then its arrays. */
-struct opd__args_arena {
+/* The protobuf form of a call's arguments: in the arena itself (on the caller's stack) for
+ * up to ARENA_ARGS arguments, else in one allocation. */
+#define ARENA_ARGS 4
+
+typedef struct args_arena {
   size_t n;
   Opd__V1__IValue *values;
   Opd__V1__IValue **pointers;
   sub_message *subs;
   protobuf_c_boolean **bools; /* converted bool lists, one per argument (or NULL) */
-  max_align_t arrays[];
-};
+  void *heap;                 /* the arrays, when they are not the ones below */
+  sub_message own_subs[ARENA_ARGS];
+  Opd__V1__IValue own_values[ARENA_ARGS];
+  Opd__V1__IValue *own_pointers[ARENA_ARGS];
+  protobuf_c_boolean *own_bools[ARENA_ARGS];
+} args_arena;
 
-void opd__client_args_free(opd__args_arena *a) {
-  if (!a) return;
+static void args_free(args_arena *a) {
   for (size_t i = 0; i < a->n; i++) free(a->bools[i]);
-  free(a);
+  free(a->heap);
 }
 
 static int arg_error(size_t i, const char *why) {
@@ -62,7 +68,7 @@ static int check_literal(size_t i, const opd_client_literal *l) {
   return 0;
 }
 
-static int build_one(opd__args_arena *a, size_t i, const opd_client_value *v) {
+static int build_one(args_arena *a, size_t i, const opd_client_value *v) {
   Opd__V1__IValue *iv = &a->values[i];
   sub_message *sub = &a->subs[i];
   opd__v1__ivalue__init(iv);
@@ -169,42 +175,48 @@ static int build_one(opd__args_arena *a, size_t i, const opd_client_value *v) {
   return 0;
 }
 
-int opd__client_args_build(const opd_client_value *args, size_t nargs, opd__args_arena **arena,
-                           Opd__V1__IValue ***out) {
-  *arena = NULL;
-  *out = NULL;
+/* Converts a call's arguments into protobuf IValues in `a` (freed with args_free after
+ * success): 0 or OPD_EINVAL / OPD_ENOMEM. */
+static int args_build(const opd_client_value *args, size_t nargs, args_arena *a) {
+  a->n = 0;
+  a->heap = NULL;
   if (nargs > OPD__CLIENT_MAX_ARGS)
     return opd__client_error(OPD_EINVAL, "%zu arguments (at most %d)", nargs, OPD__CLIENT_MAX_ARGS);
   if (nargs && !args) return opd__client_error(OPD_EINVAL, "NULL arguments");
-  size_t n = nargs ? nargs : 1; /* nargs <= OPD__CLIENT_MAX_ARGS: no overflow */
-  _Static_assert(_Alignof(sub_message) <= _Alignof(max_align_t) &&
-                     sizeof(sub_message) % _Alignof(Opd__V1__IValue) == 0 &&
-                     sizeof(Opd__V1__IValue) % _Alignof(Opd__V1__IValue *) == 0,
-                 "the arrays follow each other aligned");
-  opd__args_arena *a = calloc(1, sizeof *a + n * (sizeof *a->subs + sizeof *a->values +
-                                                  sizeof *a->pointers + sizeof *a->bools));
-  if (!a) return opd__client_error(OPD_ENOMEM, "out of memory");
+  if (nargs <= ARENA_ARGS) {
+    a->subs = a->own_subs;
+    a->values = a->own_values;
+    a->pointers = a->own_pointers;
+    a->bools = a->own_bools;
+    memset(a->own_bools, 0, sizeof a->own_bools);
+  } else { /* nargs <= OPD__CLIENT_MAX_ARGS: no overflow */
+    _Static_assert(_Alignof(sub_message) <= _Alignof(max_align_t) &&
+                       sizeof(sub_message) % _Alignof(Opd__V1__IValue) == 0 &&
+                       sizeof(Opd__V1__IValue) % _Alignof(Opd__V1__IValue *) == 0,
+                   "the arrays follow each other aligned");
+    a->heap =
+        calloc(nargs, sizeof *a->subs + sizeof *a->values + sizeof *a->pointers + sizeof *a->bools);
+    if (!a->heap) return opd__client_error(OPD_ENOMEM, "out of memory");
+    a->subs = a->heap;
+    a->values = (Opd__V1__IValue *)(a->subs + nargs);
+    a->pointers = (Opd__V1__IValue **)(a->values + nargs);
+    a->bools = (protobuf_c_boolean **)(a->pointers + nargs);
+  }
   a->n = nargs;
-  a->subs = (sub_message *)a->arrays;
-  a->values = (Opd__V1__IValue *)(a->subs + n);
-  a->pointers = (Opd__V1__IValue **)(a->values + n);
-  a->bools = (protobuf_c_boolean **)(a->pointers + n);
   for (size_t i = 0; i < nargs; i++) {
     int rc = build_one(a, i, &args[i]);
     if (rc) {
-      opd__client_args_free(a);
+      args_free(a);
       return rc;
     }
     a->pointers[i] = &a->values[i];
   }
-  *arena = a;
-  *out = a->pointers;
   return 0;
 }
 
 /* ---- results ---- */
 
-void opd__client_free_results(opd_client_value *v, size_t n) {
+void opd__client_free_values(opd_client_value *v, size_t n) {
   for (size_t i = 0; v && i < n; i++) {
     switch (v[i].kind) {
     case OPD_CV_STR: free((char *)v[i].u.s); break;
@@ -217,7 +229,6 @@ void opd__client_free_results(opd_client_value *v, size_t n) {
     default: break;
     }
   }
-  free(v);
 }
 
 static void *copy_array(const void *src, size_t n, size_t size) {
@@ -293,17 +304,19 @@ static int copy_result(const Opd__V1__IValue *in, opd_client_value *out) {
   return 0;
 }
 
-int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_client_value **out) {
-  *out = calloc(n ? n : 1, sizeof **out);
-  if (!*out) return OPD_ENOMEM;
+int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_future *f) {
+  opd_client_value *v = n <= OPD__FUTURE_RESULTS ? f->results_inline : calloc(n, sizeof *v);
+  if (!v) return OPD_ENOMEM;
   for (size_t i = 0; i < n; i++) {
-    int rc = copy_result(in[i], &(*out)[i]);
+    int rc = copy_result(in[i], &v[i]);
     if (rc) {
-      opd__client_free_results(*out, i + 1);
-      *out = NULL;
+      opd__client_free_values(v, i + 1);
+      if (v != f->results_inline) free(v);
       return rc;
     }
   }
+  f->results = v;
+  f->num_results = n;
   return 0;
 }
 
@@ -315,7 +328,15 @@ static int submit(opd_client *c, opd__req_kind kind, Opd__V1__Request *req, cons
                   const void *raw, size_t raw_len, opd_future_cb cb, void *user, opd_future **out) {
   if (out) *out = NULL;
   opd_future *f = opd__future_new(c, kind, cb, user, out != NULL);
-  if (!f || (op && !(f->op = strndup(op, 256)))) {
+  size_t op_len = op ? strnlen(op, 256) : 0;
+  if (f && op && op_len < sizeof f->op_inline) {
+    memcpy(f->op_inline, op, op_len);
+    f->op_inline[op_len] = 0;
+    f->op = f->op_inline;
+  } else if (f && op) {
+    f->op = strndup(op, 256);
+  }
+  if (!f || (op && !f->op)) {
     if (f) opd__future_discard(f);
     return opd__client_error(OPD_ENOMEM, "out of memory");
   }
@@ -330,19 +351,18 @@ int opd_client_call_async(opd_client *c, const char *op, const opd_client_value 
                           opd_future_cb cb, void *user, opd_future **out) {
   if (out) *out = NULL;
   if (!op || !*op) return opd__client_error(OPD_EINVAL, "no operator name");
-  opd__args_arena *arena;
-  Opd__V1__IValue **values;
-  int rc = opd__client_args_build(args, nargs, &arena, &values);
+  args_arena arena;
+  int rc = args_build(args, nargs, &arena);
   if (rc) return rc;
   Opd__V1__Call call = OPD__V1__CALL__INIT;
   call.op = (char *)op;
   call.n_args = nargs;
-  call.args = values;
+  call.args = arena.pointers;
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
   req.body_case = OPD__V1__REQUEST__BODY_CALL;
   req.call = &call;
   rc = submit(c, OPD__REQ_CALL, &req, op, NULL, 0, cb, user, out);
-  opd__client_args_free(arena);
+  args_free(&arena);
   return rc;
 }
 
@@ -618,7 +638,8 @@ int opd_client_ping_async(opd_client *c, const void *payload, size_t len, opd_fu
   req.body_case = OPD__V1__REQUEST__BODY_PING;
   req.ping = &p;
   opd_future *f = opd__future_new(c, OPD__REQ_PING, cb, user, out != NULL);
-  if (!f || !(f->pong = malloc(len ? len : 1))) {
+  if (f) f->pong = len <= sizeof f->pong_inline ? f->pong_inline : malloc(len);
+  if (!f || !f->pong) {
     if (f) opd__future_discard(f);
     return opd__client_error(OPD_ENOMEM, "out of memory");
   }

@@ -739,7 +739,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   opd__conn *c = h->data;
   if (c->mode == OPD__READ_RAW && c->rpos == c->rlen) {
-    size_t n = c->raw_left < MAX_RAW_READ ? (size_t)c->raw_left : MAX_RAW_READ;
+    size_t n = c->raw_left < c->raw_read_max ? (size_t)c->raw_left : c->raw_read_max;
     c->read_raw = true;
     *buf = uv_buf_init((char *)c->raw_dst, 0);
     buf->len = n;
@@ -922,6 +922,7 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
     return;
   }
   if (tcp) uv_tcp_nodelay(&c->h.tcp, 1);
+  c->raw_read_max = tcp ? OPD__WIRE_TCP_RAW_READ : MAX_RAW_READ;
   uv_os_fd_t fd;
   if (uv_fileno(&c->h.handle, &fd) == 0) c->fd = fd;
   format_peer(c, tcp);
