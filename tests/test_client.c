@@ -1442,6 +1442,32 @@ START_TEST(test_daemon_round_trip) {
   ck_assert(got[5] == 36);
   ck_assert_int_eq(opd_client_release(c, (opd_client_tensor[]){a, b, r, t, s, ti, m, ar}, 8), 0);
   ck_assert_int_eq(opd_client_synchronize(c), 0);
+  /* [Note: Raw reads over TCP]: megabytes both ways in reads of 128 KiB, a size that is no
+   * multiple of them, two downloads back to back with a ping behind */
+  int64_t big_n = (3 << 20) / 4 + 3;
+  float *big = malloc((size_t)big_n * 4), *back1 = malloc((size_t)big_n * 4),
+        *back2 = malloc((size_t)big_n * 4);
+  ck_assert(big && back1 && back2);
+  for (int64_t i = 0; i < big_n; i++) big[i] = (float)(i % 1000003);
+  opd_client_tensor bt;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, &big_n, 1, big, (size_t)big_n * 4, NULL, &bt),
+                   0);
+  opd_future *d1, *d2, *p;
+  ck_assert_int_eq(opd_client_download_async(c, bt, back1, (size_t)big_n * 4, NULL, NULL, &d1), 0);
+  ck_assert_int_eq(opd_client_download_async(c, bt, back2, (size_t)big_n * 4, NULL, NULL, &d2), 0);
+  ck_assert_int_eq(opd_client_ping_async(c, "after", 5, NULL, NULL, &p), 0);
+  ck_assert_int_eq(opd_future_wait(p), 0);
+  ck_assert_int_eq(opd_future_wait(d1), 0);
+  ck_assert_int_eq(opd_future_wait(d2), 0);
+  ck_assert_int_eq(memcmp(big, back1, (size_t)big_n * 4), 0);
+  ck_assert_int_eq(memcmp(big, back2, (size_t)big_n * 4), 0);
+  opd_future_free(d1);
+  opd_future_free(d2);
+  opd_future_free(p);
+  free(big);
+  free(back1);
+  free(back2);
+  ck_assert_int_eq(opd_client_release(c, &bt, 1), 0);
   opd_client_close(c);
   opd_server_stop(d.srv);
 }
