@@ -6,6 +6,7 @@
 #                             tcp://127.0.0.1:7470)
 #   tools/dev.sh test         install, build (Release) and run the whole test suite
 #   tools/dev.sh test asan    the same with AddressSanitizer + UndefinedBehaviorSanitizer
+#   tools/dev.sh test tsan    the unit suites with ThreadSanitizer (CPU backend only)
 #   tools/dev.sh deps         only install the Debian packages
 #   tools/dev.sh format       check formatting with the committed .clang-format
 set -euo pipefail
@@ -56,13 +57,18 @@ test)
     build build-asan -DOPD_SANITIZE=ON -DOPD_BENCH=OFF
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
+  elif [ "${2:-}" = tsan ]; then
+    # (a report fails its suite: the test process exits with TSan's exit code)
+    build build-tsan -DOPD_SANITIZE_THREAD=ON -DOPD_BENCH=OFF -DOPD_CUDA=OFF
+    TSAN_OPTIONS=second_deadlock_stack=1 \
+      ctest --test-dir build-tsan --output-on-failure -j"$(nproc)" -R '^unit[.]'
   else
     build build-release
     ctest --test-dir build-release --output-on-failure -j"$(nproc)"
   fi
   ;;
 *)
-  sed -n '2,11p' "$0"
+  sed -n '2,12p' "$0"
   exit 2
   ;;
 esac

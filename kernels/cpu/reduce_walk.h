@@ -13,7 +13,8 @@
 /* The hot loops also get AVX2 (x86-64-v3) and AVX-512 (x86-64-v4) clones, one chosen once at load
  * time; the results do not depend on the clone (no FMA contraction in ISO C mode, explicit
  * accumulation lanes). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) /* (ThreadSanitizer's instrumented resolvers crash) */
 #define OPD__SIMD_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

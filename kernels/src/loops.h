@@ -163,7 +163,8 @@ int opd__loop_select(const opd__loop_fn table[OPD__NC], opd_dtype t, const char 
  * target_clones; x86-64 Linux only): for compute-bound loops such as float32 exp, which
  * vectorize 2-4x wider than the baseline's SSE2. The clones compute bit-identical results
  * (no contraction into FMA in ISO C mode). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__) /* (ThreadSanitizer's instrumented resolvers crash) */
 #define OPD__WIDE_VECTORS __attribute__((target_clones("default", "avx2", "avx512f")))
 #else
 #define OPD__WIDE_VECTORS

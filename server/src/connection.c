@@ -908,6 +908,7 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   c->server = s;
   c->closing = false;
   c->fd = -1;
+  c->raw_read_max = tcp ? OPD__WIRE_TCP_RAW_READ : MAX_RAW_READ;
   atomic_init(&c->sent_early, 0);
   atomic_init(&c->recycle_lazily, false);
   pthread_mutex_init(&c->wmu, NULL);
@@ -922,7 +923,6 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
     return;
   }
   if (tcp) uv_tcp_nodelay(&c->h.tcp, 1);
-  c->raw_read_max = tcp ? OPD__WIRE_TCP_RAW_READ : MAX_RAW_READ;
   uv_os_fd_t fd;
   if (uv_fileno(&c->h.handle, &fd) == 0) c->fd = fd;
   format_peer(c, tcp);
