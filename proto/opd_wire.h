@@ -51,6 +51,19 @@ void opd__wire_request_pack(const Opd__V1__Request *r, uint8_t *out);
 size_t opd__wire_call_handles_size(uint64_t id, const uint64_t *handles, size_t n);
 void opd__wire_call_handles(uint8_t *out, uint64_t id, const uint64_t *handles, size_t n);
 
+/* The same Response as protobuf-c structures, over the caller's storage (at most
+ * OPD__WIRE_VIEW_HANDLES handles): a reply read by hand, handed on to code that takes
+ * protobuf-c's messages. */
+#define OPD__WIRE_VIEW_HANDLES 8
+typedef struct opd__wire_handles_view {
+  Opd__V1__Response response;
+  Opd__V1__CallReply reply;
+  Opd__V1__IValue values[OPD__WIRE_VIEW_HANDLES];
+  Opd__V1__IValue *ptrs[OPD__WIRE_VIEW_HANDLES];
+} opd__wire_handles_view;
+const Opd__V1__Response *opd__wire_handles_view_init(opd__wire_handles_view *v, uint64_t id,
+                                                     const uint64_t *handles, size_t n);
+
 /* Response{id, pong: Pong{payload}}: its size, and its bytes written to out. */
 size_t opd__wire_pong_size(uint64_t id, size_t payload_len);
 void opd__wire_pong(uint8_t *out, uint64_t id, const uint8_t *payload, size_t payload_len);

@@ -2,6 +2,7 @@
  * messages] in opd_wire.h). */
 #include "opd_wire.h"
 
+#include <assert.h>
 #include <string.h>
 
 /* field numbers of proto/opd.proto, with their wire types */
@@ -151,6 +152,25 @@ static size_t call_reply_size(const uint64_t *handles, size_t n) {
   size_t size = 0;
   for (size_t i = 0; i < n; i++) size += field_size(1 + varint_size(handles[i]));
   return size;
+}
+
+const Opd__V1__Response *opd__wire_handles_view_init(opd__wire_handles_view *v, uint64_t id,
+                                                     const uint64_t *handles, size_t n) {
+  assert(n <= OPD__WIRE_VIEW_HANDLES);
+  for (size_t i = 0; i < n; i++) {
+    opd__v1__ivalue__init(&v->values[i]);
+    v->values[i].value_case = OPD__V1__IVALUE__VALUE_TENSOR;
+    v->values[i].tensor = handles[i];
+    v->ptrs[i] = &v->values[i];
+  }
+  opd__v1__call_reply__init(&v->reply);
+  v->reply.n_results = n;
+  v->reply.results = v->ptrs;
+  opd__v1__response__init(&v->response);
+  v->response.id = id;
+  v->response.body_case = OPD__V1__RESPONSE__BODY_CALL;
+  v->response.call = &v->reply;
+  return &v->response;
 }
 
 size_t opd__wire_call_handles_size(uint64_t id, const uint64_t *handles, size_t n) {

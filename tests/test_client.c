@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 
 #include "opd.pb-c.h"
+#include "opd_wire.h"
 #include "opd/client.h"
 #include "opd/server.h"
 
@@ -195,21 +196,8 @@ static uint64_t fake_add_tensor(fake_server *fs, int dtype, const int64_t *shape
 }
 
 static void reply_handles(fake_server *fs, uint64_t id, const uint64_t *handles, size_t n) {
-  Opd__V1__IValue vals[4], *ptrs[4];
-  for (size_t i = 0; i < n; i++) {
-    opd__v1__ivalue__init(&vals[i]);
-    vals[i].value_case = OPD__V1__IVALUE__VALUE_TENSOR;
-    vals[i].tensor = handles[i];
-    ptrs[i] = &vals[i];
-  }
-  Opd__V1__CallReply cr = OPD__V1__CALL_REPLY__INIT;
-  cr.n_results = n;
-  cr.results = ptrs;
-  Opd__V1__Response r = OPD__V1__RESPONSE__INIT;
-  r.id = id;
-  r.body_case = OPD__V1__RESPONSE__BODY_CALL;
-  r.call = &cr;
-  respond(fs, &r, NULL, 0);
+  opd__wire_handles_view view;
+  respond(fs, opd__wire_handles_view_init(&view, id, handles, n), NULL, 0);
 }
 
 /* aten::add.Tensor on float32 tensors of one shape. */

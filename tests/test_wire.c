@@ -28,27 +28,42 @@ static uint64_t rnd(unsigned *seed) {
 
 /* Packs Response{id, call{results: handles as tensors}} with protobuf-c and by hand, and
  * compares; then unpacks the hand-packed bytes and compares the values. */
-static void check_call(uint64_t id, const uint64_t *handles, size_t n) {
-  Opd__V1__IValue values[8], *ptrs[8];
-  ck_assert_uint_le(n, 8);
+/* protobuf-c reads p[0, len) as Response{id, call: handles as tensors}. */
+static void expect_handles_response(const uint8_t *p, size_t len, uint64_t id,
+                                    const uint64_t *handles, size_t n) {
+  Opd__V1__Response *r = opd__v1__response__unpack(NULL, len, p);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_uint_eq(r->id, id);
+  ck_assert_int_eq(r->body_case, OPD__V1__RESPONSE__BODY_CALL);
+  ck_assert_uint_eq(r->call->n_results, n);
   for (size_t i = 0; i < n; i++) {
-    opd__v1__ivalue__init(&values[i]);
-    values[i].value_case = OPD__V1__IVALUE__VALUE_TENSOR;
-    values[i].tensor = handles[i];
-    ptrs[i] = &values[i];
+    ck_assert_int_eq(r->call->results[i]->value_case, OPD__V1__IVALUE__VALUE_TENSOR);
+    ck_assert_uint_eq(r->call->results[i]->tensor, handles[i]);
   }
-  Opd__V1__CallReply reply = OPD__V1__CALL_REPLY__INIT;
-  reply.n_results = n;
-  reply.results = ptrs;
-  Opd__V1__Response resp = OPD__V1__RESPONSE__INIT;
-  resp.id = id;
-  resp.body_case = OPD__V1__RESPONSE__BODY_CALL;
-  resp.call = &reply;
+  opd__v1__response__free_unpacked(r, NULL);
+}
+
+/* protobuf-c reads p[0, len) as Response{id, pong: payload}. */
+static void expect_pong_response(const uint8_t *p, size_t len, uint64_t id, const uint8_t *payload,
+                                 size_t plen) {
+  Opd__V1__Response *r = opd__v1__response__unpack(NULL, len, p);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_uint_eq(r->id, id);
+  ck_assert_int_eq(r->body_case, OPD__V1__RESPONSE__BODY_PONG);
+  ck_assert_uint_eq(r->pong->payload.len, plen);
+  if (plen) ck_assert_mem_eq(r->pong->payload.data, payload, plen);
+  opd__v1__response__free_unpacked(r, NULL);
+}
+
+static void check_call(uint64_t id, const uint64_t *handles, size_t n) {
+  ck_assert_uint_le(n, OPD__WIRE_VIEW_HANDLES);
+  opd__wire_handles_view view;
+  const Opd__V1__Response *resp = opd__wire_handles_view_init(&view, id, handles, n);
   uint8_t want[256], got[256];
-  size_t want_n = opd__v1__response__pack(&resp, want);
+  size_t want_n = opd__v1__response__pack(resp, want);
   size_t got_n = opd__wire_call_handles_size(id, handles, n);
   ck_assert_uint_eq(got_n, want_n);
-  ck_assert_uint_eq(got_n, opd__v1__response__get_packed_size(&resp));
+  ck_assert_uint_eq(got_n, opd__v1__response__get_packed_size(resp));
   memset(got, 0xa5, sizeof got);
   opd__wire_call_handles(got, id, handles, n);
   ck_assert_mem_eq(got, want, want_n);
@@ -61,17 +76,7 @@ static void check_call(uint64_t id, const uint64_t *handles, size_t n) {
   ck_assert_uint_eq(n2, n);
   if (n) ck_assert_mem_eq(h2, handles, n * sizeof *handles);
   if (n) ck_assert(!opd__wire_parse_call_handles(got, got_n, &id2, h2, n - 1, &n2)); /* max */
-
-  Opd__V1__Response *back = opd__v1__response__unpack(NULL, got_n, got);
-  ck_assert_ptr_nonnull(back);
-  ck_assert_uint_eq(back->id, id);
-  ck_assert_int_eq(back->body_case, OPD__V1__RESPONSE__BODY_CALL);
-  ck_assert_uint_eq(back->call->n_results, n);
-  for (size_t i = 0; i < n; i++) {
-    ck_assert_int_eq(back->call->results[i]->value_case, OPD__V1__IVALUE__VALUE_TENSOR);
-    ck_assert_uint_eq(back->call->results[i]->tensor, handles[i]);
-  }
-  opd__v1__response__free_unpacked(back, NULL);
+  expect_handles_response(got, got_n, id, handles, n);
 }
 
 static void check_pong(uint64_t id, const uint8_t *payload, size_t len) {
@@ -98,14 +103,7 @@ static void check_pong(uint64_t id, const uint8_t *payload, size_t len) {
   ck_assert_uint_eq(id2, id);
   ck_assert_uint_eq(len2, len);
   if (len) ck_assert_mem_eq(p2, payload, len);
-
-  Opd__V1__Response *back = opd__v1__response__unpack(NULL, got_n, got);
-  ck_assert_ptr_nonnull(back);
-  ck_assert_uint_eq(back->id, id);
-  ck_assert_int_eq(back->body_case, OPD__V1__RESPONSE__BODY_PONG);
-  ck_assert_uint_eq(back->pong->payload.len, len);
-  if (len) ck_assert_mem_eq(back->pong->payload.data, payload, len);
-  opd__v1__response__free_unpacked(back, NULL);
+  expect_pong_response(got, got_n, id, payload, len);
 }
 
 START_TEST(call_reply_edges) {
@@ -191,6 +189,25 @@ static void random_plain(unsigned *seed, Opd__V1__IValue *v) {
   }
 }
 
+/* n random plain arguments in values, pointed to by ptrs. */
+static void random_args(unsigned *seed, Opd__V1__IValue *values, Opd__V1__IValue **ptrs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    random_plain(seed, &values[i]);
+    ptrs[i] = &values[i];
+  }
+}
+
+/* Makes req (its id left as it is) a Call of op on args, built in *call. */
+static void set_call(Opd__V1__Request *req, Opd__V1__Call *call, const char *op,
+                     Opd__V1__IValue **args, size_t n) {
+  opd__v1__call__init(call);
+  call->op = (char *)op;
+  call->n_args = n;
+  call->args = args;
+  req->body_case = OPD__V1__REQUEST__BODY_CALL;
+  req->call = call;
+}
+
 static void check_request(const Opd__V1__Request *req) {
   static uint8_t want[4096], got[4096];
   size_t want_n = opd__v1__request__pack(req, want);
@@ -208,18 +225,11 @@ START_TEST(request_call_random) {
   for (int round = 0; round < 20000; round++) {
     Opd__V1__IValue values[16], *ptrs[16];
     size_t n = (size_t)(rand_r(&seed) % 17);
-    for (size_t i = 0; i < n; i++) {
-      random_plain(&seed, &values[i]);
-      ptrs[i] = &values[i];
-    }
-    Opd__V1__Call call = OPD__V1__CALL__INIT;
-    call.op = (char *)ops[rand_r(&seed) % 4];
-    call.n_args = n;
-    call.args = ptrs;
+    random_args(&seed, values, ptrs, n);
+    Opd__V1__Call call;
     Opd__V1__Request req = OPD__V1__REQUEST__INIT;
+    set_call(&req, &call, ops[rand_r(&seed) % 4], ptrs, n);
     req.id = round % 7 ? rnd(&seed) : 0;
-    req.body_case = OPD__V1__REQUEST__BODY_CALL;
-    req.call = &call;
     check_request(&req);
   }
 }
@@ -248,13 +258,9 @@ START_TEST(request_ping_and_declined) {
   list.value_case = OPD__V1__IVALUE__VALUE_INTS;
   list.ints = &ints;
   Opd__V1__IValue *args[] = {&plain, &list};
-  Opd__V1__Call call = OPD__V1__CALL__INIT;
-  call.op = "aten::sum.dim_IntList";
-  call.n_args = 2;
-  call.args = args;
+  Opd__V1__Call call;
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
-  req.body_case = OPD__V1__REQUEST__BODY_CALL;
-  req.call = &call;
+  set_call(&req, &call, "aten::sum.dim_IntList", args, 2);
   ck_assert_uint_eq(opd__wire_request_size(&req), 0);
   Opd__V1__Download dl = OPD__V1__DOWNLOAD__INIT;
   req.body_case = OPD__V1__REQUEST__BODY_DOWNLOAD;
@@ -330,21 +336,14 @@ START_TEST(request_reader) {
   for (size_t i = 0; i < sizeof payload; i++) payload[i] = (uint8_t)rand_r(&seed);
   for (int round = 0; round < 50000; round++) {
     Opd__V1__IValue values[12], *ptrs[12];
-    Opd__V1__Call call = OPD__V1__CALL__INIT;
+    Opd__V1__Call call;
     Opd__V1__Ping ping = OPD__V1__PING__INIT;
     Opd__V1__Request req = OPD__V1__REQUEST__INIT;
     req.id = round % 5 ? rnd(&seed) : 0;
     if (round % 3) {
       size_t n = (size_t)(rand_r(&seed) % 13);
-      for (size_t i = 0; i < n; i++) {
-        random_plain(&seed, &values[i]);
-        ptrs[i] = &values[i];
-      }
-      call.op = round % 7 ? "aten::add.Tensor" : "";
-      call.n_args = n;
-      call.args = ptrs;
-      req.body_case = OPD__V1__REQUEST__BODY_CALL;
-      req.call = &call;
+      random_args(&seed, values, ptrs, n);
+      set_call(&req, &call, round % 7 ? "aten::add.Tensor" : "", ptrs, n);
     } else {
       ping.payload.data = payload;
       ping.payload.len = (size_t)(rand_r(&seed) % sizeof payload);
@@ -360,17 +359,10 @@ START_TEST(request_reader) {
   }
   /* more arguments than the reader takes: declined */
   Opd__V1__IValue values[65], *ptrs[65];
-  for (size_t i = 0; i < 65; i++) {
-    random_plain(&seed, &values[i]);
-    ptrs[i] = &values[i];
-  }
-  Opd__V1__Call call = OPD__V1__CALL__INIT;
-  call.op = "f";
-  call.n_args = 65;
-  call.args = ptrs;
+  random_args(&seed, values, ptrs, 65);
+  Opd__V1__Call call;
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
-  req.body_case = OPD__V1__REQUEST__BODY_CALL;
-  req.call = &call;
+  set_call(&req, &call, "f", ptrs, 65);
   opd__wire_request_pack(&req, frame);
   bump_pos = 0;
   Opd__V1__Request *out = NULL;
@@ -397,24 +389,8 @@ static void check_reader_agrees(const uint8_t *p, size_t len) {
   uint64_t pid;
   bool pong = opd__wire_parse_pong(p, len, &pid, &payload, &plen);
   ck_assert(!(call && pong));
-  if (!call && !pong) return;
-  Opd__V1__Response *r = opd__v1__response__unpack(NULL, len, p);
-  ck_assert_ptr_nonnull(r);
-  if (call) {
-    ck_assert_uint_eq(r->id, id);
-    ck_assert_int_eq(r->body_case, OPD__V1__RESPONSE__BODY_CALL);
-    ck_assert_uint_eq(r->call->n_results, n);
-    for (size_t i = 0; i < n; i++) {
-      ck_assert_int_eq(r->call->results[i]->value_case, OPD__V1__IVALUE__VALUE_TENSOR);
-      ck_assert_uint_eq(r->call->results[i]->tensor, handles[i]);
-    }
-  } else {
-    ck_assert_uint_eq(r->id, pid);
-    ck_assert_int_eq(r->body_case, OPD__V1__RESPONSE__BODY_PONG);
-    ck_assert_uint_eq(r->pong->payload.len, plen);
-    if (plen) ck_assert_mem_eq(r->pong->payload.data, payload, plen);
-  }
-  opd__v1__response__free_unpacked(r, NULL);
+  if (call) expect_handles_response(p, len, id, handles, n);
+  if (pong) expect_pong_response(p, len, pid, payload, plen);
 }
 
 START_TEST(readers_on_mutated_frames) {

@@ -512,25 +512,13 @@ static int dispatch_response(opd_client *c, const Opd__V1__Response *r) {
 
 /* The common responses, read by hand ([Note: Hand-packed messages]): true if this was one
  * (*rc is then dispatch_response's). */
-#define FAST_HANDLES 8
 static bool handle_common_frame(opd_client *c, const uint8_t *data, uint32_t len, int *rc) {
   Opd__V1__Response r = OPD__V1__RESPONSE__INIT;
-  uint64_t handles[FAST_HANDLES];
+  uint64_t handles[OPD__WIRE_VIEW_HANDLES];
   size_t n;
-  if (opd__wire_parse_call_handles(data, len, &r.id, handles, FAST_HANDLES, &n)) {
-    Opd__V1__IValue values[FAST_HANDLES], *ptrs[FAST_HANDLES];
-    for (size_t i = 0; i < n; i++) {
-      opd__v1__ivalue__init(&values[i]);
-      values[i].value_case = OPD__V1__IVALUE__VALUE_TENSOR;
-      values[i].tensor = handles[i];
-      ptrs[i] = &values[i];
-    }
-    Opd__V1__CallReply reply = OPD__V1__CALL_REPLY__INIT;
-    reply.n_results = n;
-    reply.results = ptrs;
-    r.body_case = OPD__V1__RESPONSE__BODY_CALL;
-    r.call = &reply;
-    *rc = dispatch_response(c, &r);
+  if (opd__wire_parse_call_handles(data, len, &r.id, handles, OPD__WIRE_VIEW_HANDLES, &n)) {
+    opd__wire_handles_view view;
+    *rc = dispatch_response(c, opd__wire_handles_view_init(&view, r.id, handles, n));
     return true;
   }
   Opd__V1__Pong pong = OPD__V1__PONG__INIT;

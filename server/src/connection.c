@@ -739,7 +739,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
   opd__conn *c = h->data;
   if (c->mode == OPD__READ_RAW && c->rpos == c->rlen) {
-    size_t n = c->raw_left < c->raw_read_max ? (size_t)c->raw_left : c->raw_read_max;
+    /* [Note: Raw reads over TCP] */
+    size_t most = c->h.handle.type == UV_TCP ? OPD__WIRE_TCP_RAW_READ : MAX_RAW_READ;
+    size_t n = c->raw_left < most ? (size_t)c->raw_left : most;
     c->read_raw = true;
     *buf = uv_buf_init((char *)c->raw_dst, 0);
     buf->len = n;
@@ -908,7 +910,6 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   c->server = s;
   c->closing = false;
   c->fd = -1;
-  c->raw_read_max = tcp ? OPD__WIRE_TCP_RAW_READ : MAX_RAW_READ;
   atomic_init(&c->sent_early, 0);
   atomic_init(&c->recycle_lazily, false);
   pthread_mutex_init(&c->wmu, NULL);

@@ -35,12 +35,11 @@ struct opd__conn {
   uint8_t *rbuf; /* bytes read and not yet consumed: rbuf[rpos, rlen) */
   size_t rcap, rlen, rpos;
   opd__read_mode mode;
-  uint8_t *raw_dst;    /* RAW: where the next upload byte goes */
-  uint64_t raw_left;   /* RAW, SKIP: bytes still to come */
-  opd__job *upload;    /* the upload being received */
-  bool reading;        /* uv_read_start is in effect */
-  bool read_raw;       /* the last buffer handed to libuv was raw_dst */
-  size_t raw_read_max; /* the most one raw read takes ([Note: Raw reads over TCP]) */
+  uint8_t *raw_dst;  /* RAW: where the next upload byte goes */
+  uint64_t raw_left; /* RAW, SKIP: bytes still to come */
+  opd__job *upload;  /* the upload being received */
+  bool reading;      /* uv_read_start is in effect */
+  bool read_raw;     /* the last buffer handed to libuv was raw_dst */
   /* responses, in request order ([Note: Responses written by workers] for wmu) */
   pthread_mutex_t wmu;        /* guards order_head, order_tail, the jobs' next, writes, closing */
   int fd;                     /* the socket, for workers' sends; -1 when unknown */
