@@ -6,6 +6,7 @@
 
 #include "opd/allocator.h"
 #include "opd/error.h"
+#include "opd/memory.h"
 #include "tensor_internal.h"
 
 /* Size classes above OPD_CPU_CACHE_MIN: four per power of two, up to 2^47 bytes. */
@@ -50,7 +51,7 @@ static void free_cached_locked(void) {
     while (cache.lists[c]) {
       free_block *b = cache.lists[c];
       cache.lists[c] = b->next;
-      free(b);
+      opd__aligned_free(b);
     }
   }
   cache.cached = 0;
@@ -111,7 +112,7 @@ static void *cpu_alloc(const opd_allocator *a, opd_device device, size_t nbytes)
     pthread_mutex_unlock(&cache.lock);
     if (b) return b;
   }
-  void *p = aligned_alloc(OPD_CPU_ALIGNMENT, rounded);
+  void *p = opd__aligned_alloc(OPD_CPU_ALIGNMENT, rounded);
   if (!p) {
     atomic_fetch_sub(&in_use, rounded);
     opd_error(OPD_ENOMEM, "CPU out of memory: the system refused %zu bytes", nbytes);
@@ -136,7 +137,7 @@ static void cpu_free(const opd_allocator *a, opd_device device, void *p, size_t 
     }
     pthread_mutex_unlock(&cache.lock);
   }
-  free(p);
+  opd__aligned_free(p);
 }
 
 static void cpu_stats(const opd_allocator *a, int device_index, opd_memory_stats *out) {

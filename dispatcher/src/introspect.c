@@ -1,6 +1,7 @@
 /* introspect.c: renders operators' registrations and computed tables as JSON (jansson) and
  * as text. Reads under the registry lock, so a dump is one consistent state. */
 #include "opd/introspect.h"
+#include "opd/memory.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ char *opd_op_dump_table(const opd_operator *op) {
   }
   pthread_mutex_unlock(&opd__registry_lock);
   if (fclose(f) != 0) {
-    free(out);
+    opd__free(out);
     return NULL;
   }
   return out;

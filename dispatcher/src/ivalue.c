@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "opd/error.h"
+#include "opd/memory.h"
 #include "opd/tensor.h"
 
 static const char *const opd__iv_tag_names[] = {
@@ -30,7 +31,7 @@ static void *alloc_array(size_t n, size_t size, int *err) {
     *err = opd_error(OPD_EINVAL, "list of %zu elements is too long", n);
     return NULL;
   }
-  void *p = malloc(n ? n * size : 1);
+  void *p = opd__malloc(n ? n * size : 1);
   if (!p) *err = opd_error(OPD_ENOMEM, "out of memory allocating a list of %zu elements", n);
   return p;
 }
@@ -92,12 +93,12 @@ void opd_iv_destroy(opd_ivalue *v) {
   case OPD_IV_OPT_TENSOR_LIST:
     for (uint32_t i = 0; i < v->len; i++)
       if (v->u.tensors[i]) opd_tensor_release(v->u.tensors[i]);
-    free(v->u.tensors);
+    opd__free(v->u.tensors);
     break;
-  case OPD_IV_STRING: free(v->u.s); break;
-  case OPD_IV_INT_LIST: free(v->u.ints); break;
-  case OPD_IV_DOUBLE_LIST: free(v->u.doubles); break;
-  case OPD_IV_BOOL_LIST: free(v->u.bools); break;
+  case OPD_IV_STRING: opd__free(v->u.s); break;
+  case OPD_IV_INT_LIST: opd__free(v->u.ints); break;
+  case OPD_IV_DOUBLE_LIST: opd__free(v->u.doubles); break;
+  case OPD_IV_BOOL_LIST: opd__free(v->u.bools); break;
   default: break;
   }
   *v = opd_iv_none();
@@ -160,10 +161,10 @@ void opd_stack_init(opd_stack *s) {
 int opd__stack_grow(opd_stack *s) {
   if (s->capacity > UINT32_MAX / 2) return opd_error(OPD_ENOMEM, "stack too large");
   uint32_t cap = s->capacity * 2;
-  opd_ivalue *items = malloc(cap * sizeof *items);
+  opd_ivalue *items = opd__malloc(cap * sizeof *items);
   if (!items) return opd_error(OPD_ENOMEM, "out of memory growing a stack to %u values", cap);
   memcpy(items, s->items, s->size * sizeof *items);
-  if (s->items != s->inline_items) free(s->items);
+  if (s->items != s->inline_items) opd__free(s->items);
   s->items = items;
   s->capacity = cap;
   return 0;
@@ -180,6 +181,6 @@ void opd_stack_clear(opd_stack *s) {
 
 void opd_stack_destroy(opd_stack *s) {
   opd_stack_clear(s);
-  if (s->items != s->inline_items) free(s->items);
+  if (s->items != s->inline_items) opd__free(s->items);
   opd_stack_init(s);
 }

@@ -51,6 +51,7 @@
 
 #include "dispatcher_internal.h"
 #include "opd/log.h"
+#include "opd/memory.h"
 #include "opd/unboxed.h"
 
 pthread_mutex_t opd__registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -78,11 +79,11 @@ static uint32_t hash_name(const char *s) {
 }
 
 static op_map *op_map_new(size_t capacity, op_map *retired) {
-  op_map *m = calloc(1, sizeof *m);
+  op_map *m = opd__calloc(1, sizeof *m);
   if (!m) return NULL;
-  m->buckets = calloc(capacity, sizeof *m->buckets);
+  m->buckets = opd__calloc(capacity, sizeof *m->buckets);
   if (!m->buckets) {
-    free(m);
+    opd__free(m);
     return NULL;
   }
   m->capacity = capacity;
@@ -132,17 +133,17 @@ static int op_map_insert(opd_operator *op) {
 static opd_operator *find_or_create_op(const char *name) {
   opd_operator *op = op_map_find(name);
   if (op) return op;
-  op = calloc(1, sizeof *op);
-  if (!op || !(op->name = strdup(name))) {
-    free(op);
+  op = opd__calloc(1, sizeof *op);
+  if (!op || !(op->name = opd__strdup(name))) {
+    opd__free(op);
     opd_error(OPD_ENOMEM, "out of memory creating operator %s", name);
     return NULL;
   }
   op->hash = hash_name(name);
   opd__table_update_all(op);
   if (op_map_insert(op) != 0) {
-    free(op->name);
-    free(op);
+    opd__free(op->name);
+    opd__free(op);
     return NULL;
   }
   return op;
@@ -215,7 +216,7 @@ static void set_key_extractor(opd_operator *op) {
 static opd__registration *new_registration(opd__reg_kind kind, opd_dispatch_key key,
                                            opd_operator *op, const opd_kernel *kernel,
                                            opd_provenance prov) {
-  opd__registration *r = calloc(1, sizeof *r);
+  opd__registration *r = opd__calloc(1, sizeof *r);
   if (!r) {
     opd_error(OPD_ENOMEM, "out of memory for a registration");
     return NULL;
@@ -263,7 +264,7 @@ static void finish_change(opd__registration *dead, opd_schema *dead_schema) {
     pthread_mutex_unlock(&opd__registry_lock);
   }
   opd_schema_free(dead_schema);
-  free(dead);
+  opd__free(dead);
 }
 
 static int check_kernel(const opd_kernel *k) {
@@ -566,12 +567,12 @@ void opd_for_each_op(void (*fn)(const opd_operator *op, void *arg), void *arg) {
   opd__dispatcher_init();
   pthread_mutex_lock(&opd__registry_lock);
   op_map *m = atomic_load_explicit(&ops, memory_order_relaxed);
-  op_list l = {m ? calloc(m->count ? m->count : 1, sizeof *l.items) : NULL, 0};
+  op_list l = {m ? opd__calloc(m->count ? m->count : 1, sizeof *l.items) : NULL, 0};
   if (l.items) opd__for_each_op_locked(collect_live, &l);
   pthread_mutex_unlock(&opd__registry_lock);
   qsort(l.items, l.count, sizeof *l.items, by_name);
   for (size_t i = 0; i < l.count; i++) fn(l.items[i], arg);
-  free(l.items);
+  opd__free(l.items);
 }
 
 /* The Tracer key's fallback. PyTorch's records the call into the active trace and then

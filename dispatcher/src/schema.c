@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "opd/error.h"
+#include "opd/memory.h"
 
 /* ---- type names ---- */
 
@@ -131,7 +132,7 @@ static bool ident_is(const char *s, size_t n, const char *word) {
 }
 
 static char *dup_range(const char *s, size_t n) {
-  char *d = malloc(n + 1);
+  char *d = opd__malloc(n + 1);
   if (!d) return NULL;
   memcpy(d, s, n);
   d[n] = '\0';
@@ -283,7 +284,7 @@ static int lex_string(parser *p, constant *c) {
   size_t start = p->pos++, end = p->pos;
   while (s[end] && s[end] != quote) end += s[end] == '\\' && s[end + 1] ? 2 : 1;
   if (!s[end]) return fail(start, "unterminated string");
-  char *buf = malloc(end - p->pos + 1);
+  char *buf = opd__malloc(end - p->pos + 1);
   if (!buf) return no_memory();
   size_t n = 0;
   while (p->pos < end) {
@@ -300,7 +301,7 @@ static int lex_string(parser *p, constant *c) {
       }
     }
     if (u <= 0) {
-      free(buf);
+      opd__free(buf);
       return fail(at, "bad escape sequence in string");
     }
     buf[n++] = (char)u;
@@ -465,7 +466,7 @@ static int parse_value(parser *p, opd_type_kind k, bool symint, opd_ivalue *out)
     err = fail(c.pos, "a list element cannot be None");
   else
     err = const_to_value(&c, k, symint, out);
-  free(c.str);
+  opd__free(c.str);
   return err;
 }
 
@@ -478,7 +479,7 @@ typedef struct elem_list {
 static int elem_push(elem_list *l, const opd_ivalue *v) {
   if (l->n == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 8;
-    void *items = realloc(l->items, cap * l->size);
+    void *items = opd__realloc(l->items, cap * l->size);
     if (!items) return no_memory();
     l->items = items;
     l->cap = cap;
@@ -521,7 +522,7 @@ static int parse_list_default(parser *p, const opd_type *t, opd_ivalue *out) {
     else
       err = opd_iv_make_bool_list(out, l.items, l.n);
   }
-  free(l.items);
+  opd__free(l.items);
   return err;
 }
 
@@ -546,7 +547,7 @@ static int parse_default(parser *p, const opd_type *t, opd_ivalue *out) {
 /* ---- arguments and the schema ---- */
 
 static void argument_destroy(opd_argument *a) {
-  free(a->name);
+  opd__free(a->name);
   opd_iv_destroy(&a->default_value);
 }
 
@@ -554,7 +555,7 @@ static void argument_destroy(opd_argument *a) {
 static opd_argument *push_argument(opd_argument **args, uint32_t *n, uint32_t *cap) {
   if (*n == *cap) {
     uint32_t new_cap = *cap ? 2 * *cap : 4;
-    opd_argument *grown = realloc(*args, new_cap * sizeof **args);
+    opd_argument *grown = opd__realloc(*args, new_cap * sizeof **args);
     if (!grown) return NULL;
     *args = grown;
     *cap = new_cap;
@@ -661,14 +662,14 @@ static int parse_returns(parser *p) {
 
 void opd_schema_free(opd_schema *s) {
   if (!s) return;
-  free(s->ns);
-  free(s->name);
-  free(s->overload);
+  opd__free(s->ns);
+  opd__free(s->name);
+  opd__free(s->overload);
   for (uint32_t i = 0; i < s->num_args; i++) argument_destroy(&s->args[i]);
   for (uint32_t i = 0; i < s->num_returns; i++) argument_destroy(&s->returns[i]);
-  free(s->args);
-  free(s->returns);
-  free(s);
+  opd__free(s->args);
+  opd__free(s->returns);
+  opd__free(s);
 }
 
 int opd_schema_parse(const char *text, opd_schema **out) {
@@ -680,7 +681,7 @@ int opd_schema_parse(const char *text, opd_schema **out) {
   if (len > OPD_SCHEMA_MAX_LEN) {
     return fail(OPD_SCHEMA_MAX_LEN, "schema longer than %d bytes", OPD_SCHEMA_MAX_LEN);
   }
-  parser p = {.s = text, .out = calloc(1, sizeof(opd_schema))};
+  parser p = {.s = text, .out = opd__calloc(1, sizeof(opd_schema))};
   if (!p.out) return no_memory();
   int err = parse_name(&p);
   if (!err) err = parse_arguments(&p);
@@ -877,7 +878,7 @@ int opd_schema_set_namespace(opd_schema *s, const char *ns) {
   }
   char *copy = dup_range(ns, n);
   if (!copy) return no_memory();
-  free(s->ns);
+  opd__free(s->ns);
   s->ns = copy;
   return 0;
 }

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opd/checked.h"
 #include "opd/error.h"
+#include "opd/memory.h"
 #include "tensor_internal.h"
 
 opd_keyset opd_tensor_keyset_for(opd_dispatch_key backend_key) {
@@ -57,7 +59,7 @@ static size_t tensor_bytes(int ndim) {
 
 /* A tensor with no storage yet, in an allocation of its own. */
 static opd_tensor *tensor_alloc(int ndim) {
-  opd_tensor *t = malloc(tensor_bytes(ndim));
+  opd_tensor *t = opd__malloc(tensor_bytes(ndim));
   if (!t) {
     opd_error(OPD_ENOMEM, "out of memory allocating a %d-d tensor", ndim);
     return NULL;
@@ -92,26 +94,11 @@ int64_t opd_contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides)
   return n;
 }
 
-static int check_geometry(const int64_t *sizes, const int64_t *strides, int ndim, int64_t *numel,
-                          int64_t *extent) {
+static int check_geometry(const int64_t *sizes, const int64_t *strides, int ndim,
+                          size_t element_size, int64_t *numel, int64_t *extent) {
   if (ndim < 0 || ndim > OPD_MAX_DIMS)
     return opd_error(OPD_EINVAL, "tensors have at most %d dimensions, got %d", OPD_MAX_DIMS, ndim);
-  int64_t n = 1, last = 0;
-  for (int d = 0; d < ndim; d++) {
-    if (sizes[d] < 0)
-      return opd_error(OPD_EINVAL, "negative dimension %lld at position %d", (long long)sizes[d],
-                       d);
-    if (strides[d] < 0)
-      return opd_error(OPD_EINVAL, "negative stride %lld at position %d", (long long)strides[d], d);
-    int64_t span;
-    if (__builtin_mul_overflow(n, sizes[d], &n) ||
-        (sizes[d] && (__builtin_mul_overflow(sizes[d] - 1, strides[d], &span) ||
-                      __builtin_add_overflow(last, span, &last))))
-      return opd_error(OPD_EINVAL, "tensor sizes overflow int64");
-  }
-  *numel = n;
-  *extent = n ? last + 1 : 0; /* elements from the first to the last reachable one */
-  return 0;
+  return opd_ckd_geometry(sizes, strides, (size_t)ndim, element_size, numel, extent, "tensor");
 }
 
 static void set_geometry(opd_tensor *t, const int64_t *sizes, const int64_t *strides,
@@ -162,13 +149,13 @@ static int tensor_with_storage(int ndim, size_t nbytes, opd_device device, opd_t
       return opd_error(OPD_EUNAVAILABLE, "no allocator for device type %s",
                        name ? name : "(invalid)");
     }
-    char *block = malloc(sizeof(opd_storage) + tensor_bytes(ndim));
+    char *block = opd__malloc(sizeof(opd_storage) + tensor_bytes(ndim));
     if (!block) return opd_error(OPD_ENOMEM, "out of memory allocating a tensor");
     opd_storage *s = (opd_storage *)block;
     s->in_slab = false;
     s->data = NULL;
     if (alloc && nbytes && !(s->data = alloc->alloc(alloc, device, nbytes))) {
-      free(block);
+      opd__free(block);
       return opd_last_error_code();
     }
     *out = (opd_tensor *)(block + sizeof(opd_storage));
@@ -195,17 +182,17 @@ static void storage_release(opd_storage *s) {
     const opd_allocator *alloc = opd_allocator_for(s->device.type);
     alloc->free(alloc, s->device, s->data, s->nbytes);
   }
-  free(s); /* and the tensor made with it */
+  opd__free(s); /* and the tensor made with it */
 }
 
 int opd_tensor_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim,
                              opd_dtype dtype, opd_device device, opd_tensor **out) {
   if (!opd_dtype_valid(dtype)) return opd_error(OPD_EINVAL, "invalid dtype %d", (int)dtype);
   int64_t numel, extent, nbytes;
-  int rc = check_geometry(sizes, strides, ndim, &numel, &extent);
+  size_t esize = opd_dtype_size(dtype);
+  int rc = check_geometry(sizes, strides, ndim, esize, &numel, &extent);
   if (rc) return rc;
-  if (__builtin_mul_overflow(extent, (int64_t)opd_dtype_size(dtype), &nbytes))
-    return opd_error(OPD_EINVAL, "tensor of %lld elements is too large", (long long)extent);
+  if ((rc = opd_ckd_nbytes(extent, esize, &nbytes, "tensor"))) return rc;
   opd_dispatch_key key = opd_device_key(device);
   if (key == OPD_KEY_Undefined) return opd_error(OPD_EINVAL, "invalid device type %d", device.type);
   opd_tensor *t = NULL;
@@ -234,16 +221,13 @@ int opd_tensor_empty(const int64_t *sizes, int ndim, opd_dtype dtype, opd_device
 int opd_tensor_view_of(opd_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
                        int64_t storage_offset, opd_tensor **out) {
   int64_t numel, extent;
-  int rc = check_geometry(sizes, strides, ndim, &numel, &extent);
+  size_t esize = opd_dtype_size(opd_tensor_dtype(base));
+  int rc = check_geometry(sizes, strides, ndim, esize, &numel, &extent);
   if (rc) return rc;
   if (!base->storage) return opd_error(OPD_EINVAL, "this tensor has no storage to view");
-  size_t esize = opd_dtype_size(opd_tensor_dtype(base));
-  if (storage_offset < 0 ||
-      (numel && (uint64_t)(storage_offset + extent) * esize > base->storage->nbytes))
-    return opd_error(OPD_EINVAL,
-                     "view of %lld elements at offset %lld is out of bounds for a storage of "
-                     "%zu bytes",
-                     (long long)extent, (long long)storage_offset, base->storage->nbytes);
+  /* [Note: Checked arithmetic]: the view's bytes lie inside the storage */
+  if ((rc = opd_ckd_view_bounds(storage_offset, extent, esize, base->storage->nbytes, "view")))
+    return rc;
   opd_tensor *t = tensor_alloc(ndim);
   if (!t) return OPD_ENOMEM;
   t->key_set = base->key_set;
@@ -271,6 +255,6 @@ bool opd_tensor_is_contiguous(const opd_tensor *t) {
 
 void opd__tensor_free(opd_tensor *t) {
   opd_storage *s = t->storage;
-  if (!t->in_storage_block) free(t);
+  if (!t->in_storage_block) opd__free(t);
   if (s) storage_release(s);
 }

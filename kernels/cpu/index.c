@@ -8,6 +8,7 @@
 #include "src/kernel_util.h"
 #include "meta/index_meta.h"
 #include "src/parallel.h"
+#include "opd/memory.h"
 
 /* ---- element conversion (cat promotes: never from floating to integer or bool) ---- */
 
@@ -185,7 +186,7 @@ int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
   int64_t d = p.dim, limit = p.limit;
   int64_t n = index->numel;
   /* read and check the indices first */
-  int64_t *idx = malloc((size_t)(n ? n : 1) * sizeof *idx);
+  int64_t *idx = opd__malloc((size_t)(n ? n : 1) * sizeof *idx);
   if (!idx) return opd_error(OPD_ENOMEM, "out of memory reading %lld indices", (long long)n);
   const char *ip = opd_tensor_data(index);
   int64_t istride = index->ndim ? opd_tensor_strides(index)[0] : 0;
@@ -193,12 +194,12 @@ int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
   for (int64_t i = 0; i < n; i++) {
     idx[i] = load_int(ip + i * istride * (int64_t)opd_dtype_size(it), it);
     if (idx[i] < 0 || idx[i] >= limit) {
-      free(idx);
+      opd__free(idx);
       return opd_error(OPD_EINDEX, "index out of range in self");
     }
   }
   if ((rc = opd__alloc_output(&p.spec, p.device, out)) != 0 || (*out)->numel == 0) {
-    free(idx);
+    opd__free(idx);
     return rc;
   }
   /* the block of one index: every dimension of self but d */
@@ -223,7 +224,7 @@ int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
     opd__parallel_for(0, n, OPD_GRAIN_ELEMENTWISE / per > 0 ? OPD_GRAIN_ELEMENTWISE / per : 1,
                       select_range, &job);
   }
-  free(idx);
+  opd__free(idx);
   return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "meta/reduce_meta.h"
 #include "reduce_walk.h"
 #include "src/parallel.h"
+#include "opd/memory.h"
 
 enum { LANES = 8, GRAIN = 32768 };
 
@@ -75,7 +76,7 @@ typedef struct ln_ctx {
 static void ln_task(void *ctx, int64_t begin, int64_t end) {
   ln_ctx *c = ctx;
   int64_t n = c->cols, esz = (int64_t)c->esz;
-  double *x = malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
+  double *x = opd__malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
   if (!x) {
     atomic_store(&c->nomem, true);
     return;
@@ -97,14 +98,14 @@ static void ln_task(void *ctx, int64_t begin, int64_t end) {
     opd__store_float(c->rstd + r * esz, c->dt, rstd);
     if (r + 1 < end) opd__iter_step(&it, 1);
   }
-  free(x);
+  opd__free(x);
 }
 
 /* weight or bias as doubles; *out NULL for an absent one. */
 static int affine_f64(const opd_tensor *t, double **out) {
   *out = NULL;
   if (!t || t->numel == 0) return 0;
-  if (!(*out = malloc((size_t)t->numel * sizeof **out)))
+  if (!(*out = opd__malloc((size_t)t->numel * sizeof **out)))
     return opd_error(OPD_ENOMEM, "layer_norm: out of memory");
   opd__dims d;
   opd__dims_of(t, 0, t->ndim, &d);
@@ -137,8 +138,8 @@ static int layer_norm(const opd__layer_norm_args *a, opd_tensor *const *res) {
     opd__parallel_for(0, rows, cols >= GRAIN ? 1 : GRAIN / (cols > 0 ? cols : 1), ln_task, &c);
     if (atomic_load(&c.nomem)) rc = opd_error(OPD_ENOMEM, "layer_norm: out of memory");
   }
-  free(w);
-  free(b);
+  opd__free(w);
+  opd__free(b);
   return rc;
 }
 

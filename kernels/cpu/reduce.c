@@ -30,6 +30,7 @@
 #include "meta/reduce_meta.h"
 #include "reduce_walk.h"
 #include "src/parallel.h"
+#include "opd/memory.h"
 
 enum { LANES = 16, BLOCK = 4096, BUF = 512, COLS = 64, SPLIT = 65536, GRAIN = 32768 };
 
@@ -475,13 +476,13 @@ static void run(red *r, const opd_tensor *self, uint64_t mask) {
   int64_t kstride = r->kept.stride[r->kept.n - 1], rstride = r->red.stride[r->red.n - 1];
   if (r->nout == 1 && r->nred >= 2 * SPLIT) {
     int64_t blocks = (r->nred + SPLIT - 1) / SPLIT;
-    split_ctx s = {r, malloc((size_t)blocks * sizeof(acc))};
+    split_ctx s = {r, opd__malloc((size_t)blocks * sizeof(acc))};
     if (s.part) {
       opd__parallel_for(0, blocks, 1, split_task, &s);
       acc a = s.part[0];
       for (int64_t b = 1; b < blocks; b++) acc_combine(r, &a, &s.part[b]);
       acc_store(r, &a, r->out);
-      free(s.part);
+      opd__free(s.part);
       return;
     }
     /* no memory for the partials: one pass on this thread */

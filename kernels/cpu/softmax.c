@@ -25,6 +25,7 @@
 #include "meta/reduce_meta.h"
 #include "reduce_walk.h"
 #include "src/parallel.h"
+#include "opd/memory.h"
 
 enum { LANES = 16, COLS = 256, ROWS = 16, GRAIN = 32768 };
 
@@ -202,7 +203,7 @@ static void rows_task(void *ctx, int64_t begin, int64_t end) {
   bool f32 = s->dt == OPD_FLOAT32, f64 = s->dt == OPD_FLOAT64, gather = s->sd != 1 && k > 1;
   float *tmp = NULL;
   int64_t group = end - begin < ROWS ? end - begin : ROWS;
-  if (!f32 && !f64 && !(tmp = malloc((size_t)(group * k) * sizeof *tmp))) {
+  if (!f32 && !f64 && !(tmp = opd__malloc((size_t)(group * k) * sizeof *tmp))) {
     atomic_store(&s->nomem, true);
     return;
   }
@@ -232,7 +233,7 @@ static void rows_task(void *ctx, int64_t begin, int64_t end) {
     }
     o += g;
   }
-  free(tmp);
+  opd__free(tmp);
 }
 
 /* Gathers rows [0, k) x columns [j0, j0 + w) of the group at `base` into tmp (row stride w) in
@@ -267,7 +268,7 @@ static void cols_task(void *ctx, int64_t begin, int64_t end) {
   bool gather = !s->after_contig || !(f32 || f64);
   void *tmp = NULL;
   size_t width = (size_t)(inner < COLS ? inner : COLS);
-  if (gather && !(tmp = malloc((size_t)k * width * (f64 ? sizeof(double) : sizeof(float))))) {
+  if (gather && !(tmp = opd__malloc((size_t)k * width * (f64 ? sizeof(double) : sizeof(float))))) {
     atomic_store(&s->nomem, true);
     return;
   }
@@ -299,7 +300,7 @@ static void cols_task(void *ctx, int64_t begin, int64_t end) {
           opd__store_float(row + j * esz, s->dt, ((const float *)tmp)[r * w + j]);
     }
   }
-  free(tmp);
+  opd__free(tmp);
 }
 
 static int softmax_cpu(opd_tensor *self, int64_t dim, bool half_to_float, bool is_log,

@@ -35,6 +35,7 @@
 #include "opd/error.h"
 #include "opd/introspect.h"
 #include "opd/log.h"
+#include "opd/memory.h"
 #include "plugins.h"
 
 #define MAX_FRAME    (1024 * 1024)
@@ -182,7 +183,7 @@ static int send_json(int fd, json_t *j) {
   size_t n = strlen(text);
   uint32_t be = htonl((uint32_t)n);
   int rc = n > MAX_FRAME * 64 || write_full(fd, &be, 4) || write_full(fd, text, n) ? -1 : 0;
-  free(text);
+  opd__free(text);
   return rc;
 }
 
@@ -203,8 +204,8 @@ static void add_op(const opd_operator *op, void *arg) {
 
 static void cuda_reg_free(cuda_reg *r) {
   opd_nvrtc_kernel_free(r->kernel);
-  free(r->op);
-  free(r);
+  opd__free(r->op);
+  opd__free(r);
 }
 
 static int cuda_register(opd__admin *a, json_t *req, json_t **out) {
@@ -239,13 +240,13 @@ static int cuda_register(opd__admin *a, json_t *req, json_t **out) {
                                          &log)) < 0 &&
            log) {
     *out = json_pack("{s:s}", "log", log); /* the compiler's words, verbatim */
-    free(log);
+    opd__free(log);
   }
   opd_reg_id def = 0, id = 0;
   cuda_reg *r = NULL;
   if (rc == 0 && !existing && (def = opd__plugins_def(a->plugins, schema->ns, text)) < 0)
     rc = (int)def;
-  if (rc == 0 && (!(r = calloc(1, sizeof *r)) || !(r->op = strdup(name))))
+  if (rc == 0 && (!(r = opd__calloc(1, sizeof *r)) || !(r->op = opd__strdup(name))))
     rc = opd_error(OPD_ENOMEM, "out of memory registering %s", name);
   if (rc == 0) {
     snprintf(r->origin, sizeof r->origin, "nvrtc %s", entry);
@@ -257,8 +258,8 @@ static int cuda_register(opd__admin *a, json_t *req, json_t **out) {
       rc = (int)id;
   }
   if (rc < 0) { /* nothing stays */
-    if (r) free(r->op);
-    free(r);
+    if (r) opd__free(r->op);
+    opd__free(r);
     opd_nvrtc_kernel_free(k);
     if (def > 0) opd__plugins_deregister(a->plugins, def);
   } else {
@@ -401,14 +402,14 @@ static void serve(opd__admin *a, int fd, bool needs_token) {
       send_json(fd, error_json(OPD_EINVAL));
       return;
     }
-    char *buf = malloc(n);
+    char *buf = opd__malloc(n);
     if (!buf || read_full(fd, buf, n) != 0) {
-      free(buf);
+      opd__free(buf);
       return;
     }
     json_error_t jerr;
     json_t *req = json_loadb(buf, n, 0, &jerr);
-    free(buf);
+    opd__free(buf);
     int shutdown = 0;
     json_t *resp;
     if (!json_is_object(req)) {
@@ -456,7 +457,7 @@ static void *admin_main(void *arg) {
 }
 
 int opd__admin_start(const opd__admin_config *c, opd__admin **out) {
-  opd__admin *a = calloc(1, sizeof *a);
+  opd__admin *a = opd__calloc(1, sizeof *a);
   if (!a) return opd_error(OPD_ENOMEM, "out of memory");
   a->cfg = *c;
   a->unix_fd = a->tcp_fd = a->tcp_port = -1;
@@ -469,10 +470,10 @@ int opd__admin_start(const opd__admin_config *c, opd__admin **out) {
   if (rc == 0 && tcp) rc = read_token(a, c->token_file);
   if (rc == 0) rc = opd__plugins_new(c->plugin_dir, &a->plugins);
   if (rc == 0 && c->unix_path && c->unix_path[0]) {
-    if (!(a->unix_path = strdup(c->unix_path)))
+    if (!(a->unix_path = opd__strdup(c->unix_path)))
       rc = opd_error(OPD_ENOMEM, "out of memory");
     else if ((rc = bind_unix(a, c->unix_path)) != 0) {
-      free(a->unix_path);
+      opd__free(a->unix_path);
       a->unix_path = NULL;
     }
   }
@@ -510,7 +511,7 @@ void opd__admin_stop(opd__admin *a) {
     close(a->unix_fd);
     unlink(a->unix_path);
   }
-  free(a->unix_path);
+  opd__free(a->unix_path);
   if (a->tcp_fd >= 0) close(a->tcp_fd);
   while (a->cuda_regs) { /* before the admin's defs they may use */
     cuda_reg *r = a->cuda_regs;
@@ -519,5 +520,5 @@ void opd__admin_stop(opd__admin *a) {
     cuda_reg_free(r);
   }
   opd__plugins_free(a->plugins);
-  free(a);
+  opd__free(a);
 }

@@ -1,5 +1,6 @@
 /* arena.c: the bounded per-request bump allocator (see arena.h). */
 #include "arena.h"
+#include "opd/memory.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ static void free_extra(opd__arena *a) {
   while (a->extra) {
     opd__arena_chunk *c = a->extra;
     a->extra = c->next;
-    free(c);
+    opd__free(c);
   }
 }
 
@@ -37,9 +38,9 @@ void opd__arena_reset(opd__arena *a, size_t limit) {
   /* Grow the first block to what the last request needed, so the next one of that size
    * fits it; a request that needed more than OPD__ARENA_KEEP keeps using extra blocks. */
   if (a->extra && a->total > a->cap && a->total <= OPD__ARENA_KEEP) {
-    char *p = malloc(a->total);
+    char *p = opd__malloc(a->total);
     if (p) {
-      free(a->base);
+      opd__free(a->base);
       a->base = p;
       a->cap = a->total;
     }
@@ -71,7 +72,7 @@ void *opd__arena_alloc(opd__arena *a, size_t n) {
   opd__arena_chunk *c = a->extra;
   if (!c || c->cap - c->used < n) {
     size_t cap = n > 16384 ? n : 16384;
-    c = malloc(sizeof *c + cap);
+    c = opd__malloc(sizeof *c + cap);
     if (!c) return NULL;
     c->cap = cap;
     c->used = 0;
@@ -86,6 +87,6 @@ void *opd__arena_alloc(opd__arena *a, size_t n) {
 
 void opd__arena_destroy(opd__arena *a) {
   free_extra(a);
-  free(a->base);
+  opd__free(a->base);
   *a = (opd__arena){0};
 }

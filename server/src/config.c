@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "opd/error.h"
+#include "opd/memory.h"
 
 #define DEFAULT_LISTEN "tcp://127.0.0.1:7470"
 #define DEFAULT_STATUS OPD__DEFAULT_STATUS
@@ -86,8 +87,8 @@ void opd_server_config_init(opd_server_config *c) {
 }
 
 void opd_server_config_clear_listen(opd_server_config *c) {
-  for (size_t i = 0; i < c->num_listen; i++) free(c->listen[i]);
-  free(c->listen);
+  for (size_t i = 0; i < c->num_listen; i++) opd__free(c->listen[i]);
+  opd__free(c->listen);
   c->listen = NULL;
   c->num_listen = 0;
 }
@@ -164,10 +165,10 @@ int opd_server_config_add_listen(opd_server_config *c, const char *url) {
   opd__listen_addr addr;
   int rc = opd__parse_listen_url(url, &addr);
   if (rc < 0) return rc;
-  char **list = realloc(c->listen, (c->num_listen + 1) * sizeof *list);
+  char **list = opd__realloc(c->listen, (c->num_listen + 1) * sizeof *list);
   if (!list) return opd_error(OPD_ENOMEM, "out of memory adding a listen address");
   c->listen = list;
-  if (!(list[c->num_listen] = strdup(url)))
+  if (!(list[c->num_listen] = opd__strdup(url)))
     return opd_error(OPD_ENOMEM, "out of memory adding a listen address");
   c->num_listen++;
   return 0;

@@ -74,6 +74,7 @@
 #include "gpu.h"
 #include "opd/error.h"
 #include "opd/log.h"
+#include "opd/memory.h"
 #include "opd_wire.h"
 
 #define READ_CHUNK       (64 * 1024)
@@ -115,9 +116,9 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
     c->free_jobs = j->next;
     c->nfree_jobs--;
   } else {
-    if (!(j = calloc(1, sizeof *j))) return NULL;
-    if (!(j->out = malloc(OPD__JOB_OUT_MIN))) {
-      free(j);
+    if (!(j = opd__calloc(1, sizeof *j))) return NULL;
+    if (!(j->out = opd__malloc(OPD__JOB_OUT_MIN))) {
+      opd__free(j);
       return NULL;
     }
     j->out_cap = OPD__JOB_OUT_MIN;
@@ -152,13 +153,13 @@ static void job_free(opd__job *j) {
   j->holds_session = false;
   if (c->nfree_jobs >= MAX_FREE_JOBS) {
     opd__arena_destroy(&j->arena);
-    free(j->out);
-    free(j);
+    opd__free(j->out);
+    opd__free(j);
     return;
   }
   opd__arena_reset(&j->arena, 0);
   if (j->out_cap > KEEP_OUT_BYTES) {
-    uint8_t *p = realloc(j->out, OPD__JOB_OUT_MIN);
+    uint8_t *p = opd__realloc(j->out, OPD__JOB_OUT_MIN);
     if (p) {
       j->out = p;
       j->out_cap = OPD__JOB_OUT_MIN;
@@ -229,15 +230,15 @@ static void finalize(opd__conn *c) {
     opd__job *j = c->free_jobs;
     c->free_jobs = j->next;
     opd__arena_destroy(&j->arena);
-    free(j->out);
-    free(j);
+    opd__free(j->out);
+    opd__free(j);
   }
   while (c->free_writes) {
     opd__write *w = c->free_writes;
     c->free_writes = w->next_free;
-    free(w);
+    opd__free(w);
   }
-  free(c->rbuf);
+  opd__free(c->rbuf);
   pthread_mutex_destroy(&c->wmu);
   opd_server *s = c->server;
   if (c->prev)
@@ -245,7 +246,7 @@ static void finalize(opd__conn *c) {
   else
     s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
-  free(c);
+  opd__free(c);
   opd__server_conn_removed(s);
 }
 
@@ -342,7 +343,7 @@ static void flush(opd__conn *c) {
     opd__write *w = c->free_writes;
     if (w)
       c->free_writes = w->next_free;
-    else if (!(w = malloc(sizeof *w))) {
+    else if (!(w = opd__malloc(sizeof *w))) {
       opd_log(OPD_LOG_ERROR, "out of memory writing responses; closing %s", c->peer);
       opd__conn_close(c);
       return;
@@ -728,7 +729,7 @@ static void process(opd__conn *c) {
   if (c->rpos == c->rlen) {
     c->rpos = c->rlen = 0;
     if (c->rcap > READ_CHUNK) { /* a long frame is gone: give its room back */
-      free(c->rbuf);
+      opd__free(c->rbuf);
       c->rbuf = NULL;
       c->rcap = 0;
     }
@@ -760,7 +761,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     if (frame <= 4 + cfg(c)->max_frame_bytes && frame > want) want = frame;
   }
   if (c->rcap < want) {
-    uint8_t *p = realloc(c->rbuf, want);
+    uint8_t *p = opd__realloc(c->rbuf, want);
     if (p) {
       c->rbuf = p;
       c->rcap = want;
@@ -894,7 +895,7 @@ static void format_peer(opd__conn *c, bool tcp) {
 }
 
 void opd__conn_accept(opd_server *s, opd__listener *l) {
-  opd__conn *c = calloc(1, sizeof *c);
+  opd__conn *c = opd__calloc(1, sizeof *c);
   if (!c) {
     opd_log(OPD_LOG_ERROR, "out of memory accepting a connection on %s", l->url);
     return;
@@ -902,7 +903,7 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   bool tcp = l->addr.kind == OPD__LISTEN_TCP;
   int rc = tcp ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);
   if (rc < 0) {
-    free(c);
+    opd__free(c);
     opd_log(OPD_LOG_ERROR, "cannot accept a connection on %s: %s", l->url, uv_strerror(rc));
     return;
   }

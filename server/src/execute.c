@@ -28,6 +28,7 @@
 #include "metrics.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
+#include "opd/memory.h"
 #include "session.h"
 #include "opd_wire.h"
 
@@ -56,7 +57,7 @@ Opd__V1__ErrorCode opd__error_code(int err) {
 
 static int ensure_out(opd__job *job, size_t n) {
   if (job->out_cap >= n) return 0;
-  uint8_t *p = realloc(job->out, n);
+  uint8_t *p = opd__realloc(job->out, n);
   if (!p) return opd_error(OPD_ENOMEM, "out of memory for a response of %zu bytes", n);
   job->out = p;
   job->out_cap = n;

@@ -14,6 +14,7 @@
 #include "opd/cuda.h"
 #include "opd/error.h"
 #include "opd/log.h"
+#include "opd/memory.h"
 #include "session.h"
 
 /* A worker's pinned staging buffer: uploads and downloads go through it in chunks. */
@@ -43,11 +44,11 @@ static void reap(opd__gpu_session *gs) {
     if (gs->streams[d]) (void)opd_cuda_stream_synchronize((int)d, gs->streams[d]);
   for (size_t i = 0; i < gs->handles.cap; i++)
     if (gs->handles.keys[i]) opd_tensor_release((opd_tensor *)(uintptr_t)gs->handles.vals[i]);
-  free(gs->handles.keys);
-  free(gs->handles.vals);
+  opd__free(gs->handles.keys);
+  opd__free(gs->handles.vals);
   for (unsigned d = 0; d < gs->ndev; d++)
     if (gs->streams[d]) opd_cuda_stream_destroy((int)d, gs->streams[d]);
-  free(gs);
+  opd__free(gs);
 }
 
 static void *reaper_main(void *arg) {
@@ -93,7 +94,7 @@ int opd__gpu_start(opd_server *srv) {
     srv->sched.route = opd__gpu_route;
     return 0;
   }
-  opd__gpu *g = calloc(1, sizeof *g);
+  opd__gpu *g = opd__calloc(1, sizeof *g);
   if (!g) return opd_error(OPD_ENOMEM, "out of memory starting the GPU workers");
   g->ndev = (unsigned)ndev;
   pthread_mutex_init(&g->mu, NULL);
@@ -106,7 +107,7 @@ int opd__gpu_start(opd_server *srv) {
   if (err) {
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);
-    free(g);
+    opd__free(g);
     return opd_error(OPD_ERESOURCE, "cannot start the GPU reaper thread: %s", strerror(err));
   }
   srv->gpu = g;
@@ -129,7 +130,7 @@ void opd__gpu_stop(opd__gpu *g) {
   assert(!g->head);
   pthread_cond_destroy(&g->cv);
   pthread_mutex_destroy(&g->mu);
-  free(g);
+  opd__free(g);
 }
 
 /* ---- routing and streams ---- */
@@ -228,7 +229,7 @@ int opd__gpu_enter(opd__job *job) {
   opd__gpu_session *gs = s->gpu;
   if (!gs) {
     unsigned n = srv->gpu->ndev;
-    if (!(gs = calloc(1, sizeof *gs + n * sizeof *gs->streams)))
+    if (!(gs = opd__calloc(1, sizeof *gs + n * sizeof *gs->streams)))
       return opd_error(OPD_ENOMEM, "out of memory for the session's CUDA state");
     gs->g = srv->gpu;
     gs->ndev = n;

@@ -24,6 +24,7 @@
 #include "loop.h"
 
 #include <assert.h>
+#include <jansson.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -44,6 +45,7 @@
 #include "opd/error.h"
 #include "opd/kernels.h"
 #include "opd/log.h"
+#include "opd/memory.h"
 
 /* ---- completions ---- */
 
@@ -254,11 +256,11 @@ static void close_walk(uv_handle_t *h, void *arg) {
 
 static void free_server(opd_server *s) {
   opd__session_registry_destroy(&s->sessions);
-  free(s->listeners);
+  opd__free(s->listeners);
   opd_server_config_destroy(&s->cfg);
   pthread_mutex_destroy(&s->done_mu);
   if (s->done_fd >= 0) close(s->done_fd);
-  free(s);
+  opd__free(s);
 }
 
 /* Undoes a start that failed after the loop was initialized. */
@@ -311,13 +313,16 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     return opd_error(rc, "registering the built-in operators failed: %s", msg);
   }
   opd_log_set_level(c->log_level);
-  opd_server *s = calloc(1, sizeof *s);
+  /* [Note: The replaceable allocator]: libuv and jansson allocate from opd's allocator */
+  uv_replace_allocator(opd__malloc, opd__realloc, opd__calloc, opd__free);
+  json_set_alloc_funcs(opd__malloc, opd__free);
+  opd_server *s = opd__calloc(1, sizeof *s);
   if (!s) return opd_error(OPD_ENOMEM, "out of memory starting the server");
   pthread_mutex_init(&s->done_mu, NULL);
   s->done_fd = -1;
   opd__session_registry_init(&s->sessions);
   if ((rc = copy_config(&s->cfg, c)) < 0 ||
-      !(s->listeners = calloc(c->num_listen, sizeof *s->listeners))) {
+      !(s->listeners = opd__calloc(c->num_listen, sizeof *s->listeners))) {
     free_server(s);
     return rc < 0 ? rc : opd_error(OPD_ENOMEM, "out of memory starting the server");
   }

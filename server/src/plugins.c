@@ -29,6 +29,7 @@
 #include "opd/error.h"
 #include "opd/library.h"
 #include "opd/log.h"
+#include "opd/memory.h"
 
 typedef struct id_list {
   opd_reg_id *ids;
@@ -57,9 +58,9 @@ struct opd__plugins {
 static int ids_add(id_list *l, opd_reg_id id, char *data) {
   if (l->n == l->cap) {
     size_t cap = l->cap ? 2 * l->cap : 8;
-    opd_reg_id *ids = realloc(l->ids, cap * sizeof *ids);
+    opd_reg_id *ids = opd__realloc(l->ids, cap * sizeof *ids);
     if (ids) l->ids = ids;
-    char **d = ids ? realloc(l->data, cap * sizeof *d) : NULL;
+    char **d = ids ? opd__realloc(l->data, cap * sizeof *d) : NULL;
     if (!d) return opd_error(OPD_ENOMEM, "out of memory recording a registration");
     l->data = d;
     l->cap = cap;
@@ -73,7 +74,7 @@ static int ids_add(id_list *l, opd_reg_id id, char *data) {
 static bool ids_remove(id_list *l, opd_reg_id id) {
   for (size_t i = 0; i < l->n; i++)
     if (l->ids[i] == id) {
-      free(l->data[i]);
+      opd__free(l->data[i]);
       l->n--;
       l->ids[i] = l->ids[l->n];
       l->data[i] = l->data[l->n];
@@ -87,13 +88,13 @@ static void ids_deregister_all(id_list *l) {
   while (l->n > 0) {
     l->n--;
     opd_deregister(l->ids[l->n]);
-    free(l->data[l->n]);
+    opd__free(l->data[l->n]);
   }
 }
 
 static void ids_free(id_list *l) {
-  free(l->ids);
-  free(l->data);
+  opd__free(l->ids);
+  opd__free(l->data);
 }
 
 static json_t *ids_json(const id_list *l) {
@@ -103,9 +104,9 @@ static json_t *ids_json(const id_list *l) {
 }
 
 int opd__plugins_new(const char *dir, opd__plugins **out) {
-  opd__plugins *p = calloc(1, sizeof *p);
-  if (!p || !(p->dir = strdup(dir ? dir : ""))) {
-    free(p);
+  opd__plugins *p = opd__calloc(1, sizeof *p);
+  if (!p || !(p->dir = opd__strdup(dir ? dir : ""))) {
+    opd__free(p);
     return opd_error(OPD_ENOMEM, "out of memory");
   }
   pthread_mutex_init(&p->mu, NULL);
@@ -117,9 +118,9 @@ static void plugin_free(plugin *pl) {
   if (pl->handle) dlclose(pl->handle);
   if (pl->fd >= 0) close(pl->fd);
   ids_free(&pl->regs);
-  free(pl->origin);
-  free(pl->file);
-  free(pl);
+  opd__free(pl->origin);
+  opd__free(pl->file);
+  opd__free(pl);
 }
 
 void opd__plugins_free(opd__plugins *p) {
@@ -135,8 +136,8 @@ void opd__plugins_free(opd__plugins *p) {
     p->plugins = next;
   }
   pthread_mutex_destroy(&p->mu);
-  free(p->dir);
-  free(p);
+  opd__free(p->dir);
+  opd__free(p);
 }
 
 static int check_file_name(const char *file) {
@@ -214,8 +215,8 @@ int opd__plugins_load(opd__plugins *p, const char *file, json_t **result) {
   plugin *pl = NULL;
   if (find_plugin(p, file)) {
     rc = opd_error(OPD_EEXIST, "plugin '%s' is already loaded", file);
-  } else if (!(pl = calloc(1, sizeof *pl)) || (pl->fd = -1, !(pl->file = strdup(file))) ||
-             !(pl->origin = malloc(strlen(file) + 8))) {
+  } else if (!(pl = opd__calloc(1, sizeof *pl)) || (pl->fd = -1, !(pl->file = opd__strdup(file))) ||
+             !(pl->origin = opd__malloc(strlen(file) + 8))) {
     rc = opd_error(OPD_ENOMEM, "out of memory loading plugin '%s'", file);
   } else {
     sprintf(pl->origin, "plugin %s", file);
@@ -275,7 +276,7 @@ opd_reg_id opd__plugins_register(opd__plugins *p, const char *op, const char *ke
     return opd_error(OPD_EINVAL, "unknown dispatch key '%.100s'", key_name);
   if (data && (strlen(data) == 0 || strlen(data) > OPD__PLUGINS_MAX_DATA))
     return opd_error(OPD_EINVAL, "kernel data: 1 to %d bytes", OPD__PLUGINS_MAX_DATA);
-  char *copy = data ? strdup(data) : NULL;
+  char *copy = data ? opd__strdup(data) : NULL;
   if (data && !copy) return opd_error(OPD_ENOMEM, "out of memory");
   pthread_mutex_lock(&p->mu);
   opd_reg_id id;
@@ -303,10 +304,10 @@ opd_reg_id opd__plugins_register(opd__plugins *p, const char *op, const char *ke
     id = opd_impl_fallthrough(op, key, (opd_provenance){"admin", "admin", 0});
   }
   if (id < 0)
-    free(copy);
+    opd__free(copy);
   else if (ids_add(owner ? &owner->regs : &p->admin_regs, id, copy) != 0) {
     opd_deregister(id); /* after its grace period: the kernel no longer reads copy */
-    free(copy);
+    opd__free(copy);
     id = OPD_ENOMEM;
   }
   pthread_mutex_unlock(&p->mu);

@@ -8,6 +8,7 @@
 
 #include "gpu.h"
 #include "opd/error.h"
+#include "opd/memory.h"
 
 /* ---- the map: linear probing, Fibonacci hashing, backward-shift deletion ---- */
 
@@ -37,16 +38,17 @@ static int map_reserve(opd__map *m) {
   size_t cap = m->cap ? m->cap * 2 : 64;
   unsigned shift = 64;
   for (size_t c = cap; c > 1; c >>= 1) shift--;
-  opd__map bigger = {calloc(cap, sizeof(uint64_t)), malloc(cap * sizeof(uint64_t)), cap, 0, shift};
+  opd__map bigger = {opd__calloc(cap, sizeof(uint64_t)), opd__malloc(cap * sizeof(uint64_t)), cap,
+                     0, shift};
   if (!bigger.keys || !bigger.vals) {
-    free(bigger.keys);
-    free(bigger.vals);
+    opd__free(bigger.keys);
+    opd__free(bigger.vals);
     return opd_error(OPD_ENOMEM, "out of memory growing a session's handle table");
   }
   for (size_t i = 0; i < m->cap; i++)
     if (m->keys[i]) map_insert_fresh(&bigger, m->keys[i], m->vals[i]);
-  free(m->keys);
-  free(m->vals);
+  opd__free(m->keys);
+  opd__free(m->vals);
   *m = bigger;
   return 0;
 }
@@ -67,8 +69,8 @@ static void map_delete(opd__map *m, uint64_t *val) {
 }
 
 static void map_free(opd__map *m) {
-  free(m->keys);
-  free(m->vals);
+  opd__free(m->keys);
+  opd__free(m->vals);
   *m = (opd__map){0};
 }
 

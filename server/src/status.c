@@ -38,6 +38,7 @@
 #include "opd.pb-c.h"
 #include "opd/allocator.h"
 #include "opd/error.h"
+#include "opd/memory.h"
 #include "opd/tensor.h"
 #include "opd/introspect.h"
 #include "opd/log.h"
@@ -111,7 +112,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
     }
     size_t cap = b->cap ? b->cap * 2 : 4096;
     while (cap - b->len <= (size_t)n) cap *= 2;
-    char *p = realloc(b->p, cap);
+    char *p = opd__realloc(b->p, cap);
     if (!p) {
       b->failed = true;
       return;
@@ -133,8 +134,8 @@ static void conn_handle_closed(uv_handle_t *h) {
     st->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   st->nconns--;
-  free(c->body);
-  free(c);
+  opd__free(c->body);
+  opd__free(c);
 }
 
 static void conn_close(sconn *c) {
@@ -184,7 +185,7 @@ static void respond_json(sconn *c, int code, json_t *j) {
   json_decref(j);
   if (!s) {
     static const char oom[] = "{\"error\":{\"code\":500,\"message\":\"out of memory\"}}";
-    s = strdup(oom);
+    s = opd__strdup(oom);
     code = 500;
     if (!s) {
       conn_close(c);
@@ -364,11 +365,11 @@ static json_t *schema_json(const opd_operator *op) {
   const opd_schema *s = opd_op_schema(op);
   if (!s) return json_null();
   int n = opd_schema_format(s, NULL, 0);
-  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  char *buf = n >= 0 ? opd__malloc((size_t)n + 1) : NULL;
   if (!buf) return json_null();
   opd_schema_format(s, buf, (size_t)n + 1);
   json_t *j = json_string(buf);
-  free(buf);
+  opd__free(buf);
   return j;
 }
 
@@ -653,7 +654,7 @@ static void metrics(sconn *c) {
             "# TYPE opd_uptime_seconds gauge\nopd_uptime_seconds %.3f\n",
             (double)(opd__metrics_now() - st->start_ns) / 1e9);
   if (b.failed) {
-    free(b.p);
+    opd__free(b.p);
     return respond_error(c, 500, "out of memory");
   }
   respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.len);
@@ -680,7 +681,7 @@ static void route(sconn *c) {
   }
   opd__status *st = c->st;
   if (strcmp(path, "/") == 0 || strcmp(path, "/index.html") == 0) {
-    char *page = malloc(opd__status_page_len + 1);
+    char *page = opd__malloc(opd__status_page_len + 1);
     if (!page) return respond_error(c, 500, "out of memory");
     memcpy(page, opd__status_page, opd__status_page_len);
     return respond(c, 200, "text/html; charset=utf-8", page, opd__status_page_len);
@@ -789,7 +790,7 @@ static void on_timeout(uv_timer_t *t) {
 static void on_connection(uv_stream_t *server, int status) {
   opd__status *st = server->data;
   if (status < 0) return;
-  sconn *c = calloc(1, sizeof *c);
+  sconn *c = opd__calloc(1, sizeof *c);
   if (!c) return;
   c->st = st;
   uv_tcp_init(&st->loop, &c->tcp);
@@ -838,12 +839,12 @@ int opd__status_start(opd_server *srv, const char *address, opd__status **out) {
   opd__listen_addr addr;
   int rc = opd__parse_listen_url(url, &addr);
   if (rc < 0) return rc;
-  opd__status *st = calloc(1, sizeof *st);
+  opd__status *st = opd__calloc(1, sizeof *st);
   if (!st) return opd_error(OPD_ENOMEM, "out of memory starting the status endpoint");
   st->srv = srv;
   st->start_ns = opd__metrics_now();
   if ((rc = uv_loop_init(&st->loop)) < 0) {
-    free(st);
+    opd__free(st);
     return opd_error(OPD_ERESOURCE, "cannot start the status loop: %s", uv_strerror(rc));
   }
   st->loop.data = st;
@@ -875,7 +876,7 @@ int opd__status_start(opd_server *srv, const char *address, opd__status **out) {
     uv_close((uv_handle_t *)&st->stop_async, NULL);
     uv_run(&st->loop, UV_RUN_DEFAULT);
     uv_loop_close(&st->loop);
-    free(st);
+    opd__free(st);
     return opd_error(OPD_EINVAL, "cannot serve the status endpoint on %s: %s", address,
                      uv_strerror(rc));
   }
@@ -889,7 +890,7 @@ void opd__status_stop(opd__status *st) {
   int rc = uv_loop_close(&st->loop);
   assert(rc == 0);
   (void)rc;
-  free(st);
+  opd__free(st);
 }
 
 const char *opd__status_address(const opd__status *st) {

@@ -10,6 +10,7 @@
 
 #include "opd/dispatcher.h"
 #include "opd/error.h"
+#include "opd/memory.h"
 #include "session.h"
 
 /* The pool a device's work runs on: its GPU's pool, else the CPU pool (Meta work needs no
@@ -202,7 +203,7 @@ int opd__sched_start(opd__sched *s, unsigned cpu_workers, opd__run_fn run, opd__
   opd__pool *p = &s->cpu;
   p->device = (opd_device){OPD_DEVICE_CPU, -1};
   p->sched = s;
-  if (!(p->threads = calloc(cpu_workers, sizeof *p->threads)))
+  if (!(p->threads = opd__calloc(cpu_workers, sizeof *p->threads)))
     return opd_error(OPD_ENOMEM, "out of memory starting %u workers", cpu_workers);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
@@ -218,14 +219,14 @@ int opd__sched_start(opd__sched *s, unsigned cpu_workers, opd__run_fn run, opd__
 
 int opd__sched_start_gpu(opd__sched *s, unsigned ndev, unsigned per_device, opd__route_fn route) {
   assert(!s->gpu && ndev > 0 && per_device > 0);
-  if (!(s->gpu = calloc(ndev, sizeof *s->gpu)))
+  if (!(s->gpu = opd__calloc(ndev, sizeof *s->gpu)))
     return opd_error(OPD_ENOMEM, "out of memory starting %u GPU pools", ndev);
   s->route = route;
   for (unsigned d = 0; d < ndev; d++) {
     opd__pool *p = &s->gpu[d];
     p->device = (opd_device){OPD_DEVICE_CUDA, (int16_t)d};
     p->sched = s;
-    if (!(p->threads = calloc(per_device, sizeof *p->threads)))
+    if (!(p->threads = opd__calloc(per_device, sizeof *p->threads)))
       return opd_error(OPD_ENOMEM, "out of memory starting the workers of cuda:%u", d);
     pthread_cond_init(&p->cv, NULL);
     s->ngpu = d + 1; /* stop joins this pool from now on */
@@ -239,7 +240,7 @@ int opd__sched_start_gpu(opd__sched *s, unsigned ndev, unsigned per_device, opd_
 
 static void stop_pool(opd__pool *p) {
   for (unsigned i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
-  free(p->threads);
+  opd__free(p->threads);
   pthread_cond_destroy(&p->cv);
 }
 
@@ -252,7 +253,7 @@ void opd__sched_stop(opd__sched *s) {
   pthread_mutex_unlock(&s->mu);
   stop_pool(&s->cpu);
   for (unsigned d = 0; d < s->ngpu; d++) stop_pool(&s->gpu[d]);
-  free(s->gpu);
+  opd__free(s->gpu);
   pthread_mutex_destroy(&s->mu);
 }
 

@@ -118,11 +118,14 @@ static inline opd_device opd_tensor_device(const opd_tensor *t) {
 static inline bool opd_tensor_is_meta(const opd_tensor *t) {
   return opd_tensor_device(t).type == OPD_DEVICE_META;
 }
-/* The address of element 0 (NULL for Meta tensors and empty storage). */
+/* The address of element 0 (NULL for Meta tensors and empty storage). A tensor with
+ * elements lies inside its storage ([Note: Checked arithmetic] in opd/checked.h), so the
+ * offset's byte count cannot overflow; an empty one may sit at any offset (as in PyTorch)
+ * and reads nothing: its address is the storage's. */
 static inline void *opd_tensor_data(const opd_tensor *t) {
   if (!t->storage || !t->storage->data) return NULL;
-  return (char *)t->storage->data +
-         t->storage_offset * (int64_t)opd_dtype_size(opd_tensor_dtype(t));
+  if (t->numel == 0) return t->storage->data;
+  return (char *)t->storage->data + (size_t)t->storage_offset * opd_dtype_size(opd_tensor_dtype(t));
 }
 static inline opd_keyset opd_tensor_key_set(const opd_tensor *t) {
   return t->key_set;

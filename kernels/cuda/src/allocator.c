@@ -32,6 +32,7 @@
 #include "opd/allocator.h"
 #include "opd/cuda.h"
 #include "opd/error.h"
+#include "opd/memory.h"
 
 #define SMALL_LIMIT   ((size_t)1 << 20)
 #define SMALL_QUANTUM 512
@@ -94,7 +95,7 @@ static size_t hash_ptr(const void *p, size_t buckets) {
 
 static int live_grow(device_pool *pool) {
   size_t nb = pool->live_buckets ? pool->live_buckets * 2 : 256;
-  block **t = calloc(nb, sizeof *t);
+  block **t = opd__calloc(nb, sizeof *t);
   if (!t) return opd_error(OPD_ENOMEM, "CUDA allocator: out of host memory");
   for (size_t i = 0; i < pool->live_buckets; i++)
     for (block *b = pool->live[i], *next; b; b = next) {
@@ -103,7 +104,7 @@ static int live_grow(device_pool *pool) {
       b->next = t[h];
       t[h] = b;
     }
-  free(pool->live);
+  opd__free(pool->live);
   pool->live = t;
   pool->live_buckets = nb;
   return 0;
@@ -160,7 +161,7 @@ void *opd__cuda_alloc(int device, size_t nbytes) {
   if (!b) {
     if (pool->limit && pool->in_use + pool->cached + size > pool->limit)
       release_cache(device, pool);
-    if (!(b = pool->spare) && !(b = malloc(sizeof *b))) {
+    if (!(b = pool->spare) && !(b = opd__malloc(sizeof *b))) {
       opd_error(OPD_ENOMEM, "CUDA allocator: out of host memory");
       goto fail;
     }

@@ -21,6 +21,7 @@
 #include "device_util.cuh"
 #include "opd/cuda.h"
 #include "opd/error.h"
+#include "opd/memory.h"
 
 namespace {
 
@@ -35,7 +36,7 @@ void destroy_handles(void *p) {
   handles *hs = (handles *)p;
   for (int d = 0; d < OPD_CUDA_MAX_DEVICES; d++)
     if (hs->h[d] && cudaSetDevice(d) == cudaSuccess) cublasDestroy(hs->h[d]);
-  free(hs);
+  opd__free(hs);
 }
 
 void make_key(void) {
@@ -54,10 +55,10 @@ int handle_for(int device, cublasHandle_t *out) {
   pthread_once(&handles_once, make_key);
   handles *hs = (handles *)pthread_getspecific(handles_key);
   if (!hs) {
-    if (!(hs = (handles *)calloc(1, sizeof *hs)))
+    if (!(hs = (handles *)opd__calloc(1, sizeof *hs)))
       return opd_error(OPD_ENOMEM, "out of memory for cuBLAS handles");
     if (pthread_setspecific(handles_key, hs)) {
-      free(hs);
+      opd__free(hs);
       return opd_error(OPD_ENOMEM, "out of memory for cuBLAS handles");
     }
   }

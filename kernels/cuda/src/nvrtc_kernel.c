@@ -11,6 +11,7 @@
 #include "opd/cuda.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
+#include "opd/memory.h"
 #include "opd/tensor.h"
 
 #define BLOCK 256
@@ -71,12 +72,12 @@ static int compile(const char *source, const char *entry, void **image, char *lo
     rc = opd_error(OPD_EINVAL, "NVRTC: %s", nvrtcGetErrorString(r));
   } else if ((r = nvrtcCompileProgram(prog, 2, opts)) != NVRTC_SUCCESS) {
     size_t n = 0;
-    char *text = nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS ? malloc(n + 1) : NULL;
+    char *text = nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS ? opd__malloc(n + 1) : NULL;
     if (text && nvrtcGetProgramLog(prog, text) == NVRTC_SUCCESS) {
       text[n] = '\0';
       *log = text;
     } else {
-      free(text);
+      opd__free(text);
     }
     rc = opd_error(OPD_EINVAL, "NVRTC compilation failed (%s, %s): see the log",
                    nvrtcGetErrorString(r), arch);
@@ -91,11 +92,11 @@ static int compile(const char *source, const char *entry, void **image, char *lo
     if (rc == 0 && (r = cubin ? nvrtcGetCUBINSize(prog, &size) : nvrtcGetPTXSize(prog, &size)) !=
                        NVRTC_SUCCESS)
       rc = opd_error(OPD_EINTERNAL, "NVRTC: %s", nvrtcGetErrorString(r));
-    if (rc == 0 && !(*image = malloc(size)))
+    if (rc == 0 && !(*image = opd__malloc(size)))
       rc = opd_error(OPD_ENOMEM, "out of memory for a compiled kernel of %zu bytes", size);
     if (rc == 0 &&
         (r = cubin ? nvrtcGetCUBIN(prog, *image) : nvrtcGetPTX(prog, *image)) != NVRTC_SUCCESS) {
-      free(*image);
+      opd__free(*image);
       *image = NULL;
       rc = opd_error(OPD_EINTERNAL, "NVRTC: %s", nvrtcGetErrorString(r));
     }
@@ -115,11 +116,11 @@ int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
     const char *why = opd_cuda_unavailable_reason();
     return opd_error(OPD_EUNAVAILABLE, "CUDA unavailable: %s", why ? why : "no CUDA device");
   }
-  opd_nvrtc_kernel *k = calloc(1, sizeof *k);
-  char *text = malloc(len + 1);
+  opd_nvrtc_kernel *k = opd__calloc(1, sizeof *k);
+  char *text = opd__malloc(len + 1);
   if (!k || !text) {
-    free(k);
-    free(text);
+    opd__free(k);
+    opd__free(text);
     return opd_error(OPD_ENOMEM, "out of memory for an NVRTC kernel");
   }
   memcpy(text, source, len);
@@ -128,7 +129,7 @@ int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
   void *image = NULL;
   param_kinds(schema, k);
   rc = compile(text, entry, &image, k->name, sizeof k->name, log);
-  free(text);
+  opd__free(text);
   cudaError_t e;
   if (rc == 0 &&
       (e = cudaLibraryLoadData(&k->lib, image, NULL, NULL, 0, NULL, NULL, 0)) != cudaSuccess)
@@ -137,9 +138,9 @@ int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
     rc = cuda_fail(e, "finding the entry in the compiled kernel");
     cudaLibraryUnload(k->lib);
   }
-  free(image);
+  opd__free(image);
   if (rc < 0) {
-    free(k);
+    opd__free(k);
     return rc;
   }
   *out = k;
@@ -152,7 +153,7 @@ void opd_nvrtc_kernel_free(opd_nvrtc_kernel *k) {
   for (int d = 0; d < opd_cuda_device_count(); d++)
     if (cudaSetDevice(d) == cudaSuccess) (void)cudaDeviceSynchronize();
   cudaLibraryUnload(k->lib);
-  free(k);
+  opd__free(k);
 }
 
 /* ---- the boxed kernel ---- */
