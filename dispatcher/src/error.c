@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "opd/utf8.h"
+
 #define OPD__ERROR_MESSAGE_MAX 512
 
 static _Thread_local char opd__last_message[OPD__ERROR_MESSAGE_MAX];
@@ -42,6 +44,9 @@ int opd_error(int err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(opd__last_message, sizeof opd__last_message, fmt, ap);
   va_end(ap);
+  /* [Note: Strings on the wire are UTF-8]: messages reach clients; one cut by the buffer,
+   * or by a %.Ns of a name, must not end inside a character */
+  opd_utf8_repair(opd__last_message);
   opd__last_code = err;
   return err;
 }
