@@ -136,9 +136,9 @@ static int tiny_tensor_new(int ndim, size_t nbytes, opd_tensor **out) {
   return 0;
 }
 
-/* A tensor and a new storage of `nbytes` on `device`, in one block (see [Note: The memory
- * of a tensor]); the caller sets key set, dtype and geometry. */
-static int tensor_with_storage(int ndim, size_t nbytes, opd_device device, opd_tensor **out) {
+/* The block of a tensor and its storage (a slab slot, or a malloc block and the device
+ * allocator's data): the storage's data and in_slab set, nothing else. */
+static int storage_block_new(int ndim, size_t nbytes, opd_device device, opd_tensor **out) {
   int rc;
   if (device.type == OPD_DEVICE_CPU && ndim <= 1 && nbytes <= OPD_TINY_TENSOR_BYTES) {
     rc = tiny_tensor_new(ndim, nbytes, out);
@@ -162,17 +162,33 @@ static int tensor_with_storage(int ndim, size_t nbytes, opd_device device, opd_t
     tensor_init(*out, ndim, s);
     rc = 0;
   }
+  return rc;
+}
+
+/* A tensor and a new storage of `nbytes` on `device`, in one block (see [Note: The memory
+ * of a tensor]); the caller sets key set, dtype and geometry. The bytes are charged to the
+ * thread's budget before anything is allocated ([Note: Memory reserved before it is
+ * allocated] in opd/allocator.h). */
+static int tensor_with_storage(int ndim, size_t nbytes, opd_device device, opd_tensor **out) {
+  bool charged = false;
+  int rc = device.type == OPD_DEVICE_META ? 0 : opd__budget_charge(nbytes, &charged);
   if (rc) return rc;
+  if ((rc = storage_block_new(ndim, nbytes, device, out))) {
+    if (charged) opd__budget_refund(nbytes);
+    return rc;
+  }
   opd_storage *s = (*out)->storage;
   atomic_init(&s->refcount, 1);
   atomic_init(&s->version, 0);
   s->device = device;
   s->nbytes = nbytes;
+  s->charged = charged;
   return 0;
 }
 
 static void storage_release(opd_storage *s) {
   if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+  if (s->charged) opd__budget_refund(s->nbytes); /* an intermediate of the running call */
   if (s->in_slab) {
     opd__cpu_unaccount(s->nbytes);
     opd__tensor_slab_free(opd__tensor_slab_slot_of(s));
@@ -239,6 +255,13 @@ int opd_tensor_view_of(opd_tensor *base, const int64_t *sizes, const int64_t *st
   set_geometry(t, sizes, strides, numel);
   *out = t;
   return 0;
+}
+
+uint64_t opd_tensor_take_charge(opd_tensor *t) {
+  opd_storage *s = t->storage;
+  if (!s || !s->charged) return 0;
+  s->charged = false;
+  return opd__budget_take(s->nbytes);
 }
 
 bool opd_tensor_is_contiguous(const opd_tensor *t) {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "opd/error.h"
 #include "opd/memory.h"
@@ -39,6 +40,9 @@ const opd__option opd__options[] = {
         "most tensor handles one session may hold (default 65536)"),
     OPT("max_bytes_held", "BYTES", OPD__OPT_U64, max_bytes_held, 0, UINT64_C(1) << 60,
         "most tensor storage bytes one session's handles may keep alive (default 8 GiB)"),
+    OPT("max_bytes_total", "BYTES", OPD__OPT_U64, max_bytes_total, 0, UINT64_C(1) << 62,
+        "most CPU tensor bytes the whole daemon may hold, every session's together; 0: three "
+        "quarters of the machine's physical memory (default 0)"),
     OPT("max_in_flight", "N", OPD__OPT_U32, max_in_flight, 1, 1u << 20,
         "most requests of one session accepted and not yet answered (default 1024)"),
     OPT("drain_timeout_ms", "MS", OPD__OPT_U32, drain_timeout_ms, 0, 3600000,
@@ -372,6 +376,13 @@ out:
   if (own_listen) opd_server_config_clear_listen(c);
   *c = tmp;
   return 0;
+}
+
+uint64_t opd__max_bytes_total(const opd_server_config *c) {
+  if (c->max_bytes_total) return c->max_bytes_total;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0; /* unknown: no cap but the sessions' */
+  return (uint64_t)pages / 4 * 3 * (uint64_t)page;
 }
 
 int opd__config_check(const opd_server_config *c) {

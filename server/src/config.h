@@ -38,6 +38,9 @@ extern const size_t opd__num_options;
  * message. */
 int opd__config_check(const opd_server_config *c);
 
+/* max_bytes_total in bytes, its default (0) resolved: three quarters of physical memory. */
+uint64_t opd__max_bytes_total(const opd_server_config *c);
+
 typedef enum opd__listen_kind { OPD__LISTEN_TCP, OPD__LISTEN_UNIX } opd__listen_kind;
 
 #define OPD__UNIX_PATH_MAX 107 /* sun_path holds 108 bytes with the NUL */

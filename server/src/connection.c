@@ -71,6 +71,7 @@
 #include <sys/uio.h>
 
 #include "execute.h"
+#include "gather.h"
 #include "gpu.h"
 #include "opd/error.h"
 #include "opd/log.h"
@@ -99,6 +100,7 @@ struct opd__write {
 
 static void process(opd__conn *c);
 static void flush(opd__conn *c);
+static void on_write(uv_write_t *req, int status);
 static void update_reading(opd__conn *c);
 
 static const opd_server_config *cfg(const opd__conn *c) {
@@ -135,6 +137,7 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
   j->reserved = 0;
   j->raw = NULL;
   j->raw_len = 0;
+  j->gather = NULL;
   j->out_len = 0;
   j->sent = 0;
   j->kernel_ns = 0;
@@ -145,6 +148,8 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
 
 static void job_free(opd__job *j) {
   opd__conn *c = j->conn;
+  opd__gather_free(j->gather);
+  j->gather = NULL;
   if (j->tensor) opd_tensor_release(j->tensor);
   j->tensor = NULL;
   if (j->reserved) opd__session_unreserve(&c->session, j->reserved);
@@ -330,16 +335,33 @@ static bool write_finished(opd__write *w, int status) {
   return true;
 }
 
+/* Writes the next chunk of a gathered download whose write just completed: 1 when it did,
+ * 0 when there is none (the write is over), or libuv's error. */
+static int next_chunk(opd__write *w) {
+  opd__job *j = w->jobs[0];
+  opd__conn *c = w->conn;
+  if (c->streaming != w || c->closing || !opd__gather_left(j->gather)) return 0;
+  const void *chunk;
+  size_t n = opd__gather_next(j->gather, &chunk);
+  w->bufs[0] = uv_buf_init((char *)chunk, (unsigned)n);
+  int rc = uv_write(&w->req, &c->h.stream, w->bufs, 1, on_write);
+  return rc < 0 ? rc : 1;
+}
+
 static void on_write(uv_write_t *req, int status) {
   opd__write *w = req->data;
   opd__conn *c = w->conn;
+  if (status == 0 && (status = next_chunk(w)) > 0) return;
+  bool streamed = c->streaming == w;
+  if (streamed) c->streaming = NULL;
   if (!write_finished(w, status)) return;
+  if (streamed) flush(c); /* the responses behind the download */
   maybe_close_quiet(c);
   if (!c->closing) update_reading(c);
 }
 
 static void flush(opd__conn *c) {
-  while (!c->closing && c->order_head && c->order_head->done) {
+  while (!c->closing && !c->streaming && c->order_head && c->order_head->done) {
     opd__write *w = c->free_writes;
     if (w)
       c->free_writes = w->next_free;
@@ -356,12 +378,21 @@ static void flush(opd__conn *c) {
     pthread_mutex_lock(&c->wmu); /* [Note: Responses written by workers] */
     while (c->order_head && c->order_head->done && w->njobs < MAX_WRITE_JOBS) {
       opd__job *j = c->order_head;
+      if (j->gather && w->njobs) break; /* a gathered download has a write of its own */
       if (!(c->order_head = j->next)) c->order_tail = NULL;
       c->norder--;
       c->ndone--;
       w->jobs[w->njobs++] = j;
       if (j->sent < j->out_len)
         w->bufs[nbufs++] = uv_buf_init((char *)j->out + j->sent, (unsigned)(j->out_len - j->sent));
+      if (j->gather) { /* [Note: Downloads of strided views]: its first chunk */
+        const void *chunk;
+        size_t n = opd__gather_next(j->gather, &chunk);
+        raw = true;
+        c->streaming = w;
+        w->bufs[nbufs++] = uv_buf_init((char *)chunk, (unsigned)n);
+        break;
+      }
       if (j->raw_len) { /* from the tensor's storage; uv_buf_init's length is only unsigned */
         raw = true;
         w->bufs[nbufs] = uv_buf_init((char *)j->raw, 0);

@@ -24,8 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gather.h"
 #include "gpu.h"
 #include "metrics.h"
+#include "opd/checked.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "opd/memory.h"
@@ -113,6 +115,8 @@ void opd__job_error(opd__job *job, Opd__V1__ErrorCode code, const char *op, cons
     opd_tensor_release(job->tensor);
     job->tensor = NULL;
   }
+  opd__gather_free(job->gather);
+  job->gather = NULL;
   job->raw = NULL;
   job->raw_len = 0;
   atomic_fetch_add_explicit(&job->session->errors, 1, memory_order_relaxed);
@@ -187,18 +191,10 @@ int opd__checked_nbytes(opd_dtype dtype, const int64_t *shape, size_t ndim, uint
                         const char *what) {
   if (!opd_dtype_valid(dtype))
     return opd_error(OPD_EINVAL, "%s: invalid dtype %d", what, (int)dtype);
-  if (ndim > OPD_MAX_DIMS)
-    return opd_error(OPD_EINVAL, "%s: %zu dimensions, at most %d are allowed", what, ndim,
-                     OPD_MAX_DIMS);
-  uint64_t n = opd_dtype_size(dtype);
-  for (size_t d = 0; d < ndim; d++) {
-    if (shape[d] < 0)
-      return opd_error(OPD_EINVAL, "%s: negative dimension %" PRId64 " at index %zu", what,
-                       shape[d], d);
-    if (__builtin_mul_overflow(n, (uint64_t)shape[d], &n) || n > (uint64_t)INT64_MAX)
-      return opd_error(OPD_EINVAL, "%s: the shape's byte size overflows", what);
-  }
-  *nbytes = n;
+  int64_t n = 0; /* [Note: Checked arithmetic] */
+  int rc = opd_ckd_shape_nbytes(shape, ndim, opd_dtype_size(dtype), &n, what);
+  if (rc) return rc;
+  *nbytes = (uint64_t)n;
   return 0;
 }
 
@@ -419,9 +415,12 @@ static void drop_handles(opd__session *s, const uint64_t *handles, size_t n) {
   for (size_t i = 0; i < n; i++) opd__session_drop(s, handles[i]);
 }
 
+/* Gives a result a handle; its storage's charge to the session's budget, if the call made
+ * it, becomes the bytes its handle holds ([Note: Memory reserved before it is allocated]). */
 static int hold_result(opd__session *s, opd_tensor *t, uint64_t *handles, size_t *nheld) {
-  uint64_t none = 0;
-  int rc = opd__session_hold(s, t, &none, &handles[*nheld]);
+  uint64_t charge = opd_tensor_take_charge(t);
+  int rc = opd__session_hold(s, t, &charge, &handles[*nheld]);
+  if (charge) opd__session_unreserve(s, charge); /* not consumed: the hold failed */
   if (rc == 0) ++*nheld;
   return rc;
 }
@@ -616,6 +615,9 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
   if (!schema) return opd_error(OPD_ENOENT, "unknown operator '%.200s'", op);
   opd_stack st;
   opd_stack_init(&st);
+  /* [Note: Memory reserved before it is allocated]: literals, intermediates and outputs are
+   * charged to the session as they are made */
+  opd_mem_budget_install(&job->session->budget);
   int rc = decode_args(job, op, schema, &st);
   if (rc == 0) {
     opd_tls_set(job->session->dispatch);
@@ -629,6 +631,7 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
     if (rc == 0) rc = encode_results(job, &st, resp);
   }
   opd_stack_destroy(&st);
+  opd_mem_budget_uninstall();
   return rc;
 }
 
@@ -653,33 +656,6 @@ static int finish_upload(opd__job *job, Opd__V1__Response *resp) {
   rc = opd__job_pack(job, resp);
   assert(rc == 0); /* a handle fits any frame */
   return rc;
-}
-
-/* Copies a strided tensor's elements, in row-major order, to dst. */
-static void gather(char *dst, const opd_tensor *t) {
-  size_t es = opd_dtype_size(opd_tensor_dtype(t));
-  const int64_t *sizes = opd_tensor_sizes(t), *strides = opd_tensor_strides(t);
-  int nd = t->ndim;
-  const char *base = opd_tensor_data(t);
-  if (nd == 0) {
-    memcpy(dst, base, es);
-    return;
-  }
-  int64_t idx[OPD_MAX_DIMS] = {0};
-  int64_t inner = sizes[nd - 1], inner_stride = strides[nd - 1] * (int64_t)es;
-  for (;;) {
-    const char *src = base;
-    for (int d = 0; d < nd - 1; d++) src += idx[d] * strides[d] * (int64_t)es;
-    if (inner_stride == (int64_t)es) {
-      memcpy(dst, src, (size_t)inner * es);
-      dst += inner * (int64_t)es;
-    } else {
-      for (int64_t i = 0; i < inner; i++, dst += es) memcpy(dst, src + i * inner_stride, es);
-    }
-    int d = nd - 2;
-    while (d >= 0 && ++idx[d] == sizes[d]) idx[d--] = 0;
-    if (d < 0) return;
-  }
 }
 
 static int run_download(opd__job *job, Opd__V1__Response *resp) {
@@ -709,16 +685,12 @@ static int run_download(opd__job *job, Opd__V1__Response *resp) {
   int64_t *strides = opd__arena_alloc(&job->arena, (t->ndim + 1) * sizeof *strides);
   if (!strides) return opd_error(OPD_ENOMEM, "out of memory encoding a download");
   opd_contiguous_strides(opd_tensor_sizes(t), t->ndim, strides);
-  if (nbytes == 0 || opd_tensor_is_contiguous(t)) {
-    if (job->tensor != t) opd_tensor_retain(t);
-    job->tensor = t;
-  } else {
-    /* the bytes are sent row-major: a strided tensor is gathered into a contiguous copy */
-    int rc = opd_tensor_empty(opd_tensor_sizes(t), t->ndim, opd_tensor_dtype(t),
-                              (opd_device){OPD_DEVICE_CPU, -1}, &job->tensor);
-    if (rc < 0) return rc;
-    gather(opd_tensor_data(job->tensor), t);
-  }
+  if (job->tensor != t) opd_tensor_retain(t);
+  job->tensor = t;
+  /* the bytes are sent row-major: a strided tensor's are gathered a chunk at a time as they
+   * are written ([Note: Downloads of strided views] in gather.h) */
+  if (nbytes && !opd_tensor_is_contiguous(t) && !(job->gather = opd__gather_new(t)))
+    return opd_last_error_code();
   Opd__V1__DownloadReply reply = OPD__V1__DOWNLOAD_REPLY__INIT;
   reply.dtype = (Opd__V1__DType)opd_tensor_dtype(t);
   reply.n_shape = reply.n_strides = t->ndim;
@@ -729,7 +701,7 @@ static int run_download(opd__job *job, Opd__V1__Response *resp) {
   resp->download = &reply;
   int rc = opd__job_pack(job, resp);
   if (rc < 0) return rc;
-  job->raw = nbytes ? opd_tensor_data(job->tensor) : NULL;
+  job->raw = nbytes && !job->gather ? opd_tensor_data(t) : NULL;
   job->raw_len = nbytes;
   return 0;
 }

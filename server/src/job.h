@@ -51,9 +51,10 @@ typedef struct opd__job {
   size_t decoded;     /* arena bytes of the request while it is on a worker */
   opd_tensor *tensor; /* an owned reference: the upload's target, the download's source */
   uint64_t reserved;  /* bytes an upload reserved against max_bytes_held */
-  const void *raw;    /* a download's bytes, sent after the frame */
+  const void *raw;    /* a download's bytes, sent after the frame (NULL with `gather`) */
   size_t raw_len;
-  uint8_t *out; /* the encoded response frame, length prefix included */
+  struct opd__gather *gather; /* a strided download's bytes, gathered as they are written */
+  uint8_t *out;               /* the encoded response frame, length prefix included */
   size_t out_len, out_cap;
   uint64_t kernel_ns; /* how long a call's kernel ran (0 for other requests) */
   size_t sent; /* bytes of `out` its worker already sent ([Note: Responses written by workers]) */

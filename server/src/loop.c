@@ -24,9 +24,9 @@
 #include "loop.h"
 
 #include <assert.h>
-#include <jansson.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,6 +318,8 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
   json_set_alloc_funcs(opd__malloc, opd__free);
   opd_server *s = opd__calloc(1, sizeof *s);
   if (!s) return opd_error(OPD_ENOMEM, "out of memory starting the server");
+  /* [Note: Memory reserved before it is allocated]: the daemon-wide cap */
+  opd_cpu_allocator_set_limit(opd__max_bytes_total(c));
   pthread_mutex_init(&s->done_mu, NULL);
   s->done_fd = -1;
   opd__session_registry_init(&s->sessions);
@@ -425,4 +427,5 @@ void opd_server_stop(opd_server *s) {
   opd__gpu_stop(s->gpu);
   opd_log(OPD_LOG_INFO, "stopped");
   free_server(s);
+  opd_cpu_allocator_set_limit(0);
 }

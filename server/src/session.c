@@ -3,7 +3,6 @@
 #include "session.h"
 
 #include <assert.h>
-#include <inttypes.h>
 #include <stdlib.h>
 
 #include "gpu.h"
@@ -78,6 +77,10 @@ static void map_free(opd__map *m) {
 
 void opd__session_init(opd__session *s, uint64_t id, const opd_server_config *cfg) {
   *s = (opd__session){.id = id, .cfg = cfg, .next_handle = 1};
+  s->budget = (opd_mem_budget){.held = &s->bytes_held,
+                               .limit = cfg->max_bytes_held,
+                               .limit_name = "max_bytes_held",
+                               .owner = "session"};
   s->dispatch = opd_default_dispatch_state;
   opd__session_publish_dispatch(s);
 }
@@ -140,22 +143,11 @@ opd_tensor *opd__session_lookup(opd__session *s, uint64_t handle) {
 }
 
 int opd__session_reserve(opd__session *s, uint64_t bytes) {
-  uint64_t cur = atomic_load_explicit(&s->bytes_held, memory_order_relaxed);
-  do {
-    if (bytes > s->cfg->max_bytes_held || cur > s->cfg->max_bytes_held - bytes)
-      return opd_error(OPD_ERESOURCE,
-                       "session limit reached: holding %" PRIu64 " more tensor bytes would take "
-                       "the session past max_bytes_held (%" PRIu64 " held, limit %" PRIu64 ")",
-                       bytes, cur, s->cfg->max_bytes_held);
-  } while (!atomic_compare_exchange_weak_explicit(&s->bytes_held, &cur, cur + bytes,
-                                                  memory_order_relaxed, memory_order_relaxed));
-  return 0;
+  return opd_mem_budget_reserve(&s->budget, bytes);
 }
 
 void opd__session_unreserve(opd__session *s, uint64_t bytes) {
-  uint64_t old = atomic_fetch_sub_explicit(&s->bytes_held, bytes, memory_order_relaxed);
-  assert(old >= bytes);
-  (void)old;
+  opd_mem_budget_release(&s->budget, bytes);
 }
 
 int opd__session_hold(opd__session *s, opd_tensor *t, uint64_t *reserved, uint64_t *handle) {

@@ -12,7 +12,10 @@
  * the handles, each storage counted once however many handles view it (a second map counts
  * the handles per storage), Meta storage counting nothing. An upload reserves its bytes
  * when its header arrives, before its data is read, so bytes_held includes the uploads being
- * received. Counters (calls, errors, bytes held) are atomics for the status endpoint.
+ * received; a call's outputs and intermediates are charged to it as they are made, before
+ * their memory is allocated (the session's budget, [Note: Memory reserved before it is
+ * allocated] in opd/allocator.h), and its results keep their charge as they get handles.
+ * Counters (calls, errors, bytes held) are atomics for the status endpoint.
  */
 #ifndef OPD_SERVER_SESSION_H
 #define OPD_SERVER_SESSION_H
@@ -43,6 +46,9 @@ struct opd__session {
   uint64_t next_handle;
   opd_local_dispatch_state dispatch;
   _Atomic uint64_t calls, errors, bytes_held;
+  /* bytes_held against max_bytes_held; installed while the session's calls run ([Note:
+   * Memory reserved before it is allocated] in opd/allocator.h) */
+  opd_mem_budget budget;
   /* for the status endpoint: the handle count and the dispatch sets' key-set bits, written
    * by the session's jobs, read by the status thread */
   _Atomic uint64_t num_handles, included_repr, excluded_repr;

@@ -12,6 +12,7 @@
 #ifndef OPD_ALLOCATOR_H
 #define OPD_ALLOCATOR_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,42 @@ void opd_memory_stats_get(int device_type, opd_memory_stats *out);
 /* Statistics of one device. */
 void opd_memory_stats_get_device(opd_device device, opd_memory_stats *out);
 void opd_memory_stats_reset_peak(int device_type);
+
+/* [Note: Memory reserved before it is allocated]
+ * A limit checked after an allocation comes too late: the memory is already taken (a 64 MiB
+ * session asking for aten::full([3 << 28]) would hold gigabytes before being refused). So
+ * every limit on tensor memory is checked, and the bytes reserved, before the allocator is
+ * asked for them, at the one place all storage is made (tensor.c):
+ *  - daemon-wide, the CPU allocator's limit (max_bytes_total in the daemon) refuses an
+ *    allocation that would take the CPU bytes in use past it ([Note: The CPU allocator]);
+ *  - per owner, a budget installed on the thread (opd_mem_budget_install) is charged with
+ *    every storage with data made while it is installed, whatever the device, and refuses one
+ *    that would take the owner past its limit. The daemon installs the session's budget while
+ *    a call runs (server/src/execute.c), so a kernel's outputs and intermediates count against
+ *    max_bytes_held as they are made, before their memory exists.
+ * A storage made under a budget is marked charged; freed while the budget is still installed
+ * (an intermediate), its bytes are refunded at once. When the call ends, the caller takes the
+ * charge of the storages it keeps (opd_mem_budget_take: a call's results, which then count as
+ * held by their handles) and refunds the rest (opd_mem_budget_uninstall). Over either limit:
+ * OPD_ERESOURCE, and nothing was allocated. */
+typedef struct opd_mem_budget {
+  _Atomic uint64_t *held; /* the owner's bytes reserved or in use (shared with its other users) */
+  uint64_t limit;
+  const char *limit_name; /* for messages: "max_bytes_held" */
+  const char *owner;      /* for messages: "session" */
+  uint64_t charged;       /* bytes charged to storages made while installed, not refunded */
+} opd_mem_budget;
+
+/* Reserves `bytes` against the budget's limit: 0, or OPD_ERESOURCE with a message that names
+ * the owner, the sizes and the limit. */
+int opd_mem_budget_reserve(opd_mem_budget *b, uint64_t bytes);
+void opd_mem_budget_release(opd_mem_budget *b, uint64_t bytes);
+/* Installs b on this thread (charged from 0). */
+void opd_mem_budget_install(opd_mem_budget *b);
+/* Uninstalls this thread's budget, refunding what its storages still hold of the charge. */
+void opd_mem_budget_uninstall(void);
+/* The budget installed on this thread, or NULL. */
+opd_mem_budget *opd_mem_budget_current(void);
 
 #ifdef __cplusplus
 }

@@ -59,6 +59,8 @@ typedef struct opd_storage {
   atomic_uint version;
   opd_device device;
   bool in_slab; /* the block holding it is a tensor slab slot (data inline) */
+  bool charged; /* its bytes were charged to the budget of the thread that made it
+                 * ([Note: Memory reserved before it is allocated] in opd/allocator.h) */
   size_t nbytes;
   void *data; /* NULL for Meta storage and for zero bytes */
 } opd_storage;
@@ -135,6 +137,11 @@ bool opd_tensor_is_contiguous(const opd_tensor *t);
 /* Fills strides for a contiguous row-major tensor of these sizes; returns numel, or -1
  * on int64 overflow. */
 int64_t opd_contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides);
+
+/* Takes the charge of t's storage off this thread's budget ([Note: Memory reserved before it
+ * is allocated] in opd/allocator.h): returns the bytes the caller now accounts for, 0 when the
+ * storage was not charged (or was taken before). */
+uint64_t opd_tensor_take_charge(opd_tensor *t);
 
 /* Bytes of memory the tensor slab holds from the system (its pages, in use or kept). */
 uint64_t opd_tensor_slab_bytes(void);

@@ -39,6 +39,7 @@ typedef struct opd_server_config {
   uint64_t max_literal_bytes; /* largest inline tensor literal (capped by the frame) */
   uint64_t max_handles;       /* per session */
   uint64_t max_bytes_held;    /* per session: tensor storage bytes its handles keep alive */
+  uint64_t max_bytes_total;   /* the daemon's CPU tensor bytes; 0: 3/4 of physical memory */
   uint32_t max_in_flight;     /* per session: requests accepted and not yet answered */
   uint32_t drain_timeout_ms;  /* on stop: how long in-flight requests may take */
   uint32_t unix_socket_mode;  /* permission bits of Unix sockets (0600) */

@@ -1,0 +1,72 @@
+/* budget.c: memory budgets charged before allocation (see [Note: Memory reserved before it
+ * is allocated] in opd/allocator.h). */
+#include <assert.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+
+#include "opd/allocator.h"
+#include "opd/error.h"
+#include "tensor_internal.h"
+
+static _Thread_local opd_mem_budget *installed;
+
+int opd_mem_budget_reserve(opd_mem_budget *b, uint64_t bytes) {
+  uint64_t cur = atomic_load_explicit(b->held, memory_order_relaxed);
+  do {
+    if (bytes > b->limit || cur > b->limit - bytes)
+      return opd_error(OPD_ERESOURCE,
+                       "%s limit reached: %" PRIu64 " more tensor bytes would take the %s past %s "
+                       "(%" PRIu64 " held, limit %" PRIu64 ")",
+                       b->owner, bytes, b->owner, b->limit_name, cur, b->limit);
+  } while (!atomic_compare_exchange_weak_explicit(b->held, &cur, cur + bytes, memory_order_relaxed,
+                                                  memory_order_relaxed));
+  return 0;
+}
+
+void opd_mem_budget_release(opd_mem_budget *b, uint64_t bytes) {
+  uint64_t old = atomic_fetch_sub_explicit(b->held, bytes, memory_order_relaxed);
+  assert(old >= bytes);
+  (void)old;
+}
+
+void opd_mem_budget_install(opd_mem_budget *b) {
+  b->charged = 0;
+  installed = b;
+}
+
+void opd_mem_budget_uninstall(void) {
+  opd_mem_budget *b = installed;
+  installed = NULL;
+  if (b && b->charged) opd_mem_budget_release(b, b->charged);
+  if (b) b->charged = 0;
+}
+
+opd_mem_budget *opd_mem_budget_current(void) {
+  return installed;
+}
+
+int opd__budget_charge(uint64_t bytes, bool *charged) {
+  opd_mem_budget *b = installed;
+  *charged = false;
+  if (!b || bytes == 0) return 0;
+  int rc = opd_mem_budget_reserve(b, bytes);
+  if (rc) return rc;
+  b->charged += bytes;
+  *charged = true;
+  return 0;
+}
+
+bool opd__budget_refund(uint64_t bytes) {
+  opd_mem_budget *b = installed;
+  if (!b || b->charged < bytes) return false;
+  b->charged -= bytes;
+  opd_mem_budget_release(b, bytes);
+  return true;
+}
+
+uint64_t opd__budget_take(uint64_t bytes) {
+  opd_mem_budget *b = installed;
+  if (!b || b->charged < bytes) return 0;
+  b->charged -= bytes;
+  return bytes;
+}
