@@ -552,7 +552,7 @@ static void upload_received(opd__conn *c) {
  * is then decoded again later). */
 static bool begin_upload(opd__conn *c, opd__job *j) {
   const Opd__V1__Upload *u = j->req->upload;
-  uint64_t declared = u->nbytes, nbytes;
+  uint64_t declared = u->nbytes, nbytes = 0;
   int rc;
   if (unanswered(c) >= cfg(c)->max_in_flight) {
     over_in_flight(c, j);

@@ -210,7 +210,7 @@ static int literal_tensor(const arg_ctx *a, const Opd__V1__TensorLiteral *l, opd
     return opd_error(OPD_EINVAL,
                      "%s of %zu bytes is over max_literal_bytes (%" PRIu64 "): upload it", what,
                      l->data.len, max);
-  uint64_t nbytes;
+  uint64_t nbytes = 0;
   int rc = opd__checked_nbytes((opd_dtype)l->dtype, l->shape, l->n_shape, &nbytes, what);
   if (rc < 0) return rc;
   if (nbytes != l->data.len)
