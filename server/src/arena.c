@@ -1,9 +1,10 @@
 /* arena.c: the bounded per-request bump allocator (see arena.h). */
 #include "arena.h"
-#include "opd/memory.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+
+#include "opd/memory.h"
 
 #define ALIGN 16
 
@@ -50,6 +51,7 @@ void opd__arena_reset(opd__arena *a, size_t limit) {
   a->total = 0;
   a->limit = limit;
   a->exceeded = false;
+  a->out_of_memory = false;
 }
 
 static size_t round_up(size_t n) {
@@ -73,7 +75,10 @@ void *opd__arena_alloc(opd__arena *a, size_t n) {
   if (!c || c->cap - c->used < n) {
     size_t cap = n > 16384 ? n : 16384;
     c = opd__malloc(sizeof *c + cap);
-    if (!c) return NULL;
+    if (!c) {
+      a->out_of_memory = true;
+      return NULL;
+    }
     c->cap = cap;
     c->used = 0;
     c->next = a->extra;

@@ -30,12 +30,14 @@ typedef struct opd__arena {
   size_t total;            /* bytes handed out since the reset */
   size_t limit;            /* most bytes handed out before allocations fail */
   bool exceeded;           /* an allocation failed for the limit */
+  bool out_of_memory;      /* an allocation failed for want of memory */
 } opd__arena;
 
 void opd__arena_init(opd__arena *a);
 /* Forgets every allocation and sets the limit for the next ones. */
 void opd__arena_reset(opd__arena *a, size_t limit);
-/* 16-byte aligned memory, or NULL (over the limit: a->exceeded is set; or out of memory). */
+/* 16-byte aligned memory, or NULL (over the limit: a->exceeded is set; out of memory:
+ * a->out_of_memory). */
 void *opd__arena_alloc(opd__arena *a, size_t n);
 void opd__arena_destroy(opd__arena *a);
 

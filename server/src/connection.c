@@ -650,6 +650,14 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
   }
   if (!req) {
     char msg[200];
+    if (j->arena.out_of_memory) { /* the frame was read whole: the stream is still in step */
+      snprintf(msg, sizeof msg, "out of memory decoding a request of %zu bytes", len);
+      if (c->hello_done)
+        refuse(c, j, OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, NULL, msg);
+      else
+        fatal(c, j, OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, msg);
+      return true;
+    }
     if (j->arena.exceeded)
       snprintf(msg, sizeof msg,
                "malformed request: a %zu-byte frame that decodes to more than %zu bytes", len,
@@ -925,17 +933,42 @@ static void format_peer(opd__conn *c, bool tcp) {
   snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
 }
 
+/* [Note: Refusing a connection without memory]
+ * libuv stops watching a listener while the connection it announced is not accepted, so a
+ * connection the daemon has no memory for must still be accepted, or the listener would
+ * take no connection again. It is accepted into the listener's own spare handle and closed
+ * at once (the client sees the connection closed); while that close is in progress the
+ * listener waits, and the close's callback accepts whatever came meanwhile. */
+static void on_rejected(uv_handle_t *h) {
+  opd__listener *l = h->data;
+  l->rejecting = false;
+  if (!l->server->stopping) opd__conn_accept(l->server, l); /* one may be waiting */
+}
+
+static void reject(opd_server *s, opd__listener *l) {
+  if (l->rejecting) return; /* on_rejected takes this one */
+  bool tcp = l->addr.kind == OPD__LISTEN_TCP;
+  int rc = tcp ? uv_tcp_init(&s->loop, &l->reject.tcp) : uv_pipe_init(&s->loop, &l->reject.pipe, 0);
+  if (rc < 0) return;
+  l->reject.handle.data = l;
+  l->rejecting = true;
+  rc = uv_accept(&l->h.stream, &l->reject.stream);
+  if (rc == 0)
+    opd_log(OPD_LOG_ERROR, "out of memory accepting a connection on %s: closed it", l->url);
+  uv_close(&l->reject.handle, on_rejected);
+}
+
 void opd__conn_accept(opd_server *s, opd__listener *l) {
   opd__conn *c = opd__calloc(1, sizeof *c);
   if (!c) {
-    opd_log(OPD_LOG_ERROR, "out of memory accepting a connection on %s", l->url);
+    reject(s, l);
     return;
   }
   bool tcp = l->addr.kind == OPD__LISTEN_TCP;
   int rc = tcp ? uv_tcp_init(&s->loop, &c->h.tcp) : uv_pipe_init(&s->loop, &c->h.pipe, 0);
   if (rc < 0) {
     opd__free(c);
-    opd_log(OPD_LOG_ERROR, "cannot accept a connection on %s: %s", l->url, uv_strerror(rc));
+    reject(s, l);
     return;
   }
   c->h.handle.data = c;
@@ -951,7 +984,8 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   s->conns = c;
   s->nconns++;
   if ((rc = uv_accept(&l->h.stream, &c->h.stream)) < 0) {
-    opd_log(OPD_LOG_WARN, "accepting a connection on %s failed: %s", l->url, uv_strerror(rc));
+    if (rc != UV_EAGAIN) /* EAGAIN: none was waiting (after a rejected one) */
+      opd_log(OPD_LOG_WARN, "accepting a connection on %s failed: %s", l->url, uv_strerror(rc));
     opd__conn_close(c);
     return;
   }

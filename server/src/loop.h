@@ -24,6 +24,14 @@ typedef struct opd__listener {
   opd__listen_addr addr;
   char url[200]; /* as bound */
   int port;      /* -1 for Unix sockets */
+  /* [Note: Refusing a connection without memory] (connection.c) */
+  union {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } reject;
+  bool rejecting; /* `reject` is being closed */
 } opd__listener;
 
 struct opd_server {

@@ -1,0 +1,292 @@
+/* test_fault.c: allocation failure injection, as SQLite's fault profiles do it. The test
+ * replaces opd's allocator ([Note: The replaceable allocator] in opd/memory.h) with one that
+ * counts allocations and fails the Nth, then sweeps N over each operation a client does
+ * (connect and hello, an upload, calls, downloads, a release, session teardown): for N = 1,
+ * 2, ... the operation runs with the Nth allocation the daemon makes failing, until it runs
+ * with none failing. Every failure must come back as a clear error (or, where the daemon
+ * cannot answer, a closed connection), and the daemon must go on: after each step a fresh
+ * client is served and the operation succeeds, the session's memory is given back (the CPU
+ * allocator's bytes in use return to their baseline), and under ASan nothing leaks. The
+ * client library allocates from libc: only the daemon's allocations are failed. */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "opd/allocator.h"
+#include "opd/client.h"
+#include "opd/dtype.h"
+#include "opd/error.h"
+#include "opd/log.h"
+#include "opd/memory.h"
+#include "opd/server.h"
+
+/* ---- the failing allocator ---- */
+
+/* Allocations left before the one that fails; 0: none fails. */
+static atomic_long countdown;
+static atomic_bool fired;
+
+static bool should_fail(void) {
+  long n = atomic_load(&countdown);
+  while (n > 0) {
+    if (atomic_compare_exchange_weak(&countdown, &n, n - 1)) {
+      if (n == 1) {
+        atomic_store(&fired, true);
+        return true;
+      }
+      return false;
+    }
+  }
+  return false;
+}
+
+static void *fault_malloc(size_t n) {
+  return should_fail() ? NULL : malloc(n);
+}
+static void *fault_realloc(void *p, size_t n) {
+  return should_fail() ? NULL : realloc(p, n);
+}
+static void *fault_calloc(size_t n, size_t size) {
+  return should_fail() ? NULL : calloc(n, size);
+}
+
+static void arm(long n) {
+  atomic_store(&fired, false);
+  atomic_store(&countdown, n);
+}
+
+/* Disarms; whether the armed failure happened. */
+static bool disarm(void) {
+  atomic_store(&countdown, 0);
+  return atomic_load(&fired);
+}
+
+/* ---- the daemon ---- */
+
+static void quiet(opd_log_level level, const char *message, void *arg) {
+  (void)level, (void)message, (void)arg;
+}
+
+static opd_server *start_daemon(void) {
+  ck_assert_int_eq(opd_replace_allocator(fault_malloc, fault_realloc, fault_calloc, free), 0);
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  cfg.workers = 2;
+  cfg.log_level = OPD_LOG_ERROR;
+  opd_log_set_handler(quiet, NULL); /* the injected failures log errors */
+  opd_server *s;
+  ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
+  opd_server_config_destroy(&cfg);
+  return s;
+}
+
+static uint64_t cpu_in_use(void) {
+  opd_memory_stats st;
+  opd_memory_stats_get(OPD_DEVICE_CPU, &st);
+  return st.in_use;
+}
+
+/* Waits (boundedly) for the daemon to release a closed session's memory. */
+static void expect_in_use(uint64_t baseline) {
+  for (int i = 0; i < 2000 && cpu_in_use() != baseline; i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  ck_assert_uint_eq(cpu_in_use(), baseline);
+}
+
+static opd_client *connect_to(opd_server *s) {
+  opd_client *c;
+  ck_assert_msg(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c) == 0, "%s",
+                opd_client_last_error());
+  return c;
+}
+
+/* An injected failure is reported as the daemon running out of memory (or the connection it
+ * could not serve is closed); the message says what happened. */
+static void expect_clear_error(int rc, const char *what, long n) {
+  ck_assert_msg(rc == OPD_ERESOURCE || rc == OPD_ECANCELED || rc == OPD_ENOMEM,
+                "%s with allocation %ld failing: %d (%s)", what, n, rc, opd_client_last_error());
+  ck_assert_msg(opd_client_last_error()[0], "%s with allocation %ld failing: no message", what, n);
+}
+
+/* ---- the operations ---- */
+
+typedef struct fixture {
+  opd_client *c;
+  opd_client_tensor x, y; /* float32 [64, 48], uploaded before the operation */
+} fixture;
+
+enum { ROWS = 64, COLS = 48 };
+static float data[ROWS * COLS];
+
+static int op_upload(fixture *f) {
+  int64_t shape[] = {ROWS, COLS};
+  opd_client_tensor t;
+  return opd_client_upload(f->c, OPD_FLOAT32, shape, 2, data, sizeof data, NULL, &t);
+}
+
+static int op_add(fixture *f) {
+  opd_client_tensor out;
+  return opd_add(f->c, f->x, f->y, NULL, &out);
+}
+
+static int op_softmax(fixture *f) { /* a composite: several kernels and intermediates */
+  opd_client_value args[] = {opd_cv_tensor(f->x), opd_cv_int(1), opd_cv_none()};
+  opd_client_tensor out;
+  return opd_client_call(f->c, "aten::softmax.int", args, 3, &out, 1, NULL);
+}
+
+static int op_mm(fixture *f) {
+  opd_client_tensor t, out;
+  int rc =
+      opd_client_call(f->c, "aten::t", (opd_client_value[]){opd_cv_tensor(f->y)}, 1, &t, 1, NULL);
+  if (rc) return rc;
+  return opd_client_call(f->c, "aten::mm",
+                         (opd_client_value[]){opd_cv_tensor(f->x), opd_cv_tensor(t)}, 2, &out, 1,
+                         NULL);
+}
+
+static int op_download(fixture *f) {
+  static float out[ROWS * COLS];
+  return opd_client_download(f->c, f->x, out, sizeof out, NULL);
+}
+
+static int op_download_strided(fixture *f) {
+  static float out[ROWS * COLS];
+  opd_client_tensor t;
+  opd_client_value args[] = {opd_cv_tensor(f->x), opd_cv_int(0), opd_cv_int(1)};
+  int rc = opd_client_call(f->c, "aten::transpose.int", args, 3, &t, 1, NULL);
+  return rc ? rc : opd_client_download(f->c, t, out, sizeof out, NULL);
+}
+
+static int op_release(fixture *f) {
+  return opd_client_release(f->c, &f->y, 1);
+}
+
+static int op_literal_call(fixture *f) { /* a tensor passed by value, decoded by the daemon */
+  int64_t shape[] = {COLS};
+  opd_client_literal lit = {OPD_FLOAT32, 1, shape, data, COLS * sizeof(float)};
+  opd_client_value args[] = {opd_cv_tensor(f->x), opd_cv_literal(&lit), opd_cv_int(1)};
+  opd_client_tensor out;
+  return opd_client_call(f->c, "aten::add.Tensor", args, 3, &out, 1, NULL);
+}
+
+typedef int (*operation)(fixture *f);
+
+/* Sweeps the failing allocation over one operation of a connected client with two tensors:
+ * the number of allocations the operation made the daemon do (each was failed in turn). */
+static long sweep(const char *what, operation op) {
+  opd_server *s = start_daemon();
+  uint64_t baseline = cpu_in_use();
+  long n = 1;
+  for (;; n++) {
+    fixture f = {connect_to(s), 0, 0};
+    int64_t shape[] = {ROWS, COLS};
+    ck_assert_int_eq(opd_client_upload(f.c, OPD_FLOAT32, shape, 2, data, sizeof data, NULL, &f.x),
+                     0);
+    ck_assert_int_eq(opd_client_upload(f.c, OPD_FLOAT32, shape, 2, data, sizeof data, NULL, &f.y),
+                     0);
+    arm(n);
+    int rc = op(&f);
+    bool failed = disarm();
+    if (rc != 0) expect_clear_error(rc, what, n);
+    ck_assert_msg(failed || rc == 0, "%s failed with no allocation failing: %s", what,
+                  opd_client_last_error());
+    opd_client_close(f.c);
+    expect_in_use(baseline);
+    /* the daemon goes on: a fresh client does the same thing */
+    fixture g = {connect_to(s), 0, 0};
+    ck_assert_int_eq(opd_client_upload(g.c, OPD_FLOAT32, shape, 2, data, sizeof data, NULL, &g.x),
+                     0);
+    ck_assert_int_eq(opd_client_upload(g.c, OPD_FLOAT32, shape, 2, data, sizeof data, NULL, &g.y),
+                     0);
+    ck_assert_msg(op(&g) == 0, "%s after failure %ld: %s", what, n, opd_client_last_error());
+    opd_client_close(g.c);
+    expect_in_use(baseline);
+    if (!failed) break; /* the operation made fewer than n allocations: all were tried */
+  }
+  opd_server_stop(s);
+  if (getenv("FAULT_TRACE")) fprintf(stderr, "%s: %ld allocations swept\n", what, n - 1);
+  return n - 1;
+}
+
+/* connect + hello, and session teardown (with handles held), swept together: the client
+ * connects, uploads, and leaves while the Nth allocation fails. */
+START_TEST(test_fault_connect_and_teardown) {
+  opd_server *s = start_daemon();
+  uint64_t baseline = cpu_in_use();
+  long n = 1;
+  for (;; n++) {
+    if (getenv("FAULT_TRACE")) fprintf(stderr, "connect n=%ld\n", n);
+    arm(n);
+    opd_client *c = NULL;
+    int rc = opd_client_connect(opd_server_listener_url(s, 0), NULL, &c);
+    if (rc == 0) {
+      int64_t shape[] = {ROWS, COLS};
+      opd_client_tensor t;
+      rc = opd_client_upload(c, OPD_FLOAT32, shape, 2, data, sizeof data, NULL, &t);
+      opd_client_close(c);
+    }
+    bool failed = disarm();
+    if (rc != 0) {
+      ck_assert_msg(failed, "connect/upload failed with no allocation failing: %s",
+                    opd_client_last_error());
+      ck_assert_msg(opd_client_last_error()[0], "no message");
+    }
+    expect_in_use(baseline);
+    opd_client *d = connect_to(s);
+    ck_assert_int_eq(opd_client_ping(d, "ok", 2), 0);
+    opd_client_close(d);
+    if (!failed) break;
+  }
+  ck_assert_int_gt(n, 1);
+  opd_server_stop(s);
+}
+END_TEST
+
+START_TEST(test_fault_upload) {
+  ck_assert_int_gt(sweep("upload", op_upload), 0); /* at least the tensor */
+}
+END_TEST
+
+START_TEST(test_fault_call) {
+  ck_assert_int_gt(sweep("add", op_add), 0);
+  ck_assert_int_gt(sweep("literal add", op_literal_call), 0);
+}
+END_TEST
+
+START_TEST(test_fault_composite_calls) {
+  ck_assert_int_gt(sweep("softmax", op_softmax), 2);
+  ck_assert_int_gt(sweep("mm", op_mm), 1);
+}
+END_TEST
+
+START_TEST(test_fault_download) {
+  sweep("download", op_download); /* written from the tensor's storage: hardly allocates */
+  ck_assert_int_gt(sweep("strided download", op_download_strided), 1); /* a view, a chunk */
+}
+END_TEST
+
+START_TEST(test_fault_release) {
+  sweep("release", op_release); /* (it may allocate nothing) */
+}
+END_TEST
+
+Suite *opd_test_fault_suite(void) {
+  Suite *s = suite_create("fault");
+  TCase *tc = tcase_create("fault");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_fault_connect_and_teardown);
+  tcase_add_test(tc, test_fault_upload);
+  tcase_add_test(tc, test_fault_call);
+  tcase_add_test(tc, test_fault_composite_calls);
+  tcase_add_test(tc, test_fault_download);
+  tcase_add_test(tc, test_fault_release);
+  suite_add_tcase(s, tc);
+  return s;
+}
