@@ -12,7 +12,9 @@
 # ROUNDS times, interleaving opd and its peer, and the median is reported.
 #   bench/run_rpc_bench.sh [BUILD_DIR] [ROUNDS] [SECONDS]
 # Installs nothing: a missing peer (redis-server, redis-benchmark, iperf3) is reported and
-# its columns read NA.
+# its columns read NA. Every listener of the daemon (RPC over TCP and a Unix socket, status,
+# admin) gets a free port or a temporary path, so a daemon already running does not collide;
+# a server that cannot start is reported with its own log.
 set -euo pipefail
 build=${1:-build-release}
 rounds=${2:-3}
@@ -58,13 +60,20 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# Waits for a TCP port on loopback to accept connections.
-wait_port() {
+# Waits for a TCP port on loopback to accept connections from the server that runs as PID and
+# logs to LOG; when it exits first or never listens, shows its log.
+wait_port() { # port pid log
   for _ in $(seq 200); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    if ! kill -0 "$2" 2>/dev/null; then
+      echo "run_rpc_bench: the server for port $1 exited at start; its log ($3):" >&2
+      cat "$3" >&2
+      exit 1
+    fi
     sleep 0.05
   done
-  echo "run_rpc_bench: nothing listens on port $1" >&2
+  echo "run_rpc_bench: nothing listens on port $1 after 10 s; the server's log ($3):" >&2
+  cat "$3" >&2
   exit 1
 }
 
@@ -76,18 +85,20 @@ results=$tmp/results
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 opd_port=$(free_port)
+status_port=$(free_port)
 sock=$tmp/opd.sock
 taskset -c "$server_cpu" "$opd" --listen "tcp://127.0.0.1:$opd_port" --listen "unix://$sock" \
+  --status "http://127.0.0.1:$status_port" --admin "unix://$tmp/admin.sock" \
   --workers "$workers" --log-level warn >"$tmp/opd.log" 2>&1 &
 pids+=($!)
-wait_port "$opd_port"
+wait_port "$opd_port" "$!" "$tmp/opd.log"
 
 if [ "$have_redis" = 1 ]; then
   redis_port=$(free_port)
   taskset -c "$server_cpu" redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
     --protected-mode no --daemonize no --loglevel warning >"$tmp/redis.log" 2>&1 &
   pids+=($!)
-  wait_port "$redis_port"
+  wait_port "$redis_port" "$!" "$tmp/redis.log"
 fi
 
 # opd-bench's line -> "opd WORKLOAD TRANSPORT C P calls_per_s p50_us p99_us mb_per_s"

@@ -4,7 +4,9 @@
 # from its "listening on" log line), replays the fixture against each listener
 # (opd-conformance --server URL: uploads, boxed calls through the client library,
 # downloads), requires the same pass and fail counts as in process, then stops the daemon
-# with SIGTERM and requires a graceful exit (status 0, the socket removed).
+# with SIGTERM and requires a graceful exit (status 0, the socket removed). On the way it
+# checks the daemon's command line: an abbreviated flag, an address of the wrong scheme and
+# a second daemon on the first one's port are refused with exit status 2 and the reason.
 #   tests/rpc_conformance.sh OPD OPD_CONFORMANCE FIXTURE.json
 set -euo pipefail
 if [ $# -ne 3 ]; then
@@ -43,6 +45,19 @@ ref=$(counts "$tmp/inproc.out")
 [ -n "$ref" ] || fail "no result line from the in-process run: $(tail -n 3 "$tmp/inproc.out")"
 echo "in process: ${ref% *} passed, ${ref#* } failed"
 
+# refused: exit status 2 and the message on stderr (a daemon that starts instead is stopped)
+refused() { # expected-message args...
+  local want=$1 status=0
+  shift
+  timeout 10 "$opd" "$@" 2>"$tmp/err" >/dev/null || status=$?
+  [ "$status" -eq 2 ] || fail "opd $*: exit status $status, not 2: $(cat "$tmp/err")"
+  grep -qF -- "$want" "$tmp/err" || fail "opd $*: '$(cat "$tmp/err")' lacks '$want'"
+}
+refused "unknown option '--work' (did you mean --workers?)" --work 2 --listen tcp://127.0.0.1:0 \
+  --status "" --admin ""
+refused "'admin' must be unix:///PATH or a path; tcp:// addresses are for listen, admin_tcp" \
+  --listen tcp://127.0.0.1:0 --admin tcp://127.0.0.1:1
+
 sock="$tmp/opd.sock"
 "$opd" --listen "unix://$sock" --listen tcp://127.0.0.1:0 --workers 2 --log-level info \
   --status "" --admin "" \
@@ -59,6 +74,7 @@ for _ in $(seq 200); do
 done
 [ -S "$sock" ] || fail "no socket $sock after 10 s"
 [ -n "$tcp" ] || fail "no TCP listener in the daemon's log"
+refused "cannot listen on $tcp: address already in use" --listen "$tcp" --status "" --admin ""
 
 for url in "unix://$sock" "$tcp"; do
   status=0

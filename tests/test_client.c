@@ -2,7 +2,8 @@
  * responses against a fake server speaking the protocol over a socketpair (framing, raw upload
  * and download bytes, typed calls' wire encoding with defaults, error codes and messages,
  * pipelining, the in-flight limit, callbacks, threads, lost connections and protocol
- * violations); and round trips against a real daemon started in-process (opd/server.h). */
+ * violations); round trips against a real daemon started in-process (opd/server.h); and
+ * servers that are not opd (its status port, an SSH banner), named as such. */
 #include <check.h>
 #include <poll.h>
 #include <errno.h>
@@ -447,7 +448,8 @@ START_TEST(test_url_errors) {
   static const struct {
     const char *url, *message;
   } cases[] = {
-      {"http://127.0.0.1:80", "must start with tcp:// or unix://"},
+      {"http://127.0.0.1:80", "must start with tcp:// or unix:// (http:// is the daemon's status "
+                              "endpoint, not its client port)"},
       {"127.0.0.1:7878", "must start with tcp:// or unix://"},
       {"tcp://127.0.0.1", "no port"},
       {"tcp://:7878", "no host"},
@@ -1380,6 +1382,44 @@ static opd_client *daemon_connect(inproc_daemon *d) {
   return c;
 }
 
+/* [Note: Not an opd daemon]: the daemon's status port answers HTTP, an SSH server a line of
+ * text; either is named as what it is, not read as a frame of 1347703880 bytes */
+START_TEST(test_not_an_opd_daemon) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "status", "http://127.0.0.1:0"), 0);
+  cfg.workers = 1;
+  cfg.log_level = OPD_LOG_ERROR;
+  opd_server *srv;
+  int rc = opd_server_start(&cfg, &srv);
+  opd_server_config_destroy(&cfg);
+  ck_assert_msg(rc == 0, "opd_server_start: %s", opd_last_error());
+  char url[64], want[160];
+  snprintf(url, sizeof url, "tcp://127.0.0.1:%d", opd_server_status_port(srv));
+  opd_client *c = (opd_client *)1;
+  ck_assert_int_eq(opd_client_connect(url, NULL, &c), OPD_EINVAL);
+  ck_assert_ptr_null(c);
+  snprintf(want, sizeof want, "the server at %s is not an opd daemon: it answered HTTP", url);
+  ck_assert_str_eq(opd_client_last_error(), want);
+  /* the RPC port of the same daemon is one */
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(srv, 0), NULL, &c), 0);
+  opd_client_close(c);
+  opd_server_stop(srv);
+
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  static const char banner[] = "SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n";
+  write_full(sv[1], banner, sizeof banner - 1);
+  ck_assert_int_eq(opd_client_connect_fd(sv[0], NULL, &c), OPD_EINVAL);
+  ck_assert_str_eq(
+      opd_client_last_error(),
+      "the server is not an opd daemon: it answered \"SSH-2.0-OpenSSH_9.2p1 Debian-2\"");
+  close(sv[1]);
+}
+END_TEST
+
 START_TEST(test_daemon_round_trip) {
   inproc_daemon d;
   daemon_start(&d, "tcp://127.0.0.1:0");
@@ -1677,6 +1717,7 @@ Suite *opd_test_client_suite(void) {
   TCase *real = tcase_create("inproc_daemon");
   tcase_set_timeout(real, 60);
   tcase_add_test(real, test_daemon_round_trip);
+  tcase_add_test(real, test_not_an_opd_daemon);
   tcase_add_test(real, test_daemon_errors);
   tcase_add_test(real, test_daemon_poll_without_blocking);
   tcase_add_test(real, test_daemon_dispatch_change_removes_defaults);

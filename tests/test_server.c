@@ -5,7 +5,8 @@
  * answered with its error code while another session keeps being served), per-session
  * limits, clients that vanish mid-request (the session's tensors must all be released:
  * the CPU allocator's bytes in use return to where they were; LeakSanitizer checks the
- * rest), Unix sockets, configuration, and draining on stop. */
+ * rest), Unix sockets, configuration (address URLs, hostile files and flags, the shipped
+ * file and docs listing every option), the listeners' log, and draining on stop. */
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -22,6 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "config.h"
 #include "opd.pb-c.h"
 #include "opd/allocator.h"
 #include "opd/dispatcher.h"
@@ -1282,29 +1286,59 @@ START_TEST(test_unix_socket) {
 }
 END_TEST
 
-static char *write_temp(const char *text) {
+static char *write_temp_bytes(const char *text, size_t len) {
   static char path[64];
   snprintf(path, sizeof path, "/tmp/opd-config-XXXXXX");
   int fd = mkstemp(path);
   ck_assert_int_ge(fd, 0);
-  ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  for (size_t put = 0; put < len;) {
+    ssize_t n = write(fd, text + put, len - put);
+    ck_assert_int_gt(n, 0);
+    put += (size_t)n;
+  }
   close(fd);
   return path;
 }
 
-static void expect_config_error(const char *text, const char *needle) {
+static char *write_temp(const char *text) {
+  return write_temp_bytes(text, strlen(text));
+}
+
+static void expect_config_error_bytes(const char *text, size_t len, const char *needle) {
   opd_server_config c;
   opd_server_config_init(&c);
-  char *path = write_temp(text);
+  char *path = write_temp_bytes(text, len);
   int rc = opd_server_config_load(&c, path);
   unlink(path);
-  ck_assert_msg(rc == OPD_EINVAL, "'%s' was accepted", text);
-  ck_assert_msg(strstr(opd_last_error(), needle), "'%s': message '%s' lacks '%s'", text,
+  ck_assert_msg(rc == OPD_EINVAL, "'%.200s' was accepted", text);
+  ck_assert_msg(strstr(opd_last_error(), needle), "'%.200s': message '%s' lacks '%s'", text,
                 opd_last_error(), needle);
   /* unchanged */
   ck_assert_uint_eq(c.max_handles, 65536);
   ck_assert_uint_eq(c.num_listen, 1);
+  ck_assert_str_eq(c.listen[0], "tcp://127.0.0.1:7470");
+  ck_assert_str_eq(c.status, "");
+  ck_assert_str_eq(c.admin, "");
   opd_server_config_destroy(&c);
+}
+
+static void expect_config_error(const char *text, const char *needle) {
+  expect_config_error_bytes(text, strlen(text), needle);
+}
+
+static void expect_set_error(opd_server_config *c, const char *key, const char *value,
+                             const char *needle) {
+  ck_assert_msg(opd_server_config_set(c, key, value) == OPD_EINVAL, "%s '%.200s' was accepted", key,
+                value);
+  ck_assert_msg(strstr(opd_last_error(), needle), "%s '%.200s': message '%s' lacks '%s'", key,
+                value, opd_last_error(), needle);
+}
+
+static void expect_set(opd_server_config *c, const char *key, const char *value, const char *field,
+                       const char *stored) {
+  ck_assert_msg(opd_server_config_set(c, key, value) == 0, "%s '%s': %s", key, value,
+                opd_last_error());
+  ck_assert_str_eq(field, stored);
 }
 
 START_TEST(test_config) {
@@ -1326,8 +1360,30 @@ START_TEST(test_config) {
             c.max_literal_bytes == d.max_literal_bytes && c.max_handles == d.max_handles &&
             c.max_bytes_held == d.max_bytes_held && c.max_in_flight == d.max_in_flight &&
             c.drain_timeout_ms == d.drain_timeout_ms && c.unix_socket_mode == d.unix_socket_mode &&
-            c.log_level == d.log_level);
+            c.log_level == d.log_level && c.cuda_workers_per_device == d.cuda_workers_per_device);
+  ck_assert_str_eq(c.status, OPD__DEFAULT_STATUS); /* the daemon's, which embedders opt into */
+  ck_assert_str_eq(c.admin, d.admin);              /* null: the default */
+  ck_assert_str_eq(c.admin_tcp, d.admin_tcp);
+  ck_assert_str_eq(c.admin_token_file, d.admin_token_file);
+  ck_assert_str_eq(c.plugin_dir, d.plugin_dir);
   opd_server_config_destroy(&d);
+  /* and it lists every option, as docs/CONFIG.md's table does */
+  json_t *shipped = json_load_file(OPD_SOURCE_DIR "/config/opd.json", 0, NULL);
+  ck_assert_ptr_nonnull(shipped);
+  FILE *doc = fopen(OPD_SOURCE_DIR "/docs/CONFIG.md", "r");
+  ck_assert_ptr_nonnull(doc);
+  static char doc_text[1 << 16];
+  doc_text[fread(doc_text, 1, sizeof doc_text - 1, doc)] = '\0';
+  fclose(doc);
+  ck_assert_uint_eq(json_object_size(shipped), opd__num_options);
+  for (size_t i = 0; i < opd__num_options; i++) {
+    char row[64];
+    snprintf(row, sizeof row, "\n| `%s` |", opd__options[i].key);
+    ck_assert_msg(json_object_get(shipped, opd__options[i].key), "config/opd.json lacks %s",
+                  opd__options[i].key);
+    ck_assert_msg(strstr(doc_text, row), "docs/CONFIG.md has no row for %s", opd__options[i].key);
+  }
+  json_decref(shipped);
   /* a file overrides; listen replaces the list */
   char *path = write_temp("{\"listen\": [\"unix:///tmp/a.sock\", \"tcp://[::1]:0\"], "
                           "\"workers\": 3, \"max_in_flight\": 7, \"unix_socket_mode\": \"0660\", "
@@ -1373,6 +1429,263 @@ START_TEST(test_config) {
   ck_assert_int_eq(opd_server_start(&c, &s), OPD_EINVAL);
   ck_assert(strstr(opd_last_error(), "listen"));
   opd_server_config_destroy(&c);
+}
+END_TEST
+
+/* [Note: Addresses in the configuration] */
+START_TEST(test_config_addresses) {
+  opd_server_config c;
+  opd_server_config_init(&c);
+  /* status: http://HOST:PORT (a trailing / too) or HOST:PORT, kept bare */
+  expect_set(&c, "status", "http://127.0.0.1:7471", c.status, "127.0.0.1:7471");
+  expect_set(&c, "status", "http://[::1]:0/", c.status, "[::1]:0");
+  expect_set(&c, "status", "localhost:8080", c.status, "localhost:8080");
+  expect_set(&c, "status", "", c.status, "");
+  /* admin: unix:///PATH or a path, kept as the path */
+  expect_set(&c, "admin", "unix:///tmp/opd-a.sock", c.admin, "/tmp/opd-a.sock");
+  expect_set(&c, "admin", "unix://run/opd-b.sock", c.admin, "run/opd-b.sock");
+  expect_set(&c, "admin", "/tmp/opd-c.sock", c.admin, "/tmp/opd-c.sock");
+  /* admin_tcp: tcp://HOST:PORT or HOST:PORT */
+  expect_set(&c, "admin_tcp", "tcp://127.0.0.1:7472", c.admin_tcp, "127.0.0.1:7472");
+  expect_set(&c, "admin_tcp", "127.0.0.1:7473", c.admin_tcp, "127.0.0.1:7473");
+  /* a URL of another scheme is refused, naming the options that take it; nothing changes */
+  expect_set_error(&c, "admin", "tcp://127.0.0.1:7472",
+                   "'admin' must be unix:///PATH or a path; tcp:// addresses are for listen, "
+                   "admin_tcp");
+  ck_assert_str_eq(c.admin, "/tmp/opd-c.sock");
+  expect_set_error(&c, "status", "tcp://127.0.0.1:7471",
+                   "'status' must be http://HOST:PORT or HOST:PORT; tcp:// addresses are for");
+  ck_assert_str_eq(c.status, "");
+  expect_set_error(&c, "status", "unix:///tmp/s.sock", "unix:// addresses are for listen, admin");
+  expect_set_error(&c, "admin_tcp", "http://127.0.0.1:1",
+                   "'admin_tcp' must be tcp://HOST:PORT or HOST:PORT; http:// addresses are for "
+                   "status");
+  ck_assert_str_eq(c.admin_tcp, "127.0.0.1:7473");
+  expect_set_error(&c, "listen", "http://127.0.0.1:1",
+                   "'listen' must be tcp://HOST:PORT or unix:///PATH; http:// addresses are for "
+                   "status");
+  ck_assert_uint_eq(c.num_listen, 1);
+  expect_set_error(&c, "status", "https://127.0.0.1:1", "no option takes https:// addresses");
+  /* malformed ones */
+  expect_set_error(&c, "status", "http://", "'http://' names no HOST:PORT");
+  expect_set_error(&c, "admin", "unix://", "'unix://' names no socket path");
+  expect_set_error(&c, "status", "http://127.0.0.1:7471/v1", "must be http://HOST:PORT or");
+  expect_set_error(&c, "admin_tcp", "tcp://example.com:1", "numeric IPv4");
+  expect_set_error(&c, "admin_tcp", "127.0.0.1", "must be tcp://HOST:PORT or HOST:PORT");
+  char path[160];
+  memset(path, 'p', sizeof path);
+  memcpy(path, "unix:///", 8);
+  path[7 + 108] = '\0'; /* 108 bytes of path: one more than a Unix socket takes */
+  expect_set_error(&c, "admin", path, "'admin' must be at most 107 bytes");
+  path[7 + 107] = '\0';
+  expect_set(&c, "admin", path, c.admin, path + 7);
+  opd_server_config_destroy(&c);
+  /* the same forms in a file */
+  opd_server_config_init(&c);
+  char *file = write_temp("{\"status\": \"http://127.0.0.1:7481/\", \"admin\": "
+                          "\"unix:///tmp/opd-d.sock\", \"admin_tcp\": \"tcp://[::1]:7482\"}");
+  ck_assert_int_eq(opd_server_config_load(&c, file), 0);
+  unlink(file);
+  ck_assert_str_eq(c.status, "127.0.0.1:7481");
+  ck_assert_str_eq(c.admin, "/tmp/opd-d.sock");
+  ck_assert_str_eq(c.admin_tcp, "[::1]:7482");
+  opd_server_config_destroy(&c);
+  expect_config_error("{\"admin\": \"tcp://127.0.0.1:1\"}", "tcp:// addresses are for");
+  expect_config_error("{\"listen\": [\"unix:///tmp/a\", \"http://127.0.0.1:1\"]}",
+                      "'listen' must be tcp://HOST:PORT or unix:///PATH; http://");
+  /* loopback or not: what the daemon warns about */
+  static const struct {
+    const char *url;
+    bool loopback;
+  } cases[] = {{"tcp://127.0.0.1:1", true},          {"tcp://127.1.2.3:1", true},
+               {"tcp://localhost:1", true},          {"tcp://[::1]:1", true},
+               {"tcp://[::ffff:127.0.0.1]:1", true}, {"unix:///tmp/x.sock", true},
+               {"tcp://0.0.0.0:1", false},           {"tcp://[::]:1", false},
+               {"tcp://10.0.0.1:1", false},          {"tcp://[::ffff:10.0.0.1]:1", false},
+               {"tcp://128.0.0.1:1", false}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    opd__listen_addr a;
+    ck_assert_int_eq(opd__parse_listen_url(cases[i].url, &a), 0);
+    ck_assert_msg(opd__listen_addr_is_loopback(&a) == cases[i].loopback, "%s", cases[i].url);
+  }
+}
+END_TEST
+
+/* A configuration file is hostile input: sizes, nesting, bytes, numbers, text. */
+START_TEST(test_config_hostile) {
+  /* a huge file is refused before it is parsed, whatever it holds */
+  size_t big = OPD__CONFIG_MAX_BYTES + 2;
+  char *text = malloc(big + 1);
+  memset(text, ' ', big);
+  text[0] = '{';
+  text[big - 1] = '}';
+  text[big] = '\0';
+  expect_config_error(text, "larger than 1024 KiB");
+  free(text);
+  /* too many listen addresses */
+  char many[8192] = "{\"listen\": [";
+  for (int i = 0; i <= OPD__MAX_LISTEN; i++)
+    snprintf(many + strlen(many), sizeof many - strlen(many), "%s\"tcp://127.0.0.1:%d\"",
+             i ? ", " : "", 10000 + i);
+  strcat(many, "]}");
+  expect_config_error(many, "at most 64 listen addresses");
+  /* nesting: jansson's depth limit, then the type check */
+  char deep[8192] = "{\"listen\": ";
+  size_t n = strlen(deep);
+  for (int i = 0; i < 3000; i++) deep[n++] = '[';
+  for (int i = 0; i < 3000; i++) deep[n++] = ']';
+  deep[n++] = '}';
+  deep[n] = '\0';
+  expect_config_error(deep, "maximum parsing depth");
+  expect_config_error("{\"listen\": [[[[[\"tcp://127.0.0.1:1\"]]]]]}",
+                      "'listen'[0] must be a URL string, got an array");
+  expect_config_error("{\"admin\": {\"path\": \"/tmp/a\"}}",
+                      "'admin' must be a string, got an object");
+  /* NUL bytes, raw or escaped, and bytes that are not UTF-8 */
+  static const char raw_nul[] = "{\"log_level\": \"info\0junk\"}";
+  expect_config_error_bytes(raw_nul, sizeof raw_nul - 1, "line 1");
+  expect_config_error("{\"log_level\": \"in\\u0000fo\"}", "NUL");
+  expect_config_error("{\"admin\": \"/tmp/\xff.sock\"}", "line 1");
+  /* duplicate keys */
+  expect_config_error("{\"status\": \"\", \"status\": \"127.0.0.1:1\"}", "duplicate");
+  /* numbers out of range, of the wrong kind, or as text with blanks and signs */
+  expect_config_error("{\"workers\": 18446744073709551616}", "too big");
+  expect_config_error("{\"workers\": 1025}", "from 0 to 1024, got 1025");
+  expect_config_error("{\"max_handles\": 4294967297}", "from 1 to 4294967296");
+  expect_config_error("{\"workers\": 1.0}", "got a real number");
+  expect_config_error("{\"workers\": true}", "got a boolean");
+  opd_server_config c;
+  opd_server_config_init(&c);
+  expect_set_error(&c, "workers", "18446744073709551616", "'workers' must be a whole number");
+  expect_set_error(&c, "workers", " 2", "'workers' must be a whole number");
+  expect_set_error(&c, "unix_socket_mode", " 0600", "octal permission mode");
+  expect_set_error(&c, "unix_socket_mode", "+0600", "octal permission mode");
+  expect_set_error(&c, "unix_socket_mode", "01000", "octal permission mode");
+  ck_assert_uint_eq(c.unix_socket_mode, 0600);
+  /* long and strange text is quoted short, so that the reason stays in the message */
+  char key[10000];
+  memset(key, 'k', sizeof key - 1);
+  key[sizeof key - 1] = '\0';
+  expect_set_error(&c, key, "1", "...' (the options are: listen, workers");
+  char value[10000];
+  memset(value, '9', sizeof value - 1);
+  value[sizeof value - 1] = '\0';
+  expect_set_error(&c, "log_level", value, "must be one of debug, info, warn, error; got \"999");
+  expect_set_error(&c, "status", value, "'status' must be at most 71 bytes");
+  expect_set_error(&c, "log_level", "\x1b[2Jloud\n", "got \"?[2Jloud?\"");
+  /* a quote is cut at a character: 63 bytes of 'a' and a 2-byte character straddling 64 */
+  char utf8[80];
+  memset(utf8, 'a', 63);
+  strcpy(utf8 + 63, "\xc3\xa9\xc3\xa9");
+  expect_set_error(&c, "log_level", utf8, "aaa...\"");
+  opd_server_config_destroy(&c);
+  /* null keeps an option's value (config/opd.json writes admin so) */
+  opd_server_config_init(&c);
+  snprintf(c.admin, sizeof c.admin, "/run/opd/admin.sock");
+  char *file = write_temp("{\"admin\": null, \"workers\": null, \"max_handles\": 3}");
+  ck_assert_int_eq(opd_server_config_load(&c, file), 0);
+  unlink(file);
+  ck_assert_str_eq(c.admin, "/run/opd/admin.sock");
+  ck_assert_uint_eq(c.workers, 0);
+  ck_assert_uint_eq(c.max_handles, 3);
+  /* a directory, and no file at all */
+  ck_assert_int_eq(opd_server_config_load(&c, "/tmp"), OPD_EINVAL);
+  ck_assert_msg(strstr(opd_last_error(), "config /tmp: cannot read it"), "%s", opd_last_error());
+  ck_assert_int_eq(opd_server_config_load(&c, "/nonexistent/opd.json"), OPD_EINVAL);
+  ck_assert_msg(strstr(opd_last_error(), "cannot open it: No such file"), "%s", opd_last_error());
+  ck_assert_uint_eq(c.max_handles, 3);
+  opd_server_config_destroy(&c);
+}
+END_TEST
+
+/* The log of a start names every listener with its URL, and warns about unauthenticated
+ * ones off loopback. */
+typedef struct log_capture {
+  pthread_mutex_t mu;
+  char text[16384];
+  size_t len;
+} log_capture;
+
+static void capture_log(opd_log_level level, const char *message, void *arg) {
+  log_capture *lc = arg;
+  pthread_mutex_lock(&lc->mu);
+  int n = snprintf(lc->text + lc->len, sizeof lc->text - lc->len, "%s: %s\n",
+                   opd_log_level_name(level), message);
+  if (n > 0 && (size_t)n < sizeof lc->text - lc->len) lc->len += (size_t)n;
+  pthread_mutex_unlock(&lc->mu);
+}
+
+static void expect_logged(log_capture *lc, const char *line) {
+  pthread_mutex_lock(&lc->mu);
+  bool found = strstr(lc->text, line) != NULL;
+  pthread_mutex_unlock(&lc->mu);
+  ck_assert_msg(found, "the log lacks '%s':\n%s", line, lc->text);
+}
+
+START_TEST(test_listener_log) {
+  log_capture lc = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  opd_log_set_handler(capture_log, &lc);
+  char dir[] = "/tmp/opd-log-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char sock[64], admin[64], token[64], url[128], line[256];
+  snprintf(sock, sizeof sock, "%s/opd.sock", dir);
+  snprintf(admin, sizeof admin, "%s/admin.sock", dir);
+  snprintf(token, sizeof token, "%s/token", dir);
+  FILE *f = fopen(token, "w");
+  fputs("secret\n", f);
+  fclose(f);
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  snprintf(url, sizeof url, "unix://%s", sock);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "listen", "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "listen", url), 0);
+  snprintf(url, sizeof url, "unix://%s", admin);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "admin", url), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "admin_tcp", "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "admin_token_file", token), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "status", "http://127.0.0.1:0/"), 0);
+  cfg.workers = 1;
+  opd_server *s;
+  int rc = opd_server_start(&cfg, &s);
+  opd_server_config_destroy(&cfg);
+  ck_assert_msg(rc == 0, "server start: %s", opd_last_error());
+  snprintf(line, sizeof line, "info: listening on tcp://127.0.0.1:%d\n",
+           opd_server_listener_port(s, 0));
+  expect_logged(&lc, line);
+  snprintf(line, sizeof line, "info: listening on unix://%s\n", sock);
+  expect_logged(&lc, line);
+  snprintf(line, sizeof line, "info: admin listener on unix://%s\n", admin);
+  expect_logged(&lc, line);
+  expect_logged(&lc, "info: admin listener on tcp://127.0.0.1:");
+  snprintf(line, sizeof line, "info: status endpoint on http://%s/\n",
+           opd_server_status_address(s));
+  expect_logged(&lc, line);
+  ck_assert_msg(!strstr(lc.text, "warn:"), "%s", lc.text);
+  opd_server_stop(s);
+  /* every interface: the RPC port and the status endpoint are reachable, and unauthenticated */
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "listen", "tcp://0.0.0.0:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "status", "0.0.0.0:0"), 0);
+  cfg.workers = 1;
+  rc = opd_server_start(&cfg, &s);
+  opd_server_config_destroy(&cfg);
+  ck_assert_msg(rc == 0, "server start: %s", opd_last_error());
+  snprintf(line, sizeof line,
+           "warn: tcp://0.0.0.0:%d is not a loopback address: the RPC port has no "
+           "authentication",
+           opd_server_listener_port(s, 0));
+  expect_logged(&lc, line);
+  snprintf(line, sizeof line,
+           "warn: http://0.0.0.0:%d/ is not a loopback address: the status endpoint has no "
+           "authentication",
+           opd_server_status_port(s));
+  expect_logged(&lc, line);
+  opd_server_stop(s);
+  opd_log_set_handler(NULL, NULL);
+  unlink(token);
+  rmdir(dir);
 }
 END_TEST
 
@@ -1425,6 +1738,9 @@ Suite *opd_test_server_suite(void) {
   tcase_add_test(tc, test_disconnect_mid_request);
   tcase_add_test(tc, test_unix_socket);
   tcase_add_test(tc, test_config);
+  tcase_add_test(tc, test_config_addresses);
+  tcase_add_test(tc, test_config_hostile);
+  tcase_add_test(tc, test_listener_log);
   tcase_add_test(tc, test_drain);
   suite_add_tcase(s, tc);
   return s;

@@ -3,7 +3,8 @@
 #
 #   tools/dev.sh run [ARGS]   install what is missing, build (Release) and run the daemon
 #                             (build-release/server/opd ARGS; no ARGS: its default config,
-#                             tcp://127.0.0.1:7470)
+#                             tcp://127.0.0.1:7470, status http://127.0.0.1:7471, the admin
+#                             socket in $XDG_RUNTIME_DIR; one daemon at a time on these)
 #   tools/dev.sh test         install, build (Release) and run the whole test suite
 #   tools/dev.sh test asan    the same with AddressSanitizer + UndefinedBehaviorSanitizer
 #   tools/dev.sh test tsan    the unit suites with ThreadSanitizer (CPU backend only)

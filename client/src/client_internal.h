@@ -103,6 +103,9 @@ struct opd_client {
   uint8_t *raw_dst;
   size_t raw_read_max; /* the most one raw read takes ([Note: Raw reads over TCP]) */
   bool raw_active;
+  bool greeted;    /* the hello reply was read */
+  bool not_opd;    /* the first bytes back were not a frame ([Note: Not an opd daemon]) */
+  const char *url; /* while opd_client_connect connects: its URL, for the messages */
   /* futures kept for reuse ([Note: Reused futures]) */
   opd_future *spare;
   unsigned nspare;

@@ -499,6 +499,7 @@ static int dispatch_response(opd_client *c, const Opd__V1__Response *r) {
   if (r->body_case == OPD__V1__RESPONSE__BODY_DOWNLOAD)
     return start_download(c, f, r->download, r->id);
   assert(r->body_case == OPD__V1__RESPONSE__BODY_HELLO);
+  c->greeted = true;
   set_server_info(c, r->hello);
   if (r->hello->protocol_version != OPD_CLIENT_PROTOCOL_VERSION) {
     char msg[96];
@@ -548,6 +549,43 @@ static int handle_frame(opd_client *c, const uint8_t *data, uint32_t len) {
 
 /* ---- reading and writing (the pump only) ---- */
 
+/* [Note: Not an opd daemon]
+ * A client pointed at something else (the status port, a web server, SSH) reads that
+ * server's first bytes as a frame length: "HTTP" is a frame of 1347703880 bytes. Before the
+ * hello reply, 4 bytes that spell "HTTP", or a length over the limit whose bytes are text,
+ * say that the server is not an opd daemon, and the connection fails with OPD_EINVAL and a
+ * message that says so ("the server at tcp://127.0.0.1:7471 is not an opd daemon: it
+ * answered HTTP"; other text is quoted: "it answered \"SSH-2.0-OpenSSH_9.2p1\""). The hello
+ * reply is short, so a length of text never starts one; later frames are not looked at. */
+
+#define HTTP_AS_LENGTH 0x50545448u /* "HTTP" read as a little-endian length */
+
+static bool looks_like_text(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!(p[i] >= 0x20 && p[i] < 0x7f) && p[i] != '\r' && p[i] != '\n' && p[i] != '\t')
+      return false;
+  return true;
+}
+
+/* A frame of len bytes at p (avail bytes read) that the limit refuses or that spells HTTP:
+ * the connection fails ([Note: Not an opd daemon]), or 0 when it is a frame after all. */
+static int refuse_length(opd_client *c, const uint8_t *p, size_t avail, uint32_t len) {
+  if (!c->greeted && (len == HTTP_AS_LENGTH || looks_like_text(p, 4))) {
+    size_t line = 0; /* the printable start of what came */
+    while (line < avail && line < 80 && p[line] >= 0x20 && p[line] < 0x7f) line++;
+    c->not_opd = true;
+    char at[OPD__CLIENT_MSG_MAX / 2] = "";
+    if (c->url) snprintf(at, sizeof at, " at %s", c->url);
+    if (len == HTTP_AS_LENGTH)
+      return fail_all(c, OPD_EINVAL, "the server%s is not an opd daemon: it answered HTTP", at);
+    return fail_all(c, OPD_EINVAL, "the server%s is not an opd daemon: it answered \"%.*s%s\"", at,
+                    (int)line, (const char *)p, line == 80 ? "..." : "");
+  }
+  if (len <= c->max_frame_in) return 0;
+  return fail_all(c, OPD_EINTERNAL, "protocol error: a response frame of %u bytes (limit %llu)",
+                  len, (unsigned long long)c->max_frame_in);
+}
+
 /* Parses what rbuf holds: frames, and raw download bytes. */
 static int process_input(opd_client *c) {
   for (;;) {
@@ -568,9 +606,10 @@ static int process_input(opd_client *c) {
     const uint8_t *p = c->rbuf + c->rpos;
     uint32_t len =
         (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-    if (len > c->max_frame_in)
-      return fail_all(c, OPD_EINTERNAL, "protocol error: a response frame of %u bytes (limit %llu)",
-                      len, (unsigned long long)c->max_frame_in);
+    if (len > c->max_frame_in || len == HTTP_AS_LENGTH) {
+      int rc = refuse_length(c, p, avail, len);
+      if (rc) return rc;
+    }
     if (avail - 4 < len) {
       if ((size_t)len + 4 > c->rcap) {
         memmove(c->rbuf, c->rbuf + c->rpos, avail);
@@ -1049,6 +1088,8 @@ static int hello(opd_client *c, const opd_client_options *o) {
   if (rc == OPD_EBUSY && !f->done) {
     opd__client_error(OPD_EBUSY, "no hello reply from the server within %d ms", timeout);
     /* close() below fails the request */
+  } else if (rc != 0 && c->not_opd) {
+    rc = opd__client_error(rc, "%s", f->message ? f->message : ""); /* it names the URL */
   } else if (rc != 0) {
     rc = opd__client_error(rc, "hello refused: %s", f->message ? f->message : "");
   }
@@ -1082,7 +1123,9 @@ static bool is_tcp(int fd) {
          (a.ss_family == AF_INET || a.ss_family == AF_INET6);
 }
 
-int opd_client_connect_fd(int fd, const opd_client_options *options, opd_client **out) {
+/* opd_client_connect_fd, with the URL (or NULL) that the messages name. */
+static int connect_fd(int fd, const opd_client_options *options, const char *url,
+                      opd_client **out) {
   static const opd_client_options defaults;
   const opd_client_options *o = options ? options : &defaults;
   *out = NULL;
@@ -1119,9 +1162,17 @@ int opd_client_connect_fd(int fd, const opd_client_options *options, opd_client 
   c->max_frame_out = OPD__CLIENT_DEFAULT_FRAME;
   c->max_frame_in =
       o->max_response_frame_bytes ? o->max_response_frame_bytes : OPD__CLIENT_DEFAULT_RFRAME;
+  c->url = url;
   int rc = hello(c, o);
-  if (rc == 0) *out = c;
+  if (rc == 0) {
+    c->url = NULL;
+    *out = c;
+  }
   return rc;
+}
+
+int opd_client_connect_fd(int fd, const opd_client_options *options, opd_client **out) {
+  return connect_fd(fd, options, NULL, out);
 }
 
 typedef struct parsed_url {
@@ -1144,6 +1195,11 @@ static int parse_url(const char *url, parsed_url *u) {
     memcpy(u->path, path, strlen(path) + 1);
     return 0;
   }
+  if (strncmp(url, "http://", 7) == 0)
+    return opd__client_error(OPD_EINVAL,
+                             "'%s': the URL must start with tcp:// or unix:// (http:// is the "
+                             "daemon's status endpoint, not its client port)",
+                             url);
   if (strncmp(url, "tcp://", 6) != 0)
     return opd__client_error(OPD_EINVAL, "'%s': the URL must start with tcp:// or unix://", url);
   const char *h = url + 6, *hend, *colon;
@@ -1255,8 +1311,8 @@ int opd_client_connect(const char *url, const opd_client_options *options, opd_c
     int left = ms_left(deadline);
     o.connect_timeout_ms = left > 0 ? left : 1;
   }
-  rc = opd_client_connect_fd(fd, &o, out);
-  if (rc != 0) {
+  rc = connect_fd(fd, &o, url, out);
+  if (rc != 0 && !strstr(tls_msg, url)) { /* named by the message already: not again */
     char saved[OPD__CLIENT_MSG_MAX];
     snprintf(saved, sizeof saved, "%s", tls_msg);
     opd__client_error(rc, "%s: %s", url, saved);

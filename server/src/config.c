@@ -1,13 +1,18 @@
 /* config.c: the daemon's configuration: defaults, the option table, the JSON file (jansson)
  * and single options from the command line, all strictly checked: an unknown key, a value
  * of the wrong type or out of range is an error that names the key, the value and what is
- * allowed, and the daemon refuses to start. docs/CONFIG.md documents every option. */
+ * allowed, and the daemon refuses to start. The file and the flags are hostile input: the
+ * file is read up to OPD__CONFIG_MAX_BYTES, duplicate keys and NUL bytes are refused,
+ * jansson bounds the nesting, a value quoted in a message is cut short. Addresses take URLs
+ * ([Note: Addresses in the configuration]). docs/CONFIG.md documents every option. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +25,9 @@
 
 #define OPT(key, meta, type, field, min, max, help) \
   { key, meta, type, offsetof(opd_server_config, field), min, max, help }
+/* a string option: max is the size of its field */
+#define STR_OPT(key, meta, type, field, help) \
+  OPT(key, meta, type, field, 0, sizeof(((opd_server_config *)0)->field), help)
 
 const opd__option opd__options[] = {
     OPT("listen", "URL", OPD__OPT_LISTEN, listen, 0, 0,
@@ -52,25 +60,22 @@ const opd__option opd__options[] = {
         "permission bits of Unix sockets, octal (default \"0600\")"),
     OPT("log_level", "LEVEL", OPD__OPT_LOG_LEVEL, log_level, 0, 0,
         "debug, info, warn or error (default info)"),
-    OPT("status", "HOST:PORT", OPD__OPT_ADDRESS, status, 0, 0,
-        "address of the HTTP status endpoint (docs/STATUS.md); \"\" disables it "
-        "(default " DEFAULT_STATUS ")"),
-    OPT("admin", "PATH", OPD__OPT_PATH, admin, 0, sizeof(((opd_server_config *)0)->admin),
-        "the admin Unix socket (docs/ADMIN.md), created with mode 0600; \"\" disables it "
-        "(default opd-admin.sock in $XDG_RUNTIME_DIR, else /tmp/opd-admin-UID.sock)"),
-    OPT("admin_tcp", "HOST:PORT", OPD__OPT_ADDRESS, admin_tcp, 0, 0,
-        "a TCP admin listener, which requires admin_token_file (default \"\": none)"),
-    OPT("admin_token_file", "FILE", OPD__OPT_PATH, admin_token_file, 0,
-        sizeof(((opd_server_config *)0)->admin_token_file),
-        "file holding the token TCP admin requests must carry (default \"\")"),
-    OPT("plugin_dir", "DIR", OPD__OPT_PATH, plugin_dir, 0,
-        sizeof(((opd_server_config *)0)->plugin_dir),
-        "directory load_plugin loads plugins from, by file name only (default \"\": none)"),
+    STR_OPT("status", "URL", OPD__OPT_HTTP_ADDRESS, status,
+            "the HTTP status endpoint (docs/STATUS.md): http://HOST:PORT or HOST:PORT; \"\" "
+            "disables it (default http://" DEFAULT_STATUS ")"),
+    STR_OPT("admin", "URL", OPD__OPT_UNIX_ADDRESS, admin,
+            "the admin Unix socket (docs/ADMIN.md), created with mode 0600: unix:///PATH or a "
+            "path; \"\" disables it (default opd-admin.sock in $XDG_RUNTIME_DIR, else "
+            "/tmp/opd-admin-UID.sock)"),
+    STR_OPT("admin_tcp", "URL", OPD__OPT_TCP_ADDRESS, admin_tcp,
+            "a TCP admin listener: tcp://HOST:PORT or HOST:PORT; it requires admin_token_file "
+            "(default \"\": none)"),
+    STR_OPT("admin_token_file", "FILE", OPD__OPT_PATH, admin_token_file,
+            "file holding the token TCP admin requests must carry (default \"\")"),
+    STR_OPT("plugin_dir", "DIR", OPD__OPT_PATH, plugin_dir,
+            "directory load_plugin loads plugins from, by file name only (default \"\": none)"),
 };
 const size_t opd__num_options = sizeof opd__options / sizeof *opd__options;
-_Static_assert(sizeof(((opd_server_config *)0)->admin_tcp) ==
-                   sizeof(((opd_server_config *)0)->status),
-               "OPD__OPT_ADDRESS fields are the size of status");
 
 void opd_server_config_init(opd_server_config *c) {
   *c = (opd_server_config){
@@ -101,6 +106,32 @@ void opd_server_config_destroy(opd_server_config *c) {
   opd_server_config_clear_listen(c);
 }
 
+/* ---- quoting hostile text ---- */
+
+#define SHOWN_MAX 64
+
+typedef struct shown_text {
+  char s[SHOWN_MAX + 4];
+} shown_text;
+
+/* Text from the file or the command line as a message quotes it: its first SHOWN_MAX bytes
+ * (cut at a character, then "..."), control characters as '?', so that a long or strange
+ * value neither pushes the reason out of the message nor writes to the terminal
+ * (opd_error makes the rest valid UTF-8). */
+static shown_text shown(const char *text) {
+  shown_text t;
+  size_t n = 0;
+  for (; text[n] && n < SHOWN_MAX; n++)
+    t.s[n] = (unsigned char)text[n] < 0x20 || text[n] == 0x7f ? '?' : text[n];
+  if (!text[n]) {
+    t.s[n] = '\0';
+    return t;
+  }
+  while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80) n--; /* text[n] continues a char */
+  memcpy(t.s + n, "...", 4);
+  return t;
+}
+
 /* ---- listen URLs ---- */
 
 static bool parse_port(const char *s, int *port) {
@@ -123,33 +154,34 @@ int opd__parse_listen_url(const char *url, opd__listen_addr *out) {
       return opd_error(OPD_EINVAL, "listen address '%s': the Unix socket path is empty", url);
     if (strlen(path) > OPD__UNIX_PATH_MAX)
       return opd_error(OPD_EINVAL, "listen address '%s': Unix socket paths are at most %d bytes",
-                       url, OPD__UNIX_PATH_MAX);
+                       shown(url).s, OPD__UNIX_PATH_MAX);
     out->kind = OPD__LISTEN_UNIX;
     strcpy(out->path, path);
     return 0;
   }
   if (strncmp(url, "tcp://", 6) != 0)
     return opd_error(OPD_EINVAL, "listen address '%s': expected tcp://HOST:PORT or unix:///PATH",
-                     url);
+                     shown(url).s);
   const char *host = url + 6, *colon;
   size_t host_len;
   if (*host == '[') {
     const char *end = strchr(host, ']');
     if (!end || end[1] != ':')
-      return opd_error(OPD_EINVAL, "listen address '%s': expected tcp://[IPv6]:PORT", url);
+      return opd_error(OPD_EINVAL, "listen address '%s': expected tcp://[IPv6]:PORT", shown(url).s);
     host++;
     host_len = (size_t)(end - host);
     colon = end + 1;
   } else {
     colon = strrchr(host, ':');
-    if (!colon) return opd_error(OPD_EINVAL, "listen address '%s': the port is missing", url);
+    if (!colon)
+      return opd_error(OPD_EINVAL, "listen address '%s': the port is missing", shown(url).s);
     host_len = (size_t)(colon - host);
   }
   if (host_len == 0 || host_len >= sizeof out->host)
-    return opd_error(OPD_EINVAL, "listen address '%s': bad host", url);
+    return opd_error(OPD_EINVAL, "listen address '%s': bad host", shown(url).s);
   if (!parse_port(colon + 1, &out->port))
     return opd_error(OPD_EINVAL, "listen address '%s': the port must be a number from 0 to 65535",
-                     url);
+                     shown(url).s);
   memcpy(out->host, host, host_len);
   out->host[host_len] = '\0';
   if (strcmp(out->host, "localhost") == 0) strcpy(out->host, "127.0.0.1");
@@ -160,15 +192,35 @@ int opd__parse_listen_url(const char *url, opd__listen_addr *out) {
       return opd_error(OPD_EINVAL,
                        "listen address '%s': the host must be a numeric IPv4 address, [IPv6] "
                        "address or localhost",
-                       url);
+                       shown(url).s);
   out->kind = OPD__LISTEN_TCP;
   return 0;
+}
+
+int opd__parse_host_port(const char *host_port, opd__listen_addr *out) {
+  char url[sizeof "tcp://" + sizeof out->host + 8];
+  if (strlen(host_port) >= sizeof url - 6)
+    return opd_error(OPD_EINVAL, "address '%s': too long for HOST:PORT", shown(host_port).s);
+  snprintf(url, sizeof url, "tcp://%s", host_port);
+  return opd__parse_listen_url(url, out);
+}
+
+bool opd__listen_addr_is_loopback(const opd__listen_addr *a) {
+  if (a->kind == OPD__LISTEN_UNIX) return true;
+  unsigned char b[16];
+  if (inet_pton(AF_INET, a->host, b) == 1) return b[0] == 127;
+  if (inet_pton(AF_INET6, a->host, b) != 1) return false;
+  static const unsigned char v4_mapped[12] = {[10] = 0xff, [11] = 0xff};
+  static const unsigned char loopback6[16] = {[15] = 1};
+  return memcmp(b, loopback6, 16) == 0 || (memcmp(b, v4_mapped, 12) == 0 && b[12] == 127);
 }
 
 int opd_server_config_add_listen(opd_server_config *c, const char *url) {
   opd__listen_addr addr;
   int rc = opd__parse_listen_url(url, &addr);
   if (rc < 0) return rc;
+  if (c->num_listen >= OPD__MAX_LISTEN)
+    return opd_error(OPD_EINVAL, "at most %d listen addresses", OPD__MAX_LISTEN);
   char **list = opd__realloc(c->listen, (c->num_listen + 1) * sizeof *list);
   if (!list) return opd_error(OPD_ENOMEM, "out of memory adding a listen address");
   c->listen = list;
@@ -176,6 +228,117 @@ int opd_server_config_add_listen(opd_server_config *c, const char *url) {
     return opd_error(OPD_ENOMEM, "out of memory adding a listen address");
   c->num_listen++;
   return 0;
+}
+
+/* ---- addresses ----
+ *
+ * [Note: Addresses in the configuration]
+ * Every address option takes a URL, whose scheme names what is spoken there, or the bare
+ * form without one:
+ *   listen      tcp://HOST:PORT, unix:///PATH (URLs only: one list holds both kinds)
+ *   status      http://HOST:PORT (a trailing / allowed) or HOST:PORT
+ *   admin       unix:///PATH or a path
+ *   admin_tcp   tcp://HOST:PORT or HOST:PORT
+ * The field keeps the bare form (HOST:PORT, a path), which is what the status endpoint and
+ * the admin listener take: a URL is converted here and nowhere else. A URL of a scheme the
+ * option does not take is refused with a message naming the options that take it
+ * (--admin tcp://... points to admin_tcp). HOST is a numeric IPv4 address, [IPv6] or
+ * localhost: no name is resolved at start-up. When the server is up, every listener is
+ * logged with its URL, and one that is not on loopback gets a warning (loop.c).
+ */
+
+/* The length of the scheme when text starts with "SCHEME://" (at most 16 letters, digits,
+ * '+', '-', '.'), else 0. */
+static size_t scheme_length(const char *text) {
+  if (!isalpha((unsigned char)text[0])) return 0;
+  size_t n = 1;
+  while (n <= 16 &&
+         (isalnum((unsigned char)text[n]) || text[n] == '+' || text[n] == '-' || text[n] == '.'))
+    n++;
+  return n <= 16 && strncmp(text + n, "://", 3) == 0 ? n : 0;
+}
+
+/* The schemes an option type takes, each between spaces. */
+static const char *type_schemes(opd__opt_type t) {
+  switch (t) {
+  case OPD__OPT_LISTEN: return " tcp unix ";
+  case OPD__OPT_TCP_ADDRESS: return " tcp ";
+  case OPD__OPT_HTTP_ADDRESS: return " http ";
+  case OPD__OPT_UNIX_ADDRESS: return " unix ";
+  default: return "";
+  }
+}
+
+/* What an option type takes, as its messages say it. */
+static const char *type_forms(opd__opt_type t) {
+  switch (t) {
+  case OPD__OPT_LISTEN: return "tcp://HOST:PORT or unix:///PATH";
+  case OPD__OPT_TCP_ADDRESS: return "tcp://HOST:PORT or HOST:PORT";
+  case OPD__OPT_HTTP_ADDRESS: return "http://HOST:PORT or HOST:PORT";
+  default: return "unix:///PATH or a path";
+  }
+}
+
+static bool takes_scheme(opd__opt_type t, const char *scheme, size_t n) {
+  char word[24];
+  snprintf(word, sizeof word, " %.*s ", (int)n, scheme);
+  return strstr(type_schemes(t), word) != NULL;
+}
+
+/* 0 when text has no scheme or one that o takes, else OPD_EINVAL naming who takes it. */
+static int check_scheme(const opd__option *o, const char *text, const char *where) {
+  size_t n = scheme_length(text);
+  if (!n || takes_scheme(o->type, text, n)) return 0;
+  char takers[128] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < opd__num_options && len < sizeof takers; i++)
+    if (takes_scheme(opd__options[i].type, text, n))
+      len += (size_t)snprintf(takers + len, sizeof takers - len, "%s%s", len ? ", " : "",
+                              opd__options[i].key);
+  if (!len)
+    return opd_error(OPD_EINVAL, "%s'%s' must be %s; no option takes %.*s:// addresses", where,
+                     o->key, type_forms(o->type), (int)n, text);
+  return opd_error(OPD_EINVAL, "%s'%s' must be %s; %.*s:// addresses are for %s", where, o->key,
+                   type_forms(o->type), (int)n, text, takers);
+}
+
+/* Stores an address option's text in its field in the bare form. */
+static int set_address(opd_server_config *c, const opd__option *o, const char *text,
+                       const char *where) {
+  int rc = check_scheme(o, text, where);
+  if (rc < 0) return rc;
+  size_t n = scheme_length(text);
+  const char *bare = n ? text + n + 3 : text;
+  size_t len = strlen(bare);
+  if (o->type == OPD__OPT_HTTP_ADDRESS && n && len && bare[len - 1] == '/') len--;
+  if (len >= o->max)
+    return opd_error(OPD_EINVAL, "%s'%s' must be at most %llu bytes, got %zu", where, o->key,
+                     (unsigned long long)o->max - 1, len);
+  if (n && !len)
+    return opd_error(OPD_EINVAL, "%s'%s': '%s' names no %s", where, o->key, shown(text).s,
+                     o->type == OPD__OPT_UNIX_ADDRESS ? "socket path" : "HOST:PORT");
+  char value[sizeof c->admin];
+  _Static_assert(sizeof c->admin >= sizeof c->status && sizeof c->admin >= sizeof c->admin_tcp,
+                 "value holds every address field");
+  memcpy(value, bare, len);
+  value[len] = '\0';
+  opd__listen_addr addr;
+  if (len && o->type != OPD__OPT_UNIX_ADDRESS && opd__parse_host_port(value, &addr) < 0)
+    return opd_error(OPD_EINVAL,
+                     "%s'%s' must be %s (HOST: a numeric IPv4 address, [IPv6] or localhost; "
+                     "PORT: 0 to 65535) or \"\", got \"%s\"",
+                     where, o->key, type_forms(o->type), shown(text).s);
+  memcpy((char *)c + o->offset, value, len + 1);
+  return 0;
+}
+
+static int add_listen(opd_server_config *c, const opd__option *o, const char *text,
+                      const char *where) {
+  int rc = check_scheme(o, text, where);
+  if (rc < 0 || (rc = opd_server_config_add_listen(c, text)) == 0 || !*where) return rc;
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", opd_last_error());
+  return opd_error(rc, "%s%s", where, msg);
 }
 
 /* ---- values ---- */
@@ -194,7 +357,8 @@ static int unknown_key(const char *where, const char *key) {
   known[0] = '\0';
   for (size_t i = 0; i < opd__num_options && n < sizeof known; i++)
     n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", opd__options[i].key);
-  return opd_error(OPD_EINVAL, "%sunknown option '%s' (the options are: %s)", where, key, known);
+  return opd_error(OPD_EINVAL, "%sunknown option '%s' (the options are: %s)", where, shown(key).s,
+                   known);
 }
 
 static int set_integer(opd_server_config *c, const opd__option *o, uint64_t v, const char *where) {
@@ -219,10 +383,11 @@ static int set_text(opd_server_config *c, const opd__option *o, const char *text
     char *end;
     errno = 0;
     unsigned long m = strtoul(text, &end, 8);
-    if (!*text || *end || errno || m > o->max || text[0] == '-' || text[0] == '+')
+    /* strtoul would also take leading blanks and a sign */
+    if (!isdigit((unsigned char)text[0]) || *end || errno || m > o->max)
       return opd_error(OPD_EINVAL,
                        "%s'%s' must be an octal permission mode such as \"0600\", got \"%s\"",
-                       where, o->key, text);
+                       where, o->key, shown(text).s);
     uint32_t m32 = (uint32_t)m;
     memcpy(field, &m32, sizeof m32);
     return 0;
@@ -235,7 +400,7 @@ static int set_text(opd_server_config *c, const opd__option *o, const char *text
         return 0;
       }
     return opd_error(OPD_EINVAL, "%s'%s' must be one of debug, info, warn, error; got \"%s\"",
-                     where, o->key, text);
+                     where, o->key, shown(text).s);
   case OPD__OPT_U32:
   case OPD__OPT_U64: {
     char *end;
@@ -243,25 +408,14 @@ static int set_text(opd_server_config *c, const opd__option *o, const char *text
     unsigned long long v = strtoull(text, &end, 10);
     if (!isdigit((unsigned char)text[0]) || *end || errno)
       return opd_error(OPD_EINVAL, "%s'%s' must be a whole number from %llu to %llu, got \"%s\"",
-                       where, o->key, (unsigned long long)o->min, (unsigned long long)o->max, text);
+                       where, o->key, (unsigned long long)o->min, (unsigned long long)o->max,
+                       shown(text).s);
     return set_integer(c, o, v, where);
   }
-  case OPD__OPT_LISTEN: return opd_server_config_add_listen(c, text);
-  case OPD__OPT_ADDRESS: {
-    char url[sizeof c->status + 8];
-    opd__listen_addr addr;
-    if (strlen(text) >= sizeof c->status)
-      return opd_error(OPD_EINVAL, "%s'%s' must be at most %zu bytes", where, o->key,
-                       sizeof c->status - 1);
-    snprintf(url, sizeof url, "tcp://%s", text);
-    if (*text && opd__parse_listen_url(url, &addr) < 0)
-      return opd_error(OPD_EINVAL,
-                       "%s'%s' must be HOST:PORT (numeric IPv4, [IPv6] or localhost) "
-                       "or \"\", got \"%s\"",
-                       where, o->key, text);
-    memcpy(field, text, strlen(text) + 1);
-    return 0;
-  }
+  case OPD__OPT_LISTEN: return add_listen(c, o, text, where);
+  case OPD__OPT_TCP_ADDRESS:
+  case OPD__OPT_HTTP_ADDRESS:
+  case OPD__OPT_UNIX_ADDRESS: return set_address(c, o, text, where);
   case OPD__OPT_PATH:
     if (strlen(text) >= o->max)
       return opd_error(OPD_EINVAL, "%s'%s' must be at most %llu bytes", where, o->key,
@@ -304,12 +458,8 @@ static int set_json(opd_server_config *c, const opd__option *o, json_t *v, const
       if (!json_is_string(e))
         return opd_error(OPD_EINVAL, "%s'listen'[%zu] must be a URL string, got %s", where, i,
                          json_type_name(e));
-      int rc = opd_server_config_add_listen(c, json_string_value(e));
-      if (rc < 0) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", opd_last_error());
-        return opd_error(rc, "%s%s", where, msg);
-      }
+      int rc = add_listen(c, o, json_string_value(e), where);
+      if (rc < 0) return rc;
     }
     return 0;
   }
@@ -322,7 +472,9 @@ static int set_json(opd_server_config *c, const opd__option *o, json_t *v, const
     return set_integer(c, o, (uint64_t)json_integer_value(v), where);
   case OPD__OPT_MODE:
   case OPD__OPT_LOG_LEVEL:
-  case OPD__OPT_ADDRESS:
+  case OPD__OPT_TCP_ADDRESS:
+  case OPD__OPT_HTTP_ADDRESS:
+  case OPD__OPT_UNIX_ADDRESS:
   case OPD__OPT_PATH:
     if (!json_is_string(v))
       return opd_error(OPD_EINVAL, "%s'%s' must be a string, got %s", where, o->key,
@@ -332,17 +484,47 @@ static int set_json(opd_server_config *c, const opd__option *o, json_t *v, const
   return opd_error(OPD_EINTERNAL, "bad option type");
 }
 
+/* The file's text, read up to OPD__CONFIG_MAX_BYTES (not trusting its size: it may be a
+ * pipe, or grow), into *text (opd__free it). */
+static int read_file(const char *path, const char *where, char **text, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return opd_error(OPD_EINVAL, "%scannot open it: %s", where, strerror(errno));
+  char *buf = opd__malloc(OPD__CONFIG_MAX_BYTES + 1);
+  if (!buf) {
+    fclose(f);
+    return opd_error(OPD_ENOMEM, "%sout of memory reading it", where);
+  }
+  size_t n = fread(buf, 1, OPD__CONFIG_MAX_BYTES + 1, f);
+  int err = ferror(f) ? errno : 0;
+  fclose(f);
+  if (err || n > OPD__CONFIG_MAX_BYTES) {
+    opd__free(buf);
+    if (err) return opd_error(OPD_EINVAL, "%scannot read it: %s", where, strerror(err));
+    return opd_error(OPD_EINVAL,
+                     "%sthe file is larger than %u KiB; a configuration is a few "
+                     "hundred bytes",
+                     where, OPD__CONFIG_MAX_BYTES >> 10);
+  }
+  *text = buf;
+  *len = n;
+  return 0;
+}
+
 int opd_server_config_load(opd_server_config *c, const char *path) {
   char where[300];
   snprintf(where, sizeof where, "config %s: ", path);
+  char *text = NULL;
+  size_t len = 0;
+  int rc = read_file(path, where, &text, &len);
+  if (rc < 0) return rc;
+  /* jansson refuses NUL bytes (in strings too, without JSON_ALLOW_NUL), invalid UTF-8 and
+   * nesting deeper than JSON_PARSER_MAX_DEPTH */
   json_error_t jerr;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-  if (!root) {
-    if (jerr.line < 0) return opd_error(OPD_EINVAL, "%s%s", where, jerr.text);
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  opd__free(text);
+  if (!root)
     return opd_error(OPD_EINVAL, "%sline %d, column %d: %s", where, jerr.line, jerr.column,
                      jerr.text);
-  }
-  int rc = 0;
   /* Work on a copy so that c is unchanged on error: the copy shares c's listen list until
    * the file replaces it. */
   opd_server_config tmp = *c;
@@ -360,6 +542,7 @@ int opd_server_config_load(opd_server_config *c, const char *path) {
       rc = unknown_key(where, key);
       goto out;
     }
+    if (json_is_null(v)) continue;    /* the option keeps its value: the default */
     if (o->type == OPD__OPT_LISTEN) { /* replaces the list: start the copy's own */
       tmp.listen = NULL;
       tmp.num_listen = 0;

@@ -1,8 +1,10 @@
 /* config.h: the daemon's options (one table, read by the JSON loader, the command line and
- * --help) and listen-URL parsing (internal to the server). */
+ * --help), listen-URL and HOST:PORT parsing, and the loopback test of an address (internal
+ * to the server). */
 #ifndef OPD_SERVER_CONFIG_H
 #define OPD_SERVER_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,16 +16,20 @@ typedef enum opd__opt_type {
   OPD__OPT_U64,       /* integer in [min, max] */
   OPD__OPT_MODE,      /* octal permission string "0600" */
   OPD__OPT_LOG_LEVEL, /* "debug", "info", "warn", "error" */
-  OPD__OPT_ADDRESS,   /* "HOST:PORT" into a char[72], or "" (none) */
-  OPD__OPT_PATH,      /* a path into a char[max], or "" (none) */
+  /* addresses ([Note: Addresses in the configuration] in config.c), stored in a char[max]
+   * in their bare form; "": none */
+  OPD__OPT_TCP_ADDRESS,  /* tcp://HOST:PORT or HOST:PORT, stored as HOST:PORT */
+  OPD__OPT_HTTP_ADDRESS, /* http://HOST:PORT (a trailing / allowed) or HOST:PORT: HOST:PORT */
+  OPD__OPT_UNIX_ADDRESS, /* unix:///PATH or a path, stored as the path */
+  OPD__OPT_PATH,         /* a file or directory path into a char[max], or "" (none) */
 } opd__opt_type;
 
 typedef struct opd__option {
   const char *key;  /* JSON key; the flag is --key with '-' for '_' */
   const char *meta; /* the flag's argument in --help */
   opd__opt_type type;
-  size_t offset; /* in opd_server_config */
-  uint64_t min, max;
+  size_t offset;     /* in opd_server_config */
+  uint64_t min, max; /* integers: the range; strings: the field's size */
   const char *help;
 } opd__option;
 
@@ -33,6 +39,11 @@ typedef struct opd__option {
 
 extern const opd__option opd__options[];
 extern const size_t opd__num_options;
+
+/* The most listen addresses, and the largest configuration file (a real one is a few
+ * hundred bytes): more is refused, so a hostile file cannot make start-up slow or big. */
+#define OPD__MAX_LISTEN       64
+#define OPD__CONFIG_MAX_BYTES (1u << 20)
 
 /* The checks done at start: a listener, every URL well formed. 0 or OPD_EINVAL with a
  * message. */
@@ -54,5 +65,11 @@ typedef struct opd__listen_addr {
 
 /* tcp://HOST:PORT (HOST: IPv4, [IPv6] or localhost) or unix://PATH; 0 or OPD_EINVAL. */
 int opd__parse_listen_url(const char *url, opd__listen_addr *out);
+/* HOST:PORT as in a tcp:// URL (the status endpoint's and admin_tcp's form); 0 or
+ * OPD_EINVAL. */
+int opd__parse_host_port(const char *host_port, opd__listen_addr *out);
+/* Whether only this machine can reach the address: a Unix socket, 127.0.0.0/8, ::1 or
+ * ::ffff:127.0.0.0/104. (0.0.0.0 and :: are every interface: not loopback.) */
+bool opd__listen_addr_is_loopback(const opd__listen_addr *a);
 
 #endif

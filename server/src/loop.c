@@ -207,6 +207,10 @@ static int clear_stale_socket(const char *path) {
   return 0;
 }
 
+static void tcp_url(char *url, size_t size, const char *host, int port) {
+  snprintf(url, size, strchr(host, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", host, port);
+}
+
 static int bind_tcp(opd_server *s, opd__listener *l) {
   struct sockaddr_storage ss;
   bool v6 = strchr(l->addr.host, ':') != NULL;
@@ -220,7 +224,7 @@ static int bind_tcp(opd_server *s, opd__listener *l) {
   if ((rc = uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&ss, &len)) < 0) return rc;
   l->port =
       ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
-  snprintf(l->url, sizeof l->url, v6 ? "tcp://[%s]:%d" : "tcp://%s:%d", l->addr.host, l->port);
+  tcp_url(l->url, sizeof l->url, l->addr.host, l->port);
   return 0;
 }
 
@@ -301,6 +305,36 @@ static int start_admin(opd_server *s) {
   opd__admin_config ac = {s->cfg.admin,      s->cfg.admin_tcp,  s->cfg.admin_token_file,
                           s->cfg.plugin_dir, on_admin_shutdown, NULL};
   return opd__admin_start(&ac, &s->admin);
+}
+
+static void warn_if_exposed(const opd__listen_addr *a, const char *url, const char *what) {
+  if (!opd__listen_addr_is_loopback(a))
+    opd_log(OPD_LOG_WARN,
+            "%s is not a loopback address: %s has no authentication, anyone who can reach it "
+            "can use it",
+            url, what);
+}
+
+/* Logs every listener with its URL ([Note: Addresses in the configuration] in config.c),
+ * and warns about the unauthenticated ones that other machines can reach. */
+static void log_listeners(const opd_server *s) {
+  for (size_t i = 0; i < s->nlisteners; i++) {
+    opd_log(OPD_LOG_INFO, "listening on %s", s->listeners[i].url);
+    warn_if_exposed(&s->listeners[i].addr, s->listeners[i].url, "the RPC port");
+  }
+  opd__listen_addr a;
+  char url[128];
+  if (s->admin && s->cfg.admin[0])
+    opd_log(OPD_LOG_INFO, "admin listener on unix://%s", s->cfg.admin);
+  if (s->admin && s->cfg.admin_tcp[0] && opd__parse_host_port(s->cfg.admin_tcp, &a) == 0) {
+    tcp_url(url, sizeof url, a.host, opd__admin_tcp_port(s->admin));
+    opd_log(OPD_LOG_INFO, "admin listener on %s (requests carry the token)", url);
+  }
+  if (s->status && opd__parse_host_port(opd__status_address(s->status), &a) == 0) {
+    snprintf(url, sizeof url, "http://%s/", opd__status_address(s->status));
+    opd_log(OPD_LOG_INFO, "status endpoint on %s", url);
+    warn_if_exposed(&a, url, "the status endpoint");
+  }
 }
 
 int opd_server_start(const opd_server_config *c, opd_server **out) {
@@ -387,10 +421,7 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     return opd_error(OPD_ERESOURCE, "cannot start the event-loop thread: %s", strerror(rc));
   }
   /* only now: a start that failed later (an admin socket in use) listened on nothing */
-  for (size_t i = 0; i < s->nlisteners; i++)
-    opd_log(OPD_LOG_INFO, "listening on %s", s->listeners[i].url);
-  if (s->status)
-    opd_log(OPD_LOG_INFO, "status endpoint on http://%s/", opd__status_address(s->status));
+  log_listeners(s);
   *out = s;
   return 0;
 }

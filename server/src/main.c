@@ -3,9 +3,10 @@
  *   opd [--config FILE] [--listen URL]... [--OPTION VALUE]... | --help | --version
  *
  * The configuration is the defaults, then FILE, then the flags (each option of
- * docs/CONFIG.md is a flag: max_handles is --max-handles). --listen flags replace the
- * file's addresses. A bad option or value is reported and opd exits with status 2 before
- * anything starts. SIGTERM and SIGINT (uv_signal) drain the server and exit 0.
+ * docs/CONFIG.md is a flag: max_handles is --max-handles; written whole, getopt's
+ * abbreviations are refused). --listen flags replace the file's addresses. A bad option or
+ * value, or a start that fails (an address in use), is reported and opd exits with status
+ * 2. SIGTERM and SIGINT (uv_signal) drain the server and exit 0.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -44,6 +45,13 @@ static void usage(FILE *f) {
 
 static opd_server *server;
 
+/* Whether the flag "--NAME" or "--NAME=VALUE" spells NAME whole (getopt_long also takes a
+ * unique prefix: --work for --workers, which would break when an option is added). */
+static bool flag_is_whole(const char *flag, const char *name) {
+  size_t n = strcspn(flag + 2, "=");
+  return strncmp(flag + 2, name, n) == 0 && name[n] == '\0';
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   opd_log(OPD_LOG_INFO, "%s received", signum == SIGTERM ? "SIGTERM" : "SIGINT");
   /* stop watching signals: the main loop ends and main() drains the server */
@@ -73,9 +81,17 @@ int main(int argc, char **argv) {
     const char *key, *value;
   } flags[256];
   size_t nflags = 0;
-  int ch;
+  int ch, index, at = 1;
   opterr = 0;
-  while ((ch = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+  /* "+": no permutation, so that argv[at] is the flag just read */
+  while ((ch = getopt_long(argc, argv, "+:", longopts, &index)) != -1) {
+    const char *flag = argv[at];
+    at = optind;
+    if (ch != '?' && ch != ':' && !flag_is_whole(flag, longopts[index].name)) {
+      fprintf(stderr, "opd: unknown option '%.*s' (did you mean --%s?)\nTry 'opd --help'.\n",
+              (int)strcspn(flag, "="), flag, longopts[index].name);
+      return 2;
+    }
     if (ch == FLAG_HELP) {
       usage(stdout);
       return 0;
@@ -148,7 +164,7 @@ int main(int argc, char **argv) {
   rc = opd_server_start(&cfg, &server);
   if (rc == OPD_EEXIST && strcmp(cfg.admin, default_admin) == 0) {
     /* another daemon of this user holds the default admin socket: run without one */
-    opd_log(OPD_LOG_WARN, "%s; starting without an admin socket (--admin PATH names another)",
+    opd_log(OPD_LOG_WARN, "%s; starting without an admin socket (--admin URL names another)",
             opd_last_error());
     cfg.admin[0] = '\0';
     rc = opd_server_start(&cfg, &server);
@@ -156,7 +172,7 @@ int main(int argc, char **argv) {
   opd_server_config_destroy(&cfg);
   if (rc < 0) {
     fprintf(stderr, "opd: %s\n", opd_last_error());
-    return 1;
+    return 2;
   }
   opd_log(OPD_LOG_INFO, "opd %s ready", OPD_VERSION);
   uv_run(loop, UV_RUN_DEFAULT);

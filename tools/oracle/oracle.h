@@ -29,10 +29,10 @@ bool opd__oracle_rpc_call(const json_t *fx, const json_t *call);
 bool opd__oracle_rpc_kind(const json_t *fx, const char *kind);
 
 /* Replays the fixture's scenarios through the daemon: registrations over the admin socket
- * `admin` (a path, or unix://PATH) with the marker plugin `plugin` (a file name in the
+ * `admin` (unix:///PATH or a path) with the marker plugin `plugin` (a file name in the
  * daemon's plugin directory), tables from the status endpoint `status`
- * (http://HOST:PORT), calls over the client RPC at `server`. Counts into cells and calls;
- * false (with a message) if the daemon cannot be reached or set up. */
+ * (http://HOST:PORT or HOST:PORT), calls over the client RPC at `server` (a URL). Counts into cells
+ * and calls; false (with a message) if the daemon cannot be reached or set up. */
 bool opd__oracle_rpc_run(const json_t *fx, const char *server, const char *admin,
                          const char *status, const char *plugin, opd__oracle_counts *cells,
                          opd__oracle_counts *calls);

@@ -3,7 +3,9 @@
 # on temporary sockets and a free port (opd-oracle-dispatch --server/--admin/--status, with
 # the marker plugin PLUGIN from --plugin-dir) and checks that it passes exactly the checks
 # the in-process replay passes among those the daemon replay makes; the daemon must then
-# stop on SIGTERM with exit status 0.
+# stop on SIGTERM with exit status 0. The daemon is given URLs (--status http://...,
+# --admin unix://...) and the replay the bare forms, and the daemon's log must name every
+# listener with its URL.
 set -u
 OPD=$1 ORACLE=$2 PLUGIN=$3 FIXTURE=$4
 dir=$(mktemp -d /tmp/oracle-daemon-XXXXXX)
@@ -11,14 +13,24 @@ pid=
 trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; cat "$dir/log"; exit 1; }
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$OPD" --listen "unix://$dir/opd.sock" --status "127.0.0.1:$port" --admin "$dir/admin.sock" \
-  --plugin-dir "$(dirname "$PLUGIN")" >"$dir/log" 2>&1 &
+"$OPD" --listen "unix://$dir/opd.sock" --status "http://127.0.0.1:$port" \
+  --admin "unix://$dir/admin.sock" --plugin-dir "$(dirname "$PLUGIN")" >"$dir/log" 2>&1 &
 pid=$!
 i=0
 while [ ! -S "$dir/admin.sock" ] || [ ! -S "$dir/opd.sock" ]; do
   i=$((i + 1))
   [ $i -gt 100 ] && fail "the daemon did not start"
   sleep 0.1
+done
+i=0
+until grep -q ' ready' "$dir/log"; do
+  i=$((i + 1))
+  [ $i -gt 100 ] && fail "the daemon did not log that it is ready"
+  sleep 0.1
+done
+for line in "listening on unix://$dir/opd.sock" "admin listener on unix://$dir/admin.sock" \
+  "status endpoint on http://127.0.0.1:$port/"; do
+  grep -qF "info: $line" "$dir/log" || fail "the log lacks '$line'"
 done
 # the admin requests the replay uses, refused when malformed (docs/ADMIN.md)
 python3 - "$dir/admin.sock" <<'PY' || fail "admin refusals"
@@ -47,8 +59,15 @@ refused({"op": "register_fallback", "key": "NoSuchKey", "fallthrough": True})
 assert ask({"op": "deregister", "id": r["id"]})["ok"]
 PY
 "$ORACLE" "$FIXTURE" >"$dir/local" || fail "in-process replay: $(tail -3 "$dir/local")"
+# wrong schemes are refused before anything runs
+"$ORACLE" "$FIXTURE" --server "unix://$dir/opd.sock" --admin "tcp://127.0.0.1:1" \
+  --status "127.0.0.1:$port" >"$dir/err" 2>&1 && fail "--admin tcp:// was accepted"
+grep -q "expected unix:///PATH or a path" "$dir/err" || fail "--admin tcp://: $(cat "$dir/err")"
 "$ORACLE" "$FIXTURE" --server "unix://$dir/opd.sock" --admin "$dir/admin.sock" \
-  --status "http://127.0.0.1:$port" --plugin "$(basename "$PLUGIN")" >"$dir/daemon" 2>&1 ||
+  --status "tcp://127.0.0.1:$port" >"$dir/err" 2>&1 && fail "--status tcp:// was accepted"
+grep -q "expected http://HOST:PORT or HOST:PORT" "$dir/err" || fail "--status tcp://: $(cat "$dir/err")"
+"$ORACLE" "$FIXTURE" --server "unix://$dir/opd.sock" --admin "$dir/admin.sock" \
+  --status "127.0.0.1:$port" --plugin "$(basename "$PLUGIN")" >"$dir/daemon" 2>&1 ||
   { cat "$dir/daemon"; fail "daemon replay"; }
 cat "$dir/daemon"
 want=$(sed -n 's/^the daemon replay.s checks .*: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$dir/local")

@@ -2,8 +2,11 @@
  * from PyTorch 1.13 (format: ../shared/oracle/FORMAT.md).
  *
  *   opd-oracle-dispatch FIXTURE.json [-v]
- *   opd-oracle-dispatch FIXTURE.json --server URL --admin PATH --status http://HOST:PORT
+ *   opd-oracle-dispatch FIXTURE.json --server URL --admin URL --status URL
  *                       [--plugin oracle_markers.so]
+ *
+ * (--server tcp://HOST:PORT or unix:///PATH; --admin unix:///PATH or a path; --status
+ * http://HOST:PORT or HOST:PORT: the daemon's own address forms, docs/CONFIG.md.)
  *
  * The second form replays the scenarios through a running daemon (oracle_rpc.c) whose plugin
  * directory holds the marker plugin (oracle_markers.c); it skips the calls the client RPC
@@ -496,8 +499,10 @@ static void run_priority(const json_t *p) {
 
 static int usage(void) {
   fprintf(stderr, "usage: opd-oracle-dispatch FIXTURE.json [-v]\n"
-                  "       opd-oracle-dispatch FIXTURE.json --server URL --admin PATH --status "
-                  "http://HOST:PORT [--plugin FILE.so] [-v]\n");
+                  "       opd-oracle-dispatch FIXTURE.json --server URL --admin URL --status URL "
+                  "[--plugin FILE.so] [-v]\n"
+                  "  --server tcp://HOST:PORT or unix:///PATH, --admin unix:///PATH or a path,\n"
+                  "  --status http://HOST:PORT or HOST:PORT\n");
   return 2;
 }
 

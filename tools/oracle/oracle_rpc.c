@@ -1,15 +1,15 @@
-/* oracle_rpc.c: the daemon replay of opd-oracle-dispatch (--server URL --admin PATH --status
- * http://HOST:PORT). Per scenario it makes the registrations over the admin socket (defs,
- * marker kernels of the plugin oracle_markers.so with the marker as kernel data,
- * fallthroughs, fallback fallthroughs, removals; docs/ADMIN.md), reads the operator's table
- * from the status endpoint (GET /v1/ops/{name}; registration ids mapped to markers),
- * replays every call over the client RPC with the recorded dispatch state (the marker
- * kernel returns its marker's number; errors are told apart by the dispatcher's messages,
- * dispatcher/src/call.c), and deregisters what it registered. Tensors: one-element float32
- * CPU tensors (upload), Meta tensors (aten::empty.memory_format on the meta device), and
- * data-less sparse, quantized and mkldnn tensors (the plugin's oracle_markers::tensor_of);
- * requires_grad does not change key sets. Calls that the RPC cannot express are skipped
- * (opd__oracle_rpc_call).
+/* oracle_rpc.c: the daemon replay of opd-oracle-dispatch (--server URL --admin URL --status
+ * URL: tcp:// or unix:// for the RPC, unix:///PATH or a path for the admin socket,
+ * http://HOST:PORT or HOST:PORT for the status endpoint). Per scenario it makes the registrations
+ * over the admin socket (defs, marker kernels of the plugin oracle_markers.so with the marker as
+ * kernel data, fallthroughs, fallback fallthroughs, removals; docs/ADMIN.md), reads the operator's
+ * table from the status endpoint (GET /v1/ops/{name}; registration ids mapped to markers), replays
+ * every call over the client RPC with the recorded dispatch state (the marker kernel returns its
+ * marker's number; errors are told apart by the dispatcher's messages, dispatcher/src/call.c), and
+ * deregisters what it registered. Tensors: one-element float32 CPU tensors (upload), Meta tensors
+ * (aten::empty.memory_format on the meta device), and data-less sparse, quantized and mkldnn
+ * tensors (the plugin's oracle_markers::tensor_of); requires_grad does not change key sets. Calls
+ * that the RPC cannot express are skipped (opd__oracle_rpc_call).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -156,13 +156,20 @@ static json_int_t admin_id(daemon *d, json_t *req, const char *what) {
 
 /* ---- the status endpoint: GET over HTTP/1.1 ---- */
 
+/* http://HOST:PORT (a trailing / allowed) or HOST:PORT; HOST may be an [IPv6] address. */
 static bool parse_status_url(daemon *d, const char *url) {
-  if (strncmp(url, "http://", 7) == 0) url += 7;
+  if (strncmp(url, "http://", 7) == 0)
+    url += 7;
+  else if (strstr(url, "://"))
+    return false; /* another scheme */
   const char *colon = strrchr(url, ':');
   if (!colon || (size_t)(colon - url) >= sizeof d->host || strlen(colon + 1) >= sizeof d->port ||
       !colon[1])
     return false;
-  snprintf(d->host, sizeof d->host, "%.*s", (int)(colon - url), url);
+  const char *host = url;
+  int host_len = (int)(colon - url);
+  if (host_len >= 2 && host[0] == '[' && host[host_len - 1] == ']') host++, host_len -= 2;
+  snprintf(d->host, sizeof d->host, "%.*s", host_len, host);
   snprintf(d->port, sizeof d->port, "%s", colon + 1);
   size_t n = strlen(d->port);
   if (n && d->port[n - 1] == '/') d->port[n - 1] = '\0';
@@ -535,7 +542,15 @@ bool opd__oracle_rpc_run(const json_t *fx, const char *server, const char *admin
                          opd__oracle_counts *calls) {
   daemon d = {.admin_path = admin, .admin_fd = -1};
   if (!parse_status_url(&d, status)) {
-    fprintf(stderr, "opd-oracle-dispatch: --status '%s': expected http://HOST:PORT\n", status);
+    fprintf(stderr, "opd-oracle-dispatch: --status '%s': expected http://HOST:PORT or HOST:PORT\n",
+            status);
+    return false;
+  }
+  if (strstr(admin, "://") && strncmp(admin, "unix://", 7) != 0) {
+    fprintf(stderr,
+            "opd-oracle-dispatch: --admin '%s': expected unix:///PATH or a path (the replay "
+            "uses the admin Unix socket)\n",
+            admin);
     return false;
   }
   if (opd_client_connect(server, NULL, &d.client) != 0) {

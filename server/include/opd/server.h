@@ -44,10 +44,14 @@ typedef struct opd_server_config {
   uint32_t drain_timeout_ms;  /* on stop: how long in-flight requests may take */
   uint32_t unix_socket_mode;  /* permission bits of Unix sockets (0600) */
   opd_log_level log_level;
+  /* The addresses below are kept bare (HOST:PORT, a path): opd_server_config_set and
+   * opd_server_config_load also take them as URLs (http://, unix://, tcp://) and store
+   * them so (docs/CONFIG.md, "Addresses"); a program that fills the fields itself writes
+   * the bare form. */
   char status[72]; /* status endpoint HOST:PORT (docs/STATUS.md); "": none (the default
                     * of opd_server_config_init; the opd daemon's is 127.0.0.1:7471) */
-  /* the admin listener (docs/ADMIN.md): a Unix socket (mode 0600) at `admin` ("": none,
-   * the default of opd_server_config_init; the opd daemon's: opd-admin.sock in
+  /* the admin listener (docs/ADMIN.md): a Unix socket (mode 0600) at the path `admin`
+   * ("": none, the default of opd_server_config_init; the opd daemon's: opd-admin.sock in
    * $XDG_RUNTIME_DIR, else /tmp/opd-admin-UID.sock), and a TCP listener at admin_tcp
    * (HOST:PORT; "": none, the default) that requires the token in admin_token_file */
   char admin[108];
@@ -62,11 +66,13 @@ typedef struct opd_server_config {
 void opd_server_config_init(opd_server_config *c);
 void opd_server_config_destroy(opd_server_config *c);
 /* Reads a JSON configuration file over c: every key it names replaces c's value ("listen"
- * replaces the whole list). Unknown keys, wrong types and out-of-range values are errors
+ * replaces the whole list; null keeps the value). Unknown or duplicate keys, wrong types,
+ * out-of-range values, addresses of the wrong scheme and files over 1 MiB are errors
  * (OPD_EINVAL, "config FILE: ..."); c is unchanged on error. */
 int opd_server_config_load(opd_server_config *c, const char *path);
 /* Sets option `key` (a JSON key: "max_handles") from text, as a command-line flag gives
- * it; "listen" appends a URL. OPD_EINVAL with a message for a bad key or value. */
+ * it; "listen" appends a URL (at most 64). OPD_EINVAL with a message for a bad key or
+ * value. */
 int opd_server_config_set(opd_server_config *c, const char *key, const char *value);
 /* Appends a listen URL (checked: OPD_EINVAL for a malformed one). */
 int opd_server_config_add_listen(opd_server_config *c, const char *url);
