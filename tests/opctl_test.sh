@@ -1,7 +1,10 @@
 #!/bin/sh
 # opctl_test.sh OPD OPCTL PLUGIN: opctl against a running daemon (docs/ADMIN.md): status,
 # ops, op tables, plugins, load / register / deregister / unload, refusals and their exit
-# status, the errors for a missing daemon and a wrong token, and drain.
+# status, a built-in registration removed only with --force, the address forms (--admin
+# unix:///PATH, tcp://HOST:PORT and a bare path; --status http://HOST:PORT and a bare
+# HOST:PORT; other schemes refused), the errors for a missing daemon and a wrong token, and
+# drain.
 set -u
 OPD=$1 OPCTL=$2 PLUGIN=$3
 dir=$(mktemp -d /tmp/opctl-test-XXXXXX)
@@ -10,10 +13,10 @@ mkdir "$dir/plugins"
 cp "$PLUGIN" "$dir/plugins/scaled_add.so"
 printf 'the-token\n' >"$dir/token"
 printf 'wrong\n' >"$dir/wrong"
-# the TCP admin port is chosen here: another one is tried when it is taken
+# the TCP admin and status ports are chosen here: others are tried when they are taken
 for attempt in 1 2 3 4 5; do
-  port=$((30000 + ($$ + attempt * 997) % 20000))
-  "$OPD" --listen tcp://127.0.0.1:0 --status "" --admin "$dir/admin.sock" \
+  port=$((30000 + ($$ + attempt * 997) % 20000)) sport=$((port + 1))
+  "$OPD" --listen tcp://127.0.0.1:0 --status 127.0.0.1:$sport --admin "$dir/admin.sock" \
     --admin-tcp 127.0.0.1:$port --admin-token-file "$dir/token" \
     --plugin-dir "$dir/plugins" >"$dir/log" 2>&1 &
   pid=$!
@@ -43,6 +46,29 @@ ctl op myops::scaled_add | grep -q "^  Meta  *Meta  *scaled_add_cpu \[$id\]" || 
 ctl unload-plugin scaled_add.so 2>"$dir/err"; [ $? -eq 1 ] && grep -q "EBUSY" "$dir/err" || fail "busy"
 ctl deregister "$id" | grep -q deregistered || fail "deregister"
 ctl deregister "$id" 2>/dev/null && fail "deregistered twice"
+# a built-in registration: refused without --force (the message says so), removed with it
+mul=$(ctl op aten::mul.Tensor | awk '$2 == "impl" && $3 == "CPU" {print $1}')
+[ -n "$mul" ] || fail "no CPU registration of aten::mul.Tensor"
+ctl deregister "$mul" 2>"$dir/err"; [ $? -eq 1 ] && grep -q -- "--force" "$dir/err" || fail "built-in without --force"
+ctl op aten::mul.Tensor | grep -q "^ *$mul  *impl  *CPU " || fail "built-in removed without --force"
+ctl deregister --force "$mul" | grep -q deregistered || fail "deregister --force"
+ctl op aten::mul.Tensor | grep -q "^ *$mul  *impl " && fail "built-in kept with --force"
+ctl load-plugin scaled_add.so --force 2>/dev/null; [ $? -eq 2 ] || fail "--force outside deregister"
+# the address forms
+"$OPCTL" --status "" --admin "unix://$dir/admin.sock" plugins | grep -q scaled_add.so || fail "--admin unix://"
+"$OPCTL" --status "" --admin "tcp://127.0.0.1:$port" --token-file "$dir/token" plugins |
+  grep -q scaled_add.so || fail "--admin tcp://"
+"$OPCTL" --status "" --admin "tcp://127.0.0.1:$port" plugins 2>/dev/null; [ $? -eq 2 ] || fail "tcp:// without a token"
+"$OPCTL" --status "http://127.0.0.1:$sport" --admin "$dir/none.sock" status | grep -q "^opd .*, up " ||
+  fail "--status http://"
+"$OPCTL" --status "127.0.0.1:$sport/" --admin "$dir/none.sock" ops | grep -qx "aten::add.Tensor" ||
+  fail "--status HOST:PORT"
+for bad in "--admin http://127.0.0.1:$port" "--admin unix://" "--status tcp://127.0.0.1:$sport" \
+  "--status https://127.0.0.1:$sport" "--status 127.0.0.1:0" "--admin-tcp 127.0.0.1"; do
+  # shellcheck disable=SC2086 # the option and its value are two words
+  "$OPCTL" $bad --token-file "$dir/token" status 2>"$dir/err"
+  [ $? -eq 2 ] && grep -q "expected" "$dir/err" || fail "address refused: $bad"
+done
 "$OPCTL" --status "" --admin "$dir/none.sock" status 2>"$dir/err"
 [ $? -eq 3 ] && grep -q "cannot connect to the daemon's admin socket" "$dir/err" || fail "no daemon"
 "$OPCTL" --status "" --admin-tcp 127.0.0.1:$port --token-file "$dir/wrong" plugins 2>"$dir/err"

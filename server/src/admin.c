@@ -1,10 +1,22 @@
 /* admin.c: the admin listener and its requests (see admin.h and docs/ADMIN.md).
  *
- * One thread polls the listeners and serves one admin connection at a time (admin
- * requests are rare and each runs to completion: a plugin load, a registration change and
- * its grace period). A connection that sends nothing for ten seconds is closed. Frames
- * are a 4-byte big-endian length and that many bytes of JSON (at most 1 MiB: room for
- * the CUDA source of cuda_register, at most OPD_NVRTC_MAX_SOURCE bytes).
+ * [Note: Admin connections]
+ * One thread owns the listeners and every admin connection. Its I/O is non-blocking and
+ * multiplexed with poll(): it reads each connection's frames (a 4-byte big-endian length
+ * and that many bytes of JSON, at most 1 MiB: room for the CUDA source of cuda_register, at
+ * most OPD_NVRTC_MAX_SOURCE bytes) as their bytes arrive, and writes each answer as the
+ * peer takes it, so a connection that is idle, sends a byte every few seconds, or does not
+ * read its answers never holds up another. Requests run one at a time, in the order they
+ * arrived whole, on that thread (they are rare and each runs to completion: a plugin load,
+ * a registration change and its grace period), so admin connections never race each other.
+ * Time is bounded per connection, not per read (opd__admin_limits): a connection with no
+ * request under way is closed after idle_ms; a request must arrive whole within request_ms
+ * of its first byte (else it is answered ETIMEDOUT and the connection closed), and its
+ * answer must leave within request_ms. At most max_connections are open; one more is
+ * answered EBUSY and closed. On TCP, a request that fails before its token is checked (not
+ * UTF-8, not a JSON object) or carries a wrong token is answered and the connection closed,
+ * so a peer without the token cannot keep a connection. opd__admin_handle parses and runs
+ * one request without a socket.
  *
  * cuda_register compiles CUDA C source with NVRTC ([Note: NVRTC kernels] in
  * opd/cuda_nvrtc.h) and registers it at the CUDA key of an operator, defining the operator
@@ -18,6 +30,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -27,20 +40,24 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "opd/checked.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 #include "opd/introspect.h"
 #include "opd/log.h"
 #include "opd/memory.h"
+#include "opd/utf8.h"
 #include "plugins.h"
 
-#define MAX_FRAME    (1024 * 1024)
-#define MAX_TOKEN    512
-#define IO_TIMEOUT_S 10
+#define MAX_FRAME (1024 * 1024)
+#define MAX_REPLY (64 * 1024 * 1024)
+#define MAX_TOKEN 512
+
+const opd__admin_limits opd__admin_default_limits = {10000, 10000, 16};
 
 /* A kernel registered by cuda_register. */
 typedef struct cuda_reg {
@@ -51,8 +68,24 @@ typedef struct cuda_reg {
   struct cuda_reg *next;
 } cuda_reg;
 
+/* One admin connection ([Note: Admin connections]). */
+typedef struct conn {
+  int fd; /* -1: a free slot */
+  bool tcp;
+  bool writing;          /* sending `reply` (and reading nothing meanwhile) */
+  unsigned char head[4]; /* the request's length while reading, the answer's while writing */
+  uint32_t len;          /* the request's length, once head is read */
+  size_t got;            /* bytes of head and body received */
+  char *body;
+  char *reply;
+  size_t reply_len, put; /* put: bytes of head and reply sent */
+  opd__admin_after after;
+  int64_t deadline; /* ms of CLOCK_MONOTONIC */
+} conn;
+
 struct opd__admin {
   opd__admin_config cfg;
+  opd__admin_limits limits;
   cuda_reg *cuda_regs; /* newest first */
   char *unix_path;
   int unix_fd, tcp_fd, tcp_port;
@@ -60,6 +93,8 @@ struct opd__admin {
   char token[MAX_TOKEN];
   size_t token_len;
   opd__plugins *plugins;
+  conn *conns;        /* limits.max_connections slots */
+  struct pollfd *fds; /* the stop pipe, the two listeners, then one per slot */
   pthread_t thread;
   bool started;
 };
@@ -145,59 +180,75 @@ static int read_token(opd__admin *a, const char *path) {
   return 0;
 }
 
-/* Compares in time that depends on the configured token's length only. */
+/* Compares in time that depends on the configured token's length only. Nothing matches
+ * when no token is configured. */
 static bool token_matches(const opd__admin *a, const char *got) {
   size_t glen = got ? strnlen(got, MAX_TOKEN) : 0;
   volatile unsigned char diff = (unsigned char)(glen != a->token_len);
   for (size_t i = 0; i < a->token_len; i++)
     diff |= (unsigned char)(a->token[i] ^ (i < glen ? got[i] : 0));
-  return got && diff == 0;
+  return got && a->token_len > 0 && diff == 0;
 }
 
-/* ---- frames ---- */
+/* ---- answers ---- */
 
-static int read_full(int fd, void *buf, size_t n) {
-  for (size_t got = 0; got < n;) {
-    ssize_t r = read(fd, (char *)buf + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    got += (size_t)r;
-  }
-  return 0;
+/* s as a JSON string of valid UTF-8 ([Note: Strings on the wire are UTF-8]): itself, or a
+ * copy with each byte that is not valid UTF-8 written as \xNN (names registered in process
+ * or by plugins, a compiler's log and the plugin directory are not checked anywhere else).
+ * NULL only when out of memory. */
+static json_t *text_json(const char *s) {
+  size_t len = strlen(s), cap;
+  if (opd_utf8_valid(s, len)) return json_stringn(s, len);
+  if (opd_ckd_mul(&cap, len, (size_t)4) || opd_ckd_add(&cap, cap, (size_t)1)) return NULL;
+  char *buf = opd__malloc(cap);
+  json_t *j = buf ? json_stringn(buf, opd_utf8_escape(buf, cap, s, len)) : NULL;
+  opd__free(buf);
+  return j;
 }
 
-static int write_full(int fd, const void *buf, size_t n) {
-  for (size_t put = 0; put < n;) {
-    ssize_t w = send(fd, (const char *)buf + put, n - put, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
-    put += (size_t)w;
-  }
-  return 0;
-}
-
-static int send_json(int fd, json_t *j) {
-  char *text = json_dumps(j, JSON_COMPACT);
-  json_decref(j);
-  if (!text) return -1;
-  size_t n = strlen(text);
-  uint32_t be = htonl((uint32_t)n);
-  int rc = n > MAX_FRAME * 64 || write_full(fd, &be, 4) || write_full(fd, text, n) ? -1 : 0;
-  opd__free(text);
-  return rc;
+/* A refusal: {"ok": false, "code": code, "error": the last error's message}. */
+static json_t *refusal_json(const char *code) {
+  return json_pack("{s:b, s:s, s:s}", "ok", 0, "code", code, "error", opd_last_error());
 }
 
 static json_t *error_json(int rc) {
-  return json_pack("{s:b, s:s, s:s}", "ok", 0, "code", opd_err_name(rc), "error", opd_last_error());
+  return refusal_json(opd_err_name(rc));
 }
 
-/* ---- requests ---- */
-
-static void add_op(const opd_operator *op, void *arg) {
-  json_t *j = opd_op_json(op);
-  json_array_append_new(arg, json_pack("{s:s, s:O}", "name", opd_op_name(op), "registrations",
-                                       json_object_get(j, "registrations")));
+/* The JSON text of j (taken), opd__malloc'ed; NULL when out of memory. */
+static char *dump(json_t *j, size_t *len) {
+  char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
   json_decref(j);
+  *len = text ? strlen(text) : 0;
+  return text;
+}
+
+/* ---- request fields ---- */
+
+/* The string field `key`: 0 with *out (NULL when it is absent and not required), or
+ * OPD_EINVAL naming the op and the field. */
+static int string_field(json_t *req, const char *op, const char *key, bool required,
+                        const char **out) {
+  json_t *v = json_object_get(req, key);
+  *out = json_string_value(v);
+  if (*out || (!v && !required)) return 0;
+  return opd_error(OPD_EINVAL, "%s needs \"%s\" (a string)", op, key);
+}
+
+/* A boolean field (absent: false). */
+static int bool_field(json_t *req, const char *op, const char *key, bool *out) {
+  json_t *v = json_object_get(req, key);
+  *out = json_is_true(v);
+  if (!v || json_is_boolean(v)) return 0;
+  return opd_error(OPD_EINVAL, "%s: \"%s\" is true or false", op, key);
+}
+
+/* A registration id: a positive integer. */
+static int id_field(json_t *req, const char *op, const char *key, opd_reg_id *out) {
+  json_t *v = json_object_get(req, key);
+  *out = json_is_integer(v) ? json_integer_value(v) : 0;
+  if (*out > 0) return 0;
+  return opd_error(OPD_EINVAL, "%s needs \"%s\": a registration id (a positive integer)", op, key);
 }
 
 /* ---- NVRTC kernels ---- */
@@ -208,15 +259,14 @@ static void cuda_reg_free(cuda_reg *r) {
   opd__free(r);
 }
 
-static int cuda_register(opd__admin *a, json_t *req, json_t **out) {
-  json_t *src = json_object_get(req, "source");
-  const char *source = json_string_value(src),
-             *entry = json_string_value(json_object_get(req, "entry")),
-             *text = json_string_value(json_object_get(req, "schema")),
-             *rule = json_string_value(json_object_get(req, "launch"));
-  if (!source || !entry || !text || !rule)
-    return opd_error(OPD_EINVAL, "cuda_register needs \"source\", \"entry\", \"schema\" and "
-                                 "\"launch\" (\"elementwise\" or \"rows\")");
+static int op_cuda_register(opd__admin *a, json_t *req, json_t **out) {
+  const char *source, *entry, *text, *rule;
+  int rc;
+  if ((rc = string_field(req, "cuda_register", "source", true, &source)) ||
+      (rc = string_field(req, "cuda_register", "entry", true, &entry)) ||
+      (rc = string_field(req, "cuda_register", "schema", true, &text)) ||
+      (rc = string_field(req, "cuda_register", "launch", true, &rule)))
+    return rc;
   opd_nvrtc_launch launch;
   if (strcmp(rule, "elementwise") == 0)
     launch = OPD_NVRTC_ELEMENTWISE;
@@ -225,21 +275,24 @@ static int cuda_register(opd__admin *a, json_t *req, json_t **out) {
   else
     return opd_error(OPD_EINVAL, "launch '%.50s': expected \"elementwise\" or \"rows\"", rule);
   opd_schema *schema;
-  int rc = opd_schema_parse(text, &schema);
-  if (rc < 0) return rc;
+  if ((rc = opd_schema_parse(text, &schema)) < 0) return rc;
   char name[512];
-  opd_schema_qualified_name(schema, name, sizeof name);
-  const opd_operator *existing = opd_find_op(name);
+  bool fits = opd_schema_qualified_name(schema, name, sizeof name) < (int)sizeof name;
+  const opd_operator *op = fits ? opd_find_op(name) : NULL;
+  /* NULL for an operator that has kernels but no def: it is defined here */
+  const opd_schema *existing = op ? opd_op_schema(op) : NULL;
   opd_nvrtc_kernel *k = NULL;
   char *log = NULL;
-  if (!schema->ns[0])
+  if (!fits)
+    rc = opd_error(OPD_EINVAL, "the operator's name is longer than %zu bytes", sizeof name - 1);
+  else if (!schema->ns[0])
     rc = opd_error(OPD_EINVAL, "the schema names the operator's namespace: ns::%s(...)", name);
-  else if (existing && !opd_schema_equal(schema, opd_op_schema(existing)))
+  else if (existing && !opd_schema_equal(schema, existing))
     rc = opd_error(OPD_EEXIST, "operator %s exists with another schema", name);
-  else if ((rc = opd_nvrtc_kernel_create(source, json_string_length(src), entry, schema, launch, &k,
-                                         &log)) < 0 &&
+  else if ((rc = opd_nvrtc_kernel_create(source, json_string_length(json_object_get(req, "source")),
+                                         entry, schema, launch, &k, &log)) < 0 &&
            log) {
-    *out = json_pack("{s:s}", "log", log); /* the compiler's words, verbatim */
+    *out = json_pack("{s:o}", "log", text_json(log)); /* the compiler's words */
     opd__free(log);
   }
   opd_reg_id def = 0, id = 0;
@@ -276,19 +329,6 @@ static int cuda_register(opd__admin *a, json_t *req, json_t **out) {
   return rc;
 }
 
-/* Deregisters any registration; an NVRTC kernel's code goes with its registration. */
-static int deregister(opd__admin *a, opd_reg_id id) {
-  cuda_reg **link = &a->cuda_regs;
-  while (*link && (*link)->id != id) link = &(*link)->next;
-  int rc = opd__plugins_deregister(a->plugins, id);
-  if (rc == 0 && *link) {
-    cuda_reg *r = *link;
-    *link = r->next;
-    cuda_reg_free(r); /* the deregistration waited for the calls in flight */
-  }
-  return rc;
-}
-
 static json_t *cuda_regs_json(const opd__admin *a) {
   json_t *l = json_array();
   for (const cuda_reg *r = a->cuda_regs; r; r = r->next)
@@ -297,86 +337,224 @@ static json_t *cuda_regs_json(const opd__admin *a) {
   return l;
 }
 
-/* The answer to one request; *shutdown set for drain and shutdown. */
-static json_t *handle(opd__admin *a, json_t *req, int *shutdown) {
-  const char *op = json_string_value(json_object_get(req, "op"));
-  int rc = 0;
-  json_t *out = NULL;
-  if (!op) {
-    rc = opd_error(OPD_EINVAL, "a request is a JSON object with an \"op\" string");
-  } else if (strcmp(op, "status") == 0) {
-    out = json_pack("{s:s}", "server", "opd " OPD_VERSION);
-  } else if (strcmp(op, "list") == 0) {
-    const char *name = json_string_value(json_object_get(req, "name"));
-    if (name) {
-      const opd_operator *o = opd_find_op(name);
-      if (!o)
-        rc = opd_error(OPD_ENOENT, "unknown operator '%.200s'", name);
-      else
-        out = json_pack("{s:o}", "operator", opd_op_json(o));
-    } else {
-      json_t *ops = json_array();
-      opd_for_each_op(add_op, ops);
-      out = opd__plugins_list(a->plugins);
-      json_object_set_new(out, "operators", ops);
-      json_object_set_new(out, "cuda_registrations", cuda_regs_json(a));
-    }
-  } else if (strcmp(op, "load_plugin") == 0) {
-    const char *file = json_string_value(json_object_get(req, "file"));
-    rc = file ? opd__plugins_load(a->plugins, file, &out)
-              : opd_error(OPD_EINVAL, "load_plugin needs \"file\"");
-  } else if (strcmp(op, "unload_plugin") == 0) {
-    const char *file = json_string_value(json_object_get(req, "file"));
-    rc = file ? opd__plugins_unload(a->plugins, file)
-              : opd_error(OPD_EINVAL, "unload_plugin needs \"file\"");
-  } else if (strcmp(op, "register") == 0) {
-    const char *name = json_string_value(json_object_get(req, "name"));
-    const char *key = json_string_value(json_object_get(req, "key"));
-    json_t *of = json_object_get(req, "kernel_of"), *data = json_object_get(req, "data");
-    bool ft = json_is_true(json_object_get(req, "fallthrough"));
-    if (!name || !key || (ft == json_is_integer(of)) || (of && !json_is_integer(of)) ||
-        (data && !json_is_string(data)))
-      rc = opd_error(OPD_EINVAL, "register needs \"name\", \"key\" and one of \"kernel_of\" (a "
-                                 "registration id) or \"fallthrough\": true; \"data\" is a string");
-    else {
-      opd_reg_id id = opd__plugins_register(a->plugins, name, key, ft ? 0 : json_integer_value(of),
-                                            json_string_value(data));
-      if (id < 0)
-        rc = (int)id;
-      else
-        out = json_pack("{s:I}", "id", (json_int_t)id);
-    }
-  } else if (strcmp(op, "def") == 0) {
-    const char *ns = json_string_value(json_object_get(req, "namespace"));
-    const char *schema = json_string_value(json_object_get(req, "schema"));
-    opd_reg_id id = ns && schema ? opd__plugins_def(a->plugins, ns, schema)
-                                 : opd_error(OPD_EINVAL, "def needs \"namespace\" and \"schema\"");
-    if (id < 0)
-      rc = (int)id;
-    else
-      out = json_pack("{s:I}", "id", (json_int_t)id);
-  } else if (strcmp(op, "register_fallback") == 0) {
-    const char *key = json_string_value(json_object_get(req, "key"));
-    opd_reg_id id =
-        key && json_is_true(json_object_get(req, "fallthrough"))
-            ? opd__plugins_fallback_fallthrough(a->plugins, key)
-            : opd_error(OPD_EINVAL, "register_fallback needs \"key\" and \"fallthrough\": true "
-                                    "(fallback kernels come from plugins)");
-    if (id < 0)
-      rc = (int)id;
-    else
-      out = json_pack("{s:I}", "id", (json_int_t)id);
-  } else if (strcmp(op, "deregister") == 0) {
-    json_t *id = json_object_get(req, "id");
-    rc = json_is_integer(id) ? deregister(a, json_integer_value(id))
-                             : opd_error(OPD_EINVAL, "deregister needs an integer \"id\"");
-  } else if (strcmp(op, "cuda_register") == 0) {
-    rc = cuda_register(a, req, &out);
-  } else if (strcmp(op, "drain") == 0 || strcmp(op, "shutdown") == 0) {
-    *shutdown = strcmp(op, "drain") == 0 ? 2 : 1;
+/* ---- requests ---- */
+
+static int op_status(opd__admin *a, json_t *req, json_t **out) {
+  (void)a, (void)req;
+  *out = json_pack("{s:s}", "server", "opd " OPD_VERSION);
+  return 0;
+}
+
+static void add_op(const opd_operator *op, void *arg) {
+  json_t *j = opd_op_json(op); /* read under the registry lock */
+  json_t *regs = json_incref(json_object_get(j, "registrations"));
+  json_decref(j);
+  json_array_append_new(arg, json_pack("{s:o, s:o}", "name", text_json(opd_op_name(op)),
+                                       "registrations", regs ? regs : json_array()));
+}
+
+static int op_list(opd__admin *a, json_t *req, json_t **out) {
+  const char *name;
+  int rc = string_field(req, "list", "name", false, &name);
+  if (rc) return rc;
+  if (name) {
+    const opd_operator *o = opd_find_op(name);
+    if (!o) return opd_error(OPD_ENOENT, "unknown operator '%.200s'", name);
+    *out = json_pack("{s:o}", "operator", opd_op_json(o)); /* read under the registry lock */
   } else {
-    rc = opd_error(OPD_EINVAL, "unknown admin op '%.100s'", op);
+    json_t *ops = json_array();
+    opd_for_each_op(add_op, ops);
+    if ((*out = opd__plugins_list(a->plugins))) {
+      json_object_set_new(*out, "plugin_dir", text_json(opd__plugins_dir(a->plugins)));
+      json_object_set_new(*out, "operators", ops);
+      json_object_set_new(*out, "cuda_registrations", cuda_regs_json(a));
+    } else {
+      json_decref(ops);
+    }
   }
+  return *out ? 0 : opd_error(OPD_ENOMEM, "out of memory listing the registrations");
+}
+
+static int op_load_plugin(opd__admin *a, json_t *req, json_t **out) {
+  const char *file;
+  int rc = string_field(req, "load_plugin", "file", true, &file);
+  return rc ? rc : opd__plugins_load(a->plugins, file, out);
+}
+
+static int op_unload_plugin(opd__admin *a, json_t *req, json_t **out) {
+  (void)out;
+  const char *file;
+  int rc = string_field(req, "unload_plugin", "file", true, &file);
+  return rc ? rc : opd__plugins_unload(a->plugins, file);
+}
+
+/* {"id": id}, or the error id is. */
+static int id_answer(opd_reg_id id, json_t **out) {
+  if (id < 0) return (int)id;
+  *out = json_pack("{s:I}", "id", (json_int_t)id);
+  return 0;
+}
+
+static int op_register(opd__admin *a, json_t *req, json_t **out) {
+  const char *name, *key, *data;
+  bool fallthrough;
+  opd_reg_id kernel_of = 0;
+  int rc;
+  if ((rc = string_field(req, "register", "name", true, &name)) ||
+      (rc = string_field(req, "register", "key", true, &key)) ||
+      (rc = string_field(req, "register", "data", false, &data)) ||
+      (rc = bool_field(req, "register", "fallthrough", &fallthrough)))
+    return rc;
+  bool has_kernel = json_object_get(req, "kernel_of") != NULL;
+  if (fallthrough == has_kernel)
+    return opd_error(OPD_EINVAL, "register needs one of \"kernel_of\" (a registration id) and "
+                                 "\"fallthrough\": true");
+  if (fallthrough)
+    return data ? opd_error(OPD_EINVAL, "a fallthrough takes no kernel data")
+                : id_answer(opd__plugins_register_fallthrough(a->plugins, name, key), out);
+  if ((rc = id_field(req, "register", "kernel_of", &kernel_of))) return rc;
+  return id_answer(opd__plugins_register(a->plugins, name, key, kernel_of, data), out);
+}
+
+static int op_def(opd__admin *a, json_t *req, json_t **out) {
+  const char *ns, *schema;
+  int rc;
+  if ((rc = string_field(req, "def", "namespace", true, &ns)) ||
+      (rc = string_field(req, "def", "schema", true, &schema)))
+    return rc;
+  return id_answer(opd__plugins_def(a->plugins, ns, schema), out);
+}
+
+static int op_register_fallback(opd__admin *a, json_t *req, json_t **out) {
+  const char *key;
+  bool fallthrough;
+  int rc;
+  if ((rc = string_field(req, "register_fallback", "key", true, &key)) ||
+      (rc = bool_field(req, "register_fallback", "fallthrough", &fallthrough)))
+    return rc;
+  if (!fallthrough)
+    return opd_error(OPD_EINVAL, "register_fallback needs \"fallthrough\": true (fallback "
+                                 "kernels come from plugins)");
+  return id_answer(opd__plugins_fallback_fallthrough(a->plugins, key), out);
+}
+
+/* [Note: What the admin may remove]
+ * deregister removes by id alone what the admin interface made: a plugin's registrations
+ * (its own and those register made from its kernels), the admin's defs, fallthroughs and
+ * fallback fallthroughs, and cuda_register's kernels. Any other registration is built in
+ * (opd's kernels and definitions, or an embedding program's), and ids are easy to mistype
+ * or to copy from another daemon's output (docs/ADMIN.md once said `opctl deregister 270`,
+ * which removed aten::mul.Tensor's CUDA kernel): removing one needs "force": true, and the
+ * refusal says so. An id that names no registration is ENOENT either way. */
+static int refuse_builtin(opd_reg_id id) {
+  opd_kernel kernel;
+  opd_provenance prov;
+  int rc = opd_registration_kernel(id, &kernel, &prov);
+  if (rc == OPD_ENOENT) return rc;
+  if (rc == 0)
+    return opd_error(OPD_EINVAL,
+                     "registration %lld (kernel %.100s, %.20s %.200s:%d) is built in: removing it "
+                     "needs \"force\": true (opctl deregister --force %lld)",
+                     (long long)id, kernel.name ? kernel.name : "(unnamed)",
+                     prov.origin ? prov.origin : "", prov.file ? prov.file : "", prov.line,
+                     (long long)id);
+  return opd_error(OPD_EINVAL,
+                   "registration %lld (a definition or a fallthrough) is built in: removing it "
+                   "needs \"force\": true (opctl deregister --force %lld)",
+                   (long long)id, (long long)id);
+}
+
+/* Deregisters any registration; an NVRTC kernel's code goes with its registration. */
+static int op_deregister(opd__admin *a, json_t *req, json_t **out) {
+  (void)out;
+  opd_reg_id id;
+  bool force;
+  int rc;
+  if ((rc = id_field(req, "deregister", "id", &id)) ||
+      (rc = bool_field(req, "deregister", "force", &force)))
+    return rc;
+  cuda_reg **link = &a->cuda_regs;
+  while (*link && (*link)->id != id) link = &(*link)->next;
+  if (!*link && !force && !opd__plugins_owns(a->plugins, id)) return refuse_builtin(id);
+  rc = opd__plugins_deregister(a->plugins, id);
+  if (rc == 0 && *link) {
+    cuda_reg *r = *link;
+    *link = r->next;
+    cuda_reg_free(r); /* the deregistration waited for the calls in flight */
+  }
+  return rc;
+}
+
+/* drain and shutdown: answered, then the connection's `after` does the work. */
+static int op_stop(opd__admin *a, json_t *req, json_t **out) {
+  (void)a, (void)req, (void)out;
+  return 0;
+}
+
+static const struct admin_op {
+  const char *name;
+  int (*run)(opd__admin *a, json_t *req, json_t **out);
+  opd__admin_after after;
+} admin_ops[] = {
+    {"status", op_status, OPD__ADMIN_KEEP},
+    {"list", op_list, OPD__ADMIN_KEEP},
+    {"load_plugin", op_load_plugin, OPD__ADMIN_KEEP},
+    {"unload_plugin", op_unload_plugin, OPD__ADMIN_KEEP},
+    {"register", op_register, OPD__ADMIN_KEEP},
+    {"def", op_def, OPD__ADMIN_KEEP},
+    {"register_fallback", op_register_fallback, OPD__ADMIN_KEEP},
+    {"deregister", op_deregister, OPD__ADMIN_KEEP},
+    {"cuda_register", op_cuda_register, OPD__ADMIN_KEEP},
+    {"drain", op_stop, OPD__ADMIN_DRAIN},
+    {"shutdown", op_stop, OPD__ADMIN_SHUTDOWN},
+};
+
+/* The offset of the first byte of s that is not part of valid UTF-8 (len: none). */
+static size_t first_invalid_utf8(const char *s, size_t len) {
+  for (size_t i = 0; i < len;) {
+    size_t n = 1; /* the length of the sequence at i: the shortest valid prefix */
+    while (n <= 4 && n <= len - i && !opd_utf8_valid(s + i, n)) n++;
+    if (n > 4 || n > len - i) return i;
+    i += n;
+  }
+  return len;
+}
+
+/* The answer to one request; *after: what the connection does once it is sent. */
+static json_t *answer(opd__admin *a, const char *request, size_t len, bool tcp,
+                      opd__admin_after *after) {
+  *after = tcp ? OPD__ADMIN_CLOSE : OPD__ADMIN_KEEP; /* until the token is checked */
+  size_t bad = first_invalid_utf8(request, len);
+  if (bad < len) {
+    size_t from = bad > 16 ? bad - 16 : 0, n = len - from < 48 ? len - from : 48;
+    char shown[4 * 48 + 1]; /* the bytes around it, escaped */
+    opd_utf8_escape(shown, sizeof shown, request + from, n);
+    opd_error(OPD_EINVAL, "admin request is not valid UTF-8 at byte %zu (near '%s')", bad, shown);
+    return error_json(OPD_EINVAL);
+  }
+  json_error_t jerr;
+  json_t *req = json_loadb(request, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!json_is_object(req)) {
+    opd_error(OPD_EINVAL, "admin request is not a JSON object%s%s", req ? "" : ": ",
+              req ? "" : jerr.text);
+    json_decref(req);
+    return error_json(OPD_EINVAL);
+  }
+  if (tcp && !token_matches(a, json_string_value(json_object_get(req, "token")))) {
+    json_decref(req);
+    opd_error(OPD_EINVAL, "unauthorized: missing or wrong admin token");
+    return refusal_json("UNAUTHORIZED");
+  }
+  *after = OPD__ADMIN_KEEP;
+  const char *name = json_string_value(json_object_get(req, "op"));
+  const struct admin_op *op = NULL;
+  for (size_t i = 0; name && !op && i < sizeof admin_ops / sizeof *admin_ops; i++)
+    if (strcmp(admin_ops[i].name, name) == 0) op = &admin_ops[i];
+  json_t *out = NULL;
+  int rc = !name ? opd_error(OPD_EINVAL, "a request is a JSON object with an \"op\" string")
+           : !op ? opd_error(OPD_EINVAL, "unknown admin op '%.100s'", name)
+                 : op->run(a, req, &out);
+  json_decref(req);
   if (rc) {
     json_t *err = error_json(rc);
     json_t *log = json_object_get(out, "log"); /* a compile error's log */
@@ -384,87 +562,275 @@ static json_t *handle(opd__admin *a, json_t *req, int *shutdown) {
     json_decref(out);
     return err;
   }
+  *after = op->after;
   if (!out) out = json_object();
   json_object_set_new(out, "ok", json_true());
   return out;
 }
 
-static void serve(opd__admin *a, int fd, bool needs_token) {
-  struct timeval tv = {IO_TIMEOUT_S, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+int opd__admin_handle(opd__admin *a, const char *request, size_t len, bool tcp, char **reply,
+                      size_t *reply_len) {
+  opd__admin_after after;
+  *reply = dump(answer(a, request, len, tcp, &after), reply_len);
+  if (*reply && *reply_len > MAX_REPLY) {
+    opd__free(*reply);
+    opd_error(OPD_ERESOURCE, "the answer (%zu bytes) is larger than %d bytes", *reply_len,
+              MAX_REPLY);
+    *reply = dump(error_json(OPD_ERESOURCE), reply_len);
+  }
+  if (!*reply) {
+    /* [Note: Strings on the wire are UTF-8]: answers are built of checked strings, so only a
+     * lack of memory gets here; the peer is told, if even that copy can be made */
+    *reply = opd__strdup("{\"ok\":false,\"code\":\"ENOMEM\",\"error\":\"out of memory "
+                         "answering the admin request\"}");
+    if (!*reply) return OPD_ENOMEM;
+    *reply_len = strlen(*reply);
+    return OPD__ADMIN_CLOSE;
+  }
+  return (int)after;
+}
+
+/* ---- connections ([Note: Admin connections]) ---- */
+
+/* A socket (or -1) made non-blocking: the admin thread never waits on one (a listener
+ * whose connection went away between poll and accept included). */
+static int set_nonblocking(int fd) {
+  if (fd < 0) return 0;
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0) return 0;
+  return opd_error(OPD_ERESOURCE, "admin socket: %s", strerror(errno));
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void put_be32(unsigned char *b, size_t n) {
+  uint32_t be = htonl((uint32_t)n);
+  memcpy(b, &be, 4);
+}
+
+/* Sends a short answer at once, as far as the socket takes it: to a connection about to be
+ * closed. */
+static void send_now(int fd, json_t *j) {
+  size_t n;
+  char *text = dump(j, &n);
+  if (!text) return;
+  unsigned char head[4];
+  put_be32(head, n);
+  struct iovec iov[2] = {{head, 4}, {text, n}};
+  struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+  ssize_t sent = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)sent; /* the connection closes whatever happened */
+  opd__free(text);
+}
+
+static void conn_close(conn *c) {
+  close(c->fd);
+  opd__free(c->body);
+  opd__free(c->reply);
+  *c = (conn){.fd = -1};
+}
+
+/* Writes what the socket takes of the answer; once it is all sent, does what follows it. */
+static void conn_write(opd__admin *a, conn *c) {
+  while (c->put < 4 + c->reply_len) {
+    struct iovec iov[2];
+    int n = 0;
+    if (c->put < 4) iov[n++] = (struct iovec){c->head + c->put, 4 - c->put};
+    size_t off = c->put < 4 ? 0 : c->put - 4;
+    iov[n++] = (struct iovec){c->reply + off, c->reply_len - off};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return; /* the rest on POLLOUT */
+    if (w <= 0) {
+      conn_close(c);
+      return;
+    }
+    c->put += (size_t)w;
+  }
+  opd__free(c->reply);
+  c->reply = NULL;
+  c->writing = false;
+  opd__admin_after after = c->after;
+  if (after == OPD__ADMIN_KEEP) {
+    c->got = 0;
+    c->deadline = now_ms() + a->limits.idle_ms;
+    return;
+  }
+  conn_close(c);
+  if (after != OPD__ADMIN_CLOSE && a->cfg.on_shutdown)
+    a->cfg.on_shutdown(a->cfg.arg, after == OPD__ADMIN_DRAIN);
+}
+
+static void conn_reply(opd__admin *a, conn *c, char *reply, size_t len, opd__admin_after after) {
+  put_be32(c->head, len);
+  c->reply = reply;
+  c->reply_len = len;
+  c->put = 0;
+  c->after = after;
+  c->writing = true;
+  c->deadline = now_ms() + a->limits.request_ms;
+  conn_write(a, c);
+}
+
+/* The request is whole: runs it and starts its answer. */
+static void conn_run(opd__admin *a, conn *c) {
+  char *reply;
+  size_t len;
+  int after = opd__admin_handle(a, c->body, c->len, c->tcp, &reply, &len);
+  opd__free(c->body);
+  c->body = NULL;
+  if (after < 0)
+    conn_close(c);
+  else
+    conn_reply(a, c, reply, len, (opd__admin_after)after);
+}
+
+static void conn_expire(opd__admin *a, conn *c) {
+  if (!c->writing && c->got > 0) {
+    opd_error(OPD_ECANCELED,
+              "the admin request did not arrive whole within %d ms: the connection is closed",
+              a->limits.request_ms);
+    send_now(c->fd, refusal_json("ETIMEDOUT"));
+  }
+  conn_close(c);
+}
+
+/* Reads what has arrived of the request; runs it once it is whole. */
+static void conn_read(opd__admin *a, conn *c) {
   for (;;) {
-    uint32_t be;
-    if (read_full(fd, &be, 4) != 0) return;
-    uint32_t n = ntohl(be);
-    if (n == 0 || n > MAX_FRAME) {
-      opd_error(OPD_EINVAL, "admin frame of %u bytes (1 to %d)", n, MAX_FRAME);
-      send_json(fd, error_json(OPD_EINVAL));
+    bool in_head = c->got < 4;
+    char *dst = in_head ? (char *)c->head + c->got : c->body + (c->got - 4);
+    size_t want = in_head ? 4 - c->got : c->len - (c->got - 4);
+    ssize_t r = read(c->fd, dst, want);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      /* all that came is read and the request is still not whole: a peer that keeps a
+       * byte coming for every poll does not outlive its deadline either */
+      if (c->got > 0 && now_ms() >= c->deadline) conn_expire(a, c);
       return;
     }
-    char *buf = opd__malloc(n);
-    if (!buf || read_full(fd, buf, n) != 0) {
-      opd__free(buf);
+    if (r <= 0) {
+      conn_close(c);
       return;
     }
-    json_error_t jerr;
-    json_t *req = json_loadb(buf, n, 0, &jerr);
-    opd__free(buf);
-    int shutdown = 0;
-    json_t *resp;
-    if (!json_is_object(req)) {
-      opd_error(OPD_EINVAL, "admin request is not a JSON object: %s", jerr.text);
-      resp = error_json(OPD_EINVAL);
-    } else if (needs_token && !token_matches(a, json_string_value(json_object_get(req, "token")))) {
-      opd_error(OPD_EINVAL, "unauthorized: missing or wrong admin token");
-      resp =
-          json_pack("{s:b, s:s, s:s}", "ok", 0, "code", "UNAUTHORIZED", "error", opd_last_error());
-      json_decref(req);
-      send_json(fd, resp);
-      return;
-    } else {
-      resp = handle(a, req, &shutdown);
-    }
-    json_decref(req);
-    if (send_json(fd, resp) != 0) return;
-    if (shutdown) {
-      if (a->cfg.on_shutdown) a->cfg.on_shutdown(a->cfg.arg, shutdown == 2);
+    if (c->got == 0) c->deadline = now_ms() + a->limits.request_ms; /* its first byte */
+    c->got += (size_t)r;
+    if (c->got == 4) {
+      uint32_t be;
+      memcpy(&be, c->head, 4);
+      c->len = ntohl(be);
+      if (c->len == 0 || c->len > MAX_FRAME) {
+        opd_error(OPD_EINVAL, "admin frame of %u bytes (1 to %d)", c->len, MAX_FRAME);
+        size_t n;
+        char *reply = dump(error_json(OPD_EINVAL), &n);
+        if (reply)
+          conn_reply(a, c, reply, n, OPD__ADMIN_CLOSE);
+        else
+          conn_close(c);
+        return;
+      }
+      if (!(c->body = opd__malloc(c->len))) {
+        opd_error(OPD_ENOMEM, "out of memory for an admin request of %u bytes", c->len);
+        send_now(c->fd, error_json(OPD_ENOMEM));
+        conn_close(c);
+        return;
+      }
+    } else if (c->got == 4 + (size_t)c->len) {
+      conn_run(a, c);
       return;
     }
   }
+}
+
+static void accept_conn(opd__admin *a, int listener, bool tcp) {
+  int fd = accept(listener, NULL, NULL);
+  if (fd < 0) return;
+  if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || set_nonblocking(fd) != 0) {
+    close(fd);
+    return;
+  }
+  for (int i = 0; i < a->limits.max_connections; i++)
+    if (a->conns[i].fd < 0) {
+      a->conns[i] = (conn){.fd = fd, .tcp = tcp, .deadline = now_ms() + a->limits.idle_ms};
+      return;
+    }
+  opd_error(OPD_EBUSY, "too many admin connections (%d are open): try again later",
+            a->limits.max_connections);
+  send_now(fd, error_json(OPD_EBUSY));
+  close(fd);
 }
 
 static void *admin_main(void *arg) {
   opd__admin *a = arg;
+  int slots = a->limits.max_connections;
+  struct pollfd *fds = a->fds;
   for (;;) {
-    struct pollfd fds[3] = {
-        {a->stop_pipe[0], POLLIN, 0}, {a->unix_fd, POLLIN, 0}, {a->tcp_fd, POLLIN, 0}};
-    if (poll(fds, 3, -1) < 0) {
+    int64_t now = now_ms(), wait = -1;
+    fds[0] = (struct pollfd){a->stop_pipe[0], POLLIN, 0};
+    fds[1] = (struct pollfd){a->unix_fd, POLLIN, 0};
+    fds[2] = (struct pollfd){a->tcp_fd, POLLIN, 0};
+    for (int i = 0; i < slots; i++) {
+      const conn *c = &a->conns[i];
+      fds[3 + i] = (struct pollfd){c->fd, c->writing ? POLLOUT : POLLIN, 0};
+      int64_t left = c->deadline > now ? c->deadline - now : 0;
+      if (c->fd >= 0 && (wait < 0 || left < wait)) wait = left;
+    }
+    if (poll(fds, (nfds_t)(3 + slots), wait > INT_MAX ? INT_MAX : (int)wait) < 0) {
       if (errno == EINTR) continue;
       break;
     }
     if (fds[0].revents) break;
-    for (int i = 1; i < 3; i++) {
-      if (!(fds[i].revents & POLLIN)) continue;
-      int c = accept(fds[i].fd, NULL, NULL);
-      if (c < 0) continue;
-      fcntl(c, F_SETFD, FD_CLOEXEC);
-      serve(a, c, i == 2);
-      close(c);
+    /* the deadlines first, against what this poll saw: a request that runs long below does
+     * not expire a connection whose bytes arrived meanwhile */
+    now = now_ms();
+    for (int i = 0; i < slots; i++)
+      if (a->conns[i].fd >= 0 && !fds[3 + i].revents && a->conns[i].deadline <= now)
+        conn_expire(a, &a->conns[i]);
+    for (int i = 0; i < slots; i++) {
+      conn *c = &a->conns[i];
+      if (c->fd < 0 || !fds[3 + i].revents) continue;
+      if (c->writing)
+        conn_write(a, c);
+      else
+        conn_read(a, c);
     }
+    for (int i = 1; i < 3; i++)
+      if (fds[i].revents & POLLIN) accept_conn(a, fds[i].fd, i == 2);
   }
+  for (int i = 0; i < slots; i++)
+    if (a->conns[i].fd >= 0) conn_close(&a->conns[i]);
   return NULL;
 }
 
+/* ---- start and stop ---- */
+
 int opd__admin_start(const opd__admin_config *c, opd__admin **out) {
+  return opd__admin_start_limited(c, &opd__admin_default_limits, out);
+}
+
+int opd__admin_start_limited(const opd__admin_config *c, const opd__admin_limits *limits,
+                             opd__admin **out) {
+  if (limits->idle_ms <= 0 || limits->request_ms <= 0 || limits->max_connections <= 0 ||
+      limits->max_connections > 1024)
+    return opd_error(OPD_EINVAL, "admin limits: positive times and 1 to 1024 connections");
   opd__admin *a = opd__calloc(1, sizeof *a);
   if (!a) return opd_error(OPD_ENOMEM, "out of memory");
   a->cfg = *c;
+  a->limits = *limits;
   a->unix_fd = a->tcp_fd = a->tcp_port = -1;
   a->stop_pipe[0] = a->stop_pipe[1] = -1;
   int rc = 0;
+  if (!(a->conns = opd__calloc((size_t)limits->max_connections, sizeof *a->conns)) ||
+      !(a->fds = opd__calloc(3 + (size_t)limits->max_connections, sizeof *a->fds)))
+    rc = opd_error(OPD_ENOMEM, "out of memory");
+  for (int i = 0; rc == 0 && i < limits->max_connections; i++) a->conns[i].fd = -1;
   bool tcp = c->tcp && c->tcp[0];
-  if (tcp && !(c->token_file && c->token_file[0]))
+  if (rc == 0 && tcp && !(c->token_file && c->token_file[0]))
     rc = opd_error(OPD_EINVAL, "admin_tcp needs admin_token_file: a TCP admin listener always "
                                "requires a token");
   if (rc == 0 && tcp) rc = read_token(a, c->token_file);
@@ -478,6 +844,7 @@ int opd__admin_start(const opd__admin_config *c, opd__admin **out) {
     }
   }
   if (rc == 0 && tcp) rc = bind_tcp(a, c->tcp);
+  if (rc == 0 && (rc = set_nonblocking(a->unix_fd)) == 0) rc = set_nonblocking(a->tcp_fd);
   if (rc == 0 && pipe(a->stop_pipe) != 0)
     rc = opd_error(OPD_ERESOURCE, "admin: pipe: %s", strerror(errno));
   if (rc == 0) {
@@ -520,5 +887,7 @@ void opd__admin_stop(opd__admin *a) {
     cuda_reg_free(r);
   }
   opd__plugins_free(a->plugins);
+  opd__free(a->conns);
+  opd__free(a->fds);
   opd__free(a);
 }

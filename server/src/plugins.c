@@ -269,9 +269,25 @@ int opd__plugins_unload(opd__plugins *p, const char *file) {
   return 0;
 }
 
+/* Records a new registration (or the error of a failed one) under the mutex: the owner's
+ * list takes it with `data`, which is freed if it cannot. */
+static opd_reg_id keep(id_list *owner, opd_reg_id id, char *data) {
+  if (id < 0) {
+    opd__free(data);
+  } else if (ids_add(owner, id, data) != 0) {
+    opd_deregister(id); /* after its grace period: the kernel no longer reads data */
+    opd__free(data);
+    id = OPD_ENOMEM;
+  }
+  return id;
+}
+
 opd_reg_id opd__plugins_register(opd__plugins *p, const char *op, const char *key_name,
                                  opd_reg_id kernel_of, const char *data) {
   opd_dispatch_key key;
+  if (kernel_of <= 0)
+    return opd_error(OPD_EINVAL, "kernel_of %lld: a registration id is a positive integer",
+                     (long long)kernel_of);
   if (opd_key_from_name(key_name, &key) != 0)
     return opd_error(OPD_EINVAL, "unknown dispatch key '%.100s'", key_name);
   if (data && (strlen(data) == 0 || strlen(data) > OPD__PLUGINS_MAX_DATA))
@@ -280,47 +296,42 @@ opd_reg_id opd__plugins_register(opd__plugins *p, const char *op, const char *ke
   if (data && !copy) return opd_error(OPD_ENOMEM, "out of memory");
   pthread_mutex_lock(&p->mu);
   opd_reg_id id;
-  plugin *owner = NULL;
-  if (kernel_of > 0) {
-    opd_kernel kernel;
-    opd_provenance prov;
-    owner = owner_of(p, kernel_of);
-    if (!owner)
-      id =
-          opd_error(OPD_EINVAL, "registration %lld is not a loaded plugin's", (long long)kernel_of);
-    else if ((id = opd_registration_kernel(kernel_of, &kernel, &prov)) == 0) {
-      if (copy && kernel.data)
-        id = opd_error(OPD_EINVAL,
-                       "registration %lld's kernel has data of its own: it takes no \"data\"",
-                       (long long)kernel_of);
-      else {
-        if (copy) kernel.data = copy;
-        id = opd_impl(op, key, &kernel, (opd_provenance){owner->origin, "admin", 0});
-      }
+  opd_kernel kernel;
+  opd_provenance prov;
+  plugin *owner = owner_of(p, kernel_of);
+  if (!owner)
+    id = opd_error(OPD_EINVAL, "registration %lld is not a loaded plugin's", (long long)kernel_of);
+  else if ((id = opd_registration_kernel(kernel_of, &kernel, &prov)) == 0) {
+    if (copy && kernel.data)
+      id = opd_error(OPD_EINVAL,
+                     "registration %lld's kernel has data of its own: it takes no \"data\"",
+                     (long long)kernel_of);
+    else {
+      if (copy) kernel.data = copy;
+      id = opd_impl(op, key, &kernel, (opd_provenance){owner->origin, "admin", 0});
     }
-  } else if (copy) {
-    id = opd_error(OPD_EINVAL, "a fallthrough takes no kernel data");
-  } else {
-    id = opd_impl_fallthrough(op, key, (opd_provenance){"admin", "admin", 0});
   }
-  if (id < 0)
-    opd__free(copy);
-  else if (ids_add(owner ? &owner->regs : &p->admin_regs, id, copy) != 0) {
-    opd_deregister(id); /* after its grace period: the kernel no longer reads copy */
-    opd__free(copy);
-    id = OPD_ENOMEM;
-  }
+  id = keep(owner ? &owner->regs : &p->admin_regs, id, copy); /* no owner: id is an error */
+  pthread_mutex_unlock(&p->mu);
+  return id;
+}
+
+opd_reg_id opd__plugins_register_fallthrough(opd__plugins *p, const char *op,
+                                             const char *key_name) {
+  opd_dispatch_key key;
+  if (opd_key_from_name(key_name, &key) != 0)
+    return opd_error(OPD_EINVAL, "unknown dispatch key '%.100s'", key_name);
+  pthread_mutex_lock(&p->mu);
+  opd_reg_id id = keep(&p->admin_regs,
+                       opd_impl_fallthrough(op, key, (opd_provenance){"admin", "admin", 0}), NULL);
   pthread_mutex_unlock(&p->mu);
   return id;
 }
 
 opd_reg_id opd__plugins_def(opd__plugins *p, const char *ns, const char *schema) {
   pthread_mutex_lock(&p->mu);
-  opd_reg_id id = opd_def(ns, schema, (opd_provenance){"admin", "admin", 0});
-  if (id > 0 && ids_add(&p->admin_regs, id, NULL) != 0) {
-    opd_deregister(id);
-    id = OPD_ENOMEM;
-  }
+  opd_reg_id id =
+      keep(&p->admin_regs, opd_def(ns, schema, (opd_provenance){"admin", "admin", 0}), NULL);
   pthread_mutex_unlock(&p->mu);
   return id;
 }
@@ -330,11 +341,8 @@ opd_reg_id opd__plugins_fallback_fallthrough(opd__plugins *p, const char *key_na
   if (opd_key_from_name(key_name, &key) != 0)
     return opd_error(OPD_EINVAL, "unknown dispatch key '%.100s'", key_name);
   pthread_mutex_lock(&p->mu);
-  opd_reg_id id = opd_fallback_fallthrough(key, (opd_provenance){"admin", "admin", 0});
-  if (id > 0 && ids_add(&p->admin_regs, id, NULL) != 0) {
-    opd_deregister(id);
-    id = OPD_ENOMEM;
-  }
+  opd_reg_id id = keep(&p->admin_regs,
+                       opd_fallback_fallthrough(key, (opd_provenance){"admin", "admin", 0}), NULL);
   pthread_mutex_unlock(&p->mu);
   return id;
 }
@@ -349,14 +357,26 @@ int opd__plugins_deregister(opd__plugins *p, opd_reg_id id) {
   return rc;
 }
 
+bool opd__plugins_owns(opd__plugins *p, opd_reg_id id) {
+  pthread_mutex_lock(&p->mu);
+  bool owned = owner_of(p, id) != NULL;
+  for (size_t i = 0; !owned && i < p->admin_regs.n; i++) owned = p->admin_regs.ids[i] == id;
+  pthread_mutex_unlock(&p->mu);
+  return owned;
+}
+
+const char *opd__plugins_dir(const opd__plugins *p) {
+  return p->dir;
+}
+
 json_t *opd__plugins_list(opd__plugins *p) {
   pthread_mutex_lock(&p->mu);
   json_t *plugins = json_array();
-  for (plugin *pl = p->plugins; pl; pl = pl->next)
+  for (plugin *pl = p->plugins; pl; pl = pl->next) /* file names are ASCII: check_file_name */
     json_array_append_new(
         plugins, json_pack("{s:s, s:o}", "plugin", pl->file, "registrations", ids_json(&pl->regs)));
-  json_t *j = json_pack("{s:s, s:o, s:o}", "plugin_dir", p->dir, "plugins", plugins,
-                        "admin_registrations", ids_json(&p->admin_regs));
+  json_t *j =
+      json_pack("{s:o, s:o}", "plugins", plugins, "admin_registrations", ids_json(&p->admin_regs));
   pthread_mutex_unlock(&p->mu);
   return j;
 }

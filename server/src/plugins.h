@@ -26,12 +26,14 @@ int opd__plugins_load(opd__plugins *p, const char *file, json_t **result);
 int opd__plugins_unload(opd__plugins *p, const char *file);
 #define OPD__PLUGINS_MAX_DATA 256
 /* A registration made by an operator of the daemon: an impl of operator `op` at `key` with
- * the kernel of registration `kernel_of` (which then belongs to the same plugin, so the
- * plugin stays loaded while it exists), or a fallthrough when kernel_of is 0. `data` (NULL,
- * or 1 to OPD__PLUGINS_MAX_DATA bytes) becomes the kernel's data as a string the set owns
- * until the registration is removed; refused for a kernel that has data of its own. */
+ * the kernel of registration `kernel_of` (> 0: a loaded plugin's registration; the new one
+ * then belongs to the same plugin, so the plugin stays loaded while it exists). `data`
+ * (NULL, or 1 to OPD__PLUGINS_MAX_DATA bytes) becomes the kernel's data as a string the set
+ * owns until the registration is removed; refused for a kernel that has data of its own. */
 opd_reg_id opd__plugins_register(opd__plugins *p, const char *op, const char *key,
                                  opd_reg_id kernel_of, const char *data);
+/* An admin-owned fallthrough of operator `op` at `key`. */
+opd_reg_id opd__plugins_register_fallthrough(opd__plugins *p, const char *op, const char *key);
 /* Admin-owned registrations: the definition of an operator from `schema` in namespace `ns`
  * (parsed as any schema: hostile input is refused), and a fallthrough backend fallback at
  * runtime key `key`. */
@@ -39,8 +41,11 @@ opd_reg_id opd__plugins_def(opd__plugins *p, const char *ns, const char *schema)
 opd_reg_id opd__plugins_fallback_fallthrough(opd__plugins *p, const char *key);
 /* Removes any registration by id (a plugin's or not); the owner forgets it. */
 int opd__plugins_deregister(opd__plugins *p, opd_reg_id id);
-/* {"plugin_dir", "plugins": [{"plugin", "registrations": [ids]}], "admin_registrations":
- * [ids]} */
+/* Whether registration `id` is a plugin's or the admin's (made through this set). */
+bool opd__plugins_owns(opd__plugins *p, opd_reg_id id);
+/* The plugin directory ("": none). */
+const char *opd__plugins_dir(const opd__plugins *p);
+/* {"plugins": [{"plugin", "registrations": [ids]}], "admin_registrations": [ids]} */
 json_t *opd__plugins_list(opd__plugins *p);
 
 #endif

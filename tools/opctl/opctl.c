@@ -2,15 +2,16 @@
  *
  *   opctl [OPTIONS] status | ops | op NAME | sessions | load-plugin FILE |
  *         unload-plugin FILE | register NAME KEY (--kernel-of ID | --fallthrough) |
- *         deregister ID | plugins | drain |
+ *         deregister ID [--force] | plugins | drain |
  *         cuda-register --source FILE --entry NAME --schema SCHEMA --launch RULE
  *
- * Reading commands (status, ops, op, sessions) use the HTTP status endpoint (--status,
- * default 127.0.0.1:7471) and fall back to the admin socket when it does not answer
- * (sessions needs the endpoint); the others use the admin socket (--admin PATH, default as
- * the daemon's) or a TCP admin listener (--admin-tcp HOST:PORT with --token-file FILE).
- * --json prints the raw JSON. Exit status: 0 done, 1 the daemon refused the request,
- * 2 usage, 3 the daemon cannot be reached.
+ * Reading commands (status, ops, op, sessions) use the HTTP status endpoint (--status
+ * http://HOST:PORT or HOST:PORT, default 127.0.0.1:7471) and fall back to the admin
+ * listener when it does not answer (sessions needs the endpoint); the others use the admin
+ * listener: --admin unix:///PATH (or a bare PATH; default as the daemon's) or --admin
+ * tcp://HOST:PORT with --token-file FILE (--admin-tcp HOST:PORT is the same). --json prints
+ * the raw JSON. Exit status: 0 done, 1 the daemon refused the request, 2 usage, 3 the
+ * daemon cannot be reached.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,13 +30,21 @@
 
 enum { EXIT_REFUSED = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3 };
 
+/* Where the admin listener or the status endpoint is: a Unix socket path, or a TCP host
+ * and port. `text` is what the user wrote, for messages. */
+typedef struct address {
+  bool tcp;
+  char path[108];
+  char host[256], port[8];
+  const char *text;
+} address;
+
 static struct {
-  char admin[108];
-  const char *admin_tcp, *token_file, *status;
+  address admin, status; /* status.text "": none */
+  const char *token_file;
   bool json;
   char token[512];
-} opt = {.status = "127.0.0.1:7471"};
-
+} opt;
 static void usage(FILE *f) {
   fprintf(
       f, "usage: opctl [OPTIONS] COMMAND [ARGS]\n"
@@ -50,7 +59,8 @@ static void usage(FILE *f) {
          "  unload-plugin FILE          unload a plugin that has no registrations left\n"
          "  register NAME KEY (--kernel-of ID | --fallthrough)\n"
          "                              register a plugin's kernel (or a fallthrough) at KEY\n"
-         "  deregister ID               remove registration ID\n"
+         "  deregister ID [--force]     remove registration ID (one not made through the admin,\n"
+         "                              a built-in, only with --force)\n"
          "  cuda-register --source FILE --entry NAME --schema SCHEMA --launch RULE\n"
          "                              compile CUDA C source with NVRTC and register its\n"
          "                              __global__ NAME at the CUDA key of the operator\n"
@@ -59,10 +69,13 @@ static void usage(FILE *f) {
          "  drain                       let the daemon finish its requests and exit\n"
          "\n"
          "options:\n"
-         "  --admin PATH                admin Unix socket (default: the daemon's)\n"
-         "  --admin-tcp HOST:PORT       admin TCP listener instead (needs --token-file)\n"
-         "  --token-file FILE           the admin token\n"
-         "  --status HOST:PORT          HTTP status endpoint (default 127.0.0.1:7471; \"\": none)\n"
+         "  --admin URL                 admin listener: unix:///PATH or a bare PATH (default: the\n"
+         "                              daemon's socket), or tcp://HOST:PORT (needs --token-file)\n"
+         "  --admin-tcp HOST:PORT       the same as --admin tcp://HOST:PORT\n"
+         "  --token-file FILE           the admin token (one line)\n"
+         "  --status URL                HTTP status endpoint: http://HOST:PORT or HOST:PORT\n"
+         "                              (default 127.0.0.1:7471; \"\": none)\n"
+         "  --force                     deregister a built-in registration\n"
          "  --json                      print the raw JSON\n");
 }
 
@@ -77,19 +90,97 @@ static int fail(int status, const char *fmt, ...) {
   return status;
 }
 
-/* ---- connections ---- */
+/* ---- addresses and connections ---- */
 
-static int connect_tcp(const char *hostport) {
-  char host[80];
-  const char *colon = strrchr(hostport, ':');
-  if (!colon || (size_t)(colon - hostport) >= sizeof host) return -1;
-  memcpy(host, hostport, (size_t)(colon - hostport));
-  host[colon - hostport] = '\0';
+/* HOST:PORT (an IPv6 host in brackets; a '/' may follow, as in http://HOST:PORT/) into a. */
+static bool parse_hostport(const char *s, address *a) {
+  const char *host = s, *end, *colon;
+  if (*s == '[') {
+    end = strchr(s, ']');
+    if (!end || end[1] != ':') return false;
+    host = s + 1;
+    colon = end + 1;
+  } else {
+    colon = strrchr(s, ':');
+    if (!colon) return false;
+    end = colon;
+  }
+  const char *port = colon + 1;
+  size_t hlen = (size_t)(end - host), plen = strlen(port);
+  if (plen > 0 && port[plen - 1] == '/') plen--;
+  if (hlen == 0 || hlen >= sizeof a->host || plen == 0 || plen >= sizeof a->port ||
+      strspn(port, "0123456789") != plen || atoi(port) < 1 || atoi(port) > 65535)
+    return false;
+  memcpy(a->host, host, hlen);
+  a->host[hlen] = '\0';
+  memcpy(a->port, port, plen);
+  a->port[plen] = '\0';
+  a->tcp = true;
+  return true;
+}
+
+static bool has_scheme(const char *s, const char *scheme) {
+  return strncmp(s, scheme, strlen(scheme)) == 0;
+}
+
+/* The address of option `flag`: --admin takes unix:///PATH, tcp://HOST:PORT or a bare path;
+ * --admin-tcp tcp://HOST:PORT or a bare HOST:PORT; --status http://HOST:PORT or a bare
+ * HOST:PORT. 0, or the usage error printed. */
+static int parse_address(const char *flag, const char *text, address *a) {
+  bool admin = strcmp(flag, "--admin") == 0, http = strcmp(flag, "--status") == 0;
+  *a = (address){.text = text};
+  const char *rest = text;
+  if (admin && has_scheme(text, "unix://")) {
+    rest = text + strlen("unix://");
+    if (!*rest || strlen(rest) >= sizeof a->path)
+      return fail(EXIT_USAGE, "--admin '%s': expected unix:///PATH (a path of 1 to %zu bytes)",
+                  text, sizeof a->path - 1);
+    memcpy(a->path, rest, strlen(rest) + 1);
+    return 0;
+  }
+  if (http ? has_scheme(text, "http://") : has_scheme(text, "tcp://")) {
+    rest = strstr(text, "://") + 3;
+  } else if (strstr(text, "://")) {
+    return fail(EXIT_USAGE, "%s '%s': expected %s", flag, text,
+                http    ? "http://HOST:PORT or HOST:PORT"
+                : admin ? "unix:///PATH, tcp://HOST:PORT or a socket path"
+                        : "tcp://HOST:PORT or HOST:PORT");
+  } else if (admin) { /* a bare path */
+    if (!*text || strlen(text) >= sizeof a->path)
+      return fail(EXIT_USAGE, "--admin '%s': a socket path is 1 to %zu bytes", text,
+                  sizeof a->path - 1);
+    memcpy(a->path, text, strlen(text) + 1);
+    return 0;
+  }
+  if (!parse_hostport(rest, a))
+    return fail(EXIT_USAGE, "%s '%s': expected %sHOST:PORT (a port from 1 to 65535)", flag, text,
+                http ? "http://" : "tcp://");
+  return 0;
+}
+
+static int connect_address(const address *a) {
+  if (!a->tcp) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, a->path, sizeof a->path);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+      int err = errno;
+      close(fd);
+      errno = err;
+      return -1;
+    }
+    return fd;
+  }
   struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
-  if (getaddrinfo(host, colon + 1, &hints, &res) != 0) return -1;
+  if (getaddrinfo(a->host, a->port, &hints, &res) != 0) {
+    errno = EHOSTUNREACH;
+    return -1;
+  }
   int fd = socket(res->ai_family, SOCK_STREAM, 0);
   if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+    int err = errno;
     close(fd);
+    errno = err;
     fd = -1;
   }
   freeaddrinfo(res);
@@ -101,27 +192,19 @@ static int connect_tcp(const char *hostport) {
 }
 
 static int connect_admin(void) {
-  if (opt.admin_tcp) {
-    int fd = connect_tcp(opt.admin_tcp);
-    if (fd < 0)
-      fprintf(stderr,
-              "opctl: cannot reach the admin listener at %s: %s (is opd running with "
-              "admin_tcp?)\n",
-              opt.admin_tcp, strerror(errno));
-    return fd;
-  }
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  memcpy(sa.sun_path, opt.admin, sizeof opt.admin);
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+  int fd = connect_address(&opt.admin);
+  if (fd >= 0) return fd;
+  if (opt.admin.tcp)
+    fprintf(stderr,
+            "opctl: cannot reach the admin listener at %s: %s (is opd running with "
+            "admin_tcp?)\n",
+            opt.admin.text, strerror(errno));
+  else
     fprintf(stderr,
             "opctl: cannot connect to the daemon's admin socket %s: %s (is opd running? "
-            "--admin PATH names another socket)\n",
-            opt.admin, strerror(errno));
-    close(fd);
-    return -1;
-  }
-  return fd;
+            "--admin URL names another socket)\n",
+            opt.admin.path, strerror(errno));
+  return -1;
 }
 
 static int io_full(int fd, void *buf, size_t n, bool writing) {
@@ -137,7 +220,7 @@ static int io_full(int fd, void *buf, size_t n, bool writing) {
 
 /* One admin request; the response, or NULL (reported) when the daemon cannot be reached. */
 static json_t *admin_request(json_t *req) {
-  if (opt.admin_tcp) json_object_set_new(req, "token", json_string(opt.token));
+  if (opt.admin.tcp) json_object_set_new(req, "token", json_string(opt.token));
   char *text = json_dumps(req, JSON_COMPACT);
   json_decref(req);
   int fd = connect_admin();
@@ -163,14 +246,15 @@ static json_t *admin_request(json_t *req) {
  * or answered an error (*status: the HTTP status). */
 static json_t *http_get(const char *path, int *status) {
   *status = 0;
-  if (!opt.status || !opt.status[0]) return NULL;
-  int fd = connect_tcp(opt.status);
+  if (!opt.status.text[0]) return NULL;
+  int fd = connect_address(&opt.status);
   if (fd < 0) return NULL;
   char req[1024];
+  bool v6 = strchr(opt.status.host, ':') != NULL;
   int len = snprintf(req, sizeof req,
-                     "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n"
+                     "GET %s HTTP/1.1\r\nHost: %s%s%s:%s\r\nAccept: application/json\r\n"
                      "Connection: close\r\n\r\n",
-                     path, opt.status);
+                     path, v6 ? "[" : "", opt.status.host, v6 ? "]" : "", opt.status.port);
   if (len < 0 || (size_t)len >= sizeof req || io_full(fd, req, (size_t)len, true) != 0) {
     close(fd);
     return NULL;
@@ -277,8 +361,8 @@ static int cmd_read(const char *cmd, const char *name) {
   if (!j && strcmp(cmd, "sessions") == 0)
     return fail(EXIT_UNREACHABLE,
                 "cannot read sessions: the status endpoint at %s does not answer (--status "
-                "HOST:PORT)",
-                opt.status && opt.status[0] ? opt.status : "(none)");
+                "http://HOST:PORT)",
+                opt.status.text[0] ? opt.status.text : "(none)");
   bool from_admin = false;
   if (!j) { /* the admin socket instead */
     json_t *req = json_pack("{s:s}", "op", strcmp(cmd, "status") == 0 ? "status" : "list");
@@ -297,7 +381,7 @@ static int cmd_read(const char *cmd, const char *name) {
     print_json(j);
   } else if (strcmp(cmd, "status") == 0) {
     if (from_admin)
-      printf("%s (admin socket %s)\n", str(j, "server"), opt.admin);
+      printf("%s (admin listener %s)\n", str(j, "server"), opt.admin.text);
     else
       printf("opd %s, up %.1f s, pid %lld\n", str(j, "version"),
              json_real_value(json_object_get(j, "uptime_s")),
@@ -406,16 +490,35 @@ static bool parse_id(const char *s, long long *out) {
   return *s && !*end && !errno && *out > 0;
 }
 
+/* The token: the file's one line (1 to 510 bytes), as the daemon reads its own. */
+static int read_token(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return fail(EXIT_USAGE, "--token-file %s: %s", path, strerror(errno));
+  size_t n = fread(opt.token, 1, sizeof opt.token - 1, f);
+  bool more = fgetc(f) != EOF;
+  fclose(f);
+  while (n > 0 && (opt.token[n - 1] == '\n' || opt.token[n - 1] == '\r')) n--;
+  opt.token[n] = '\0';
+  if (more || n == 0 || strlen(opt.token) != n)
+    return fail(EXIT_USAGE, "--token-file %s: expected one line of 1 to %zu bytes", path,
+                sizeof opt.token - 2);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *runtime = getenv("XDG_RUNTIME_DIR");
-  if (runtime && runtime[0] == '/' && strlen(runtime) < sizeof opt.admin - 16)
-    snprintf(opt.admin, sizeof opt.admin, "%s/opd-admin.sock", runtime);
+  static char default_admin[sizeof opt.admin.path];
+  if (runtime && runtime[0] == '/' && strlen(runtime) < sizeof default_admin - 16)
+    snprintf(default_admin, sizeof default_admin, "%s/opd-admin.sock", runtime);
   else
-    snprintf(opt.admin, sizeof opt.admin, "/tmp/opd-admin-%u.sock", (unsigned)getuid());
+    snprintf(default_admin, sizeof default_admin, "/tmp/opd-admin-%u.sock", (unsigned)getuid());
+  if (parse_address("--admin", default_admin, &opt.admin) ||
+      parse_address("--status", "127.0.0.1:7471", &opt.status))
+    return EXIT_USAGE;
   const char *args[8];
   int nargs = 0;
   long long kernel_of = 0;
-  bool fallthrough = false;
+  bool fallthrough = false, force = false;
   const char *source = NULL, *entry = NULL, *schema = NULL, *launch = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -427,15 +530,18 @@ int main(int argc, char **argv) {
       opt.json = true;
     } else if (strcmp(a, "--fallthrough") == 0) {
       fallthrough = true;
-    } else if (strcmp(a, "--admin") == 0 && has_value) {
-      if (strlen(argv[++i]) >= sizeof opt.admin) return fail(EXIT_USAGE, "--admin: path too long");
-      snprintf(opt.admin, sizeof opt.admin, "%s", argv[i]);
-    } else if (strcmp(a, "--admin-tcp") == 0 && has_value) {
-      opt.admin_tcp = argv[++i];
+    } else if (strcmp(a, "--force") == 0) {
+      force = true;
+    } else if ((strcmp(a, "--admin") == 0 || strcmp(a, "--admin-tcp") == 0) && has_value) {
+      if (parse_address(a, argv[++i], &opt.admin)) return EXIT_USAGE;
     } else if (strcmp(a, "--token-file") == 0 && has_value) {
       opt.token_file = argv[++i];
     } else if (strcmp(a, "--status") == 0 && has_value) {
-      opt.status = argv[++i];
+      const char *url = argv[++i];
+      if (!url[0])
+        opt.status = (address){.text = ""}; /* none */
+      else if (parse_address(a, url, &opt.status))
+        return EXIT_USAGE;
     } else if (strcmp(a, "--source") == 0 && has_value) {
       source = argv[++i];
     } else if (strcmp(a, "--entry") == 0 && has_value) {
@@ -452,21 +558,20 @@ int main(int argc, char **argv) {
       return fail(EXIT_USAGE, "unknown option or missing value: %s", a);
     } else if (nargs < 8) {
       args[nargs++] = a;
+    } else {
+      return fail(EXIT_USAGE, "too many arguments");
     }
   }
-  if (opt.admin_tcp) {
-    if (!opt.token_file) return fail(EXIT_USAGE, "--admin-tcp needs --token-file");
-    FILE *f = fopen(opt.token_file, "r");
-    if (!f) return fail(EXIT_USAGE, "--token-file %s: %s", opt.token_file, strerror(errno));
-    size_t n = fread(opt.token, 1, sizeof opt.token - 1, f);
-    fclose(f);
-    while (n > 0 && (opt.token[n - 1] == '\n' || opt.token[n - 1] == '\r')) n--;
-    opt.token[n] = '\0';
-  }
+  if (opt.admin.tcp && !opt.token_file)
+    return fail(EXIT_USAGE, "--admin %s needs --token-file: a TCP admin listener takes a token",
+                opt.admin.text);
+  if (opt.admin.tcp && read_token(opt.token_file)) return EXIT_USAGE;
   if (nargs == 0) {
     usage(stderr);
     return EXIT_USAGE;
   }
+  if (force && strcmp(args[0], "deregister") != 0)
+    return fail(EXIT_USAGE, "--force applies to deregister only");
   const char *cmd = args[0];
   bool one = nargs == 2;
   if ((strcmp(cmd, "status") == 0 || strcmp(cmd, "ops") == 0 || strcmp(cmd, "sessions") == 0) &&
@@ -510,8 +615,9 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "deregister") == 0 && one) {
     long long id;
     if (!parse_id(args[1], &id)) return fail(EXIT_USAGE, "deregister needs a registration id");
-    return cmd_admin(json_pack("{s:s, s:I}", "op", "deregister", "id", (json_int_t)id),
-                     "deregistered\n");
+    return cmd_admin(
+        json_pack("{s:s, s:I, s:b}", "op", "deregister", "id", (json_int_t)id, "force", force),
+        "deregistered\n");
   }
   if (strcmp(cmd, "cuda-register") == 0 && nargs == 1)
     return cmd_cuda_register(source, entry, schema, launch);
