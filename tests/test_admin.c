@@ -338,6 +338,12 @@ START_TEST(test_admin_tcp_token) {
   close(fd);
   served_on_new_connection(); /* the Unix socket needs no token */
   opd__admin_stop(a);
+  /* an IPv6 address in the configuration's [HOST]:PORT form binds (the brackets are the
+   * form's, not the address's) */
+  opd__admin_config v6 = {"", "[::1]:0", token_path, plugin_dir, NULL, NULL};
+  ck_assert_msg(opd__admin_start(&v6, &a) == 0, "%s", opd_last_error());
+  ck_assert_int_gt(opd__admin_tcp_port(a), 0);
+  opd__admin_stop(a);
   remove_dirs();
 }
 END_TEST

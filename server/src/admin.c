@@ -51,6 +51,7 @@
 #include "opd/log.h"
 #include "opd/memory.h"
 #include "opd/utf8.h"
+#include "config.h"
 #include "plugins.h"
 
 #define MAX_FRAME (1024 * 1024)
@@ -135,17 +136,16 @@ static int bind_unix(opd__admin *a, const char *path) {
 }
 
 static int bind_tcp(opd__admin *a, const char *hostport) {
-  char host[80];
-  const char *colon = strrchr(hostport, ':');
-  if (!colon || (size_t)(colon - hostport) >= sizeof host)
+  opd__listen_addr addr; /* the configuration's HOST:PORT form: [IPv6] in brackets */
+  if (opd__parse_host_port(hostport, &addr) < 0)
     return opd_error(OPD_EINVAL, "admin_tcp '%.100s': expected HOST:PORT", hostport);
-  memcpy(host, hostport, (size_t)(colon - hostport));
-  host[colon - hostport] = '\0';
+  char port[8];
+  snprintf(port, sizeof port, "%d", addr.port);
   struct addrinfo hints = {.ai_family = AF_UNSPEC,
                            .ai_socktype = SOCK_STREAM,
                            .ai_flags = AI_NUMERICSERV | AI_PASSIVE},
                   *res;
-  if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
+  if (getaddrinfo(addr.host, port, &hints, &res) != 0)
     return opd_error(OPD_EINVAL, "admin_tcp '%.100s': bad address", hostport);
   int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
   int rc = fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
