@@ -7,8 +7,12 @@
  * cannot answer, a closed connection), and the daemon must go on: after each step a fresh
  * client is served and the operation succeeds, the session's memory is given back (the CPU
  * allocator's bytes in use return to their baseline), and under ASan nothing leaks. The
- * client library allocates from libc: only the daemon's allocations are failed. */
+ * client library allocates from libc: only the daemon's allocations are failed. Admin
+ * registration (a def, a fallthrough, a plugin's load) is swept through opd__admin_handle,
+ * the admin's request path without a socket. */
 #include <check.h>
+#include <jansson.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -23,6 +27,7 @@
 #include "opd/log.h"
 #include "opd/memory.h"
 #include "opd/server.h"
+#include "admin.h"
 
 /* ---- the failing allocator ---- */
 
@@ -277,6 +282,125 @@ START_TEST(test_fault_release) {
 }
 END_TEST
 
+/* ---- admin registration ---- */
+
+/* Runs one admin request, with the failure armed at the `n`th allocation (0: none): the
+ * answer's JSON (read once disarmed: jansson allocates from the same allocator), or NULL
+ * when the admin could make none (OPD_ENOMEM). *fired: whether the failure happened. */
+static json_t *admin_request_failing(opd__admin *a, const char *req, long n, bool *fired) {
+  char *reply = NULL;
+  size_t len = 0;
+  arm(n);
+  int rc = opd__admin_handle(a, req, strlen(req), false, &reply, &len);
+  *fired = disarm();
+  if (rc == OPD_ENOMEM) {
+    ck_assert_ptr_null(reply);
+    return NULL;
+  }
+  ck_assert_int_ge(rc, 0);
+  json_t *j = json_loadb(reply, len, 0, NULL);
+  opd__free(reply);
+  ck_assert_ptr_nonnull(j);
+  return j;
+}
+
+static json_t *admin_request(opd__admin *a, const char *req) {
+  bool fired;
+  return admin_request_failing(a, req, 0, &fired);
+}
+
+/* Whether an answer is a success; a failure must be the admin's out-of-memory error. */
+static bool admin_ok(json_t *r, const char *what, long n) {
+  if (!r) return false;
+  if (json_is_true(json_object_get(r, "ok"))) return true;
+  const char *code = json_string_value(json_object_get(r, "code"));
+  const char *msg = json_string_value(json_object_get(r, "error"));
+  ck_assert_msg(code && msg && msg[0],
+                "%s with allocation %ld failing: an answer without a code "
+                "and message",
+                what, n);
+  ck_assert_msg(!strcmp(code, "ENOMEM") || !strcmp(code, "ERESOURCE"),
+                "%s with allocation %ld failing: %s: %s", what, n, code, msg);
+  return false;
+}
+
+/* Undoes what a successful request registered: its "id", or a plugin's "registrations". */
+static void admin_undo(opd__admin *a, json_t *r, const char *plugin_file) {
+  char req[160];
+  json_t *id = json_object_get(r, "id");
+  if (id) {
+    snprintf(req, sizeof req, "{\"op\":\"deregister\",\"id\":%lld}",
+             (long long)json_integer_value(id));
+    json_t *d = admin_request(a, req);
+    ck_assert(json_is_true(json_object_get(d, "ok")));
+    json_decref(d);
+  }
+  if (plugin_file) {
+    json_t *regs = json_object_get(r, "registrations");
+    size_t i;
+    json_t *v;
+    json_array_foreach(regs, i, v) {
+      snprintf(req, sizeof req, "{\"op\":\"deregister\",\"id\":%lld}",
+               (long long)json_integer_value(v));
+      json_t *d = admin_request(a, req);
+      ck_assert(json_is_true(json_object_get(d, "ok")));
+      json_decref(d);
+    }
+    snprintf(req, sizeof req, "{\"op\":\"unload_plugin\",\"file\":\"%s\"}", plugin_file);
+    json_t *d = admin_request(a, req);
+    ck_assert_msg(json_is_true(json_object_get(d, "ok")), "unload: %s",
+                  json_string_value(json_object_get(d, "error")));
+    json_decref(d);
+  }
+}
+
+static long sweep_admin(opd__admin *a, const char *what, const char *req, const char *plugin_file) {
+  long n = 1;
+  for (;; n++) {
+    bool failed;
+    json_t *r = admin_request_failing(a, req, n, &failed);
+    bool ok = admin_ok(r, what, n);
+    ck_assert_msg(ok || failed, "%s failed with no allocation failing", what);
+    if (ok) admin_undo(a, r, plugin_file);
+    json_decref(r);
+    /* the admin goes on: the same request succeeds, and is undone */
+    r = admin_request(a, req);
+    ck_assert_msg(admin_ok(r, what, 0), "%s after failure %ld", what, n);
+    admin_undo(a, r, plugin_file);
+    json_decref(r);
+    if (!failed) break;
+  }
+  return n - 1;
+}
+
+START_TEST(test_fault_admin_registration) {
+  opd_server *s = start_daemon(); /* the built-in operators, and the allocator replaced */
+  char plugin[512];
+  snprintf(plugin, sizeof plugin, "%s", OPD_EXAMPLE_PLUGIN);
+  const char *file = basename(plugin);
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s", OPD_EXAMPLE_PLUGIN);
+  opd__admin_config cfg = {"", "", NULL, dirname(dir), NULL, NULL};
+  opd__admin *a;
+  ck_assert_int_eq(opd__admin_start(&cfg, &a), 0);
+  ck_assert_int_gt(sweep_admin(a, "def",
+                               "{\"op\":\"def\",\"namespace\":\"faultops\","
+                               "\"schema\":\"twice(Tensor a) -> Tensor\"}",
+                               NULL),
+                   0);
+  ck_assert_int_gt(sweep_admin(a, "register a fallthrough",
+                               "{\"op\":\"register\",\"name\":\"aten::add.Tensor\","
+                               "\"key\":\"AutocastCPU\",\"fallthrough\":true}",
+                               NULL),
+                   0);
+  char load[600];
+  snprintf(load, sizeof load, "{\"op\":\"load_plugin\",\"file\":\"%s\"}", file);
+  ck_assert_int_gt(sweep_admin(a, "load_plugin", load, file), 0);
+  opd__admin_stop(a);
+  opd_server_stop(s);
+}
+END_TEST
+
 Suite *opd_test_fault_suite(void) {
   Suite *s = suite_create("fault");
   TCase *tc = tcase_create("fault");
@@ -287,6 +411,7 @@ Suite *opd_test_fault_suite(void) {
   tcase_add_test(tc, test_fault_composite_calls);
   tcase_add_test(tc, test_fault_download);
   tcase_add_test(tc, test_fault_release);
+  tcase_add_test(tc, test_fault_admin_registration);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -30,16 +30,27 @@ int opd_replace_allocator(opd_malloc_func malloc_func, opd_realloc_func realloc_
   return 0;
 }
 
+static _Thread_local unsigned failures;
+
+unsigned opd__alloc_failures(void) {
+  return failures;
+}
+
+static void *counted(void *p) {
+  if (!p) failures++;
+  return p;
+}
+
 void *opd__malloc(size_t size) {
-  return funcs.malloc(size);
+  return counted(funcs.malloc(size));
 }
 
 void *opd__calloc(size_t count, size_t size) {
-  return funcs.calloc(count, size);
+  return counted(funcs.calloc(count, size));
 }
 
 void *opd__realloc(void *ptr, size_t size) {
-  return funcs.realloc(ptr, size);
+  return counted(funcs.realloc(ptr, size));
 }
 
 void opd__free(void *ptr) {

@@ -310,6 +310,12 @@ static int op_cuda_register(opd__admin *a, json_t *req, json_t **out) {
     if ((id = opd_impl(name, key, &kernel, (opd_provenance){r->origin, "admin", 0})) < 0)
       rc = (int)id;
   }
+  if (rc == 0 && !(*out = json_pack("{s:I, s:o, s:s, s:s}", "id", (json_int_t)id, "def",
+                                    def > 0 ? json_integer(def) : json_null(), "operator", name,
+                                    "entry", entry))) {
+    opd_deregister(id); /* [Note: A change the admin cannot report is undone] */
+    rc = opd_error(OPD_ENOMEM, "out of memory answering cuda_register: nothing was registered");
+  }
   if (rc < 0) { /* nothing stays */
     if (r) opd__free(r->op);
     opd__free(r);
@@ -320,8 +326,6 @@ static int op_cuda_register(opd__admin *a, json_t *req, json_t **out) {
     r->kernel = k;
     r->next = a->cuda_regs;
     a->cuda_regs = r;
-    *out = json_pack("{s:I, s:o, s:s, s:s}", "id", (json_int_t)id, "def",
-                     def > 0 ? json_integer(def) : json_null(), "operator", name, "entry", entry);
     opd_log(OPD_LOG_INFO, "cuda_register: %s at CUDA (entry %s, %s): id %lld", name, entry, rule,
             (long long)id);
   }
@@ -388,11 +392,15 @@ static int op_unload_plugin(opd__admin *a, json_t *req, json_t **out) {
   return rc ? rc : opd__plugins_unload(a->plugins, file);
 }
 
-/* {"id": id}, or the error id is. */
-static int id_answer(opd_reg_id id, json_t **out) {
+static int deregister(opd__admin *a, opd_reg_id id, bool force);
+
+/* {"id": id}, or the error id is; a registration that cannot be answered is removed ([Note:
+ * A change the admin cannot report is undone]). */
+static int id_answer(opd__admin *a, opd_reg_id id, json_t **out) {
   if (id < 0) return (int)id;
-  *out = json_pack("{s:I}", "id", (json_int_t)id);
-  return 0;
+  if ((*out = json_pack("{s:I}", "id", (json_int_t)id))) return 0;
+  deregister(a, id, true);
+  return opd_error(OPD_ENOMEM, "out of memory answering: the registration was removed");
 }
 
 static int op_register(opd__admin *a, json_t *req, json_t **out) {
@@ -411,9 +419,9 @@ static int op_register(opd__admin *a, json_t *req, json_t **out) {
                                  "\"fallthrough\": true");
   if (fallthrough)
     return data ? opd_error(OPD_EINVAL, "a fallthrough takes no kernel data")
-                : id_answer(opd__plugins_register_fallthrough(a->plugins, name, key), out);
+                : id_answer(a, opd__plugins_register_fallthrough(a->plugins, name, key), out);
   if ((rc = id_field(req, "register", "kernel_of", &kernel_of))) return rc;
-  return id_answer(opd__plugins_register(a->plugins, name, key, kernel_of, data), out);
+  return id_answer(a, opd__plugins_register(a->plugins, name, key, kernel_of, data), out);
 }
 
 static int op_def(opd__admin *a, json_t *req, json_t **out) {
@@ -422,7 +430,7 @@ static int op_def(opd__admin *a, json_t *req, json_t **out) {
   if ((rc = string_field(req, "def", "namespace", true, &ns)) ||
       (rc = string_field(req, "def", "schema", true, &schema)))
     return rc;
-  return id_answer(opd__plugins_def(a->plugins, ns, schema), out);
+  return id_answer(a, opd__plugins_def(a->plugins, ns, schema), out);
 }
 
 static int op_register_fallback(opd__admin *a, json_t *req, json_t **out) {
@@ -435,7 +443,7 @@ static int op_register_fallback(opd__admin *a, json_t *req, json_t **out) {
   if (!fallthrough)
     return opd_error(OPD_EINVAL, "register_fallback needs \"fallthrough\": true (fallback "
                                  "kernels come from plugins)");
-  return id_answer(opd__plugins_fallback_fallthrough(a->plugins, key), out);
+  return id_answer(a, opd__plugins_fallback_fallthrough(a->plugins, key), out);
 }
 
 /* [Note: What the admin may remove]
@@ -465,6 +473,19 @@ static int refuse_builtin(opd_reg_id id) {
 }
 
 /* Deregisters any registration; an NVRTC kernel's code goes with its registration. */
+static int deregister(opd__admin *a, opd_reg_id id, bool force) {
+  cuda_reg **link = &a->cuda_regs;
+  while (*link && (*link)->id != id) link = &(*link)->next;
+  if (!*link && !force && !opd__plugins_owns(a->plugins, id)) return refuse_builtin(id);
+  int rc = opd__plugins_deregister(a->plugins, id);
+  if (rc == 0 && *link) {
+    cuda_reg *r = *link;
+    *link = r->next;
+    cuda_reg_free(r); /* the deregistration waited for the calls in flight */
+  }
+  return rc;
+}
+
 static int op_deregister(opd__admin *a, json_t *req, json_t **out) {
   (void)out;
   opd_reg_id id;
@@ -473,16 +494,27 @@ static int op_deregister(opd__admin *a, json_t *req, json_t **out) {
   if ((rc = id_field(req, "deregister", "id", &id)) ||
       (rc = bool_field(req, "deregister", "force", &force)))
     return rc;
-  cuda_reg **link = &a->cuda_regs;
-  while (*link && (*link)->id != id) link = &(*link)->next;
-  if (!*link && !force && !opd__plugins_owns(a->plugins, id)) return refuse_builtin(id);
-  rc = opd__plugins_deregister(a->plugins, id);
-  if (rc == 0 && *link) {
-    cuda_reg *r = *link;
-    *link = r->next;
-    cuda_reg_free(r); /* the deregistration waited for the calls in flight */
+  return deregister(a, id, force);
+}
+
+/* [Note: A change the admin cannot report is undone]
+ * A request that changed the registrations must not be answered "out of memory" while the
+ * change stays: the operator would retry, or give up, on a daemon that did what it was told.
+ * So each op builds its answer right after its change and undoes the change when that
+ * fails (id_answer, cuda_register, opd__plugins_load), and when the answer made cannot be
+ * completed or written out, undo_answer removes what it names: its "id" and "def", or the
+ * plugin it loaded with all its registrations. jansson does not always report a failed
+ * allocation (an array append that fails leaves the array short), so any allocation that
+ * failed while a request was answered (opd__alloc_failures) makes the answer "out of
+ * memory", and a change it reported is undone. */
+static void undo_answer(opd__admin *a, json_t *out) {
+  const char *keys[] = {"id", "def"};
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+    json_t *v = json_object_get(out, keys[i]);
+    if (json_is_integer(v)) deregister(a, json_integer_value(v), true);
   }
-  return rc;
+  const char *plugin = json_string_value(json_object_get(out, "plugin"));
+  if (plugin) opd__plugins_discard(a->plugins, plugin); /* its list may be incomplete */
 }
 
 /* drain and shutdown: answered, then the connection's `after` does the work. */
@@ -533,7 +565,15 @@ static json_t *answer(opd__admin *a, const char *request, size_t len, bool tcp,
     return error_json(OPD_EINVAL);
   }
   json_error_t jerr;
+  /* jansson 2.14 may report a failed allocation as bad syntax, or even drop a byte of a
+   * string and succeed: any failure while it parses means the request was not read */
+  unsigned failures = opd__alloc_failures();
   json_t *req = json_loadb(request, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (opd__alloc_failures() != failures) {
+    json_decref(req);
+    opd_error(OPD_ENOMEM, "out of memory reading an admin request of %zu bytes", len);
+    return error_json(OPD_ENOMEM);
+  }
   if (!json_is_object(req)) {
     opd_error(OPD_EINVAL, "admin request is not a JSON object%s%s", req ? "" : ": ",
               req ? "" : jerr.text);
@@ -564,14 +604,31 @@ static json_t *answer(opd__admin *a, const char *request, size_t len, bool tcp,
   }
   *after = op->after;
   if (!out) out = json_object();
-  json_object_set_new(out, "ok", json_true());
+  if (!out || json_object_set_new(out, "ok", json_true()) < 0) {
+    undo_answer(a, out); /* [Note: A change the admin cannot report is undone] */
+    json_decref(out);
+    *after = OPD__ADMIN_KEEP;
+    opd_error(OPD_ENOMEM, "out of memory answering the admin request: it was undone");
+    return error_json(OPD_ENOMEM);
+  }
   return out;
 }
 
 int opd__admin_handle(opd__admin *a, const char *request, size_t len, bool tcp, char **reply,
                       size_t *reply_len) {
   opd__admin_after after;
-  *reply = dump(answer(a, request, len, tcp, &after), reply_len);
+  unsigned failures = opd__alloc_failures();
+  json_t *ans = answer(a, request, len, tcp, &after);
+  json_incref(ans);
+  *reply = dump(ans, reply_len);
+  if (opd__alloc_failures() != failures) { /* the answer may be short of something */
+    if (json_is_true(json_object_get(ans, "ok")))
+      undo_answer(a, ans); /* [Note: A change the admin cannot report is undone] */
+    opd__free(*reply);
+    *reply = NULL;
+    after = OPD__ADMIN_KEEP;
+  }
+  json_decref(ans);
   if (*reply && *reply_len > MAX_REPLY) {
     opd__free(*reply);
     opd_error(OPD_ERESOURCE, "the answer (%zu bytes) is larger than %d bytes", *reply_len,

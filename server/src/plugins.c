@@ -232,10 +232,13 @@ int opd__plugins_load(opd__plugins *p, const char *file, json_t **result) {
         rc = opd_error(rc, "plugin '%s' failed to register: %s", file, opd_last_error());
     }
   }
+  /* [Note: A change the admin cannot report is undone] (admin.c): the answer first */
+  if (rc == 0 &&
+      !(*result = json_pack("{s:s, s:o}", "plugin", file, "registrations", ids_json(&pl->regs))))
+    rc = opd_error(OPD_ENOMEM, "out of memory answering load_plugin '%s': it was not loaded", file);
   if (rc == 0) {
     pl->next = p->plugins;
     p->plugins = pl;
-    *result = json_pack("{s:s, s:o}", "plugin", file, "registrations", ids_json(&pl->regs));
     opd_log(OPD_LOG_INFO, "loaded plugin %s (%zu registrations)", file, pl->regs.n);
   } else if (pl) {
     ids_deregister_all(&pl->regs);
@@ -246,12 +249,13 @@ int opd__plugins_load(opd__plugins *p, const char *file, json_t **result) {
   return rc;
 }
 
-int opd__plugins_unload(opd__plugins *p, const char *file) {
+static int unload(opd__plugins *p, const char *file, bool with_registrations) {
   pthread_mutex_lock(&p->mu);
   plugin **link = &p->plugins;
   while (*link && strcmp((*link)->file, file) != 0) link = &(*link)->next;
   plugin *pl = *link;
   int rc = 0;
+  if (pl && with_registrations) ids_deregister_all(&pl->regs);
   if (!pl)
     rc = opd_error(OPD_ENOENT, "plugin '%.300s' is not loaded", file);
   else if (pl->regs.n)
@@ -267,6 +271,14 @@ int opd__plugins_unload(opd__plugins *p, const char *file) {
   plugin_free(pl);
   opd_log(OPD_LOG_INFO, "unloaded plugin %s", file);
   return 0;
+}
+
+int opd__plugins_unload(opd__plugins *p, const char *file) {
+  return unload(p, file, false);
+}
+
+int opd__plugins_discard(opd__plugins *p, const char *file) {
+  return unload(p, file, true);
 }
 
 /* Records a new registration (or the error of a failed one) under the mutex: the owner's

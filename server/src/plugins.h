@@ -24,6 +24,9 @@ int opd__plugins_load(opd__plugins *p, const char *file, json_t **result);
 /* OPD_EBUSY while any registration of the plugin remains (OPD_ENOENT: not loaded);
  * otherwise waits for a grace period and unmaps it. */
 int opd__plugins_unload(opd__plugins *p, const char *file);
+/* Removes every registration of the plugin, then unloads it: undoes a load_plugin whose
+ * answer could not be made ([Note: A change the admin cannot report is undone] in admin.c). */
+int opd__plugins_discard(opd__plugins *p, const char *file);
 #define OPD__PLUGINS_MAX_DATA 256
 /* A registration made by an operator of the daemon: an impl of operator `op` at `key` with
  * the kernel of registration `kernel_of` (> 0: a loaded plugin's registration; the new one

@@ -40,6 +40,10 @@ void *opd__calloc(size_t count, size_t size);
 void *opd__realloc(void *ptr, size_t size);
 void opd__free(void *ptr);
 char *opd__strdup(const char *s);
+/* How many allocations have failed on this thread: a library that reports an allocation
+ * failure as something else (jansson's parser reports a syntax error) is told apart by
+ * comparing the count before and after the call. */
+unsigned opd__alloc_failures(void);
 /* `size` bytes aligned to `alignment` (a power of two, at most 4096); freed with
  * opd__aligned_free. */
 void *opd__aligned_alloc(size_t alignment, size_t size);
