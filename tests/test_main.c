@@ -26,6 +26,7 @@ Suite *opd_test_rpc_suite(void);
 Suite *opd_test_gpu_server_suite(void);
 Suite *opd_test_cuda_suite(void);
 Suite *opd_test_wire_suite(void);
+Suite *opd_test_checked_suite(void);
 
 static const struct {
   const char *name;
@@ -40,6 +41,7 @@ static const struct {
     {"admin", opd_test_admin_suite},       {"status", opd_test_status_suite},
     {"rpc", opd_test_rpc_suite},           {"gpu_server", opd_test_gpu_server_suite},
     {"cuda", opd_test_cuda_suite},         {"wire", opd_test_wire_suite},
+    {"checked", opd_test_checked_suite},
 };
 
 int main(int argc, char **argv) {
