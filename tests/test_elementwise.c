@@ -17,6 +17,7 @@
 #include "opd/tensor.h"
 #include "tensor_helpers.h"
 #include "opd/unboxed.h"
+#include "boxed_call.h"
 
 #include "../kernels/src/parallel.h"
 
@@ -55,24 +56,13 @@ static opd_ivalue S(const char *s) {
 
 /* Calls op with n arguments; returns the call's status, the result in *out on success. */
 static int call(const char *op, opd_tensor **out, int n, ...) {
-  const opd_operator *o = opd_find_schema(op);
-  ck_assert_msg(o != NULL, "no operator %s", op);
-  opd_stack s;
-  opd_stack_init(&s);
+  opd_ivalue args[OPD_STACK_INLINE];
+  ck_assert_int_le(n, OPD_STACK_INLINE);
   va_list ap;
   va_start(ap, n);
-  for (int i = 0; i < n; i++) ck_assert_int_eq(opd_stack_push(&s, va_arg(ap, opd_ivalue)), 0);
+  for (int i = 0; i < n; i++) args[i] = va_arg(ap, opd_ivalue);
   va_end(ap);
-  int rc = opd_call_boxed(o, &s);
-  if (rc == 0) {
-    ck_assert_int_eq(s.size, 1);
-    ck_assert_int_eq(s.items[0].tag, OPD_IV_TENSOR);
-    *out = opd_stack_pop(&s).u.t; /* results are owned */
-  } else {
-    ck_assert_int_eq(s.size, 0);
-  }
-  opd_stack_destroy(&s);
-  return rc;
+  return opd_test_call(op, args, n, out);
 }
 
 /* The call must fail with code err and a message containing msg. */

@@ -18,6 +18,7 @@
 #include "opd/kernels.h"
 #include "opd/tensor.h"
 #include "opd/unboxed.h"
+#include "boxed_call.h"
 
 Suite *opd_test_linalg_suite(void);
 /* the CPU kernel of aten::cat (kernels/cpu/index.c) */
@@ -141,56 +142,38 @@ static void ref_bmm(const opd_tensor *a, const opd_tensor *b, int64_t batch, int
 
 /* ---- calls ---- */
 
-/* Calls `name` boxed with every argument of its schema (args taken over). */
-static int call(const char *name, opd_ivalue *args, int n, opd_tensor **out) {
-  const opd_operator *op = opd_find_schema(name);
-  ck_assert_ptr_nonnull(op);
-  opd_stack st;
-  opd_stack_init(&st);
-  for (int i = 0; i < n; i++) ck_assert_int_eq(opd_stack_push(&st, args[i]), 0);
-  int rc = opd_call_boxed(op, &st);
-  if (rc == 0) {
-    ck_assert_uint_eq(st.size, 1);
-    ck_assert_uint_eq(st.items[0].tag, OPD_IV_TENSOR);
-    *out = opd_stack_pop(&st).u.t;
-  } else {
-    ck_assert_uint_eq(st.size, 0);
-  }
-  opd_stack_destroy(&st);
-  return rc;
-}
-
 #define B(x) opd_iv_tensor_borrow(x)
 
 static int mm(opd_tensor *a, opd_tensor *b, opd_tensor **out) {
-  return call("aten::mm", (opd_ivalue[]){B(a), B(b)}, 2, out);
+  return opd_test_call("aten::mm", (opd_ivalue[]){B(a), B(b)}, 2, out);
 }
 static int bmm(opd_tensor *a, opd_tensor *b, opd_tensor **out) {
-  return call("aten::bmm", (opd_ivalue[]){B(a), B(b)}, 2, out);
+  return opd_test_call("aten::bmm", (opd_ivalue[]){B(a), B(b)}, 2, out);
 }
 static int addmm(opd_tensor *s, opd_tensor *a, opd_tensor *b, opd_ivalue beta, opd_ivalue alpha,
                  opd_tensor **out) {
-  return call("aten::addmm", (opd_ivalue[]){B(s), B(a), B(b), beta, alpha}, 5, out);
+  return opd_test_call("aten::addmm", (opd_ivalue[]){B(s), B(a), B(b), beta, alpha}, 5, out);
 }
 static int matmul(opd_tensor *a, opd_tensor *b, opd_tensor **out) {
-  return call("aten::matmul", (opd_ivalue[]){B(a), B(b)}, 2, out);
+  return opd_test_call("aten::matmul", (opd_ivalue[]){B(a), B(b)}, 2, out);
 }
 static int linear(opd_tensor *x, opd_tensor *w, opd_tensor *bias, opd_tensor **out) {
-  return call("aten::linear", (opd_ivalue[]){B(x), B(w), bias ? B(bias) : opd_iv_none()}, 3, out);
+  return opd_test_call("aten::linear", (opd_ivalue[]){B(x), B(w), bias ? B(bias) : opd_iv_none()},
+                       3, out);
 }
 static int embedding(opd_tensor *w, opd_tensor *idx, int64_t padding_idx, opd_tensor **out) {
-  return call(
+  return opd_test_call(
       "aten::embedding",
       (opd_ivalue[]){B(w), B(idx), opd_iv_int(padding_idx), opd_iv_bool(false), opd_iv_bool(false)},
       5, out);
 }
 static int index_select(opd_tensor *s, int64_t dim, opd_tensor *idx, opd_tensor **out) {
-  return call("aten::index_select", (opd_ivalue[]){B(s), opd_iv_int(dim), B(idx)}, 3, out);
+  return opd_test_call("aten::index_select", (opd_ivalue[]){B(s), opd_iv_int(dim), B(idx)}, 3, out);
 }
 static int cat(opd_tensor *const *ts, size_t n, int64_t dim, opd_tensor **out) {
   opd_ivalue list;
   ck_assert_int_eq(opd_iv_make_tensor_list(&list, ts, n, false), 0);
-  return call("aten::cat", (opd_ivalue[]){list, opd_iv_int(dim)}, 2, out);
+  return opd_test_call("aten::cat", (opd_ivalue[]){list, opd_iv_int(dim)}, 2, out);
 }
 static opd_ivalue ints(const int64_t *v, size_t n) {
   opd_ivalue iv;
@@ -208,23 +191,23 @@ static opd_ivalue device_iv(const opd_device *d) {
 /* aten::zeros / ones (size, dtype, layout, device, pin_memory) */
 static int factory(const char *name, opd_ivalue size, int dtype, const opd_device *device,
                    opd_tensor **out) {
-  return call(
+  return opd_test_call(
       name, (opd_ivalue[]){size, dtype_iv(dtype), opd_iv_none(), device_iv(device), opd_iv_none()},
       5, out);
 }
 static int full(opd_ivalue size, opd_ivalue value, int dtype, const opd_device *device,
                 opd_tensor **out) {
-  return call(
+  return opd_test_call(
       "aten::full",
       (opd_ivalue[]){size, value, dtype_iv(dtype), opd_iv_none(), device_iv(device), opd_iv_none()},
       6, out);
 }
 static int arange(opd_ivalue start, opd_ivalue end, opd_ivalue step, int dtype,
                   const opd_device *device, opd_tensor **out) {
-  return call("aten::arange.start_step",
-              (opd_ivalue[]){start, end, step, dtype_iv(dtype), opd_iv_none(), device_iv(device),
-                             opd_iv_none()},
-              7, out);
+  return opd_test_call("aten::arange.start_step",
+                       (opd_ivalue[]){start, end, step, dtype_iv(dtype), opd_iv_none(),
+                                      device_iv(device), opd_iv_none()},
+                       7, out);
 }
 
 static void assert_error(int rc, int code, const char *message) {
@@ -797,47 +780,47 @@ END_TEST
 START_TEST(test_empty) {
   opd_tensor *x, *r = NULL;
   /* empty.memory_format(size, dtype, layout, device, pin_memory, memory_format) */
-  ck_assert_int_eq(call("aten::empty.memory_format",
-                        (opd_ivalue[]){INTS(2, 3, 4, 5), opd_iv_none(), opd_iv_none(),
-                                       opd_iv_none(), opd_iv_none(), opd_iv_int(2)},
-                        6, &x),
+  ck_assert_int_eq(opd_test_call("aten::empty.memory_format",
+                                 (opd_ivalue[]){INTS(2, 3, 4, 5), opd_iv_none(), opd_iv_none(),
+                                                opd_iv_none(), opd_iv_none(), opd_iv_int(2)},
+                                 6, &x),
                    0);
   assert_shape(x, OPD_FLOAT32, (int64_t[]){2, 3, 4, 5}, 4);
   /* channels_last: C innermost, then W, H, N */
   const int64_t cl[] = {60, 1, 15, 3};
   for (int d = 0; d < 4; d++) ck_assert_int_eq(opd_tensor_strides(x)[d], cl[d]);
   opd_tensor_release(x);
-  ck_assert_int_eq(call("aten::empty_strided",
-                        (opd_ivalue[]){INTS(2, 3), INTS(1, 2), opd_iv_dtype(OPD_INT32),
-                                       opd_iv_none(), opd_iv_device(meta), opd_iv_none()},
-                        6, &x),
+  ck_assert_int_eq(opd_test_call("aten::empty_strided",
+                                 (opd_ivalue[]){INTS(2, 3), INTS(1, 2), opd_iv_dtype(OPD_INT32),
+                                                opd_iv_none(), opd_iv_device(meta), opd_iv_none()},
+                                 6, &x),
                    0);
   assert_shape(x, OPD_INT32, (int64_t[]){2, 3}, 2);
   ck_assert(opd_tensor_is_meta(x));
   ck_assert_int_eq(opd_tensor_strides(x)[0], 1);
   ck_assert_int_eq(opd_tensor_strides(x)[1], 2);
   opd_tensor_release(x);
-  assert_error(call("aten::empty.memory_format",
-                    (opd_ivalue[]){INTS(2, 3), opd_iv_none(), opd_iv_none(), opd_iv_none(),
-                                   opd_iv_none(), opd_iv_int(2)},
-                    6, &r),
+  assert_error(opd_test_call("aten::empty.memory_format",
+                             (opd_ivalue[]){INTS(2, 3), opd_iv_none(), opd_iv_none(), opd_iv_none(),
+                                            opd_iv_none(), opd_iv_int(2)},
+                             6, &r),
                OPD_EINVAL, "required rank 4 tensor to use channels_last format");
-  assert_error(call("aten::empty.memory_format",
-                    (opd_ivalue[]){INTS(2), opd_iv_none(), opd_iv_none(), opd_iv_none(),
-                                   opd_iv_bool(true), opd_iv_none()},
-                    6, &r),
+  assert_error(opd_test_call("aten::empty.memory_format",
+                             (opd_ivalue[]){INTS(2), opd_iv_none(), opd_iv_none(), opd_iv_none(),
+                                            opd_iv_bool(true), opd_iv_none()},
+                             6, &r),
                OPD_EINVAL, "pin memory");
-  assert_error(call("aten::empty_strided",
-                    (opd_ivalue[]){INTS(2, 3), INTS(1), opd_iv_none(), opd_iv_none(), opd_iv_none(),
-                                   opd_iv_none()},
-                    6, &r),
+  assert_error(opd_test_call("aten::empty_strided",
+                             (opd_ivalue[]){INTS(2, 3), INTS(1), opd_iv_none(), opd_iv_none(),
+                                            opd_iv_none(), opd_iv_none()},
+                             6, &r),
                OPD_EINVAL, "dimensionality of sizes (2) must match dimensionality of strides (1)");
   /* a device with no kernels */
   opd_device cuda = {OPD_DEVICE_CUDA, 0};
-  ck_assert_int_eq(call("aten::empty.memory_format",
-                        (opd_ivalue[]){INTS(2), opd_iv_none(), opd_iv_none(), opd_iv_device(cuda),
-                                       opd_iv_none(), opd_iv_none()},
-                        6, &r),
+  ck_assert_int_eq(opd_test_call("aten::empty.memory_format",
+                                 (opd_ivalue[]){INTS(2), opd_iv_none(), opd_iv_none(),
+                                                opd_iv_device(cuda), opd_iv_none(), opd_iv_none()},
+                                 6, &r),
                    OPD_ENOTIMPL);
   ck_assert_ptr_null(r);
 }

@@ -903,6 +903,13 @@ START_TEST(test_layer_norm) {
   expect_shape(res[0], OPD_FLOAT32, SHAPE(0, 4));
   expect_shape(res[1], OPD_FLOAT32, SHAPE(0, 1));
   release(3, res[0], res[1], res[2]);
+  /* empty groups: mean 0, rstd NaN (walking a group must not divide by its size 0) */
+  opd_tensor *g = mk(OPD_FLOAT32, SHAPE(2, 0), NULL);
+  ck_assert_int_eq(call3("aten::native_layer_norm", res, 5, T(g), L(0), NONE, NONE, D(1e-5)), 0);
+  expect_shape(res[0], OPD_FLOAT32, SHAPE(2, 0));
+  expect(res[1], OPD_FLOAT32, SHAPE(2, 1), VALS(0, 0));
+  expect(res[2], OPD_FLOAT32, SHAPE(2, 1), VALS(NAN, NAN));
+  release(4, res[0], res[1], res[2], g);
   /* errors */
   expect_error(call("aten::layer_norm", &r, 6, T(x), L(3), NONE, NONE, D(1e-5), B(true)),
                OPD_EINVAL,

@@ -102,6 +102,33 @@ START_TEST(test_view_bounds_checked) {
 }
 END_TEST
 
+/* Issue 12: geometry whose byte range wraps in uint64, or whose element offsets overflow int64,
+ * is refused on every device ([Note: Checked arithmetic]); an empty view may sit anywhere. */
+START_TEST(test_view_of_hostile_geometry) {
+  const opd_device devices[] = {cpu, meta};
+  int64_t three[] = {3}, s19[] = {19}, one[] = {1}, two[] = {2}, zero[] = {0};
+  int64_t far[] = {(INT64_C(1) << 62) - 1}, max[] = {INT64_MAX};
+  for (int k = 0; k < 2; k++) {
+    opd_tensor *base, *v = NULL;
+    ck_assert_int_eq(opd_tensor_empty(three, 1, OPD_FLOAT32, devices[k], &base), 0);
+    /* (2^62 - 16 + 19) * 4 is 12 modulo 2^64 */
+    ck_assert_int_eq(opd_tensor_view_of(base, s19, one, 1, (INT64_C(1) << 62) - 16, &v),
+                     OPD_EINVAL);
+    ck_assert_ptr_null(v);
+    ck_assert_ptr_nonnull(strstr(opd_last_error(), "out of bounds"));
+    ck_assert_int_eq(opd_tensor_view_of(base, two, far, 1, 0, &v), OPD_EINVAL);
+    ck_assert_int_eq(opd_tensor_view_of(base, two, max, 1, 0, &v), OPD_EINVAL);
+    ck_assert_int_eq(opd_tensor_view_of(base, one, one, 1, INT64_MAX, &v), OPD_EINVAL);
+    ck_assert_ptr_null(v);
+    ck_assert_int_eq(opd_tensor_view_of(base, zero, one, 1, INT64_MAX, &v), 0);
+    ck_assert_int_eq(v->numel, 0);
+    ck_assert_ptr_eq(opd_tensor_data(v), base->storage->data);
+    opd_tensor_release(v);
+    opd_tensor_release(base);
+  }
+}
+END_TEST
+
 START_TEST(test_version_counter_shared_by_views) {
   int64_t sizes[] = {3};
   opd_tensor *base, *v;
@@ -364,6 +391,7 @@ Suite *opd_test_tensor_suite(void) {
   tcase_add_test(tc, test_slab_pages_go_back);
   tcase_add_test(tc, test_view_shares_storage_and_outlives_base);
   tcase_add_test(tc, test_view_bounds_checked);
+  tcase_add_test(tc, test_view_of_hostile_geometry);
   tcase_add_test(tc, test_version_counter_shared_by_views);
   tcase_add_test(tc, test_contiguity_ignores_size_one_dims);
   tcase_add_test(tc, test_meta_tensors_have_no_data);

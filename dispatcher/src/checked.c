@@ -62,10 +62,13 @@ int opd_ckd_geometry(const int64_t *sizes, const int64_t *strides, size_t ndim, 
     if (*numel && (opd_ckd_mul(&span, sizes[d] - 1, strides[d]) || opd_ckd_add(&last, last, span)))
       return opd_error(OPD_EINVAL, "%s: the strides reach past int64 elements", name(what));
   }
-  *extent = *numel ? last + 1 : 0;
+  /* the farthest element itself must be addressable: extent = last + 1 */
+  if (*numel == 0)
+    *extent = 0;
+  else if (opd_ckd_add(extent, last, 1))
+    return opd_error(OPD_EINVAL, "%s: the strides reach past int64 elements", name(what));
   int64_t bytes;
-  if (opd_ckd_nbytes(*extent, element_size, &bytes, what)) return opd_last_error_code();
-  return 0;
+  return opd_ckd_nbytes(*extent, element_size, &bytes, what);
 }
 
 int opd_ckd_view_bounds(int64_t storage_offset, int64_t extent, size_t element_size,

@@ -65,6 +65,9 @@ void opd_cpu_allocator_empty_cache(void) {
 
 static bool reserve(uint64_t n) {
   uint64_t lim = atomic_load(&limit);
+  /* a request's byte count can be up to INT64_MAX: one over the limit is refused before it is
+   * counted, so that concurrent huge ones cannot wrap in_use past other allocations' checks */
+  if (lim && n > lim) return false;
   uint64_t now = atomic_fetch_add(&in_use, n) + n;
   if (lim && now > lim) {
     atomic_fetch_sub(&in_use, n);

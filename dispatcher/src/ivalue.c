@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opd/checked.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 #include "opd/tensor.h"
@@ -27,11 +28,12 @@ opd_ivalue opd_iv_tensor(opd_tensor *t) {
 
 /* Allocates n elements of `size` bytes (at least one byte) with a length check. */
 static void *alloc_array(size_t n, size_t size, int *err) {
-  if (n > UINT32_MAX) {
+  size_t nbytes;
+  if (n > UINT32_MAX || opd_ckd_mul(&nbytes, n, size)) {
     *err = opd_error(OPD_EINVAL, "list of %zu elements is too long", n);
     return NULL;
   }
-  void *p = opd__malloc(n ? n * size : 1);
+  void *p = opd__malloc(n ? nbytes : 1);
   if (!p) *err = opd_error(OPD_ENOMEM, "out of memory allocating a list of %zu elements", n);
   return p;
 }

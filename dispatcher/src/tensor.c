@@ -85,13 +85,15 @@ opd_tensor *opd_tensor_new(opd_dispatch_key backend_key, bool requires_grad) {
 
 int64_t opd_contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides) {
   int64_t n = 1;
+  bool empty = false;
   for (int d = ndim - 1; d >= 0; d--) {
     strides[d] = n;
-    if (sizes[d] != 0 && __builtin_mul_overflow(n, sizes[d] ? sizes[d] : 1, &n)) return -1;
+    if (sizes[d] == 0)
+      empty = true; /* a size of 0 strides as 1 (c10's max(size, 1)) */
+    else if (opd_ckd_mul(&n, n, sizes[d]) && (d > 0 || !empty))
+      return -1; /* a stride, or the element count of a tensor with elements, overflows */
   }
-  for (int d = 0; d < ndim; d++)
-    if (sizes[d] == 0) return 0;
-  return n;
+  return empty ? 0 : n;
 }
 
 static int check_geometry(const int64_t *sizes, const int64_t *strides, int ndim,

@@ -8,7 +8,8 @@
 #include "src/kernel_util.h"
 #include "meta/index_meta.h"
 #include "src/parallel.h"
-#include "opd/memory.h"
+#include "opd/allocator.h"
+#include "opd/checked.h"
 
 /* ---- element conversion (cat promotes: never from floating to integer or bool) ---- */
 
@@ -104,12 +105,13 @@ typedef struct block {
   int64_t sizes[OPD_MAX_DIMS], dst[OPD_MAX_DIMS], src[OPD_MAX_DIMS];
 } block;
 
-/* false when the block is empty */
+/* false when the block is empty (then its strides may be anything: nothing is multiplied) */
 static bool block_init(block *b, const int64_t *sizes, const int64_t *dst_strides,
                        const int64_t *src_strides, int ndim) {
   b->ndim = 0;
-  for (int d = 0; d < ndim; d++) {
+  for (int d = 0; d < ndim; d++)
     if (sizes[d] == 0) return false;
+  for (int d = 0; d < ndim; d++) {
     if (sizes[d] == 1) continue;
     int n = b->ndim;
     if (n > 0 && b->dst[n - 1] == dst_strides[d] * sizes[d] &&
@@ -177,29 +179,56 @@ static void select_range(void *ctx, int64_t begin, int64_t end) {
                j->dtype);
 }
 
+/* index_select's indices, read and checked before anything is written: a short list on the
+ * stack, a longer one from the CPU allocator (whose limit applies: an expanded index can have
+ * up to INT64_MAX elements). */
+enum { INLINE_INDICES = 256 };
+typedef struct indices {
+  int64_t *v;
+  size_t nbytes; /* of an allocated v */
+  int64_t inline_v[INLINE_INDICES];
+} indices;
+
+static void indices_free(indices *x) {
+  const opd_allocator *cpu = opd_cpu_allocator();
+  if (x->v != x->inline_v) cpu->free(cpu, (opd_device){OPD_DEVICE_CPU, -1}, x->v, x->nbytes);
+}
+
+static int indices_read(indices *x, const opd_tensor *index, int64_t limit) {
+  int64_t n = index->numel, nbytes;
+  x->v = x->inline_v;
+  if (n > INLINE_INDICES) {
+    int rc = opd_ckd_nbytes(n, sizeof(int64_t), &nbytes, "index_select(): the index buffer");
+    if (rc) return rc;
+    const opd_allocator *cpu = opd_cpu_allocator();
+    x->nbytes = (size_t)nbytes;
+    if (!(x->v = cpu->alloc(cpu, (opd_device){OPD_DEVICE_CPU, -1}, x->nbytes)))
+      return opd_last_error_code();
+  }
+  const char *ip = opd_tensor_data(index);
+  int64_t istride = index->ndim ? opd_tensor_strides(index)[0] : 0;
+  opd_dtype it = opd_tensor_dtype(index);
+  for (int64_t i = 0; i < n; i++) {
+    x->v[i] = load_int(ip + i * istride * (int64_t)opd_dtype_size(it), it);
+    if (x->v[i] < 0 || x->v[i] >= limit) {
+      indices_free(x);
+      return opd_error(OPD_EINDEX, "index out of range in self");
+    }
+  }
+  return 0;
+}
+
 int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                           opd_tensor *index, opd_tensor **out) {
   (void)ctx;
   opd__index_select_plan p;
   int rc = opd__index_select_prepare(self, dim, index, &p, out);
   if (rc || *out) return rc;
-  int64_t d = p.dim, limit = p.limit;
-  int64_t n = index->numel;
-  /* read and check the indices first */
-  int64_t *idx = opd__malloc((size_t)(n ? n : 1) * sizeof *idx);
-  if (!idx) return opd_error(OPD_ENOMEM, "out of memory reading %lld indices", (long long)n);
-  const char *ip = opd_tensor_data(index);
-  int64_t istride = index->ndim ? opd_tensor_strides(index)[0] : 0;
-  opd_dtype it = opd_tensor_dtype(index);
-  for (int64_t i = 0; i < n; i++) {
-    idx[i] = load_int(ip + i * istride * (int64_t)opd_dtype_size(it), it);
-    if (idx[i] < 0 || idx[i] >= limit) {
-      opd__free(idx);
-      return opd_error(OPD_EINDEX, "index out of range in self");
-    }
-  }
+  int64_t d = p.dim, n = index->numel;
+  indices idx;
+  if ((rc = indices_read(&idx, index, p.limit))) return rc;
   if ((rc = opd__alloc_output(&p.spec, p.device, out)) != 0 || (*out)->numel == 0) {
-    opd__free(idx);
+    indices_free(&idx);
     return rc;
   }
   /* the block of one index: every dimension of self but d */
@@ -213,7 +242,7 @@ int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
     src_strides[nb++] = ss[k];
   }
   int64_t es = (int64_t)opd_dtype_size(p.spec.dtype);
-  select_job job = {.index = idx,
+  select_job job = {.index = idx.v,
                     .src = opd_tensor_data(self),
                     .dst = opd_tensor_data(*out),
                     .src_step = self->ndim ? ss[d] * es : 0,
@@ -224,7 +253,7 @@ int opd__cpu_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
     opd__parallel_for(0, n, OPD_GRAIN_ELEMENTWISE / per > 0 ? OPD_GRAIN_ELEMENTWISE / per : 1,
                       select_range, &job);
   }
-  opd__free(idx);
+  indices_free(&idx);
   return 0;
 }
 

@@ -48,8 +48,10 @@ OPD__SIMD_CLONES static void normalize(double *x, int64_t n, double mean, double
     for (int64_t j = 0; j < n; j++) x[j] += bias[j];
 }
 
-/* Converts the n elements of the walk d from base into dst. */
+/* Converts the n elements of the walk d from base into dst (none: a walk with a size of 0,
+ * which has no position to seek). */
 static void walk_load(const char *base, const opd__dims *d, opd_dtype dt, int64_t n, double *dst) {
+  if (n == 0) return;
   int64_t esz = (int64_t)opd_dtype_size(dt), stride = d->stride[d->n - 1];
   opd__iter it;
   opd__iter_seek(&it, d, 0);

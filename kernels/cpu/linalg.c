@@ -19,8 +19,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "opd/checked.h"
 #include "src/kernel_util.h"
 #include "meta/linalg_meta.h"
+#include "src/loops.h"
 #include "src/parallel.h"
 
 #define BLAS_MAX ((int64_t)(sizeof(blasint) == 8 ? INT64_MAX : INT32_MAX))
@@ -52,9 +54,10 @@ static int set_coefficients(gemm_args *g, opd_scalar alpha, opd_scalar beta) {
   const opd_scalar s[2] = {alpha, beta};
   uint64_t *dst[2] = {&g->alpha_u, &g->beta_u};
   for (int i = 0; i < 2; i++) {
-    if (s[i].tag == OPD_IV_DOUBLE && !(s[i].u.d >= -0x1p63 && s[i].u.d < 0x1p63))
-      return opd_error(OPD_EINVAL, "value cannot be converted to type int64_t without overflow");
-    *dst[i] = (uint64_t)opd__scalar_to_int(s[i]);
+    opd__value v;
+    int rc = opd__scalar_to(s[i], OPD_INT64, &v);
+    if (rc) return rc;
+    *dst[i] = (uint64_t)v.i64;
   }
   return 0;
 }
@@ -235,7 +238,7 @@ typedef struct buffer {
 
 static int buffer_alloc(buffer *b, int64_t rows, int64_t cols, size_t es) {
   int64_t n;
-  if (__builtin_mul_overflow(rows, cols, &n) || __builtin_mul_overflow(n, (int64_t)es, &n))
+  if (opd_ckd_mul(&n, rows, cols) || opd_ckd_mul(&n, n, (int64_t)es))
     return opd_error(OPD_ENOMEM, "gemm buffer of %lld x %lld elements is too large",
                      (long long)rows, (long long)cols);
   const opd_allocator *a = opd_cpu_allocator();

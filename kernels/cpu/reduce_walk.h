@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <stdint.h>
 
+#include "opd/checked.h"
 #include "opd/dtype.h"
 #include "opd/tensor.h"
 
@@ -42,11 +43,13 @@ static inline void opd__dims_push(opd__dims *d, int64_t size, int64_t stride) {
 }
 
 /* Merges neighbours i, i+1 with stride[i] == size[i+1] * stride[i+1] (the walk's order is
- * kept); an empty walk becomes one element. */
+ * kept; an empty tensor's product may overflow, and then does not match); an empty walk
+ * becomes one element. */
 static inline void opd__dims_coalesce(opd__dims *d) {
   int m = 0;
   for (int i = 0; i < d->n; i++) {
-    if (m > 0 && d->stride[m - 1] == d->size[i] * d->stride[i]) {
+    int64_t span;
+    if (m > 0 && !opd_ckd_mul(&span, d->size[i], d->stride[i]) && d->stride[m - 1] == span) {
       d->size[m - 1] *= d->size[i];
       d->stride[m - 1] = d->stride[i];
     } else {

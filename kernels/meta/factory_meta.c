@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "factory_meta.h"
+#include "opd/checked.h"
 
 /* c10::MemoryFormat */
 enum { FORMAT_CONTIGUOUS, FORMAT_PRESERVE, FORMAT_CHANNELS_LAST, FORMAT_CHANNELS_LAST_3D };
@@ -34,10 +35,11 @@ static int format_strides(const int64_t *sizes, int ndim, int64_t format, int64_
   static const int order[2][5] = {{1, 3, 2, 0}, {1, 4, 3, 2, 0}};
   const int *o = order[ndim == 5];
   int64_t s = 1;
+  bool overflow = false; /* of the next stride (the last product, numel, is checked later) */
   for (int i = 0; i < ndim; i++) {
+    if (overflow) return opd_error(OPD_EINVAL, "tensor sizes overflow int64");
     strides[o[i]] = s;
-    if (__builtin_mul_overflow(s, sizes[o[i]], &s))
-      return opd_error(OPD_EINVAL, "tensor sizes overflow int64");
+    overflow = opd_ckd_mul(&s, s, sizes[o[i]]);
   }
   return 0;
 }

@@ -11,6 +11,8 @@
  */
 #include "index_meta.h"
 
+#include "opd/checked.h"
+
 int opd__index_select_meta(opd_tensor *self, int64_t dim, opd_tensor *index, opd_out_spec *spec,
                            int64_t *wrapped, opd_device *device) {
   opd_tensor *args[] = {self, index};
@@ -94,7 +96,7 @@ int opd__cat_meta(opd_tensor_list tensors, int64_t dim, opd_out_spec *spec, int6
     const opd_tensor *t = tensors.data[i];
     if (opd__cat_skipped(t)) continue;
     if ((rc = check_same_shape(first, t, *wrapped, i)) != 0) return rc;
-    if (__builtin_add_overflow(total, opd_tensor_sizes(t)[*wrapped], &total))
+    if (opd_ckd_add(&total, total, opd_tensor_sizes(t)[*wrapped]))
       return opd_error(OPD_EINVAL, "torch.cat(): the output size overflows int64");
   }
   spec->ndim = first->ndim;

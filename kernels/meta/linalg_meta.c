@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "linalg_meta.h"
+#include "opd/checked.h"
 int opd__bmm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_device *device);
 int opd__addmm_meta(opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2, opd_out_spec *spec,
                     opd_device *device);
@@ -77,8 +78,7 @@ int opd__bmm_meta(opd_tensor *self, opd_tensor *mat2, opd_out_spec *spec, opd_de
   /* PyTorch runs a loop dispatched on batch1's dtype for small products (m * n * k < 400),
    * else gemm dispatched on the output's */
   int64_t mn, mnk;
-  bool small = !__builtin_mul_overflow(a[1], b[2], &mn) &&
-               !__builtin_mul_overflow(mn, a[2], &mnk) && mnk < 400;
+  bool small = !opd_ckd_mul(&mn, a[1], b[2]) && !opd_ckd_mul(&mnk, mn, a[2]) && mnk < 400;
   return small ? check_gemm_dtypes("bmm", t1, t1, t2, t2)
                : check_gemm_dtypes("addmm_impl_cpu_", t2, t2, t1, t1);
 }

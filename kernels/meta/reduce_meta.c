@@ -6,6 +6,8 @@
 #include <assert.h>
 #include <stdio.h>
 
+#include "opd/checked.h"
+
 static int check_dtype_arg(opd_dtype dtype) {
   if (dtype != OPD_DTYPE_UNDEFINED && !opd_dtype_valid(dtype))
     return opd_error(OPD_EINVAL, "invalid dtype %d", (int)dtype);
@@ -187,7 +189,7 @@ int opd__layer_norm_meta(const opd_tensor *input, opd_int_list normalized_shape,
   int64_t m = 1, n = 1;
   for (int d = 0; d < ndim; d++) {
     int64_t *p = d < axis ? &m : &n;
-    if (__builtin_mul_overflow(*p, sizes[d], p))
+    if (opd_ckd_mul(p, *p, sizes[d]))
       return opd_error(OPD_EINVAL, "layer_norm: input of size%s is too large",
                        opd__format_sizes(sizes, ndim, got, sizeof got));
   }

@@ -138,13 +138,15 @@ int opd__cea_to_copy(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtyp
   if (memory_format == MEMORY_FORMAT_PRESERVE) {
     /* keep a dense input's layout (strides), as ATen does */
     int64_t strides[OPD_MAX_DIMS];
+    rc = 0;
     if (opd__is_non_overlapping_and_dense(self))
       memcpy(strides, opd_tensor_strides(self), (size_t)self->ndim * sizeof *strides);
     else
-      opd__infer_dense_strides(opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim,
-                               strides);
-    rc = opd__call_empty_strided(size, (opd_int_list){strides, self->ndim}, dtype, layout, device,
-                                 pin_memory, &r);
+      rc = opd__infer_dense_strides(opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim,
+                                    strides);
+    if (rc == 0)
+      rc = opd__call_empty_strided(size, (opd_int_list){strides, self->ndim}, dtype, layout, device,
+                                   pin_memory, &r);
   } else {
     rc = opd__call_empty(size, dtype, layout, device, pin_memory, memory_format, &r);
   }

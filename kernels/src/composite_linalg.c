@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "opd/checked.h"
 #include "src/kernel_util.h"
+#include "src/loops.h"
 
 /* ---- calling other operators ---- */
 
@@ -180,7 +182,7 @@ static int folded(opd_tensor *self, opd_tensor *other, opd_tensor **out) {
     inner = s1[nshape];
     for (int d = 0; d < nshape && rc == 0; d++) {
       shape[d] = s1[d];
-      if (__builtin_mul_overflow(folded_rows, s1[d], &folded_rows))
+      if (opd_ckd_mul(&folded_rows, folded_rows, s1[d]))
         rc = opd_error(OPD_EINVAL, "matmul: the batch size overflows int64");
     }
     if (t2->ndim == 2) shape[nshape++] = opd_tensor_sizes(t2)[1];
@@ -209,7 +211,7 @@ static int batched(opd_tensor *self, opd_tensor *other, opd_tensor **out) {
   int rc = opd__broadcast_shapes(s1, d1 - 2, s2, d2 - 2, shape, &nb);
   if (rc) return rc;
   for (int d = 0; d < nb; d++)
-    if (__builtin_mul_overflow(batch, shape[d], &batch))
+    if (opd_ckd_mul(&batch, batch, shape[d]))
       return opd_error(OPD_EINVAL, "matmul: the batch size overflows int64");
   opd_tensor *e1 = NULL, *e2 = NULL, *f1 = NULL, *f2 = NULL, *prod = NULL;
   shape[nb] = n;
@@ -344,10 +346,10 @@ int opd__cea_full(const opd_kernel_ctx *ctx, opd_int_list size, opd_scalar fill_
 
 /* A Scalar as int64 (Scalar::to<int64_t>: a double is truncated and must fit). */
 static int scalar_int64(opd_scalar s, int64_t *out) {
-  if (s.tag == OPD_IV_DOUBLE && !(s.u.d >= -0x1p63 && s.u.d < 0x1p63))
-    return opd_error(OPD_EINVAL, "value cannot be converted to type int64_t without overflow");
-  *out = opd__scalar_to_int(s);
-  return 0;
+  opd__value v;
+  int rc = opd__scalar_to(s, OPD_INT64, &v);
+  if (rc == 0) *out = v.i64;
+  return rc;
 }
 
 static int range_error(void) {

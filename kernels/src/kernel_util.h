@@ -51,13 +51,12 @@ int opd__common_device(opd_tensor *const *tensors, int n, opd_device *device);
 /* "[2, 3]" into buf; returns buf. */
 const char *opd__format_sizes(const int64_t *sizes, int ndim, char *buf, size_t len);
 
-/* A Scalar's value as a double / int64, and the dtype that stands for its kind in type
- * promotion (OPD_BOOL, OPD_INT64 or OPD_FLOAT64). */
+/* A Scalar's value as a double, and the dtype that stands for its kind in type promotion
+ * (OPD_BOOL, OPD_INT64 or OPD_FLOAT64). As an int64 it is c10's checked Scalar::to<int64_t>,
+ * opd__scalar_to(s, OPD_INT64, &v) in loops.h: a double out of range (or NaN) converted with a
+ * cast would be undefined behaviour. */
 static inline double opd__scalar_to_double(opd_scalar s) {
   return s.tag == OPD_IV_DOUBLE ? s.u.d : s.tag == OPD_IV_INT ? (double)s.u.i : (double)s.u.b;
-}
-static inline int64_t opd__scalar_to_int(opd_scalar s) {
-  return s.tag == OPD_IV_DOUBLE ? (int64_t)s.u.d : s.tag == OPD_IV_INT ? s.u.i : (int64_t)s.u.b;
 }
 static inline opd_dtype opd__scalar_kind(opd_scalar s) {
   return s.tag == OPD_IV_DOUBLE ? OPD_FLOAT64 : s.tag == OPD_IV_INT ? OPD_INT64 : OPD_BOOL;

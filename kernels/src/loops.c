@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "opd/checked.h"
 #include "opd/error.h"
 #include "parallel.h"
 
@@ -356,10 +357,12 @@ static void run_range(void *arg, int64_t begin, int64_t end) {
 
 void opd__loop_run(opd_tensor *out, opd_tensor *const *inputs, const opd__loop *loop) {
   static opd__loop_ctx zero_ctx; /* for loops without scalars (which never write it) */
+  /* nothing to do; and an empty operand's strides may be anything ([Note: Checked
+   * arithmetic]), while those of operands with elements give byte strides within int64 */
+  if (out->numel == 0) return;
   iter it;
   iter_init(&it, out, inputs, loop);
   it.ctx = loop->ctx ? loop->ctx : &zero_ctx;
-  if (it.numel == 0) return;
   bool aliased_out = false; /* out's elements alias each other: write them in order */
   for (int d = 0; d < it.ndim; d++) aliased_out = aliased_out || it.stride[d][0] == 0;
   if (aliased_out && it.numel > 1)
@@ -407,9 +410,11 @@ int opd__alloc_elementwise_output(const opd_out_spec *spec, opd_tensor *const *i
   for (int i = 0; i < nd; i++) row_major = row_major && perm[i] == nd - 1 - i;
   if (row_major) return opd__alloc_output(spec, device, out);
   int64_t strides[OPD_MAX_DIMS], next = 1;
+  bool overflow = false;         /* of the next stride: only an empty shape's sizes get there */
   for (int i = 0; i < nd; i++) { /* dense in that order (compatible_stride) */
+    if (overflow) return opd_error(OPD_EINVAL, "tensor sizes overflow int64");
     strides[perm[i]] = next;
-    next *= sizes[perm[i]];
+    overflow = opd_ckd_mul(&next, next, sizes[perm[i]]);
   }
   return opd_tensor_empty_strided(sizes, strides, nd, spec->dtype, device, out);
 }
@@ -525,7 +530,7 @@ bool opd__is_non_overlapping_and_dense(const opd_tensor *t) {
   int64_t require = 1;
   for (int i = 0; i < n; i++) {
     if (strides[perm[i]] != require) return false;
-    require *= sizes[perm[i]];
+    if (opd_ckd_mul(&require, require, sizes[perm[i]])) return false; /* empty: any sizes */
   }
   return true;
 }
@@ -562,8 +567,7 @@ int opd__assert_no_partial_overlap(const opd_tensor *a, const opd_tensor *b) {
   return 0;
 }
 
-void opd__infer_dense_strides(const int64_t *sizes, const int64_t *strides, int ndim,
-                              int64_t *out) {
+int opd__infer_dense_strides(const int64_t *sizes, const int64_t *strides, int ndim, int64_t *out) {
   int perm[OPD_MAX_DIMS]; /* innermost first */
   for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
   for (int i = 1; i < ndim; i++) { /* TensorIterator's insertion sort; stride-0 dims stay */
@@ -585,8 +589,15 @@ void opd__infer_dense_strides(const int64_t *sizes, const int64_t *strides, int 
     }
   }
   int64_t cur = 1;
+  bool overflow = false; /* of the next stride: only an empty tensor's sizes get there */
   for (int i = 0; i < ndim; i++) {
+    if (overflow) {
+      char buf[OPD_MAX_DIMS * 24];
+      return opd_error(OPD_EINVAL, "the dense strides of sizes %s overflow int64",
+                       opd__format_sizes(sizes, ndim, buf, sizeof buf));
+    }
     out[perm[i]] = cur;
-    if (sizes[perm[i]] > 1) cur *= sizes[perm[i]];
+    if (sizes[perm[i]] > 1) overflow = opd_ckd_mul(&cur, cur, sizes[perm[i]]);
   }
+  return 0;
 }

@@ -227,8 +227,9 @@ bool opd__is_non_overlapping_and_dense(const opd_tensor *t);
 int opd__assert_no_internal_overlap(const opd_tensor *t);
 /* OPD_EINVAL when a and b share part, but not all, of their memory. */
 int opd__assert_no_partial_overlap(const opd_tensor *a, const opd_tensor *b);
-/* ATen's infer_dense_strides: dense strides that keep the dimension order of `strides`. */
-void opd__infer_dense_strides(const int64_t *sizes, const int64_t *strides, int ndim, int64_t *out);
+/* ATen's infer_dense_strides: dense strides that keep the dimension order of `strides`; 0, or
+ * OPD_EINVAL when one overflows int64 (sizes of an empty tensor can multiply past it). */
+int opd__infer_dense_strides(const int64_t *sizes, const int64_t *strides, int ndim, int64_t *out);
 
 /* c ? a : b for floats, as bit operations: GCC does not if-convert a float select feeding
  * arithmetic that may trap (-ftrapping-math), which would keep loops from vectorizing. */

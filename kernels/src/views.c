@@ -2,15 +2,45 @@
  * unsqueeze, squeeze, expand, slice, select, t, as_strided). Views share their input's
  * storage with new sizes, strides and offset (see [Note: Tensors, storage and views]); they
  * touch no data, so one kernel serves every backend. reshape, contiguous and clone copy
- * through other operators when PyTorch does. */
+ * through other operators when PyTorch does.
+ *
+ * A request's integers (sizes, strides, offsets, starts, steps, indices) and the products and
+ * sums PyTorch forms from them go through opd/checked.h ([Note: Checked arithmetic]): an empty
+ * view may have any strides and sit at any offset, and a Meta tensor any extent, so even the
+ * strides and offsets computed from an existing tensor can overflow. */
 #include <string.h>
 
 #include "kernel_util.h"
+#include "opd/checked.h"
 
 /* A view of self with the given geometry (a new reference in *out). */
 static int make_view(opd_tensor *self, const int64_t *sizes, const int64_t *strides, int ndim,
                      int64_t offset, opd_tensor **out) {
   return opd_tensor_view_of(self, sizes, strides, ndim, offset, out);
+}
+
+/* The stride of a new dimension laid out outside a neighbour of `size` elements `stride`
+ * apart (unsqueeze, expand): OPD_EINVAL when it overflows. */
+static int outer_stride(int64_t size, int64_t stride, const char *op, int64_t *out) {
+  if (opd_ckd_mul(out, size, stride))
+    return opd_error(OPD_EINVAL,
+                     "%s(): the stride of the new dimension overflows int64 (a neighbour of "
+                     "size %lld and stride %lld)",
+                     op, (long long)size, (long long)stride);
+  return 0;
+}
+
+/* self's storage offset moved `index` elements of `stride` along a dimension (slice, select):
+ * OPD_EINVAL when it overflows. */
+static int moved_offset(const opd_tensor *self, int64_t index, int64_t stride, const char *op,
+                        const char *what, int64_t *out) {
+  if (opd_ckd_mul(out, index, stride) || opd_ckd_add(out, self->storage_offset, *out))
+    return opd_error(OPD_EINVAL,
+                     "%s(): the storage offset of %s %lld overflows int64 (stride %lld, offset "
+                     "%lld)",
+                     op, what, (long long)index, (long long)stride,
+                     (long long)self->storage_offset);
+  return 0;
 }
 
 int opd__cea_transpose_int(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim0, int64_t dim1,
@@ -61,11 +91,13 @@ int opd__cea_permute(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list d
   return make_view(self, sizes, strides, self->ndim, self->storage_offset, out);
 }
 
-/* PyTorch's infer_size: resolves one -1 against numel; checks the product. */
+/* PyTorch's infer_size: resolves one -1 against numel; checks the product (a product past
+ * int64 matches no tensor; a size of 0 makes it 0 whatever the other sizes are). */
 static int infer_size(opd_int_list shape, int64_t numel, int64_t *sizes) {
   if (shape.len > OPD_MAX_DIMS)
     return opd_error(OPD_EINVAL, "tensors have at most %d dimensions", OPD_MAX_DIMS);
   int64_t product = 1, infer = -1;
+  bool overflow = false, empty = false;
   for (int64_t i = 0; i < shape.len; i++) {
     sizes[i] = shape.data[i];
     if (sizes[i] == -1) {
@@ -73,11 +105,13 @@ static int infer_size(opd_int_list shape, int64_t numel, int64_t *sizes) {
       infer = i;
     } else if (sizes[i] < 0) {
       return opd_error(OPD_EINVAL, "invalid shape dimension %lld", (long long)sizes[i]);
-    } else if (__builtin_mul_overflow(product, sizes[i], &product)) {
-      return opd_error(OPD_EINVAL, "shape is too large");
+    } else {
+      empty |= sizes[i] == 0;
+      overflow |= opd_ckd_mul(&product, product, sizes[i]);
     }
   }
-  bool ok = infer >= 0 ? (product > 0 && numel % product == 0) : numel == product;
+  if (empty) product = 0, overflow = false;
+  bool ok = !overflow && (infer >= 0 ? product > 0 && numel % product == 0 : numel == product);
   if (infer >= 0 && product == 0 && numel == 0) ok = false; /* -1 is ambiguous then */
   if (!ok) {
     char buf[256];
@@ -89,35 +123,52 @@ static int infer_size(opd_int_list shape, int64_t numel, int64_t *sizes) {
   return 0;
 }
 
-/* PyTorch's computeStride: strides that view (old sizes, old strides) as new sizes, or
- * false when the view would have to span non-contiguous chunks. */
-static bool compute_stride(const int64_t *old_sizes, const int64_t *old_strides, int old_ndim,
-                           const int64_t *sizes, int ndim, int64_t numel, int64_t *strides) {
+static int strides_overflow(const int64_t *sizes, int ndim) {
+  char buf[OPD_MAX_DIMS * 24];
+  return opd_error(OPD_EINVAL, "view(): the strides of shape %s overflow int64",
+                   opd__format_sizes(sizes, ndim, buf, sizeof buf));
+}
+
+/* PyTorch's computeStride: strides that view (old sizes, old strides) as new sizes; *viewable
+ * false when the view would have to span non-contiguous chunks. OPD_EINVAL when a stride
+ * overflows (an empty tensor's, or a Meta tensor's of a huge extent). */
+static int compute_stride(const int64_t *old_sizes, const int64_t *old_strides, int old_ndim,
+                          const int64_t *sizes, int ndim, int64_t numel, int64_t *strides,
+                          bool *viewable) {
+  *viewable = true;
   if (old_ndim == 0) {
     for (int i = 0; i < ndim; i++) strides[i] = 1;
-    return true;
+    return 0;
   }
   if (numel == 0) { /* any strides work; PyTorch keeps the old ones for the same shape */
     bool same = old_ndim == ndim && memcmp(old_sizes, sizes, ndim * sizeof *sizes) == 0;
-    for (int d = ndim - 1; d >= 0; d--)
-      strides[d] = same            ? old_strides[d]
-                   : d == ndim - 1 ? 1
-                                   : (sizes[d + 1] > 1 ? sizes[d + 1] : 1) * strides[d + 1];
-    return true;
+    for (int d = ndim - 1; d >= 0; d--) {
+      if (same || d == ndim - 1)
+        strides[d] = same ? old_strides[d] : 1;
+      else if (opd_ckd_mul(&strides[d], sizes[d + 1] > 1 ? sizes[d + 1] : 1, strides[d + 1]))
+        return strides_overflow(sizes, ndim);
+    }
+    return 0;
   }
+  /* numel > 0: products of sizes stay within numel, those with strides may not */
   int view_d = ndim - 1;
   int64_t chunk_base_stride = old_strides[old_ndim - 1];
-  int64_t tensor_numel = 1, view_numel = 1;
+  int64_t tensor_numel = 1, view_numel = 1, chunk_stride;
   for (int tensor_d = old_ndim - 1; tensor_d >= 0; tensor_d--) {
     tensor_numel *= old_sizes[tensor_d];
     if (tensor_d == 0 || (old_sizes[tensor_d - 1] != 1 &&
-                          old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+                          (opd_ckd_mul(&chunk_stride, tensor_numel, chunk_base_stride) ||
+                           old_strides[tensor_d - 1] != chunk_stride))) {
       while (view_d >= 0 && (view_numel < tensor_numel || sizes[view_d] == 1)) {
-        strides[view_d] = view_numel * chunk_base_stride;
+        if (opd_ckd_mul(&strides[view_d], view_numel, chunk_base_stride))
+          return strides_overflow(sizes, ndim);
         view_numel *= sizes[view_d];
         view_d--;
       }
-      if (view_numel != tensor_numel) return false;
+      if (view_numel != tensor_numel) {
+        *viewable = false;
+        return 0;
+      }
       if (tensor_d > 0) {
         chunk_base_stride = old_strides[tensor_d - 1];
         tensor_numel = 1;
@@ -125,15 +176,19 @@ static bool compute_stride(const int64_t *old_sizes, const int64_t *old_strides,
       }
     }
   }
-  return view_d == -1;
+  *viewable = view_d == -1;
+  return 0;
 }
 
 static int view_impl(opd_tensor *self, opd_int_list size, opd_tensor **out) {
   int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
+  bool viewable;
   int rc = infer_size(size, self->numel, sizes);
+  if (rc == 0)
+    rc = compute_stride(opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim, sizes,
+                        (int)size.len, self->numel, strides, &viewable);
   if (rc) return rc;
-  if (!compute_stride(opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim, sizes,
-                      (int)size.len, self->numel, strides))
+  if (!viewable)
     return opd_error(OPD_EINVAL,
                      "view size is not compatible with input tensor's size and stride (at least "
                      "one dimension spans across two contiguous subspaces). Use .reshape(...) "
@@ -172,11 +227,13 @@ int opd__cia_reshape(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list s
                      opd_tensor **out) {
   (void)ctx;
   int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
+  bool viewable;
   int rc = infer_size(shape, self->numel, sizes);
+  if (rc == 0)
+    rc = compute_stride(opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim, sizes,
+                        (int)shape.len, self->numel, strides, &viewable);
   if (rc) return rc;
-  if (compute_stride(opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim, sizes,
-                     (int)shape.len, self->numel, strides))
-    return make_view(self, sizes, strides, (int)shape.len, self->storage_offset, out);
+  if (viewable) return make_view(self, sizes, strides, (int)shape.len, self->storage_offset, out);
   opd_tensor *copy;
   if ((rc = call_clone(self, MEMORY_FORMAT_CONTIGUOUS, &copy)) != 0) return rc;
   rc = view_impl(copy, (opd_int_list){sizes, shape.len}, out);
@@ -217,7 +274,7 @@ static bool non_overlapping_and_dense(const opd_tensor *t) {
     int d = order[i];
     if (sizes[d] == 1) continue;
     if (strides[d] != expected) return false;
-    expected *= sizes[d];
+    if (opd_ckd_mul(&expected, expected, sizes[d])) return false; /* empty: sizes unbounded */
   }
   return true;
 }
@@ -259,7 +316,8 @@ int opd__cea_unsqueeze(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
   for (int i = 0, j = 0; i <= self->ndim; i++) {
     if (i == d) {
       sizes[i] = 1;
-      strides[i] = d >= self->ndim ? 1 : os[d] * ost[d];
+      strides[i] = 1;
+      if (d < self->ndim && (rc = outer_stride(os[d], ost[d], "unsqueeze", &strides[i]))) return rc;
     } else {
       sizes[i] = os[j];
       strides[i] = ost[j];
@@ -291,6 +349,8 @@ int opd__cea_expand(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list si
   (void)ctx;
   (void)implicit;
   char target[256], have[256];
+  if (size.len > OPD_MAX_DIMS)
+    return opd_error(OPD_EINVAL, "tensors have at most %d dimensions", OPD_MAX_DIMS);
   int n = (int)size.len;
   if (size.len < self->ndim)
     return opd_error(OPD_EINVAL,
@@ -299,15 +359,14 @@ int opd__cea_expand(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list si
                      opd__format_sizes(opd_tensor_sizes(self), self->ndim, have, sizeof have),
                      opd__format_sizes(size.data, n, target, sizeof target), (long long)size.len,
                      self->ndim);
-  if (n > OPD_MAX_DIMS)
-    return opd_error(OPD_EINVAL, "tensors have at most %d dimensions", OPD_MAX_DIMS);
   const int64_t *os = opd_tensor_sizes(self), *ost = opd_tensor_strides(self);
   int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
   for (int i = n - 1; i >= 0; i--) {
     int offset = n - 1 - i, dim = self->ndim - 1 - offset;
     /* a new leading dimension gets the stride a contiguous layout would give it */
-    int64_t s = dim >= 0 ? os[dim] : 1;
-    int64_t st = dim >= 0 ? ost[dim] : i == n - 1 ? 1 : sizes[i + 1] * strides[i + 1];
+    int64_t s = dim >= 0 ? os[dim] : 1, st = dim >= 0 ? ost[dim] : 1;
+    int rc = dim < 0 && i < n - 1 ? outer_stride(sizes[i + 1], strides[i + 1], "expand", &st) : 0;
+    if (rc) return rc;
     int64_t want = size.data[i];
     if (want == -1) {
       if (dim < 0)
@@ -352,12 +411,18 @@ int opd__cea_slice_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t d
   if (e < 0) e += size;
   s = s < 0 ? 0 : s > size ? size : s;
   e = e < s ? s : e > size ? size : e;
-  int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
+  int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS], rounded, offset;
   memcpy(sizes, os, self->ndim * sizeof *sizes);
   memcpy(strides, ost, self->ndim * sizeof *strides);
-  sizes[d] = (e - s + step - 1) / step;
-  strides[d] = ost[d] * step;
-  return make_view(self, sizes, strides, self->ndim, self->storage_offset + s * ost[d], out);
+  /* PyTorch's (len + step - 1) / step and stride * step, which overflow for a huge step */
+  if (opd_ckd_add(&rounded, e - s, step - 1) || opd_ckd_mul(&strides[d], ost[d], step))
+    return opd_error(OPD_EINVAL,
+                     "slice(): step %lld overflows int64 for a dimension of size %lld and stride "
+                     "%lld",
+                     (long long)step, (long long)size, (long long)ost[d]);
+  sizes[d] = rounded / step;
+  if ((rc = moved_offset(self, s, ost[d], "slice", "start", &offset))) return rc;
+  return make_view(self, sizes, strides, self->ndim, offset, out);
 }
 
 int opd__cea_select_int(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, int64_t index,
@@ -378,14 +443,47 @@ int opd__cea_select_int(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim
                      (long long)d);
   }
   if (index < 0) index += os[d];
-  int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
+  int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS], offset;
   for (int i = 0, j = 0; i < self->ndim; i++) {
     if (i == d) continue;
     sizes[j] = os[i];
     strides[j++] = ost[i];
   }
-  return make_view(self, sizes, strides, self->ndim - 1, self->storage_offset + index * ost[d],
-                   out);
+  if ((rc = moved_offset(self, index, ost[d], "select", "index", &offset))) return rc;
+  return make_view(self, sizes, strides, self->ndim - 1, offset, out);
+}
+
+/* as_strided's geometry against self's storage, with PyTorch's errors (setStrided,
+ * computeStorageNbytes); opd_tensor_view_of checks the same again. */
+static int check_as_strided(const opd_tensor *self, opd_int_list size, opd_int_list stride,
+                            int64_t offset) {
+  char sz[OPD_MAX_DIMS * 24], st[OPD_MAX_DIMS * 24];
+  const int n = (int)size.len;
+  for (int d = 0; d < n; d++)
+    if (stride.data[d] < 0)
+      return opd_error(OPD_EINVAL,
+                       "as_strided: Negative strides are not supported at the moment, got "
+                       "strides: %s",
+                       opd__format_sizes(stride.data, n, st, sizeof st));
+  int64_t numel, extent, end, nbytes;
+  size_t esize = opd_dtype_size(opd_tensor_dtype(self));
+  int rc = opd_ckd_numel(size.data, (size_t)n, &numel, "as_strided");
+  if (rc || numel == 0 || !self->storage) return rc; /* an empty view reads nothing */
+  if (opd_ckd_geometry(size.data, stride.data, (size_t)n, esize, &numel, &extent, "as_strided") ||
+      opd_ckd_add(&end, offset, extent) || opd_ckd_mul(&nbytes, end, (int64_t)esize))
+    return opd_error(OPD_EINVAL,
+                     "as_strided: Storage size calculation overflowed with sizes=%s and "
+                     "strides=%s at storage offset %lld",
+                     opd__format_sizes(size.data, n, sz, sizeof sz),
+                     opd__format_sizes(stride.data, n, st, sizeof st), (long long)offset);
+  if ((uint64_t)nbytes > self->storage->nbytes)
+    return opd_error(OPD_EINVAL,
+                     "setStorage: sizes %s, strides %s, storage offset %lld, and itemsize %zu "
+                     "requiring a storage size of %lld are out of bounds for storage of size %zu",
+                     opd__format_sizes(size.data, n, sz, sizeof sz),
+                     opd__format_sizes(stride.data, n, st, sizeof st), (long long)offset, esize,
+                     (long long)nbytes, self->storage->nbytes);
+  return 0;
 }
 
 static int as_strided_impl(opd_tensor *self, opd_int_list size, opd_int_list stride,
@@ -397,7 +495,8 @@ static int as_strided_impl(opd_tensor *self, opd_int_list size, opd_int_list str
   int64_t offset = storage_offset.has_value ? storage_offset.value : self->storage_offset;
   if (offset < 0)
     return opd_error(OPD_EINVAL, "Tensor: invalid storage offset %lld", (long long)offset);
-  return make_view(self, size.data, stride.data, (int)size.len, offset, out);
+  int rc = check_as_strided(self, size, stride, offset);
+  return rc ? rc : make_view(self, size.data, stride.data, (int)size.len, offset, out);
 }
 
 int opd__as_strided(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list size,

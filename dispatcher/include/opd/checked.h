@@ -14,6 +14,18 @@
  *    fits in int64, so any partial sum of index * stride * element size does too;
  *  - a view's byte range [offset * esize, (offset + extent) * esize) lies inside its
  *    storage's bytes.
+ * What they do not bound, so that code deriving new integers from a tensor checks them too:
+ *  - an empty tensor (a size of 0) reads nothing, so it may have any non-negative strides, sit
+ *    at any offset, and have other sizes that multiply past int64: a stride, offset or
+ *    product computed from one (unsqueeze's new stride, slice's offset, a dense copy's
+ *    strides, a walk's coalesced dims) can overflow; kernels return before walking one;
+ *  - a Meta tensor's storage holds no bytes, so its extent can be anything up to int64 bytes:
+ *    size * stride of one of its dimensions (one element past the farthest) can overflow;
+ *  - numel * esize of a view can overflow: a stride-0 dimension repeats elements (expand), so
+ *    only a non-overlapping dense tensor's numel is bounded by its extent. A buffer sized by
+ *    an input's numel (an index list) is sized with opd_ckd_nbytes.
+ * Outputs are allocated with their contiguous strides (opd_contiguous_strides), so products
+ * of an output's sizes and strides fit.
  * docs/SECURITY.md lists every entry point of a request's integers and the check that
  * guards it.
  */

@@ -134,8 +134,9 @@ static inline opd_keyset opd_tensor_key_set(const opd_tensor *t) {
 }
 /* Row-major contiguity, ignoring the strides of size-1 dimensions (as c10 does). */
 bool opd_tensor_is_contiguous(const opd_tensor *t);
-/* Fills strides for a contiguous row-major tensor of these sizes; returns numel, or -1
- * on int64 overflow. */
+/* Fills strides for a contiguous row-major tensor of these sizes (a size of 0 strides as 1,
+ * as in c10); returns numel (0 when a size is 0, whatever the others multiply to), or -1
+ * when a stride or a nonzero numel overflows int64. */
 int64_t opd_contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides);
 
 /* Takes the charge of t's storage off this thread's budget ([Note: Memory reserved before it

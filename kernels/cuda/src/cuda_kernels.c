@@ -640,8 +640,10 @@ static int reduce(int op, opd_tensor *self, uint64_t mask, const opd_out_spec *s
       if (reduced != (pass == 1)) continue;
       d.sizes[d.ndim] = sz[k];
       d.strides[d.ndim++] = st[k];
+      /* products of sizes are bounded by numel only when it is not 0 (the kept ones by the
+       * output's, which is not) */
       if (reduced)
-        d.nred *= sz[k];
+        d.nred = self->numel ? d.nred * sz[k] : 0;
       else
         d.nout *= sz[k], d.nkept++;
     }
@@ -697,6 +699,8 @@ static int softmax(opd_tensor *self, int64_t dim, bool half_to_float, bool is_lo
   if (rc) return rc;
   if (!opd_dtype_is_floating(opd_tensor_dtype(self)))
     return not_implemented(is_log ? "host_log_softmax" : "host_softmax", opd_tensor_dtype(self));
+  /* an empty input: nothing to launch (and its sizes' products may overflow) */
+  if (self->numel == 0) return opd__alloc_output(&spec, opd_tensor_device(self), out);
   opd_tensor *in = NULL;
   if ((rc = contiguous(self, &in))) return rc;
   if ((rc = opd__alloc_output(&spec, opd_tensor_device(self), out))) {
@@ -803,10 +807,10 @@ static int gemm_operand(opd_tensor *t, int d0, opd_tensor **held, const void **d
 
 /* alpha or beta of an integer product (Scalar::to<int64_t>: a double must fit). */
 static int int_coefficient(opd_scalar s, uint64_t *out) {
-  if (s.tag == OPD_IV_DOUBLE && !(s.u.d >= -0x1p63 && s.u.d < 0x1p63))
-    return opd_error(OPD_EINVAL, "value cannot be converted to type int64_t without overflow");
-  *out = (uint64_t)opd__scalar_to_int(s);
-  return 0;
+  opd__value v;
+  int rc = opd__scalar_to(s, OPD_INT64, &v);
+  if (rc == 0) *out = (uint64_t)v.i64;
+  return rc;
 }
 
 /* out = alpha * a @ b + beta * out over `batch` matrices (d0: the first matrix dim). */
