@@ -129,6 +129,8 @@ if command -v cc >/dev/null 2>&1 &&
 fi
 nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
 nvcc_version=${nvcc:+$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')}
+[ -n "$nvcc_version" ] && [ "${nvcc_version%%.*}" -lt 12 ] &&
+  missing+=("nvcc 12.0 or later (the library API of NVRTC kernels; this is $nvcc_version)")
 {
   echo "nvcc: ${nvcc:-none} ${nvcc_version}"
   echo "cc: $(cc --version 2>/dev/null | head -1)"
