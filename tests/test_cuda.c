@@ -1,9 +1,14 @@
 /* test_cuda.c: tests of the CUDA backend (kernels/cuda): without a device (every CI machine)
  * opd_cuda_init reports why, creating a CUDA tensor fails with OPD_EUNAVAILABLE naming the
- * reason, the CUDA kernels are registered, and the caching allocator's stream rules hold (on
- * fake device memory); with a device, add, softmax, mm (and a few
- * more) on CUDA agree with the CPU kernels, copies round-trip, and the caching allocator
- * reuses blocks and honours its limit. Tests that need a device print "SKIP: <reason>". */
+ * reason, the CUDA kernels are registered, the caching allocator's stream rules hold (on
+ * fake device memory), the sticky errors are the ones that poison a context, and NVRTC
+ * kernels' dtype declarations and call checks judge as they should; with a device, add,
+ * softmax, mm (and a few more) on CUDA agree with the CPU kernels, copies round-trip, the
+ * caching allocator reuses blocks and honours its limit, NVRTC kernels run with their
+ * declared dtypes and refuse others, products take operands with leading dimensions past
+ * 2^31 - 1, reductions of few outputs over many elements (split across blocks) agree with
+ * the CPU, and each stream gets a cuBLAS workspace of its own, freed with the stream. Tests
+ * that need a device print "SKIP: <reason>". */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -13,6 +18,7 @@
 
 #include "opd/allocator.h"
 #include "opd/cuda.h"
+#include "opd/cuda_nvrtc.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "opd/introspect.h"
@@ -197,6 +203,122 @@ START_TEST(test_cuda_kernels_registered) {
 }
 END_TEST
 
+/* ---- NVRTC kernels' dtypes, without a device ---- */
+
+static opd_schema *parse_schema(const char *text) {
+  opd_schema *s = NULL;
+  ck_assert_msg(opd_schema_parse(text, &s) == 0, "%s: %s", text, opd_last_error());
+  return s;
+}
+
+static const char twice_src[] =
+    "extern \"C\" __global__ void twice(float *out, const float *x, long long n) {\n"
+    "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+    "  if (i < n) out[i] = 2 * x[i];\n"
+    "}\n";
+
+/* [Note: NVRTC kernels]: the declaration of a kernel's dtypes, in every build */
+START_TEST(test_nvrtc_dtypes_declared) {
+  opd_schema *one = parse_schema("gputest::twice(Tensor x) -> Tensor"),
+             *two = parse_schema("gputest::mix(Tensor x, Tensor y, float a, int k) -> Tensor");
+  opd_nvrtc_dtypes d;
+  const size_t len = sizeof twice_src - 1;
+  /* nothing declared: float32 everywhere */
+  ck_assert_int_eq(opd_nvrtc_check(twice_src, len, "twice", one, NULL, &d), 0);
+  ck_assert_uint_eq(d.ntensors, 1);
+  ck_assert_int_eq(d.args[0], OPD_FLOAT32);
+  ck_assert_int_eq(d.result, OPD_FLOAT32);
+  ck_assert_int_eq(opd_nvrtc_check(twice_src, len, "twice", two, "", &d), 0);
+  ck_assert_uint_eq(d.ntensors, 2);
+  ck_assert(d.args[0] == OPD_FLOAT32 && d.args[1] == OPD_FLOAT32 && d.result == OPD_FLOAT32);
+  /* one name for all; c10's names too */
+  ck_assert_int_eq(opd_nvrtc_check(twice_src, len, "twice", two, " Half ", &d), 0);
+  ck_assert(d.args[0] == OPD_FLOAT16 && d.args[1] == OPD_FLOAT16 && d.result == OPD_FLOAT16);
+  /* one per Tensor argument, then the result */
+  ck_assert_int_eq(opd_nvrtc_check(twice_src, len, "twice", two, "int8,bfloat16 -> bool", &d), 0);
+  ck_assert(d.args[0] == OPD_INT8 && d.args[1] == OPD_BFLOAT16 && d.result == OPD_BOOL);
+  ck_assert_int_eq(opd_nvrtc_check(twice_src, len, "twice", one, "float64->int64", &d), 0);
+  ck_assert(d.args[0] == OPD_FLOAT64 && d.result == OPD_INT64);
+  static const struct {
+    const char *dtypes, *says;
+  } bad[] = {
+      {"float33", "unknown dtype 'float33'"},
+      {"float16, float16", "without '->'"},
+      {"float16 -> float32", "not one per Tensor argument"},
+      {"float16, float16, float16 -> float32", "too many"},
+      {"float16, float16 ->", "a dtype name expected at byte 19"},
+      {"float16, float16 -> float32, int8", "unexpected ','"},
+      {"float16, float16 -> float32 -> int8", "unexpected '-'"},
+      {"-> float32", "a dtype name expected at byte 0"},
+      {"float16;", "unexpected ';' at byte 7"},
+      {"float16float16float16", "a dtype name expected at byte 0"},
+      {"float16 \x01", "unexpected byte 0x01 at byte 8"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    int rc = opd_nvrtc_check(twice_src, len, "twice", two, bad[i].dtypes, &d);
+    ck_assert_msg(rc == OPD_EINVAL && strstr(opd_last_error(), bad[i].says), "'%s': %d %s",
+                  bad[i].dtypes, rc, opd_last_error());
+  }
+  /* the most Tensor arguments a schema has, and more dtypes than they take */
+  char text[2048] = "gputest::wide(", *p = text + strlen(text);
+  for (int i = 0; i < OPD_SCHEMA_MAX_ARGS; i++)
+    p += snprintf(p, sizeof text - (size_t)(p - text), "%sTensor a%d", i ? ", " : "", i);
+  snprintf(p, sizeof text - (size_t)(p - text), ") -> Tensor");
+  opd_schema *wide = parse_schema(text);
+  char many[1024] = "";
+  for (int i = 0; i < OPD_SCHEMA_MAX_ARGS + 2; i++) strcat(many, i ? ",int8" : "int8");
+  ck_assert_int_eq(opd_nvrtc_check(twice_src, len, "twice", wide, many, &d), OPD_EINVAL);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), "too many dtypes"));
+  opd_schema_free(wide);
+  char *big = malloc(OPD_NVRTC_MAX_DTYPES + 2);
+  memset(big, ' ', OPD_NVRTC_MAX_DTYPES + 1);
+  memcpy(big, "float32", 7);
+  big[OPD_NVRTC_MAX_DTYPES + 1] = '\0';
+  ck_assert_int_eq(opd_nvrtc_check(twice_src, len, "twice", one, big, &d), OPD_EINVAL);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), "at most"));
+  free(big);
+  /* the declaration is judged before the device's absence */
+  opd_nvrtc_kernel *k = NULL;
+  char *log = NULL;
+  ck_assert_int_eq(opd_nvrtc_kernel_create_typed(twice_src, len, "twice", one,
+                                                 OPD_NVRTC_ELEMENTWISE, "float7", &k, &log),
+                   OPD_EINVAL);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), "float7"));
+  ck_assert(!k && !log);
+  opd_schema_free(one);
+  opd_schema_free(two);
+}
+END_TEST
+
+/* A call's tensors against the declared dtypes (CPU tensors: the dtype is judged first). */
+START_TEST(test_nvrtc_call_checks_dtypes) {
+  opd_schema *two = parse_schema("gputest::mix(Tensor x, Tensor y, float a) -> Tensor");
+  opd_nvrtc_dtypes d;
+  ck_assert_int_eq(
+      opd_nvrtc_check(twice_src, sizeof twice_src - 1, "twice", two, "float32, int8 -> bool", &d),
+      0);
+  int64_t sizes[1] = {8};
+  opd_tensor *f32 = cpu_data(sizes, 1, OPD_FLOAT32, 1), *f16 = cpu_data(sizes, 1, OPD_FLOAT16, 2);
+  opd_ivalue args[3] = {T(f16), T(f32), opd_iv_double(1)};
+  ck_assert_int_eq(opd_nvrtc_check_call(&d, args, "gputest::mix"), OPD_EINVAL);
+  ck_assert_msg(strstr(opd_last_error(), "gputest::mix: argument 0 is a float16 tensor, but the "
+                                         "NVRTC kernel was registered to take float32 there"),
+                "%s", opd_last_error());
+  args[0] = T(f32); /* argument 1 should be int8 */
+  ck_assert_int_eq(opd_nvrtc_check_call(&d, args, "gputest::mix"), OPD_EINVAL);
+  ck_assert_msg(strstr(opd_last_error(), "argument 1 is a float32 tensor, but the NVRTC kernel "
+                                         "was registered to take int8 there"),
+                "%s", opd_last_error());
+  d.args[1] = OPD_FLOAT32; /* right dtypes: then the device is judged */
+  ck_assert_int_eq(opd_nvrtc_check_call(&d, args, "gputest::mix"), OPD_EINVAL);
+  ck_assert_msg(strstr(opd_last_error(), "runs on CUDA tensors (argument 0 is not)"), "%s",
+                opd_last_error());
+  opd_tensor_release(f32);
+  opd_tensor_release(f16);
+  opd_schema_free(two);
+}
+END_TEST
+
 #ifdef OPD_HAVE_CUDA
 /* ---- the caching allocator's logic, on fake device memory (no device needed) ---- */
 
@@ -270,11 +392,44 @@ START_TEST(test_allocator_stream_destroyed) {
   opd__cuda_allocator_set_raw_ops(NULL);
 }
 END_TEST
+
+/* [Note: Sticky errors]: the errors after which a context is unusable mark the device
+ * unhealthy (OPD_EUNAVAILABLE); others are ordinary errors. No device needed: the error's
+ * handling is judged on a device index no real device uses. */
+START_TEST(test_sticky_errors) {
+  init();
+  static const struct {
+    int code;
+    const char *name;
+  } sticky[] = {
+      {700, "cudaErrorIllegalAddress"},
+      {719, "cudaErrorLaunchFailure"},
+      {214, "cudaErrorECCUncorrectable"},
+      {220, "cudaErrorNvlinkUncorrectable"},
+      {226, "cudaErrorContained"},
+      {721, "cudaErrorTensorMemoryLeak"},
+      {810, "cudaErrorMpsClientTerminated"},
+      {911, "cudaErrorExternalDevice"},
+      {999, "cudaErrorUnknown"},
+  };
+  for (size_t i = 0; i < sizeof sticky / sizeof *sticky; i++) {
+    int rc = opd__cuda_error(FAKE_DEVICE, sticky[i].code, "a test");
+    ck_assert_msg(rc == OPD_EUNAVAILABLE && strstr(opd_last_error(), sticky[i].name), "%s: %d %s",
+                  sticky[i].name, rc, opd_last_error());
+  }
+  ck_assert_int_eq(opd__cuda_error(FAKE_DEVICE, 1 /* cudaErrorInvalidValue */, "a test"),
+                   OPD_EINTERNAL);
+  ck_assert_int_eq(opd__cuda_error(FAKE_DEVICE, 2 /* cudaErrorMemoryAllocation */, "a test"),
+                   OPD_ERESOURCE);
+  ck_assert_int_eq(opd__cuda_error(FAKE_DEVICE, 0, "a test"), 0);
+}
+END_TEST
 #endif
 
 /* ---- with a device ---- */
 
-/* op(inputs on CPU) against op(the same inputs moved to CUDA). */
+/* op(inputs on CPU) against op(the same inputs moved to CUDA); each call gets its own copy
+ * of the extra arguments (the caller keeps them). */
 static int64_t compare_op(const char *name, opd_tensor **inputs, int nin, opd_ivalue *extra,
                           int nextra, double tol) {
   opd_ivalue args[8], dargs[8];
@@ -284,7 +439,10 @@ static int64_t compare_op(const char *name, opd_tensor **inputs, int nin, opd_iv
     args[i] = T(inputs[i]);
     dargs[i] = T(dev[i]);
   }
-  for (int i = 0; i < nextra; i++) args[nin + i] = dargs[nin + i] = extra[i];
+  for (int i = 0; i < nextra; i++) {
+    ck_assert_int_eq(opd_iv_copy(&args[nin + i], &extra[i]), 0);
+    ck_assert_int_eq(opd_iv_copy(&dargs[nin + i], &extra[i]), 0);
+  }
   ck_assert_int_eq(call(name, args, nin + nextra, &ref), 0);
   int rc = call(name, dargs, nin + nextra, &res);
   ck_assert_msg(rc == 0, "%s on CUDA: %s", name, opd_last_error());
@@ -432,6 +590,199 @@ START_TEST(test_allocator_caches_and_limits) {
 }
 END_TEST
 
+/* Registers an NVRTC kernel at the CUDA key of a new operator `schema` (namespace
+ * gputest); *def and *impl get the registration ids. */
+static opd_nvrtc_kernel *nvrtc_op(const char *src, const char *entry, const char *schema,
+                                  const char *dtypes, opd_reg_id *def, opd_reg_id *impl) {
+  char qualified[256];
+  snprintf(qualified, sizeof qualified, "gputest::%s", schema);
+  opd_schema *sc = parse_schema(qualified);
+  opd_nvrtc_kernel *k = NULL;
+  char *log = NULL;
+  int rc = opd_nvrtc_kernel_create_typed(src, strlen(src), entry, sc, OPD_NVRTC_ELEMENTWISE, dtypes,
+                                         &k, &log);
+  ck_assert_msg(rc == 0, "%s: %s %s", entry, opd_last_error(), log ? log : "");
+  opd_schema_free(sc);
+  ck_assert_int_gt(*def = opd_def("gputest", schema, OPD_HERE), 0);
+  opd_kernel kernel = opd_nvrtc_kernel_boxed(k);
+  ck_assert_int_gt(*impl = opd_impl(qualified, OPD_KEY_CUDA, &kernel, OPD_HERE), 0);
+  return k;
+}
+
+static void nvrtc_op_free(opd_nvrtc_kernel *k, opd_reg_id def, opd_reg_id impl) {
+  ck_assert_int_eq(opd_deregister(impl), 0);
+  ck_assert_int_eq(opd_deregister(def), 0);
+  opd_nvrtc_kernel_free(k);
+}
+
+/* [Note: NVRTC kernels]: a kernel runs on tensors of its declared dtypes (float32 when
+ * nothing is declared) and refuses others, which it would read and write past their end;
+ * its result has the declared result dtype. */
+START_TEST(test_nvrtc_dtypes_on_device) {
+  if (skip_without_device("test_nvrtc_dtypes_on_device")) return;
+  opd_reg_id def1, impl1, def2, impl2;
+  opd_nvrtc_kernel *k1 =
+      nvrtc_op(twice_src, "twice", "twice(Tensor x) -> Tensor", NULL, &def1, &impl1);
+  static const char positive_src[] =
+      "extern \"C\" __global__ void positive(bool *out, const signed char *x, long long n) {\n"
+      "  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+      "  if (i < n) out[i] = x[i] > 0;\n"
+      "}\n";
+  opd_nvrtc_kernel *k2 = nvrtc_op(positive_src, "positive", "positive(Tensor x) -> Tensor",
+                                  "int8 -> bool", &def2, &impl2);
+  int64_t sizes[1] = {1000};
+  opd_tensor *x = cpu_data(sizes, 1, OPD_FLOAT32, 31), *dx = NULL, *r = NULL, *back = NULL;
+  ck_assert_int_eq(to_device(x, cuda0, &dx), 0);
+  ck_assert_msg(call("gputest::twice", (opd_ivalue[]){T(dx)}, 1, &r) == 0, "%s", opd_last_error());
+  ck_assert_int_eq(r->dtype, OPD_FLOAT32);
+  ck_assert_int_eq(to_device(r, cpu, &back), 0);
+  for (int64_t i = 0; i < x->numel; i++) ck_assert_float_eq(at(back, i), 2 * at(x, i));
+  opd_tensor_release(back);
+  opd_tensor_release(r);
+  /* float16, int8, bool tensors for a float kernel: refused, nothing launched */
+  const opd_dtype others[] = {OPD_FLOAT16, OPD_INT8, OPD_BOOL};
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+    opd_tensor *o = NULL, *h = mk(others[i], SHAPE(4), VALS(1, 0, -1, 2));
+    ck_assert_int_eq(to_device(h, cuda0, &o), 0);
+    r = NULL;
+    ck_assert_int_eq(call("gputest::twice", (opd_ivalue[]){T(o)}, 1, &r), OPD_EINVAL);
+    ck_assert_ptr_nonnull(strstr(opd_last_error(), "registered to take float32"));
+    ck_assert_ptr_null(r);
+    if (others[i] == OPD_INT8) { /* the kernel declared for int8 -> bool takes it */
+      ck_assert_msg(call("gputest::positive", (opd_ivalue[]){T(o)}, 1, &r) == 0, "%s",
+                    opd_last_error());
+      ck_assert_int_eq(r->dtype, OPD_BOOL);
+      ck_assert_int_eq(to_device(r, cpu, &back), 0);
+      const double want[4] = {1, 0, 0, 1};
+      for (int k = 0; k < 4; k++) ck_assert_float_eq(at(back, k), want[k]);
+      opd_tensor_release(back);
+      opd_tensor_release(r);
+    }
+    opd_tensor_release(o);
+    opd_tensor_release(h);
+  }
+  ck_assert_int_eq(call("gputest::positive", (opd_ivalue[]){T(dx)}, 1, &r), OPD_EINVAL);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), "argument 0 is a float32 tensor"));
+  ck_assert_int_eq(opd_cuda_stream_synchronize(0, NULL), 0);
+  ck_assert(opd_cuda_device_healthy(0, NULL));
+  nvrtc_op_free(k1, def1, impl1);
+  nvrtc_op_free(k2, def2, impl2);
+  opd_tensor_release(dx);
+  opd_tensor_release(x);
+}
+END_TEST
+
+/* gemm_operand: an operand whose leading dimension passes 2^31 - 1 (cuBLAS takes an int) is
+ * copied contiguous first, as PyTorch does, not refused. Row- and column-major views of a
+ * float16 storage of 2^31 + 2 elements (4 GiB). */
+START_TEST(test_mm_leading_dimension_past_int32) {
+  if (skip_without_device("test_mm_leading_dimension_past_int32")) return;
+  const int64_t big = (int64_t)1 << 31, n = big + 2;
+  opd_tensor *store = NULL;
+  if (opd_tensor_empty(&n, 1, OPD_FLOAT16, cuda0, &store) != 0) {
+    printf("SKIP: test_mm_leading_dimension_past_int32: %s\n", opd_last_error());
+    return;
+  }
+  opd_tensor *a = mk(OPD_FLOAT16, SHAPE(2, 2), VALS(1, 2, 3, 4));
+  int64_t sb[2] = {2, 3};
+  opd_tensor *b = cpu_data(sb, 2, OPD_FLOAT16, 32), *db = NULL, *ref = NULL;
+  ck_assert_int_eq(to_device(b, cuda0, &db), 0);
+  ck_assert_int_eq(call("aten::mm", (opd_ivalue[]){T(a), T(b)}, 2, &ref), 0);
+  const int64_t strides[2][2] = {{big, 1}, {1, big}}; /* row-major, column-major */
+  for (int k = 0; k < 2; k++) {
+    opd_tensor *v = view(store, SHAPE(2, 2), strides[k], 0), *filled = NULL, *res = NULL;
+    ck_assert_int_eq(
+        call("aten::copy_", (opd_ivalue[]){T(v), T(a), opd_iv_bool(false)}, 3, &filled), 0);
+    int rc = call("aten::mm", (opd_ivalue[]){T(v), T(db)}, 2, &res);
+    ck_assert_msg(rc == 0, "strides {%lld, %lld}: %s", (long long)strides[k][0],
+                  (long long)strides[k][1], opd_last_error());
+    ck_assert_int_eq(assert_matches(res, ref, 1e-2), 6);
+    opd_tensor_release(res);
+    opd_tensor_release(filled);
+    opd_tensor_release(v);
+  }
+  opd_tensor_release(ref);
+  opd_tensor_release(db);
+  opd_tensor_release(b);
+  opd_tensor_release(a);
+  opd_tensor_release(store);
+}
+END_TEST
+
+/* [Note: CUDA reductions]: few outputs over many elements each (split across blocks, then a
+ * second pass) agree with the CPU: sums, means, amax, argmax (the first index of the maximum:
+ * the values repeat) over one dim and over everything; int64 sums exactly. */
+START_TEST(test_reduce_few_outputs_many_elements) {
+  if (skip_without_device("test_reduce_few_outputs_many_elements")) return;
+  int64_t sizes[2] = {3, (1 << 22) + 5};
+  opd_tensor *x = cpu_data(sizes, 2, OPD_FLOAT32, 33), *x64 = cpu_data(sizes, 2, OPD_INT64, 34);
+  const int64_t one = 1;
+  opd_ivalue dim1; /* copied into each call */
+  ck_assert_int_eq(opd_iv_make_int_list(&dim1, &one, 1), 0);
+  opd_ivalue sum_dim[3] = {dim1, opd_iv_bool(false), opd_iv_none()};
+  opd_ivalue sum_all[3] = {opd_iv_none(), opd_iv_bool(false), opd_iv_none()};
+  opd_ivalue mean_dim[3] = {dim1, opd_iv_bool(true), opd_iv_none()};
+  opd_ivalue amax_dim[2] = {dim1, opd_iv_bool(false)};
+  opd_ivalue argmax_dim[2] = {opd_iv_int(1), opd_iv_bool(false)};
+  opd_ivalue argmax_all[2] = {opd_iv_none(), opd_iv_bool(false)};
+  ck_assert_int_eq(compare_op("aten::sum.dim_IntList", &x, 1, sum_dim, 3, 1e-3), 3);
+  ck_assert_int_eq(compare_op("aten::sum.dim_IntList", &x, 1, sum_all, 3, 1e-3), 1);
+  ck_assert_int_eq(compare_op("aten::mean.dim", &x, 1, mean_dim, 3, 1e-3), 3);
+  ck_assert_int_eq(compare_op("aten::amax", &x, 1, amax_dim, 2, 0), 3);
+  ck_assert_int_eq(compare_op("aten::argmax", &x, 1, argmax_dim, 2, 0), 3);
+  ck_assert_int_eq(compare_op("aten::argmax", &x, 1, argmax_all, 2, 0), 1);
+  ck_assert_int_eq(compare_op("aten::sum.dim_IntList", &x64, 1, sum_dim, 3, 0), 3);
+  ck_assert_int_eq(compare_op("aten::sum.dim_IntList", &x64, 1, sum_all, 3, 0), 1);
+  opd_iv_destroy(&dim1);
+  opd_tensor_release(x64);
+  opd_tensor_release(x);
+}
+END_TEST
+
+/* [Note: cuBLAS workspaces]: a product on a new stream gets a workspace of its own (held
+ * while the stream lives, reused by its later products) and the stream's destruction frees
+ * it. */
+START_TEST(test_cublas_workspace_per_stream) {
+  if (skip_without_device("test_cublas_workspace_per_stream")) return;
+  const uint64_t ws = (uint64_t)(opd_cuda_device_capability(0) >= 90 ? 32 : 4) << 20;
+  int64_t sa[2] = {64, 32}, sb[2] = {32, 16};
+  opd_tensor *a = cpu_data(sa, 2, OPD_FLOAT32, 35), *b = cpu_data(sb, 2, OPD_FLOAT32, 36);
+  opd_tensor *da = NULL, *db = NULL, *ref = NULL;
+  ck_assert_int_eq(to_device(a, cuda0, &da), 0);
+  ck_assert_int_eq(to_device(b, cuda0, &db), 0);
+  ck_assert_int_eq(call("aten::mm", (opd_ivalue[]){T(a), T(b)}, 2, &ref), 0);
+  void *s1 = opd_cuda_stream_create(0), *s2 = opd_cuda_stream_create(0);
+  ck_assert(s1 && s2);
+  opd_memory_stats m;
+  opd_memory_stats_get_device(cuda0, &m);
+  const uint64_t base = m.in_use;
+  void *order[3] = {s1, s2, s1};
+  const uint64_t held[3] = {base + ws, base + 2 * ws, base + 2 * ws};
+  for (int k = 0; k < 3; k++) {
+    opd_cuda_set_current_stream(0, order[k]);
+    opd_tensor *res = NULL;
+    ck_assert_int_eq(call("aten::mm", (opd_ivalue[]){T(da), T(db)}, 2, &res), 0);
+    assert_matches(res, ref, 1e-5);
+    opd_tensor_release(res);
+    opd_memory_stats_get_device(cuda0, &m);
+    ck_assert_msg(m.in_use == held[k], "after product %d: %llu bytes in use, expected %llu", k,
+                  (unsigned long long)m.in_use, (unsigned long long)held[k]);
+  }
+  opd_cuda_set_current_stream(0, NULL);
+  opd_cuda_stream_destroy(0, s1);
+  opd_memory_stats_get_device(cuda0, &m);
+  ck_assert_uint_eq(m.in_use, base + ws);
+  opd_cuda_stream_destroy(0, s2);
+  opd_memory_stats_get_device(cuda0, &m);
+  ck_assert_uint_eq(m.in_use, base);
+  opd_tensor_release(ref);
+  opd_tensor_release(da);
+  opd_tensor_release(db);
+  opd_tensor_release(a);
+  opd_tensor_release(b);
+}
+END_TEST
+
 Suite *opd_test_cuda_suite(void) {
   Suite *s = suite_create("cuda");
   TCase *tc = tcase_create("cuda");
@@ -439,8 +790,11 @@ Suite *opd_test_cuda_suite(void) {
   tcase_add_test(tc, test_init_reports_devices);
   tcase_add_test(tc, test_cuda_tensor_without_device);
   tcase_add_test(tc, test_cuda_kernels_registered);
+  tcase_add_test(tc, test_nvrtc_dtypes_declared);
+  tcase_add_test(tc, test_nvrtc_call_checks_dtypes);
 #ifdef OPD_HAVE_CUDA
   tcase_add_test(tc, test_allocator_stream_destroyed);
+  tcase_add_test(tc, test_sticky_errors);
 #endif
   tcase_add_test(tc, test_copy_round_trip);
   tcase_add_test(tc, test_add_matches_cpu);
@@ -448,6 +802,10 @@ Suite *opd_test_cuda_suite(void) {
   tcase_add_test(tc, test_mm_matches_cpu);
   tcase_add_test(tc, test_cpu_scalar_operands);
   tcase_add_test(tc, test_allocator_caches_and_limits);
+  tcase_add_test(tc, test_nvrtc_dtypes_on_device);
+  tcase_add_test(tc, test_mm_leading_dimension_past_int32);
+  tcase_add_test(tc, test_reduce_few_outputs_many_elements);
+  tcase_add_test(tc, test_cublas_workspace_per_stream);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -5,7 +5,10 @@
  * cuda_workers_per_device is checked. On a machine with a device these cases skip, saying
  * so (tests/gpu/run_device_checks.sh covers it there). And the scheduler's GPU pools, which
  * need no GPU: jobs of 8 sessions moving at random between the CPU pool and two GPU pools
- * each run on their device's pool, and every session's jobs run in order, one at a time.
+ * each run on their device's pool, and every session's jobs run in order, one at a time;
+ * and, on two fake devices, the sessions' streams: whichever pool runs a job, every device
+ * it touches runs it on the session's one stream of that device, and the reaper waits for
+ * and destroys each stream once.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -22,6 +25,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "connection.h"
+#include "gpu.h"
+#include "loop.h"
+#include "opd/allocator.h"
 #include "opd/client.h"
 #include "opd/cuda.h"
 #include "opd/error.h"
@@ -379,6 +386,330 @@ START_TEST(test_sched_gpu_pools_keep_session_order) {
 }
 END_TEST
 
+/* ---- downloads of CUDA views, with a device ---- */
+
+/* A CUDA tensor of `shape` holding 0, 1, 2, ... (float32). */
+static opd_tensor *cuda_counting(const int64_t *shape, int ndim) {
+  opd_tensor *t;
+  ck_assert_int_eq(opd_tensor_empty(shape, ndim, OPD_FLOAT32, (opd_device){OPD_DEVICE_CUDA, 0}, &t),
+                   0);
+  float *h = malloc((size_t)t->numel * sizeof *h);
+  for (int64_t i = 0; i < t->numel; i++) h[i] = (float)i;
+  ck_assert_int_eq(opd_cuda_copy_from_host(t, 0, h, (size_t)t->numel * sizeof *h), 0);
+  free(h);
+  return t;
+}
+
+/* Element i (row-major) of a float32 CPU tensor, through its strides. */
+static float host_at(const opd_tensor *t, int64_t i) {
+  int64_t off = 0;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    off += i % opd_tensor_sizes(t)[d] * opd_tensor_strides(t)[d];
+    i /= opd_tensor_sizes(t)[d];
+  }
+  return ((const float *)opd_tensor_data(t))[off];
+}
+
+/* [Note: Downloading a CUDA view]: the host copy of a view holds only the storage it reaches
+ * (an expand of one element to 2^26 is 4 bytes, not 256 MiB, and nothing is made contiguous
+ * on the device), with the view's sizes and strides; a view that reaches more storage than it
+ * has elements (a column) comes back contiguous. */
+START_TEST(test_download_of_views) {
+  if (opd_cuda_init() <= 0) {
+    fprintf(stderr, "SKIP: test_download_of_views: %s\n", opd_cuda_unavailable_reason());
+    return;
+  }
+  const opd_device cuda0 = {OPD_DEVICE_CUDA, 0};
+  const int64_t shape[2] = {64, 1024};
+  opd_tensor *base = cuda_counting(shape, 2);
+  static const struct {
+    int ndim;
+    int64_t sizes[2], strides[2], offset;
+    uint64_t host_bytes; /* of the host copy's storage */
+    bool contiguous;
+  } views[] = {
+      {1, {1 << 26}, {0}, 5, 4, false},                    /* one element expanded */
+      {2, {4, 3}, {0, 1}, 10, 12, false},                  /* a row expanded */
+      {2, {1024, 64}, {1, 1024}, 0, 64 * 1024 * 4, false}, /* the transpose */
+      {1, {64}, {1024}, 7, 64 * 4, true},                  /* a column: contiguous */
+      {2, {64, 1024}, {1024, 1}, 0, 64 * 1024 * 4, true},  /* the tensor itself */
+  };
+  for (size_t k = 0; k < sizeof views / sizeof *views; k++) {
+    opd_tensor *v = NULL, *h = NULL;
+    ck_assert_int_eq(opd_tensor_view_of(base, views[k].sizes, views[k].strides, views[k].ndim,
+                                        views[k].offset, &v),
+                     0);
+    opd_memory_stats before, after;
+    opd_memory_stats_get_device(cuda0, &before);
+    ck_assert_msg(opd__gpu_to_host(v, &h) == 0, "view %zu: %s", k, opd_last_error());
+    opd_memory_stats_get_device(cuda0, &after);
+    if (!views[k].contiguous) /* nothing made on the device */
+      ck_assert_uint_eq(after.peak, before.peak);
+    ck_assert_int_eq(opd_tensor_device(h).type, OPD_DEVICE_CPU);
+    ck_assert_uint_eq(h->storage->nbytes, views[k].host_bytes);
+    ck_assert_int_eq(h->ndim, v->ndim);
+    ck_assert_int_eq(opd_tensor_is_contiguous(h), views[k].contiguous);
+    for (int d = 0; d < v->ndim; d++) {
+      ck_assert_int_eq(opd_tensor_sizes(h)[d], opd_tensor_sizes(v)[d]);
+      if (!views[k].contiguous)
+        ck_assert_int_eq(opd_tensor_strides(h)[d], opd_tensor_strides(v)[d]);
+    }
+    for (int64_t i = 0; i < v->numel; i += 1 + v->numel / 4096) { /* element = its offset */
+      int64_t off = v->storage_offset, rest = i;
+      for (int d = v->ndim - 1; d >= 0; d--) {
+        off += rest % opd_tensor_sizes(v)[d] * opd_tensor_strides(v)[d];
+        rest /= opd_tensor_sizes(v)[d];
+      }
+      ck_assert_msg(host_at(h, i) == (float)off, "view %zu, element %lld: %g, expected %lld", k,
+                    (long long)i, host_at(h, i), (long long)off);
+    }
+    opd_tensor_release(h);
+    opd_tensor_release(v);
+  }
+  opd_tensor_release(base);
+}
+END_TEST
+
+#ifdef OPD_HAVE_CUDA
+/* ---- the sessions' streams on two fake devices ([Note: A session's streams on every
+ * device a job touches] in server/src/gpu.c) ---- */
+
+enum { FAKE_DEVICES = 2, MAX_STREAMS = 16, STREAM_JOBS = 9 };
+
+/* A fake stream: which device it is on, and what the reaper did to it. */
+typedef struct fake_stream {
+  int device;
+  _Atomic int synced, destroyed;
+} fake_stream;
+
+typedef struct stream_run {
+  opd__sched sched;
+  opd_server *srv;
+  opd__conn *conn;
+  opd__session sessions[2];
+  opd__job jobs[STREAM_JOBS];
+  Opd__V1__Request reqs[STREAM_JOBS];
+  Opd__V1__Call calls[STREAM_JOBS];
+  Opd__V1__Download downloads[STREAM_JOBS];
+  Opd__V1__IValue values[STREAM_JOBS][2];
+  Opd__V1__IValue *args[STREAM_JOBS][2];
+  Opd__V1__Device cuda[FAKE_DEVICES];
+  uint64_t touches[STREAM_JOBS];            /* the devices each job names, as a mask */
+  void *current[STREAM_JOBS][FAKE_DEVICES]; /* the worker's streams as the job ran */
+  int entered[STREAM_JOBS];                 /* opd__gpu_enter's result */
+  pthread_mutex_t mu;
+  fake_stream streams[MAX_STREAMS]; /* created, in order */
+  int nstreams;
+  _Atomic int done, wrong_pool;
+} stream_run;
+
+static stream_run *sm;
+
+static bool fake_healthy(int device, const char **sticky) {
+  if (sticky) *sticky = NULL;
+  return device >= 0 && device < FAKE_DEVICES;
+}
+static void *fake_stream_create(int device) {
+  pthread_mutex_lock(&sm->mu);
+  ck_assert_int_lt(sm->nstreams, MAX_STREAMS);
+  fake_stream *f = &sm->streams[sm->nstreams++];
+  f->device = device;
+  pthread_mutex_unlock(&sm->mu);
+  return f;
+}
+static int fake_stream_synchronize(int device, void *stream) {
+  fake_stream *f = stream;
+  ck_assert_int_eq(f->device, device);
+  atomic_fetch_add(&f->synced, 1);
+  return 0;
+}
+static void fake_stream_destroy(int device, void *stream) {
+  fake_stream *f = stream;
+  ck_assert_int_eq(f->device, device);
+  ck_assert_int_gt(atomic_load(&f->synced), 0); /* waited for before it goes */
+  atomic_fetch_add(&f->destroyed, 1);
+}
+static const opd__gpu_stream_ops fake_stream_ops = {.healthy = fake_healthy,
+                                                    .create = fake_stream_create,
+                                                    .synchronize = fake_stream_synchronize,
+                                                    .destroy = fake_stream_destroy};
+
+/* "CUDA" memory for tensors on the fake devices: host memory. */
+static void *host_alloc(const opd_allocator *a, opd_device device, size_t nbytes) {
+  (void)a;
+  ck_assert_int_lt(device.index, FAKE_DEVICES);
+  return malloc(nbytes ? nbytes : 1);
+}
+static void host_free(const opd_allocator *a, opd_device device, void *p, size_t nbytes) {
+  (void)a;
+  (void)device;
+  (void)nbytes;
+  free(p);
+}
+static const opd_allocator host_as_cuda = {.alloc = host_alloc, .free = host_free};
+
+/* The worker's current stream of each device as the job runs (what its kernels and copies
+ * would use). */
+static bool record_streams(opd__job *job) {
+  int i = (int)(job - sm->jobs);
+  const opd__pool *want =
+      job->device.type == OPD_DEVICE_CUDA ? &sm->sched.gpu[job->device.index] : &sm->sched.cpu;
+  if (!on_pool(want)) atomic_fetch_add(&sm->wrong_pool, 1);
+  sm->entered[i] = opd__gpu_enter(job);
+  for (int d = 0; d < FAKE_DEVICES; d++) sm->current[i][d] = opd_cuda_current_stream(d);
+  return false;
+}
+
+static void stream_job_done(opd__job *jobs, void *arg) {
+  (void)arg;
+  for (opd__job *j = jobs; j; j = j->qnext) atomic_fetch_add(&sm->done, 1);
+}
+
+/* A session's tensor on fake device `d`, by handle. */
+static uint64_t fake_cuda_tensor(opd__session *s, int d) {
+  opd_tensor *t;
+  const int64_t shape[1] = {4};
+  ck_assert_int_eq(opd_tensor_empty(shape, 1, OPD_FLOAT32, (opd_device){OPD_DEVICE_CUDA, d}, &t),
+                   0);
+  uint64_t reserved = 0, h;
+  ck_assert_int_eq(opd__session_hold(s, t, &reserved, &h), 0);
+  opd_tensor_release(t);
+  return h;
+}
+
+/* Job i of session s: a call of a tensor (handle, or 0: none) and a Device argument (-1:
+ * none), or a download of `handle`; touches = the devices it names. */
+static void stream_job(int i, opd__session *s, bool download, uint64_t handle, int device,
+                       uint64_t touches) {
+  opd__job *j = &sm->jobs[i];
+  Opd__V1__Request *r = &sm->reqs[i];
+  opd__v1__request__init(r);
+  j->conn = sm->conn;
+  j->session = s;
+  j->id = (uint64_t)i + 1;
+  j->req = r;
+  j->device = (opd_device){OPD_DEVICE_CPU, -1};
+  sm->touches[i] = touches;
+  if (download) {
+    j->kind = OPD__JOB_DOWNLOAD;
+    opd__v1__download__init(&sm->downloads[i]);
+    sm->downloads[i].handle = handle;
+    r->body_case = OPD__V1__REQUEST__BODY_DOWNLOAD;
+    r->download = &sm->downloads[i];
+    return;
+  }
+  j->kind = OPD__JOB_CALL;
+  Opd__V1__Call *c = &sm->calls[i];
+  opd__v1__call__init(c);
+  c->op = "test::op";
+  c->args = sm->args[i];
+  if (handle) {
+    Opd__V1__IValue *v = &sm->values[i][c->n_args];
+    opd__v1__ivalue__init(v);
+    v->value_case = OPD__V1__IVALUE__VALUE_TENSOR;
+    v->tensor = handle;
+    c->args[c->n_args++] = v;
+  }
+  if (device >= 0) {
+    Opd__V1__IValue *v = &sm->values[i][c->n_args];
+    opd__v1__ivalue__init(v);
+    v->value_case = OPD__V1__IVALUE__VALUE_DEVICE;
+    v->device = &sm->cuda[device];
+    c->args[c->n_args++] = v;
+  }
+  r->body_case = OPD__V1__REQUEST__BODY_CALL;
+  r->call = c;
+}
+
+/* Two sessions whose jobs the router sends to two fake devices' pools; some jobs touch both
+ * devices (a tensor on one, a Device argument naming the other: a copy between GPUs). Each
+ * job must find, on the worker that runs it, its session's stream of every device it touches
+ * (the same stream for all of the session's jobs there, whichever pool ran them: so a
+ * cross-device copy is ordered with the session's kernels on the other device) and the
+ * per-thread default stream on the others. */
+START_TEST(test_session_streams_on_every_device) {
+  sm = calloc(1, sizeof *sm);
+  ck_assert_ptr_nonnull(sm);
+  pthread_mutex_init(&sm->mu, NULL);
+  opd__gpu_set_stream_ops(&fake_stream_ops);
+  ck_assert_int_eq(opd_allocator_register(OPD_DEVICE_CUDA, &host_as_cuda), 0);
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  sm->srv = calloc(1, sizeof *sm->srv);
+  sm->conn = calloc(1, sizeof *sm->conn);
+  ck_assert(sm->srv && sm->conn);
+  sm->conn->server = sm->srv;
+  ck_assert_int_eq(opd__gpu_create(FAKE_DEVICES, &sm->srv->gpu), 0);
+  for (int d = 0; d < FAKE_DEVICES; d++) {
+    opd__v1__device__init(&sm->cuda[d]);
+    sm->cuda[d].type = OPD_DEVICE_CUDA;
+    sm->cuda[d].index = d;
+  }
+  opd__session *a = &sm->sessions[0], *b = &sm->sessions[1];
+  opd__session_init(a, 1, &cfg);
+  opd__session_init(b, 2, &cfg);
+  uint64_t a0 = fake_cuda_tensor(a, 0), a1 = fake_cuda_tensor(a, 1), b1 = fake_cuda_tensor(b, 1);
+  stream_job(0, a, false, a0, 1, 3);  /* a0.to("cuda:1"): runs on cuda:0's pool */
+  stream_job(1, a, false, a1, -1, 2); /* on cuda:1 */
+  stream_job(2, b, false, b1, -1, 2); /* on cuda:1 */
+  stream_job(3, a, true, a1, -1, 2);  /* a download from cuda:1 */
+  stream_job(4, b, false, 0, 0, 1);   /* a factory on cuda:0 */
+  stream_job(5, a, false, a0, -1, 1); /* on cuda:0 only: cuda:1's stream is not a's */
+  stream_job(6, b, false, b1, 0, 3);  /* b1.to("cuda:0"): runs on cuda:1's pool */
+  stream_job(7, a, false, a1, 0, 3);  /* a1.to("cuda:0"): runs on cuda:1's pool */
+  stream_job(8, b, false, 0, 1, 2);   /* a factory on cuda:1 */
+  ck_assert_int_eq(opd__sched_start(&sm->sched, 1, record_streams, stream_job_done, NULL), 0);
+  ck_assert_int_eq(opd__sched_start_gpu(&sm->sched, FAKE_DEVICES, 1, opd__gpu_route), 0);
+  for (int i = 0; i < STREAM_JOBS; i++) ck_assert(opd__sched_submit(&sm->sched, &sm->jobs[i]));
+  for (int t = 0; t < 2000 && atomic_load(&sm->done) < STREAM_JOBS; t++)
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
+  ck_assert_int_eq(atomic_load(&sm->done), STREAM_JOBS);
+  opd__sched_stop(&sm->sched);
+  ck_assert_int_eq(atomic_load(&sm->wrong_pool), 0);
+  /* one stream per session and device it touched, each the same for all its jobs */
+  void *stream_of[2][FAKE_DEVICES] = {{NULL}};
+  for (int i = 0; i < STREAM_JOBS; i++) {
+    int si = (int)(sm->jobs[i].session - sm->sessions);
+    ck_assert_int_eq(sm->entered[i], 0);
+    ck_assert_int_eq(sm->jobs[i].device.type, OPD_DEVICE_CUDA);
+    for (int d = 0; d < FAKE_DEVICES; d++) {
+      void *cur = sm->current[i][d];
+      if (!((sm->touches[i] >> d) & 1)) { /* this thread's: the per-thread default stream */
+        ck_assert_msg(cur == opd_cuda_current_stream(d),
+                      "job %d: a stream stays current on cuda:%d, which it does not touch", i, d);
+        continue;
+      }
+      const fake_stream *f = cur;
+      ck_assert_msg(f >= sm->streams && f < sm->streams + sm->nstreams,
+                    "job %d: cuda:%d runs on the per-thread default stream, not the session's", i,
+                    d);
+      ck_assert_int_eq(f->device, d);
+      if (!stream_of[si][d]) stream_of[si][d] = cur;
+      ck_assert_msg(stream_of[si][d] == cur, "job %d: a second stream of session %d on cuda:%d", i,
+                    si, d);
+    }
+  }
+  ck_assert_int_eq(sm->nstreams, 4);
+  ck_assert_ptr_ne(stream_of[0][0], stream_of[1][0]);
+  ck_assert_ptr_ne(stream_of[0][1], stream_of[1][1]);
+  /* the sessions end: the reaper waits for each stream, releases the tensors, destroys them */
+  opd__session_destroy(a);
+  opd__session_destroy(b);
+  opd__gpu_stop(sm->srv->gpu);
+  for (int k = 0; k < sm->nstreams; k++) {
+    ck_assert_int_eq(atomic_load(&sm->streams[k].synced), 1);
+    ck_assert_int_eq(atomic_load(&sm->streams[k].destroyed), 1);
+  }
+  opd__gpu_set_stream_ops(NULL);
+  opd_server_config_destroy(&cfg);
+  pthread_mutex_destroy(&sm->mu);
+  free(sm->conn);
+  free(sm->srv);
+  free(sm);
+}
+END_TEST
+#endif
+
 Suite *opd_test_gpu_server_suite(void) {
   Suite *s = suite_create("gpu_server");
   TCase *tc = tcase_create("no_device");
@@ -388,9 +719,16 @@ Suite *opd_test_gpu_server_suite(void) {
   tcase_add_test(tc, test_cuda_register_unavailable);
   tcase_add_test(tc, test_config_cuda_workers);
   suite_add_tcase(s, tc);
+  TCase *dev = tcase_create("device");
+  tcase_set_timeout(dev, 60);
+  tcase_add_test(dev, test_download_of_views);
+  suite_add_tcase(s, dev);
   TCase *sched = tcase_create("sched");
   tcase_set_timeout(sched, 60);
   tcase_add_test(sched, test_sched_gpu_pools_keep_session_order);
+#ifdef OPD_HAVE_CUDA
+  tcase_add_test(sched, test_session_streams_on_every_device);
+#endif
   suite_add_tcase(s, sched);
   return s;
 }

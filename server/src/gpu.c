@@ -11,6 +11,7 @@
 #include "connection.h"
 #include "loop.h"
 #include "opd/allocator.h"
+#include "opd/checked.h"
 #include "opd/cuda.h"
 #include "opd/error.h"
 #include "opd/log.h"
@@ -19,6 +20,17 @@
 
 /* A worker's pinned staging buffer: uploads and downloads go through it in chunks. */
 #define STAGING_BYTES ((size_t)4 << 20)
+
+/* The CUDA backend's stream functions, or a test's (opd__gpu_set_stream_ops). */
+static const opd__gpu_stream_ops cuda_stream_ops = {.healthy = opd_cuda_device_healthy,
+                                                    .create = opd_cuda_stream_create,
+                                                    .synchronize = opd_cuda_stream_synchronize,
+                                                    .destroy = opd_cuda_stream_destroy};
+static const opd__gpu_stream_ops *ops = &cuda_stream_ops;
+
+void opd__gpu_set_stream_ops(const opd__gpu_stream_ops *o) {
+  ops = o ? o : &cuda_stream_ops;
+}
 
 struct opd__gpu_session {
   opd__gpu *g;
@@ -41,13 +53,13 @@ struct opd__gpu {
 
 static void reap(opd__gpu_session *gs) {
   for (unsigned d = 0; d < gs->ndev; d++)
-    if (gs->streams[d]) (void)opd_cuda_stream_synchronize((int)d, gs->streams[d]);
+    if (gs->streams[d]) (void)ops->synchronize((int)d, gs->streams[d]);
   for (size_t i = 0; i < gs->handles.cap; i++)
     if (gs->handles.keys[i]) opd_tensor_release((opd_tensor *)(uintptr_t)gs->handles.vals[i]);
   opd__free(gs->handles.keys);
   opd__free(gs->handles.vals);
   for (unsigned d = 0; d < gs->ndev; d++)
-    if (gs->streams[d]) opd_cuda_stream_destroy((int)d, gs->streams[d]);
+    if (gs->streams[d]) ops->destroy((int)d, gs->streams[d]);
   opd__free(gs);
 }
 
@@ -84,19 +96,11 @@ void opd__gpu_session_end(opd__session *s) {
 
 /* ---- start and stop ---- */
 
-int opd__gpu_start(opd_server *srv) {
-  int ndev = opd_cuda_init();
-  if (ndev <= 0) {
-    const char *why = opd_cuda_unavailable_reason();
-    opd_log(OPD_LOG_INFO, "CUDA backend unavailable: %s", why ? why : "no CUDA device");
-    /* a call with a CUDA Device argument then fails with UNAVAILABLE (opd__gpu_enter); the
-     * workers read route only after the loop, started later, queued a job */
-    srv->sched.route = opd__gpu_route;
-    return 0;
-  }
+int opd__gpu_create(unsigned ndev, opd__gpu **out) {
+  assert(ndev > 0 && ndev <= 64);
   opd__gpu *g = opd__calloc(1, sizeof *g);
   if (!g) return opd_error(OPD_ENOMEM, "out of memory starting the GPU workers");
-  g->ndev = (unsigned)ndev;
+  g->ndev = ndev;
   pthread_mutex_init(&g->mu, NULL);
   pthread_cond_init(&g->cv, NULL);
   sigset_t all, old;
@@ -110,9 +114,25 @@ int opd__gpu_start(opd_server *srv) {
     opd__free(g);
     return opd_error(OPD_ERESOURCE, "cannot start the GPU reaper thread: %s", strerror(err));
   }
-  srv->gpu = g;
+  *out = g;
+  return 0;
+}
+
+int opd__gpu_start(opd_server *srv) {
+  int ndev = opd_cuda_init();
+  if (ndev <= 0) {
+    const char *why = opd_cuda_unavailable_reason();
+    opd_log(OPD_LOG_INFO, "CUDA backend unavailable: %s", why ? why : "no CUDA device");
+    /* a call with a CUDA Device argument then fails with UNAVAILABLE (opd__gpu_enter); the
+     * workers read route only after the loop, started later, queued a job */
+    srv->sched.route = opd__gpu_route;
+    return 0;
+  }
+  int rc = opd__gpu_create((unsigned)ndev, &srv->gpu);
+  if (rc < 0) return rc;
+  opd__gpu *g = srv->gpu;
   unsigned per = srv->cfg.cuda_workers_per_device ? srv->cfg.cuda_workers_per_device : 1;
-  int rc = opd__sched_start_gpu(&srv->sched, g->ndev, per, opd__gpu_route);
+  rc = opd__sched_start_gpu(&srv->sched, g->ndev, per, opd__gpu_route);
   if (rc < 0) return rc;
   for (int d = 0; d < ndev; d++)
     opd_log(OPD_LOG_INFO, "cuda:%d: %s (sm_%d), %u worker(s)", d, opd_cuda_device_name(d),
@@ -135,48 +155,63 @@ void opd__gpu_stop(opd__gpu *g) {
 
 /* ---- routing and streams ---- */
 
-static bool cuda_handle(opd__session *s, uint64_t handle, opd_device *out) {
+/* A visit of a CUDA device a job names; true stops the walk. */
+typedef bool (*device_visit)(opd_device d, void *arg);
+
+static bool visit_handle(opd__session *s, uint64_t handle, device_visit visit, void *arg) {
   opd_tensor *t = opd__session_lookup(s, handle);
-  if (!t || opd_tensor_device(t).type != OPD_DEVICE_CUDA) return false;
-  *out = opd_tensor_device(t);
-  return true;
+  return t && opd_tensor_device(t).type == OPD_DEVICE_CUDA && visit(opd_tensor_device(t), arg);
 }
 
-static bool cuda_handles(opd__session *s, const uint64_t *h, size_t n, opd_device *out) {
+static bool visit_handles(opd__session *s, const uint64_t *h, size_t n, device_visit visit,
+                          void *arg) {
   for (size_t i = 0; i < n; i++)
-    if (cuda_handle(s, h[i], out)) return true;
+    if (visit_handle(s, h[i], visit, arg)) return true;
   return false;
 }
 
-/* The first CUDA device among a call's tensors (when CUDA tensors can exist) and Device
- * arguments. */
-static bool call_device(opd__session *s, const Opd__V1__Call *c, bool tensors, opd_device *out) {
+/* Visits the CUDA devices of a call's tensors (when CUDA tensors can exist) and Device
+ * arguments, in argument order, until `visit` says stop; true if it did. */
+static bool visit_call(opd__session *s, const Opd__V1__Call *c, bool tensors, device_visit visit,
+                       void *arg) {
   for (size_t i = 0; i < c->n_args; i++) {
     const Opd__V1__IValue *w = c->args[i];
     switch (w->value_case) {
     case OPD__V1__IVALUE__VALUE_TENSOR:
-      if (tensors && cuda_handle(s, w->tensor, out)) return true;
+      if (tensors && visit_handle(s, w->tensor, visit, arg)) return true;
       break;
     case OPD__V1__IVALUE__VALUE_TENSORS:
-      if (tensors && w->tensors && cuda_handles(s, w->tensors->handles, w->tensors->n_handles, out))
+      if (tensors && w->tensors &&
+          visit_handles(s, w->tensors->handles, w->tensors->n_handles, visit, arg))
         return true;
       break;
     case OPD__V1__IVALUE__VALUE_OPTIONAL_TENSORS:
       if (tensors && w->optional_tensors &&
-          cuda_handles(s, w->optional_tensors->handles, w->optional_tensors->n_handles, out))
+          visit_handles(s, w->optional_tensors->handles, w->optional_tensors->n_handles, visit,
+                        arg))
         return true;
       break;
     case OPD__V1__IVALUE__VALUE_DEVICE:
       if (w->device && w->device->type == OPD_DEVICE_CUDA && w->device->index >= -1 &&
-          w->device->index <= INT16_MAX) {
-        *out =
-            (opd_device){OPD_DEVICE_CUDA, (int16_t)(w->device->index < 0 ? 0 : w->device->index)};
+          w->device->index <= INT16_MAX &&
+          visit(
+              (opd_device){OPD_DEVICE_CUDA, (int16_t)(w->device->index < 0 ? 0 : w->device->index)},
+              arg))
         return true;
-      }
       break;
     default: break;
     }
   }
+  return false;
+}
+
+static bool take_first(opd_device d, void *arg) {
+  *(opd_device *)arg = d;
+  return true;
+}
+
+static bool add_to_mask(opd_device d, void *arg) {
+  if (d.index < 64) *(uint64_t *)arg |= (uint64_t)1 << d.index;
   return false;
 }
 
@@ -186,12 +221,13 @@ opd_device opd__gpu_route(const opd__job *job) {
   bool devices = job->conn->server->gpu != NULL; /* else no tensor is on CUDA */
   switch (job->kind) {
   case OPD__JOB_UPLOAD: return job->device; /* the loop set it */
-  case OPD__JOB_CALL: call_device(s, job->req->call, devices, &d); break;
+  case OPD__JOB_CALL: visit_call(s, job->req->call, devices, take_first, &d); break;
   case OPD__JOB_DOWNLOAD:
-    if (devices) cuda_handle(s, job->req->download->handle, &d);
+    if (devices) visit_handle(s, job->req->download->handle, take_first, &d);
     break;
   case OPD__JOB_RELEASE:
-    if (devices) cuda_handles(s, job->req->release->handles, job->req->release->n_handles, &d);
+    if (devices)
+      visit_handles(s, job->req->release->handles, job->req->release->n_handles, take_first, &d);
     break;
   default: break; /* synchronize waits on any thread; the rest need no device */
   }
@@ -217,14 +253,44 @@ int opd__gpu_upload_device(int index, opd_device *out) {
   return 0;
 }
 
+static int check_healthy(int dev) {
+  const char *sticky;
+  if (!ops->healthy(dev, &sticky))
+    return opd_error(OPD_EUNAVAILABLE, "device cuda:%d is unhealthy: %s", dev,
+                     sticky ? sticky : "unknown error");
+  return 0;
+}
+
+/* Makes the session's stream of `dev` (created on first use) the worker's current one. */
+static int install_stream(opd__gpu_session *gs, int dev) {
+  if (!gs->streams[dev] && !(gs->streams[dev] = ops->create(dev))) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", opd_last_error());
+    return opd_error(opd_last_error_code(), "cuda:%d: cannot create the session's stream: %s", dev,
+                     msg);
+  }
+  opd_cuda_set_current_stream(dev, gs->streams[dev]);
+  return 0;
+}
+
+/* [Note: A session's streams on every device a job touches]
+ * A job runs on the pool of one device, but a call may touch others: a copy between two GPUs
+ * (x.to("cuda:1") of a tensor on cuda:0), or a kernel whose tensors are spread over
+ * devices. Every device it touches must run its work on the session's stream of that
+ * device: on the per-thread default stream instead, the copy would not be ordered with the
+ * session's earlier kernels there (a non-blocking stream does not wait for it, nor it for
+ * them), and the allocator would cache the blocks it frees under the wrong stream ([Note: The
+ * CUDA caching allocator]). So with more than one device, entering a call installs the
+ * session's stream (created on first use) on every device among its tensors and Device
+ * arguments, and the per-thread default stream on the others, so that no stream of another
+ * session (or of one that ended) stays current on the worker. With one device the job's
+ * device is the only one there is. */
 int opd__gpu_enter(opd__job *job) {
   int dev = job->device.index < 0 ? 0 : job->device.index;
   opd_server *srv = job->conn->server;
   if (!srv->gpu || dev >= (int)srv->gpu->ndev) return unavailable(dev);
-  const char *sticky;
-  if (!opd_cuda_device_healthy(dev, &sticky))
-    return opd_error(OPD_EUNAVAILABLE, "device cuda:%d is unhealthy: %s", dev,
-                     sticky ? sticky : "unknown error");
+  int rc = check_healthy(dev);
+  if (rc < 0) return rc;
   opd__session *s = job->session;
   opd__gpu_session *gs = s->gpu;
   if (!gs) {
@@ -235,21 +301,24 @@ int opd__gpu_enter(opd__job *job) {
     gs->ndev = n;
     s->gpu = gs;
   }
-  if (!gs->streams[dev] && !(gs->streams[dev] = opd_cuda_stream_create(dev))) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", opd_last_error());
-    return opd_error(opd_last_error_code(), "cuda:%d: cannot create the session's stream: %s", dev,
-                     msg);
+  if ((rc = install_stream(gs, dev)) < 0 || gs->ndev == 1) return rc;
+  uint64_t touched = (uint64_t)1 << dev;
+  if (job->kind == OPD__JOB_CALL) visit_call(s, job->req->call, true, add_to_mask, &touched);
+  for (unsigned d = 0; d < gs->ndev && rc == 0; d++) {
+    if ((int)d == dev) continue;
+    if (!((touched >> d) & 1))
+      opd_cuda_set_current_stream((int)d, NULL);
+    else if ((rc = check_healthy((int)d)) == 0)
+      rc = install_stream(gs, (int)d);
   }
-  opd_cuda_set_current_stream(dev, gs->streams[dev]);
-  return 0;
+  return rc;
 }
 
 int opd__gpu_synchronize(opd__session *s) {
   opd__gpu_session *gs = s->gpu;
   for (unsigned d = 0; gs && d < gs->ndev; d++) {
     if (!gs->streams[d]) continue;
-    int rc = opd_cuda_stream_synchronize((int)d, gs->streams[d]);
+    int rc = ops->synchronize((int)d, gs->streams[d]);
     if (rc < 0) {
       char msg[512];
       snprintf(msg, sizeof msg, "%s", opd_last_error());
@@ -306,41 +375,71 @@ int opd__gpu_upload(opd__job *job) {
   return 0;
 }
 
+/* A contiguous copy of CUDA tensor t made on its device, on the current stream. */
+static int contiguous_on_device(opd_tensor *t, opd_tensor **out) {
+  const opd_operator *op = opd_find_op("aten::contiguous");
+  opd_stack st;
+  opd_stack_init(&st);
+  int rc = op ? opd_stack_push(&st, opd_iv_tensor_borrow(t))
+              : opd_error(OPD_EINTERNAL, "aten::contiguous is not registered");
+  if (rc == 0) rc = opd_stack_push(&st, opd_iv_int(0)); /* contiguous_format */
+  if (rc == 0) rc = opd_call_boxed(op, &st);
+  if (rc == 0) {
+    opd_ivalue v = opd_stack_pop(&st);
+    assert(v.tag == OPD_IV_TENSOR);
+    opd_iv_own(&v);
+    *out = v.u.t;
+  }
+  opd_stack_destroy(&st);
+  return rc;
+}
+
+/* Copies nbytes of src's storage from its element 0 into host memory at dst, through the
+ * worker's staging buffer. */
+static int copy_span_to_host(char *dst, const opd_tensor *src, size_t nbytes) {
+  void *buf = nbytes ? staging() : NULL;
+  int rc = nbytes && !buf ? opd_last_error_code() : 0;
+  for (size_t off = 0; rc == 0 && off < nbytes; off += STAGING_BYTES) {
+    size_t n = nbytes - off < STAGING_BYTES ? nbytes - off : STAGING_BYTES;
+    if ((rc = opd_cuda_copy_to_host(buf, src, off, n)) == 0) memcpy(dst + off, buf, n);
+  }
+  return rc;
+}
+
+/* [Note: Downloading a CUDA view]
+ * A CUDA tensor is downloaded from a host copy. A view can reach far fewer storage
+ * elements than it has (an expand of one element to [2^28] holds 4 bytes and is 1 GiB
+ * contiguous) or far more (a column of a wide matrix), so the copy is the smaller of two:
+ *  - the span of storage the view reaches (storage_offset .. storage_offset + extent, which
+ *    lies inside the storage: [Note: Checked arithmetic] in opd/checked.h), copied as raw
+ *    bytes into a host block of extent elements and viewed with the tensor's sizes and
+ *    strides at offset 0, when the view has at least as many elements as its span (an
+ *    expand, a transpose: the CPU download path sends such a view as it sends any CPU
+ *    view);
+ *  - a contiguous copy made on the device, of numel elements, when that is fewer.
+ * Either way a download never makes the daemon hold more bytes than the tensor's storage. */
 int opd__gpu_to_host(const opd_tensor *t, opd_tensor **host) {
-  opd_tensor *src = (opd_tensor *)t;
-  int rc = 0;
-  if (!opd_tensor_is_contiguous(t)) { /* made contiguous on the device, on the stream */
-    const opd_operator *op = opd_find_op("aten::contiguous");
-    opd_stack st;
-    opd_stack_init(&st);
-    rc = op ? opd_stack_push(&st, opd_iv_tensor_borrow(src))
-            : opd_error(OPD_EINTERNAL, "aten::contiguous is not registered");
-    if (rc == 0) rc = opd_stack_push(&st, opd_iv_int(0)); /* contiguous_format */
-    if (rc == 0) rc = opd_call_boxed(op, &st);
-    if (rc == 0) {
-      opd_ivalue v = opd_stack_pop(&st);
-      assert(v.tag == OPD_IV_TENSOR);
-      opd_iv_own(&v);
-      src = v.u.t;
-    }
-    opd_stack_destroy(&st);
-    if (rc < 0) return rc;
+  const opd_device cpu = {OPD_DEVICE_CPU, -1};
+  opd_dtype dtype = opd_tensor_dtype(t);
+  size_t es = opd_dtype_size(dtype);
+  int64_t numel = 0, extent = 0;
+  int rc = opd_ckd_geometry(opd_tensor_sizes(t), opd_tensor_strides(t), t->ndim, es, &numel,
+                            &extent, "download");
+  if (rc < 0) return rc;
+  opd_tensor *src = (opd_tensor *)t, *base = NULL;
+  bool span = numel > 0 && extent <= numel && !opd_tensor_is_contiguous(t);
+  if (numel > 0 && extent > numel && (rc = contiguous_on_device(src, &src)) < 0) return rc;
+  if (span) {
+    rc = opd_tensor_empty(&extent, 1, dtype, cpu, &base);
+    if (rc == 0) rc = copy_span_to_host(opd_tensor_data(base), src, (size_t)extent * es);
+    if (rc == 0)
+      rc = opd_tensor_view_of(base, opd_tensor_sizes(t), opd_tensor_strides(t), t->ndim, 0, host);
+    if (base) opd_tensor_release(base);
+  } else if ((rc = opd_tensor_empty(opd_tensor_sizes(t), t->ndim, dtype, cpu, host)) == 0 &&
+             (rc = copy_span_to_host(opd_tensor_data(*host), src, (size_t)numel * es)) < 0) {
+    opd_tensor_release(*host);
   }
-  if ((rc = opd_tensor_empty(opd_tensor_sizes(t), t->ndim, opd_tensor_dtype(t),
-                             (opd_device){OPD_DEVICE_CPU, -1}, host)) == 0) {
-    size_t nbytes = (size_t)t->numel * opd_dtype_size(opd_tensor_dtype(t));
-    char *dst = opd_tensor_data(*host);
-    void *buf = nbytes ? staging() : NULL;
-    if (nbytes && !buf) rc = opd_last_error_code();
-    for (size_t off = 0; rc == 0 && off < nbytes; off += STAGING_BYTES) {
-      size_t n = nbytes - off < STAGING_BYTES ? nbytes - off : STAGING_BYTES;
-      if ((rc = opd_cuda_copy_to_host(buf, src, off, n)) == 0) memcpy(dst + off, buf, n);
-    }
-    if (rc < 0) {
-      opd_tensor_release(*host);
-      *host = NULL;
-    }
-  }
+  if (rc < 0) *host = NULL;
   if (src != t) opd_tensor_release(src);
   return rc;
 }

@@ -1,108 +1,305 @@
 #!/usr/bin/env bash
-# tests/gpu/run_device_checks.sh [BUILD_DIR]: the CUDA backend's checks on a machine with a
-# GPU (issue 6), in under 8 minutes; prints a short table last. Without a GPU it prints
-# "no GPU: skipped (<reason>)" and exits 0.
+# tests/gpu/run_device_checks.sh: the CUDA backend's checks on a machine with a GPU, built
+# from the working tree alone (docs/GPU.md). Prints the benchmark table, then the table of
+# checks last; every log and the table go under $OUT when it is set (else BUILD_DIR/device-checks).
 #
-#   1. build (Release, CUDA on) in BUILD_DIR (default build-gpu)
-#   2. the conformance fixture on CUDA tensors, in process
-#      (opd-conformance ../shared/conformance/public.json --device cuda)
-#   3. the unit suites (CUDA ones included; the no-device ones say SKIP)
-#   4. a daemon started here: the RPC checks on CUDA tensors (opd-bench-cuda --rpc-check:
-#      upload/download, calls compared with the CPU's, to/from the CPU, synchronize), the
-#      conformance fixture through it (--server, --device cuda) when the runner supports it,
-#      and NVRTC hot registration end to end through opctl (an elementwise and a rows kernel
-#      called over the protocol, a compile error reported verbatim, deregistration)
-#   5. the benchmarks (opd-bench-cuda): add vs cudaMemcpy D2D, softmax vs exp/sum/div, mm vs
+#   tests/gpu/run_device_checks.sh --copy-fixtures   (here, before the run) copies the fixtures
+#        from ${OPD_SHARED_DIR:-../shared} into .shared/ (git-ignored), which travels with the
+#        working tree where ../shared does not
+#   tests/gpu/run_device_checks.sh [BUILD_DIR]       the checks (BUILD_DIR default build-gpu)
+#
+#   OPD_SHARED_DIR=DIR    the fixtures (oracle/, conformance/, graphs/); default .shared/ when
+#                         it exists, else ../shared
+#   OPD_REQUIRE_GPU=1     no usable GPU is a failure (else the GPU steps are skipped)
+#   OPD_SKIP_GPU=1        the GPU steps are skipped even where a GPU is, and the daemon and the
+#                         runners are run without one (CUDA_VISIBLE_DEVICES=""), where they must
+#                         say "unavailable": the dry run that CI makes so the script cannot rot
+#   OPD_DEVICE_CHECKS_BUDGET_S=450   the seconds the whole run may take: each step's timeout is
+#                         cut to what is left, and steps with no time left are skipped
+#
+# Steps:
+#   0. dependencies: cmake >= 3.25, a C compiler, pkg-config modules (jansson, check, libuv,
+#      libprotobuf-c, liburcu-qsbr, openblas), http-parser, protoc-c, python3, nvcc; what is
+#      missing is named (with the Debian packages) instead of failing in CMake
+#   1. the GPU (nvidia-smi) and the fixtures
+#   2. build: a new BUILD_DIR is configured Release, CUDA on, warnings not fatal (another host
+#      compiler or toolkit may warn); an existing one is built with its own configuration
+#   3. the conformance fixture on CUDA tensors, in process (opd-conformance --device cuda)
+#   4. the unit suites (the CUDA ones run on the device; the no-device ones say SKIP)
+#   5. a daemon started here: the RPC checks on CUDA tensors (opd-bench-cuda --rpc-check), the
+#      conformance fixture through it (--server URL --device cuda), NVRTC hot registration
+#      through opctl (an elementwise and a rows kernel called over the protocol, a compile
+#      error reported verbatim, deregistration), the graph fixture on CUDA once issue 8's
+#      runner exists (target opd-graph-conformance: FIXTURE --device cuda, 77 without a GPU),
+#      and its drain
+#   6. the benchmarks (opd-bench-cuda): add vs cudaMemcpy D2D, softmax vs exp/sum/div, mm vs
 #      cublasSgemm, a tiny call over RPC
-# Exit status: 0 when every check passed (benchmark targets are reported, not enforced).
+#
+# Time, measured on the 2-core development machine (shared with other builds): the probe
+# < 1 s; a fresh build of the five targets 40 s of wall time at -j2 (48 s of CPU; its
+# longest file, elementwise.cu, 12 s of nvcc; 5 minutes when the machine was loaded 7x), so
+# about 20 s on 16 cores; the unit suites 39 s (unit.rpc alone 16 s), 55 to 76 s loaded; the
+# conformance fixture < 1 s in process and 1 s through a daemon on the CPU; the whole dry run
+# (OPD_SKIP_GPU=1 on an existing build) 63 s. The GPU steps could not be timed here (no
+# device); each has a timeout, cut to what is left of the budget, so the whole run ends
+# within 7.5 minutes even when a step hangs.
+# Exit status: 0 when no check failed (SKIP is not a failure; benchmark targets are reported,
+# not enforced); 1 otherwise.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
+root=$PWD
+
+if [ "${1:-}" = --copy-fixtures ]; then
+  src=${OPD_SHARED_DIR:-../shared}
+  for d in oracle conformance graphs; do
+    [ -d "$src/$d" ] || { echo "run_device_checks: no $src/$d to copy" >&2; exit 1; }
+  done
+  rm -rf .shared && mkdir .shared && cp -R "$src/oracle" "$src/conformance" "$src/graphs" .shared/ &&
+    echo "copied the fixtures of $src into .shared/ ($(du -sh .shared | cut -f1))"
+  exit
+fi
+
 BUILD=${1:-build-gpu}
-FIXTURE=${OPD_FIXTURE:-../shared/conformance/public.json}
+LOG=${OUT:+$OUT/device-checks}
+LOG=${LOG:-$BUILD/device-checks}
+mkdir -p "$LOG"
+LOG=$(cd "$LOG" && pwd)
+budget=${OPD_DEVICE_CHECKS_BUDGET_S:-450}
 start=$(date +%s)
+skip_gpu=${OPD_SKIP_GPU:-0}
 
-if ! command -v nvidia-smi >/dev/null 2>&1; then
-  echo "no GPU: skipped (nvidia-smi not found: no NVIDIA driver on this machine)"
+declare -a names results times
+step_start=$start
+begin() { step_start=$(date +%s); }
+record() { # record NAME RESULT
+  names+=("$1")
+  results+=("$2")
+  times+=("$(($(date +%s) - step_start))s")
+  echo "== $1: $2"
+}
+# the timeout of a step: at most $1 seconds, and never past the budget
+left() { echo $((budget - ($(date +%s) - start))); }
+limit() { # (at least 1: `timeout 0` would mean no limit)
+  local l
+  l=$(left)
+  [ "$l" -lt 1 ] && l=1
+  [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
+}
+has_time() { [ "$(left)" -gt 0 ]; }
+table() {
+  {
+    printf '%-86s %-6s %s\n' check result time
+    for i in "${!names[@]}"; do printf '%-86s %-6s %s\n' "${names[$i]}" "${results[$i]}" "${times[$i]}"; done
+    printf '%s\n' "total $(($(date +%s) - start))s; logs in $LOG"
+  } >"$LOG/table.txt"
+  echo
+  cat "$LOG/table.txt"
+}
+finish() {
+  table
+  for r in "${results[@]}"; do [ "$r" = FAIL ] && exit 1; done
   exit 0
-fi
-if ! gpus=$(nvidia-smi -L 2>&1) || ! grep -q '^GPU ' <<<"$gpus"; then
-  echo "no GPU: skipped (nvidia-smi: $(head -1 <<<"$gpus"))"
-  exit 0
-fi
-echo "$gpus"
-# the driver must support the toolkit's CUDA version (the runtime is linked statically)
-nvidia-smi --query-gpu=driver_version,compute_cap --format=csv,noheader 2>&1 | head -1 |
-  sed 's/^/driver, compute capability: /'
+}
+# Without a GPU (none here, or OPD_SKIP_GPU=1) the binaries run with no device visible.
+nogpu() { if [ "$gpu" = yes ]; then "$@"; else CUDA_VISIBLE_DEVICES="" "$@"; fi; }
 
-declare -a names results
-record() { names+=("$1"); results+=("$2"); echo "== $1: $2"; }
-elapsed() { echo $(($(date +%s) - start))s; }
+# 0. dependencies
+begin
+missing=()
+need_cmd() { command -v "$1" >/dev/null 2>&1 || missing+=("$1 ($2)"); }
+need_cmd cmake cmake
+need_cmd cc build-essential
+need_cmd pkg-config pkg-config
+need_cmd protoc-c protobuf-c-compiler
+need_cmd python3 python3
+if command -v cmake >/dev/null 2>&1; then
+  v=$(cmake --version | sed -n 's/^cmake version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  [ -n "$v" ] && [ "${v% *}" -eq 3 ] && [ "${v#* }" -lt 25 ] && missing+=("cmake >= 3.25 (this is $v)")
+fi
+if command -v pkg-config >/dev/null 2>&1; then
+  for m in jansson:libjansson-dev check:check libuv:libuv1-dev libprotobuf-c:libprotobuf-c-dev \
+    liburcu-qsbr:liburcu-dev openblas:libopenblas-dev; do
+    pkg-config --exists "${m%%:*}" || missing+=("pkg-config module ${m%%:*} (${m#*:})")
+  done
+fi
+if command -v cc >/dev/null 2>&1 &&
+  ! printf '#include <http_parser.h>\nint main(void) { return 0; }\n' |
+  cc -x c - -lhttp_parser -o /dev/null >/dev/null 2>&1; then
+  missing+=("http_parser.h and -lhttp_parser (libhttp-parser-dev)")
+fi
+nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })
+nvcc_version=${nvcc:+$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')}
+[ -n "$nvcc_version" ] && [ "${nvcc_version%%.*}" -lt 12 ] &&
+  missing+=("nvcc 12.0 or later (the library API of NVRTC kernels; this is $nvcc_version)")
+{
+  echo "nvcc: ${nvcc:-none} ${nvcc_version}"
+  echo "cc: $(cc --version 2>/dev/null | head -1)"
+  printf 'missing: %s\n' "${missing[@]}"
+} >"$LOG/deps.log"
 
-# 1. build
+# 1. the GPU and the fixtures
+gpu=no
+why_no_gpu=
+if [ "$skip_gpu" = 1 ]; then
+  why_no_gpu="OPD_SKIP_GPU=1"
+elif ! command -v nvidia-smi >/dev/null 2>&1; then
+  why_no_gpu="nvidia-smi not found: no NVIDIA driver"
+elif ! gpus=$(nvidia-smi -L 2>&1) || ! grep -q '^GPU ' <<<"$gpus"; then
+  why_no_gpu="nvidia-smi: $(head -1 <<<"$gpus")"
+else
+  gpu=yes
+  echo "$gpus" | tee "$LOG/gpu.log"
+  nvidia-smi --query-gpu=driver_version,compute_cap,memory.total --format=csv,noheader 2>&1 |
+    head -1 | sed 's/^/driver, compute capability, memory: /' | tee -a "$LOG/gpu.log"
+fi
+[ "$gpu" = yes ] && [ -z "$nvcc" ] && missing+=("nvcc (the CUDA Toolkit, 12.0 or later)")
+if [ ${#missing[@]} -gt 0 ]; then
+  printf 'missing: %s\n' "${missing[@]}"
+  record "dependencies (missing: ${#missing[@]}, see deps.log)" FAIL
+  finish
+fi
+record "dependencies (nvcc ${nvcc_version:-none})" PASS
+
+if [ "$gpu" = yes ]; then
+  record "GPU ($(head -1 "$LOG/gpu.log" | sed 's/ (UUID.*//'))" PASS
+elif [ "${OPD_REQUIRE_GPU:-0}" = 1 ]; then
+  record "GPU (required: $why_no_gpu)" FAIL
+else
+  record "GPU (none: $why_no_gpu; the GPU steps are skipped)" SKIP
+fi
+
+SHARED=${OPD_SHARED_DIR:-}
+[ -z "$SHARED" ] && { [ -d .shared ] && SHARED=.shared || SHARED=../shared; }
+if [ -f "$SHARED/conformance/public.json" ] && [ -f "$SHARED/oracle/public.json" ]; then
+  SHARED=$(cd "$SHARED" && pwd)
+  export OPD_SHARED_DIR=$SHARED
+  record "fixtures ($SHARED)" PASS
+else
+  record "fixtures: none in $SHARED (tests/gpu/run_device_checks.sh --copy-fixtures, then carry .shared)" FAIL
+  SHARED=
+fi
+
+# 2. build
+begin
+if [ -f "$BUILD/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD" >"$LOG/cmake.log" 2>&1
+else
+  cuda_opt=()
+  [ -n "$nvcc" ] && cuda_opt=(-DOPD_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DOPD_BENCH=ON -DOPD_WERROR=OFF \
+    ${SHARED:+-DOPD_SHARED_DIR="$SHARED"} "${cuda_opt[@]}" >"$LOG/cmake.log" 2>&1
+fi
+configured=$?
+cuda_build=$(sed -n 's/^OPD_CUDA:BOOL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
+targets=(opd opctl opd-conformance opd_tests)
+[ "$cuda_build" = ON ] && targets+=(opd-bench-cuda)
+graph_target=
+if [ $configured -eq 0 ] && cmake --build "$BUILD" --target help 2>/dev/null | grep -q ' opd-graph-conformance$'; then
+  graph_target=opd-graph-conformance
+  targets+=("$graph_target")
+fi
 jobs=$(nproc 2>/dev/null || echo 4)
-if cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DOPD_CUDA=ON -DOPD_BENCH=ON >"$BUILD.cmake.log" 2>&1 &&
-  timeout 300 cmake --build "$BUILD" -j"$jobs" --target opd opctl opd-conformance opd_tests \
-    opd-bench-cuda >"$BUILD.build.log" 2>&1; then
-  record "build (Release, $(elapsed))" PASS
+if [ $configured -eq 0 ] && timeout "$(limit 300)" cmake --build "$BUILD" -j"$jobs" --target "${targets[@]}" \
+  >"$LOG/build.log" 2>&1; then
+  record "build ($BUILD, CUDA ${cuda_build:-OFF}, -j$jobs)" PASS
 else
-  tail -30 "$BUILD.cmake.log" "$BUILD.build.log" 2>/dev/null
-  record "build" FAIL
-  printf '\n%-48s %s\n' check result
-  printf '%-48s %s\n' "build" FAIL
-  exit 1
+  tail -30 "$LOG/cmake.log" "$LOG/build.log" 2>/dev/null
+  record "build ($BUILD: see cmake.log, build.log)" FAIL
+  finish
 fi
-bin=$BUILD
+if [ "$gpu" = yes ] && [ "$cuda_build" != ON ]; then
+  record "the build has no CUDA backend (OPD_CUDA=${cuda_build:-?} in $BUILD)" FAIL
+  gpu=no
+fi
+bin=$root/$BUILD
+[ "${BUILD#/}" != "$BUILD" ] && bin=$BUILD
 
-# 2. conformance on CUDA tensors, in process
-if [ -f "$FIXTURE" ]; then
-  if timeout 120 "$bin/tools/conformance/opd-conformance" "$FIXTURE" --device cuda \
-    >"$BUILD.conformance.log" 2>&1; then
-    record "conformance --device cuda ($(tail -1 "$BUILD.conformance.log"))" PASS
+# Runs a runner that answers 77 without a GPU: PASS, SKIP (77 where no GPU is expected) or
+# FAIL. run_gpu_step NAME LOG SECONDS COMMAND...
+run_gpu_step() {
+  local name=$1 log=$2 secs=$3
+  shift 3
+  begin
+  if ! has_time; then record "$name (out of time)" SKIP && return; fi
+  nogpu timeout "$(limit "$secs")" "$@" >"$log" 2>&1
+  local rc=$?
+  if [ $rc -eq 0 ]; then
+    record "$name ($(tail -1 "$log"))" PASS
+  elif [ $rc -eq 77 ] && [ "$gpu" = no ]; then
+    record "$name ($(head -1 "$log" | sed 's/^[^:]*: skipped: //' | cut -c1-60))" SKIP
   else
-    tail -20 "$BUILD.conformance.log"
-    record "conformance --device cuda" FAIL
+    tail -20 "$log"
+    record "$name (exit $rc, see $(basename "$log"))" FAIL
   fi
-else
-  record "conformance --device cuda (no fixture at $FIXTURE)" SKIP
+}
+
+# A step that needs the GPU: SKIP without one. gpu_only_step NAME LOG SECONDS COMMAND...
+gpu_only_step() {
+  local name=$1 log=$2 secs=$3
+  shift 3
+  begin
+  if [ "$gpu" = no ]; then
+    record "$name (no GPU)" SKIP
+  elif ! has_time; then
+    record "$name (out of time)" SKIP
+  elif timeout "$(limit "$secs")" "$@" >"$log" 2>&1; then
+    record "$name" PASS
+    return 0
+  else
+    tail -20 "$log"
+    record "$name (see $(basename "$log"))" FAIL
+  fi
+  return 1
+}
+
+# 3. conformance on CUDA tensors, in process
+if [ -n "$SHARED" ]; then
+  run_gpu_step "conformance --device cuda" "$LOG/conformance.log" 120 \
+    "$bin/tools/conformance/opd-conformance" "$SHARED/conformance/public.json" --device cuda
 fi
 
-# 3. unit suites
-if timeout 120 ctest --test-dir "$BUILD" -j"$jobs" -R '^unit\.' --output-on-failure >"$BUILD.ctest.log" 2>&1; then
-  record "unit suites ($(grep -o 'tests passed.*' "$BUILD.ctest.log" | head -1))" PASS
+# 4. unit suites
+begin
+if ! has_time; then
+  record "unit suites (out of time)" SKIP
 else
-  grep -E 'Failed|\*\*\*' "$BUILD.ctest.log" | head -20
-  record "unit suites" FAIL
-fi
-
-# 4. a daemon: RPC checks, conformance through it, NVRTC through opctl
-dir=$(mktemp -d /tmp/opd-gpu-XXXXXX)
-"$bin/server/opd" --listen "unix://$dir/opd.sock" --status "" --admin "$dir/admin.sock" \
-  --log-level info >"$dir/opd.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 50); do [ -S "$dir/admin.sock" ] && [ -S "$dir/opd.sock" ] && break; sleep 0.2; done
-url="unix://$dir/opd.sock"
-ctl() { "$bin/tools/opctl/opctl" --status "" --admin "$dir/admin.sock" "$@"; }
-
-if timeout 60 "$bin/bench/opd-bench-cuda" --rpc-check "$url" >"$dir/rpc.log" 2>&1; then
-  record "RPC checks on CUDA tensors" PASS
-else
-  cat "$dir/rpc.log"
-  record "RPC checks on CUDA tensors" FAIL
-fi
-
-if [ -f "$FIXTURE" ]; then
-  timeout 180 "$bin/tools/conformance/opd-conformance" "$FIXTURE" --server "$url" --device cuda \
-    >"$dir/rconf.log" 2>&1
+  nogpu timeout "$(limit 240)" ctest --test-dir "$BUILD" -j"$jobs" -R '^unit\.' --output-on-failure \
+    >"$LOG/ctest.log" 2>&1
   rc=$?
   if [ $rc -eq 0 ]; then
-    record "conformance --server --device cuda ($(tail -1 "$dir/rconf.log"))" PASS
-  elif [ $rc -eq 2 ]; then # the runner does not take this combination
-    record "conformance --server --device cuda (runner: $(head -1 "$dir/rconf.log"))" SKIP
+    record "unit suites ($(grep -o 'tests passed.*' "$LOG/ctest.log" | head -1))" PASS
   else
-    tail -20 "$dir/rconf.log"
-    record "conformance --server --device cuda" FAIL
+    grep -E 'Failed|\*\*\*' "$LOG/ctest.log" | head -20
+    record "unit suites (exit $rc$([ $rc -eq 124 ] && echo ": timed out"), see ctest.log)" FAIL
   fi
+fi
+
+# 5. a daemon: RPC checks, conformance through it, NVRTC through opctl, graphs, drain
+dir=$(mktemp -d /tmp/opd-gpu-XXXXXX)
+nogpu "$bin/server/opd" --listen "unix://$dir/opd.sock" --status "" --admin "$dir/admin.sock" \
+  --log-level info >"$LOG/opd.log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 100); do
+  [ -S "$dir/admin.sock" ] && [ -S "$dir/opd.sock" ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.1
+done
+url="unix://$dir/opd.sock"
+ctl() { "$bin/tools/opctl/opctl" --status "" --admin "$dir/admin.sock" "$@"; }
+begin
+if [ -S "$dir/opd.sock" ]; then
+  record "daemon started ($(grep -o 'cuda:0: .*\|CUDA backend unavailable' "$LOG/opd.log" | head -1))" PASS
+else
+  tail -5 "$LOG/opd.log"
+  record "daemon started (see opd.log)" FAIL
+fi
+
+gpu_only_step "RPC checks on CUDA tensors" "$LOG/rpc.log" 60 "$bin/bench/opd-bench-cuda" --rpc-check "$url"
+
+if [ -n "$SHARED" ]; then
+  run_gpu_step "conformance --server --device cuda" "$LOG/rconf.log" 180 \
+    "$bin/tools/conformance/opd-conformance" "$SHARED/conformance/public.json" --server "$url" --device cuda
 fi
 
 cat >"$dir/twice.cu" <<'EOF'
@@ -128,40 +325,60 @@ extern "C" __global__ void rowmax_div(float *out, const float *x, long long rows
 }
 EOF
 printf 'extern "C" __global__ void broken(float *o) { o[0] = undefined_name; }\n' >"$dir/broken.cu"
-nv=PASS
+begin
 ctl cuda-register --source "$dir/twice.cu" --entry twice --schema 'gputest::twice(Tensor x) -> Tensor' \
-  --launch elementwise >"$dir/r1" 2>&1 || { cat "$dir/r1"; nv=FAIL; }
-ctl cuda-register --source "$dir/rowmax.cu" --entry rowmax_div \
-  --schema 'gputest::rowmax_div(Tensor x) -> Tensor' --launch rows >"$dir/r2" 2>&1 || { cat "$dir/r2"; nv=FAIL; }
-ctl cuda-register --source "$dir/broken.cu" --entry broken --schema 'gputest::broken(Tensor x) -> Tensor' \
-  --launch elementwise >"$dir/r3" 2>&1
-if [ $? -ne 1 ] || ! grep -q "undefined_name" "$dir/r3"; then cat "$dir/r3"; nv=FAIL; fi
-ctl op gputest::broken >/dev/null 2>&1 && nv=FAIL # nothing stays of a failed registration
-if [ $nv = PASS ] && ! timeout 60 "$bin/bench/opd-bench-cuda" --rpc-check "$url" --nvrtc >"$dir/nvrtc.log" 2>&1; then
-  cat "$dir/nvrtc.log"
-  nv=FAIL
-fi
-id=$(sed -n 's/^registered gputest::twice at CUDA: id //p' "$dir/r1")
-[ -n "$id" ] && ctl deregister "$id" >/dev/null || nv=FAIL
-record "NVRTC registration through opctl (elementwise, rows, compile error)" $nv
-ctl drain >/dev/null 2>&1
-wait $pid 2>/dev/null || { tail -5 "$dir/opd.log"; record "daemon exit" FAIL; }
-
-# 5. benchmarks
-if timeout 240 "$bin/bench/opd-bench-cuda" >"$BUILD.bench.log" 2>&1; then
-  record "benchmarks ($(elapsed) total)" PASS
+  --launch elementwise >"$LOG/nvrtc-register.log" 2>&1
+rc=$?
+if ! has_time; then
+  record "NVRTC registration through opctl (out of time)" SKIP
+elif [ "$gpu" = no ]; then # the admin path answers, without a device
+  if [ $rc -eq 1 ] && grep -q "CUDA unavailable" "$LOG/nvrtc-register.log"; then
+    record "NVRTC registration through opctl (no GPU: CUDA unavailable)" SKIP
+  else
+    cat "$LOG/nvrtc-register.log"
+    record "NVRTC registration through opctl without a GPU (exit $rc)" FAIL
+  fi
 else
-  tail -5 "$BUILD.bench.log"
-  record "benchmarks" FAIL
+  nv=PASS
+  [ $rc -eq 0 ] || { cat "$LOG/nvrtc-register.log"; nv=FAIL; }
+  ctl cuda-register --source "$dir/rowmax.cu" --entry rowmax_div \
+    --schema 'gputest::rowmax_div(Tensor x) -> Tensor' --launch rows >"$LOG/nvrtc-rows.log" 2>&1 ||
+    { cat "$LOG/nvrtc-rows.log"; nv=FAIL; }
+  ctl cuda-register --source "$dir/broken.cu" --entry broken --schema 'gputest::broken(Tensor x) -> Tensor' \
+    --launch elementwise >"$LOG/nvrtc-broken.log" 2>&1
+  if [ $? -ne 1 ] || ! grep -q "undefined_name" "$LOG/nvrtc-broken.log"; then cat "$LOG/nvrtc-broken.log"; nv=FAIL; fi
+  ctl op gputest::broken >/dev/null 2>&1 && nv=FAIL # nothing stays of a failed registration
+  if [ $nv = PASS ] && ! timeout "$(limit 60)" "$bin/bench/opd-bench-cuda" --rpc-check "$url" --nvrtc \
+    >"$LOG/nvrtc.log" 2>&1; then
+    cat "$LOG/nvrtc.log"
+    nv=FAIL
+  fi
+  id=$(sed -n 's/^registered gputest::twice at CUDA: id //p' "$LOG/nvrtc-register.log")
+  [ -n "$id" ] && ctl deregister "$id" >/dev/null || nv=FAIL
+  record "NVRTC registration through opctl (elementwise, rows, compile error)" $nv
 fi
 
-echo
-status=0
-printf '%-72s %s\n' check result
-for i in "${!names[@]}"; do
-  printf '%-72s %s\n' "${names[$i]}" "${results[$i]}"
-  [ "${results[$i]}" = FAIL ] && status=1
-done
-echo
-sed -n '/(sm_[0-9]*)$/,$p' "$BUILD.bench.log" # the device, then the benchmark table
-exit $status
+if [ -z "$graph_target" ]; then
+  begin
+  record "graph fixture --device cuda (issue 8: no opd-graph-conformance in this tree)" SKIP
+elif [ -n "$SHARED" ]; then
+  graph_bin=$(find "$bin" -name "$graph_target" -type f -perm -u+x | head -1)
+  run_gpu_step "graph fixture --device cuda" "$LOG/graphs.log" 120 \
+    "$graph_bin" "$SHARED/graphs/public.json" --device cuda
+fi
+
+begin
+ctl drain >/dev/null 2>&1
+if timeout 30 tail --pid=$pid -f /dev/null && wait $pid; then
+  record "daemon drained and exited 0" PASS
+else
+  tail -5 "$LOG/opd.log"
+  record "daemon drained and exited 0 (see opd.log)" FAIL
+fi
+
+# 6. benchmarks
+if gpu_only_step "benchmarks" "$LOG/bench.log" 240 "$bin/bench/opd-bench-cuda"; then
+  echo
+  sed -n '/(sm_[0-9]*)$/,$p' "$LOG/bench.log" # the device, then the benchmark table
+fi
+finish

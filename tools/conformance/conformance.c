@@ -15,8 +15,9 @@
  * The last line is "N passed, M failed"; the exit status is 0 only when M is 0. With
  * --server the cases run against a daemon instead, through the client library
  * ([Note: Conformance over RPC]). With --device cuda the tensors are built on the CPU and
- * copied to GPU 0 (views are views of the copied base), factories run on it, and results are
- * copied back to be compared; without a usable device the run prints why and exits with 77
+ * copied to GPU 0 (views are views of the copied base; over RPC they are uploaded to the
+ * daemon's cuda:0), factories run on it, and results are copied back to be compared; without
+ * a usable device (here, or in the daemon with --server) the run prints why and exits with 77
  * ("skipped", ctest's SKIP_RETURN_CODE).
  */
 #include <assert.h>
@@ -334,8 +335,9 @@ int main(int argc, char **argv) {
                     "[--server URL]\n");
     return 2;
   }
-  if (server && r.device.type != OPD_DEVICE_CPU) {
-    fprintf(stderr, "opd-conformance: --server runs on the CPU only\n");
+  if (server && r.device.type == OPD_DEVICE_META) {
+    fprintf(stderr, "opd-conformance: --server runs on the CPU or CUDA (Meta tensors have no "
+                    "bytes to download)\n");
     return 2;
   }
   json_error_t err;
@@ -354,6 +356,13 @@ int main(int argc, char **argv) {
       json_decref(fx);
       return 1;
     }
+    char why[512];
+    if (r.device.type == OPD_DEVICE_CUDA && !rpc_device_usable(&r, why, sizeof why)) {
+      printf("opd-conformance: skipped: %s\n", why);
+      opd_client_close(r.client);
+      json_decref(fx);
+      return 77;
+    }
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(fx, "cases"), i, c) {
@@ -362,9 +371,10 @@ int main(int argc, char **argv) {
     bool lost = !opd_client_connected(r.client);
     opd_client_close(r.client);
     json_decref(fx);
-    printf("server %s: %ld layout checks not made over RPC (empty results, dtypes without an "
-           "exact count), %ld error messages differ from PyTorch's\n",
-           server, r.layout_unchecked, r.message_mismatches);
+    printf("server %s, device %s: %ld layout checks not made over RPC (empty results, dtypes "
+           "without an exact count), %ld error messages differ from PyTorch's\n",
+           server, r.device.type == OPD_DEVICE_CUDA ? "cuda" : "cpu", r.layout_unchecked,
+           r.message_mismatches);
     printf("%ld passed, %ld failed%s\n", r.passed, r.failed, lost ? " (connection lost)" : "");
     return r.failed || lost ? 1 : 0;
   }

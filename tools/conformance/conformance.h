@@ -40,5 +40,8 @@ void report(runner *r, bool ok, const char *id, const char *why);
 bool data_dependent(const json_t *expect);
 /* --server: replays one case over RPC; false when the connection is lost. */
 bool rpc_run_case(runner *r, const json_t *schemas, const json_t *c);
+/* --server --device cuda: whether the daemon makes CUDA tensors (an upload of one element to
+ * cuda:0); false with why set when it cannot. */
+bool rpc_device_usable(runner *r, char *why, size_t wlen);
 
 #endif

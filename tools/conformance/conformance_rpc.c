@@ -27,7 +27,9 @@
  * strides); a base whose dtype cannot count its elements exactly (float16, bfloat16, or
  * more than 127 int8 / 255 uint8 / 2^24 float32 elements). Those checks are skipped and
  * counted.
- * Meta tensors have no bytes to download, so --server runs on the CPU only.
+ * With --device cuda every tensor is uploaded to the daemon's cuda:0 (the probes' counts
+ * too) and factories get Device cuda:0, as in process. Meta tensors have no bytes to
+ * download, so --server runs on the CPU or CUDA.
  */
 
 typedef struct rpc_input {
@@ -82,6 +84,28 @@ static void rpc_finish_case(opd_client *c, rpc_case *rc) {
   free(rc->blocks);
 }
 
+/* Where the case's tensors are uploaded: NULL for the CPU, else the runner's device. */
+static const opd_client_device *upload_device(const runner *r, opd_client_device *buf) {
+  if (r->device.type == OPD_DEVICE_CPU) return NULL;
+  *buf = (opd_client_device){r->device.type, r->device.index};
+  return buf;
+}
+
+bool rpc_device_usable(runner *r, char *why, size_t wlen) {
+  const float one = 1;
+  const int64_t shape[1] = {1};
+  opd_client_device dev;
+  opd_client_tensor t;
+  if (opd_client_upload(r->client, OPD_FLOAT32, shape, 1, &one, sizeof one, upload_device(r, &dev),
+                        &t) != 0) {
+    snprintf(why, wlen, "the daemon cannot make a tensor on the device: %s",
+             opd_client_last_error());
+    return false;
+  }
+  opd_client_release(r->client, &t, 1);
+  return true;
+}
+
 static int64_t shape_numel(const int64_t *shape, int n) {
   int64_t numel = 1;
   for (int i = 0; i < n; i++) {
@@ -124,8 +148,9 @@ static opd_client_tensor rpc_tensor(const runner *r, rpc_case *rc, const json_t 
     }
   }
   opd_client_tensor b, view;
-  int err =
-      opd_client_upload(r->client, dtype, base_shape, nb, bytes, (size_t)numel * esize, NULL, &b);
+  opd_client_device dev;
+  int err = opd_client_upload(r->client, dtype, base_shape, nb, bytes, (size_t)numel * esize,
+                              upload_device(r, &dev), &b);
   if (err != 0 || !rpc_keep(rc, b)) {
     snprintf(why, wlen, "upload: %s", opd_client_last_error());
     return 0;
@@ -230,6 +255,10 @@ static bool rpc_arguments(const runner *r, rpc_case *rc, const opd_schema *schem
       snprintf(why, wlen, "argument '%s' missing and without default", a->name);
       return false;
     }
+    /* factories: run on the chosen device */
+    if (a->type.kind == OPD_TYPE_DEVICE && values[i].kind == OPD_CV_NONE &&
+        r->device.type != OPD_DEVICE_CPU)
+      values[i] = opd_cv_device(r->device.type, r->device.index);
     if (single_tensor && rc->num_inputs < 16) {
       in.name = a->name;
       rc->inputs[rc->num_inputs++] = in;
@@ -287,7 +316,9 @@ static int rpc_refill_and_read(runner *r, rpc_case *rc, const rpc_input *in, opd
     opd_client_tensor src;
     if (!count) return OPD_ENOMEM;
     write_count(count, in->numel, in->dtype, start);
-    err = opd_client_upload(r->client, in->dtype, in->shape, in->ndim, count, bytes, NULL, &src);
+    opd_client_device dev;
+    err = opd_client_upload(r->client, in->dtype, in->shape, in->ndim, count, bytes,
+                            upload_device(r, &dev), &src);
     if (err == 0 && !rpc_keep(rc, src)) err = OPD_ENOMEM;
     if (err == 0) err = opd_copy_(r->client, in->base, src, NULL, &self);
   }

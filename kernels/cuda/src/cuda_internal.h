@@ -75,6 +75,12 @@ typedef struct opd__cuda_raw_ops {
 } opd__cuda_raw_ops;
 void opd__cuda_allocator_set_raw_ops(const opd__cuda_raw_ops *ops);
 
+/* ---- linalg.cu ---- */
+
+/* After `stream` of `device` was synchronized, as it is destroyed: frees the cuBLAS
+ * workspaces of the (handle, stream) pairs it was in ([Note: cuBLAS workspaces]). */
+void opd__cuda_blas_stream_destroyed(int device, void *stream);
+
 /* ---- unavailable.c ---- */
 
 /* Registers, for OPD_DEVICE_CUDA, an allocator whose alloc fails with OPD_EUNAVAILABLE and

@@ -773,8 +773,10 @@ int opd__cuda_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
 
 /* ---- matrix products ---- */
 
-/* A matrix operand (dims d0, d0 + 1 of t) in a layout cuBLAS reads directly (one stride 1,
- * [Note: Row-major products in cuBLAS] in linalg.cu), or else a contiguous copy (*held). */
+/* A matrix operand (dims d0, d0 + 1 of t) in a layout cuBLAS reads directly (one stride 1
+ * and the other, its leading dimension, an int as cuBLAS takes it: [Note: Row-major products
+ * in cuBLAS] in linalg.cu), or else a contiguous copy (*held), as PyTorch copies operands it
+ * cannot hand to cuBLAS. */
 static int gemm_operand(opd_tensor *t, int d0, opd_tensor **held, const void **data, int64_t *rs,
                         int64_t *cs, int64_t *bs) {
   const int64_t *sz = opd_tensor_sizes(t), *st = opd_tensor_strides(t);
@@ -782,8 +784,8 @@ static int gemm_operand(opd_tensor *t, int d0, opd_tensor **held, const void **d
   *rs = rows == 1 ? (cols > 1 ? cols : 1) : st[d0];
   *cs = cols == 1 ? 1 : st[d0 + 1];
   *bs = d0 ? st[0] : 0;
-  bool row_major = *cs == 1 && *rs >= (cols > 1 ? cols : 1);
-  bool col_major = *rs == 1 && *cs >= (rows > 1 ? rows : 1);
+  bool row_major = *cs == 1 && *rs >= (cols > 1 ? cols : 1) && *rs <= INT32_MAX;
+  bool col_major = *rs == 1 && *cs >= (rows > 1 ? rows : 1) && *cs <= INT32_MAX;
   *held = NULL;
   if (row_major || col_major) {
     *data = opd_tensor_data(t);
@@ -837,8 +839,6 @@ static int gemm(opd_tensor *a, opd_tensor *b, int d0, opd_scalar alpha, opd_scal
   opd_tensor *ha = NULL, *hb = NULL;
   int rc = gemm_operand(a, d0, &ha, &g.a, &g.a_rs, &g.a_cs, &g.a_bs);
   if (!rc) rc = gemm_operand(b, d0, &hb, &g.b, &g.b_rs, &g.b_cs, &g.b_bs);
-  if (!rc && (g.a_rs > INT32_MAX || g.a_cs > INT32_MAX || g.b_rs > INT32_MAX || g.b_cs > INT32_MAX))
-    rc = opd_error(OPD_EINVAL, "%s: strides beyond 2^31 - 1 are not supported", name);
   if (!rc) rc = opd__cuda_launch_gemm(dev_of(out), &g);
   if (ha) opd_tensor_release(ha);
   if (hb) opd_tensor_release(hb);

@@ -56,7 +56,5 @@ int opd_cuda_copy_to_host(void *dst, const opd_tensor *src, size_t byte_offset, 
   int device = 0;
   char *p = NULL;
   int rc = storage_range(src, byte_offset, nbytes, &device, &p);
-  if (rc == 0 && !opd_tensor_is_contiguous(src))
-    rc = opd_error(OPD_EINVAL, "opd_cuda_copy_to_host: the source must be contiguous");
   return rc ? rc : opd__cuda_memcpy(device, dst, p, nbytes, 2, true);
 }

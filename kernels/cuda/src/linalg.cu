@@ -1,5 +1,6 @@
 /* linalg.cu: matrix products through cuBLAS (cublasGemmEx, cublasGemmStridedBatchedEx), with a
- * cuBLAS handle per (thread, device) bound to the current stream at each call.
+ * cuBLAS handle per (thread, device) bound to the current stream at each call, and a cuBLAS
+ * workspace per (handle, stream).
  *
  * [Note: Row-major products in cuBLAS]
  * cuBLAS is column-major. A row-major C = A @ B is computed as the column-major
@@ -11,6 +12,19 @@
  * accumulation; float32 stays in full float32 (no TF32, PyTorch 1.13's default). Integer and
  * bool products, which cuBLAS lacks, take a plain kernel with the CPU kernel's wrapping uint64
  * arithmetic.
+ *
+ * [Note: cuBLAS workspaces]
+ * cuBLAS kernels use a workspace, by default one per handle. A worker's handle is bound to
+ * the stream of whichever session's job it runs (cublasSetStream), so products of two
+ * sessions launched by one worker, on two streams, could run at once and share it. As
+ * PyTorch does (cublasSetWorkspace in getCurrentCUDABlasHandle), each (handle, stream) pair
+ * gets a workspace of its own, of the size cuBLAS recommends (32 MiB from sm_90 on, 4 MiB
+ * before), from the caching allocator under that stream, and it is set after every
+ * cublasSetStream (which resets the handle to its default workspace). The workspaces are
+ * kept in one table under a mutex and freed when their stream is destroyed (a session's
+ * end: opd__cuda_blas_stream_destroyed) or their handle is (its thread's end). When one
+ * cannot be allocated the product runs without a workspace (cuBLAS then picks algorithms
+ * that need none) rather than on a shared one.
  */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -32,10 +46,106 @@ struct handles {
 pthread_key_t handles_key;
 pthread_once_t handles_once = PTHREAD_ONCE_INIT;
 
+/* ---- [Note: cuBLAS workspaces] ---- */
+
+struct workspace {
+  cublasHandle_t handle;
+  cudaStream_t stream;
+  int device;
+  void *ptr;
+  size_t size;
+  workspace *next;
+};
+
+pthread_mutex_t workspaces_lock = PTHREAD_MUTEX_INITIALIZER;
+workspace **workspaces; /* open hash by (handle, stream), chained through next */
+size_t workspace_buckets, workspace_count;
+
+size_t workspace_hash(cublasHandle_t h, cudaStream_t s, size_t buckets) {
+  return (size_t)((((uintptr_t)h >> 4) ^ ((uintptr_t)s * 0x9E3779B97F4A7C15ull)) & (buckets - 1));
+}
+
+/* Inserts w (lock held); false when the table cannot grow. */
+bool workspace_insert(workspace *w) {
+  if (workspace_count >= workspace_buckets) {
+    size_t nb = workspace_buckets ? workspace_buckets * 2 : 64;
+    workspace **t = (workspace **)opd__calloc(nb, sizeof *t);
+    if (!t) return false;
+    for (size_t i = 0; i < workspace_buckets; i++)
+      for (workspace *e = workspaces[i], *next; e; e = next) {
+        next = e->next;
+        size_t k = workspace_hash(e->handle, e->stream, nb);
+        e->next = t[k];
+        t[k] = e;
+      }
+    opd__free(workspaces);
+    workspaces = t;
+    workspace_buckets = nb;
+  }
+  size_t k = workspace_hash(w->handle, w->stream, workspace_buckets);
+  w->next = workspaces[k];
+  workspaces[k] = w;
+  workspace_count++;
+  return true;
+}
+
+/* The workspace of (h, s) on `device` (the device is current, s its current stream): *ptr
+ * and *size, both 0 when none can be had. */
+void workspace_for(int device, cublasHandle_t h, cudaStream_t s, void **ptr, size_t *size) {
+  pthread_mutex_lock(&workspaces_lock);
+  workspace *w = workspace_buckets ? workspaces[workspace_hash(h, s, workspace_buckets)] : nullptr;
+  while (w && (w->handle != h || w->stream != s)) w = w->next;
+  pthread_mutex_unlock(&workspaces_lock);
+  if (!w) { /* only this thread uses h: nobody else adds this pair meanwhile */
+    size_t want = (size_t)(opd_cuda_device_capability(device) >= 90 ? 32 : 4) << 20;
+    void *p = opd__cuda_alloc(device, want);
+    if (p && (w = (workspace *)opd__malloc(sizeof *w))) {
+      *w = workspace{h, s, device, p, want, nullptr};
+      pthread_mutex_lock(&workspaces_lock);
+      bool in = workspace_insert(w);
+      pthread_mutex_unlock(&workspaces_lock);
+      if (!in) {
+        opd__free(w);
+        w = nullptr;
+      }
+    }
+    if (!w && p) opd__cuda_free(device, p, want);
+  }
+  *ptr = w ? w->ptr : nullptr;
+  *size = w ? w->size : 0;
+}
+
+/* Frees the workspaces of a handle (handle non-NULL) or of a stream. */
+void workspaces_drop(cublasHandle_t handle, int device, cudaStream_t stream) {
+  workspace *gone = nullptr;
+  pthread_mutex_lock(&workspaces_lock);
+  for (size_t i = 0; i < workspace_buckets; i++)
+    for (workspace **link = &workspaces[i]; *link;) {
+      workspace *w = *link;
+      if (handle ? w->handle == handle : w->device == device && w->stream == stream) {
+        *link = w->next;
+        workspace_count--;
+        w->next = gone;
+        gone = w;
+      } else {
+        link = &w->next;
+      }
+    }
+  pthread_mutex_unlock(&workspaces_lock);
+  for (workspace *w = gone, *next; w; w = next) {
+    next = w->next;
+    opd__cuda_free(w->device, w->ptr, w->size);
+    opd__free(w);
+  }
+}
+
 void destroy_handles(void *p) {
   handles *hs = (handles *)p;
   for (int d = 0; d < OPD_CUDA_MAX_DEVICES; d++)
-    if (hs->h[d] && cudaSetDevice(d) == cudaSuccess) cublasDestroy(hs->h[d]);
+    if (hs->h[d]) {
+      workspaces_drop(hs->h[d], d, nullptr);
+      if (cudaSetDevice(d) == cudaSuccess) cublasDestroy(hs->h[d]);
+    }
   opd__free(hs);
 }
 
@@ -108,6 +218,10 @@ __global__ void gemm_int(opd__cuda_gemm d) {
 
 } // namespace
 
+extern "C" void opd__cuda_blas_stream_destroyed(int device, void *stream) {
+  workspaces_drop(nullptr, device, (cudaStream_t)stream);
+}
+
 extern "C" int opd__cuda_launch_gemm(int device, const opd__cuda_gemm *d) {
   int rc = opd__cuda_use_device(device);
   if (rc || d->m == 0 || d->n == 0 || d->batch == 0) return rc;
@@ -119,8 +233,14 @@ extern "C" int opd__cuda_launch_gemm(int device, const opd__cuda_gemm *d) {
   }
   cublasHandle_t h;
   if ((rc = handle_for(device, &h))) return rc;
-  cublasStatus_t st = cublasSetStream(h, (cudaStream_t)opd_cuda_current_stream(device));
+  cudaStream_t stream = (cudaStream_t)opd_cuda_current_stream(device);
+  cublasStatus_t st = cublasSetStream(h, stream);
   if (st != CUBLAS_STATUS_SUCCESS) return cublas_error(device, st, "cublasSetStream");
+  void *workspace;
+  size_t workspace_size;
+  workspace_for(device, h, stream, &workspace, &workspace_size);
+  st = cublasSetWorkspace(h, workspace, workspace_size);
+  if (st != CUBLAS_STATUS_SUCCESS) return cublas_error(device, st, "cublasSetWorkspace");
   cudaDataType_t t;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   switch (d->dtype) {

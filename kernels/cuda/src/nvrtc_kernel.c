@@ -24,6 +24,7 @@ struct opd_nvrtc_kernel {
   opd_nvrtc_launch launch;
   uint32_t nargs;
   param_kind kinds[OPD_SCHEMA_MAX_ARGS];
+  opd_nvrtc_dtypes dtypes;
   char name[OPD_NVRTC_MAX_ENTRY + 1];
 };
 
@@ -105,12 +106,13 @@ static int compile(const char *source, const char *entry, void **image, char *lo
   return rc;
 }
 
-int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
-                            const opd_schema *schema, opd_nvrtc_launch launch,
-                            opd_nvrtc_kernel **out, char **log) {
+int opd_nvrtc_kernel_create_typed(const char *source, size_t len, const char *entry,
+                                  const opd_schema *schema, opd_nvrtc_launch launch,
+                                  const char *dtypes, opd_nvrtc_kernel **out, char **log) {
   *out = NULL;
   *log = NULL;
-  int rc = opd_nvrtc_check(source, len, entry, schema);
+  opd_nvrtc_dtypes types;
+  int rc = opd_nvrtc_check(source, len, entry, schema, dtypes, &types);
   if (rc < 0) return rc;
   if (opd_cuda_init() <= 0) {
     const char *why = opd_cuda_unavailable_reason();
@@ -126,6 +128,7 @@ int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
   memcpy(text, source, len);
   text[len] = '\0';
   k->launch = launch;
+  k->dtypes = types;
   void *image = NULL;
   param_kinds(schema, k);
   rc = compile(text, entry, &image, k->name, sizeof k->name, log);
@@ -157,30 +160,6 @@ void opd_nvrtc_kernel_free(opd_nvrtc_kernel *k) {
 }
 
 /* ---- the boxed kernel ---- */
-
-static int check_inputs(const opd_nvrtc_kernel *k, const opd_ivalue *a, const char *op) {
-  const opd_tensor *first = a[0].u.t;
-  opd_device dev = opd_tensor_device(first);
-  if (dev.type != OPD_DEVICE_CUDA)
-    return opd_error(OPD_EINVAL, "%s: an NVRTC kernel runs on CUDA tensors (argument 0 is not)",
-                     op);
-  for (uint32_t i = 0; i < k->nargs && k->kinds[i] == PARAM_TENSOR; i++) {
-    const opd_tensor *t = a[i].u.t;
-    opd_device d = opd_tensor_device(t);
-    if (d.type != dev.type || d.index != dev.index)
-      return opd_error(OPD_EINVAL,
-                       "%s: expected all tensors to be on the same device, but argument %u is on "
-                       "another one",
-                       op, i);
-    if (!opd_tensor_is_contiguous(t))
-      return opd_error(OPD_EINVAL, "%s: argument %u is not contiguous (call contiguous() first)",
-                       op, i);
-    if (t->ndim != first->ndim ||
-        memcmp(opd_tensor_sizes(t), opd_tensor_sizes(first), (size_t)t->ndim * sizeof(int64_t)))
-      return opd_error(OPD_EINVAL, "%s: argument %u's sizes differ from argument 0's", op, i);
-  }
-  return 0;
-}
 
 /* The GPU ordinal of a CUDA tensor (index -1, "the current device", is device 0). */
 static int device_of(const opd_tensor *t) {
@@ -249,13 +228,13 @@ static int boxed(const opd_kernel_ctx *ctx, opd_stack *st) {
   opd_ivalue *a = opd_stack_last(st, k->nargs);
   const char *sticky;
   opd_tensor *out = NULL;
-  int rc = check_inputs(k, a, op);
+  int rc = opd_nvrtc_check_call(&k->dtypes, a, op);
   int dev = rc == 0 ? device_of(a[0].u.t) : 0;
   if (rc == 0 && !opd_cuda_device_healthy(dev, &sticky))
     rc = opd_error(OPD_EUNAVAILABLE, "%s: device cuda:%d is unhealthy: %s", op, dev,
                    sticky ? sticky : "unknown error");
   if (rc == 0)
-    rc = opd_tensor_empty(opd_tensor_sizes(a[0].u.t), a[0].u.t->ndim, opd_tensor_dtype(a[0].u.t),
+    rc = opd_tensor_empty(opd_tensor_sizes(a[0].u.t), a[0].u.t->ndim, (opd_dtype)k->dtypes.result,
                           opd_tensor_device(a[0].u.t), &out);
   if (rc == 0 && (rc = launch(k, a, out, op)) < 0) {
     opd_tensor_release(out);

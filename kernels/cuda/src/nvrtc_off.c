@@ -6,13 +6,14 @@
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 
-int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
-                            const opd_schema *schema, opd_nvrtc_launch launch,
-                            opd_nvrtc_kernel **out, char **log) {
+int opd_nvrtc_kernel_create_typed(const char *source, size_t len, const char *entry,
+                                  const opd_schema *schema, opd_nvrtc_launch launch,
+                                  const char *dtypes, opd_nvrtc_kernel **out, char **log) {
   (void)launch;
   *out = NULL;
   *log = NULL;
-  int rc = opd_nvrtc_check(source, len, entry, schema);
+  opd_nvrtc_dtypes types;
+  int rc = opd_nvrtc_check(source, len, entry, schema, dtypes, &types);
   if (rc < 0) return rc;
   opd_cuda_init();
   const char *why = opd_cuda_unavailable_reason();

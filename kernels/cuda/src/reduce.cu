@@ -5,7 +5,12 @@
  * A reduction's output element o reduces the elements of the reduced dims (descriptor:
  * kept dims first, then reduced ones, with the input's strides). When there are many
  * outputs a warp reduces each one (lanes stride over the reduced elements, then shuffle);
- * when there are few, a block does (then a warp shuffle and a shared-memory step). Values
+ * when there are few, a block does (then a warp shuffle and a shared-memory step). When
+ * there are few outputs with many elements each (x.sum() over 2^30 elements), one block per
+ * output would leave the GPU idle: each output's elements are split into `splits` equal
+ * slices, a block reduces a slice into a partial state (value and index, in the accumulate
+ * type, in a scratch buffer from the caching allocator on the same stream), and a second
+ * pass combines each output's partials in slice order and writes the output. Values
  * accumulate in float for float16/bfloat16/float32, in double for float64 and in wrapping
  * int64 for the integers and bool; argmax keeps the first index of the maximum, a NaN
  * counting as larger than any number (PyTorch's rule).
@@ -22,6 +27,7 @@
 #include "cuda_internal.h"
 #include "device_util.cuh"
 #include "opd/cuda.h"
+#include "opd/error.h"
 
 namespace opd_cuda {
 namespace {
@@ -86,20 +92,43 @@ template <class T> __device__ red_state<T> warp_combine(int op, red_state<T> s) 
   return s;
 }
 
-/* warp_per_output: each warp of the block reduces one output; else the block reduces one */
+/* The final value of output o from its reduced state. */
+template <class T> __device__ void write_output(const opd__cuda_red &d, int64_t o, red_state<T> s) {
+  void *p = (char *)d.out + o * elsize(d.out_dtype);
+  switch (d.op) {
+  case OPD_CUDA_RED_MEAN: store<T>(p, d.out_dtype, s.v / (T)d.nred); break;
+  case OPD_CUDA_RED_ARGMAX: *(int64_t *)p = s.i; break;
+  default: store<T>(p, d.out_dtype, s.v);
+  }
+}
+
+/* Partial states of a split reduction: nout * splits of them, output-major. */
+template <class T> struct red_partials {
+  T *v;
+  int64_t *i;
+  int64_t splits;
+};
+
+/* warp_per_output: each warp of the block reduces one output; else the block reduces one
+ * output, or with p.splits > 1 one slice of one (its state goes to p) */
 template <class T>
-__global__ void reduce_kernel(opd__cuda_red d, red_geom g, bool warp_per_output) {
+__global__ void reduce_kernel(opd__cuda_red d, red_geom g, bool warp_per_output,
+                              red_partials<T> p) {
   __shared__ T sv[32];
   __shared__ int64_t si[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int64_t splits = warp_per_output ? 1 : p.splits;
+  const int64_t slice = (d.nred + splits - 1) / splits, items = d.nout * splits;
   /* ob is uniform over the block, so that every thread meets the same __syncthreads */
   const int64_t step = warp_per_output ? (int64_t)gridDim.x * nwarps : gridDim.x;
   const int64_t start = warp_per_output ? (int64_t)blockIdx.x * nwarps : blockIdx.x;
   const int width = warp_per_output ? 32 : blockDim.x;
   const int me = warp_per_output ? lane : threadIdx.x;
   const T init = d.op == OPD_CUDA_RED_SUM || d.op == OPD_CUDA_RED_MEAN ? (T)0 : lowest<T>();
-  for (int64_t ob = start; ob < d.nout; ob += step) {
-    const int64_t o = warp_per_output ? ob + warp : ob;
+  for (int64_t ob = start; ob < items; ob += step) {
+    const int64_t o = warp_per_output ? ob + warp : ob / splits;
+    const int64_t lo = warp_per_output ? 0 : ob % splits * slice;
+    const int64_t hi = lo + slice < d.nred ? lo + slice : d.nred;
     red_state<T> s = {init, EMPTY};
     if (o < d.nout) {
       int64_t base = 0, rest = o;
@@ -108,7 +137,7 @@ __global__ void reduce_kernel(opd__cuda_red d, red_geom g, bool warp_per_output)
         rest /= g.sizes[k];
       }
       const int esz = elsize(d.in_dtype);
-      for (int64_t r = me; r < d.nred; r += width) {
+      for (int64_t r = lo + me; r < hi; r += width) {
         int64_t off = base, rr = r;
         for (int k = g.ndim - 1; k >= g.nkept; k--) {
           off += (rr % g.sizes[k]) * g.strides[k];
@@ -133,17 +162,42 @@ __global__ void reduce_kernel(opd__cuda_red d, red_geom g, bool warp_per_output)
       }
     }
     if (o < d.nout && me == 0) {
-      void *p = (char *)d.out + o * elsize(d.out_dtype);
-      switch (d.op) {
-      case OPD_CUDA_RED_MEAN: store<T>(p, d.out_dtype, s.v / (T)d.nred); break;
-      case OPD_CUDA_RED_ARGMAX: *(int64_t *)p = s.i; break;
-      default: store<T>(p, d.out_dtype, s.v);
+      if (splits > 1) {
+        p.v[ob] = s.v;
+        p.i[ob] = s.i;
+      } else {
+        write_output(d, o, s);
       }
     }
   }
 }
 
-template <class T> void reduce_launch(const opd__cuda_red *d, cudaStream_t s) {
+/* The second pass of a split reduction: a warp per output combines its partials. */
+template <class T> __global__ void reduce_finish(opd__cuda_red d, red_partials<T> p) {
+  const int lane = threadIdx.x & 31;
+  const int64_t nwarps = blockDim.x >> 5;
+  const T init = d.op == OPD_CUDA_RED_SUM || d.op == OPD_CUDA_RED_MEAN ? (T)0 : lowest<T>();
+  for (int64_t o = blockIdx.x * nwarps + (threadIdx.x >> 5); o < d.nout;
+       o += (int64_t)gridDim.x * nwarps) {
+    red_state<T> s = {init, EMPTY};
+    for (int64_t k = lane; k < p.splits; k += 32)
+      s = combine(d.op, s, red_state<T>{p.v[o * p.splits + k], p.i[o * p.splits + k]});
+    s = warp_combine(d.op, s);
+    if (lane == 0) write_output(d, o, s);
+  }
+}
+
+/* How many slices each output's elements are split into ([Note: CUDA reductions]): enough
+ * for about SPLIT_BLOCKS blocks in all, each with at least SPLIT_MIN elements. */
+constexpr int64_t SPLIT_BLOCKS = 1024, SPLIT_MIN = 16 * THREADS;
+
+int64_t reduce_splits(int64_t nout, int64_t nred) {
+  int64_t by_blocks = (SPLIT_BLOCKS + nout - 1) / nout, by_size = nred / SPLIT_MIN;
+  int64_t n = by_blocks < by_size ? by_blocks : by_size;
+  return n > 1 ? n : 1;
+}
+
+template <class T> int reduce_launch(int device, const opd__cuda_red *d, cudaStream_t s) {
   red_geom g;
   g.ndim = d->ndim;
   g.nkept = d->nkept;
@@ -151,11 +205,30 @@ template <class T> void reduce_launch(const opd__cuda_red *d, cudaStream_t s) {
     g.sizes[k] = d->sizes[k];
     g.strides[k] = d->strides[k];
   }
-  /* few outputs with many elements each: a block per output */
+  /* few outputs with many elements each: a block per output, or per slice of one */
   bool warp_per_output = d->nout >= 1024 || d->nred <= 256;
-  int64_t groups = warp_per_output ? (d->nout + THREADS / 32 - 1) / (THREADS / 32) : d->nout;
+  red_partials<T> p = {nullptr, nullptr, warp_per_output ? 1 : reduce_splits(d->nout, d->nred)};
+  const size_t nparts = (size_t)(d->nout * p.splits), ioff = (nparts * sizeof(T) + 7) / 8 * 8;
+  const size_t scratch_bytes = ioff + nparts * sizeof(int64_t);
+  void *scratch = nullptr;
+  if (p.splits > 1) {
+    if (!(scratch = opd__cuda_alloc(device, scratch_bytes))) return opd_last_error_code();
+    p.v = (T *)scratch;
+    p.i = (int64_t *)((char *)scratch + ioff);
+  }
+  int64_t groups =
+      warp_per_output ? (d->nout + THREADS / 32 - 1) / (THREADS / 32) : d->nout * p.splits;
   unsigned blocks = (unsigned)(groups < 65536 ? groups : 65536);
-  reduce_kernel<T><<<blocks, THREADS, 0, s>>>(*d, g, warp_per_output);
+  reduce_kernel<T><<<blocks, THREADS, 0, s>>>(*d, g, warp_per_output, p);
+  int rc = opd__cuda_check_launch(device, "a reduction kernel launch");
+  if (rc == 0 && p.splits > 1) {
+    int64_t fb = (d->nout + THREADS / 32 - 1) / (THREADS / 32);
+    reduce_finish<T><<<(unsigned)(fb < 65536 ? fb : 65536), THREADS, 0, s>>>(*d, p);
+    rc = opd__cuda_check_launch(device, "a reduction's second pass");
+  }
+  /* freed on the stream that uses it: the next user of the block runs after both passes */
+  if (scratch) opd__cuda_free(device, scratch, scratch_bytes);
+  return rc;
 }
 
 /* ---- softmax ---- */
@@ -312,13 +385,9 @@ extern "C" int opd__cuda_launch_reduce(int device, const opd__cuda_red *d) {
   using namespace opd_cuda;
   int rc = opd__cuda_use_device(device);
   if (rc || d->nout == 0) return rc;
-  if (d->acc == 0)
-    reduce_launch<float>(d, stream_of(device));
-  else if (d->acc == 1)
-    reduce_launch<double>(d, stream_of(device));
-  else
-    reduce_launch<int64_t>(d, stream_of(device));
-  return opd__cuda_check_launch(device, "a reduction kernel launch");
+  if (d->acc == 0) return reduce_launch<float>(device, d, stream_of(device));
+  if (d->acc == 1) return reduce_launch<double>(device, d, stream_of(device));
+  return reduce_launch<int64_t>(device, d, stream_of(device));
 }
 
 extern "C" int opd__cuda_launch_softmax(int device, const opd__cuda_softmax_args *d) {

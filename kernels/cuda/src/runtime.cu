@@ -4,8 +4,11 @@
  *
  * [Note: Sticky errors]
  * After cudaErrorIllegalAddress and its kind (launch failure, misaligned address, illegal
- * instruction, hardware stack error, device-side assert, uncorrectable ECC) the device's
- * context is unusable until the process ends: every later call on it returns the same error.
+ * instruction, hardware stack error, device-side assert, uncorrectable ECC or NVLink errors,
+ * an error the GPU's containment caught, an external device's error, the MPS server ending
+ * the client, and cudaErrorUnknown, which the runtime gives for failures it cannot name) the
+ * device's context is unusable until the process ends: every later call on it returns the
+ * same error.
  * The first one seen is recorded for the device (once, under a mutex; readers check an
  * atomic flag), and opd__cuda_use_device refuses the device from then on with
  * OPD_EUNAVAILABLE naming it, so clients get a clear error instead of a cascade of CUDA
@@ -42,7 +45,7 @@ thread_local cudaStream_t current_stream[OPD_CUDA_MAX_DEVICES];
 thread_local char thread_stream_key; /* its address stands for this thread's default stream */
 
 bool is_sticky(cudaError_t e) {
-  switch (e) {
+  switch ((int)e) { /* an int: the newest codes are numbers, for older toolkits' headers */
   case cudaErrorIllegalAddress:
   case cudaErrorLaunchFailure:
   case cudaErrorMisalignedAddress:
@@ -52,6 +55,12 @@ bool is_sticky(cudaError_t e) {
   case cudaErrorHardwareStackError:
   case cudaErrorAssert:
   case cudaErrorECCUncorrectable:
+  case cudaErrorNvlinkUncorrectable:
+  case 226: /* cudaErrorContained (CUDA 12.4 on) */
+  case 721: /* cudaErrorTensorMemoryLeak (CUDA 12.8 on) */
+  case cudaErrorExternalDevice:
+  case cudaErrorMpsClientTerminated:
+  case cudaErrorUnknown:
   case cudaErrorLaunchTimeout:
   case cudaErrorContextIsDestroyed: return true;
   default: return false;
@@ -222,10 +231,12 @@ void *opd_cuda_stream_create(int device) {
 
 void opd_cuda_stream_destroy(int device, void *stream) {
   if (!stream || opd__cuda_use_device(device)) return;
-  /* its blocks go to the other streams only once no work of it can touch them */
-  if (opd__cuda_error(device, cudaStreamSynchronize((cudaStream_t)stream),
-                      "cudaStreamSynchronize") == 0)
-    opd__cuda_allocator_stream_destroyed(device, stream);
+  /* its blocks go to the other streams only once no work of it can touch them; its cuBLAS
+   * workspaces are freed into its own cache either way */
+  bool idle = opd__cuda_error(device, cudaStreamSynchronize((cudaStream_t)stream),
+                              "cudaStreamSynchronize") == 0;
+  opd__cuda_blas_stream_destroyed(device, stream);
+  if (idle) opd__cuda_allocator_stream_destroyed(device, stream);
   opd__cuda_error(device, cudaStreamDestroy((cudaStream_t)stream), "cudaStreamDestroy");
 }
 

@@ -70,8 +70,10 @@ int opd_cuda_stream_synchronize(int device, void *stream);
 /* Copies nbytes from host memory into dst's storage at element 0 + byte_offset, on the
  * current stream, and waits. OPD_EINVAL when the range is outside the storage. */
 int opd_cuda_copy_from_host(opd_tensor *dst, size_t byte_offset, const void *src, size_t nbytes);
-/* Copies nbytes from src's storage at element 0 + byte_offset (src contiguous) to host
- * memory, on the current stream, and waits. */
+/* Copies nbytes from src's storage at element 0 + byte_offset to host memory, on the
+ * current stream, and waits: raw bytes (for a contiguous src its elements from that byte
+ * on; for a view, the span of storage it reaches). OPD_EINVAL when the range is outside
+ * the storage. */
 int opd_cuda_copy_to_host(void *dst, const opd_tensor *src, size_t byte_offset, size_t nbytes);
 
 /* Pinned host staging buffers (cudaHostAlloc); NULL + opd_error on failure. */

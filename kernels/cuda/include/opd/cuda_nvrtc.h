@@ -7,10 +7,16 @@
  * lists), then optionally float and int arguments, and returns one Tensor. The source is
  * compiled with NVRTC for the devices' architecture (--gpu-architecture=sm_XY, or
  * compute_XY PTX of the lowest one when the devices differ), loaded with
- * cudaLibraryLoadData, and its entry found with cudaLibraryGetKernel. A call:
- *   - needs every Tensor argument on the same CUDA device, contiguous, and with the sizes
- *     of the first (the kernel sees raw pointers of contiguous data);
- *   - allocates the output like the first Tensor argument (sizes, dtype, device);
+ * cudaLibraryLoadData, and its entry found with cudaLibraryGetKernel.
+ *
+ * The kernel sees raw pointers, so their element types are part of its signature: the admin
+ * declares the dtype of each Tensor argument and of the result (opd_nvrtc_dtypes_parse;
+ * float32 for all when nothing is declared), and they are recorded with the kernel. A call:
+ *   - needs every Tensor argument of its declared dtype (a float16 tensor handed to a
+ *     kernel written for float * would be read and written past its allocation), on the
+ *     same CUDA device, contiguous, and with the sizes of the first;
+ *   - allocates the output with the first Tensor argument's sizes and device and the
+ *     declared result dtype;
  *   - launches, on the calling thread's current stream of the device:
  *       elementwise:  entry(out, in0, in1, ..., s0, s1, ..., long long n)
  *                     n = numel; ceil(n / 256) blocks of 256 threads
@@ -28,6 +34,7 @@
 #define OPD_CUDA_NVRTC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "opd/dispatcher.h"
 #include "opd/schema.h"
@@ -38,21 +45,45 @@ extern "C" {
 
 #define OPD_NVRTC_MAX_SOURCE (256 * 1024) /* bytes of CUDA C source */
 #define OPD_NVRTC_MAX_ENTRY  255          /* bytes of the entry's name */
+#define OPD_NVRTC_MAX_DTYPES 1024         /* bytes of a dtype declaration */
 
 typedef enum opd_nvrtc_launch { OPD_NVRTC_ELEMENTWISE, OPD_NVRTC_ROWS } opd_nvrtc_launch;
 
 typedef struct opd_nvrtc_kernel opd_nvrtc_kernel;
 
-/* The checks of the inputs, in every build: `source` is 1 to OPD_NVRTC_MAX_SOURCE bytes
- * (len) without NUL, `entry` an identifier of at most OPD_NVRTC_MAX_ENTRY characters, and
- * `schema` fits the rule above. 0, or OPD_EINVAL with a message. */
-int opd_nvrtc_check(const char *source, size_t len, const char *entry, const opd_schema *schema);
+/* The dtypes of an NVRTC kernel's pointers: its Tensor arguments' (the first ntensors
+ * arguments of its schema) and its result's (opd_dtype values). */
+typedef struct opd_nvrtc_dtypes {
+  uint32_t ntensors;
+  int8_t args[OPD_SCHEMA_MAX_ARGS];
+  int8_t result;
+} opd_nvrtc_dtypes;
 
-/* Checks the inputs (opd_nvrtc_check), then compiles `source`, loads it and finds the
- * entry. 0 with *out; or OPD_EINVAL (bad input; a compile error, with the compiler's log
- * verbatim in *log, malloc'ed, which the caller frees), OPD_EUNAVAILABLE (no device),
- * OPD_ENOMEM, OPD_EINTERNAL (a CUDA error loading it). *log is NULL unless compiling
- * failed. */
+/* The checks of the inputs, in every build: `source` is 1 to OPD_NVRTC_MAX_SOURCE bytes
+ * (len) without NUL, `entry` an identifier of at most OPD_NVRTC_MAX_ENTRY characters,
+ * `schema` fits the rule above, and `dtypes` (at most OPD_NVRTC_MAX_DTYPES bytes) declares
+ * the dtypes of its tensors (names are opd's, "float16", or c10's, "Half"):
+ *   NULL or ""                float32 for every Tensor argument and the result;
+ *   "float16"                 that dtype for every Tensor argument and the result;
+ *   "float16, int64 -> bool"  one per Tensor argument, in order, then "->" and the result's.
+ * 0 with *types, or OPD_EINVAL with a message saying what is wrong. */
+int opd_nvrtc_check(const char *source, size_t len, const char *entry, const opd_schema *schema,
+                    const char *dtypes, opd_nvrtc_dtypes *types);
+
+/* The checks of a call's Tensor arguments a[0 .. d->ntensors) against the declared dtypes
+ * and the rules above (dtype, CUDA, one device, contiguous, the first one's sizes), in
+ * every build; `op` names the operator in the message. 0, or OPD_EINVAL. */
+int opd_nvrtc_check_call(const opd_nvrtc_dtypes *d, const opd_ivalue *a, const char *op);
+
+/* Checks the inputs (opd_nvrtc_check), then compiles
+ * `source`, loads it and finds the entry. 0 with *out; or OPD_EINVAL (bad input; a compile
+ * error, with the compiler's log verbatim in *log, malloc'ed, which the caller frees),
+ * OPD_EUNAVAILABLE (no device), OPD_ENOMEM, OPD_EINTERNAL (a CUDA error loading it). *log
+ * is NULL unless compiling failed. */
+int opd_nvrtc_kernel_create_typed(const char *source, size_t len, const char *entry,
+                                  const opd_schema *schema, opd_nvrtc_launch launch,
+                                  const char *dtypes, opd_nvrtc_kernel **out, char **log);
+/* opd_nvrtc_kernel_create_typed with nothing declared: float32 everywhere. */
 int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
                             const opd_schema *schema, opd_nvrtc_launch launch,
                             opd_nvrtc_kernel **out, char **log);
