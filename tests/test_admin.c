@@ -438,6 +438,11 @@ START_TEST(test_admin_hostile_requests) {
       "Tensor\",\"launch\":\"rows\"}",
       "{\"op\":\"cuda_register\",\"source\":\"x\",\"entry\":\"f\",\"schema\":\"x::f(Tensor a) "
       "-> Tensor\",\"launch\":\"columns\"}",
+      /* dtypes: not a string; two for one Tensor argument (judged before CUDA is needed) */
+      "{\"op\":\"cuda_register\",\"source\":\"x\",\"entry\":\"f\",\"schema\":\"x::f(Tensor a) "
+      "-> Tensor\",\"launch\":\"rows\",\"dtypes\":16}",
+      "{\"op\":\"cuda_register\",\"source\":\"x\",\"entry\":\"f\",\"schema\":\"x::f(Tensor a) "
+      "-> Tensor\",\"launch\":\"rows\",\"dtypes\":\"float16, int8 -> bool\"}",
       deep,
   };
   for (size_t i = 0; i < sizeof einval / sizeof *einval; i++)

@@ -280,8 +280,8 @@ START_TEST(test_nvrtc_dtypes_declared) {
   /* the declaration is judged before the device's absence */
   opd_nvrtc_kernel *k = NULL;
   char *log = NULL;
-  ck_assert_int_eq(opd_nvrtc_kernel_create_typed(twice_src, len, "twice", one,
-                                                 OPD_NVRTC_ELEMENTWISE, "float7", &k, &log),
+  ck_assert_int_eq(opd_nvrtc_kernel_create(twice_src, len, "twice", one, OPD_NVRTC_ELEMENTWISE,
+                                           "float7", &k, &log),
                    OPD_EINVAL);
   ck_assert_ptr_nonnull(strstr(opd_last_error(), "float7"));
   ck_assert(!k && !log);
@@ -599,8 +599,8 @@ static opd_nvrtc_kernel *nvrtc_op(const char *src, const char *entry, const char
   opd_schema *sc = parse_schema(qualified);
   opd_nvrtc_kernel *k = NULL;
   char *log = NULL;
-  int rc = opd_nvrtc_kernel_create_typed(src, strlen(src), entry, sc, OPD_NVRTC_ELEMENTWISE, dtypes,
-                                         &k, &log);
+  int rc =
+      opd_nvrtc_kernel_create(src, strlen(src), entry, sc, OPD_NVRTC_ELEMENTWISE, dtypes, &k, &log);
   ck_assert_msg(rc == 0, "%s: %s %s", entry, opd_last_error(), log ? log : "");
   opd_schema_free(sc);
   ck_assert_int_gt(*def = opd_def("gputest", schema, OPD_HERE), 0);

@@ -165,6 +165,25 @@ START_TEST(test_expanded_download_streams) {
 }
 END_TEST
 
+/* An expanded view whose byte count passes int64 is refused, not sent as 0 bytes. */
+START_TEST(test_download_too_large_for_int64) {
+  opd_server *s = start(MiB, 0);
+  opd_client *c = connect_to(s);
+  int64_t one = 1, n = (int64_t)1 << 61;
+  double v = 1.0;
+  opd_client_tensor x, e;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT64, &one, 1, &v, 8, NULL, &x), 0);
+  opd_client_value args[] = {opd_cv_tensor(x), opd_cv_ints(&n, 1), opd_cv_bool(false)};
+  ck_assert_int_eq(opd_client_call(c, "aten::expand", args, 3, &e, 1, NULL), 0);
+  double out[4];
+  ck_assert_int_eq(opd_client_download(c, e, out, sizeof out, NULL), OPD_EINVAL);
+  ck_assert_ptr_nonnull(strstr(opd_client_last_error(), "overflow"));
+  ck_assert_int_eq(opd_client_ping(c, "x", 1), 0);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
 /* A transposed matrix of several chunks arrives in row-major order of the view, and a
  * request pipelined behind it is answered after it. */
 START_TEST(test_transposed_download_in_chunks) {
@@ -230,6 +249,7 @@ Suite *opd_test_limits_suite(void) {
   tcase_add_test(tc, test_intermediates_refunded);
   tcase_add_test(tc, test_expanded_download_streams);
   tcase_add_test(tc, test_transposed_download_in_chunks);
+  tcase_add_test(tc, test_download_too_large_for_int64);
   tcase_add_test(tc, test_client_leaves_mid_download);
   suite_add_tcase(s, tc);
   return s;

@@ -260,12 +260,13 @@ static void cuda_reg_free(cuda_reg *r) {
 }
 
 static int op_cuda_register(opd__admin *a, json_t *req, json_t **out) {
-  const char *source, *entry, *text, *rule;
+  const char *source, *entry, *text, *rule, *dtypes;
   int rc;
   if ((rc = string_field(req, "cuda_register", "source", true, &source)) ||
       (rc = string_field(req, "cuda_register", "entry", true, &entry)) ||
       (rc = string_field(req, "cuda_register", "schema", true, &text)) ||
-      (rc = string_field(req, "cuda_register", "launch", true, &rule)))
+      (rc = string_field(req, "cuda_register", "launch", true, &rule)) ||
+      (rc = string_field(req, "cuda_register", "dtypes", false, &dtypes)))
     return rc;
   opd_nvrtc_launch launch;
   if (strcmp(rule, "elementwise") == 0)
@@ -290,7 +291,7 @@ static int op_cuda_register(opd__admin *a, json_t *req, json_t **out) {
   else if (existing && !opd_schema_equal(schema, existing))
     rc = opd_error(OPD_EEXIST, "operator %s exists with another schema", name);
   else if ((rc = opd_nvrtc_kernel_create(source, json_string_length(json_object_get(req, "source")),
-                                         entry, schema, launch, &k, &log)) < 0 &&
+                                         entry, schema, launch, dtypes, &k, &log)) < 0 &&
            log) {
     *out = json_pack("{s:o}", "log", text_json(log)); /* the compiler's words */
     opd__free(log);

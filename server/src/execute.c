@@ -667,8 +667,9 @@ static int run_download(opd__job *job, Opd__V1__Response *resp) {
                      " (never issued to this session, or released)",
                      handle);
   opd_device dev = opd_tensor_device(t);
-  size_t es = opd_dtype_size(opd_tensor_dtype(t));
-  uint64_t nbytes = (uint64_t)t->numel * es;
+  int64_t nbytes; /* an expanded view's numel times its element size may pass int64 */
+  if (opd_ckd_nbytes(t->numel, opd_dtype_size(opd_tensor_dtype(t)), &nbytes, "download") < 0)
+    return opd_last_error_code();
   if (dev.type == OPD_DEVICE_META)
     return opd_error(OPD_EINVAL,
                      "download: tensor %" PRIu64 " is a Meta tensor (%s, %d dimensions): it has "
@@ -696,13 +697,13 @@ static int run_download(opd__job *job, Opd__V1__Response *resp) {
   reply.n_shape = reply.n_strides = t->ndim;
   reply.shape = (int64_t *)opd_tensor_sizes(t);
   reply.strides = strides;
-  reply.nbytes = nbytes;
+  reply.nbytes = (uint64_t)nbytes;
   resp->body_case = OPD__V1__RESPONSE__BODY_DOWNLOAD;
   resp->download = &reply;
   int rc = opd__job_pack(job, resp);
   if (rc < 0) return rc;
   job->raw = nbytes && !job->gather ? opd_tensor_data(t) : NULL;
-  job->raw_len = nbytes;
+  job->raw_len = (size_t)nbytes;
   return 0;
 }
 

@@ -62,10 +62,13 @@ static void usage(FILE *f) {
          "  deregister ID [--force]     remove registration ID (one not made through the admin,\n"
          "                              a built-in, only with --force)\n"
          "  cuda-register --source FILE --entry NAME --schema SCHEMA --launch RULE\n"
+         "                [--dtypes DECL]\n"
          "                              compile CUDA C source with NVRTC and register its\n"
          "                              __global__ NAME at the CUDA key of the operator\n"
          "                              SCHEMA (\"ns::op(Tensor x) -> Tensor\", defined if\n"
-         "                              new); RULE: elementwise or rows (docs/ADMIN.md)\n"
+         "                              new); RULE: elementwise or rows; DECL: the tensors'\n"
+         "                              dtypes, \"float16\" or \"float16, int8 -> bool\"\n"
+         "                              (default float32; docs/ADMIN.md)\n"
          "  drain                       let the daemon finish its requests and exit\n"
          "\n"
          "options:\n"
@@ -457,7 +460,7 @@ static char *read_source(const char *path, size_t max, size_t *len) {
 }
 
 static int cmd_cuda_register(const char *source, const char *entry, const char *schema,
-                             const char *launch) {
+                             const char *launch, const char *dtypes) {
   if (!source || !entry || !schema || !launch)
     return fail(EXIT_USAGE, "cuda-register needs --source FILE, --entry NAME, --schema SCHEMA and "
                             "--launch elementwise|rows");
@@ -467,9 +470,10 @@ static int cmd_cuda_register(const char *source, const char *entry, const char *
   json_t *src = json_stringn(text, len);
   free(text);
   if (!src) return fail(EXIT_USAGE, "--source %s: not UTF-8 text", source);
-  json_t *resp =
-      admin_request(json_pack("{s:s, s:o, s:s, s:s, s:s}", "op", "cuda_register", "source", src,
-                              "entry", entry, "schema", schema, "launch", launch));
+  json_t *req = json_pack("{s:s, s:o, s:s, s:s, s:s}", "op", "cuda_register", "source", src,
+                          "entry", entry, "schema", schema, "launch", launch);
+  if (req && dtypes) json_object_set_new(req, "dtypes", json_string(dtypes));
+  json_t *resp = admin_request(req);
   if (!resp) return EXIT_UNREACHABLE;
   int rc = admin_ok(resp);
   const char *log = json_string_value(json_object_get(resp, "log"));
@@ -519,7 +523,7 @@ int main(int argc, char **argv) {
   int nargs = 0;
   long long kernel_of = 0;
   bool fallthrough = false, force = false;
-  const char *source = NULL, *entry = NULL, *schema = NULL, *launch = NULL;
+  const char *source = NULL, *entry = NULL, *schema = NULL, *launch = NULL, *dtypes = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has_value = i + 1 < argc;
@@ -550,6 +554,8 @@ int main(int argc, char **argv) {
       schema = argv[++i];
     } else if (strcmp(a, "--launch") == 0 && has_value) {
       launch = argv[++i];
+    } else if (strcmp(a, "--dtypes") == 0 && has_value) {
+      dtypes = argv[++i];
     } else if (strcmp(a, "--kernel-of") == 0 && has_value) {
       if (!parse_id(argv[++i], &kernel_of))
         return fail(EXIT_USAGE, "--kernel-of needs a registration id");
@@ -620,7 +626,7 @@ int main(int argc, char **argv) {
         "deregistered\n");
   }
   if (strcmp(cmd, "cuda-register") == 0 && nargs == 1)
-    return cmd_cuda_register(source, entry, schema, launch);
+    return cmd_cuda_register(source, entry, schema, launch, dtypes);
   if (strcmp(cmd, "drain") == 0 && nargs == 1)
     return cmd_admin(json_pack("{s:s}", "op", "drain"), "draining\n");
   usage(stderr);

@@ -1,7 +1,7 @@
 /* nvrtc_check.c: the checks of an NVRTC kernel (see [Note: NVRTC kernels] in
  * opd/cuda_nvrtc.h), in every build: opd_nvrtc_check judges a registration the same with or
  * without CUDA, before the device's absence is reported; opd_nvrtc_check_call judges a
- * call's tensors; opd_nvrtc_kernel_create is the typed form with nothing declared. */
+ * call's tensors. */
 #include <stdio.h>
 #include <string.h>
 
@@ -132,12 +132,6 @@ int opd_nvrtc_check(const char *source, size_t len, const char *entry, const opd
   int rc = check_entry(entry);
   if (rc == 0) rc = check_schema(schema);
   return rc < 0 ? rc : parse_dtypes(dtypes, schema, types);
-}
-
-int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
-                            const opd_schema *schema, opd_nvrtc_launch launch,
-                            opd_nvrtc_kernel **out, char **log) {
-  return opd_nvrtc_kernel_create_typed(source, len, entry, schema, launch, NULL, out, log);
 }
 
 /* ---- a call's tensors ---- */

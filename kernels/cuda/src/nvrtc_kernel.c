@@ -106,9 +106,9 @@ static int compile(const char *source, const char *entry, void **image, char *lo
   return rc;
 }
 
-int opd_nvrtc_kernel_create_typed(const char *source, size_t len, const char *entry,
-                                  const opd_schema *schema, opd_nvrtc_launch launch,
-                                  const char *dtypes, opd_nvrtc_kernel **out, char **log) {
+int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
+                            const opd_schema *schema, opd_nvrtc_launch launch, const char *dtypes,
+                            opd_nvrtc_kernel **out, char **log) {
   *out = NULL;
   *log = NULL;
   opd_nvrtc_dtypes types;

@@ -6,9 +6,9 @@
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 
-int opd_nvrtc_kernel_create_typed(const char *source, size_t len, const char *entry,
-                                  const opd_schema *schema, opd_nvrtc_launch launch,
-                                  const char *dtypes, opd_nvrtc_kernel **out, char **log) {
+int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
+                            const opd_schema *schema, opd_nvrtc_launch launch, const char *dtypes,
+                            opd_nvrtc_kernel **out, char **log) {
   (void)launch;
   *out = NULL;
   *log = NULL;

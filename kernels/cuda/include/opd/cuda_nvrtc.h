@@ -80,12 +80,8 @@ int opd_nvrtc_check_call(const opd_nvrtc_dtypes *d, const opd_ivalue *a, const c
  * error, with the compiler's log verbatim in *log, malloc'ed, which the caller frees),
  * OPD_EUNAVAILABLE (no device), OPD_ENOMEM, OPD_EINTERNAL (a CUDA error loading it). *log
  * is NULL unless compiling failed. */
-int opd_nvrtc_kernel_create_typed(const char *source, size_t len, const char *entry,
-                                  const opd_schema *schema, opd_nvrtc_launch launch,
-                                  const char *dtypes, opd_nvrtc_kernel **out, char **log);
-/* opd_nvrtc_kernel_create_typed with nothing declared: float32 everywhere. */
 int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
-                            const opd_schema *schema, opd_nvrtc_launch launch,
+                            const opd_schema *schema, opd_nvrtc_launch launch, const char *dtypes,
                             opd_nvrtc_kernel **out, char **log);
 /* The boxed kernel to register at the CUDA key; its data is k (k must outlive the
  * registration). */
