@@ -3,6 +3,7 @@
 #include "opd_wire.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
 /* field numbers of proto/opd.proto, with their wire types */
@@ -277,10 +278,29 @@ static bool get_plain_value(reader *r, Opd__V1__IValue *v) {
   }
 }
 
+/* Whether the hand reader takes this operator name: ASCII without NUL, as every operator
+ * name of a schema is. Anything else (a NUL, other characters, bytes that are not UTF-8)
+ * goes to protobuf-c and the check of every request string (opd__wire_strings_valid). */
+static bool plain_name(const reader *r) {
+  /* byte b is 0 or >= 0x80 exactly when b | (b - 1) has its high bit set; over eight bytes
+   * at once a borrow crosses into a byte only from a 0 below it, itself flagged */
+  const uint64_t ones = 0x0101010101010101u;
+  uint64_t bad = 0;
+  const uint8_t *p = r->p;
+  for (; r->end - p >= 8; p += 8) {
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    bad |= w | (w - ones);
+  }
+  for (; p < r->end; p++) bad |= (uint8_t)(*p | (uint8_t)(*p - 1));
+  return !(bad & 0x8080808080808080u);
+}
+
 static bool get_call(reader *r, ProtobufCAllocator *alloc, size_t max_args, Opd__V1__Call *c,
                      bool *nomem) {
   reader op = {r->p, r->p}, arg;
-  if (r->p < r->end && *r->p == TAG_CALL_OP && (!get_len(r, TAG_CALL_OP, &op) || op.p == op.end))
+  if (r->p < r->end && *r->p == TAG_CALL_OP &&
+      (!get_len(r, TAG_CALL_OP, &op) || op.p == op.end || !plain_name(&op)))
     return false; /* an empty op is never written */
   /* count the arguments first: one array, as protobuf-c allocates it */
   size_t n = 0;
@@ -373,4 +393,113 @@ bool opd__wire_parse_pong(const uint8_t *p, size_t len, uint64_t *id, const uint
   *payload = data.p;
   *payload_len = (size_t)(data.end - data.p);
   return true;
+}
+
+/* ---- strings in requests ---- */
+
+/* A varint in any form protobuf-c reads (at most 10 bytes). */
+static bool get_any_varint(reader *r, uint64_t *v) {
+  uint64_t x = 0;
+  for (int shift = 0; shift < 70 && r->p < r->end; shift += 7) {
+    uint8_t b = *r->p++;
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = x;
+      return true;
+    }
+  }
+  return false;
+}
+
+enum {
+  FIXED32 = 5,
+  MAX_DEPTH = 8,   /* opd.proto nests three deep (Request, Call, IValue, TensorLiteral) */
+  MAX_COUNTED = 32 /* fields per message whose repetitions are numbered in paths */
+};
+
+typedef struct string_walk {
+  bool (*valid)(const char *s, size_t len);
+  size_t (*escape)(char *dst, size_t cap, const char *s, size_t len);
+  char *msg;
+  size_t cap;
+  char path[128]; /* of the field being read: "call.args[1].s" */
+} string_walk;
+
+static bool walk_fails(string_walk *w, const char *why) {
+  snprintf(w->msg, w->cap, "malformed request: %s at %s", why, *w->path ? w->path : "the top");
+  return false;
+}
+
+/* Appends ".name" (or "name" at the top) and "[index]" for a repeated field to the path. */
+static void path_push(string_walk *w, size_t at, const ProtobufCFieldDescriptor *f, int index) {
+  int n = snprintf(w->path + at, sizeof w->path - at, at ? ".%s" : "%s", f->name);
+  size_t end = n < 0 || (size_t)n >= sizeof w->path - at ? sizeof w->path - 1 : at + (size_t)n;
+  if (index >= 0) snprintf(w->path + end, sizeof w->path - end, "[%d]", index);
+}
+
+static bool refuse_string(string_walk *w, const ProtobufCMessageDescriptor *d,
+                          const ProtobufCFieldDescriptor *f, const uint8_t *s, size_t len,
+                          bool nul) {
+  char shown[160], text[512];
+  w->escape(shown, sizeof shown, (const char *)s, len);
+  snprintf(text, sizeof text,
+           "the string field %s.%s (%s) %s: \"%s\"; request strings must be UTF-8 text without "
+           "NUL bytes",
+           d->short_name, f->name, w->path, nul ? "holds a NUL byte" : "is not valid UTF-8", shown);
+  w->escape(w->msg, w->cap, text, strlen(text)); /* cut at a character to fit */
+  return false;
+}
+
+static bool walk_strings(string_walk *w, const ProtobufCMessageDescriptor *d, reader r, int depth) {
+  size_t at = strlen(w->path);
+  int seen[MAX_COUNTED] = {0}; /* repetitions so far, by field index */
+  while (r.p < r.end) {
+    uint64_t key, n;
+    if (!get_any_varint(&r, &key)) return walk_fails(w, "a truncated field key");
+    switch (key & 7) {
+    case VARINT:
+      if (!get_any_varint(&r, &n)) return walk_fails(w, "a truncated varint");
+      continue;
+    case FIXED64:
+    case FIXED32:
+      n = (key & 7) == FIXED64 ? 8 : 4;
+      if (n > (uint64_t)(r.end - r.p)) return walk_fails(w, "a truncated fixed-size field");
+      r.p += n;
+      continue;
+    case LEN: break;
+    default: return walk_fails(w, "an unknown wire type");
+    }
+    if (!get_any_varint(&r, &n) || n > (uint64_t)(r.end - r.p))
+      return walk_fails(w, "a field longer than its message");
+    reader field = {r.p, r.p + n};
+    r.p += n;
+    const ProtobufCFieldDescriptor *f =
+        key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
+                               : NULL;
+    if (!f || (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE))
+      continue; /* bytes, packed numbers, unknown fields */
+    size_t index = (size_t)(f - d->fields);
+    path_push(w, at, f,
+              f->label != PROTOBUF_C_LABEL_REPEATED ? -1
+              : index < MAX_COUNTED                 ? seen[index]++
+                                                    : 0);
+    if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+      if (depth == MAX_DEPTH) return walk_fails(w, "messages nested too deep");
+      if (!walk_strings(w, f->descriptor, field, depth + 1)) return false;
+    } else {
+      const char *s = (const char *)field.p;
+      bool nul = memchr(s, '\0', n) != NULL;
+      if (nul || !w->valid(s, n)) return refuse_string(w, d, f, field.p, n, nul);
+    }
+    w->path[at] = '\0';
+  }
+  return true;
+}
+
+bool opd__wire_strings_valid(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                             bool (*valid)(const char *s, size_t len),
+                             size_t (*escape)(char *dst, size_t cap, const char *s, size_t len),
+                             char *msg, size_t cap) {
+  string_walk w = {valid, escape, msg, cap, ""};
+  return walk_strings(&w, desc, (reader){p, p + len}, 0);
 }
