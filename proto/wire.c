@@ -417,60 +417,73 @@ enum {
   MAX_COUNTED = 32 /* fields per message whose repetitions are numbered in paths */
 };
 
+/* One field on the way from the message to the string being read. */
+typedef struct path_step {
+  const ProtobufCFieldDescriptor *field;
+  int index; /* of a repeated field's value; -1 for a field that is not repeated */
+} path_step;
+
 typedef struct string_walk {
   bool (*valid)(const char *s, size_t len);
   size_t (*escape)(char *dst, size_t cap, const char *s, size_t len);
   char *msg;
   size_t cap;
-  char path[128]; /* of the field being read: "call.args[1].s" */
+  path_step path[MAX_DEPTH + 1]; /* written out only for a message: "call.args[1].s" */
 } string_walk;
 
-static bool walk_fails(string_walk *w, const char *why) {
-  snprintf(w->msg, w->cap, "malformed request: %s at %s", why, *w->path ? w->path : "the top");
+static const char *format_path(const string_walk *w, int depth, char *buf, size_t cap) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < depth && at < cap; i++) {
+    const path_step *st = &w->path[i];
+    int n = st->index < 0 ? snprintf(buf + at, cap - at, "%s%s", i ? "." : "", st->field->name)
+                          : snprintf(buf + at, cap - at, "%s%s[%d]", i ? "." : "", st->field->name,
+                                     st->index);
+    at = n < 0 ? cap : at + (size_t)n;
+  }
+  return buf;
+}
+
+static bool walk_fails(string_walk *w, int depth, const char *why) {
+  char path[128];
+  snprintf(w->msg, w->cap, "malformed request: %s at %s", why,
+           depth ? format_path(w, depth, path, sizeof path) : "the top");
   return false;
 }
 
-/* Appends ".name" (or "name" at the top) and "[index]" for a repeated field to the path. */
-static void path_push(string_walk *w, size_t at, const ProtobufCFieldDescriptor *f, int index) {
-  int n = snprintf(w->path + at, sizeof w->path - at, at ? ".%s" : "%s", f->name);
-  size_t end = n < 0 || (size_t)n >= sizeof w->path - at ? sizeof w->path - 1 : at + (size_t)n;
-  if (index >= 0) snprintf(w->path + end, sizeof w->path - end, "[%d]", index);
-}
-
-static bool refuse_string(string_walk *w, const ProtobufCMessageDescriptor *d,
-                          const ProtobufCFieldDescriptor *f, const uint8_t *s, size_t len,
-                          bool nul) {
-  char shown[160], text[512];
-  w->escape(shown, sizeof shown, (const char *)s, len);
+static bool refuse_string(string_walk *w, int depth, const ProtobufCMessageDescriptor *d,
+                          const reader *s, bool nul) {
+  char shown[160], path[128], text[512];
+  w->escape(shown, sizeof shown, (const char *)s->p, (size_t)(s->end - s->p));
   snprintf(text, sizeof text,
            "the string field %s.%s (%s) %s: \"%s\"; request strings must be UTF-8 text without "
            "NUL bytes",
-           d->short_name, f->name, w->path, nul ? "holds a NUL byte" : "is not valid UTF-8", shown);
+           d->short_name, w->path[depth - 1].field->name, format_path(w, depth, path, sizeof path),
+           nul ? "holds a NUL byte" : "is not valid UTF-8", shown);
   w->escape(w->msg, w->cap, text, strlen(text)); /* cut at a character to fit */
   return false;
 }
 
 static bool walk_strings(string_walk *w, const ProtobufCMessageDescriptor *d, reader r, int depth) {
-  size_t at = strlen(w->path);
   int seen[MAX_COUNTED] = {0}; /* repetitions so far, by field index */
   while (r.p < r.end) {
     uint64_t key, n;
-    if (!get_any_varint(&r, &key)) return walk_fails(w, "a truncated field key");
+    if (!get_any_varint(&r, &key)) return walk_fails(w, depth, "a truncated field key");
     switch (key & 7) {
     case VARINT:
-      if (!get_any_varint(&r, &n)) return walk_fails(w, "a truncated varint");
+      if (!get_any_varint(&r, &n)) return walk_fails(w, depth, "a truncated varint");
       continue;
     case FIXED64:
     case FIXED32:
       n = (key & 7) == FIXED64 ? 8 : 4;
-      if (n > (uint64_t)(r.end - r.p)) return walk_fails(w, "a truncated fixed-size field");
+      if (n > (uint64_t)(r.end - r.p)) return walk_fails(w, depth, "a truncated fixed-size field");
       r.p += n;
       continue;
     case LEN: break;
-    default: return walk_fails(w, "an unknown wire type");
+    default: return walk_fails(w, depth, "an unknown wire type");
     }
     if (!get_any_varint(&r, &n) || n > (uint64_t)(r.end - r.p))
-      return walk_fails(w, "a field longer than its message");
+      return walk_fails(w, depth, "a field longer than its message");
     reader field = {r.p, r.p + n};
     r.p += n;
     const ProtobufCFieldDescriptor *f =
@@ -479,19 +492,17 @@ static bool walk_strings(string_walk *w, const ProtobufCMessageDescriptor *d, re
     if (!f || (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE))
       continue; /* bytes, packed numbers, unknown fields */
     size_t index = (size_t)(f - d->fields);
-    path_push(w, at, f,
-              f->label != PROTOBUF_C_LABEL_REPEATED ? -1
-              : index < MAX_COUNTED                 ? seen[index]++
-                                                    : 0);
+    w->path[depth] = (path_step){f, f->label != PROTOBUF_C_LABEL_REPEATED ? -1
+                                    : index < MAX_COUNTED                 ? seen[index]++
+                                                                          : 0};
     if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
-      if (depth == MAX_DEPTH) return walk_fails(w, "messages nested too deep");
+      if (depth == MAX_DEPTH) return walk_fails(w, depth + 1, "messages nested too deep");
       if (!walk_strings(w, f->descriptor, field, depth + 1)) return false;
     } else {
-      const char *s = (const char *)field.p;
-      bool nul = memchr(s, '\0', n) != NULL;
-      if (nul || !w->valid(s, n)) return refuse_string(w, d, f, field.p, n, nul);
+      bool nul = memchr(field.p, '\0', n) != NULL;
+      if (nul || !w->valid((const char *)field.p, n))
+        return refuse_string(w, depth + 1, d, &field, nul);
     }
-    w->path[at] = '\0';
   }
   return true;
 }
@@ -500,6 +511,6 @@ bool opd__wire_strings_valid(const ProtobufCMessageDescriptor *desc, const uint8
                              bool (*valid)(const char *s, size_t len),
                              size_t (*escape)(char *dst, size_t cap, const char *s, size_t len),
                              char *msg, size_t cap) {
-  string_walk w = {valid, escape, msg, cap, ""};
+  string_walk w = {valid, escape, msg, cap, {{NULL, 0}}};
   return walk_strings(&w, desc, (reader){p, p + len}, 0);
 }
