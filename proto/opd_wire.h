@@ -74,6 +74,30 @@ void opd__wire_pong(uint8_t *out, uint64_t id, const uint8_t *payload, size_t pa
  * else (left to protobuf-c), -1 if an allocation failed. At most `max_args` arguments. */
 int opd__wire_parse_request(const uint8_t *p, size_t len, ProtobufCAllocator *alloc,
                             size_t max_args, Opd__V1__Request **out);
+/* [Note: Strings in requests]
+ * protobuf-c reads a `string` field into a NUL-terminated copy without looking at its
+ * bytes: a NUL inside ends the C string early (Call.op "aten::add.Tensor\0junk" would name
+ * aten::add.Tensor) and bytes that are not UTF-8 pass, to be echoed later in errors that
+ * conformant clients then cannot decode ([Note: Strings on the wire are UTF-8], opd/utf8.h).
+ * The decoded message has lost the length that shows the NUL, so the check reads the
+ * frame's bytes again, guided by the message's descriptors: every field of type string at
+ * any depth (Call.op, IValue.s, the names of DispatchState, Hello.client_name, and any
+ * added later) must hold UTF-8 without NUL bytes. The hand reader of calls takes only
+ * ASCII operator names without NUL (a byte loop over a short name) and leaves any other
+ * to protobuf-c and this check, so every frame is checked once. The UTF-8 functions are
+ * parameters because this library, which the client links too, does not link the
+ * dispatcher's.
+ *
+ * opd__wire_strings_valid: true when every string field of the message of type `desc` in
+ * p[0, len) is accepted by `valid` and holds no NUL; false otherwise, with a message in
+ * msg (cap bytes, 512 are enough) naming the field by its type and path ("the string field
+ * Call.op (call.op) holds a NUL byte: \"aten::add.Tensor\x00junk\"", the bytes quoted with
+ * `escape`), or saying where the bytes are not a message. */
+bool opd__wire_strings_valid(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                             bool (*valid)(const char *s, size_t len),
+                             size_t (*escape)(char *dst, size_t cap, const char *s, size_t len),
+                             char *msg, size_t cap);
+
 /* Reads a Response in the canonical form opd__wire_call_handles writes, with at most
  * `max` handles: true and the values, or false (anything else, left to protobuf-c). */
 bool opd__wire_parse_call_handles(const uint8_t *p, size_t len, uint64_t *id, uint64_t *handles,

@@ -3,6 +3,7 @@
 #include "opd_wire.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
 /* field numbers of proto/opd.proto, with their wire types */
@@ -277,10 +278,29 @@ static bool get_plain_value(reader *r, Opd__V1__IValue *v) {
   }
 }
 
+/* Whether the hand reader takes this operator name: ASCII without NUL, as every operator
+ * name of a schema is. Anything else (a NUL, other characters, bytes that are not UTF-8)
+ * goes to protobuf-c and the check of every request string (opd__wire_strings_valid). */
+static bool plain_name(const reader *r) {
+  /* byte b is 0 or >= 0x80 exactly when b | (b - 1) has its high bit set; over eight bytes
+   * at once a borrow crosses into a byte only from a 0 below it, itself flagged */
+  const uint64_t ones = 0x0101010101010101u;
+  uint64_t bad = 0;
+  const uint8_t *p = r->p;
+  for (; r->end - p >= 8; p += 8) {
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    bad |= w | (w - ones);
+  }
+  for (; p < r->end; p++) bad |= (uint8_t)(*p | (uint8_t)(*p - 1));
+  return !(bad & 0x8080808080808080u);
+}
+
 static bool get_call(reader *r, ProtobufCAllocator *alloc, size_t max_args, Opd__V1__Call *c,
                      bool *nomem) {
   reader op = {r->p, r->p}, arg;
-  if (r->p < r->end && *r->p == TAG_CALL_OP && (!get_len(r, TAG_CALL_OP, &op) || op.p == op.end))
+  if (r->p < r->end && *r->p == TAG_CALL_OP &&
+      (!get_len(r, TAG_CALL_OP, &op) || op.p == op.end || !plain_name(&op)))
     return false; /* an empty op is never written */
   /* count the arguments first: one array, as protobuf-c allocates it */
   size_t n = 0;
@@ -373,4 +393,124 @@ bool opd__wire_parse_pong(const uint8_t *p, size_t len, uint64_t *id, const uint
   *payload = data.p;
   *payload_len = (size_t)(data.end - data.p);
   return true;
+}
+
+/* ---- strings in requests ---- */
+
+/* A varint in any form protobuf-c reads (at most 10 bytes). */
+static bool get_any_varint(reader *r, uint64_t *v) {
+  uint64_t x = 0;
+  for (int shift = 0; shift < 70 && r->p < r->end; shift += 7) {
+    uint8_t b = *r->p++;
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = x;
+      return true;
+    }
+  }
+  return false;
+}
+
+enum {
+  FIXED32 = 5,
+  MAX_DEPTH = 8,   /* opd.proto nests three deep (Request, Call, IValue, TensorLiteral) */
+  MAX_COUNTED = 32 /* fields per message whose repetitions are numbered in paths */
+};
+
+/* One field on the way from the message to the string being read. */
+typedef struct path_step {
+  const ProtobufCFieldDescriptor *field;
+  int index; /* of a repeated field's value; -1 for a field that is not repeated */
+} path_step;
+
+typedef struct string_walk {
+  bool (*valid)(const char *s, size_t len);
+  size_t (*escape)(char *dst, size_t cap, const char *s, size_t len);
+  char *msg;
+  size_t cap;
+  path_step path[MAX_DEPTH + 1]; /* written out only for a message: "call.args[1].s" */
+} string_walk;
+
+static const char *format_path(const string_walk *w, int depth, char *buf, size_t cap) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < depth && at < cap; i++) {
+    const path_step *st = &w->path[i];
+    int n = st->index < 0 ? snprintf(buf + at, cap - at, "%s%s", i ? "." : "", st->field->name)
+                          : snprintf(buf + at, cap - at, "%s%s[%d]", i ? "." : "", st->field->name,
+                                     st->index);
+    at = n < 0 ? cap : at + (size_t)n;
+  }
+  return buf;
+}
+
+static bool walk_fails(string_walk *w, int depth, const char *why) {
+  char path[128];
+  snprintf(w->msg, w->cap, "malformed request: %s at %s", why,
+           depth ? format_path(w, depth, path, sizeof path) : "the top");
+  return false;
+}
+
+static bool refuse_string(string_walk *w, int depth, const ProtobufCMessageDescriptor *d,
+                          const reader *s, bool nul) {
+  char shown[160], path[128], text[512];
+  w->escape(shown, sizeof shown, (const char *)s->p, (size_t)(s->end - s->p));
+  snprintf(text, sizeof text,
+           "the string field %s.%s (%s) %s: \"%s\"; request strings must be UTF-8 text without "
+           "NUL bytes",
+           d->short_name, w->path[depth - 1].field->name, format_path(w, depth, path, sizeof path),
+           nul ? "holds a NUL byte" : "is not valid UTF-8", shown);
+  w->escape(w->msg, w->cap, text, strlen(text)); /* cut at a character to fit */
+  return false;
+}
+
+static bool walk_strings(string_walk *w, const ProtobufCMessageDescriptor *d, reader r, int depth) {
+  int seen[MAX_COUNTED] = {0}; /* repetitions so far, by field index */
+  while (r.p < r.end) {
+    uint64_t key, n;
+    if (!get_any_varint(&r, &key)) return walk_fails(w, depth, "a truncated field key");
+    switch (key & 7) {
+    case VARINT:
+      if (!get_any_varint(&r, &n)) return walk_fails(w, depth, "a truncated varint");
+      continue;
+    case FIXED64:
+    case FIXED32:
+      n = (key & 7) == FIXED64 ? 8 : 4;
+      if (n > (uint64_t)(r.end - r.p)) return walk_fails(w, depth, "a truncated fixed-size field");
+      r.p += n;
+      continue;
+    case LEN: break;
+    default: return walk_fails(w, depth, "an unknown wire type");
+    }
+    if (!get_any_varint(&r, &n) || n > (uint64_t)(r.end - r.p))
+      return walk_fails(w, depth, "a field longer than its message");
+    reader field = {r.p, r.p + n};
+    r.p += n;
+    const ProtobufCFieldDescriptor *f =
+        key >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(key >> 3))
+                               : NULL;
+    if (!f || (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE))
+      continue; /* bytes, packed numbers, unknown fields */
+    size_t index = (size_t)(f - d->fields);
+    w->path[depth] = (path_step){f, f->label != PROTOBUF_C_LABEL_REPEATED ? -1
+                                    : index < MAX_COUNTED                 ? seen[index]++
+                                                                          : 0};
+    if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+      if (depth == MAX_DEPTH) return walk_fails(w, depth + 1, "messages nested too deep");
+      if (!walk_strings(w, f->descriptor, field, depth + 1)) return false;
+    } else {
+      bool nul = memchr(field.p, '\0', n) != NULL;
+      if (nul || !w->valid((const char *)field.p, n))
+        return refuse_string(w, depth + 1, d, &field, nul);
+    }
+  }
+  return true;
+}
+
+bool opd__wire_strings_valid(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t len,
+                             bool (*valid)(const char *s, size_t len),
+                             size_t (*escape)(char *dst, size_t cap, const char *s, size_t len),
+                             char *msg, size_t cap) {
+  string_walk w = {valid, escape, msg, cap, {{NULL, 0}}};
+  return walk_strings(&w, desc, (reader){p, p + len}, 0);
 }

@@ -1,8 +1,17 @@
 /* test_status.c: the HTTP status endpoint (docs/STATUS.md), against an in-process server
  * with the endpoint on port 0: every endpoint over a raw socket, its JSON checked against
  * what the dispatcher itself says; 404, 405, 400, 431; /metrics, /v1/sessions and
- * /v1/memory seeing a call made over the client RPC. */
+ * /v1/memory seeing a call made over the client RPC. Strings: bad percent-encoding and
+ * decoded bytes that are not UTF-8 are 400, long names are cut at characters, bytes from
+ * registrations (kernel names, provenance, operator names) are escaped. Idle connections
+ * do not lock others out. A stress test reads every endpoint from 4 threads while the CPU
+ * kernel of aten::add.Tensor is overridden and removed 500 times (run under ASan). */
 #include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -20,6 +29,10 @@
 #include "opd/introspect.h"
 #include "opd/server.h"
 #include "opd/tensor.h"
+#include "opd/utf8.h"
+
+#include "metrics.h"
+#include "status.h"
 
 static opd_server *start_status_server(const char *status) {
   opd_server_config cfg;
@@ -54,15 +67,20 @@ static void reply_free(http_reply *r) {
   r->head = r->body = NULL;
 }
 
-/* Sends `request` as is and reads until the server closes. */
-static http_reply http_raw(int port, const char *request, size_t len) {
+/* Sends `request` as is and reads until the server closes: NULL and the reply, or what
+ * failed (the connection, or an answer that is not an HTTP/1.1 response). No assertions:
+ * stress threads call it. The receive timeout only keeps a dead server from hanging it. */
+static const char *http_fetch(int port, const char *request, size_t len, http_reply *out) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ck_assert_int_ge(fd, 0);
+  if (fd < 0) return "no socket";
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
-  struct timeval tv = {10, 0};
+  struct timeval tv = {60, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return "connect failed";
+  }
   for (size_t off = 0; off < len;) {
     ssize_t n = send(fd, request + off, len - off, MSG_NOSIGNAL);
     if (n <= 0) break; /* the server may answer and close before reading everything */
@@ -70,27 +88,38 @@ static http_reply http_raw(int port, const char *request, size_t len) {
   }
   size_t cap = 1 << 16, got = 0;
   char *buf = malloc(cap + 1);
-  ck_assert_ptr_nonnull(buf);
-  for (;;) {
+  const char *failed = NULL;
+  for (ssize_t n = 1; buf && n > 0;) {
     if (got == cap) {
+      char *bigger = realloc(buf, 2 * cap + 1);
+      if (!bigger) break;
+      buf = bigger;
       cap *= 2;
-      buf = realloc(buf, cap + 1);
-      ck_assert_ptr_nonnull(buf);
     }
-    ssize_t n = recv(fd, buf + got, cap - got, 0);
-    if (n <= 0) break;
-    got += (size_t)n;
+    n = recv(fd, buf + got, cap - got, 0);
+    if (n > 0) got += (size_t)n;
+    if (n < 0) failed = errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : "reset";
   }
   close(fd);
+  if (!buf) return "out of memory";
   buf[got] = '\0';
-  http_reply r = {0};
   char *sep = strstr(buf, "\r\n\r\n");
-  ck_assert_msg(sep, "no header end in: %.200s", buf);
+  *out = (http_reply){0};
+  if (!sep || sscanf(buf, "HTTP/1.1 %d", &out->code) != 1) {
+    free(buf);
+    return failed ? failed : "no HTTP response";
+  }
   *sep = '\0';
-  r.head = buf;
-  r.body = sep + 4;
-  r.body_len = got - (size_t)(r.body - buf);
-  ck_assert_int_eq(sscanf(buf, "HTTP/1.1 %d", &r.code), 1);
+  out->head = buf;
+  out->body = sep + 4;
+  out->body_len = got - (size_t)(out->body - buf);
+  return NULL;
+}
+
+static http_reply http_raw(int port, const char *request, size_t len) {
+  http_reply r;
+  const char *failed = http_fetch(port, request, len, &r);
+  ck_assert_msg(!failed, "%s: %.200s", failed, request);
   return r;
 }
 
@@ -106,6 +135,7 @@ static json_t *get_json(opd_server *s, const char *path, int code) {
   http_reply r = http_get(s, path);
   ck_assert_msg(r.code == code, "%s: HTTP %d, expected %d: %s", path, r.code, code, r.body);
   ck_assert_msg(strstr(r.head, "Content-Type: application/json"), "%s: %s", path, r.head);
+  ck_assert_msg(opd_utf8_valid(r.body, r.body_len), "%s: the body is not UTF-8", path);
   json_error_t err;
   json_t *j = json_loadb(r.body, r.body_len, 0, &err);
   ck_assert_msg(j, "%s: bad JSON (%s): %s", path, err.text, r.body);
@@ -514,40 +544,410 @@ START_TEST(test_page_and_disabled) {
 }
 END_TEST
 
-START_TEST(test_timeout_and_connection_cap) {
+static int dial_status(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  return fd;
+}
+
+START_TEST(test_idle_connections_do_not_block) {
   opd_server *s = start_server();
   int port = opd_server_status_port(s);
-  /* 64 idle connections are held; the 65th is refused */
-  int fds[64];
-  for (int i = 0; i < 64; i++) {
-    fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&a, sizeof a), 0);
+  /* more idle connections than the endpoint holds at once */
+  enum { IDLE = 100 };
+  int fds[IDLE];
+  for (int i = 0; i < IDLE; i++) fds[i] = dial_status(port);
+  json_t *j = get_json(s, "/v1/health", 200);
+  ck_assert_str_eq(jstr(j, "status"), "ok");
+  json_decref(j);
+  /* answered before the idle ones time out: the newest are still open, unanswered */
+  for (int i = IDLE - 16; i < IDLE; i++) {
+    struct pollfd p = {fds[i], POLLIN, 0};
+    ck_assert_int_eq(poll(&p, 1, 0), 0);
   }
-  static const char get[] = "GET /v1/health HTTP/1.1\r\n\r\n";
-  /* the server accepts the 64 first: wait until a 65th is answered 503 */
-  http_reply r = http_raw(port, get, sizeof get - 1);
-  ck_assert_int_eq(r.code, 503);
-  reply_free(&r);
-  for (int i = 0; i < 64; i++) close(fds[i]);
-  /* the server sees the closes in its own time: wait until it serves again */
-  for (int tries = 0;; tries++) {
-    r = http_raw(port, get, sizeof get - 1);
-    int code = r.code;
-    reply_free(&r);
-    if (code == 200) break;
-    ck_assert_int_eq(code, 503);
-    ck_assert_int_lt(tries, 500);
-    nanosleep(&(struct timespec){0, 10000000}, NULL);
-  }
+  /* the oldest made room: closed without an answer */
+  struct pollfd p = {fds[0], POLLIN, 0};
+  ck_assert_int_eq(poll(&p, 1, 10000), 1);
+  char c;
+  ck_assert_int_le(recv(fds[0], &c, 1, 0), 0);
+  for (int i = 0; i < IDLE; i++) close(fds[i]);
   /* a request that never ends its headers is answered 408 after 5 s */
   static const char partial[] = "GET /v1/health HTTP/1.1\r\nHost: x\r\n";
   time_t t0 = time(NULL);
-  r = http_raw(port, partial, sizeof partial - 1);
+  http_reply r = http_raw(port, partial, sizeof partial - 1);
   ck_assert_int_eq(r.code, 408);
   ck_assert_int_ge(time(NULL) - t0, 4);
   reply_free(&r);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* ---- strings ---- */
+
+START_TEST(test_bad_encoding_is_400) {
+  opd_server *s = start_server();
+  static const char *const bad[] = {
+      "/v1/ops/%FF",
+      "/v1/ops/%zz",
+      "/v1/ops/%C3",
+      "/v1/ops/x%ED%A0%80",
+      "/v1/ops/%C0%AF",
+      "/v1/%FF",
+      "/v1/ops/%00",
+      "/v1/ops/%F4%90%80%80",
+      "/v1/ops/aten::add.Tensor/dispatch?keys=%FF",
+      "/v1/ops/aten::add.Tensor/dispatch?keys=CPU%2",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    json_t *j = get_json(s, bad[i], 400);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "error"), "code")), 400);
+    ck_assert_uint_gt(strlen(jstr(json_object_get(j, "error"), "message")), 10);
+    json_decref(j);
+  }
+  /* a name of valid UTF-8 that is no operator: 404, the name echoed */
+  json_t *j = get_json(s, "/v1/ops/caf%C3%A9", 404);
+  ck_assert_ptr_nonnull(strstr(jstr(json_object_get(j, "error"), "message"), "caf\xc3\xa9"));
+  json_decref(j);
+  /* long names of 2- and 3-byte characters, cut in the message at each position within a
+   * character (get_json checks that the body is UTF-8) */
+  static const char *const chars[] = {"%C3%A9", "%E2%82%AC"};
+  for (int c = 0; c < 2; c++)
+    for (int lead = 0; lead < 3; lead++) {
+      char path[2048] = "/v1/ops/";
+      memset(path + 8, 'x', (size_t)lead);
+      for (int i = 0; i < 200; i++) strcat(path, chars[c]);
+      j = get_json(s, path, 404);
+      ck_assert_uint_gt(strlen(jstr(json_object_get(j, "error"), "message")), 250);
+      json_decref(j);
+      strcat(path, "/dispatch?keys=CPU");
+      json_decref(get_json(s, path, 404));
+    }
+  opd_server_stop(s);
+}
+END_TEST
+
+static int never_called(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_stack_clear(stack);
+  return opd_error(OPD_EINTERNAL, "a status test's kernel ran");
+}
+
+START_TEST(test_registered_bytes_escaped) {
+  opd_server *s = start_server();
+  /* a plugin's kernel name and provenance, and an operator name, of bytes that are not UTF-8 */
+  opd_kernel k = {.boxed = never_called, .name = "kernel\xfe"};
+  opd_provenance prov = {"plugin\xfd", "file\xfc.c", 7};
+  opd_reg_id def = opd_def("t_status_bytes", "f(Tensor a) -> Tensor", OPD_HERE);
+  opd_reg_id impl = opd_impl("t_status_bytes::f", OPD_KEY_CPU, &k, prov);
+  opd_reg_id odd = opd_impl("t_status_bytes::g\xff", OPD_KEY_CPU, &k, prov);
+  ck_assert(def > 0 && impl > 0 && odd > 0);
+
+  json_t *j = get_json(s, "/v1/ops/t_status_bytes::f", 200);
+  json_t *cpu = json_object_get(json_object_get(j, "table"), "CPU");
+  ck_assert_str_eq(jstr(cpu, "kernel"), "kernel\\xfe");
+  ck_assert_str_eq(jstr(json_object_get(cpu, "provenance"), "origin"), "plugin\\xfd");
+  ck_assert_str_eq(jstr(json_object_get(cpu, "provenance"), "file"), "file\\xfc.c");
+  ck_assert_str_eq(jstr(find_by(json_object_get(j, "registrations"), "key", "CPU"), "kernel"),
+                   "kernel\\xfe");
+  json_decref(j);
+  j = get_json(s, "/v1/ops/t_status_bytes::f/dispatch?keys=CPU&exclude=AutogradCPU", 200);
+  ck_assert_str_eq(jstr(j, "key"), "CPU");
+  ck_assert_str_eq(jstr(j, "kernel"), "kernel\\xfe");
+  ck_assert_str_eq(jstr(json_object_get(j, "entry"), "kernel"), "kernel\\xfe");
+  json_decref(j);
+  j = get_json(s, "/v1/ops", 200);
+  ck_assert_ptr_nonnull(find_by(json_object_get(j, "ops"), "name", "t_status_bytes::g\\xff"));
+  json_decref(j);
+  char *dump = opd_op_dump_table(opd_find_op("t_status_bytes::f"));
+  ck_assert_ptr_nonnull(dump);
+  ck_assert(opd_utf8_valid(dump, strlen(dump)));
+  ck_assert_ptr_nonnull(strstr(dump, "CPU: kernel\\xfe [kernel]"));
+  free(dump);
+  /* a call of the oddly named operator in the metrics: its label escaped */
+  opd__metrics_call(opd_find_op("t_status_bytes::g\xff"), OPD_KEY_CPU, 0, 1000);
+  http_reply r = http_get(s, "/metrics");
+  ck_assert_int_eq(r.code, 200);
+  ck_assert(opd_utf8_valid(r.body, r.body_len));
+  check_prometheus_text(r.body);
+  ck_assert_uint_eq(metric(r.body, "opd_calls_total{op=\"t_status_bytes::g\\\\xff\",key=\"CPU\"}"),
+                    1);
+  reply_free(&r);
+  ck_assert_int_eq(opd_deregister(odd), 0);
+  ck_assert_int_eq(opd_deregister(impl), 0);
+  ck_assert_int_eq(opd_deregister(def), 0);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* ---- the request target, without a socket ---- */
+
+static int parse(const char *target, opd__status_target *t) {
+  int code = opd__status_parse_target(target, strlen(target), t);
+  if (code) {
+    ck_assert_msg(*t->error && opd_utf8_valid(t->error, strlen(t->error)), "%s: error '%s'", target,
+                  t->error);
+  }
+  return code;
+}
+
+START_TEST(test_parse_target) {
+  opd__status_target t;
+  static const struct {
+    const char *target;
+    opd__status_route route;
+  } fixed[] = {
+      {"/", OPD__STATUS_PAGE},
+      {"/index.html", OPD__STATUS_PAGE},
+      {"/v1/health", OPD__STATUS_HEALTH},
+      {"/v1/health?probe=1", OPD__STATUS_HEALTH},
+      {"/v1/info", OPD__STATUS_INFO},
+      {"/v1/keys", OPD__STATUS_KEYS},
+      {"/v1/ops", OPD__STATUS_OPS},
+      {"/v1/fallbacks", OPD__STATUS_FALLBACKS},
+      {"/v1/sessions", OPD__STATUS_SESSIONS},
+      {"/v1/memory", OPD__STATUS_MEMORY},
+      {"/metrics", OPD__STATUS_METRICS},
+      {"/v1/%6Fps", OPD__STATUS_OPS},
+  };
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+    ck_assert_int_eq(parse(fixed[i].target, &t), 0);
+    ck_assert_int_eq(t.route, fixed[i].route);
+  }
+  ck_assert_int_eq(parse("/v1/ops/aten%3A%3Aadd.Tensor", &t), 0);
+  ck_assert_int_eq(t.route, OPD__STATUS_OP);
+  ck_assert_str_eq(t.name, "aten::add.Tensor");
+  ck_assert_int_eq(parse("/v1/ops/caf%C3%A9", &t), 0);
+  ck_assert_str_eq(t.name, "caf\xc3\xa9");
+  ck_assert_int_eq(parse("/v1/ops/aten::add.Tensor/dispatch?keys=CPU%2CAutogradCPU&exclude=Autog"
+                         "radCPU&include=Meta",
+                         &t),
+                   0);
+  ck_assert_int_eq(t.route, OPD__STATUS_OP_DISPATCH);
+  ck_assert_str_eq(t.name, "aten::add.Tensor");
+  ck_assert_uint_eq(
+      t.keys.repr,
+      opd_keyset_union(opd_keyset_of(OPD_KEY_CPU), opd_keyset_of(OPD_KEY_AutogradCPU)).repr);
+  ck_assert_uint_eq(t.exclude.repr, opd_keyset_of(OPD_KEY_AutogradCPU).repr);
+  ck_assert_uint_eq(t.include.repr, opd_keyset_of(OPD_KEY_Meta).repr);
+
+  static const struct {
+    const char *target;
+    int code;
+    const char *needle;
+  } refused[] = {
+      {"/v1/ops/%FF", 400, "not UTF-8"},
+      {"/v1/ops/%zz", 400, "malformed percent-encoding"},
+      {"/v1/ops/%C3", 400, "not UTF-8"},
+      {"/v1/ops/a%2", 400, "malformed percent-encoding"},
+      {"/v1/ops/%00", 400, "not UTF-8 text"},
+      {"/v1/ops/\xff", 400, "not UTF-8"},
+      {"/v1/ops/x/dispatch?keys=CPU,Bogus", 400, "'Bogus' is not a runtime"},
+      {"/v1/ops/x/dispatch?keys=Autograd", 400, "'Autograd'"},
+      {"/v1/ops/x/dispatch?exclude=%E2%82", 400, "'exclude'"},
+      {"/v1/nothing", 404, "no such endpoint: /v1/nothing"},
+      {"/v1/caf%C3%A9", 404, "no such endpoint: /v1/caf\xc3\xa9"},
+      {"not a target", 400, "malformed request target"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    ck_assert_int_eq(parse(refused[i].target, &t), refused[i].code);
+    ck_assert_msg(strstr(t.error, refused[i].needle), "%s: '%s' lacks '%s'", refused[i].target,
+                  t.error, refused[i].needle);
+  }
+  static char longest[OPD__STATUS_MAX_URL + 2];
+  memset(longest, 'a', sizeof longest - 1);
+  longest[0] = '/';
+  ck_assert_int_eq(parse(longest, &t), 414);
+}
+END_TEST
+
+/* Random targets (bytes that matter to the parser, often): whatever they are, the answer is
+ * a route or 400 / 404 / 414 with a UTF-8 message, and a name is UTF-8 text. */
+START_TEST(test_parse_target_random) {
+  static const char *const pieces[] = {"/",    "/v1/ops/",  "%", "%C3", "%A9",      "%FF", "%00",
+                                       "%2",   "?",         "&", "=",   "keys=CPU", "é",   "\xff",
+                                       "\x80", "/dispatch", "a", "::",  "exclude=", "#",   "%zz"};
+  unsigned seed = 5150;
+  for (int round = 0; round < 20000; round++) {
+    char target[OPD__STATUS_MAX_URL + 64] = "";
+    size_t len = 0;
+    int n = rand_r(&seed) % 24;
+    for (int i = 0; i < n; i++) {
+      const char *p = pieces[rand_r(&seed) % (sizeof pieces / sizeof *pieces)];
+      size_t plen = strlen(p);
+      memcpy(target + len, p, plen);
+      len += plen;
+    }
+    if (round % 10 == 0)
+      for (int i = 0; i < 8; i++) target[len++] = (char)(rand_r(&seed) & 0xff);
+    opd__status_target t;
+    int code = opd__status_parse_target(target, len, &t);
+    ck_assert_msg(code == 0 || code == 400 || code == 404 || code == 414, "code %d", code);
+    if (code)
+      ck_assert(*t.error && opd_utf8_valid(t.error, strlen(t.error)));
+    else if (t.route == OPD__STATUS_OP || t.route == OPD__STATUS_OP_DISPATCH)
+      ck_assert(opd_utf8_valid_text(t.name, strlen(t.name)));
+  }
+}
+END_TEST
+
+/* ---- reading every endpoint while registrations change ---- */
+
+enum { CHURN_READERS = 4, CHURN_CHANGES = 500, CHURN_NAMES = 4, CHURN_SEEN = 4096 };
+
+static const char *const churn_paths[] = {
+    "/v1/ops/aten::add.Tensor/dispatch?keys=CPU&exclude=AutogradCPU",
+    "/v1/ops",
+    "/v1/ops/aten::add.Tensor",
+    "/v1/ops/aten::add.Tensor/dispatch?keys=CPU,AutogradCPU&exclude=AutogradCPU",
+    "/v1/ops/t_status_churn::f",
+    "/v1/ops/aten::add.Tensor/dispatch?keys=CPU&exclude=AutogradCPU",
+    "/v1/fallbacks",
+    "/v1/sessions",
+    "/v1/ops/aten::add.Tensor/dispatch?keys=CPU&exclude=AutogradCPU",
+    "/v1/memory",
+    "/metrics",
+    "/v1/info",
+    "/v1/ops/t_status_churn::f/dispatch?keys=CPU",
+    "/v1/keys",
+    "/v1/health",
+    "/",
+};
+#define CHURN_PATHS (sizeof churn_paths / sizeof *churn_paths)
+
+static const char *const churn_names[CHURN_NAMES] = {"churn_cpu_0", "churn_cpu_1", "churn_cpu_2",
+                                                     "churn_cpu_3"};
+
+/* a dispatch reply's CPU entry: the registration and the kernel the reply names */
+typedef struct churn_pair {
+  opd_reg_id id;
+  char kernel[32];
+} churn_pair;
+
+typedef struct churn_reader {
+  pthread_t thread;
+  unsigned index;
+  churn_pair seen[CHURN_SEEN];
+  size_t nseen;
+  long failures;
+  char first_failure[256];
+} churn_reader;
+
+static int churn_port;
+static atomic_bool churn_stop;
+static atomic_long churn_replies;
+
+static void churn_fail(churn_reader *r, const char *path, const char *what) {
+  if (r->failures++ == 0) snprintf(r->first_failure, sizeof r->first_failure, "%s: %s", path, what);
+}
+
+static void churn_check_dispatch(churn_reader *r, const char *path, json_t *j) {
+  json_t *entry = json_object_get(j, "entry");
+  const char *kernel = json_string_value(json_object_get(j, "kernel"));
+  const char *entry_kernel = json_string_value(json_object_get(entry, "kernel"));
+  if (!kernel) return churn_fail(r, path, "no kernel");
+  if (entry_kernel && strcmp(kernel, entry_kernel) != 0)
+    return churn_fail(r, path, "the kernel is not its entry's");
+  const char *key = json_string_value(json_object_get(j, "key"));
+  if (strstr(path, "aten::add.Tensor") && key && strcmp(key, "CPU") == 0 && r->nseen < CHURN_SEEN) {
+    churn_pair *p = &r->seen[r->nseen++];
+    p->id = json_integer_value(json_object_get(entry, "registration"));
+    snprintf(p->kernel, sizeof p->kernel, "%s", kernel);
+  }
+}
+
+static void *churn_read(void *arg) {
+  churn_reader *r = arg;
+  for (unsigned i = r->index; !atomic_load(&churn_stop); i++) {
+    const char *path = churn_paths[i % CHURN_PATHS];
+    char req[512];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", path);
+    http_reply rep;
+    const char *failed = http_fetch(churn_port, req, (size_t)n, &rep);
+    if (failed) {
+      churn_fail(r, path, failed);
+      continue;
+    }
+    if (rep.code != 200) {
+      churn_fail(r, path, rep.body);
+    } else if (strcmp(path, "/metrics") != 0 && strcmp(path, "/") != 0) {
+      json_t *j = json_loadb(rep.body, rep.body_len, 0, NULL);
+      if (!j)
+        churn_fail(r, path, "not JSON");
+      else if (strstr(path, "/dispatch"))
+        churn_check_dispatch(r, path, j);
+      json_decref(j);
+    }
+    reply_free(&rep);
+    atomic_fetch_add(&churn_replies, 1);
+  }
+  return NULL;
+}
+
+/* Waits until the readers have had `n` more replies (or 10 s without one). */
+static void churn_wait_replies(long n) {
+  long want = atomic_load(&churn_replies) + n;
+  for (int i = 0; i < 100000 && atomic_load(&churn_replies) < want; i++)
+    nanosleep(&(struct timespec){0, 100000}, NULL);
+}
+
+START_TEST(test_endpoints_under_registration_churn) {
+  opd_server *s = start_server();
+  churn_port = opd_server_status_port(s);
+  const opd_operator *add = opd_find_op("aten::add.Tensor");
+  opd_reg_id builtin_id = opd_op_slot_registration(add, OPD_KEY_CPU);
+  const char *builtin_name = opd_op_lookup(add, opd_keyset_of(OPD_KEY_CPU))->name;
+  /* the other operator exists from the start (operators stay once made) */
+  opd_reg_id first = opd_def("t_status_churn", "f(Tensor a) -> Tensor", OPD_HERE);
+  ck_assert_int_gt(first, 0);
+  ck_assert_int_eq(opd_deregister(first), 0);
+  atomic_store(&churn_stop, false);
+  atomic_store(&churn_replies, 0);
+  static churn_reader readers[CHURN_READERS];
+  for (unsigned i = 0; i < CHURN_READERS; i++) {
+    readers[i] = (churn_reader){.index = i * 3};
+    ck_assert_int_eq(pthread_create(&readers[i].thread, NULL, churn_read, &readers[i]), 0);
+  }
+  /* override the CPU kernel, define another operator, then remove both */
+  static churn_pair made[CHURN_CHANGES];
+  for (int i = 0; i < CHURN_CHANGES; i++) {
+    opd_kernel k = {.boxed = never_called, .name = churn_names[i % CHURN_NAMES]};
+    opd_reg_id id = opd_impl("aten::add.Tensor", OPD_KEY_CPU, &k, OPD_HERE);
+    opd_reg_id def = opd_def("t_status_churn", "f(Tensor a) -> Tensor", OPD_HERE);
+    ck_assert(id > 0 && def > 0);
+    made[i].id = id;
+    snprintf(made[i].kernel, sizeof made[i].kernel, "%s", k.name);
+    churn_wait_replies(1);
+    ck_assert_int_eq(opd_deregister(id), 0);
+    ck_assert_int_eq(opd_deregister(def), 0);
+    churn_wait_replies(1);
+  }
+  atomic_store(&churn_stop, true);
+  long failures = 0;
+  for (unsigned i = 0; i < CHURN_READERS; i++) {
+    pthread_join(readers[i].thread, NULL);
+    ck_assert_msg(readers[i].failures == 0, "reader %u: %ld failures, first: %s", i,
+                  readers[i].failures, readers[i].first_failure);
+    failures += readers[i].failures;
+  }
+  ck_assert_int_eq(failures, 0);
+  ck_assert_int_gt(atomic_load(&churn_replies), 2 * CHURN_CHANGES);
+  /* every reply named the kernel of the registration it showed */
+  size_t checked = 0;
+  for (unsigned i = 0; i < CHURN_READERS; i++)
+    for (size_t k = 0; k < readers[i].nseen; k++, checked++) {
+      const churn_pair *p = &readers[i].seen[k];
+      const char *want = p->id == builtin_id ? builtin_name : NULL;
+      for (int c = 0; !want && c < CHURN_CHANGES; c++)
+        if (made[c].id == p->id) want = made[c].kernel;
+      ck_assert_msg(want, "registration %lld was never made", (long long)p->id);
+      ck_assert_str_eq(p->kernel, want);
+    }
+  ck_assert_uint_gt(checked, 0);
+  ck_assert_int_eq(opd_op_slot_registration(add, OPD_KEY_CPU), builtin_id);
+  ck_assert_int_eq(opd_op_count_stale_slots(add), 0);
   opd_server_stop(s);
 }
 END_TEST
@@ -564,7 +964,15 @@ Suite *opd_test_status_suite(void) {
   tcase_add_test(tc, test_http_errors);
   tcase_add_test(tc, test_metrics_sessions_count_a_call);
   tcase_add_test(tc, test_page_and_disabled);
-  tcase_add_test(tc, test_timeout_and_connection_cap);
+  tcase_add_test(tc, test_idle_connections_do_not_block);
+  tcase_add_test(tc, test_bad_encoding_is_400);
+  tcase_add_test(tc, test_registered_bytes_escaped);
+  tcase_add_test(tc, test_parse_target);
+  tcase_add_test(tc, test_parse_target_random);
   suite_add_tcase(s, tc);
+  TCase *churn = tcase_create("churn");
+  tcase_set_timeout(churn, 300);
+  tcase_add_test(churn, test_endpoints_under_registration_churn);
+  suite_add_tcase(s, churn);
   return s;
 }

@@ -2,14 +2,27 @@
  * are byte for byte what protobuf-c packs for the same message, over edge values (0, each
  * varint length, UINT64_MAX, negative ints, NaN) and random ones; the hand readers give
  * back the values written; and on frames with random bytes changed, cut or added, a hand
- * reader either declines or agrees with protobuf-c. */
+ * reader either declines or agrees with protobuf-c. Strings on the wire ([Note: Strings on
+ * the wire are UTF-8]): through a real daemon, over both decode paths, a request string
+ * with a NUL or invalid UTF-8 (Call.op, IValue.s, DispatchState names, Hello.client_name)
+ * is refused naming its field, "aten::add.Tensor\0junk" does not run add, and every string
+ * of every response is valid UTF-8, long multi-byte names cut included. */
 #include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "opd.pb-c.h"
+#include "opd/error.h"
+#include "opd/server.h"
+#include "opd/utf8.h"
 #include "opd_wire.h"
 
 Suite *opd_test_wire_suite(void);
@@ -325,6 +338,11 @@ static void check_request_reader(const uint8_t *p, size_t len, const Opd__V1__Re
   Opd__V1__Request *ref = opd__v1__request__unpack(NULL, len, p);
   ck_assert_ptr_nonnull(ref);
   assert_same_request(mine, ref);
+  /* what it reads by hand needs no check of its strings: it has none but a plain name */
+  char msg[512];
+  ck_assert_msg(opd__wire_strings_valid(&opd__v1__request__descriptor, p, len, opd_utf8_valid,
+                                        opd_utf8_escape, msg, sizeof msg),
+                "%s", msg);
   if (sent) assert_same_request(mine, sent);
   opd__v1__request__free_unpacked(ref, NULL);
 }
@@ -418,6 +436,437 @@ START_TEST(readers_on_mutated_frames) {
 }
 END_TEST
 
+/* ---- strings through a real daemon ---- */
+
+static opd_server *start_daemon(void) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  cfg.workers = 2;
+  cfg.log_level = OPD_LOG_ERROR;
+  opd_server *s = NULL;
+  int rc = opd_server_start(&cfg, &s);
+  opd_server_config_destroy(&cfg);
+  ck_assert_msg(rc == 0, "server start: %s", opd_last_error());
+  return s;
+}
+
+static int dial(opd_server *s) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)opd_server_listener_port(s, 0))};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  struct timeval tv = {10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+/* A packed request with room for its 4-byte length in front. */
+typedef struct frame {
+  uint8_t *bytes; /* length, then the message */
+  size_t len;     /* of the message */
+} frame;
+
+static frame pack_request(const Opd__V1__Request *r) {
+  frame f = {NULL, opd__v1__request__get_packed_size(r)};
+  f.bytes = malloc(4 + f.len);
+  ck_assert_ptr_nonnull(f.bytes);
+  for (int i = 0; i < 4; i++) f.bytes[i] = (uint8_t)(f.len >> (8 * i));
+  opd__v1__request__pack(r, f.bytes + 4);
+  return f;
+}
+
+/* protobuf-c packs a string up to its first NUL: the NUL is put into the bytes afterwards,
+ * in place of each '#' of `text` (which the message holds once). */
+static void put_nuls(frame *f, const char *text) {
+  size_t n = strlen(text);
+  uint8_t *at = f->bytes + 4;
+  while (at + n <= f->bytes + 4 + f->len && memcmp(at, text, n) != 0) at++;
+  ck_assert_msg(at + n <= f->bytes + 4 + f->len, "'%s' is not in the message", text);
+  for (size_t i = 0; i < n; i++)
+    if (at[i] == '#') at[i] = 0;
+}
+
+static void send_frame(int fd, frame *f) {
+  for (size_t off = 0; off < 4 + f->len;) {
+    ssize_t n = send(fd, f->bytes + off, 4 + f->len - off, MSG_NOSIGNAL);
+    ck_assert_msg(n > 0, "send: %s", strerror(errno));
+    off += (size_t)n;
+  }
+  free(f->bytes);
+  f->bytes = NULL;
+}
+
+static bool recv_all(int fd, uint8_t *p, size_t n) {
+  while (n) {
+    ssize_t k = recv(fd, p, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= (size_t)k;
+  }
+  return true;
+}
+
+static void expect_utf8(const char *s, const char *what) {
+  ck_assert_msg(opd_utf8_valid(s, strlen(s)), "%s is not valid UTF-8: %s", what, s);
+}
+
+/* The next response (NULL when the daemon closed the connection); every string in it is
+ * checked to be valid UTF-8. */
+static Opd__V1__Response *next_response(int fd) {
+  uint8_t head[4];
+  if (!recv_all(fd, head, 4)) return NULL;
+  size_t n = (size_t)head[0] | (size_t)head[1] << 8 | (size_t)head[2] << 16 | (size_t)head[3] << 24;
+  uint8_t *buf = malloc(n ? n : 1);
+  ck_assert(recv_all(fd, buf, n));
+  Opd__V1__Response *r = opd__v1__response__unpack(NULL, n, buf);
+  free(buf);
+  ck_assert_msg(r, "undecodable response");
+  if (r->body_case == OPD__V1__RESPONSE__BODY_ERROR) {
+    expect_utf8(r->error->message, "Error.message");
+    expect_utf8(r->error->op, "Error.op");
+  } else if (r->body_case == OPD__V1__RESPONSE__BODY_HELLO) {
+    expect_utf8(r->hello->server, "HelloReply.server");
+  }
+  return r;
+}
+
+/* An error response to request `id` with this code and every needle in its message. */
+static void expect_refusal(int fd, uint64_t id, Opd__V1__ErrorCode code, const char *needle1,
+                           const char *needle2) {
+  Opd__V1__Response *r = next_response(fd);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_uint_eq(r->id, id);
+  ck_assert_msg(r->body_case == OPD__V1__RESPONSE__BODY_ERROR,
+                "request %llu: expected an error, got response kind %d", (unsigned long long)id,
+                (int)r->body_case);
+  ck_assert_msg(r->error->code == code, "request %llu: code %d, expected %d: %s",
+                (unsigned long long)id, (int)r->error->code, (int)code, r->error->message);
+  const char *needles[] = {needle1, needle2};
+  for (int i = 0; i < 2; i++)
+    ck_assert_msg(!needles[i] || strstr(r->error->message, needles[i]), "'%s' lacks '%s'",
+                  r->error->message, needles[i]);
+  opd__v1__response__free_unpacked(r, NULL);
+}
+
+static frame hello_frame(const char *client_name) {
+  Opd__V1__Hello h = OPD__V1__HELLO__INIT;
+  h.protocol_version = 1;
+  h.client_name = (char *)client_name;
+  Opd__V1__Request r = OPD__V1__REQUEST__INIT;
+  r.id = 1;
+  r.body_case = OPD__V1__REQUEST__BODY_HELLO;
+  r.hello = &h;
+  return pack_request(&r);
+}
+
+static int say_hello(opd_server *s) {
+  int fd = dial(s);
+  frame f = hello_frame("test_wire");
+  send_frame(fd, &f);
+  Opd__V1__Response *r = next_response(fd);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_int_eq(r->body_case, OPD__V1__RESPONSE__BODY_HELLO);
+  opd__v1__response__free_unpacked(r, NULL);
+  return fd;
+}
+
+/* Call{op, args} with two tensor arguments: the handles (the hand-read form) when given,
+ * else two float32 literals of [1, 2] (a form left to protobuf-c). */
+static frame call_frame(uint64_t id, const char *op, const uint64_t *handles) {
+  static float data[2] = {1, 2};
+  static int64_t shape[1] = {2};
+  Opd__V1__TensorLiteral lit = OPD__V1__TENSOR_LITERAL__INIT;
+  lit.dtype = OPD__V1__DTYPE__FLOAT32;
+  lit.n_shape = 1;
+  lit.shape = shape;
+  lit.data.data = (uint8_t *)data;
+  lit.data.len = sizeof data;
+  Opd__V1__IValue v[2], *args[2] = {&v[0], &v[1]};
+  for (int i = 0; i < 2; i++) {
+    opd__v1__ivalue__init(&v[i]);
+    if (handles) {
+      v[i].value_case = OPD__V1__IVALUE__VALUE_TENSOR;
+      v[i].tensor = handles[i];
+    } else {
+      v[i].value_case = OPD__V1__IVALUE__VALUE_LITERAL;
+      v[i].literal = &lit;
+    }
+  }
+  Opd__V1__Call call = OPD__V1__CALL__INIT;
+  call.op = (char *)op;
+  call.n_args = 2;
+  call.args = args;
+  Opd__V1__Request r = OPD__V1__REQUEST__INIT;
+  r.id = id;
+  r.body_case = OPD__V1__REQUEST__BODY_CALL;
+  r.call = &call;
+  frame f = pack_request(&r);
+  /* the frame takes the path it is meant to: read by hand when it has handles and an ASCII
+   * name (put_nuls comes later), else left to protobuf-c */
+  bool ascii = true;
+  for (const char *c = op; *c; c++) ascii = ascii && (unsigned char)*c < 0x80;
+  bump_pos = 0;
+  Opd__V1__Request *out = NULL;
+  ck_assert_int_eq(opd__wire_parse_request(f.bytes + 4, f.len, &bump, 64, &out),
+                   handles && ascii ? 1 : 0);
+  return f;
+}
+
+/* A call of aten::add.Tensor that succeeds: its result's handle. */
+static uint64_t add_ok(int fd, uint64_t id, const uint64_t *handles) {
+  frame f = call_frame(id, "aten::add.Tensor", handles);
+  send_frame(fd, &f);
+  Opd__V1__Response *r = next_response(fd);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_uint_eq(r->id, id);
+  ck_assert_msg(r->body_case == OPD__V1__RESPONSE__BODY_CALL, "add failed: %s",
+                r->body_case == OPD__V1__RESPONSE__BODY_ERROR ? r->error->message : "?");
+  ck_assert_uint_eq(r->call->n_results, 1);
+  uint64_t h = r->call->results[0]->tensor;
+  opd__v1__response__free_unpacked(r, NULL);
+  return h;
+}
+
+/* ---- the check of request strings ([Note: Strings in requests]) ---- */
+
+/* Whether the check accepts the request; its message otherwise, which must be UTF-8. */
+static bool strings_ok(const frame *f, char *msg, size_t cap) {
+  bool ok = opd__wire_strings_valid(&opd__v1__request__descriptor, f->bytes + 4, f->len,
+                                    opd_utf8_valid, opd_utf8_escape, msg, cap);
+  if (!ok) ck_assert(opd_utf8_valid(msg, strlen(msg)));
+  return ok;
+}
+
+static void expect_string_refused(frame f, const char *needle) {
+  char msg[512];
+  ck_assert(!strings_ok(&f, msg, sizeof msg));
+  ck_assert_msg(strstr(msg, needle), "'%s' lacks '%s'", msg, needle);
+  free(f.bytes);
+}
+
+START_TEST(request_strings_checked) {
+  char msg[512];
+  /* every kind of string, valid: accepted (non-ASCII text included) */
+  Opd__V1__IValue v[3], *args[3] = {&v[0], &v[1], &v[2]};
+  for (int i = 0; i < 3; i++) opd__v1__ivalue__init(&v[i]);
+  v[0].value_case = OPD__V1__IVALUE__VALUE_TENSOR;
+  v[0].tensor = 1;
+  v[1].value_case = OPD__V1__IVALUE__VALUE_S;
+  v[1].s = "caf\xc3\xa9 \xf0\x9f\x98\x80";
+  v[2].value_case = OPD__V1__IVALUE__VALUE_INTS;
+  Opd__V1__IntList ints = OPD__V1__INT_LIST__INIT;
+  int64_t values[2] = {-1, 1 << 20};
+  ints.n_values = 2;
+  ints.values = values;
+  v[2].ints = &ints;
+  Opd__V1__Call call = OPD__V1__CALL__INIT;
+  call.op = "aten::\xc3\xa9";
+  call.n_args = 3;
+  call.args = args;
+  Opd__V1__Request r = OPD__V1__REQUEST__INIT;
+  r.id = 300;
+  r.body_case = OPD__V1__REQUEST__BODY_CALL;
+  r.call = &call;
+  frame f = pack_request(&r);
+  ck_assert(strings_ok(&f, msg, sizeof msg));
+  free(f.bytes);
+  f = hello_frame("client \xe2\x82\xac");
+  ck_assert(strings_ok(&f, msg, sizeof msg));
+  free(f.bytes);
+
+  /* each field refused by name, with the path to it and the bytes escaped */
+  call.op = "aten::add#x";
+  f = pack_request(&r);
+  put_nuls(&f, "aten::add#x");
+  expect_string_refused(f, "Call.op (call.op) holds a NUL byte: \"aten::add\\x00x\"");
+  call.op = "aten::add";
+  v[1].s = "ok\xe2\x82";
+  expect_string_refused(pack_request(&r),
+                        "IValue.s (call.args[1].s) is not valid UTF-8: \"ok\\xe2\\x82\"");
+  f = hello_frame("\xff");
+  expect_string_refused(f, "Hello.client_name (hello.client_name) is not valid UTF-8: \"\\xff\"");
+  char *names[3] = {"Tracer", "Meta", "\xc0\x80"};
+  Opd__V1__DispatchState ds = OPD__V1__DISPATCH_STATE__INIT;
+  ds.n_remove_exclude = 3;
+  ds.remove_exclude = names;
+  r.body_case = OPD__V1__REQUEST__BODY_SET_DISPATCH_STATE;
+  r.set_dispatch_state = &ds;
+  expect_string_refused(pack_request(&r),
+                        "DispatchState.remove_exclude (set_dispatch_state.remove_exclude[2])");
+  /* the quoted bytes are cut, at a character, to fit the message */
+  static char long_name[4000];
+  for (int i = 0; i < 1000; i++) memcpy(long_name + 3 * i, "\xe2\x82\xac", 3);
+  strcpy(long_name + 3000, "\xff");
+  call.op = long_name;
+  r.body_case = OPD__V1__REQUEST__BODY_CALL;
+  r.call = &call; /* the oneof's members share their storage */
+  f = pack_request(&r);
+  ck_assert(!strings_ok(&f, msg, 512));
+  ck_assert(!strings_ok(&f, msg, 100)); /* a short buffer: still UTF-8 */
+  free(f.bytes);
+  /* bytes that are not a message: refused, saying so */
+  static const uint8_t truncated[] = {0x1a, 0x05, 0x0a, 0x03, 'a'};
+  ck_assert(!opd__wire_strings_valid(&opd__v1__request__descriptor, truncated, sizeof truncated,
+                                     opd_utf8_valid, opd_utf8_escape, msg, sizeof msg));
+  ck_assert_ptr_nonnull(strstr(msg, "malformed request"));
+
+  /* the hand reader declines a name with a NUL, other characters or bytes not UTF-8
+   * (call_frame checks the path each frame takes) */
+  static const char *const declined[] = {"caf\xc3\xa9", "\xff", "\x80"};
+  for (size_t i = 0; i < sizeof declined / sizeof *declined; i++) {
+    f = call_frame(9, declined[i], (uint64_t[]){5, 6});
+    free(f.bytes);
+  }
+  f = call_frame(9, "a#b", (uint64_t[]){5, 6});
+  put_nuls(&f, "a#b");
+  bump_pos = 0;
+  Opd__V1__Request *out = NULL;
+  ck_assert_int_eq(opd__wire_parse_request(f.bytes + 4, f.len, &bump, 64, &out), 0);
+  free(f.bytes);
+}
+END_TEST
+
+START_TEST(op_with_nul_does_not_run) {
+  opd_server *s = start_daemon();
+  int fd = say_hello(s);
+  uint64_t h = add_ok(fd, 2, NULL);
+  uint64_t hh[2] = {h, h};
+  /* both decode paths: by hand (handles) and protobuf-c (literals) */
+  for (int path = 0; path < 2; path++) {
+    uint64_t id = 10 + (uint64_t)path;
+    frame f = call_frame(id, "aten::add.Tensor#junk", path ? NULL : hh);
+    put_nuls(&f, "aten::add.Tensor#junk");
+    send_frame(fd, &f);
+    expect_refusal(fd, id, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, "Call.op",
+                   "aten::add.Tensor\\x00junk");
+  }
+  /* the session goes on */
+  ck_assert_uint_ne(add_ok(fd, 20, hh), 0);
+  close(fd);
+  opd_server_stop(s);
+}
+END_TEST
+
+START_TEST(op_not_utf8_refused) {
+  opd_server *s = start_daemon();
+  int fd = say_hello(s);
+  uint64_t h = add_ok(fd, 2, NULL), hh[2] = {h, h};
+  static const char *const bad[] = {"aten::add.Tensor\xff", "aten::\xc3(", "\xed\xa0\x80::x",
+                                    "aten::\xc0\xaf", "aten::add\xe2\x82"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    for (int path = 0; path < 2; path++) {
+      uint64_t id = 10 + 2 * i + (uint64_t)path;
+      frame f = call_frame(id, bad[i], path ? NULL : hh);
+      send_frame(fd, &f);
+      expect_refusal(fd, id, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, "Call.op", "not valid UTF-8");
+    }
+  ck_assert_uint_ne(add_ok(fd, 30, hh), 0);
+  close(fd);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* An unknown operator's long name, of 2-, 3- and 4-byte characters: the error's message
+ * and op are cut to fit at character boundaries (next_response checks them). */
+START_TEST(long_multibyte_op_cut_at_characters) {
+  opd_server *s = start_daemon();
+  int fd = say_hello(s);
+  static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"};
+  for (size_t c = 0; c < 3; c++)
+    for (int lead = 0; lead < 4; lead++) { /* each cut position within a character */
+      char op[2000] = "x::";
+      memset(op + 3, 'y', (size_t)lead);
+      for (int i = 0; i < 300; i++) strcat(op, chars[c]);
+      uint64_t id = 10 + 4 * c + (uint64_t)lead;
+      frame f = call_frame(id, op, (uint64_t[]){1, 1});
+      send_frame(fd, &f);
+      Opd__V1__Response *r = next_response(fd);
+      ck_assert_ptr_nonnull(r);
+      ck_assert_int_eq(r->body_case, OPD__V1__RESPONSE__BODY_ERROR);
+      ck_assert_int_eq(r->error->code, OPD__V1__ERROR_CODE__NOT_FOUND);
+      /* what the op field keeps is a prefix of the name */
+      ck_assert_uint_gt(strlen(r->error->op), 100);
+      ck_assert(strncmp(r->error->op, op, strlen(r->error->op)) == 0);
+      opd__v1__response__free_unpacked(r, NULL);
+    }
+  close(fd);
+  opd_server_stop(s);
+}
+END_TEST
+
+START_TEST(other_request_strings_refused) {
+  opd_server *s = start_daemon();
+  /* Hello.client_name: the connection is refused and closed */
+  int fd = dial(s);
+  frame f = hello_frame("client#name");
+  put_nuls(&f, "client#name");
+  send_frame(fd, &f);
+  expect_refusal(fd, 1, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, "Hello.client_name",
+                 "client\\x00name");
+  ck_assert_ptr_null(next_response(fd));
+  close(fd);
+  fd = dial(s);
+  f = hello_frame("caf\xc3");
+  send_frame(fd, &f);
+  expect_refusal(fd, 1, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, "Hello.client_name", "caf\\xc3");
+  close(fd);
+
+  fd = say_hello(s);
+  uint64_t h = add_ok(fd, 2, NULL);
+  /* IValue.s, as a third argument */
+  Opd__V1__IValue v[3], *args[3] = {&v[0], &v[1], &v[2]};
+  for (int i = 0; i < 2; i++) {
+    opd__v1__ivalue__init(&v[i]);
+    v[i].value_case = OPD__V1__IVALUE__VALUE_TENSOR;
+    v[i].tensor = h;
+  }
+  opd__v1__ivalue__init(&v[2]);
+  v[2].value_case = OPD__V1__IVALUE__VALUE_S;
+  v[2].s = "\xfe\xff";
+  Opd__V1__Call call = OPD__V1__CALL__INIT;
+  call.op = "aten::add.Tensor";
+  call.n_args = 3;
+  call.args = args;
+  Opd__V1__Request r = OPD__V1__REQUEST__INIT;
+  r.id = 3;
+  r.body_case = OPD__V1__REQUEST__BODY_CALL;
+  r.call = &call;
+  f = pack_request(&r);
+  send_frame(fd, &f);
+  expect_refusal(fd, 3, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, "IValue.s", "\\xfe\\xff");
+  /* each list of DispatchState */
+  for (int field = 0; field < 4; field++) {
+    char *names[2] = {"Tracer", "Tracer#x"};
+    Opd__V1__DispatchState ds = OPD__V1__DISPATCH_STATE__INIT;
+    size_t *counts[] = {&ds.n_include, &ds.n_exclude, &ds.n_remove_include, &ds.n_remove_exclude};
+    char ***lists[] = {&ds.include, &ds.exclude, &ds.remove_include, &ds.remove_exclude};
+    *counts[field] = 2;
+    *lists[field] = names;
+    r.id = 4 + (uint64_t)field;
+    r.body_case = OPD__V1__REQUEST__BODY_SET_DISPATCH_STATE;
+    r.set_dispatch_state = &ds;
+    f = pack_request(&r);
+    put_nuls(&f, "Tracer#x");
+    send_frame(fd, &f);
+    static const char *const field_names[] = {"DispatchState.include", "DispatchState.exclude",
+                                              "DispatchState.remove_include",
+                                              "DispatchState.remove_exclude"};
+    expect_refusal(fd, r.id, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, field_names[field],
+                   "Tracer\\x00x");
+  }
+  /* still served, with the default state */
+  uint64_t hh[2] = {h, h};
+  ck_assert_uint_ne(add_ok(fd, 20, hh), 0);
+  close(fd);
+  opd_server_stop(s);
+}
+END_TEST
+
 Suite *opd_test_wire_suite(void) {
   Suite *s = suite_create("wire");
   TCase *tc = tcase_create("hand_packed");
@@ -430,5 +879,13 @@ Suite *opd_test_wire_suite(void) {
   tcase_add_test(tc, readers_on_mutated_frames);
   tcase_add_test(tc, request_reader);
   suite_add_tcase(s, tc);
+  TCase *strings = tcase_create("strings");
+  tcase_set_timeout(strings, 60);
+  tcase_add_test(strings, request_strings_checked);
+  tcase_add_test(strings, op_with_nul_does_not_run);
+  tcase_add_test(strings, op_not_utf8_refused);
+  tcase_add_test(strings, long_multibyte_op_cut_at_characters);
+  tcase_add_test(strings, other_request_strings_refused);
+  suite_add_tcase(s, strings);
   return s;
 }

@@ -1,13 +1,52 @@
 /* introspect.c: renders operators' registrations and computed tables as JSON (jansson) and
- * as text. Reads under the registry lock, so a dump is one consistent state. */
+ * as text. Reads under the registry lock, so a dump is one consistent state, and what it
+ * reads stays alive while it renders (a registration is unlinked under the lock before it
+ * is freed; a plugin's names are unmapped only after that). Names and provenance come from
+ * plugins, so they are rendered as valid UTF-8 ([Note: Strings on the wire are UTF-8]). */
 #include "opd/introspect.h"
+#include "opd/checked.h"
 #include "opd/memory.h"
+#include "opd/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dispatcher_internal.h"
+
+/* s as valid UTF-8: s itself when it is, else a copy in *copy (to free) with every byte
+ * that is not part of a character escaped. NULL on allocation failure. */
+static const char *as_text(const char *s, char **copy) {
+  size_t len = strlen(s), cap;
+  *copy = NULL;
+  if (opd_utf8_valid(s, len)) return s;
+  if (opd_ckd_mul(&cap, len, (size_t)4) || opd_ckd_add(&cap, cap, (size_t)1) ||
+      !(*copy = opd__malloc(cap)))
+    return NULL;
+  opd_utf8_escape(*copy, cap, s, len);
+  return *copy;
+}
+
+json_t *opd_json_text(const char *s) {
+  char *copy;
+  const char *text = as_text(s, &copy);
+  json_t *j = text ? json_string(text) : NULL;
+  opd__free(copy);
+  return j;
+}
+
+/* Writes s to f as valid UTF-8; false on allocation failure. */
+static bool put_text(FILE *f, const char *s) {
+  char *copy;
+  const char *text = as_text(s, &copy);
+  if (text) fputs(text, f);
+  opd__free(copy);
+  return text != NULL;
+}
+
+static json_t *kernel_name_json(const opd_kernel *k) {
+  return opd_json_text(k->name ? k->name : "(unnamed)");
+}
 
 static const char *const reg_kind_names[] = {
     [OPD__REG_DEF] = "def",
@@ -18,8 +57,8 @@ static const char *const reg_kind_names[] = {
 };
 
 static json_t *provenance_json(const opd_provenance *p) {
-  return json_pack("{s:s, s:s, s:i}", "origin", p->origin ? p->origin : "", "file",
-                   p->file ? p->file : "", "line", p->line);
+  return json_pack("{s:o, s:o, s:i}", "origin", opd_json_text(p->origin ? p->origin : ""), "file",
+                   opd_json_text(p->file ? p->file : ""), "line", p->line);
 }
 
 /* Lock held. */
@@ -42,8 +81,7 @@ static json_t *slot_json_locked(const opd_operator *op, opd_dispatch_key k) {
   if (j && s->reg) {
     json_object_set_new(j, "registration", json_integer(s->reg->id));
     if (s->source == OPD__SRC_KERNEL || s->source == OPD__SRC_FALLBACK)
-      json_object_set_new(j, "kernel",
-                          json_string(s->reg->kernel.name ? s->reg->kernel.name : "(unnamed)"));
+      json_object_set_new(j, "kernel", kernel_name_json(&s->reg->kernel));
     json_object_set_new(j, "provenance", provenance_json(&s->reg->prov));
   }
   return j;
@@ -54,6 +92,21 @@ json_t *opd_op_slot_json(const opd_operator *op, opd_dispatch_key k) {
   pthread_mutex_lock(&opd__registry_lock);
   json_t *j = slot_json_locked(op, k);
   pthread_mutex_unlock(&opd__registry_lock);
+  return j;
+}
+
+json_t *opd_op_dispatch_json(const opd_operator *op, opd_keyset args, opd_keyset *dispatch_keyset) {
+  pthread_mutex_lock(&opd__registry_lock);
+  /* the slots and masks change under this lock only: the key set, the kernel and the
+   * entry below are of one state, and the kernel's registration is alive */
+  opd_keyset ks = opd_call_keyset(op, args);
+  opd_dispatch_key key = opd_keyset_highest_key(ks);
+  const opd_kernel *k = opd_op_lookup(op, ks);
+  json_t *entry = opd_key_is_runtime(key) ? slot_json_locked(op, key) : json_null();
+  json_t *j = json_pack("{s:s?, s:o, s:o}", "key", opd_key_name(key), "kernel",
+                        k ? kernel_name_json(k) : json_null(), "entry", entry);
+  pthread_mutex_unlock(&opd__registry_lock);
+  *dispatch_keyset = ks;
   return j;
 }
 
@@ -71,7 +124,7 @@ static json_t *registration_json(const opd__registration *r) {
   if (!j) return NULL;
   if (r->kind != OPD__REG_DEF) json_object_set_new(j, "key", json_string(opd_key_name(r->key)));
   if (r->kind == OPD__REG_IMPL || r->kind == OPD__REG_FALLBACK) {
-    json_object_set_new(j, "kernel", json_string(r->kernel.name ? r->kernel.name : "(unnamed)"));
+    json_object_set_new(j, "kernel", kernel_name_json(&r->kernel));
     json_object_set_new(j, "unboxed", json_boolean(r->kernel.unboxed != NULL));
   }
   json_object_set_new(j, "provenance", provenance_json(&r->prov));
@@ -87,11 +140,11 @@ json_t *opd_op_json(const opd_operator *op) {
     return NULL;
   }
   pthread_mutex_lock(&opd__registry_lock);
-  json_object_set_new(root, "name", json_string(op->name));
+  json_object_set_new(root, "name", opd_json_text(op->name));
   if (op->schema) {
     char buf[4096];
     opd_schema_format(op->schema, buf, sizeof buf);
-    json_object_set_new(root, "schema", json_string(buf));
+    json_object_set_new(root, "schema", opd_json_text(buf));
   } else {
     json_object_set_new(root, "schema", json_null());
   }
@@ -134,13 +187,16 @@ char *opd_op_dump_table(const opd_operator *op) {
   FILE *f = open_memstream(&out, &len);
   if (!f) return NULL;
   pthread_mutex_lock(&opd__registry_lock);
-  fprintf(f, "name: %s\n", op->name);
+  fputs("name: ", f);
+  bool ok = put_text(f, op->name);
   if (op->schema) {
     char buf[4096];
     opd_schema_format(op->schema, buf, sizeof buf);
-    fprintf(f, "schema: %s\n", buf);
+    fputs("\nschema: ", f);
+    ok = put_text(f, buf) && ok;
+    fputs("\n", f);
   } else {
-    fprintf(f, "schema: (none)\n");
+    fputs("\nschema: (none)\n", f);
   }
   for (unsigned s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++) {
     const opd__slot_info *info = &op->slots[s];
@@ -149,10 +205,12 @@ char *opd_op_dump_table(const opd_operator *op) {
     const char *kernel = info->reg && info->reg->kernel.name ? info->reg->kernel.name : "";
     if (info->source != OPD__SRC_KERNEL && info->source != OPD__SRC_FALLBACK)
       kernel = info->source == OPD__SRC_AMBIGUOUS ? "ambiguous_autogradother" : "fallthrough";
-    fprintf(f, "%s: %s [%s]\n", opd_key_name(opd_slot_key(s)), kernel, tag);
+    fprintf(f, "%s: ", opd_key_name(opd_slot_key(s)));
+    ok = put_text(f, kernel) && ok;
+    fprintf(f, " [%s]\n", tag);
   }
   pthread_mutex_unlock(&opd__registry_lock);
-  if (fclose(f) != 0) {
+  if (fclose(f) != 0 || !ok) {
     opd__free(out);
     return NULL;
   }

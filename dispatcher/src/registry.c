@@ -43,6 +43,23 @@
  *     readers for error messages and introspection) is never held across the wait, so a
  *     reader blocked on it cannot stall a grace period. A change that frees nothing and
  *     leaves no pending slot does not wait.
+ *   - Readers off the call path: whatever reads dispatcher state to show it (a kernel, its
+ *     name, a schema, a provenance string, all of which a change frees or a plugin's unload
+ *     unmaps) either holds the registry lock for the whole read or is a registered reader,
+ *     online for the whole read; a read that needs several pieces to agree (a kernel and
+ *     the table entry naming its registration) takes them under one hold of the lock.
+ *     Operator entries and their names are never freed, so their pointers need neither.
+ *       introspection (src/introspect.c: opd_op_json, opd_op_slot_json,
+ *         opd_op_dispatch_json, opd_op_dump_table, opd_op_slot_registration): hold the
+ *         registry lock; opd_for_each_op collects the operators under it and then calls
+ *         out without it, so its callbacks follow these rules themselves;
+ *       the status endpoint (server/src/status.c, [Note: The status thread]): a reader,
+ *         online while it answers a request (/v1/ops formats schemas without the lock), and
+ *         its dispatch answer is opd_op_dispatch_json's, under the lock;
+ *       admin list (server/src/admin.c): holds the registry lock;
+ *       the call metrics (server/src/metrics.c): keep operator pointers and read only
+ *         their names; the call's key is computed on the worker, a reader;
+ *       opctl (tools/opctl): reads only what admin list renders.
  * Threads that never register (tests, tools, start-up) are not waited for; they are
  * correct whenever no registration they use changes while they call.
  */

@@ -76,6 +76,7 @@
 #include "opd/error.h"
 #include "opd/log.h"
 #include "opd/memory.h"
+#include "opd/utf8.h"
 #include "opd_wire.h"
 
 #define READ_CHUNK       (64 * 1024)
@@ -644,7 +645,8 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
   }
   /* [Note: Hand-packed messages]: the common requests are read by hand */
   Opd__V1__Request *req = NULL;
-  if (opd__wire_parse_request(data, len, &j->arena.pb, WIRE_MAX_ARGS, &req) <= 0) {
+  bool by_hand = opd__wire_parse_request(data, len, &j->arena.pb, WIRE_MAX_ARGS, &req) > 0;
+  if (!by_hand) {
     opd__arena_reset(&j->arena, j->arena.limit);
     req = opd__v1__request__unpack(&j->arena.pb, len, data);
   }
@@ -675,6 +677,16 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
   }
   j->req = req;
   j->id = req->id;
+  /* [Note: Strings in requests]: the hand reader took a plain name; check the others */
+  char bad[512];
+  if (!by_hand && !opd__wire_strings_valid(&opd__v1__request__descriptor, data, len, opd_utf8_valid,
+                                           opd_utf8_escape, bad, sizeof bad)) {
+    if (c->hello_done)
+      refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, bad);
+    else
+      fatal(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, bad);
+    return true;
+  }
   if (!c->hello_done) {
     if (req->body_case == OPD__V1__REQUEST__BODY_HELLO) {
       reply_hello(c, j);

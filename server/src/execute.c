@@ -31,6 +31,7 @@
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "opd/memory.h"
+#include "opd/utf8.h"
 #include "session.h"
 #include "opd_wire.h"
 
@@ -98,7 +99,10 @@ void opd__job_error(opd__job *job, Opd__V1__ErrorCode code, const char *op, cons
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  snprintf(opname, sizeof opname, "%s", op ? op : "");
+  /* [Note: Strings on the wire are UTF-8]: both are cut at a character boundary, and the
+   * op name, which a request brought, has any byte that is not UTF-8 escaped */
+  opd_utf8_repair(msg);
+  opd_utf8_escape(opname, sizeof opname, op ? op : "", op ? strlen(op) : 0);
   Opd__V1__Error err = OPD__V1__ERROR__INIT;
   err.code = code;
   err.message = msg;

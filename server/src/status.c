@@ -8,13 +8,31 @@
  * daemon's event loop, and a slow or hostile HTTP client costs the RPC clients nothing. It
  * reads only thread-safe state: the dispatcher's introspection (under the registry lock),
  * the session registry (under its lock; counters are atomics), the allocator's statistics
- * and the call metrics (atomics). Requests are parsed by http-parser; only GET is served
- * (405 otherwise), unknown paths get 404 with a JSON body. Limits: MAX_HEADER_BYTES of
- * request line and headers (431), MAX_URL_BYTES of URL (414), REQUEST_TIMEOUT_MS from
- * accept to the end of the headers (408), MAX_CONNS connections at once (503). Every
- * response closes its connection (Connection: close): the clients are people, scrapers
- * and the status page, and this keeps the state machine trivial. The connection lingers
- * after the response (see on_shutdown) so that a client still sending gets its answer.
+ * and the call metrics (atomics). The thread is also a reader of the dispatcher ([Note:
+ * Registration under traffic], dispatcher/src/registry.c), online while it answers a
+ * request and offline while its loop waits: what it reads without the registry lock (a
+ * schema for /v1/ops, an operator's kernel and names) is not freed, nor a plugin's code
+ * and strings unmapped, until the answer is built. A dispatch answer reads its key set,
+ * kernel and table entry under one lock (opd_op_dispatch_json), so they always agree.
+ *
+ * Requests are parsed by http-parser; only GET is served (405 otherwise). The request
+ * target is parsed by opd__status_parse_target, a pure function (the entry point of a
+ * fuzzer): the path and the query parameters are percent-decoded and must then be UTF-8
+ * text (400 otherwise), unknown paths get 404; every error has a JSON body, and every string
+ * the endpoint sends is valid UTF-8 ([Note: Strings on the wire are UTF-8]): names echoed in
+ * errors are cut at a character boundary, and bytes from registrations (kernel and operator
+ * names, provenance) or from the configuration (listener URLs, peers) are escaped where
+ * they are not UTF-8 (opd_json_text).
+ *
+ * Limits: MAX_HEADER_BYTES of request line and headers (431), MAX_URL_BYTES of URL (414),
+ * REQUEST_TIMEOUT_MS from accept to the end of the headers (408), WRITE_TIMEOUT_MS for a
+ * response to leave. At most MAX_CONNS connections are open at once, and a new one past
+ * that closes the oldest (unanswered): idle or slow clients cannot lock out a health check,
+ * which an endpoint that refused new connections when full (as this one did, with 503) let
+ * 64 idle connections do for as long as they stayed. Every response closes its connection
+ * (Connection: close): the clients are people, scrapers and the status page, and this keeps
+ * the state machine trivial. The connection lingers after the response (see on_shutdown) so
+ * that a client still sending gets its answer.
  */
 #include "status.h"
 
@@ -42,12 +60,15 @@
 #include "opd/tensor.h"
 #include "opd/introspect.h"
 #include "opd/log.h"
+#include "opd/utf8.h"
 
 #define MAX_HEADER_BYTES   8192
-#define MAX_URL_BYTES      2048
+#define MAX_URL_BYTES      OPD__STATUS_MAX_URL
 #define REQUEST_TIMEOUT_MS 5000
+#define WRITE_TIMEOUT_MS   10000
 #define MAX_CONNS          64
 #define LINGER_MS          1000
+#define MAX_ECHO_BYTES     300 /* of a name or path echoed in an error message */
 
 extern const unsigned char opd__status_page[];
 extern const unsigned long opd__status_page_len;
@@ -63,8 +84,9 @@ struct opd__status {
   char address[96];
   int port;
   uint64_t start_ns;
-  sconn *conns;
-  size_t nconns;
+  sconn *conns, *conns_tail; /* oldest first */
+  size_t nconns;             /* allocated */
+  size_t nclosing;           /* of which closing */
 };
 
 struct sconn {
@@ -132,8 +154,12 @@ static void conn_handle_closed(uv_handle_t *h) {
     c->prev->next = c->next;
   else
     st->conns = c->next;
-  if (c->next) c->next->prev = c->prev;
+  if (c->next)
+    c->next->prev = c->prev;
+  else
+    st->conns_tail = c->prev;
   st->nconns--;
+  st->nclosing--;
   opd__free(c->body);
   opd__free(c);
 }
@@ -141,11 +167,16 @@ static void conn_handle_closed(uv_handle_t *h) {
 static void conn_close(sconn *c) {
   if (c->closing) return;
   c->closing = true;
+  c->st->nclosing++;
   uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
   uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
 }
 
 static void on_written(uv_write_t *w, int status);
+
+static void on_close_timeout(uv_timer_t *t) {
+  conn_close(t->data);
+}
 
 static const char *reason(int code) {
   switch (code) {
@@ -157,7 +188,6 @@ static const char *reason(int code) {
   case 414: return "URI Too Long";
   case 431: return "Request Header Fields Too Large";
   case 500: return "Internal Server Error";
-  case 503: return "Service Unavailable";
   }
   return "Error";
 }
@@ -167,7 +197,7 @@ static void respond(sconn *c, int code, const char *ctype, char *body, size_t le
   assert(!c->responded);
   c->responded = true;
   uv_read_stop((uv_stream_t *)&c->tcp);
-  uv_timer_stop(&c->timer);
+  uv_timer_start(&c->timer, on_close_timeout, WRITE_TIMEOUT_MS, 0);
   c->body = body;
   int n = snprintf(c->head, sizeof c->head,
                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
@@ -203,6 +233,7 @@ static void respond_error(sconn *c, int code, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  opd_utf8_repair(msg); /* the end of a message cut to fit */
   respond_json(c, code, json_pack("{s:{s:i, s:s}}", "error", "code", code, "message", msg));
 }
 
@@ -216,6 +247,15 @@ static json_t *keyset_names(opd_keyset s) {
   return a;
 }
 
+/* s, valid UTF-8 here, cut at a character boundary to fit buf (for an error message;
+ * anything else would be escaped). */
+static const char *echo(char *buf, size_t cap, const char *s) {
+  opd_utf8_escape(buf, cap, s, strlen(s));
+  return buf;
+}
+
+/* ---- the request target ---- */
+
 static int hexval(char ch) {
   if (ch >= '0' && ch <= '9') return ch - '0';
   if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
@@ -223,28 +263,35 @@ static int hexval(char ch) {
   return -1;
 }
 
-/* Percent-decodes src[0..len) into dst (at least len + 1 bytes); false for a malformed
- * escape or an encoded NUL. */
-static bool percent_decode(const char *src, size_t len, char *dst) {
+/* Percent-decodes src[0..len) into dst (at least len + 1 bytes): false, and *why, for a
+ * malformed escape or decoded bytes that are not UTF-8 text (a NUL among them). */
+static bool decode_text(const char *src, size_t len, char *dst, const char **why) {
   size_t o = 0;
   for (size_t i = 0; i < len; i++) {
     if (src[i] != '%') {
       dst[o++] = src[i];
       continue;
     }
-    if (i + 2 >= len) return false;
-    int hi = hexval(src[i + 1]), lo = hexval(src[i + 2]);
-    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) return false;
+    int hi = i + 2 < len ? hexval(src[i + 1]) : -1, lo = i + 2 < len ? hexval(src[i + 2]) : -1;
+    if (hi < 0 || lo < 0) {
+      *why = "malformed percent-encoding";
+      return false;
+    }
     dst[o++] = (char)(hi * 16 + lo);
     i += 2;
   }
   dst[o] = '\0';
+  if (!opd_utf8_valid_text(dst, o)) {
+    *why = "percent-decoded bytes that are not UTF-8 text";
+    return false;
+  }
   return true;
 }
 
-/* The value of query parameter `name` (decoded into out), or false if absent/malformed. */
-static bool query_param(const char *q, size_t qlen, const char *name, char *out, size_t outlen,
-                        bool *bad) {
+/* The value of query parameter `name`, decoded into out (outlen bytes): 1, 0 when absent,
+ * -1 (and *why) when it is malformed or too long. */
+static int query_param(const char *q, size_t qlen, const char *name, char *out, size_t outlen,
+                       const char **why) {
   size_t nlen = strlen(name);
   const char *end = q + qlen;
   while (q < end) {
@@ -252,15 +299,15 @@ static bool query_param(const char *q, size_t qlen, const char *name, char *out,
     const char *pe = amp ? amp : end;
     if ((size_t)(pe - q) > nlen && memcmp(q, name, nlen) == 0 && q[nlen] == '=') {
       size_t vlen = (size_t)(pe - q) - nlen - 1;
-      if (vlen >= outlen || !percent_decode(q + nlen + 1, vlen, out)) {
-        *bad = true;
-        return false;
+      if (vlen >= outlen) {
+        *why = "too long";
+        return -1;
       }
-      return true;
+      return decode_text(q + nlen + 1, vlen, out, why) ? 1 : -1;
     }
     q = amp ? amp + 1 : end;
   }
-  return false;
+  return 0;
 }
 
 /* Parses "CPU,AutogradCPU" into a key set; false (and the bad name in *bad_name) when a
@@ -282,6 +329,85 @@ static bool parse_keys(char *list, opd_keyset *out, const char **bad_name) {
   return true;
 }
 
+static int target_error(opd__status_target *t, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int target_error(opd__status_target *t, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(t->error, sizeof t->error, fmt, ap);
+  va_end(ap);
+  opd_utf8_repair(t->error);
+  return code;
+}
+
+/* keys, include and exclude of a dispatch query */
+static int parse_dispatch_query(const char *q, size_t qlen, opd__status_target *t) {
+  static const char *const params[3] = {"keys", "include", "exclude"};
+  opd_keyset *sets[3] = {&t->keys, &t->include, &t->exclude};
+  for (int i = 0; i < 3; i++) {
+    char value[1024] = "", shown[101];
+    const char *why = NULL, *bad_name = NULL;
+    if (query_param(q, qlen, params[i], value, sizeof value, &why) < 0)
+      return target_error(t, 400, "query parameter '%s': %s", params[i], why);
+    if (!parse_keys(value, sets[i], &bad_name))
+      return target_error(t, 400, "'%s' is not a runtime or functionality dispatch key",
+                          echo(shown, sizeof shown, bad_name));
+  }
+  return 0;
+}
+
+static const struct {
+  const char *path;
+  opd__status_route route;
+} fixed_routes[] = {
+    {"/", OPD__STATUS_PAGE},
+    {"/index.html", OPD__STATUS_PAGE},
+    {"/v1/health", OPD__STATUS_HEALTH},
+    {"/v1/info", OPD__STATUS_INFO},
+    {"/v1/keys", OPD__STATUS_KEYS},
+    {"/v1/ops", OPD__STATUS_OPS},
+    {"/v1/fallbacks", OPD__STATUS_FALLBACKS},
+    {"/v1/sessions", OPD__STATUS_SESSIONS},
+    {"/v1/memory", OPD__STATUS_MEMORY},
+    {"/metrics", OPD__STATUS_METRICS},
+};
+
+int opd__status_parse_target(const char *target, size_t len, opd__status_target *t) {
+  t->name[0] = t->error[0] = '\0';
+  t->keys = t->include = t->exclude = opd_keyset_empty();
+  if (len > MAX_URL_BYTES)
+    return target_error(t, 414, "the request target is longer than %d bytes", MAX_URL_BYTES);
+  struct http_parser_url u;
+  http_parser_url_init(&u);
+  if (http_parser_parse_url(target, len, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH)))
+    return target_error(t, 400, "malformed request target");
+  char path[MAX_URL_BYTES + 1];
+  const char *why = NULL;
+  if (!decode_text(target + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len, path, &why))
+    return target_error(t, 400, "%s in the path", why);
+  for (size_t i = 0; i < sizeof fixed_routes / sizeof *fixed_routes; i++)
+    if (strcmp(path, fixed_routes[i].path) == 0) {
+      t->route = fixed_routes[i].route;
+      return 0;
+    }
+  if (strncmp(path, "/v1/ops/", 8) == 0) {
+    const char *name = path + 8;
+    size_t n = strlen(name);
+    bool dispatch = n > 9 && strcmp(name + n - 9, "/dispatch") == 0;
+    if (dispatch) n -= 9;
+    memcpy(t->name, name, n);
+    t->name[n] = '\0';
+    t->route = dispatch ? OPD__STATUS_OP_DISPATCH : OPD__STATUS_OP;
+    if (!dispatch) return 0;
+    bool has_query = u.field_set & (1 << UF_QUERY);
+    return parse_dispatch_query(has_query ? target + u.field_data[UF_QUERY].off : "",
+                                has_query ? u.field_data[UF_QUERY].len : 0, t);
+  }
+  char shown[MAX_ECHO_BYTES + 1];
+  return target_error(t, 404, "no such endpoint: %s (see docs/STATUS.md)",
+                      echo(shown, sizeof shown, path));
+}
+
 /* ---- endpoints ---- */
 
 static unsigned num_workers(const opd__status *st) {
@@ -291,7 +417,7 @@ static unsigned num_workers(const opd__status *st) {
 static json_t *info_json(opd__status *st) {
   json_t *listen = json_array();
   for (size_t i = 0; i < opd_server_num_listeners(st->srv); i++)
-    json_array_append_new(listen, json_string(opd_server_listener_url(st->srv, i)));
+    json_array_append_new(listen, opd_json_text(opd_server_listener_url(st->srv, i)));
   uint64_t up = opd__metrics_now() - st->start_ns;
 #ifdef NDEBUG
   const bool assertions = false;
@@ -299,12 +425,12 @@ static json_t *info_json(opd__status *st) {
   const bool assertions = true;
 #endif
   json_t *j = json_pack("{s:s, s:{s:s, s:b}, s:[s, s], s:[{s:s, s:i, s:I}, {s:s, s:i}], s:f, s:o, "
-                        "s:s, s:I}",
+                        "s:o, s:I}",
                         "version", OPD_VERSION, "build", "compiler", "gcc " __VERSION__,
                         "assertions", assertions, "backends", "CPU", "Meta", "devices", "type",
                         "cpu", "index", 0, "workers", (json_int_t)num_workers(st), "type", "meta",
                         "index", 0, "uptime_s", (double)up / 1e9, "listen", listen, "status",
-                        st->address, "pid", (json_int_t)getpid());
+                        opd_json_text(st->address), "pid", (json_int_t)getpid());
   if (j) opd__gpu_status(st->srv, j); /* "cuda", and the GPUs in "devices" */
   return j;
 }
@@ -368,14 +494,15 @@ static json_t *schema_json(const opd_operator *op) {
   char *buf = n >= 0 ? opd__malloc((size_t)n + 1) : NULL;
   if (!buf) return json_null();
   opd_schema_format(s, buf, (size_t)n + 1);
-  json_t *j = json_string(buf);
+  json_t *j = opd_json_text(buf);
   opd__free(buf);
   return j;
 }
 
+/* [Note: The status thread]: the schema stays alive while the thread is online */
 static void add_op(const opd_operator *op, void *arg) {
-  json_array_append_new(
-      arg, json_pack("{s:s, s:o}", "name", opd_op_name(op), "schema", schema_json(op)));
+  json_array_append_new(arg, json_pack("{s:o, s:o}", "name", opd_json_text(opd_op_name(op)),
+                                       "schema", schema_json(op)));
 }
 
 static json_t *ops_json(void) {
@@ -421,8 +548,8 @@ static json_t *sessions_json(opd__status *st) {
   pthread_mutex_lock(&r->mu);
   for (opd__session *s = r->head; s; s = s->reg_next) {
     json_t *j = json_pack(
-        "{s:I, s:s, s:I, s:I, s:I, s:I, s:o, s:o}", "id", (json_int_t)s->id, "peer",
-        s->peer ? s->peer : "", "calls",
+        "{s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o}", "id", (json_int_t)s->id, "peer",
+        opd_json_text(s->peer ? s->peer : ""), "calls",
         (json_int_t)atomic_load_explicit(&s->calls, memory_order_relaxed), "errors",
         (json_int_t)atomic_load_explicit(&s->errors, memory_order_relaxed), "handles",
         (json_int_t)atomic_load_explicit(&s->num_handles, memory_order_relaxed), "bytes_held",
@@ -452,42 +579,35 @@ static json_t *memory_json(void) {
                    (json_int_t)opd_tensor_slab_bytes());
 }
 
-static void dispatch(sconn *c, const opd_operator *op, const char *q, size_t qlen) {
-  char keys[1024] = "", inc[1024] = "", exc[1024] = "";
-  bool bad = false;
-  query_param(q, qlen, "keys", keys, sizeof keys, &bad);
-  query_param(q, qlen, "include", inc, sizeof inc, &bad);
-  query_param(q, qlen, "exclude", exc, sizeof exc, &bad);
-  if (bad) return respond_error(c, 400, "malformed or too long query parameter");
-  opd_keyset args, in, ex;
-  const char *bad_name = NULL;
-  if (!parse_keys(keys, &args, &bad_name) || !parse_keys(inc, &in, &bad_name) ||
-      !parse_keys(exc, &ex, &bad_name))
-    return respond_error(c, 400, "'%.100s' is not a runtime or functionality dispatch key",
-                         bad_name);
+static void dispatch(sconn *c, const opd_operator *op, const opd__status_target *t) {
   /* the call path reads the thread's dispatch state: install the asked-for one */
   opd_local_dispatch_state saved = opd_tls_get();
-  opd_tls_set(
-      (opd_local_dispatch_state){opd_keyset_union(opd_default_dispatch_state.included, in),
-                                 opd_keyset_union(opd_default_dispatch_state.excluded, ex)});
+  opd_tls_set((opd_local_dispatch_state){
+      opd_keyset_union(opd_default_dispatch_state.included, t->include),
+      opd_keyset_union(opd_default_dispatch_state.excluded, t->exclude)});
   opd_local_dispatch_state used = opd_tls_get();
-  opd_keyset ks = opd_call_keyset(op, args);
+  opd_keyset ks;
+  json_t *where = opd_op_dispatch_json(op, t->keys, &ks); /* key, kernel, entry: one state */
   opd_tls_set(saved);
-  opd_dispatch_key key = opd_keyset_highest_key(ks);
-  const opd_kernel *k = opd_op_lookup(op, ks);
-  json_t *entry = opd_op_slot_json(op, key);
-  json_t *j = json_pack("{s:s, s:o, s:o, s:o, s:o, s:s?, s:s?, s:o}", "op", opd_op_name(op), "keys",
-                        keyset_names(args), "include", keyset_names(used.included), "exclude",
-                        keyset_names(used.excluded), "dispatch_keyset", keyset_names(ks), "key",
-                        opd_key_name(key), "kernel", k ? k->name : NULL, "entry",
-                        entry ? entry : json_null());
+  json_t *j =
+      where ? json_pack("{s:o, s:o, s:o, s:o, s:o}", "op", opd_json_text(opd_op_name(op)), "keys",
+                        keyset_names(t->keys), "include", keyset_names(used.included), "exclude",
+                        keyset_names(used.excluded), "dispatch_keyset", keyset_names(ks))
+            : NULL;
+  if (j && json_object_update(j, where) < 0) {
+    json_decref(j);
+    j = NULL;
+  }
+  json_decref(where);
   respond_json(c, 200, j);
 }
 
 /* ---- /metrics ---- */
 
-static void prom_label(sbuf *b, const char *v) {
-  for (; *v; v++) {
+static void prom_label(sbuf *b, const char *name) {
+  char text[4 * 512]; /* operator names are shorter than 512 bytes; each byte escapes to 4 */
+  opd_utf8_escape(text, sizeof text, name, strlen(name));
+  for (const char *v = text; *v; v++) {
     if (*v == '\\' || *v == '"')
       sb_printf(b, "\\%c", *v);
     else if (*v == '\n')
@@ -666,46 +786,35 @@ static void route(sconn *c) {
   if (c->parser.method != HTTP_GET)
     return respond_error(c, 405, "only GET is served (got %s)",
                          http_method_str((enum http_method)c->parser.method));
-  struct http_parser_url u;
-  http_parser_url_init(&u);
-  if (http_parser_parse_url(c->url, c->url_len, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH)))
-    return respond_error(c, 400, "malformed request target");
-  char path[MAX_URL_BYTES + 1];
-  if (!percent_decode(c->url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len, path))
-    return respond_error(c, 400, "malformed percent-encoding in the path");
-  const char *q = "";
-  size_t qlen = 0;
-  if (u.field_set & (1 << UF_QUERY)) {
-    q = c->url + u.field_data[UF_QUERY].off;
-    qlen = u.field_data[UF_QUERY].len;
-  }
+  opd__status_target t;
+  int code = opd__status_parse_target(c->url, c->url_len, &t);
+  if (code) return respond_error(c, code, "%s", t.error);
   opd__status *st = c->st;
-  if (strcmp(path, "/") == 0 || strcmp(path, "/index.html") == 0) {
+  switch (t.route) {
+  case OPD__STATUS_PAGE: {
     char *page = opd__malloc(opd__status_page_len + 1);
     if (!page) return respond_error(c, 500, "out of memory");
     memcpy(page, opd__status_page, opd__status_page_len);
     return respond(c, 200, "text/html; charset=utf-8", page, opd__status_page_len);
   }
-  if (strcmp(path, "/v1/health") == 0)
-    return respond_json(c, 200, json_pack("{s:s}", "status", "ok"));
-  if (strcmp(path, "/v1/info") == 0) return respond_json(c, 200, info_json(st));
-  if (strcmp(path, "/v1/keys") == 0) return respond_json(c, 200, keys_json());
-  if (strcmp(path, "/v1/ops") == 0) return respond_json(c, 200, ops_json());
-  if (strcmp(path, "/v1/fallbacks") == 0) return respond_json(c, 200, fallbacks_json());
-  if (strcmp(path, "/v1/sessions") == 0) return respond_json(c, 200, sessions_json(st));
-  if (strcmp(path, "/v1/memory") == 0) return respond_json(c, 200, memory_json());
-  if (strcmp(path, "/metrics") == 0) return metrics(c);
-  if (strncmp(path, "/v1/ops/", 8) == 0) {
-    char *name = path + 8;
-    size_t n = strlen(name);
-    bool want_dispatch = n > 9 && strcmp(name + n - 9, "/dispatch") == 0;
-    if (want_dispatch) name[n - 9] = '\0';
-    const opd_operator *op = *name ? opd_find_op(name) : NULL;
-    if (!op) return respond_error(c, 404, "unknown operator '%.300s'", name);
-    if (want_dispatch) return dispatch(c, op, q, qlen);
-    return respond_json(c, 200, opd_op_json(op));
+  case OPD__STATUS_HEALTH: return respond_json(c, 200, json_pack("{s:s}", "status", "ok"));
+  case OPD__STATUS_INFO: return respond_json(c, 200, info_json(st));
+  case OPD__STATUS_KEYS: return respond_json(c, 200, keys_json());
+  case OPD__STATUS_OPS: return respond_json(c, 200, ops_json());
+  case OPD__STATUS_FALLBACKS: return respond_json(c, 200, fallbacks_json());
+  case OPD__STATUS_SESSIONS: return respond_json(c, 200, sessions_json(st));
+  case OPD__STATUS_MEMORY: return respond_json(c, 200, memory_json());
+  case OPD__STATUS_METRICS: return metrics(c);
+  case OPD__STATUS_OP:
+  case OPD__STATUS_OP_DISPATCH: break;
   }
-  respond_error(c, 404, "no such endpoint: %.300s (see docs/STATUS.md)", path);
+  const opd_operator *op = t.name[0] ? opd_find_op(t.name) : NULL;
+  if (!op) {
+    char shown[MAX_ECHO_BYTES + 1];
+    return respond_error(c, 404, "unknown operator '%s'", echo(shown, sizeof shown, t.name));
+  }
+  if (t.route == OPD__STATUS_OP_DISPATCH) return dispatch(c, op, &t);
+  respond_json(c, 200, opd_op_json(op));
 }
 
 /* ---- http-parser callbacks ---- */
@@ -748,15 +857,11 @@ static void on_discard(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (nread < 0) conn_close(s->data);
 }
 
-static void on_linger_timeout(uv_timer_t *t) {
-  conn_close(t->data);
-}
-
 static void on_shutdown(uv_shutdown_t *req, int status) {
   sconn *c = req->data;
   if (status < 0 || c->closing || uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_discard) < 0)
     return conn_close(c);
-  uv_timer_start(&c->timer, on_linger_timeout, LINGER_MS, 0);
+  uv_timer_start(&c->timer, on_close_timeout, LINGER_MS, 0);
 }
 
 static void on_written(uv_write_t *w, int status) {
@@ -779,7 +884,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     return respond_error(c, 431, "the request line and headers exceed %d bytes", MAX_HEADER_BYTES);
   if (err != HPE_OK && err != HPE_PAUSED)
     return respond_error(c, 400, "malformed HTTP request: %s", http_errno_description(err));
-  if (c->headers_done) route(c);
+  if (!c->headers_done) return;
+  opd_reader_online(); /* [Note: The status thread] */
+  route(c);
+  opd_reader_offline();
 }
 
 static void on_timeout(uv_timer_t *t) {
@@ -797,15 +905,23 @@ static void on_connection(uv_stream_t *server, int status) {
   uv_timer_init(&st->loop, &c->timer);
   c->tcp.data = c->timer.data = c;
   c->open_handles = 2;
-  c->next = st->conns;
-  if (st->conns) st->conns->prev = c;
-  st->conns = c;
+  /* [Note: The status thread]: past the limit, the oldest open connection makes room */
+  if (st->nconns - st->nclosing >= MAX_CONNS)
+    for (sconn *old = st->conns; old; old = old->next)
+      if (!old->closing) {
+        conn_close(old);
+        break;
+      }
+  c->prev = st->conns_tail;
+  if (st->conns_tail)
+    st->conns_tail->next = c;
+  else
+    st->conns = c;
+  st->conns_tail = c;
   st->nconns++;
   if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0) return conn_close(c);
   http_parser_init(&c->parser, HTTP_REQUEST);
   c->parser.data = c;
-  if (st->nconns > MAX_CONNS)
-    return respond_error(c, 503, "too many status connections (at most %d)", MAX_CONNS);
   uv_timer_start(&c->timer, on_timeout, REQUEST_TIMEOUT_MS, 0);
   if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) conn_close(c);
 }
@@ -828,7 +944,10 @@ static void on_stop(uv_async_t *a) {
 
 static void *status_main(void *arg) {
   opd__status *st = arg;
+  opd_reader_register(); /* online only while it answers a request (on_read) */
+  opd_reader_offline();
   uv_run(&st->loop, UV_RUN_DEFAULT);
+  opd_reader_unregister();
   return NULL;
 }
 
