@@ -62,7 +62,7 @@ struct opd__conn {
   /* state */
   bool hello_done;
   bool wait_idle;         /* an upload waits for the session's requests to finish */
-  opd__write *streaming; /* the write of a gathered download's chunks: no other may start */
+  opd__write *streaming;  /* the write of a gathered download's chunks: no other may start */
   bool close_after_flush; /* a fatal protocol error was answered */
   bool draining;          /* the server stops: no new requests */
   bool closing, handle_closed;
@@ -81,5 +81,20 @@ void opd__conn_drain(opd__conn *c);
 void opd__conn_send_from_worker(opd__job *first);
 /* Closes at once: queued requests are cancelled, running ones finish unanswered. */
 void opd__conn_close(opd__conn *c);
+
+/* The steps of reading a request that need no connection (the daemon's, and tests/fuzz's):
+ *
+ * opd__request_decode decodes one frame's len bytes into `arena` as the daemon does: by hand
+ * when the frame is in a hand-packed form, else by protobuf-c within the arena's limit, then
+ * every string field checked ([Note: Hand-packed messages], [Note: Strings in requests] in
+ * proto/opd_wire.h). 0 and *out; OPD_EINVAL (not a Request, over the arena's limit, a string
+ * that is not UTF-8 or holds a NUL) or OPD_ENOMEM, with the message. *out is also set for a
+ * refused string (its id is answered), NULL when nothing decoded. */
+int opd__request_decode(opd__arena *arena, const uint8_t *data, size_t len, Opd__V1__Request **out);
+/* The checks of an Upload header that need no session: its device (the CPU, or a CUDA
+ * device that is available) and its dtype, shape and nbytes (product(shape) x element
+ * size, every factor checked). 0 with the byte count and the device the tensor goes to, or
+ * a negative error with the message. */
+int opd__upload_check(const Opd__V1__Upload *u, uint64_t *nbytes, opd_device *dev);
 
 #endif
