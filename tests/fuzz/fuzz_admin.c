@@ -12,21 +12,32 @@
  * registration the input did not make (a built-in one), and a def or registration that names
  * a new operator outside fuzz::[a-z] and fuzz::[a-z].[a-z] (operators are never freed,
  * [Note: The operator map]); the operator count is checked to stay within that room.
+ *
+ * The registry must stay consistent through what the requests do and undo ([Note: Filling
+ * the dispatch table]): after each request the tables of the operator it names, and of
+ * aten::add.Tensor, have no stale slot (opd_op_count_stale_slots), and a call of
+ * aten::add.Tensor on Meta tensors runs or fails with a dispatch error (the requests may
+ * have registered fallthroughs and fallbacks anywhere); once the admin has stopped, no
+ * operator has a stale slot and that call runs again.
  */
 #include "admin.h"
 #include "fuzz_common.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
+#include "opd/introspect.h"
 #include "opd/kernels.h"
 #include "opd/log.h"
 #include "opd/memory.h"
 #include "opd/schema.h"
+#include "opd/tensor.h"
 
 #define MAX_LINES 16
 #define MAX_MADE  64
 #define NEW_OPS   (26 * 27) /* fuzz::[a-z] and fuzz::[a-z].[a-z] */
 
 static size_t builtin_ops;
+static const opd_operator *add;
+static opd_tensor *meta;
 
 static void count_op(const opd_operator *op, void *arg) {
   (void)op;
@@ -46,7 +57,40 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   /* as the daemon: jansson allocates from opd's allocator, and answers are opd__free'd */
   json_set_alloc_funcs(opd__malloc, opd__free);
   builtin_ops = num_ops();
+  add = opd_find_op("aten::add.Tensor");
+  const int64_t sizes[] = {2, 3};
+  fuzz_check(add && opd_tensor_empty(sizes, 2, OPD_FLOAT32, (opd_device){OPD_DEVICE_META, -1},
+                                     &meta) == 0,
+             "the probe's operator and tensor");
   return 0;
+}
+
+/* aten::add.Tensor(meta, meta, alpha=1), boxed: its result code. */
+static int call_add(void) {
+  opd_stack st;
+  opd_stack_init(&st);
+  opd_ivalue args[3] = {opd_iv_tensor_borrow(meta), opd_iv_tensor_borrow(meta), opd_iv_int(1)};
+  for (int i = 0; i < 3; i++) fuzz_check(opd_stack_push(&st, args[i]) == 0, "a push");
+  int rc = opd_call_boxed(add, &st);
+  opd_stack_destroy(&st);
+  return rc;
+}
+
+static void check_op(const opd_operator *op, void *arg) {
+  (void)arg;
+  int stale = opd_op_count_stale_slots(op);
+  fuzz_check(stale == 0, "%s has %d stale slots", opd_op_name(op), stale);
+}
+
+/* The registry after a request (the file's comment). */
+static void check_registry(json_t *req) {
+  const char *name = json_string_value(json_object_get(req, "name"));
+  const opd_operator *op = name ? opd_find_op(name) : NULL;
+  if (op) check_op(op, NULL);
+  check_op(add, NULL);
+  int rc = call_add();
+  fuzz_check(rc == 0 || rc == OPD_ENOTIMPL || rc == OPD_EFALLTHROUGH || rc == OPD_EAMBIGUOUS,
+             "aten::add.Tensor on Meta tensors: %d: %s", rc, opd_last_error());
 }
 
 static bool room_for(const char *name) {
@@ -125,6 +169,11 @@ static void handle(opd__admin *a, const char *line, size_t len, bool tcp, json_i
   }
   json_decref(j);
   opd__free(reply);
+  if (!tcp) {
+    json_t *req = json_loadb(line, len, 0, NULL);
+    check_registry(req);
+    json_decref(req);
+  }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -142,6 +191,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     p += len + (nl != NULL);
   }
   opd__admin_stop(a);
+  opd_for_each_op(check_op, NULL);
+  fuzz_check(call_add() == 0, "aten::add.Tensor on Meta tensors after the admin stopped: %s",
+             opd_last_error());
   size_t ops = num_ops();
   fuzz_check(ops <= builtin_ops + NEW_OPS, "%zu operators, %zu built in", ops, builtin_ops);
   return 0;

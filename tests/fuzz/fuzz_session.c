@@ -17,12 +17,13 @@
  * docs/SECURITY.md), so a CPU result of more than MAX_CPU_NUMEL elements is released at once,
  * as a client would, before a later call can loop over it.
  *
- * Checked: every response decodes, answers its request's id with the body its kind takes or
- * an error whose strings are UTF-8 and whose code is not INTERNAL; the budget and the dispatch
- * state are uninstalled after each request; a download's bytes (its gathered chunks, or its
- * storage) are the tensor's elements in row-major order; once every handle is dropped the
- * session holds no bytes, and once it is destroyed the CPU allocator holds only the starting
- * tensors.
+ * Checked: every call that runs on the CPU gives results of the sizes, strides and dtypes its
+ * Meta kernels give (check_meta_agrees); every response decodes, answers its request's id with the
+ * body its kind takes or an error whose strings are UTF-8 and whose code is not INTERNAL; the
+ * budget and the dispatch state are uninstalled after each request; a download's bytes (its
+ * gathered chunks, or its storage) are the tensor's elements in row-major order; once every handle
+ * is dropped the session holds no bytes, and once it is destroyed the CPU allocator holds only the
+ * starting tensors.
  */
 #include "arena.h"
 #include "connection.h"
@@ -200,8 +201,8 @@ static Opd__V1__Response__BodyCase reply_of(opd__job_kind kind) {
   }
 }
 
-/* Runs a worker's request, checks its response and what it left. */
-static void run(opd__session *s, opd__job *j) {
+/* Runs a worker's request, checks its response and what it left; returns the response. */
+static Opd__V1__Response *run(opd__session *s, opd__job *j) {
   opd__execute(j);
   fuzz_check(opd_mem_budget_current() == NULL, "a budget left installed");
   opd_local_dispatch_state tls = opd_tls_get();
@@ -209,8 +210,6 @@ static void run(opd__session *s, opd__job *j) {
                  tls.excluded.repr == opd_default_dispatch_state.excluded.repr,
              "a dispatch state left installed");
   Opd__V1__Response *r = fuzz_check_response(j->out, j->out_len, j->id);
-    fprintf(stderr, "id %llu kind %d -> body %d %s\n", (unsigned long long)j->id, (int)j->kind,
-            (int)r->body_case, r->body_case == 2 ? r->error->message : "");
   fuzz_check(r->body_case == OPD__V1__RESPONSE__BODY_ERROR || r->body_case == reply_of(j->kind),
              "a request of kind %d answered with body %d", (int)j->kind, (int)r->body_case);
   if (r->body_case == OPD__V1__RESPONSE__BODY_ERROR)
@@ -218,7 +217,58 @@ static void run(opd__session *s, opd__job *j) {
   if (r->body_case == OPD__V1__RESPONSE__BODY_DOWNLOAD) check_download(s, j, r->download);
   if (r->body_case == OPD__V1__RESPONSE__BODY_CALL) bound_results(s, r->call);
   if (r->body_case == OPD__V1__RESPONSE__BODY_UPLOAD) bound_result(s, r->upload->handle);
+  return r;
+}
+
+/* The tensor handles of a call's results, in order (at most max). */
+static size_t result_handles(const Opd__V1__CallReply *r, uint64_t *h, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->n_results; i++) {
+    const Opd__V1__IValue *v = r->results[i];
+    if (v->value_case == OPD__V1__IVALUE__VALUE_TENSOR && n < max) h[n++] = v->tensor;
+    for (size_t k = 0; v->value_case == OPD__V1__IVALUE__VALUE_TENSORS && k < v->tensors->n_handles;
+         k++)
+      if (n < max) h[n++] = v->tensors->handles[k];
+  }
+  return n;
+}
+
+/* [Note: How a kernel is written] (kernels/src/kernel_util.h): an operator's Meta kernel is
+ * its shape function, which its CPU kernel calls too, so a call that ran on the CPU runs again
+ * with Meta in the session's include set (every kernel it reaches is then the Meta one, on the
+ * same operands) and, where that succeeds, must give results of the same sizes, strides and
+ * dtypes. The Meta results are released. */
+static void check_meta_agrees(opd__session *s, const uint8_t *frame, size_t len,
+                              const Opd__V1__CallReply *cpu) {
+  uint64_t hc[16], hm[16];
+  size_t nc = result_handles(cpu, hc, 16);
+  if (!nc) return;
+  opd__job *j = job_new(s, len);
+  fuzz_check(opd__request_decode(&j->arena, frame, len, &j->req) == 0, "a frame decoded twice");
+  j->id = j->req->id;
+  j->kind = OPD__JOB_CALL;
+  opd_dispatch_key meta;
+  fuzz_check(opd_key_from_name("Meta", &meta) == 0, "the Meta key");
+  opd_local_dispatch_state saved = s->dispatch;
+  s->dispatch.included = opd_keyset_union(saved.included, opd_keyset_of(meta));
+  Opd__V1__Response *r = run(s, j);
+  s->dispatch = saved;
+  if (r->body_case == OPD__V1__RESPONSE__BODY_CALL) {
+    size_t nm = result_handles(r->call, hm, 16);
+    fuzz_check(nm == nc, "%s: %zu tensors on the CPU, %zu on Meta", j->req->call->op, nc, nm);
+    for (size_t i = 0; i < nc; i++) {
+      const opd_tensor *a = opd__session_lookup(s, hc[i]), *b = opd__session_lookup(s, hm[i]);
+      if (!a || !b) continue; /* released as too large, or the session's limit */
+      bool same = a->ndim == b->ndim && a->dtype == b->dtype;
+      for (int d = 0; same && d < a->ndim; d++)
+        same = opd_tensor_sizes(a)[d] == opd_tensor_sizes(b)[d] &&
+               opd_tensor_strides(a)[d] == opd_tensor_strides(b)[d];
+      fuzz_check(same, "%s: result %zu differs between the CPU and Meta", j->req->call->op, i);
+    }
+    for (size_t i = 0; i < nm; i++) opd__session_drop(s, hm[i]);
+  }
   fuzz_response_free(r);
+  job_free(j);
 }
 
 /* An upload's header, then its raw bytes from the stream, as begin_upload and the reads
@@ -246,7 +296,7 @@ static bool upload(opd__session *s, opd__job *j, const uint8_t **p, const uint8_
   *p += nbytes;
   j->kind = OPD__JOB_UPLOAD;
   j->device = dev;
-  run(s, j);
+  fuzz_response_free(run(s, j));
   return true;
 }
 
@@ -286,7 +336,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (req->body_case == OPD__V1__REQUEST__BODY_UPLOAD) {
       more = upload(&s, j, &p, end);
     } else if ((j->kind = worker_kind(req->body_case)) != OPD__JOB_LOCAL) {
-      run(&s, j);
+      Opd__V1__Response *r = run(&s, j);
+      if (j->kind == OPD__JOB_CALL && r->body_case == OPD__V1__RESPONSE__BODY_CALL)
+        check_meta_agrees(&s, p - len, len, r->call);
+      fuzz_response_free(r);
     }
     job_free(j);
   }
