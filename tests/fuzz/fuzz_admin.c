@@ -59,9 +59,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   builtin_ops = num_ops();
   add = opd_find_op("aten::add.Tensor");
   const int64_t sizes[] = {2, 3};
-  fuzz_check(add && opd_tensor_empty(sizes, 2, OPD_FLOAT32, (opd_device){OPD_DEVICE_META, -1},
-                                     &meta) == 0,
-             "the probe's operator and tensor");
+  fuzz_check(
+      add && opd_tensor_empty(sizes, 2, OPD_FLOAT32, (opd_device){OPD_DEVICE_META, -1}, &meta) == 0,
+      "the probe's operator and tensor");
   return 0;
 }
 

@@ -9,8 +9,9 @@
  *
  * The driver is one thread over a socketpair: it writes the first frame, connects, submits
  * as many requests as the server's max_in_flight lets it without waiting (a request over
- * the limit would wait for an answer not yet written), then writes the rest and closes its
- * side, so that the client sees the same bytes in the same order on every run. Every
+ * the limit would wait for an answer not yet written), then writes the rest in pieces of
+ * changing sizes, letting the client read after each, and closes its side: the client sees
+ * the same bytes, cut the same way, on every run. Every
  * future must complete (with its results, or an error with a message) before
  * opd_client_wait_all returns; then everything is freed (ASan and LeakSanitizer check the
  * rest).
@@ -154,7 +155,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   opd_future *f[NREQ] = {NULL};
   for (int i = 0; i < NREQ && c->pending < c->max_in_flight; i++) submit(c, i, &f[i]);
-  write_all(server, data + first, size - first);
+  /* the rest in pieces of 1, 3, 8, 64 and 4096 bytes, the client reading between them: frames
+   * and raw bytes arrive cut anywhere, or several in one read */
+  static const size_t pieces[] = {1, 3, 8, 64, 4096};
+  for (size_t at = first, k = 0; at < size; k = (k + 1) % 5) {
+    size_t n = size - at < pieces[k] ? size - at : pieces[k];
+    write_all(server, data + at, n);
+    at += n;
+    opd_client_poll(c, 0);
+  }
   shutdown(server, SHUT_WR);
   opd_client_wait_all(c);
   for (int i = 0; i < NREQ; i++)
