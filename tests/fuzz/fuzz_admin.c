@@ -93,6 +93,8 @@ static void check_registry(json_t *req) {
              "aten::add.Tensor on Meta tensors: %d: %s", rc, opd_last_error());
 }
 
+/* Whether a request naming operator `name` keeps within the room for new operators (the
+ * file's comment): the operator exists, or it is fuzz::[a-z] or fuzz::[a-z].[a-z]. */
 static bool room_for(const char *name) {
   if (!name || opd_find_op(name)) return true;
   size_t n = strlen(name);
@@ -100,7 +102,8 @@ static bool room_for(const char *name) {
          name[6] >= 'a' && name[6] <= 'z' && (n == 7 || (name[8] >= 'a' && name[8] <= 'z'));
 }
 
-/* The operator a def would define (NULL when the def is refused before it names one). */
+/* Whether the operator a def would define keeps within the room (a def refused before its
+ * schema names an operator defines none). */
 static bool def_has_room(json_t *req) {
   const char *ns = json_string_value(json_object_get(req, "namespace"));
   const char *text = json_string_value(json_object_get(req, "schema"));
