@@ -51,6 +51,7 @@ typedef struct opd__garg {
   uint32_t *refs;       /* REFS: value indices (owned) */
   opd_ivalue value;     /* CONST (owned), WRAPPED (the scalar) */
   opd_tensor *meta;     /* CONST tensors and WRAPPED: the Meta twin (owned); else NULL */
+  opd_tensor *cpu;      /* WRAPPED: the 0-d CPU tensor runs pass (made by lower; owned) */
 } opd__garg;
 
 typedef enum opd__gnode_origin {
@@ -130,6 +131,28 @@ static inline opd__gnode *opd__gvalue_node(const opd_graph *g, uint32_t v) {
 /* The node's single (tensor) argument referencing a value, or NULL: args[i] must be REF. */
 static inline bool opd__garg_is_ref(const opd__gnode *n, uint32_t i) {
   return i < n->nargs && n->args[i].kind == OPD__GA_REF;
+}
+
+/* Iterates over the values a node's arguments reference (REF, and each element of REFS):
+ *   opd__ref_iter it = {node}; uint32_t v; while (opd__next_ref(&it, &v)) ... */
+typedef struct opd__ref_iter {
+  const opd__gnode *n;
+  uint32_t arg, elem;
+} opd__ref_iter;
+static inline bool opd__next_ref(opd__ref_iter *it, uint32_t *v) {
+  for (; it->arg < it->n->nargs; it->arg++, it->elem = 0) {
+    const opd__garg *a = &it->n->args[it->arg];
+    if (a->kind == OPD__GA_REF && it->elem == 0) {
+      it->elem = 1;
+      *v = a->ref;
+      return true;
+    }
+    if (a->kind == OPD__GA_REFS && it->elem < a->nrefs) {
+      *v = a->refs[it->elem++];
+      return true;
+    }
+  }
+  return false;
 }
 
 /* Adds node n to value v's users (once). */

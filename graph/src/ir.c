@@ -178,6 +178,7 @@ void opd__garg_destroy(opd__garg *a) {
   opd_iv_destroy(&a->value);
   opd__free(a->refs);
   if (a->meta) opd_tensor_release(a->meta);
+  if (a->cpu) opd_tensor_release(a->cpu);
   *a = (opd__garg){0};
 }
 
