@@ -4,6 +4,7 @@
 #define OPD_TESTS_TEST_GRAPH_UTIL_H
 
 #include <check.h>
+#include <string.h>
 
 #include "opd/graph.h"
 #include "opd/kernels.h"
@@ -68,6 +69,52 @@ static inline char *gtext(const opd_graph *g) {
   char *t = NULL;
   ck_assert_int_eq(opd_graph_print(g, &t), 0);
   return t;
+}
+
+/* ---- compiling (opd/graph_exec.h) ---- */
+
+#include "opd/graph_exec.h"
+
+static const char *const opd_test_passes[] = {
+    "view_canonicalize", "remove_noops", "dce", "softmax_pattern", "cse",
+    "pointwise_groups",  "buffer_plan"};
+
+/* Compiles g (taken) with only the named built-in passes enabled (NULL: all), the checks
+ * off unless asked, the verifier on. */
+static inline opd_compiled_graph *gcompile_with(opd_graph *g, const char *const *only, size_t n,
+                                                const opd_graph_options *base) {
+  opd_graph_options o;
+  if (base)
+    o = *base;
+  else {
+    opd_graph_options_default(&o);
+    o.check_numerics = false;
+    o.benefit_runs = 0;
+  }
+  o.verify = true;
+  const char *off[8];
+  uint32_t noff = 0;
+  for (size_t i = 0; only && i < sizeof opd_test_passes / sizeof *opd_test_passes; i++) {
+    bool keep = false;
+    for (size_t k = 0; k < n; k++) keep = keep || strcmp(only[k], opd_test_passes[i]) == 0;
+    if (!keep) off[noff++] = opd_test_passes[i];
+  }
+  if (only) {
+    o.disabled_passes = off;
+    o.ndisabled = noff;
+  }
+  opd_compiled_graph *cg = NULL;
+  ck_assert_msg(opd_graph_compile(g, &o, NULL, &cg, NULL) == 0, "compile: %s", opd_last_error());
+  return cg;
+}
+#define GCOMPILE(g, ...)                               \
+  gcompile_with(g, (const char *const[]){__VA_ARGS__}, \
+                sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *), NULL)
+
+/* Runs cg on inputs; its outputs in out (new references). */
+static inline void grun(opd_compiled_graph *cg, opd_tensor *const *in, uint32_t nin,
+                        opd_tensor **out, uint32_t nout) {
+  ck_assert_msg(opd_compiled_graph_run(cg, in, nin, out, nout) == 0, "run: %s", opd_last_error());
 }
 
 #endif

@@ -30,6 +30,9 @@ Suite *opd_test_limits_suite(void);
 Suite *opd_test_fault_suite(void);
 Suite *opd_test_graph_ir_suite(void);
 Suite *opd_test_graph_ops_suite(void);
+Suite *opd_test_graph_passes_suite(void);
+Suite *opd_test_graph_exec_suite(void);
+Suite *opd_test_graph_cache_suite(void);
 
 static const struct {
   const char *name;
@@ -46,6 +49,9 @@ static const struct {
     {"cuda", opd_test_cuda_suite},         {"wire", opd_test_wire_suite},
     {"limits", opd_test_limits_suite},     {"fault", opd_test_fault_suite},
     {"graph_ir", opd_test_graph_ir_suite}, {"graph_ops", opd_test_graph_ops_suite},
+    {"graph_passes", opd_test_graph_passes_suite},
+    {"graph_exec", opd_test_graph_exec_suite},
+    {"graph_cache", opd_test_graph_cache_suite},
 };
 
 int main(int argc, char **argv) {

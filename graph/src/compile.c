@@ -130,7 +130,12 @@ int opd_graph_compile(opd_graph *g, const opd_graph_options *options, opd_graph_
     *out = cg;
     return 0;
   }
-  if ((rc = build(g, options, &passes, key, hash, &cg))) return rc;
+  /* the passes run Meta kernels: with the default dispatch state, as inference does */
+  opd_local_dispatch_state saved = opd_tls_get();
+  opd_tls_set(opd_default_dispatch_state);
+  rc = build(g, options, &passes, key, hash, &cg);
+  opd_tls_set(saved);
+  if (rc) return rc;
   if (cache) {
     opd_compiled_graph *kept;
     opd__cache_add(cache, cg, &kept);

@@ -3,6 +3,7 @@
  * Strings the IR holds are the printer's (ASCII but for constant strings, which are UTF-8:
  * the builder checks them), so every string is valid JSON text. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "compiled.h"
@@ -79,7 +80,8 @@ static json_t *groups_json(opd_compiled_graph *cg) {
          set(g, "fused_ns", json_integer(st->fused_ns)) &&
          set(g, "unfused_ns", json_integer(st->unfused_ns)) &&
          set(g, "timed_runs", json_integer(st->timed)) &&
-         set(g, "max_abs_diff", json_real(st->max_abs_diff)) &&
+         set(g, "max_abs_diff",
+             isfinite(st->max_abs_diff) ? json_real(st->max_abs_diff) : json_null()) &&
          set(g, "fused_runs", json_integer((json_int_t)st->fused_runs)) &&
          set(g, "unfused_runs", json_integer((json_int_t)st->unfused_runs)) &&
          set(g, "elements", json_integer(grp->prog.numel)) &&

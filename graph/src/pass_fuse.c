@@ -185,26 +185,27 @@ static int group_after_views(const opd_graph *g, const bool *in_group, opd__grou
   return 0;
 }
 
-/* Views that read a member's value (through views) and that a member reads belong to the
- * group: marks them in in_group. */
-static void mark_views(const opd_graph *g, bool *in_group) {
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (uint32_t n = 0; n < g->nnodes; n++) {
-      const opd__gnode *d = &g->nodes[n];
-      if (in_group[n] || d->dead || !d->is_view || d->nouts != 1 || !opd__garg_is_ref(d, 0))
-        continue;
-      if (opd__gvalue_is_input(g, d->args[0].ref) || !in_group[g->values[d->args[0].ref].node])
-        continue;
-      const opd__gvalue *out = &g->values[d->first_out];
-      bool feeds = false;
-      for (uint32_t i = 0; i < out->nusers && !feeds; i++) feeds = in_group[out->users[i]];
-      if (!feeds) continue;
-      in_group[n] = true;
-      changed = true;
-    }
+/* The views between members belong to the group: those reading a member's value through
+ * views (forward, in graph order) from which a member is reached through views (backward). */
+static int mark_views(const opd_graph *g, bool *in_group) {
+  bool *fwd = opd__calloc(g->nnodes ? g->nnodes : 1, sizeof *fwd);
+  if (!fwd) return opd_error(OPD_ENOMEM, "out of memory for a pointwise group");
+  for (uint32_t n = 0; n < g->nnodes; n++) {
+    const opd__gnode *d = &g->nodes[n];
+    if (in_group[n] || d->dead || !d->is_view || d->nouts != 1 || !opd__garg_is_ref(d, 0) ||
+        opd__gvalue_is_input(g, d->args[0].ref))
+      continue;
+    uint32_t src = g->values[d->args[0].ref].node;
+    fwd[n] = in_group[src] || fwd[src];
   }
+  for (uint32_t n = g->nnodes; n-- > 0;) {
+    if (!fwd[n]) continue;
+    const opd__gvalue *out = &g->values[g->nodes[n].first_out];
+    for (uint32_t i = 0; i < out->nusers && !in_group[n]; i++)
+      in_group[n] = in_group[out->users[i]];
+  }
+  opd__free(fwd);
+  return 0;
 }
 
 static int make_groups(grouping *s, opd__plan *plan, uint32_t *scratch, uint64_t *hits) {
@@ -230,8 +231,8 @@ static int make_groups(grouping *s, opd__plan *plan, uint32_t *scratch, uint64_t
     grp.nmembers = grp.ncompute = k;
     memset(in_group, 0, g->nnodes * sizeof *in_group);
     for (uint32_t i = 0; i < k; i++) in_group[scratch[i]] = true;
-    mark_views(g, in_group);
-    rc = group_nodes(g, in_group, &grp);
+    rc = mark_views(g, in_group);
+    if (rc == 0) rc = group_nodes(g, in_group, &grp);
     if (rc == 0) rc = group_after_views(g, in_group, &grp);
     opd__group *p = rc ? NULL : opd__realloc(plan->groups, (plan->ngroups + 1) * sizeof *p);
     if (!p) {
