@@ -150,6 +150,54 @@ START_TEST(test_unbind) {
 }
 END_TEST
 
+START_TEST(test_split_alias_detach) {
+  for (int meta = 0; meta < 2; meta++) {
+    opd_tensor *x = iota(SHAPE(2, 5, 3), meta);
+    opd_stack st;
+    opd_stack_init(&st);
+    opd_stack_push(&st, T(x));
+    opd_stack_push(&st, I(2));
+    opd_stack_push(&st, I(1));
+    ck_assert_int_eq(call("aten::split.Tensor", &st), 0);
+    ck_assert_int_eq(st.items[0].tag, OPD_IV_TENSOR_LIST);
+    ck_assert_uint_eq(st.items[0].len, 3); /* 5 rows in pieces of 2, 2, 1 */
+    for (int k = 0; k < 3; k++) {
+      const opd_tensor *p = st.items[0].u.tensors[k];
+      ck_assert_int_eq(opd_tensor_sizes(p)[1], k < 2 ? 2 : 1);
+      ck_assert_int_eq(p->storage_offset, 6 * k); /* row 2k of dim 1, stride 3 */
+      ck_assert(opd_tensor_shares_storage(p, x));
+      /* element (i, j, l) of piece k is x[i, 2k + j, l]: flat 15 i + 3 (2k + j) + l */
+      if (!meta) ck_assert_float_eq(at(p, opd_tensor_sizes(p)[1] * 3 + 2), 15 + 3 * (2 * k) + 2);
+    }
+    opd_stack_clear(&st);
+    opd_stack_push(&st, T(x));
+    opd_stack_push(&st, I(0));
+    opd_stack_push(&st, I(1));
+    ck_assert_int_eq(call("aten::split.Tensor", &st), OPD_EINVAL);
+    ck_assert_str_eq(
+        opd_last_error(),
+        "split_size can only be 0 if dimension size is 0, but got dimension size of 5");
+    opd_stack_push(&st, T(x));
+    opd_stack_push(&st, I(-1));
+    opd_stack_push(&st, I(0));
+    ck_assert_int_eq(call("aten::split.Tensor", &st), OPD_EINVAL);
+    for (int k = 0; k < 2; k++) {
+      opd_stack_push(&st, T(x));
+      ck_assert_int_eq(call(k ? "aten::detach" : "aten::alias", &st), 0);
+      const opd_tensor *a = st.items[0].u.t;
+      ck_assert_ptr_ne(a, x); /* a new tensor, the same geometry and storage */
+      ck_assert(opd_tensor_shares_storage(a, x));
+      ck_assert_int_eq(a->ndim, 3);
+      ck_assert_mem_eq(a->dims, x->dims, 6 * sizeof(int64_t));
+      ck_assert_int_eq(a->storage_offset, 0);
+      opd_stack_clear(&st);
+    }
+    opd_stack_destroy(&st);
+    opd_tensor_release(x);
+  }
+}
+END_TEST
+
 static int dummy_kernel(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   (void)stack;
@@ -193,6 +241,7 @@ Suite *opd_test_graph_ops_suite(void) {
   tcase_add_test(tc, test_reshape_alias);
   tcase_add_test(tc, test_unsafe_view);
   tcase_add_test(tc, test_unbind);
+  tcase_add_test(tc, test_split_alias_detach);
   tcase_add_test(tc, test_generations);
   suite_add_tcase(s, tc);
   return s;
