@@ -55,6 +55,17 @@ START_TEST(test_hits_and_misses) {
       json_integer_value(json_object_get(json_array_get(json_object_get(j, "graphs"), 2), "id")),
       (json_int_t)a->id);
   json_decref(j);
+  /* by id, as GET /v1/graphs/{id} finds one */
+  opd_compiled_graph *found = opd_graph_cache_lookup_id(c, d->id);
+  ck_assert_ptr_eq(found, d);
+  opd_compiled_graph_release(found);
+  ck_assert_ptr_null(opd_graph_cache_lookup_id(c, UINT64_MAX));
+  /* the process's pass totals count these compilations */
+  json_t *totals = opd_graph_pass_totals_json();
+  json_t *lower = json_object_get(totals, "lower");
+  ck_assert_int_ge(json_integer_value(json_object_get(lower, "runs")), 3);
+  ck_assert_int_ge(json_integer_value(json_object_get(lower, "hits")), 3); /* a step each */
+  json_decref(totals);
   opd_compiled_graph_release(a);
   opd_compiled_graph_release(b);
   opd_compiled_graph_release(d);

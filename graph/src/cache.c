@@ -145,3 +145,13 @@ void opd__cache_each(opd_graph_cache *c, json_t *graphs, bool *ok) {
   for (entry *e = c->head; e; e = e->next) opd__cache_summary(e->cg, graphs, ok);
   pthread_mutex_unlock(&c->lock);
 }
+
+opd_compiled_graph *opd_graph_cache_lookup_id(opd_graph_cache *c, uint64_t id) {
+  opd_compiled_graph *found = NULL;
+  pthread_mutex_lock(&c->lock);
+  for (entry *e = c->head; e && !found; e = e->next)
+    if (e->cg->id == id) found = e->cg;
+  if (found) opd_compiled_graph_retain(found);
+  pthread_mutex_unlock(&c->lock);
+  return found;
+}

@@ -23,8 +23,8 @@
 #include "compiled.h"
 #include "graph_print.h"
 
-uint64_t opd__key_hash(const char *s, size_t n);
-uint64_t opd__key_hash(const char *s, size_t n) {
+/* FNV-1a, to pick the entries whose whole keys are compared. */
+static uint64_t key_hash(const char *s, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
   return h;
@@ -48,6 +48,6 @@ int opd__graph_key(const opd_graph *g, const opd__pipeline *p, const opd_graph_o
   opd__sbuf_printf(&sb, "\ncodegen: %s\nchecks: numerics=%d benefit_runs=%u\n",
                    opd_graph_codegen_id(), (int)o->check_numerics, o->benefit_runs);
   if ((rc = opd__sbuf_take(&sb, key))) return rc;
-  *hash = opd__key_hash(*key, strlen(*key));
+  *hash = key_hash(*key, strlen(*key));
   return 0;
 }

@@ -126,9 +126,11 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   opd__group_state *st = &cg->states[gi];
   uint32_t n = grp->prog.nstores;
   opd_tensor *outs[n ? n : 1];
+  pthread_mutex_lock(&cg->lock);
   bool fused_first = st->timed % 2 == 1;
+  pthread_mutex_unlock(&cg->lock);
   int64_t tf = 0, tu = 0, t0;
-  int rc = 0, frc = 0;
+  int rc = 0, frc = OPD_EINVAL; /* the fused run's result, until it ran */
   if (fused_first) {
     t0 = now_ns();
     frc = run_fused(cg, ctx, grp, outs);

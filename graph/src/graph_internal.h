@@ -190,10 +190,6 @@ void opd__garg_destroy(opd__garg *a);
 void opd__gargs_destroy(opd__garg *args, uint32_t n);
 /* "graph node 3 (aten::exp)" into buf, for messages. */
 const char *opd__gnode_label(const opd_graph *g, uint32_t n, char *buf, size_t len);
-/* The node position of node n (k + n). */
-static inline uint32_t opd__gnode_position(const opd_graph *g, uint32_t n) {
-  return g->ninputs + n;
-}
 
 /* Scalars of constant arguments. */
 bool opd__garg_int(const opd__garg *a, int64_t *out);
@@ -206,9 +202,6 @@ bool opd__garg_number(const opd__garg *a, double *out);
 /* Geometry of a value. */
 static inline int opd__gvalue_ndim(const opd_graph *g, uint32_t v) {
   return g->values[v].meta->ndim;
-}
-static inline const int64_t *opd__gvalue_sizes(const opd_graph *g, uint32_t v) {
-  return opd_tensor_sizes(g->values[v].meta);
 }
 static inline opd_dtype opd__gvalue_dtype(const opd_graph *g, uint32_t v) {
   return opd_tensor_dtype(g->values[v].meta);

@@ -34,13 +34,10 @@ void opd__gvalue_remove_user(opd_graph *g, uint32_t v, uint32_t n) {
 
 bool opd__gnode_uses(const opd_graph *g, const opd__gnode *n, uint32_t v) {
   (void)g;
-  for (uint32_t i = 0; i < n->nargs; i++) {
-    const opd__garg *a = &n->args[i];
-    if (a->kind == OPD__GA_REF && a->ref == v) return true;
-    if (a->kind == OPD__GA_REFS)
-      for (uint32_t j = 0; j < a->nrefs; j++)
-        if (a->refs[j] == v) return true;
-  }
+  opd__ref_iter it = {n, 0, 0};
+  uint32_t w;
+  while (opd__next_ref(&it, &w))
+    if (w == v) return true;
   return false;
 }
 
@@ -72,13 +69,9 @@ int opd__graph_replace_uses(opd_graph *g, uint32_t from, uint32_t to) {
 
 /* Removes node n from the users of every value it references. */
 static void drop_uses(opd_graph *g, uint32_t n) {
-  opd__gnode *node = &g->nodes[n];
-  for (uint32_t i = 0; i < node->nargs; i++) {
-    opd__garg *a = &node->args[i];
-    if (a->kind == OPD__GA_REF) opd__gvalue_remove_user(g, a->ref, n);
-    if (a->kind == OPD__GA_REFS)
-      for (uint32_t j = 0; j < a->nrefs; j++) opd__gvalue_remove_user(g, a->refs[j], n);
-  }
+  opd__ref_iter it = {&g->nodes[n], 0, 0};
+  uint32_t v;
+  while (opd__next_ref(&it, &v)) opd__gvalue_remove_user(g, v, n);
 }
 
 void opd__gargs_destroy(opd__garg *args, uint32_t n) {
@@ -96,14 +89,10 @@ void opd__graph_erase_node(opd_graph *g, uint32_t n) {
 }
 
 int opd__gnode_add_uses(opd_graph *g, uint32_t n) {
-  const opd__gnode *node = &g->nodes[n];
+  opd__ref_iter it = {&g->nodes[n], 0, 0};
+  uint32_t v;
   int rc = 0;
-  for (uint32_t i = 0; i < node->nargs && rc == 0; i++) {
-    const opd__garg *a = &node->args[i];
-    if (a->kind == OPD__GA_REF) rc = opd__gvalue_add_user(g, a->ref, n);
-    for (uint32_t j = 0; a->kind == OPD__GA_REFS && j < a->nrefs && rc == 0; j++)
-      rc = opd__gvalue_add_user(g, a->refs[j], n);
-  }
+  while (rc == 0 && opd__next_ref(&it, &v)) rc = opd__gvalue_add_user(g, v, n);
   return rc;
 }
 

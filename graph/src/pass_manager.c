@@ -36,6 +36,7 @@
 #include "compile.h"
 #include "graph_print.h"
 #include "opd/error.h"
+#include "opd/graph_exec.h"
 #include "opd/graph_pass.h"
 #include "opd/memory.h"
 #include "pass_manager.h"
@@ -142,6 +143,52 @@ int opd_graph_pass_unregister(int64_t id) {
   return rc;
 }
 
+/* Totals per pass name over the process (opd_graph_pass_totals_json). */
+typedef struct pass_total {
+  char name[64];
+  uint64_t runs, hits;
+} pass_total;
+static pthread_mutex_t totals_lock = PTHREAD_MUTEX_INITIALIZER;
+static pass_total *totals;
+static uint32_t ntotals, cap_totals;
+
+static void count_pass(const opd__pass_entry *e) {
+  pthread_mutex_lock(&totals_lock);
+  pass_total *t = NULL;
+  for (uint32_t i = 0; i < ntotals && !t; i++)
+    if (strcmp(totals[i].name, e->name) == 0) t = &totals[i];
+  if (!t && ntotals == cap_totals) {
+    uint32_t cap = cap_totals ? cap_totals * 2 : 16;
+    pass_total *p = opd__realloc(totals, cap * sizeof *p);
+    if (p) totals = p, cap_totals = cap;
+  }
+  if (!t && ntotals < cap_totals) {
+    t = &totals[ntotals++];
+    *t = (pass_total){0};
+    snprintf(t->name, sizeof t->name, "%s", e->name);
+  }
+  if (t) {
+    t->runs++;
+    t->hits += e->hits;
+  }
+  pthread_mutex_unlock(&totals_lock);
+}
+
+json_t *opd_graph_pass_totals_json(void) {
+  json_t *o = json_object();
+  pthread_mutex_lock(&totals_lock);
+  for (uint32_t i = 0; o && i < ntotals; i++) {
+    json_t *t = json_pack("{s:I, s:I}", "runs", (json_int_t)totals[i].runs, "hits",
+                          (json_int_t)totals[i].hits);
+    if (!t || json_object_set_new(o, totals[i].name, t)) {
+      json_decref(o);
+      o = NULL;
+    }
+  }
+  pthread_mutex_unlock(&totals_lock);
+  return o;
+}
+
 static bool disabled(const opd_graph_options *o, const char *name) {
   for (uint32_t i = 0; i < o->ndisabled; i++)
     if (o->disabled_passes[i] && strcmp(o->disabled_passes[i], name) == 0) return true;
@@ -229,6 +276,7 @@ int opd__pipeline_run(opd__pipeline *p, opd__compile *c) {
       snprintf(msg, sizeof msg, "%s", opd_last_error());
       return opd_error(rc, "graph pass %s: %s", e->name, msg);
     }
+    count_pass(e);
     if ((rc = record_ir(c, e))) return rc;
   }
   return 0;

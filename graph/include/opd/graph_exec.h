@@ -113,6 +113,12 @@ void opd_graph_cache_stats_get(opd_graph_cache *c, opd_graph_cache_stats *out);
 /* {"graphs": [{"id", "key", "nodes_before", "nodes_after", "kernels", "runs", "cache_hits",
  * "compile_us"}], "hits", "misses", "evictions", "invalidations", "size", "capacity"}. */
 json_t *opd_graph_cache_json(opd_graph_cache *c);
+/* The cached graph with that id (opd_graph_stats.id), retained, or NULL (GET /v1/graphs/{id}). */
+opd_compiled_graph *opd_graph_cache_lookup_id(opd_graph_cache *c, uint64_t id);
+
+/* Every pass's totals over all compilations in the process, for /metrics:
+ * {"view_canonicalize": {"runs": N, "hits": M}, ...}. NULL when out of memory. */
+json_t *opd_graph_pass_totals_json(void);
 
 /* The identity of the code generator (part of every cache key). */
 const char *opd_graph_codegen_id(void);
