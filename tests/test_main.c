@@ -34,6 +34,8 @@ Suite *opd_test_graph_passes_suite(void);
 Suite *opd_test_graph_exec_suite(void);
 Suite *opd_test_graph_cache_suite(void);
 
+/* Two suites a line (clang-format gives a list this long one a line). */
+/* clang-format off */
 static const struct {
   const char *name;
   Suite *(*make)(void);
@@ -49,10 +51,10 @@ static const struct {
     {"cuda", opd_test_cuda_suite},         {"wire", opd_test_wire_suite},
     {"limits", opd_test_limits_suite},     {"fault", opd_test_fault_suite},
     {"graph_ir", opd_test_graph_ir_suite}, {"graph_ops", opd_test_graph_ops_suite},
-    {"graph_passes", opd_test_graph_passes_suite},
-    {"graph_exec", opd_test_graph_exec_suite},
+    {"graph_passes", opd_test_graph_passes_suite}, {"graph_exec", opd_test_graph_exec_suite},
     {"graph_cache", opd_test_graph_cache_suite},
 };
+/* clang-format on */
 
 int main(int argc, char **argv) {
   SRunner *runner = NULL;
