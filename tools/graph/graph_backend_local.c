@@ -70,6 +70,7 @@ static int define(graph_backend *b, const graph_desc *d, uint64_t *graph, bool *
   }
   opd_graph_options options;
   opd_graph_options_default(&options);
+  options.verify = true; /* the verifier after every pass, on every graph replayed */
   opd_compiled_graph *cg;
   if ((rc = opd_graph_compile(g, &options, l->cache, &cg, cache_hit))) return rc;
   if ((rc = grow((void **)&l->graphs, l->ngraphs + 1, sizeof *l->graphs))) {
