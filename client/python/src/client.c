@@ -189,8 +189,7 @@ static void complete(opdpy_client *cl, opdpy_future *pf) {
 
 int opdpy_client_process(opdpy_client *cl) {
   if (cl->processing) return 0; /* reentered from a destructor: the outer call goes on */
-  cl->processing = true;
-  Py_INCREF(cl);
+  cl->processing = true; /* the caller holds cl: what completes here may drop references */
   for (;;) {
     pthread_mutex_lock(&cl->done_mu);
     opdpy_future *list = cl->done_head;
@@ -207,7 +206,6 @@ int opdpy_client_process(opdpy_client *cl) {
   }
   drain(cl);
   cl->processing = false;
-  Py_DECREF(cl);
   return 0;
 }
 
