@@ -10,7 +10,7 @@ import warnings
 
 import torch
 from torch._decomp import decomposition_table
-from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+from torch.utils._pytree import tree_map
 
 from .. import _C
 
@@ -106,16 +106,24 @@ class OpdTensor(torch.Tensor):
         return _dispatch(func, args, kwargs or {})
 
 
-def _client_of(args, kwargs):
-    flat, _ = tree_flatten((args, kwargs))
-    client = None
-    for a in flat:
-        if isinstance(a, OpdTensor):
-            if client is None:
-                client = a._client
-            elif a._client is not client:
-                raise ValueError("an operation on OpdTensors of two different opd connections")
-    return client
+def _first_opd(args, kwargs):
+    """The first OpdTensor among an ATen call's arguments (which nest one level at most:
+    Tensor[] and Tensor?[]), checking that they share one connection."""
+    first = None
+    for a in (*args, *kwargs.values()):
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, OpdTensor):
+                if first is None:
+                    first = t
+                elif t._client is not first._client:
+                    raise ValueError("an operation on OpdTensors of two different opd "
+                                     "connections")
+    return first
+
+
+def _map_args(fn, args):
+    return tuple(type(a)(fn(v) for v in a) if isinstance(a, (list, tuple)) else fn(a)
+                 for a in args)
 
 
 def _to_meta(x):
@@ -222,8 +230,10 @@ def _convert(client, kind, value, meta_tensors):
     return value
 
 
-def _call_args(client, schema, args, kwargs, meta_args):
-    meta_tensors = [m for m in tree_flatten(meta_args)[0] if isinstance(m, torch.Tensor)]
+def _call_args(client, schema, args, kwargs, meta_args, meta_kwargs):
+    meta_tensors = [m for a in (*meta_args, *meta_kwargs.values())
+                    for m in (a if isinstance(a, (list, tuple)) else (a,))
+                    if isinstance(m, torch.Tensor)]
     values = []
     last = -1
     for i, a in enumerate(schema.arguments):
@@ -244,15 +254,28 @@ def _device(client_device):
 
 
 def _wrap(client, refs, meta_out, device):
-    flat, spec = tree_flatten(meta_out)
-    out, k = [], 0
-    for m in flat:
-        if isinstance(m, torch.Tensor):
-            out.append(OpdTensor(refs[k], m, client, device))
-            k += 1
-        else:
-            out.append(m)
-    return tree_unflatten(out, spec)
+    """OpdTensors for the tensors of meta_out (a tensor, or a tuple or list of them and
+    other values), in order."""
+    if isinstance(meta_out, torch.Tensor):
+        return OpdTensor(refs[0], meta_out, client, device)
+    if isinstance(meta_out, (list, tuple)):
+        out, k = [], 0
+        for m in meta_out:
+            if isinstance(m, torch.Tensor):
+                out.append(OpdTensor(refs[k], m, client, device))
+                k += 1
+            else:
+                out.append(m)
+        return type(meta_out)(out) if isinstance(meta_out, list) else tuple(out)
+    return meta_out
+
+
+def _count_tensors(meta_out):
+    if isinstance(meta_out, torch.Tensor):
+        return 1
+    if isinstance(meta_out, (list, tuple)):
+        return sum(isinstance(m, torch.Tensor) for m in meta_out)
+    return 0
 
 
 def _not_implemented(qualname, client):
@@ -262,7 +285,8 @@ def _not_implemented(qualname, client):
 
 
 def _dispatch(func, args, kwargs):
-    client = _client_of(args, kwargs)
+    first = _first_opd(args, kwargs)
+    client = first._client
     info = _info(func, client)
     aten = torch.ops.aten
     if func is aten._local_scalar_dense.default:
@@ -274,13 +298,12 @@ def _dispatch(func, args, kwargs):
         return local.to(kwargs.get("dtype") or local.dtype)
     if info.schema is None:
         return _without_kernel(func, info, client, args, kwargs)
-    meta_args, meta_kwargs = tree_map(_to_meta, args), tree_map(_to_meta, kwargs)
+    meta_args = _map_args(_to_meta, args)
+    meta_kwargs = {k: v for k, v in zip(kwargs, _map_args(_to_meta, kwargs.values()))}
     meta_out = func(*meta_args, **meta_kwargs)  # shapes and PyTorch's argument errors, here
-    values = _call_args(client, info.schema, args, kwargs, (meta_args, meta_kwargs))
-    nouts = sum(isinstance(m, torch.Tensor) for m in tree_flatten(meta_out)[0])
-    refs = client._submit(info.schema.op, values, nouts).outputs
-    device = next(a.device for a in tree_flatten((args, kwargs))[0] if isinstance(a, OpdTensor))
-    result = _wrap(client, refs, meta_out, device)
+    values = _call_args(client, info.schema, args, kwargs, meta_args, meta_kwargs)
+    refs = client._submit(info.schema.op, values, _count_tensors(meta_out)).outputs
+    result = _wrap(client, refs, meta_out, first.device)
     if any(info.aliased_outputs):  # in-place and out=: the written argument itself
         names = [a.name for a in func._schema.arguments]
         written = [args[names.index(n)] if names.index(n) < len(args) else kwargs[n]
