@@ -94,6 +94,21 @@ static void enqueue(opdpy_client *cl, opdpy_future *pf) {
   cl->queued++;
 }
 
+/* Fails every queued call with err and message (the connection is gone or closing). */
+static void fail_queue(opdpy_client *cl, int err, const char *message) {
+  while (cl->queue_head) {
+    opdpy_future *pf = cl->queue_head;
+    cl->queue_head = pf->next;
+    if (!cl->queue_head) cl->queue_tail = NULL;
+    cl->queued--;
+    pf->next = NULL;
+    PyObject *exc = opdpy_error_object(err, message, NULL);
+    if (!exc) exc = take_exception();
+    opdpy_future_fail(pf, exc);
+    Py_DECREF(pf); /* the queue's reference */
+  }
+}
+
 /* Sends the queued calls whose inputs became ready, in order, up to the first that waits. */
 static void drain(opdpy_client *cl) {
   while (cl->queue_head) {
@@ -189,7 +204,7 @@ static void complete(opdpy_client *cl, opdpy_future *pf) {
 
 int opdpy_client_process(opdpy_client *cl) {
   if (cl->processing) return 0; /* reentered from a destructor: the outer call goes on */
-  cl->processing = true; /* the caller holds cl: what completes here may drop references */
+  cl->processing = true;        /* the caller holds cl: what completes here may drop references */
   for (;;) {
     pthread_mutex_lock(&cl->done_mu);
     opdpy_future *list = cl->done_head;
@@ -240,10 +255,8 @@ int opdpy_client_wait(opdpy_client *cl, opdpy_future *f, int timeout_ms) {
     Py_END_ALLOW_THREADS cl->waiting--;
     opdpy_client_process(cl);
     if (f->state == OPDPY_DONE) break;
-    if (rc < 0 && opd_client_pending(c) == 0) { /* lost, and nothing left to complete it */
-      PyObject *exc = request_error(cl, rc, "the connection to the daemon was lost", NULL);
-      if (!exc) return -1;
-      opdpy_future_fail(f, exc);
+    if (rc < 0 && opd_client_pending(c) == 0) { /* lost: nothing in flight will send them */
+      fail_queue(cl, OPDPY_ELOST, "the connection to the daemon was lost");
       break;
     }
     if (PyErr_CheckSignals() < 0) return -1;
@@ -324,17 +337,7 @@ static int client_shutdown(opdpy_client *cl) {
   cl->nrelease = 0; /* closing releases every handle */
   opd_client *c = cl->c;
   cl->c = NULL;
-  while (cl->queue_head) {
-    opdpy_future *pf = cl->queue_head;
-    cl->queue_head = pf->next;
-    pf->next = NULL;
-    PyObject *exc = opdpy_error_object(OPD_ECANCELED, "the client was closed", NULL);
-    if (!exc) exc = take_exception();
-    opdpy_future_fail(pf, exc);
-    Py_DECREF(pf);
-  }
-  cl->queue_tail = NULL;
-  cl->queued = 0;
+  fail_queue(cl, OPD_ECANCELED, "the client was closed");
   opd_client_close(c); /* runs the callbacks of the requests in flight */
   opdpy_client_process(cl);
   return 0;
@@ -646,6 +649,8 @@ static PyObject *client_download(opdpy_client *self, PyObject *args, PyObject *k
   Py_END_ALLOW_THREADS self->waiting--;
   self->requests++;
   int fmt_dtype = opdpy_dtype_from_format(view.format, view.itemsize);
+  char fmt[8];
+  snprintf(fmt, sizeof fmt, "%s", view.format ? view.format : "B");
   PyBuffer_Release(&view);
   opdpy_client_process(self);
   if (rc < 0) return opdpy_raise(rc, opd_client_last_error(), NULL);
@@ -655,8 +660,7 @@ static PyObject *client_download(opdpy_client *self, PyObject *args, PyObject *k
     return PyErr_Format(PyExc_ValueError,
                         "download(): the tensor has %llu bytes of dtype %d; out has %zd bytes of "
                         "format '%s'",
-                        (unsigned long long)info.nbytes, info.dtype, view.len,
-                        view.format ? view.format : "B");
+                        (unsigned long long)info.nbytes, info.dtype, view.len, fmt);
   t->dtype = info.dtype;
   Py_XSETREF(t->shape, shape_tuple(info.shape, info.ndim));
   Py_INCREF(out);
