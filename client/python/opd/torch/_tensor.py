@@ -181,18 +181,26 @@ def _literal(value, dtype):
     return lit
 
 
+_SCALAR_DTYPES = {}
+
+
 def _scalar_dtype(value, tensors):
     """The dtype a Python number at a Tensor argument takes so that the daemon promotes it as
     PyTorch promotes a wrapped number: the result type of the number with the other tensor
-    arguments (those that are not bool first)."""
+    arguments (those that are not bool first). Cached by what decides it."""
     cands = [t for t in tensors if t.dtype != torch.bool] or tensors
-    dtype = None
+    key = (type(value), torch.get_default_dtype(), tuple((t.dtype, t.dim() == 0) for t in cands))
+    dtype = _SCALAR_DTYPES.get(key)
+    if dtype is not None:
+        return dtype
     for t in cands:
         d = torch.result_type(t, value)
         dtype = d if dtype is None else torch.promote_types(dtype, d)
     if dtype is None:
         dtype = (torch.bool if isinstance(value, bool) else
                  torch.int64 if isinstance(value, int) else torch.get_default_dtype())
+    if len(_SCALAR_DTYPES) < 1024:
+        _SCALAR_DTYPES[key] = dtype
     return dtype
 
 
