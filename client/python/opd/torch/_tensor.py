@@ -189,7 +189,8 @@ def _scalar_dtype(value, tensors):
     PyTorch promotes a wrapped number: the result type of the number with the other tensor
     arguments (those that are not bool first). Cached by what decides it."""
     cands = [t for t in tensors if t.dtype != torch.bool] or tensors
-    key = (type(value), torch.get_default_dtype(), tuple((t.dtype, t.dim() == 0) for t in cands))
+    key = (type(value), torch.get_default_dtype(),
+           tuple((t.dtype, t.dim() == 0) for t in cands))
     dtype = _SCALAR_DTYPES.get(key)
     if dtype is not None:
         return dtype
