@@ -245,6 +245,7 @@ Suite *opd_test_nn_ops_suite(void) {
   Suite *s = suite_create("nn_ops");
   TCase *tc = tcase_create("nn_ops");
   tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_set_timeout(tc, 60); /* registration under ASan on a loaded machine */
   tcase_add_test(tc, test_silu_float32_float64);
   tcase_add_test(tc, test_silu_dtypes);
   tcase_add_test(tc, test_eq_scalar);
