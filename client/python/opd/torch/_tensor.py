@@ -49,10 +49,6 @@ _LAYOUTS = {torch.strided: 0}
 _MISSING = object()
 
 
-def _device_of(ref_device):
-    return torch.device(ref_device)
-
-
 class OpdTensor(torch.Tensor):
     """A tensor held by an opd daemon. ``.cpu()`` (also ``.numpy()``, ``.tolist()``,
     ``.item()``) brings its value here; every other operation runs in the daemon. Its shape,
@@ -224,12 +220,14 @@ def _local_tensor(client, t):
 
 
 def _convert(client, kind, value, meta_tensors):
+    """One argument as the extension takes it; meta_tensors() gives the call's tensors on
+    meta (for the dtype of a Python number at a Tensor argument)."""
     if isinstance(value, OpdTensor):
         return value._opd
     if isinstance(value, torch.Tensor):
         return _local_tensor(client, value)
     if kind == "T" and isinstance(value, (bool, int, float)):
-        return _literal(value, _scalar_dtype(value, meta_tensors))
+        return _literal(value, _scalar_dtype(value, meta_tensors()))
     if isinstance(value, (list, tuple)) and kind in ("L", "l"):
         return [None if v is None else _convert(client, "T", v, meta_tensors) for v in value]
     if isinstance(value, torch.memory_format):
@@ -240,26 +238,30 @@ def _convert(client, kind, value, meta_tensors):
 
 
 def _call_args(client, schema, args, kwargs, meta_args, meta_kwargs):
-    meta_tensors = [m for a in (*meta_args, *meta_kwargs.values())
-                    for m in (a if isinstance(a, (list, tuple)) else (a,))
-                    if isinstance(m, torch.Tensor)]
-    values = []
-    last = -1
-    for i, a in enumerate(schema.arguments):
-        if i < len(args):
-            v = args[i]
-        else:
-            v = kwargs.get(a.name, _MISSING)
+    """The call's arguments in schema order, up to the last one given (the daemon fills in
+    the defaults after it; missing ones before it are sent as their defaults)."""
+    arguments = schema.arguments
+    n = len(args)
+    last = n - 1
+    if kwargs:
+        last = max([last] + [i for i, a in enumerate(arguments) if a.name in kwargs])
+    found = []
+
+    def meta_tensors():
+        if not found:
+            found.append([m for x in (*meta_args, *meta_kwargs.values())
+                          for m in (x if isinstance(x, (list, tuple)) else (x,))
+                          if isinstance(m, torch.Tensor)])
+        return found[0]
+
+    out = []
+    for i in range(last + 1):
+        a = arguments[i]
+        v = args[i] if i < n else kwargs.get(a.name, _MISSING)
         if v is _MISSING:
             v = a.default if a.has_default else None
-        else:
-            last = i
-        values.append((a.kind, v))
-    return tuple(_convert(client, k, v, meta_tensors) for k, v in values[:last + 1])
-
-
-def _device(client_device):
-    return client_device
+        out.append(v._opd if type(v) is OpdTensor else _convert(client, a.kind, v, meta_tensors))
+    return tuple(out)
 
 
 def _wrap(client, refs, meta_out, device):
