@@ -254,3 +254,23 @@ def test_killed_daemon_mid_call(fresh_daemon):
     with pytest.raises(opd.ConnectionLost):
         c.ops.aten.neg.future(big).result(timeout=10)
     c.close()
+
+
+def test_every_builtin_schema_has_a_typed_call(client):
+    schemas = opd._ops.builtin_schemas()
+    assert len(schemas) >= 74 and "aten::split.Tensor" in schemas
+    for name, schema in schemas.items():
+        fn = client._typed(name)
+        params = inspect.signature(fn).parameters
+        assert [p for p in params] == [a.pyname for a in schema.arguments], name
+    parts = client.ops.aten.split.Tensor(client.upload(np.arange(10, dtype=np.float32)), 4)
+    assert [p.numpy().tolist() for p in parts] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+def test_operators_from_the_status_endpoint(daemon):
+    with opd.connect(daemon.unix) as c:
+        listed = {op["name"] for op in daemon.get("/v1/ops")["ops"] if op["schema"]}
+        assert c.load_ops(daemon.status) >= len(listed)
+        assert listed <= set(c._schemas)
+        a = c.upload(np.ones(2, np.float32))
+        np.testing.assert_array_equal(c.ops.aten.add.Tensor(a, a).numpy(), [2, 2])

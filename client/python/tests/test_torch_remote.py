@@ -111,3 +111,22 @@ def test_daemon_errors_surface_as_exceptions(client):
         y = opd.torch.remote(torch.randn(3), client)
     with pytest.raises(IndexError):
         y.transpose(0, 4)
+
+
+def test_intermediates_are_released(daemon):
+    from torch_models import Block
+    with opd.connect(daemon.unix) as c:
+        model = opd.torch.remote(Block().eval(), c)
+        x = opd.torch.remote(torch.randn(1, 8, 32), c)
+
+        def handles():
+            c.wait_all()  # sends the releases still batched
+            return max(daemon.sessions(), key=lambda s: s["id"])["handles"]
+
+        held = handles()  # the parameters, the buffer and x
+        with torch.no_grad():
+            y = model(x)
+            y.cpu()
+        assert handles() == held + 1  # only y: every intermediate was released
+        del y
+        assert handles() == held
