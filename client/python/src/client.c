@@ -768,19 +768,22 @@ static PyObject *client_poll(opdpy_client *self, PyObject *args) {
   return PyLong_FromLong(rc > 0 ? rc : 0);
 }
 
-/* wait_all(): waits until every request made so far has completed. */
+/* wait_all(): waits until every request made so far has completed, the releases of the
+ * tensors that died meanwhile (also those that completing requests let go) included. */
 static PyObject *client_wait_all(opdpy_client *self, PyObject *unused) {
   (void)unused;
-  if (check_open(self) < 0 || wait_queue(self) < 0 || check_open(self) < 0) return NULL;
-  flush_releases(self);
-  opd_client *c = self->c;
-  int rc;
-  self->waiting++;
-  Py_BEGIN_ALLOW_THREADS rc = opd_client_wait_all(c);
-  Py_END_ALLOW_THREADS self->waiting--;
-  opdpy_client_process(self);
-  if (rc < 0)
-    return opdpy_raise(rc == OPD_ECANCELED ? OPDPY_ELOST : rc, opd_client_last_error(), NULL);
+  do {
+    if (check_open(self) < 0 || wait_queue(self) < 0 || check_open(self) < 0) return NULL;
+    flush_releases(self);
+    opd_client *c = self->c;
+    int rc;
+    self->waiting++;
+    Py_BEGIN_ALLOW_THREADS rc = opd_client_wait_all(c);
+    Py_END_ALLOW_THREADS self->waiting--;
+    opdpy_client_process(self);
+    if (rc < 0)
+      return opdpy_raise(rc == OPD_ECANCELED ? OPDPY_ELOST : rc, opd_client_last_error(), NULL);
+  } while (self->nrelease || self->queue_head);
   Py_RETURN_NONE;
 }
 
