@@ -91,8 +91,10 @@ class OpdTensor(torch.Tensor):
         return self.cpu().tolist()
 
     def to(self, *args, **kwargs):
+        """``.to("cpu")`` brings the value here (as ``.cpu()``); a dtype alone converts in the
+        daemon."""
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-        if device is not None and device.type == "cpu" and "opd" not in str(device):
+        if device is not None and device.type == "cpu":
             local = self.cpu()
             return local.to(dtype) if dtype is not None else local
         return super().to(*args, **kwargs)
