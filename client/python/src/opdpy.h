@@ -27,7 +27,9 @@
  *   connection releases them all anyway). A Tensor in a queued call is referenced by it,
  *   so a released handle is never used by a later request.
  * - Operations that read or change session state (download, dispatch state, synchronize,
- *   ping) first wait until the queue is empty, which keeps them in program order too.
+ *   wait_all) first wait until the queue is empty, which keeps them in program order too.
+ *   Uploads and pings are sent at once: they make a new tensor or touch nothing, so no
+ *   queued call can depend on their order.
  */
 #ifndef OPDPY_H
 #define OPDPY_H
