@@ -184,10 +184,12 @@ def bind(schema, client):
 
 
 def read_def(text):
-    """The schema strings of an X("...") list (kernels/aten_schemas.def)."""
+    """The schema strings of an X("...") list (kernels/aten_schemas.def), X_UNTYPED lines
+    included: the C client has no typed call for them, but Python calls every operator boxed."""
     out = []
     for line in text.splitlines():
         line = line.strip()
-        if line.startswith('X("'):
-            out.append(ast.literal_eval(line[2:line.rindex(")")]))
+        for macro in ('X("', 'X_UNTYPED("'):
+            if line.startswith(macro):
+                out.append(ast.literal_eval(line[len(macro) - 1:line.rindex(")")]))
     return out
