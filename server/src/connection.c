@@ -142,6 +142,9 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
   j->out_len = 0;
   j->sent = 0;
   j->kernel_ns = 0;
+  j->cost = 0;
+  j->call.state = OPD__CALL_NONE;
+  j->graph = NULL;
   j->kind = OPD__JOB_LOCAL;
   j->at_worker = j->counted = j->done = j->holds_session = false;
   return j;
@@ -633,6 +636,10 @@ static const struct {
     {OPD__V1__REQUEST__BODY_RELEASE, OPD__JOB_RELEASE},
     {OPD__V1__REQUEST__BODY_SET_DISPATCH_STATE, OPD__JOB_DISPATCH_STATE},
     {OPD__V1__REQUEST__BODY_SYNCHRONIZE, OPD__JOB_SYNCHRONIZE},
+    {OPD__V1__REQUEST__BODY_DEFINE_GRAPH, OPD__JOB_DEFINE_GRAPH},
+    {OPD__V1__REQUEST__BODY_RUN_GRAPH, OPD__JOB_RUN_GRAPH},
+    {OPD__V1__REQUEST__BODY_RELEASE_GRAPH, OPD__JOB_RELEASE_GRAPH},
+    {OPD__V1__REQUEST__BODY_DESCRIBE_GRAPH, OPD__JOB_DESCRIBE_GRAPH},
 };
 
 /* Handles one frame; false when it must be handled again later (nothing consumed). */
@@ -641,6 +648,17 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
   if (!j) {
     opd_log(OPD_LOG_ERROR, "out of memory reading a request; closing %s", c->peer);
     opd__conn_close(c);
+    return true;
+  }
+  uint64_t gid, nodes;
+  if (c->hello_done &&
+      opd__wire_graph_nodes_over(data, len, cfg(c)->max_graph_nodes, &gid, &nodes)) {
+    char msg[240]; /* [Note: Graphs in the daemon]: refused before it is decoded */
+    snprintf(msg, sizeof msg,
+             "graph node %u: the graph has %" PRIu64 " nodes, more than max_graph_nodes (%u)",
+             cfg(c)->max_graph_nodes, nodes, cfg(c)->max_graph_nodes);
+    j->id = gid;
+    refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, msg);
     return true;
   }
   /* [Note: Hand-packed messages]: the common requests are read by hand */

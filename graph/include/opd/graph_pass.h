@@ -40,6 +40,11 @@ int64_t opd_graph_pass_register(const char *name, uint32_t version, opd_graph_pa
 /* Removes a registered pass: 0 or OPD_ENOENT. */
 int opd_graph_pass_unregister(int64_t id);
 
+/* Whether `name` is a pass that opd_graph_options.disabled_passes can name: 0 for a
+ * built-in pass other than lower or a registered plugin pass; OPD_EINVAL for lower (it
+ * makes the plan), OPD_ENOENT naming the passes there are otherwise (the admin's check). */
+int opd_graph_pass_check_name(const char *name);
+
 /* ---- what a pass sees ---- */
 
 /* Nodes are numbered 0..opd_graph_node_slots() - 1 in order, removed ones included; node j
