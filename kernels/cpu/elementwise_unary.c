@@ -1,5 +1,5 @@
 /* elementwise_unary.c: CPU kernels of the unary elementwise operators: neg, abs, relu, the
- * floating functions exp, log, sqrt, rsqrt, sigmoid, tanh, sin, cos, gelu, and
+ * floating functions exp, log, sqrt, rsqrt, sigmoid, silu, tanh, sin, cos, gelu, and
  * pow.Tensor_Scalar. Shapes and dtypes come from kernels/meta/elementwise_meta.c. */
 #include <tgmath.h>
 
@@ -27,6 +27,9 @@ OPD__FLOATS(OPD__UNARY_LOOP, sqrt, sqrt(x))
 OPD__FLOATS(OPD__UNARY_LOOP, rsqrt, 1 / sqrt(x))
 OPD__UNARY_WIDE_LOOP(F32, sigmoid, 1 / (1 + EXP(-x)))
 OPD__UNARY_LOOP(F64, sigmoid, 1 / (1 + EXP(-x)))
+/* issue 14: silu, x * sigmoid(x) written as ATen's CPU kernel writes it */
+OPD__UNARY_WIDE_LOOP(F32, silu, x / (1 + EXP(-x)))
+OPD__UNARY_LOOP(F64, silu, x / (1 + EXP(-x)))
 OPD__FLOATS(OPD__UNARY_LOOP, tanh, tanh(x))
 OPD__FLOATS(OPD__UNARY_LOOP, sin, sin(x))
 OPD__FLOATS(OPD__UNARY_LOOP, cos, cos(x))
@@ -48,6 +51,7 @@ FLOAT_TABLE(log)
 FLOAT_TABLE(sqrt)
 FLOAT_TABLE(rsqrt)
 FLOAT_TABLE(sigmoid)
+FLOAT_TABLE(silu)
 FLOAT_TABLE(tanh)
 FLOAT_TABLE(sin)
 FLOAT_TABLE(cos)
@@ -114,6 +118,12 @@ int opd__cpu_rsqrt(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out
 int opd__cpu_sigmoid(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
   return unary(self, OPD__UNARY_FLOAT, sigmoid_loops, "sigmoid_cpu", out);
+}
+
+/* silu keeps its dtype: integers and bool are not implemented, as in ATen */
+int opd__cpu_silu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return unary(self, OPD__UNARY_SAME, silu_loops, "silu_cpu", out);
 }
 
 int opd__cpu_tanh(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {

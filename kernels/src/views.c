@@ -1,9 +1,9 @@
 /* views.c: view and shape operators (transpose, permute, view, reshape, contiguous, clone,
  * unsqueeze, squeeze, expand, slice, select, t, as_strided, and the ones traced graphs hold:
- * _reshape_alias, _unsafe_view, unbind.int, split.Tensor, alias, detach). Views share their input's
- * storage with new sizes, strides and offset (see [Note: Tensors, storage and views]); they
- * touch no data, so one kernel serves every backend. reshape, contiguous and clone copy
- * through other operators when PyTorch does.
+ * _reshape_alias, _unsafe_view, unbind.int, alias, detach; split.Tensor is in views_split.c).
+ * Views share their input's storage with new sizes, strides and offset (see [Note: Tensors,
+ * storage and views]); they touch no data, so one kernel serves every backend. reshape,
+ * contiguous and clone copy through other operators when PyTorch does.
  *
  * A request's integers (sizes, strides, offsets, starts, steps, indices) and the products and
  * sums PyTorch forms from them go through opd/checked.h ([Note: Checked arithmetic]): an empty
@@ -518,8 +518,8 @@ int opd__as_strided_meta(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_li
  * reshape becomes when it can view: the sizes and strides it computed, at self's storage
  * offset), _unsafe_view (a view whose result autograd treats as a new tensor: view's
  * semantics here, where nothing records gradients) and unbind.int (one select per index of
- * `dim`); with them split.Tensor (slices of split_size along dim, the last shorter), alias
- * and detach (the same geometry: opd records no gradients, so detach is alias). They touch
+ * `dim`); with them alias and detach (the same geometry: opd records no gradients, so detach
+ * is alias), and split.Tensor (views_split.c). They touch
  * no data, so one kernel at CompositeExplicitAutograd serves the CPU, Meta and CUDA
  * (PyTorch registers _reshape_alias per backend with the same code). */
 int opd__cea_reshape_alias(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list size,
@@ -559,39 +559,6 @@ static int push_views(opd_stack *stack, opd_tensor **parts, int64_t n, int rc) {
 }
 
 /* Boxed: it returns a Tensor[]. */
-int opd__cea_split_tensor(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  opd_ivalue dim_v = opd_stack_pop(stack), size_v = opd_stack_pop(stack),
-             self_v = opd_stack_pop(stack);
-  opd_tensor *self = self_v.u.t, **parts = NULL;
-  int64_t d = 0, n = 0, split = size_v.u.i;
-  int rc = 0;
-  if (self->ndim == 0) rc = opd_error(OPD_EINVAL, "split expects at least a 1-dimensional tensor");
-  if (!rc) rc = opd__wrap_dim(dim_v.u.i, self->ndim, &d);
-  int64_t len = rc ? 0 : opd_tensor_sizes(self)[d];
-  if (!rc && split < 0)
-    rc = opd_error(OPD_EINVAL, "split expects split_size be non-negative, but got split_size=%lld",
-                   (long long)split);
-  if (!rc && split == 0 && len != 0)
-    rc =
-        opd_error(OPD_EINVAL,
-                  "split_size can only be 0 if dimension size is 0, but got dimension size of %lld",
-                  (long long)len);
-  if (!rc) {
-    n = split == 0 ? 1 : (len + split - 1) / split;
-    if (n == 0) n = 1; /* a size-0 dimension splits into one empty piece */
-    if (!(parts = opd__calloc((size_t)n, sizeof *parts)))
-      rc = opd_error(OPD_ENOMEM, "split: out of memory for %lld results", (long long)n);
-  }
-  for (int64_t i = 0; !rc && i < n; i++) {
-    int64_t start = i * split, end = start + split < len ? start + split : len;
-    rc = opd__cea_slice_tensor(ctx, self, d, (opd_opt_int){true, start}, (opd_opt_int){true, end},
-                               1, &parts[i]);
-  }
-  opd_iv_destroy(&self_v);
-  return push_views(stack, parts, n, rc);
-}
-
-/* Boxed: it returns a Tensor[]. */
 int opd__cea_unbind_int(const opd_kernel_ctx *ctx, opd_stack *stack) {
   opd_ivalue dim_v = opd_stack_pop(stack), self_v = opd_stack_pop(stack);
   opd_tensor *self = self_v.u.t, **parts = NULL;
@@ -601,8 +568,10 @@ int opd__cea_unbind_int(const opd_kernel_ctx *ctx, opd_stack *stack) {
     rc = opd_error(OPD_EINDEX, "Dimension specified as %lld but tensor has no dimensions",
                    (long long)dim_v.u.i);
   if (!rc) rc = opd__wrap_dim(dim_v.u.i, self->ndim, &d);
+  if (!rc && (n = opd_tensor_sizes(self)[d]) > OPD__MAX_VIEWS_RETURNED)
+    rc = opd_error(OPD_EINVAL, "unbind: %lld views are more than the %d one call may return",
+                   (long long)n, OPD__MAX_VIEWS_RETURNED);
   if (!rc) {
-    n = opd_tensor_sizes(self)[d];
     if (n > 0 && !(parts = opd__calloc((size_t)n, sizeof *parts)))
       rc = opd_error(OPD_ENOMEM, "unbind: out of memory for %lld results", (long long)n);
   }
