@@ -483,6 +483,7 @@ int opd__graph_run(opd__job *job) {
   job->kernel_ns = opd__metrics_now() - t0;
   atomic_fetch_add_explicit(&gs->runs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&gs->run_ns, job->kernel_ns, memory_order_relaxed);
+  atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed); /* a run is one call */
   if (rc == 0) {
     rc = opd__job_reply_tensors(job, out, nout);
     for (uint32_t i = 0; i < nout; i++) opd_tensor_release(out[i]);

@@ -1,5 +1,5 @@
 """opd.torch.compile: traced with make_fx, parameters uploaded once, re-traced per input
-signature with a bounded cache, run in the daemon (op by op until the graph API)."""
+signature with a bounded cache, run in the daemon as one graph per call."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -65,8 +65,6 @@ def test_parameters_are_uploaded_once(client):
     assert f._params is params and [p._opd for p in f._params] == [p._opd for p in params]
 
 
-@pytest.mark.xfail(strict=True, reason="the one-request form comes with the daemon's graph API "
-                   "(issue 13): until the C client has it, compile runs the graph op by op")
 def test_a_compiled_call_is_one_request(daemon):
     with opd.connect(daemon.unix) as client:
         f = opd.torch.compile(Block().eval(), client)
@@ -83,7 +81,16 @@ def test_a_compiled_call_is_one_request(daemon):
         assert calls() - before == 1
 
 
-@pytest.mark.skip(reason="fusion of a user's exp/sum/div is the daemon's graph API's (issue 13); "
-                  "op by op each operator runs alone")
 def test_seed_softmax_is_fused(client):
-    pass
+    def seed_softmax(x):
+        e = torch.exp(x)
+        return e / e.sum(dim=-1, keepdim=True)
+
+    f = opd.torch.compile(seed_softmax, client)
+    x = torch.randn(4, 16)
+    torch.testing.assert_close(f(x).cpu(), torch.softmax(x, -1), rtol=RTOL, atol=ATOL)
+    graph = f.graph_for(x)
+    assert graph.one_request
+    info = graph.graph.info
+    assert info["softmax_patterns"] == 1
+    assert info["nodes_before"] == 3 and info["kernels"] == 1
