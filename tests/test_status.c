@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "opd/client.h"
+#include "opd/client_ops.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "opd/introspect.h"
@@ -388,6 +389,42 @@ START_TEST(test_graphs) {
   ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_runs_total 1\n"));
   ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_cache_misses_total 1\n"));
   ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_pass_hits_total{pass=\"softmax_pattern\"} "));
+  reply_free(&r);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* The value of the first metrics line that starts with `prefix`, or -1. */
+static long long metric_value(const char *body, const char *prefix) {
+  for (const char *line = body; line && *line;
+       line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+    if (strncmp(line, prefix, strlen(prefix)) == 0) return atoll(line + strlen(prefix));
+  return -1;
+}
+
+/* Regression: the call metrics counted aten::cat (tensors only inside a Tensor[]) at the key
+ * of a call without tensors; they count the key the dispatcher dispatched to ([Note:
+ * Prepared calls] in server/src/prepared.h), the same as an add of the same tensors. */
+START_TEST(test_metrics_key_of_tensor_lists) {
+  opd_server *s = start_server();
+  opd_client *c = NULL;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
+  float v[2] = {1, 2};
+  opd_client_tensor a, b, sum, cat;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, (int64_t[]){2}, 1, v, sizeof v, NULL, &a), 0);
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, (int64_t[]){2}, 1, v, sizeof v, NULL, &b), 0);
+  ck_assert_int_eq(opd_add(c, a, b, NULL, &sum), 0);
+  ck_assert_int_eq(opd_cat(c, (opd_client_tensor[]){a, b}, 2, NULL, &cat), 0);
+  http_reply r = http_get(s, "/metrics");
+  ck_assert_int_eq(r.code, 200);
+  const char *add = strstr(r.body, "opd_calls_total{op=\"aten::add.Tensor\",key=\"");
+  ck_assert_ptr_nonnull(add);
+  char key[64] = "";
+  ck_assert_int_eq(sscanf(add, "opd_calls_total{op=\"aten::add.Tensor\",key=\"%63[^\"]\"", key), 1);
+  char want[160];
+  snprintf(want, sizeof want, "opd_calls_total{op=\"aten::cat\",key=\"%s\"} ", key);
+  ck_assert_msg(metric_value(r.body, want) == 1, "no '%s1' in the metrics:\n%s", want, r.body);
   reply_free(&r);
   opd_client_close(c);
   opd_server_stop(s);
@@ -1040,6 +1077,7 @@ Suite *opd_test_status_suite(void) {
   tcase_add_test(tc, test_dispatch);
   tcase_add_test(tc, test_fallbacks_memory);
   tcase_add_test(tc, test_graphs);
+  tcase_add_test(tc, test_metrics_key_of_tensor_lists);
   tcase_add_test(tc, test_http_errors);
   tcase_add_test(tc, test_metrics_sessions_count_a_call);
   tcase_add_test(tc, test_page_and_disabled);
