@@ -650,8 +650,11 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
     opd__conn_close(c);
     return true;
   }
+  /* [Note: Hand-packed messages]: the common requests are read by hand */
+  Opd__V1__Request *req = NULL;
+  bool by_hand = opd__wire_parse_request(data, len, &j->arena.pb, WIRE_MAX_ARGS, &req) > 0;
   uint64_t gid, nodes;
-  if (c->hello_done &&
+  if (!by_hand && c->hello_done &&
       opd__wire_graph_nodes_over(data, len, cfg(c)->max_graph_nodes, &gid, &nodes)) {
     char msg[240]; /* [Note: Graphs in the daemon]: refused before it is decoded */
     snprintf(msg, sizeof msg,
@@ -661,9 +664,6 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
     refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, msg);
     return true;
   }
-  /* [Note: Hand-packed messages]: the common requests are read by hand */
-  Opd__V1__Request *req = NULL;
-  bool by_hand = opd__wire_parse_request(data, len, &j->arena.pb, WIRE_MAX_ARGS, &req) > 0;
   if (!by_hand) {
     opd__arena_reset(&j->arena, j->arena.limit);
     req = opd__v1__request__unpack(&j->arena.pb, len, data);
@@ -1009,6 +1009,7 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   atomic_init(&c->recycle_lazily, false);
   pthread_mutex_init(&c->wmu, NULL);
   opd__session_init(&c->session, ++s->next_session, &s->cfg);
+  c->session.graph_ctx = s->graphs;
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;

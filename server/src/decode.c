@@ -75,7 +75,7 @@ static void type_name(const opd_type *t, char *buf, size_t len) {
  * Python number for a Tensor is a wrapped number). */
 typedef struct arg_ctx {
   opd__job *job;
-  const char *where;
+  const char *where, *parens; /* errors begin with both: "aten::add.Tensor" "()" */
   const opd_argument *arg;
   opd__prepared_call *call;
 } arg_ctx;
@@ -84,9 +84,9 @@ static int type_mismatch(const arg_ctx *a, const Opd__V1__IValue *w) {
   char tn[64];
   type_name(&a->arg->type, tn, sizeof tn);
   return opd_error(OPD_EINVAL,
-                   "%s: expected a value of type '%s' for argument '%s' but instead found type "
+                   "%s%s: expected a value of type '%s' for argument '%s' but instead found type "
                    "'%s'",
-                   a->where, tn, a->arg->name, wire_type_name(w));
+                   a->where, a->parens, tn, a->arg->name, wire_type_name(w));
 }
 
 /* A tensor of the call joins its key set and, on a CUDA device, its devices. */
@@ -105,22 +105,22 @@ static void join_tensor(opd__prepared_call *call, const opd_tensor *t) {
 }
 
 static int handle_tensor(const arg_ctx *a, uint64_t handle, opd_tensor **out) {
-  if (!a->call)
+  if (__builtin_expect(!a->call, 0))
     return opd_error(OPD_EINVAL,
-                     "%s: argument '%s': tensor handle %" PRIu64
+                     "%s%s: argument '%s': tensor handle %" PRIu64
                      " in a graph: a graph holds no handle; refer to an earlier value "
                      "(IValue.ref) or make the tensor an input of the graph",
-                     a->where, a->arg->name, handle);
-  if (handle == 0)
+                     a->where, a->parens, a->arg->name, handle);
+  if (__builtin_expect(handle == 0, 0))
     return opd_error(OPD_EINVAL,
-                     "%s: argument '%s': tensor handle 0 is never valid (0 is None "
+                     "%s%s: argument '%s': tensor handle 0 is never valid (0 is None "
                      "only in a Tensor?[] list)",
-                     a->where, a->arg->name);
-  if (!(*out = opd__session_lookup(a->job->session, handle)))
+                     a->where, a->parens, a->arg->name);
+  if (__builtin_expect(!(*out = opd__session_lookup(a->job->session, handle)), 0))
     return opd_error(OPD_ENOENT,
-                     "%s: argument '%s': unknown tensor handle %" PRIu64
+                     "%s%s: argument '%s': unknown tensor handle %" PRIu64
                      " (never issued to this session, or released)",
-                     a->where, a->arg->name, handle);
+                     a->where, a->parens, a->arg->name, handle);
   join_tensor(a->call, *out);
   return 0;
 }
@@ -131,7 +131,8 @@ static void normalize_bools(uint8_t *p, size_t n) {
 
 static int literal_tensor(const arg_ctx *a, const Opd__V1__TensorLiteral *l, opd_tensor **out) {
   char what[200];
-  snprintf(what, sizeof what, "%s: argument '%s': tensor literal", a->where, a->arg->name);
+  snprintf(what, sizeof what, "%s%s: argument '%s': tensor literal", a->where, a->parens,
+           a->arg->name);
   uint64_t max = a->job->session->cfg->max_literal_bytes;
   if (l->data.len > max)
     return opd_error(OPD_EINVAL,
@@ -155,8 +156,8 @@ static int literal_tensor(const arg_ctx *a, const Opd__V1__TensorLiteral *l, opd
 
 static int device_value(const arg_ctx *a, const Opd__V1__Device *d, opd_device *out) {
   if (d->type < 0 || d->type >= OPD_NUM_BACKENDS || d->index < -1 || d->index > INT16_MAX)
-    return opd_error(OPD_EINVAL, "%s: argument '%s': invalid device (type %d, index %d)", a->where,
-                     a->arg->name, (int)d->type, (int)d->index);
+    return opd_error(OPD_EINVAL, "%s%s: argument '%s': invalid device (type %d, index %d)",
+                     a->where, a->parens, a->arg->name, (int)d->type, (int)d->index);
   *out = (opd_device){(int16_t)d->type, (int16_t)d->index};
   return 0;
 }
@@ -212,9 +213,9 @@ static int decode_list(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *o
   }
   default:
     return opd_error(OPD_EINVAL,
-                     "%s: argument '%s': lists of %s cannot be passed over the "
+                     "%s%s: argument '%s': lists of %s cannot be passed over the "
                      "protocol",
-                     a->where, a->arg->name, opd_type_kind_name((opd_type_kind)t->kind));
+                     a->where, a->parens, a->arg->name, opd_type_kind_name((opd_type_kind)t->kind));
   }
   return type_mismatch(a, w);
 }
@@ -224,9 +225,9 @@ static int decode_arg(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *ou
   const opd_type *t = &a->arg->type;
   if (w->value_case == OPD__V1__IVALUE__VALUE_REF || w->value_case == OPD__V1__IVALUE__VALUE_REFS)
     return opd_error(OPD_EINVAL,
-                     "%s: argument '%s': %s is only valid in a graph node (define_graph), not "
+                     "%s%s: argument '%s': %s is only valid in a graph node (define_graph), not "
                      "in a call",
-                     a->where, a->arg->name, wire_type_name(w));
+                     a->where, a->parens, a->arg->name, wire_type_name(w));
   if (w->value_case == OPD__V1__IVALUE__VALUE_NONE) {
     if (!t->optional) return type_mismatch(a, w);
     *out = opd_iv_none();
@@ -292,8 +293,8 @@ static int decode_arg(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *ou
   case OPD_TYPE_SCALAR_TYPE:
     if (w->value_case != OPD__V1__IVALUE__VALUE_DTYPE) break;
     if (!opd_dtype_valid((int)w->dtype))
-      return opd_error(OPD_EINVAL, "%s: argument '%s': invalid dtype %d", a->where, a->arg->name,
-                       (int)w->dtype);
+      return opd_error(OPD_EINVAL, "%s%s: argument '%s': invalid dtype %d", a->where, a->parens,
+                       a->arg->name, (int)w->dtype);
     *out = opd_iv_dtype(w->dtype);
     return 0;
   case OPD_TYPE_DEVICE: {
@@ -307,9 +308,9 @@ static int decode_arg(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *ou
   }
   case OPD_TYPE_GENERATOR:
     return opd_error(OPD_EINVAL,
-                     "%s: argument '%s': generators cannot be passed over the "
+                     "%s%s: argument '%s': generators cannot be passed over the "
                      "protocol; pass None",
-                     a->where, a->arg->name);
+                     a->where, a->parens, a->arg->name);
   case OPD_TYPE_NUM_KINDS: break;
   }
   return type_mismatch(a, w);
@@ -335,14 +336,12 @@ static int decode_args(opd__job *job, const char *op, const opd_schema *schema,
     return declaration_error(op, schema,
                              "expected at most %u argument(s) but received %zu argument(s)",
                              schema->num_args, c->n_args);
-  char where[280];
-  snprintf(where, sizeof where, "%s()", op);
   for (uint32_t i = 0; i < schema->num_args; i++) {
     const opd_argument *arg = &schema->args[i];
     opd_ivalue v;
     int rc;
     if (i < c->n_args)
-      rc = decode_arg(&(arg_ctx){job, where, arg, call}, c->args[i], &v);
+      rc = decode_arg(&(arg_ctx){job, op, "()", arg, call}, c->args[i], &v);
     else if (arg->has_default)
       rc = opd_iv_copy(&v, &arg->default_value);
     else
@@ -420,5 +419,5 @@ int opd__decode_graph_arg(opd__job *job, const char *where, const opd_argument *
     return 0;
   }
   *out = (opd_graph_arg){.kind = OPD_GRAPH_ARG_VALUE};
-  return decode_arg(&(arg_ctx){job, where, arg, NULL}, w, &out->value);
+  return decode_arg(&(arg_ctx){job, where, "", arg, NULL}, w, &out->value);
 }

@@ -168,7 +168,7 @@ void opd__graphs_counters_get(opd__graphs *g, opd__graphs_counters *out) {
 }
 
 static opd__graphs *graphs_of(const opd__job *job) {
-  return job->conn->server->graphs;
+  return job->session->graph_ctx;
 }
 
 /* ---- dumps ---- */

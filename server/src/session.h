@@ -47,6 +47,7 @@ struct opd__session {
   opd__map handles;  /* handle -> opd_tensor * */
   opd__map storages; /* opd_storage * -> number of handles using it */
   opd__map graphs;   /* the client's graph id -> opd_compiled_graph * (a reference) */
+  struct opd__graphs *graph_ctx; /* the server's (graphs.h): its cache, counters, dumps */
   uint64_t next_handle;
   opd_local_dispatch_state dispatch;
   _Atomic uint64_t calls, errors, bytes_held;
