@@ -44,9 +44,9 @@ typedef struct opd__map {
 struct opd__session {
   uint64_t id;
   const opd_server_config *cfg;
-  opd__map handles;  /* handle -> opd_tensor * */
-  opd__map storages; /* opd_storage * -> number of handles using it */
-  opd__map graphs;   /* the client's graph id -> opd_compiled_graph * (a reference) */
+  opd__map handles;              /* handle -> opd_tensor * */
+  opd__map storages;             /* opd_storage * -> number of handles using it */
+  opd__map graphs;               /* the client's graph id -> opd_compiled_graph * (a reference) */
   struct opd__graphs *graph_ctx; /* the server's (graphs.h): its cache, counters, dumps */
   uint64_t next_handle;
   opd_local_dispatch_state dispatch;
