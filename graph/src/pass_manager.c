@@ -176,9 +176,9 @@ int opd_graph_pass_check_name(const char *name) {
   pthread_mutex_lock(&plugins_lock);
   bool found = false;
   for (uint32_t i = 0; i < nplugins; i++) {
-    if (name && strcmp(plugins[i].name, name) == 0) found = true;
+    if (name && strcmp(plugins[i]->name, name) == 0) found = true;
     if (n < sizeof known)
-      n += (size_t)snprintf(known + n, sizeof known - n, "%s, ", plugins[i].name);
+      n += (size_t)snprintf(known + n, sizeof known - n, "%s, ", plugins[i]->name);
   }
   pthread_mutex_unlock(&plugins_lock);
   if (found) return 0;
