@@ -4,7 +4,8 @@ same operators as single calls through the daemon and with PyTorch eager in this
 (one thread, as the daemon has one worker). bench/run_graph_bench.sh runs every part pinned,
 in rounds; by hand:
 
-    graph_bench.py gpt2 URL SEQ N      a GPT-2 block on (1, SEQ, 32): eager, single calls, graph
+    graph_bench.py gpt2 URL SEQ N      a GPT-2 block (d 32, 4 heads) on (1, SEQ, 32): eager,
+                                       single calls, graph
     graph_bench.py softmax URL N       exp/sum/div on (4096, 1024): graph (fused), single calls,
                                        torch.softmax
     graph_bench.py gelu URL N          the hand-written tanh-GELU (8 pointwise ops) on 16M floats:
@@ -12,7 +13,8 @@ in rounds; by hand:
     graph_bench.py define URL N        define latency: a new graph (compiled), the same again
                                        (the cache's)
 
-The inputs and outputs stay in the daemon (the graph and single-call timings wait for the last
+A graph is timed after its first GRAPH_WARMUP runs (those that decide its fused groups). The
+inputs and outputs stay in the daemon (the graph and single-call timings wait for the last
 request, wait_all, without downloading); every timing is the median of N. Each line printed is
 "name value unit"."""
 import statistics
@@ -20,8 +22,14 @@ import sys
 import time
 
 
-def _median_ms(fn, n):
-    fn()
+# A graph's first runs compute each fused group both ways (numerics and benefit: docs/GRAPHS.md);
+# its timings start after them.
+GRAPH_WARMUP = 6
+
+
+def _median_ms(fn, n, warmup=1):
+    for _ in range(warmup):
+        fn()
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -55,7 +63,7 @@ def _three_ways(name, fn, x, n, url, eager_fn=None):
             c.wait_all()
 
         eager = eager_fn or fn
-        print(f"{name}_graph {_median_ms(run_graph, n):.3f} ms")
+        print(f"{name}_graph {_median_ms(run_graph, n, GRAPH_WARMUP):.3f} ms")
         print(f"{name}_calls {_median_ms(run_calls, n):.3f} ms")
         print(f"{name}_eager {_median_ms(lambda: eager(x), n):.3f} ms")
 
@@ -67,11 +75,11 @@ def gpt2(url, seq, n):
     import torch
     from torch_models import Block
     torch.manual_seed(0)
-    block = Block().eval()
+    block = Block(block=seq).eval()  # the causal mask covers seq tokens
     torch_, opd, otorch, c = _setup(url)
     with c, torch.no_grad():
         x = torch.randn(1, seq, 32)
-        remote_block = otorch.remote(Block().eval(), c)
+        remote_block = otorch.remote(Block(block=seq).eval(), c)
         rx = otorch.remote(x, c)
         graph = otorch.compile(block, c)
         assert graph.graph_for(rx).one_request, "the graph runs op by op"
@@ -84,7 +92,7 @@ def gpt2(url, seq, n):
             remote_block(rx)
             c.wait_all()
 
-        print(f"gpt2_{seq}_graph {_median_ms(run_graph, n):.3f} ms")
+        print(f"gpt2_{seq}_graph {_median_ms(run_graph, n, GRAPH_WARMUP):.3f} ms")
         print(f"gpt2_{seq}_calls {_median_ms(run_calls, n):.3f} ms")
         print(f"gpt2_{seq}_eager {_median_ms(lambda: block(x), n):.3f} ms")
 
