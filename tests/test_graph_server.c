@@ -3,7 +3,8 @@
  * builder, a run pipelined behind its define, release) with values checked against the
  * same program computed here; the cache (a second define is a hit); graphs per session
  * (another session's id and a released one are NOT_FOUND; closing the connection releases
- * the graphs and their outputs); runs charged to the session's budget; the bad-input matrix
+ * the graphs and their outputs); runs charged to the session's budget; the per-pass IR
+ * dumps (graph_dump_dir, bounded by graph_dump_max_bytes); the bad-input matrix
  * of define and run over raw frames (forward and self references, positions out of range,
  * unknown operators, wrong argument types, handles in nodes, a shape whose element count
  * overflows, a shape error at define, 1,000,000 nodes, the session's limit of graphs; runs
@@ -18,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,8 +38,9 @@
 /* ---- the daemon ---- */
 
 typedef struct daemon_limits {
-  uint64_t max_frame_bytes, max_bytes_held;
+  uint64_t max_frame_bytes, max_bytes_held, graph_dump_max_bytes;
   uint32_t max_graphs;
+  const char *graph_dump_dir;
 } daemon_limits;
 
 static opd_server *start_daemon(const daemon_limits *lim) {
@@ -49,6 +53,9 @@ static opd_server *start_daemon(const daemon_limits *lim) {
   if (lim && lim->max_frame_bytes) cfg.max_frame_bytes = lim->max_frame_bytes;
   if (lim && lim->max_bytes_held) cfg.max_bytes_held = lim->max_bytes_held;
   if (lim && lim->max_graphs) cfg.max_graphs = lim->max_graphs;
+  if (lim && lim->graph_dump_dir)
+    snprintf(cfg.graph_dump_dir, sizeof cfg.graph_dump_dir, "%s", lim->graph_dump_dir);
+  if (lim && lim->graph_dump_max_bytes) cfg.graph_dump_max_bytes = lim->graph_dump_max_bytes;
   opd_server *s = NULL;
   int rc = opd_server_start(&cfg, &s);
   opd_server_config_destroy(&cfg);
@@ -380,6 +387,90 @@ START_TEST(test_run_charged_to_budget) {
   ck_assert_int_eq(opd_neg(c, a, &n), 0);
   opd_client_close(c);
   opd_server_stop(s);
+}
+END_TEST
+
+/* The text of the one file in dir (malloc'd), or NULL; *mode its permission bits. */
+static char *only_file(const char *dir, char *name, size_t cap, unsigned *mode) {
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  struct dirent *e;
+  char *text = NULL;
+  int files = 0;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    files++;
+    snprintf(name, cap, "%s", e->d_name);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat st;
+    ck_assert_int_eq(stat(path, &st), 0);
+    *mode = st.st_mode & 0777;
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    text = calloc(1, (size_t)st.st_size + 1);
+    ck_assert_uint_eq(fread(text, 1, (size_t)st.st_size, f), (size_t)st.st_size);
+    fclose(f);
+  }
+  closedir(d);
+  ck_assert_int_eq(files, 1);
+  return text;
+}
+
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
+/* graph_dump_dir: a newly compiled graph's IR after every pass, in a file named by its key
+ * (mode 0600, the directory made 0700); a cache hit writes nothing; graph_dump_max_bytes cuts
+ * a dump short, saying so. */
+START_TEST(test_dumps) {
+  char base[] = "/tmp/opd-graph-dumps-XXXXXX", dir[64];
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  snprintf(dir, sizeof dir, "%s/dumps", base);
+  for (int round = 0; round < 2; round++) {
+    opd_server *s = start_daemon(
+        &(daemon_limits){.graph_dump_dir = dir, .graph_dump_max_bytes = round ? 300 : 0});
+    opd_client *c = connect_daemon(s);
+    opd_client_tensor vals[2];
+    opd_graph_builder *b = capture_program(c, vals);
+    opd_client_graph g, g2;
+    opd_client_graph_info info;
+    ck_assert_int_eq(opd_graph_define(b, vals, 2, &g, &info), 0);
+    ck_assert_int_eq(opd_graph_define(b, vals, 2, &g2, NULL), 0); /* a hit: no second dump */
+    opd_graph_builder_free(b);
+    struct stat st;
+    ck_assert_int_eq(stat(dir, &st), 0);
+    ck_assert_uint_eq(st.st_mode & 0777, 0700);
+    char name[256], want[64];
+    unsigned mode = 0;
+    char *text = only_file(dir, name, sizeof name, &mode);
+    snprintf(want, sizeof want, "graph-%s.txt", info.key);
+    ck_assert_str_eq(name, want);
+    ck_assert_uint_eq(mode, 0600);
+    if (round == 0) {
+      ck_assert_ptr_nonnull(strstr(text, "# after pass softmax_pattern (version 1, hits 1)"));
+      ck_assert_ptr_nonnull(strstr(text, "aten::_softmax"));
+      ck_assert_ptr_null(strstr(text, "cut"));
+    } else {
+      ck_assert_ptr_nonnull(strstr(text, "# ... cut: graph_dump_max_bytes reached"));
+      ck_assert_uint_le(strlen(text), 300 + 64);
+    }
+    free(text);
+    opd_client_close(c);
+    opd_server_stop(s);
+    remove_dir(dir);
+  }
+  rmdir(base);
 }
 END_TEST
 
@@ -778,6 +869,7 @@ Suite *opd_test_graph_server_suite(void) {
   tcase_add_test(api, test_graphs_per_session);
   tcase_add_test(api, test_disconnect_releases);
   tcase_add_test(api, test_run_charged_to_budget);
+  tcase_add_test(api, test_dumps);
   suite_add_tcase(s, api);
   TCase *bad = tcase_create("bad_input");
   tcase_set_timeout(bad, 120);
