@@ -129,10 +129,12 @@ def define(url, n):
         e = torch.exp(x * 2.0 + 1.0)
         return e / e.sum(dim=-1, keepdim=True)
 
+    import os
+    base = 16 + os.getpid() % 4096  # shapes this process is the first to define
     with c:
         cold, hit = [], []
         for i in range(n):
-            gm = make_fx(f)(torch.zeros(8, 16 + i))  # a shape not seen: compiled
+            gm = make_fx(f)(torch.zeros(1 + i, base))  # a shape not seen: compiled
             t0 = time.perf_counter()
             g = c._define_graph(gm.graph)
             cold.append((time.perf_counter() - t0) * 1e3)
