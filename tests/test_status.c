@@ -366,6 +366,11 @@ START_TEST(test_graphs) {
   ck_assert_int_eq(json_integer_value(json_object_get(j, "runs")), 1);
   ck_assert_uint_eq(json_array_size(json_object_get(j, "disabled_passes")), 0);
   json_decref(j);
+  j = get_json(s, "/v1/sessions", 200);
+  json_t *session = json_array_get(json_object_get(j, "sessions"), 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(session, "graphs")), 1);
+  ck_assert_int_eq(json_integer_value(json_object_get(session, "calls")), 1); /* the run */
+  json_decref(j);
 
   char path[64];
   snprintf(path, sizeof path, "/v1/graphs/%llu", (unsigned long long)info.compiled);

@@ -555,12 +555,13 @@ static json_t *sessions_json(opd__status *st) {
   pthread_mutex_lock(&r->mu);
   for (opd__session *s = r->head; s; s = s->reg_next) {
     json_t *j = json_pack(
-        "{s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o}", "id", (json_int_t)s->id, "peer",
+        "{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "id", (json_int_t)s->id, "peer",
         opd_json_text(s->peer ? s->peer : ""), "calls",
         (json_int_t)atomic_load_explicit(&s->calls, memory_order_relaxed), "errors",
         (json_int_t)atomic_load_explicit(&s->errors, memory_order_relaxed), "handles",
         (json_int_t)atomic_load_explicit(&s->num_handles, memory_order_relaxed), "bytes_held",
-        (json_int_t)atomic_load_explicit(&s->bytes_held, memory_order_relaxed), "include",
+        (json_int_t)atomic_load_explicit(&s->bytes_held, memory_order_relaxed), "graphs",
+        (json_int_t)atomic_load_explicit(&s->num_graphs, memory_order_relaxed), "include",
         keyset_names(
             opd_keyset_from_repr(atomic_load_explicit(&s->included_repr, memory_order_relaxed))),
         "exclude",
