@@ -1,7 +1,8 @@
 /* test_graph_server.c: graphs through a real daemon, started in process (opd/server.h) on
  * an ephemeral port: the client's graph API (capture with the typed calls, the boxed
  * builder, a run pipelined behind its define, release) with values checked against the
- * same program computed here; the cache (a second define is a hit); graphs per session
+ * same program computed here; the cache (a second define is a hit; a hot registration of an
+ * operator the graph calls, and its removal, compile it again); graphs per session
  * (another session's id and a released one are NOT_FOUND; closing the connection releases
  * the graphs and their outputs); runs charged to the session's budget; the per-pass IR
  * dumps (graph_dump_dir, bounded by graph_dump_max_bytes); the bad-input matrix
@@ -30,6 +31,8 @@
 #include "opd/allocator.h"
 #include "opd/client.h"
 #include "opd/client_ops.h"
+#include "opd/dispatcher.h"
+#include "opd/tensor.h"
 #include "opd/error.h"
 #include "opd/server.h"
 
@@ -283,6 +286,63 @@ START_TEST(test_boxed_builder_pipelined) {
   ck_assert_ptr_null(f);
   ck_assert_int_eq(opd_graph_capture_end(cap), 0);
   opd_graph_builder_free(cap);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* aten::exp's CPU kernel for the invalidation test: sevens of the input's shape. */
+static int sevens(const opd_kernel_ctx *ctx, opd_stack *st) {
+  (void)ctx;
+  opd_ivalue self = opd_stack_pop(st);
+  opd_tensor *r = NULL;
+  int rc = opd_tensor_empty(opd_tensor_sizes(self.u.t), self.u.t->ndim, OPD_FLOAT32,
+                            (opd_device){OPD_DEVICE_CPU, -1}, &r);
+  for (int64_t i = 0; rc == 0 && i < r->numel; i++) ((float *)opd_tensor_data(r))[i] = 7;
+  opd_iv_destroy(&self);
+  return rc ? rc : opd_stack_push(st, opd_iv_tensor_steal(r));
+}
+
+/* Defines y = exp(x) * 2 and runs it on ones: its compiled graph's id and y[0]. */
+static float define_and_run(opd_client *c, opd_client_tensor ones, opd_client_graph_info *info) {
+  opd_graph_builder *b;
+  ck_assert_int_eq(opd_graph_builder_new(c, &b), 0);
+  opd_client_tensor x, e, y;
+  ck_assert_int_eq(opd_graph_input(b, OPD_FLOAT32, (int64_t[]){4}, 1, NULL, false, &x), 0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::exp", (opd_client_value[]){opd_cv_tensor(x)}, 1, &e),
+                   0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::mul.Tensor",
+                                  (opd_client_value[]){opd_cv_tensor(e), opd_cv_int(2)}, 2, &y),
+                   0);
+  opd_client_graph g;
+  ck_assert_int_eq(opd_graph_define(b, &y, 1, &g, info), 0);
+  opd_graph_builder_free(b);
+  opd_client_tensor out;
+  ck_assert_int_eq(opd_graph_run(c, g, &ones, 1, &out, 1, NULL), 0);
+  float v[4];
+  ck_assert_int_eq(opd_client_download(c, out, v, sizeof v, NULL), 0);
+  return v[0];
+}
+
+/* A hot registration of an operator a graph calls, and its removal, give the graph another
+ * cache key: the next define compiles again, with the kernel in force. */
+START_TEST(test_hot_registration_invalidates) {
+  opd_server *s = start_daemon(NULL);
+  opd_client *c = connect_daemon(s);
+  opd_client_tensor ones = upload_f32(c, (int64_t[]){4}, 1, (float[]){1, 1, 1, 1});
+  opd_client_graph_info first, again, hot, removed;
+  ck_assert_float_eq_tol(define_and_run(c, ones, &first), 2 * expf(1), 1e-5);
+  ck_assert_float_eq_tol(define_and_run(c, ones, &again), 2 * expf(1), 1e-5);
+  ck_assert(!first.cache_hit && again.cache_hit);
+  opd_kernel k = {.boxed = sevens, .name = "sevens"};
+  opd_reg_id id = opd_impl("aten::exp", OPD_KEY_CPU, &k, OPD_HERE);
+  ck_assert_int_gt(id, 0);
+  ck_assert_float_eq(define_and_run(c, ones, &hot), 14);
+  ck_assert(!hot.cache_hit);
+  ck_assert_str_ne(hot.key, first.key);
+  ck_assert_int_eq(opd_deregister(id), 0);
+  ck_assert_float_eq_tol(define_and_run(c, ones, &removed), 2 * expf(1), 1e-5);
+  ck_assert(!removed.cache_hit);
   opd_client_close(c);
   opd_server_stop(s);
 }
@@ -870,6 +930,7 @@ Suite *opd_test_graph_server_suite(void) {
   tcase_add_test(api, test_disconnect_releases);
   tcase_add_test(api, test_run_charged_to_budget);
   tcase_add_test(api, test_dumps);
+  tcase_add_test(api, test_hot_registration_invalidates);
   suite_add_tcase(s, api);
   TCase *bad = tcase_create("bad_input");
   tcase_set_timeout(bad, 120);
