@@ -26,6 +26,10 @@ typedef struct opd__group_state {
   double max_abs_diff;          /* fused against unfused, at the numerics check */
   uint64_t fused_runs, unfused_runs;
   char why[160]; /* why it does not run fused (a mismatch, a layout) */
+  /* a CUDA group's compiled program, made by its first fused run ([Note: Fused programs on
+   * CUDA]), and whether making it failed */
+  struct opd_nvrtc_function *cuda_fn;
+  bool cuda_failed;
 } opd__group_state;
 
 /* The per-run state: one per concurrent run, kept for the next ([Note: Runs of a compiled
@@ -48,6 +52,7 @@ struct opd_compiled_graph {
   uint64_t key_hash;
   uint32_t nodes_before, nodes_after, softmax_patterns;
   uint64_t compile_ns;
+  uint64_t cost;             /* opd_graph_stats.cost */
   opd_graph_options options; /* disabled_passes not kept */
   opd_graph_test_hooks hooks;
   bool has_hooks;

@@ -142,6 +142,9 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
   j->out_len = 0;
   j->sent = 0;
   j->kernel_ns = 0;
+  j->cost = 0;
+  j->call.state = OPD__CALL_NONE;
+  j->graph = NULL;
   j->kind = OPD__JOB_LOCAL;
   j->at_worker = j->counted = j->done = j->holds_session = false;
   return j;
@@ -633,18 +636,33 @@ static const struct {
     {OPD__V1__REQUEST__BODY_RELEASE, OPD__JOB_RELEASE},
     {OPD__V1__REQUEST__BODY_SET_DISPATCH_STATE, OPD__JOB_DISPATCH_STATE},
     {OPD__V1__REQUEST__BODY_SYNCHRONIZE, OPD__JOB_SYNCHRONIZE},
+    {OPD__V1__REQUEST__BODY_DEFINE_GRAPH, OPD__JOB_DEFINE_GRAPH},
+    {OPD__V1__REQUEST__BODY_RUN_GRAPH, OPD__JOB_RUN_GRAPH},
+    {OPD__V1__REQUEST__BODY_RELEASE_GRAPH, OPD__JOB_RELEASE_GRAPH},
+    {OPD__V1__REQUEST__BODY_DESCRIBE_GRAPH, OPD__JOB_DESCRIBE_GRAPH},
 };
 
 int opd__request_decode(opd__arena *arena, const uint8_t *data, size_t len,
-                        Opd__V1__Request **out) {
+                        uint64_t max_graph_nodes, Opd__V1__Request **out, uint64_t *id) {
   /* [Note: Hand-packed messages]: the common requests are read by hand */
   Opd__V1__Request *req = NULL;
   bool by_hand = opd__wire_parse_request(data, len, &arena->pb, WIRE_MAX_ARGS, &req) > 0;
+  uint64_t gid, nodes;
+  *out = NULL;
+  *id = 0;
+  if (!by_hand && opd__wire_graph_nodes_over(data, len, max_graph_nodes, &gid, &nodes)) {
+    *id = gid; /* [Note: Graphs in the daemon]: refused before it is decoded */
+    return opd_error(OPD_EINVAL,
+                     "graph node %" PRIu64 ": the graph has %" PRIu64
+                     " nodes, more than max_graph_nodes (%" PRIu64 ")",
+                     max_graph_nodes, nodes, max_graph_nodes);
+  }
   if (!by_hand) {
     opd__arena_reset(arena, arena->limit);
     req = opd__v1__request__unpack(&arena->pb, len, data);
   }
   *out = req;
+  if (req) *id = req->id;
   if (!req && arena->out_of_memory)
     return opd_error(OPD_ENOMEM, "out of memory decoding a request of %zu bytes", len);
   if (!req && arena->exceeded)
@@ -673,9 +691,11 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
     return true;
   }
   Opd__V1__Request *req;
-  int rc = opd__request_decode(&j->arena, data, len, &req);
+  uint64_t id;
+  int rc = opd__request_decode(&j->arena, data, len,
+                               c->hello_done ? cfg(c)->max_graph_nodes : UINT64_MAX, &req, &id);
   j->req = req;
-  j->id = req ? req->id : 0;
+  j->id = id;
   if (rc < 0) { /* the frame was read whole: the stream is still in step */
     Opd__V1__ErrorCode code = rc == OPD_ENOMEM ? OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED
                                                : OPD__V1__ERROR_CODE__INVALID_ARGUMENT;
@@ -989,6 +1009,7 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   atomic_init(&c->recycle_lazily, false);
   pthread_mutex_init(&c->wmu, NULL);
   opd__session_init(&c->session, ++s->next_session, &s->cfg);
+  c->session.graph_ctx = s->graphs;
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;

@@ -244,8 +244,8 @@ static void check_meta_agrees(opd__session *s, const uint8_t *frame, size_t len,
   size_t nc = result_handles(cpu, hc, 16);
   if (!nc) return;
   opd__job *j = job_new(s, len);
-  fuzz_check(opd__request_decode(&j->arena, frame, len, &j->req) == 0, "a frame decoded twice");
-  j->id = j->req->id;
+  fuzz_check(opd__request_decode(&j->arena, frame, len, cfg.max_graph_nodes, &j->req, &j->id) == 0,
+             "a frame decoded twice");
   j->kind = OPD__JOB_CALL;
   opd_dispatch_key meta;
   fuzz_check(opd_key_from_name("Meta", &meta) == 0, "the Meta key");
@@ -326,10 +326,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (len > cfg.max_frame_bytes || len > (size_t)(end - p)) break;
     opd__job *j = job_new(&s, len);
     Opd__V1__Request *req;
-    int rc = opd__request_decode(&j->arena, p, len, &req);
+    int rc = opd__request_decode(&j->arena, p, len, cfg.max_graph_nodes, &req, &j->id);
     p += len;
     j->req = req;
-    j->id = req ? req->id : 0;
     if (rc < 0) { /* refused; the session goes on */
       opd__job_error(j, opd__error_code(rc), NULL, "%s", opd_last_error());
       fuzz_response_free(fuzz_check_response(j->out, j->out_len, j->id));

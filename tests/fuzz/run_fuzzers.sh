@@ -16,7 +16,7 @@ seconds=$2
 shift 2
 src=$(cd "$(dirname "$0")" && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(request upload session admin status schema config client)
+[ ${#targets[@]} -gt 0 ] || targets=(request upload session graph admin status schema config client)
 out=$build/fuzz
 mkdir -p "$out"
 
@@ -24,7 +24,7 @@ run_one() { # TARGET: its exit status in $out/TARGET.rc
   local t=$1 dict=()
   local exe=$build/tests/fuzz/fuzz_$t
   [ -f "$src/dict/$t.dict" ] && dict=(-dict="$src/dict/$t.dict")
-  [ "$t" = request ] && dict=(-dict="$src/dict/session.dict")
+  [ "$t" = request ] || [ "$t" = graph ] && dict=(-dict="$src/dict/session.dict")
   rm -f "$out/$t"-crash-* "$out/$t"-leak-* "$out/$t"-timeout-* "$out/$t"-oom-*
   mkdir -p "$out/$t"
   UBSAN_OPTIONS=print_stacktrace=1 "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
