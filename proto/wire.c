@@ -423,7 +423,7 @@ bool opd__wire_graph_nodes_over(const uint8_t *p, size_t len, uint64_t max, uint
                                 uint64_t *count) {
   enum { FIELD_ID = 1, FIELD_FIRST_BODY = 2, FIELD_DEFINE_GRAPH = 10, FIELD_LAST_BODY = 13 };
   enum { FIELD_DEFINE_NODES = 3 };
-  reader r = {p, p + len}, body;
+  reader r = {p, p + len}, body = {NULL, NULL};
   uint64_t n = 0, key, v;
   bool define = false;
   *id = 0;
@@ -440,7 +440,7 @@ bool opd__wire_graph_nodes_over(const uint8_t *p, size_t len, uint64_t max, uint
       if (!define) n = 0;
       define = true;
       while (body.p < body.end) {
-        reader node;
+        reader node = {NULL, NULL};
         if (!next_field(&body, &key, &v, &node)) return false;
         if (key == (FIELD_DEFINE_NODES << 3 | LEN)) n++;
       }
