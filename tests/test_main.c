@@ -35,6 +35,7 @@ Suite *opd_test_graph_passes_suite(void);
 Suite *opd_test_graph_exec_suite(void);
 Suite *opd_test_graph_cache_suite(void);
 Suite *opd_test_nn_ops_suite(void);
+Suite *opd_test_reduce_span_suite(void);
 
 /* Two suites a line (clang-format gives a list this long one a line). */
 /* clang-format off */
@@ -55,7 +56,7 @@ static const struct {
     {"checked", opd_test_checked_suite},   {"graph_ir", opd_test_graph_ir_suite},
     {"graph_ops", opd_test_graph_ops_suite}, {"graph_passes", opd_test_graph_passes_suite},
     {"graph_exec", opd_test_graph_exec_suite}, {"graph_cache", opd_test_graph_cache_suite},
-    {"nn_ops", opd_test_nn_ops_suite},
+    {"nn_ops", opd_test_nn_ops_suite}, {"reduce_span", opd_test_reduce_span_suite},
 };
 /* clang-format on */
 
