@@ -45,20 +45,21 @@ static double max_f64_serial(const double *x, int64_t n, double m) {
   } while (0)
 
 /* n < LANES trailing elements, zero-padded, added to the accumulators lane by lane. */
-#define ADD_TAIL(T, V, VL, LANES, acc, x, n)                                               \
-  do {                                                                                     \
-    if ((n) > 0) {                                                                         \
-      T t_[LANES] = {0};                                                                   \
-      memcpy(t_, (x), (size_t)(n) * sizeof(T));                                            \
-      for (int k_ = 0; k_ < (LANES) / (VL); k_++) acc[k_] += *(const V *)(t_ + k_ * (VL)); \
-    }                                                                                      \
+#define ADD_TAIL(T, V, VL, LANES, acc, x, n)                         \
+  do {                                                               \
+    if ((n) > 0) {                                                   \
+      V t_[(LANES) / (VL)];                                          \
+      for (int k_ = 0; k_ < (LANES) / (VL); k_++) t_[k_] = (V){0};   \
+      memcpy(t_, (x), (size_t)(n) * sizeof(T));                      \
+      for (int k_ = 0; k_ < (LANES) / (VL); k_++) acc[k_] += t_[k_]; \
+    }                                                                \
   } while (0)
 
 /* A sum of n elements of T in LANES lanes (one block). */
 #define SUM_LANES(T, V, VL, LANES, x, n, result)                                                 \
   do {                                                                                           \
     V acc[(LANES) / (VL)];                                                                       \
-    memset(acc, 0, sizeof acc);                                                                  \
+    for (int k_ = 0; k_ < (LANES) / (VL); k_++) acc[k_] = (V){0};                                \
     int64_t i_ = 0;                                                                              \
     for (; i_ + (LANES) <= (n); i_ += (LANES))                                                   \
       for (int k_ = 0; k_ < (LANES) / (VL); k_++) acc[k_] += *(const V *)((x) + i_ + k_ * (VL)); \
