@@ -77,6 +77,7 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
   int rc = opd_graph_print(g, &cg->ir_before);
   opd__compile c = {.g = g, .opts = o};
   if (rc == 0) rc = opd__pipeline_run(&cg->passes, &c);
+  opd__pipeline_detach(&cg->passes);
   cg->plan = c.plan;
   cg->softmax_patterns = (uint32_t)c.softmax_patterns;
   cg->nodes_after = opd_graph_num_nodes(g);

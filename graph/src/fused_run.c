@@ -9,8 +9,8 @@
  * registers (a contiguous run is a copy, a broadcast one a fill, anything else a strided
  * gather), runs the instructions as flat loops over the tile that the compiler vectorizes,
  * and scatters the stored registers. The formulas are the kernels' (kernels/cpu/
- * elementwise_*.c, opd__expf for exp and sigmoid), so results are those of the unfused
- * nodes.
+ * elementwise_*.c, opd__expf for exp and sigmoid, opd__tanhf for tanh), so results are those of the
+ * unfused nodes.
  */
 #include <math.h>
 #include <string.h>
@@ -177,12 +177,13 @@ OPD__WIDE_VECTORS static void compute(const opd__pw_instr *ins, const float *con
   case OPD__PW_ABS: UNARY(fabsf(x)) break;
   case OPD__PW_RELU: UNARY(x < 0 ? 0 : x) break;
   case OPD__PW_SIGMOID: UNARY(1 / (1 + opd__expf(-x))) break;
-  case OPD__PW_TANH: UNARY(tanhf(x)) break;
+  case OPD__PW_TANH: UNARY(opd__tanhf(x)) break;
   case OPD__PW_SIN: UNARY(sinf(x)) break;
   case OPD__PW_COS: UNARY(cosf(x)) break;
   case OPD__PW_GELU: UNARY(0.5f * x * (1 + erff(x * 0.70710678118654752440f))) break;
   case OPD__PW_GELU_TANH:
-    UNARY(0.5f * x * (1 + tanhf(0.79788456080286535588f * (x + 0.044715f * (x * x * x))))) break;
+    UNARY(0.5f * x * (1 + opd__tanhf(0.79788456080286535588f * (x + 0.044715f * (x * x * x)))))
+    break;
   case OPD__PW_FILL:
     for (int64_t i = 0; i < n; i++) d[i] = c0;
     break;

@@ -62,6 +62,17 @@ static const builtin_pass scheduling[] = {
     {"lower", 1, opd__pass_lower},
 };
 
+/* [Note: Removing a plugin pass under compilation]
+ * A plugin's pass is code in the plugin's shared object, which its unload unmaps. A
+ * compilation copies the pass list when it starts (opd__pipeline_snapshot) and runs the
+ * passes after the lock is released, so removing a pass from the list is not enough: each
+ * compilation holds a use of every plugin pass it took (`users`), dropped as soon as its
+ * passes have run (opd__pipeline_detach, before the compiled graph is kept: its record of the
+ * passes outlives the plugin), and opd_graph_pass_unregister takes the pass off the list and
+ * then waits until no compilation uses it. When it returns, no thread can be in, or about to
+ * enter, the pass's code: the plugin loader unmaps the plugin after it (server/src/plugins.c).
+ * Compiled graphs that ran the pass stay valid (they keep its results, not its code) and stay
+ * in the cache under keys that name it, which no later compilation produces. */
 typedef struct plugin_pass {
   int64_t id;
   char name[64];
@@ -69,10 +80,12 @@ typedef struct plugin_pass {
   opd_graph_pass_place place;
   opd_graph_pass_fn fn;
   void *data;
+  uint32_t users; /* compilations that took it and have not finished running it */
 } plugin_pass;
 
 static pthread_mutex_t plugins_lock = PTHREAD_MUTEX_INITIALIZER;
-static plugin_pass *plugins;
+static pthread_cond_t plugin_unused = PTHREAD_COND_INITIALIZER;
+static plugin_pass **plugins; /* registered, in registration order; each its own allocation */
 static uint32_t nplugins, cap_plugins;
 static int64_t next_plugin_id = 1;
 
@@ -104,43 +117,48 @@ int64_t opd_graph_pass_register(const char *name, uint32_t version, opd_graph_pa
     return opd_error(OPD_EINVAL, "graph pass %s: needs a function and a place (pre or post)", name);
   if (builtin_name(name))
     return opd_error(OPD_EINVAL, "graph pass %s: a built-in pass has that name", name);
+  plugin_pass *p = opd__calloc(1, sizeof *p);
+  if (!p) return opd_error(OPD_ENOMEM, "out of memory registering graph pass %s", name);
+  *p = (plugin_pass){.version = version, .place = place, .fn = fn, .data = data};
+  snprintf(p->name, sizeof p->name, "%s", name);
   pthread_mutex_lock(&plugins_lock);
   int64_t rc = 0;
   for (uint32_t i = 0; i < nplugins && rc == 0; i++)
-    if (strcmp(plugins[i].name, name) == 0)
+    if (strcmp(plugins[i]->name, name) == 0)
       rc = opd_error(OPD_EINVAL, "graph pass %s: already registered", name);
   if (rc == 0 && nplugins == cap_plugins) {
     uint32_t cap = cap_plugins ? cap_plugins * 2 : 8;
-    plugin_pass *p = opd__realloc(plugins, cap * sizeof *p);
-    if (!p)
+    plugin_pass **grown = opd__realloc(plugins, cap * sizeof *grown);
+    if (!grown)
       rc = opd_error(OPD_ENOMEM, "out of memory registering graph pass %s", name);
     else
-      plugins = p, cap_plugins = cap;
+      plugins = grown, cap_plugins = cap;
   }
   if (rc == 0) {
-    plugin_pass *p = &plugins[nplugins++];
-    *p = (plugin_pass){
-        .id = next_plugin_id++, .version = version, .place = place, .fn = fn, .data = data};
-    snprintf(p->name, sizeof p->name, "%s", name);
+    p->id = next_plugin_id++;
+    plugins[nplugins++] = p;
     rc = p->id;
   }
   pthread_mutex_unlock(&plugins_lock);
+  if (rc < 0) opd__free(p);
   return rc;
 }
 
+/* [Note: Removing a plugin pass under compilation] */
 int opd_graph_pass_unregister(int64_t id) {
   pthread_mutex_lock(&plugins_lock);
-  int rc = opd_error(OPD_ENOENT, "no graph pass with id %lld", (long long)id);
-  for (uint32_t i = 0; i < nplugins; i++)
-    if (plugins[i].id == id) {
+  plugin_pass *p = NULL;
+  for (uint32_t i = 0; i < nplugins && !p; i++)
+    if (plugins[i]->id == id) {
+      p = plugins[i];
       memmove(&plugins[i], &plugins[i + 1], (nplugins - i - 1) * sizeof *plugins);
       nplugins--;
-      rc = 0;
-      opd_clear_error();
-      break;
     }
+  while (p && p->users) pthread_cond_wait(&plugin_unused, &plugins_lock);
   pthread_mutex_unlock(&plugins_lock);
-  return rc;
+  if (!p) return opd_error(OPD_ENOENT, "no graph pass with id %lld", (long long)id);
+  opd__free(p);
+  return 0;
 }
 
 /* Totals per pass name over the process (opd_graph_pass_totals_json). */
@@ -202,14 +220,18 @@ static void add_builtin(opd__pipeline *p, const builtin_pass *b, const opd_graph
   e->enabled = strcmp(b->name, "lower") == 0 || !disabled(o, b->name);
 }
 
+/* plugins_lock held. Takes a use of each pass it adds ([Note: Removing a plugin pass under
+ * compilation]). */
 static void add_plugins(opd__pipeline *p, opd_graph_pass_place place, const opd_graph_options *o) {
   for (uint32_t i = 0; i < nplugins; i++) {
-    if (plugins[i].place != place) continue;
+    plugin_pass *pp = plugins[i];
+    if (pp->place != place) continue;
     opd__pass_entry *e = &p->passes[p->n++];
     *e = (opd__pass_entry){
-        .version = plugins[i].version, .plugin = plugins[i].fn, .data = plugins[i].data};
-    snprintf(e->name, sizeof e->name, "%s", plugins[i].name);
+        .version = pp->version, .plugin = pp->fn, .data = pp->data, .registered = pp};
+    snprintf(e->name, sizeof e->name, "%s", pp->name);
     e->enabled = !disabled(o, e->name);
+    pp->users++;
   }
 }
 
@@ -234,7 +256,24 @@ int opd__pipeline_snapshot(const opd_graph_options *o, opd__pipeline *p) {
   return 0;
 }
 
+void opd__pipeline_detach(opd__pipeline *p) {
+  bool any = false;
+  for (uint32_t i = 0; i < p->n; i++) any |= p->passes[i].registered != NULL;
+  if (!any) return;
+  pthread_mutex_lock(&plugins_lock);
+  for (uint32_t i = 0; i < p->n; i++) {
+    opd__pass_entry *e = &p->passes[i];
+    if (!e->registered) continue;
+    if (--((plugin_pass *)e->registered)->users == 0) pthread_cond_broadcast(&plugin_unused);
+    e->registered = NULL;
+    e->plugin = NULL;
+    e->data = NULL;
+  }
+  pthread_mutex_unlock(&plugins_lock);
+}
+
 void opd__pipeline_free(opd__pipeline *p) {
+  opd__pipeline_detach(p);
   for (uint32_t i = 0; i < p->n; i++) opd__free(p->passes[i].ir);
   opd__free(p->passes);
   *p = (opd__pipeline){0};

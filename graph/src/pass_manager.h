@@ -17,6 +17,7 @@ typedef struct opd__pass_entry {
   opd__pass_fn builtin;     /* a built-in pass, or */
   opd_graph_pass_fn plugin; /* a plugin's, with its data */
   void *data;
+  void *registered; /* the plugin pass this compilation holds a use of, until detached */
   uint64_t hits;
   uint64_t ns;
   char *ir; /* the IR after the pass (NULL when it did not run) */
@@ -31,6 +32,10 @@ typedef struct opd__pipeline {
 int opd__pipeline_snapshot(const opd_graph_options *options, opd__pipeline *p);
 /* Runs them on c; an error names the pass. */
 int opd__pipeline_run(opd__pipeline *p, opd__compile *c);
+/* Drops the compilation's uses of plugin passes, once they have run: the entries keep their
+ * names, versions and records ([Note: Removing a plugin pass under compilation]). */
+void opd__pipeline_detach(opd__pipeline *p);
+/* Detaches and frees. */
 void opd__pipeline_free(opd__pipeline *p);
 
 #endif

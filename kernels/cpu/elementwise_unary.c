@@ -8,8 +8,9 @@
 
 static const opd_device cpu_device = {OPD_DEVICE_CPU, -1};
 
-/* e^x: the vectorizable float32 version, libm's for float64. */
-#define EXP(x) _Generic((x), float : opd__expf, double : exp)(x)
+/* e^x and tanh: the vectorizable float32 versions, libm's for float64. */
+#define EXP(x)  _Generic((x), float : opd__expf, double : exp)(x)
+#define TANH(x) _Generic((x), float : opd__tanhf, double : tanh)(x)
 
 OPD__FLOATS(OPD__UNARY_LOOP, neg, -x)
 OPD__INTS(OPD__UNARY_LOOP, neg, OPD__WRAP_NEG(T, x))
@@ -30,14 +31,17 @@ OPD__UNARY_LOOP(F64, sigmoid, 1 / (1 + EXP(-x)))
 /* issue 14: silu, x * sigmoid(x) written as ATen's CPU kernel writes it */
 OPD__UNARY_WIDE_LOOP(F32, silu, x / (1 + EXP(-x)))
 OPD__UNARY_LOOP(F64, silu, x / (1 + EXP(-x)))
-OPD__FLOATS(OPD__UNARY_LOOP, tanh, tanh(x))
+OPD__UNARY_WIDE_LOOP(F32, tanh, TANH(x))
+OPD__UNARY_LOOP(F64, tanh, TANH(x))
 OPD__FLOATS(OPD__UNARY_LOOP, sin, sin(x))
 OPD__FLOATS(OPD__UNARY_LOOP, cos, cos(x))
 /* 0.5 x (1 + erf(x / sqrt 2)), and the tanh approximation with sqrt(2 / pi) */
 OPD__UNARY_WIDE_LOOP(F32, gelu, opd__gelu_f32(x))
 OPD__UNARY_LOOP(F64, gelu, 0.5 * x * (1 + erf(x * 0.70710678118654752440)))
-OPD__FLOATS(OPD__UNARY_LOOP, gelu_tanh,
-            (T)0.5 * x * (1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * (x * x * x)))))
+#define GELU_TANH(x) \
+  ((T)0.5 * x * (1 + TANH((T)0.79788456080286535588 * (x + (T)0.044715 * (x * x * x)))))
+OPD__UNARY_WIDE_LOOP(F32, gelu_tanh, GELU_TANH(x))
+OPD__UNARY_LOOP(F64, gelu_tanh, GELU_TANH(x))
 
 static const opd__loop_fn neg_loops[OPD__NC] = {OPD__FLOATS(OPD__ENTRY, neg)
                                                     OPD__INTS(OPD__ENTRY, neg)};

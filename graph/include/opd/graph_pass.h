@@ -8,9 +8,18 @@
  * changing (a new version) or removing a pass never serves a graph compiled without it. A
  * pass can be disabled by name like a built-in one (opd_graph_options.disabled_passes).
  *
- * The plugin SDK registers passes through these functions (from a plugin's load hook, and
- * opd_graph_pass_unregister from its unload hook); they are safe from any thread, and a
- * compilation uses the passes registered when it starts.
+ * A plugin adds its passes in an OPD_GRAPH_PASSES block (opd/library.h's plugin API):
+ *
+ *   #include <opd/graph_pass.h>
+ *   OPD_GRAPH_PASSES(m) {
+ *     opd_graph_plugin_pass(m, "fold_double_neg", 1, OPD_GRAPH_PASS_POST, fold, NULL);
+ *   }
+ *   OPD_PLUGIN_INIT()
+ *
+ * and the daemon removes them when it unloads the plugin. In process, the functions below
+ * register and remove passes directly; they are safe from any thread, a compilation uses the
+ * passes registered when it starts, and removing a pass waits for the compilations running it
+ * ([Note: Removing a plugin pass under compilation] in graph/src/pass_manager.c).
  */
 #ifndef OPD_GRAPH_PASS_H
 #define OPD_GRAPH_PASS_H
@@ -19,6 +28,7 @@
 #include <stdint.h>
 
 #include "opd/graph.h"
+#include "opd/library.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,8 +47,23 @@ typedef int (*opd_graph_pass_fn)(opd_graph *g, void *data, uint64_t *hits);
  * [A-Za-z0-9_.:-], or one a built-in or registered pass has), OPD_ENOMEM. */
 int64_t opd_graph_pass_register(const char *name, uint32_t version, opd_graph_pass_place place,
                                 opd_graph_pass_fn fn, void *data);
-/* Removes a registered pass: 0 or OPD_ENOENT. */
+/* Removes a registered pass, once no compilation is running it (then its code may be
+ * unmapped): 0 or OPD_ENOENT. Not from inside a pass. */
 int opd_graph_pass_unregister(int64_t id);
+
+/* A plugin's block of graph passes (see above). */
+#define OPD_GRAPH_PASSES(m) OPD__LIB_BLOCK(OPD__LIB_EXTENSION, _, OPD_NO_KEY, m, __COUNTER__)
+
+/* In an OPD_GRAPH_PASSES block: registers a pass that the plugin's unload removes. 0 or the
+ * error, which fails the plugin's load (later registrations are skipped). */
+static inline int opd_graph_plugin_pass(opd_library *m, const char *name, uint32_t version,
+                                        opd_graph_pass_place place, opd_graph_pass_fn fn,
+                                        void *data) {
+  if (m->rc) return m->rc;
+  int64_t id = opd_graph_pass_register(name, version, place, fn, data);
+  if (id < 0) return m->rc = (int)id;
+  return opd_lib_record_undo(m, opd_graph_pass_unregister, id);
+}
 
 /* ---- what a pass sees ---- */
 
