@@ -124,14 +124,6 @@ void opd__store_float(char *p, opd_dtype dt, double v) {
   }
 }
 
-/* max that propagates NaN: a NaN `a` stays, a NaN `b` wins */
-static inline float max_nan_f(float a, float b) {
-  return b > a || b != b ? b : a;
-}
-static inline double max_nan_d(double a, double b) {
-  return b > a || b != b ? b : a;
-}
-
 /* ---- accumulators ---- */
 
 typedef struct red {
@@ -229,8 +221,8 @@ static void acc_combine(const red *r, acc *a, const acc *b) {
     a->u += b->u;
     break;
   case OP_MAX:
-    a->f = max_nan_f(a->f, b->f);
-    a->d = max_nan_d(a->d, b->d);
+    a->f = opd__max_nan_f(a->f, b->f);
+    a->d = opd__max_nan_d(a->d, b->d);
     a->i = b->i > a->i ? b->i : a->i;
     break;
   case OP_ARGMAX: {
@@ -357,10 +349,10 @@ static void col_add(const red *r, col_acc *a, const void *v, int64_t w) {
   if (r->op == OP_MAX) {
     if (r->kind == K_F32) {
       const float *x = v;
-      for (int64_t j = 0; j < w; j++) a->f[j] = max_nan_f(a->f[j], x[j]);
+      for (int64_t j = 0; j < w; j++) a->f[j] = opd__max_nan_f(a->f[j], x[j]);
     } else if (r->kind == K_F64) {
       const double *x = v;
-      for (int64_t j = 0; j < w; j++) a->d[j] = max_nan_d(a->d[j], x[j]);
+      for (int64_t j = 0; j < w; j++) a->d[j] = opd__max_nan_d(a->d[j], x[j]);
     } else {
       const int64_t *x = v;
       for (int64_t j = 0; j < w; j++) a->i[j] = x[j] > a->i[j] ? x[j] : a->i[j];

@@ -11,20 +11,12 @@
 /* float32 elements per block of a float32 sum; lanes per accumulator set */
 enum { BLOCK = 4096, LANES_32 = 64, LANES_64 = 32 };
 
-/* max that propagates NaN: a NaN `a` stays, a NaN `b` wins */
-static inline float max_nan_f(float a, float b) {
-  return b > a || b != b ? b : a;
-}
-static inline double max_nan_d(double a, double b) {
-  return b > a || b != b ? b : a;
-}
-
 static float max_f32_serial(const float *x, int64_t n, float m) {
-  for (int64_t i = 0; i < n; i++) m = max_nan_f(m, x[i]);
+  for (int64_t i = 0; i < n; i++) m = opd__max_nan_f(m, x[i]);
   return m;
 }
 static double max_f64_serial(const double *x, int64_t n, double m) {
-  for (int64_t i = 0; i < n; i++) m = max_nan_d(m, x[i]);
+  for (int64_t i = 0; i < n; i++) m = opd__max_nan_d(m, x[i]);
   return m;
 }
 
@@ -91,41 +83,43 @@ static double max_f64_serial(const double *x, int64_t n, double m) {
 
 /* ---- the sets: the bodies compiled with vectors of BYTES bytes ---- */
 
-#define SPAN_SET(SUFFIX, ATTR, BYTES)                                                            \
-  typedef float f32_##SUFFIX __attribute__((vector_size(BYTES), aligned(4), may_alias));         \
-  typedef double f64_##SUFFIX __attribute__((vector_size(BYTES), aligned(8), may_alias));        \
-  typedef uint64_t u64_##SUFFIX __attribute__((vector_size(BYTES), aligned(8), may_alias));      \
-  typedef int32_t i32_##SUFFIX __attribute__((vector_size(BYTES), aligned(4), may_alias));       \
-  typedef int64_t i64_##SUFFIX __attribute__((vector_size(BYTES), aligned(8), may_alias));       \
-  enum { VL32_##SUFFIX = (BYTES) / 4, VL64_##SUFFIX = (BYTES) / 8 };                             \
-  ATTR static double sum_f32_##SUFFIX(const float *x, int64_t n) {                               \
-    double total = 0;                                                                            \
-    for (int64_t b = 0; b < n; b += BLOCK) {                                                     \
-      int64_t len = n - b > BLOCK ? BLOCK : n - b;                                               \
-      float s;                                                                                   \
-      SUM_LANES(float, f32_##SUFFIX, VL32_##SUFFIX, LANES_32, x + b, len, s);                    \
-      total += s;                                                                                \
-    }                                                                                            \
-    return total;                                                                                \
-  }                                                                                              \
-  ATTR static double sum_f64_##SUFFIX(const double *x, int64_t n) {                              \
-    double s;                                                                                    \
-    SUM_LANES(double, f64_##SUFFIX, VL64_##SUFFIX, LANES_64, x, n, s);                           \
-    return s;                                                                                    \
-  }                                                                                              \
-  ATTR static uint64_t sum_i64_##SUFFIX(const int64_t *x, int64_t n) {                           \
-    uint64_t s;                                                                                  \
-    SUM_LANES(uint64_t, u64_##SUFFIX, VL64_##SUFFIX, LANES_64, (const uint64_t *)x, n, s);       \
-    return s;                                                                                    \
-  }                                                                                              \
-  ATTR static float max_f32_##SUFFIX(const float *x, int64_t n, float init){MAX_BODY(            \
-      float, f32_##SUFFIX, i32_##SUFFIX, VL32_##SUFFIX, LANES_32, max_f32_serial,                \
-      max_nan_f)} ATTR static double max_f64_##SUFFIX(const double *x, int64_t n, double init) { \
-    MAX_BODY(double, f64_##SUFFIX, i64_##SUFFIX, VL64_##SUFFIX, LANES_64, max_f64_serial,        \
-             max_nan_d)                                                                          \
-  }                                                                                              \
-  static const opd__span_kernels set_##SUFFIX = {#SUFFIX,          sum_f32_##SUFFIX,             \
-                                                 sum_f64_##SUFFIX, sum_i64_##SUFFIX,             \
+#define SPAN_SET(SUFFIX, ATTR, BYTES)                                                       \
+  typedef float f32_##SUFFIX __attribute__((vector_size(BYTES), aligned(4), may_alias));    \
+  typedef double f64_##SUFFIX __attribute__((vector_size(BYTES), aligned(8), may_alias));   \
+  typedef uint64_t u64_##SUFFIX __attribute__((vector_size(BYTES), aligned(8), may_alias)); \
+  typedef int32_t i32_##SUFFIX __attribute__((vector_size(BYTES), aligned(4), may_alias));  \
+  typedef int64_t i64_##SUFFIX __attribute__((vector_size(BYTES), aligned(8), may_alias));  \
+  enum { VL32_##SUFFIX = (BYTES) / 4, VL64_##SUFFIX = (BYTES) / 8 };                        \
+  ATTR static double sum_f32_##SUFFIX(const float *x, int64_t n) {                          \
+    double total = 0;                                                                       \
+    for (int64_t b = 0; b < n; b += BLOCK) {                                                \
+      int64_t len = n - b > BLOCK ? BLOCK : n - b;                                          \
+      float s;                                                                              \
+      SUM_LANES(float, f32_##SUFFIX, VL32_##SUFFIX, LANES_32, x + b, len, s);               \
+      total += s;                                                                           \
+    }                                                                                       \
+    return total;                                                                           \
+  }                                                                                         \
+  ATTR static double sum_f64_##SUFFIX(const double *x, int64_t n) {                         \
+    double s;                                                                               \
+    SUM_LANES(double, f64_##SUFFIX, VL64_##SUFFIX, LANES_64, x, n, s);                      \
+    return s;                                                                               \
+  }                                                                                         \
+  ATTR static uint64_t sum_i64_##SUFFIX(const int64_t *x, int64_t n) {                      \
+    uint64_t s;                                                                             \
+    SUM_LANES(uint64_t, u64_##SUFFIX, VL64_##SUFFIX, LANES_64, (const uint64_t *)x, n, s);  \
+    return s;                                                                               \
+  }                                                                                         \
+  ATTR static float max_f32_##SUFFIX(const float *x, int64_t n, float init) {               \
+    MAX_BODY(float, f32_##SUFFIX, i32_##SUFFIX, VL32_##SUFFIX, LANES_32, max_f32_serial,    \
+             opd__max_nan_f);                                                               \
+  }                                                                                         \
+  ATTR static double max_f64_##SUFFIX(const double *x, int64_t n, double init) {            \
+    MAX_BODY(double, f64_##SUFFIX, i64_##SUFFIX, VL64_##SUFFIX, LANES_64, max_f64_serial,   \
+             opd__max_nan_d);                                                               \
+  }                                                                                         \
+  static const opd__span_kernels set_##SUFFIX = {#SUFFIX,          sum_f32_##SUFFIX,        \
+                                                 sum_f64_##SUFFIX, sum_i64_##SUFFIX,        \
                                                  max_f32_##SUFFIX, max_f64_##SUFFIX};
 
 SPAN_SET(baseline, , 16)

@@ -13,12 +13,20 @@
  * go in blocks of BLOCK elements, each block's lanes folded into a float and the block sums
  * added in double, as before (see [Note: The reduction engine]); the error bound is FORMAT.md's
  * for any order. Maxima propagate NaN: a span holding one is reduced again by the scalar rule
- * (max_nan_f in reduce.c's terms: the last NaN seen wins), so the answer is the serial one.
+ * (opd__max_nan_f: the last NaN seen wins), so the answer is the serial one.
  */
 #ifndef OPD_KERNELS_REDUCE_SPAN_H
 #define OPD_KERNELS_REDUCE_SPAN_H
 
 #include <stdint.h>
+
+/* max that propagates NaN: a NaN `a` stays, a NaN `b` wins (the serial rule of amax) */
+static inline float opd__max_nan_f(float a, float b) {
+  return b > a || b != b ? b : a;
+}
+static inline double opd__max_nan_d(double a, double b) {
+  return b > a || b != b ? b : a;
+}
 
 typedef struct opd__span_kernels {
   const char *isa; /* "avx512f", "avx2" or "baseline" */
