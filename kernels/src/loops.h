@@ -25,8 +25,9 @@
  * A loop with fn == NULL copies its single input into out, converting the dtype (copy_).
  * New outputs get the layout TensorIterator gives them (opd__alloc_elementwise_output), so
  * that an operation on transposed inputs reads and writes memory in order, as in PyTorch.
- * Compute-bound float32 loops (exp, sigmoid: opd__expf) are also compiled for AVX2 and
- * AVX-512 (OPD__WIDE_VECTORS); the rest are memory-bound and stay at the baseline ISA.
+ * Compute-bound float32 loops (exp, sigmoid: opd__expf; tanh: opd__tanhf; gelu: opd__gelu_f32)
+ * are also compiled for AVX2 and AVX-512 (OPD__WIDE_VECTORS); the rest are memory-bound and stay
+ * at the baseline ISA.
  *
  * Loops are instantiated per compute type with the OPD__*_LOOP macros below, so that an
  * operator is written once per semantics (floating, signed, unsigned, bool), not per dtype:
