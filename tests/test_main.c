@@ -31,6 +31,7 @@ Suite *opd_test_fault_suite(void);
 Suite *opd_test_checked_suite(void);
 Suite *opd_test_vec_math_suite(void);
 Suite *opd_test_graph_plugin_suite(void);
+Suite *opd_test_graph_cuda_suite(void);
 Suite *opd_test_graph_ir_suite(void);
 Suite *opd_test_graph_ops_suite(void);
 Suite *opd_test_graph_passes_suite(void);
@@ -59,7 +60,8 @@ static const struct {
     {"graph_ops", opd_test_graph_ops_suite}, {"graph_passes", opd_test_graph_passes_suite},
     {"graph_exec", opd_test_graph_exec_suite}, {"graph_cache", opd_test_graph_cache_suite},
     {"nn_ops", opd_test_nn_ops_suite},     {"vec_math", opd_test_vec_math_suite},
-    {"graph_plugin", opd_test_graph_plugin_suite}, {"reduce_span", opd_test_reduce_span_suite},
+    {"graph_plugin", opd_test_graph_plugin_suite}, {"graph_cuda", opd_test_graph_cuda_suite},
+    {"reduce_span", opd_test_reduce_span_suite},
 };
 /* clang-format on */
 

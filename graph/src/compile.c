@@ -7,6 +7,7 @@
 
 #include "compiled.h"
 #include "graph_print.h"
+#include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 
@@ -28,6 +29,8 @@ static uint64_t now_ns(void) {
 
 static void compiled_free(opd_compiled_graph *cg) {
   opd__compiled_free_contexts(cg);
+  for (uint32_t i = 0; cg->states && i < cg->plan->ngroups; i++)
+    opd_nvrtc_function_free(cg->states[i].cuda_fn);
   opd__plan_free(cg->plan);
   opd_graph_free(cg->g);
   opd__pipeline_free(&cg->passes);

@@ -26,6 +26,10 @@ typedef struct opd__group_state {
   double max_abs_diff;          /* fused against unfused, at the numerics check */
   uint64_t fused_runs, unfused_runs;
   char why[160]; /* why it does not run fused (a mismatch, a layout) */
+  /* a CUDA group's compiled program, made by its first fused run ([Note: Fused programs on
+   * CUDA]), and whether making it failed */
+  struct opd_nvrtc_function *cuda_fn;
+  bool cuda_failed;
 } opd__group_state;
 
 /* The per-run state: one per concurrent run, kept for the next ([Note: Runs of a compiled

@@ -19,13 +19,22 @@
  * Once decided, a run computes the group one way only. Both decisions, the times and the
  * difference are in the graph's introspection. A fused run whose inputs have a layout the
  * program cannot read in place (geometry.c) runs unfused instead, and says why.
+ * On CUDA ([Note: Fused programs on CUDA] in fused_cuda.c) the first fused run compiles the
+ * program (a group whose program does not compile is pinned unfused, the compiler's first
+ * words kept as why); the numerics check compares copies of both results brought to the
+ * host; the benefit check is not run, since launches return before the kernels finish and
+ * timing them would need a synchronisation per run: a fused group there is decided fused
+ * (it saves a launch and a round trip through device memory per member).
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "compiled.h"
+#include "opd/cuda.h"
+#include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 
@@ -45,11 +54,55 @@ static int run_unfused(opd_compiled_graph *cg, opd__run_ctx *ctx, const opd__gro
   return rc;
 }
 
+/* The device a group runs on: that of the values it stores. */
+static opd_device group_device(const opd_compiled_graph *cg, const opd__group *grp) {
+  return cg->g->values[grp->prog.stores[0].value].device;
+}
+
+/* A CUDA group's compiled program, compiled by the first run that needs it: 0 with *fn, or
+ * OPD_EINVAL (the group is then pinned unfused) or another error. */
+static int cuda_function(opd_compiled_graph *cg, uint32_t gi, const opd_nvrtc_function **fn) {
+  opd__group_state *st = &cg->states[gi];
+  pthread_mutex_lock(&cg->lock);
+  *fn = st->cuda_fn;
+  bool failed = st->cuda_failed;
+  pthread_mutex_unlock(&cg->lock);
+  if (*fn) return 0;
+  if (failed) return opd_error(OPD_EINVAL, "its CUDA program did not compile");
+  opd__sbuf src = {0};
+  char *log = NULL;
+  opd_nvrtc_function *made = NULL;
+  int rc = opd__pw_cuda_source(&cg->plan->groups[gi].prog, &src);
+  if (rc == 0) rc = opd_nvrtc_function_create(src.data, OPD__PW_CUDA_ENTRY, &made, &log);
+  opd__sbuf_free(&src);
+  pthread_mutex_lock(&cg->lock);
+  if (rc == 0 && !st->cuda_fn) {
+    st->cuda_fn = made;
+    made = NULL;
+  } else if (rc == OPD_EINVAL) {
+    st->cuda_failed = true;
+    st->benefit = OPD__UNFUSED;
+    snprintf(st->why, sizeof st->why, "its CUDA program did not compile: %.100s",
+             log ? log : opd_last_error());
+  }
+  *fn = st->cuda_fn;
+  pthread_mutex_unlock(&cg->lock);
+  free(log);                     /* NVRTC's log is malloc'ed */
+  opd_nvrtc_function_free(made); /* another run installed one first */
+  return rc;
+}
+
 /* The fused program into outs (planned buffers or new tensors; references). */
-static int run_fused(opd_compiled_graph *cg, opd__run_ctx *ctx, const opd__group *grp,
-                     opd_tensor **outs) {
+static int run_fused(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, opd_tensor **outs) {
+  const opd__group *grp = &cg->plan->groups[gi];
   const opd__pw_program *p = &grp->prog;
   const opd_graph *g = cg->g;
+  opd_device dev = group_device(cg, grp);
+  const opd_nvrtc_function *fn = NULL;
+  if (dev.type == OPD_DEVICE_CUDA) {
+    int rc = cuda_function(cg, gi, &fn);
+    if (rc) return rc;
+  }
   opd_tensor *ins[p->nloads ? p->nloads : 1];
   for (uint32_t i = 0; i < p->nloads; i++) {
     const opd__pw_load *l = &p->loads[i];
@@ -64,11 +117,10 @@ static int run_fused(opd_compiled_graph *cg, opd__run_ctx *ctx, const opd__group
     if (ctx->planned[v]) {
       opd_tensor_retain(outs[k] = ctx->planned[v]);
     } else {
-      rc = opd_tensor_empty(opd_tensor_sizes(m), m->ndim, opd_tensor_dtype(m),
-                            (opd_device){OPD_DEVICE_CPU, -1}, &outs[k]);
+      rc = opd_tensor_empty(opd_tensor_sizes(m), m->ndim, opd_tensor_dtype(m), dev, &outs[k]);
     }
   }
-  if (rc == 0) rc = opd__pw_run(p, ins, outs);
+  if (rc == 0) rc = fn ? opd__pw_cuda_run(p, fn, ins, outs) : opd__pw_run(p, ins, outs);
   if (rc)
     for (uint32_t k = 0; k < p->nstores; k++)
       if (outs[k]) opd_tensor_release(outs[k]), outs[k] = NULL;
@@ -84,12 +136,13 @@ static int deliver(opd_compiled_graph *cg, opd__run_ctx *ctx, const opd__group *
   return rc;
 }
 
-/* The largest |a - b| of two tensors of one shape, or INFINITY when they disagree past the
- * tolerance (NaN against a number, different infinities, different bools). */
-static double difference(const opd_tensor *a, const opd_tensor *b) {
+/* The largest |a - b| of two tensors of one shape, whose elements are read at pa and pb,
+ * or INFINITY when they disagree past the tolerance (NaN against a number, different
+ * infinities, different bools). */
+static double difference_at(const opd_tensor *a, const char *pa, const opd_tensor *b,
+                            const char *pb) {
   int nd = a->ndim;
   int64_t idx[OPD_MAX_DIMS] = {0};
-  const char *pa = opd_tensor_data(a), *pb = opd_tensor_data(b);
   bool is_bool = opd_tensor_dtype(a) == OPD_BOOL;
   double worst = 0;
   for (int64_t i = 0; i < a->numel; i++) {
@@ -115,6 +168,32 @@ static double difference(const opd_tensor *a, const opd_tensor *b) {
   return worst;
 }
 
+/* The bytes of storage a tensor's elements span from its first one (strides >= 0, as the
+ * values of a graph have). */
+static size_t span_bytes(const opd_tensor *t) {
+  int64_t last = 0;
+  for (int d = 0; d < t->ndim; d++) last += (opd_tensor_sizes(t)[d] - 1) * opd_tensor_strides(t)[d];
+  return (size_t)(last + 1) * opd_dtype_size(opd_tensor_dtype(t));
+}
+
+/* difference_at, reading device tensors through copies on the host. */
+static int difference(const opd_tensor *a, const opd_tensor *b, double *out) {
+  if (a->numel == 0) return *out = 0, 0;
+  bool da = opd_tensor_device(a).type == OPD_DEVICE_CUDA;
+  bool db = opd_tensor_device(b).type == OPD_DEVICE_CUDA;
+  char *ha = da ? opd__malloc(span_bytes(a)) : NULL, *hb = db ? opd__malloc(span_bytes(b)) : NULL;
+  int rc = (da && !ha) || (db && !hb)
+               ? opd_error(OPD_ENOMEM, "out of memory comparing a fused group's results")
+               : 0;
+  if (rc == 0 && da) rc = opd_cuda_copy_to_host(ha, a, 0, span_bytes(a));
+  if (rc == 0 && db) rc = opd_cuda_copy_to_host(hb, b, 0, span_bytes(b));
+  if (rc == 0)
+    *out = difference_at(a, da ? ha : opd_tensor_data(a), b, db ? hb : opd_tensor_data(b));
+  opd__free(ha);
+  opd__free(hb);
+  return rc;
+}
+
 static int64_t measured(const opd_compiled_graph *cg, uint32_t gi, bool fused, int64_t ns) {
   return cg->has_hooks && cg->hooks.measured ? cg->hooks.measured(gi, fused, ns, cg->hooks.data)
                                              : ns;
@@ -133,7 +212,7 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   int rc = 0, frc = OPD_EINVAL; /* the fused run's result, until it ran */
   if (fused_first) {
     t0 = now_ns();
-    frc = run_fused(cg, ctx, grp, outs);
+    frc = run_fused(cg, ctx, gi, outs);
     tf = now_ns() - t0;
   }
   t0 = now_ns();
@@ -141,7 +220,7 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   tu = now_ns() - t0;
   if (!fused_first && rc == 0) {
     t0 = now_ns();
-    frc = run_fused(cg, ctx, grp, outs);
+    frc = run_fused(cg, ctx, gi, outs);
     tf = now_ns() - t0;
   }
   if (rc) {
@@ -157,13 +236,15 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
     if (cg->has_hooks && cg->hooks.after_fused) cg->hooks.after_fused(gi, outs, n, cg->hooks.data);
     if (numerics && st->numerics == OPD__PENDING) {
       double worst = 0;
-      for (uint32_t k = 0; k < n; k++) {
-        double d = difference(outs[k], ctx->vals[grp->prog.stores[k].value]);
+      for (uint32_t k = 0; k < n && rc == 0; k++) {
+        double d = 0;
+        rc = difference(outs[k], ctx->vals[grp->prog.stores[k].value], &d);
         if (d > worst) worst = d;
       }
       st->max_abs_diff = worst;
-      st->numerics = isinf(worst) ? OPD__UNFUSED : OPD__FUSED;
-      if (isinf(worst))
+      /* results that could not be compared (no memory, a device error) decide nothing */
+      if (rc == 0) st->numerics = isinf(worst) ? OPD__UNFUSED : OPD__FUSED;
+      if (rc == 0 && isinf(worst))
         snprintf(st->why, sizeof st->why,
                  "fused results differ from the unfused ones past rtol %g, atol %g", NUMERICS_RTOL,
                  NUMERICS_ATOL);
@@ -173,7 +254,9 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
     if (st->timed == 0 || tf < st->fused_ns) st->fused_ns = tf;
     if (st->timed == 0 || tu < st->unfused_ns) st->unfused_ns = tu;
     st->timed++;
-    if (st->benefit == OPD__PENDING && st->timed >= cg->options.benefit_runs)
+    if (group_device(cg, grp).type == OPD_DEVICE_CUDA) {
+      if (st->benefit == OPD__PENDING) st->benefit = OPD__FUSED; /* not timed: see the Note */
+    } else if (st->benefit == OPD__PENDING && st->timed >= cg->options.benefit_runs)
       st->benefit = (double)st->fused_ns <= (1 + BENEFIT_NOISE) * (double)st->unfused_ns
                         ? OPD__FUSED
                         : OPD__UNFUSED;
@@ -182,7 +265,7 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   pthread_mutex_unlock(&cg->lock);
   if (frc == 0)
     for (uint32_t k = 0; k < n; k++) opd_tensor_release(outs[k]);
-  return 0;
+  return rc;
 }
 
 int opd__run_group(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, uint32_t *kernels) {
@@ -200,7 +283,7 @@ int opd__run_group(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, uint3
   if (fused) {
     uint32_t n = grp->prog.nstores;
     opd_tensor *outs[n ? n : 1];
-    int rc = run_fused(cg, ctx, grp, outs);
+    int rc = run_fused(cg, ctx, gi, outs);
     if (rc == 0) {
       *kernels = 1;
       pthread_mutex_lock(&cg->lock);

@@ -20,17 +20,13 @@
 #include "src/loops.h"
 #include "src/parallel.h"
 
-typedef struct operand {
-  char *base;
-  int8_t dtype;
-  int64_t strides[OPD__PW_MAX_DIMS]; /* elements, over the coalesced iteration space */
-} operand;
+typedef opd__pw_operand operand;
 
 typedef struct run_ctx {
   const opd__pw_program *p;
   int ndim;
   int64_t sizes[OPD__PW_MAX_DIMS];
-  operand *loads, *stores;
+  const operand *loads, *stores;
 } run_ctx;
 
 /* Reads n elements from p with stride s (elements) as float32. */
@@ -237,34 +233,34 @@ static void run_tiles(void *arg, int64_t begin, int64_t end) {
 }
 
 /* Merges dimensions that every operand walks contiguously, and drops those of size 1. */
-static void coalesce(run_ctx *c, uint32_t nops, operand *const *ops) {
+static void coalesce(const opd__pw_program *p, opd__pw_binding *b, uint32_t nops) {
+  operand *ops = b->ops;
   int nd = 0;
-  for (int d = 0; d < c->p->ndim; d++) {
-    if (c->p->sizes[d] == 1) continue;
+  for (int d = 0; d < p->ndim; d++) {
+    if (p->sizes[d] == 1) continue;
     bool merge = nd > 0;
     for (uint32_t k = 0; k < nops && merge; k++)
-      merge = ops[k]->strides[nd - 1] == ops[k]->strides[d] * c->p->sizes[d];
+      merge = ops[k].strides[nd - 1] == ops[k].strides[d] * p->sizes[d];
     if (merge) {
-      c->sizes[nd - 1] *= c->p->sizes[d];
-      for (uint32_t k = 0; k < nops; k++) ops[k]->strides[nd - 1] = ops[k]->strides[d];
+      b->sizes[nd - 1] *= p->sizes[d];
+      for (uint32_t k = 0; k < nops; k++) ops[k].strides[nd - 1] = ops[k].strides[d];
     } else {
-      c->sizes[nd] = c->p->sizes[d];
-      for (uint32_t k = 0; k < nops; k++) ops[k]->strides[nd] = ops[k]->strides[d];
+      b->sizes[nd] = p->sizes[d];
+      for (uint32_t k = 0; k < nops; k++) ops[k].strides[nd] = ops[k].strides[d];
       nd++;
     }
   }
   if (nd == 0) { /* one element */
-    c->sizes[0] = 1;
-    for (uint32_t k = 0; k < nops; k++) ops[k]->strides[0] = 0;
+    b->sizes[0] = 1;
+    for (uint32_t k = 0; k < nops; k++) ops[k].strides[0] = 0;
     nd = 1;
   }
-  c->ndim = nd;
+  b->ndim = nd;
 }
 
-int opd__pw_run(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs) {
-  if (p->numel == 0) return 0;
-  operand loads[p->nloads ? p->nloads : 1], stores[p->nstores ? p->nstores : 1];
-  operand *all[p->nloads + p->nstores];
+int opd__pw_bind(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs,
+                 opd__pw_binding *b) {
+  operand *loads = b->ops, *stores = b->ops + p->nloads;
   for (uint32_t i = 0; i < p->nloads; i++) {
     const opd_tensor *t = inputs[i];
     const opd__pw_load *l = &p->loads[i];
@@ -277,15 +273,23 @@ int opd__pw_run(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor 
       return opd_error(OPD_EINVAL, "a fused operand's layout cannot be read in place");
     loads[i] = (operand){(char *)opd_tensor_data(t), (int8_t)t->dtype, {0}};
     memcpy(loads[i].strides, geo.strides, (size_t)p->ndim * sizeof *geo.strides);
-    all[i] = &loads[i];
   }
   for (uint32_t i = 0; i < p->nstores; i++) {
     stores[i] = (operand){(char *)opd_tensor_data(outputs[i]), (int8_t)outputs[i]->dtype, {0}};
     memcpy(stores[i].strides, p->stores[i].strides, (size_t)p->ndim * sizeof(int64_t));
-    all[p->nloads + i] = &stores[i];
   }
-  run_ctx c = {.p = p, .loads = loads, .stores = stores};
-  coalesce(&c, p->nloads + p->nstores, all);
+  coalesce(p, b, p->nloads + p->nstores);
+  return 0;
+}
+
+int opd__pw_run(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs) {
+  if (p->numel == 0) return 0;
+  operand ops[p->nloads + p->nstores];
+  opd__pw_binding b = {.ops = ops};
+  int rc = opd__pw_bind(p, inputs, outputs, &b);
+  if (rc) return rc;
+  run_ctx c = {.p = p, .ndim = b.ndim, .loads = ops, .stores = ops + p->nloads};
+  memcpy(c.sizes, b.sizes, sizeof c.sizes);
   int64_t ntiles = (p->numel + OPD__PW_TILE - 1) / OPD__PW_TILE;
   opd__parallel_for(0, ntiles, OPD_GRAIN_ELEMENTWISE / OPD__PW_TILE, run_tiles, &c);
   return 0;

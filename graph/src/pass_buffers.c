@@ -45,7 +45,10 @@ int opd__pass_buffer_plan(opd__compile *c, uint64_t *hits) {
     const opd__pw_program *prog = &p->groups[p->order[s].index].prog;
     for (uint32_t k = 0; k < prog->nstores; k++) {
       uint32_t v = prog->stores[k].value;
-      if (g->values[v].root != v || root_escapes(g, v)) continue;
+      /* CUDA values are not planned: the CUDA caching allocator reuses their blocks */
+      if (g->values[v].root != v || root_escapes(g, v) ||
+          g->values[v].device.type != OPD_DEVICE_CPU)
+        continue;
       uint64_t bytes = (uint64_t)g->values[v].meta->numel * opd_dtype_size(opd__gvalue_dtype(g, v));
       uint32_t end = busy_until(g, p, v, s);
       int32_t fit = -1, big = -1; /* the smallest free buffer that fits, the largest free one */

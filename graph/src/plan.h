@@ -115,6 +115,19 @@ typedef struct opd__pw_program {
   uint32_t nsteps;
 } opd__pw_program;
 
+/* A program's operands bound to tensors for a run: loads then stores, each with its strides
+ * (elements) over the iteration space after coalescing (fused_run.c). */
+typedef struct opd__pw_operand {
+  char *base;
+  int8_t dtype;
+  int64_t strides[OPD__PW_MAX_DIMS];
+} opd__pw_operand;
+typedef struct opd__pw_binding {
+  int ndim;
+  int64_t sizes[OPD__PW_MAX_DIMS];
+  opd__pw_operand *ops; /* nloads + nstores, the caller's */
+} opd__pw_binding;
+
 typedef struct opd__group {
   uint32_t *members; /* pointwise nodes, in graph order */
   uint32_t nmembers;
@@ -182,16 +195,32 @@ void opd__pw_program_free(opd__pw_program *p);
  * by the caller). 0, or OPD_EINVAL when an input's layout cannot be carried to the
  * iteration space (the caller then runs the group unfused). */
 int opd__pw_run(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs);
+/* The operands of a run (b->ops: nloads + nstores of them), shared by the CPU and CUDA
+ * runs: 0, or OPD_EINVAL as opd__pw_run. */
+int opd__pw_bind(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs,
+                 opd__pw_binding *b);
+
+/* ---- fused programs on CUDA (fused_cuda.c, [Note: Fused programs on CUDA]) ---- */
+
+#define OPD__PW_CUDA_ENTRY "opd_fused"
+/* The CUDA C++ source of a program (entry OPD__PW_CUDA_ENTRY): 0, or OPD_EINVAL when the
+ * program has more operands than one launch's parameters hold, OPD_ENOMEM. */
+int opd__pw_cuda_source(const opd__pw_program *p, opd__sbuf *sb);
+/* Runs a program on CUDA tensors with its compiled function (opd_nvrtc_function): the
+ * errors of opd__pw_run and of the launch. */
+struct opd_nvrtc_function;
+int opd__pw_cuda_run(const opd__pw_program *p, const struct opd_nvrtc_function *fn,
+                     opd_tensor *const *inputs, opd_tensor *const *outputs);
 /* Applies steps to a geometry: 0 or -1 when a step cannot. */
 int opd__geo_apply(opd__geo *geo, const opd__geo_step *steps, uint32_t n);
 
 /* ---- pointwise operators (pointwise.c) ---- */
 
 /* Whether node n can be part of a fused group: an elementwise operator the fused programs
- * compute exactly as its CPU kernel does (the kernel registered at CPU is opd's own), on
- * float32 and bool tensors of the CPU. On success ins is its instruction: its immediates set
- * (imm_mask), and operands[0..*noperands) the argument index of each operand (UINT32_MAX for
- * an immediate); the caller gives the others registers. */
+ * compute exactly as its kernel does (the kernel registered at its device's key is opd's
+ * own), on float32 and bool tensors of one device, the CPU or a CUDA device. On success ins is its
+ * instruction: its immediates set (imm_mask), and operands[0..*noperands) the argument index of
+ * each operand (UINT32_MAX for an immediate); the caller gives the others registers. */
 bool opd__pw_encode(const opd_graph *g, const opd__gnode *n, opd__pw_instr *ins,
                     uint32_t operands[3], uint32_t *noperands);
 const char *opd__pw_opcode_name(opd__pw_opcode op);

@@ -6,7 +6,9 @@
  * A node fuses when its operator is in the table below, the kernel at its CPU key is the
  * one named there (a plugin that replaced it gets its own kernel called), it runs on the
  * CPU, and its tensors are float32 or bool: registers hold float32, bool values as 0 and 1,
- * so an operation that promotes bool to float32 reads exactly what its kernel would.
+ * so an operation that promotes bool to float32 reads exactly what its kernel would. On
+ * CUDA the same holds with opd's own kernel at the CUDA key, every tensor on the node's
+ * device ([Note: Fused programs on CUDA] in fused_cuda.c). As on the CPU,
  * Operators whose result is bool (eq, gt, lt, a conversion to bool) compare or convert in
  * float32; arithmetic must produce float32 (bool + bool, which is logical, does not fuse).
  * A Python number passed for a Tensor is an immediate: the wrapped 0-d tensor's value,
@@ -209,10 +211,19 @@ static bool fusable_dtype(opd_dtype t) {
   return t == OPD_FLOAT32 || t == OPD_BOOL;
 }
 
-/* The op's kernel at the CPU key is the built-in one the table names. */
-static bool builtin_cpu_kernel(const opd__gop *op, const char *name) {
-  const opd_kernel *k = opd_op_lookup(op->op, opd_keyset_of(OPD_KEY_CPU));
-  return k && k->name && strcmp(k->name, name) == 0;
+/* On the CPU, the op's kernel at the CPU key is the built-in one the table names; on CUDA,
+ * the kernel at the CUDA key is opd's (a CUDA kernel, or the table's composite). */
+static bool builtin_kernel(const opd__gop *op, const char *name, opd_device dev) {
+  if (dev.type != OPD_DEVICE_CPU && dev.type != OPD_DEVICE_CUDA) return false;
+  const opd_kernel *k =
+      opd_op_lookup(op->op, opd_keyset_of(dev.type == OPD_DEVICE_CPU ? OPD_KEY_CPU : OPD_KEY_CUDA));
+  if (!k || !k->name) return false;
+  return strcmp(k->name, name) == 0 ||
+         (dev.type == OPD_DEVICE_CUDA && strncmp(k->name, "opd__cuda_", 10) == 0);
+}
+
+static bool same_device(opd_device a, opd_device b) {
+  return a.type == b.type && (a.index < 0 ? 0 : a.index) == (b.index < 0 ? 0 : b.index);
 }
 
 bool opd__pw_encode(const opd_graph *g, const opd__gnode *n, opd__pw_instr *ins,
@@ -223,9 +234,10 @@ bool opd__pw_encode(const opd_graph *g, const opd__gnode *n, opd__pw_instr *ins,
   for (size_t i = 0; i < sizeof table / sizeof *table && !d; i++)
     if (strcmp(table[i].op, op->name) == 0) d = &table[i];
   uint32_t out = n->first_out;
-  if (!d || g->values[out].device.type != OPD_DEVICE_CPU ||
-      !fusable_dtype(opd__gvalue_dtype(g, out)) || opd__gvalue_ndim(g, out) > OPD__PW_MAX_DIMS ||
-      !builtin_cpu_kernel(op, d->cpu_kernel))
+  if (!d) return false;
+  opd_device dev = g->values[out].device;
+  if (!fusable_dtype(opd__gvalue_dtype(g, out)) || opd__gvalue_ndim(g, out) > OPD__PW_MAX_DIMS ||
+      !builtin_kernel(op, d->cpu_kernel, dev))
     return false;
   *ins = (opd__pw_instr){0};
   if (!d->encode(d, g, n, ins, operands, noperands)) return false;
@@ -238,10 +250,12 @@ bool opd__pw_encode(const opd_graph *g, const opd__gnode *n, opd__pw_instr *ins,
     if (operands[i] == UINT32_MAX) continue; /* an immediate the encoder set */
     const opd__garg *a = &n->args[operands[i]];
     if (a->kind == OPD__GA_REF) {
-      if (!fusable_dtype(opd__gvalue_dtype(g, a->ref))) return false;
+      if (!fusable_dtype(opd__gvalue_dtype(g, a->ref)) ||
+          !same_device(g->values[a->ref].device, dev))
+        return false;
     } else if (a->kind == OPD__GA_CONST && a->value.tag == OPD_IV_TENSOR) {
       if (!fusable_dtype(opd_tensor_dtype(a->value.u.t)) ||
-          opd_tensor_device(a->value.u.t).type != OPD_DEVICE_CPU)
+          !same_device(opd_tensor_device(a->value.u.t), dev))
         return false;
     } else if (a->kind == OPD__GA_WRAPPED) {
       if (a->wrapped_dtype != OPD_FLOAT32) return false;
