@@ -42,6 +42,10 @@ static opd__pool *ready_push(opd__sched *s, opd__session *session) {
   return p;
 }
 
+opd__pool *opd__sched_pool_of(opd__sched *s, opd_device device) {
+  return pool_for(s, device);
+}
+
 static void ready_unlink(opd__session *session) {
   opd__sched_entry *e = &session->sched;
   opd__pool *p = e->pool;
@@ -128,9 +132,11 @@ static void *worker_main(void *arg) {
     e->state = OPD__SESSION_RUNNING;
     pthread_mutex_unlock(&s->mu);
 
+    if (!batch) opd_reader_online(); /* within a batch the worker stayed online */
     if (s->route) { /* [Note: Sessions on workers]: on the wrong pool, the job moves */
       job->device = s->route(job);
       if (pool_for(s, job->device) != p) {
+        if (!batch) opd_reader_offline();
         pthread_mutex_lock(&s->mu);
         if (!(job->qnext = e->head)) e->tail = job;
         e->head = job;
@@ -138,7 +144,6 @@ static void *worker_main(void *arg) {
         continue;
       }
     }
-    if (!batch) opd_reader_online(); /* within a batch the worker stayed online */
     bool hold = s->run(job);
     bool cheap = job->kernel_ns < BATCH_CHEAP_NS;
 

@@ -60,8 +60,10 @@ struct opd__pool {
 
 /* Runs a job on a worker; returns true to keep its session held. */
 typedef bool (*opd__run_fn)(opd__job *job);
-/* On a worker, before a job runs (its session is the worker's): the device it runs on. */
-typedef opd_device (*opd__route_fn)(const opd__job *job);
+/* On a worker, online as a dispatcher reader, before a job runs (its session is the
+ * worker's): the device it runs on. It may prepare the job for running ([Note: Prepared
+ * calls] in prepared.h), which it then undoes when the device is another pool's. */
+typedef opd_device (*opd__route_fn)(opd__job *job);
 /* Hands jobs that ran back to the loop: a list linked by qnext, oldest first ([Note:
  * Handing jobs back in batches] in worker.c). */
 typedef void (*opd__done_fn)(opd__job *jobs, void *arg);
@@ -98,6 +100,8 @@ bool opd__sched_submit_list(opd__sched *s, opd__job *first, opd__job *last);
 /* Closes the session for scheduling and returns its queued jobs, linked by qnext, in order;
  * a running job finishes and comes back through `done`. */
 opd__job *opd__sched_cancel(opd__sched *s, opd__session *session);
+/* The pool a device's work runs on (its GPU's, else the CPU pool). */
+opd__pool *opd__sched_pool_of(opd__sched *s, opd_device device);
 /* Ends a hold: the session's next job may run. */
 void opd__sched_resume(opd__sched *s, opd__session *session);
 
