@@ -10,6 +10,10 @@ extern "C" {
  * later calls return the first call's result): 0, or the first registration error. */
 int opd_kernels_register(void);
 
+/* The instruction set the CPU kernels' reductions run with on this CPU: "avx512f", "avx2" or
+ * "baseline" (see [Note: Reductions per instruction set]); for benchmarks and status pages. */
+const char *opd_kernels_cpu_isa(void);
+
 #ifdef __cplusplus
 }
 #endif
