@@ -101,7 +101,9 @@ bool opd__wire_strings_valid(const ProtobufCMessageDescriptor *desc, const uint8
 /* Whether p[0, len) is a Request whose DefineGraph holds more than `max` nodes, counted
  * from its bytes without decoding them (the daemon refuses it so, before protobuf-c would
  * build the nodes): true with the request's id and the count; false for any other frame,
- * or one that is not well formed (left to protobuf-c). */
+ * or one that is not well formed (left to protobuf-c). Fields are read as protobuf-c reads
+ * them, in any order and repeated: the last id counts, and the nodes of every define_graph
+ * since the last other body, so the count is never below what protobuf-c builds. */
 bool opd__wire_graph_nodes_over(const uint8_t *p, size_t len, uint64_t max, uint64_t *id,
                                 uint64_t *count);
 

@@ -399,39 +399,56 @@ bool opd__wire_parse_pong(const uint8_t *p, size_t len, uint64_t *id, const uint
 
 static bool get_any_varint(reader *r, uint64_t *v);
 
+/* Reads the next field of r: its key, and its value (a varint) or its bytes (LEN); false
+ * when it is not well formed. */
+static bool next_field(reader *r, uint64_t *key, uint64_t *v, reader *bytes) {
+  if (!get_any_varint(r, key)) return false;
+  switch (*key & 7) {
+  case VARINT: return get_any_varint(r, v);
+  case FIXED64:
+  case 5: /* fixed32 */ *v = (*key & 7) == FIXED64 ? 8 : 4; break;
+  case LEN:
+    if (!get_any_varint(r, v)) return false;
+    break;
+  default: return false;
+  }
+  if (*v > (uint64_t)(r->end - r->p)) return false;
+  bytes->p = r->p;
+  bytes->end = r->p + *v;
+  r->p += *v;
+  return true;
+}
+
 bool opd__wire_graph_nodes_over(const uint8_t *p, size_t len, uint64_t max, uint64_t *id,
                                 uint64_t *count) {
-  enum { TAG_REQUEST_DEFINE_GRAPH = 10 << 3 | LEN, FIELD_DEFINE_NODES = 3 };
-  reader r = {p, p + len};
+  enum { FIELD_ID = 1, FIELD_FIRST_BODY = 2, FIELD_DEFINE_GRAPH = 10, FIELD_LAST_BODY = 13 };
+  enum { FIELD_DEFINE_NODES = 3 };
+  reader r = {p, p + len}, body = {NULL, NULL};
+  uint64_t n = 0, key, v;
+  bool define = false;
   *id = 0;
-  if (r.p < r.end && *r.p == TAG_REQUEST_ID) {
-    r.p++;
-    if (!get_any_varint(&r, id)) return false;
-  }
-  reader body;
-  if (!get_len(&r, TAG_REQUEST_DEFINE_GRAPH, &body)) return false; /* not a define */
-  uint64_t n = 0;
-  while (body.p < body.end) {
-    uint64_t key, v;
-    if (!get_any_varint(&body, &key)) return false;
-    switch (key & 7) {
-    case VARINT:
-      if (!get_any_varint(&body, &v)) return false;
-      break;
-    case FIXED64:
-    case 5: /* fixed32 */
-      v = (key & 7) == FIXED64 ? 8 : 4;
-      if (v > (uint64_t)(body.end - body.p)) return false;
-      body.p += v;
-      break;
-    case LEN:
-      if (!get_any_varint(&body, &v) || v > (uint64_t)(body.end - body.p)) return false;
-      body.p += v;
-      if (key >> 3 == FIELD_DEFINE_NODES) n++;
-      break;
-    default: return false;
+  *count = 0;
+  /* every field, as protobuf-c reads them: the last id counts; a body that comes again is
+   * merged or replaces the first, so the nodes of every define_graph since another body are
+   * counted (never fewer than protobuf-c would build) */
+  while (r.p < r.end) {
+    if (!next_field(&r, &key, &v, &body)) return false;
+    uint64_t field = key >> 3;
+    if (key == (FIELD_ID << 3 | VARINT)) {
+      *id = v;
+    } else if (field == FIELD_DEFINE_GRAPH && (key & 7) == LEN) {
+      if (!define) n = 0;
+      define = true;
+      while (body.p < body.end) {
+        reader node = {NULL, NULL};
+        if (!next_field(&body, &key, &v, &node)) return false;
+        if (key == (FIELD_DEFINE_NODES << 3 | LEN)) n++;
+      }
+    } else if (field >= FIELD_FIRST_BODY && field <= FIELD_LAST_BODY) {
+      define = false;
     }
   }
+  if (!define) return false; /* not a define */
   *count = n;
   return n > max;
 }

@@ -622,6 +622,25 @@ START_TEST(test_limits) {
   buf[sizeof buf - 1] = '\0';
   check_rejected(buf, OPD_SCHEMA_MAX_LEN);
 
+  /* ... and must print within the limit: a byte that is not printable ASCII prints as an
+   * octal escape, four bytes (found by tests/fuzz/fuzz_schema: the admin's list printed such
+   * a schema cut short, and the text it printed did not parse) */
+  static const char head_str[] = "f(str s=\"", tail_str[] = "\") -> ()";
+  size_t n_str = 1100;
+  memcpy(buf, head_str, sizeof head_str - 1);
+  memset(buf + sizeof head_str - 1, 0xe9, n_str);
+  memcpy(buf + sizeof head_str - 1 + n_str, tail_str, sizeof tail_str);
+  check_rejected(buf, 0);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), "prints longer than 4096 bytes"));
+  n_str = (OPD_SCHEMA_MAX_LEN - (sizeof head_str - 1) - (sizeof tail_str - 1)) / 4;
+  memcpy(buf + sizeof head_str - 1 + n_str, tail_str, sizeof tail_str);
+  s = parse_ok(buf);
+  ck_assert_int_le(opd_schema_format(s, NULL, 0), OPD_SCHEMA_MAX_LEN);
+  /* a namespace given later counts too */
+  ck_assert_int_eq(opd_schema_set_namespace(s, "a_namespace"), OPD_ESCHEMA);
+  ck_assert_str_eq(s->ns, "");
+  opd_schema_free(s);
+
   ck_assert_int_eq(opd_schema_parse(NULL, &s), OPD_EINVAL);
   ck_assert_ptr_null(s);
   ck_assert_int_eq(opd_schema_parse("f() -> ()", NULL), OPD_EINVAL);

@@ -867,6 +867,34 @@ START_TEST(other_request_strings_refused) {
 }
 END_TEST
 
+/* The node count read from a define_graph's bytes, as protobuf-c reads the frame: fields in
+ * any order, a body repeated (found by tests/fuzz/fuzz_request: the count read only the first
+ * define_graph, so an empty one before a large one passed the daemon's check). */
+START_TEST(graph_nodes_counted_as_protobuf_c_reads) {
+  static const uint8_t twice[] = {0x08, 7, 0x52, 0, 0x52, 10, 0x1a, 0,
+                                  0x1a, 0, 0x1a, 0, 0x1a, 0,  0x1a, 0},
+                       id_after[] = {0x52, 4, 0x1a, 0, 0x1a, 0, 0x08, 9},
+                       other_body_last[] = {0x08, 3, 0x52, 2, 0x1a, 0, 0x4a, 0},
+                       one_after_another_body[] = {0x52, 2, 0x1a, 0, 0x4a, 0, 0x52, 2, 0x1a, 0};
+  uint64_t id, n;
+  Opd__V1__Request *r = opd__v1__request__unpack(NULL, sizeof twice, twice);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_uint_eq(r->define_graph->n_nodes, 5);
+  opd__v1__request__free_unpacked(r, NULL);
+  ck_assert(opd__wire_graph_nodes_over(twice, sizeof twice, 4, &id, &n));
+  ck_assert_uint_eq(id, 7);
+  ck_assert_uint_eq(n, 5);
+  ck_assert(!opd__wire_graph_nodes_over(twice, sizeof twice, 5, &id, &n));
+  ck_assert(opd__wire_graph_nodes_over(id_after, sizeof id_after, 1, &id, &n));
+  ck_assert_uint_eq(id, 9);
+  ck_assert_uint_eq(n, 2);
+  ck_assert(!opd__wire_graph_nodes_over(other_body_last, sizeof other_body_last, 0, &id, &n));
+  ck_assert(opd__wire_graph_nodes_over(one_after_another_body, sizeof one_after_another_body, 0,
+                                       &id, &n));
+  ck_assert_uint_eq(n, 1);
+}
+END_TEST
+
 Suite *opd_test_wire_suite(void) {
   Suite *s = suite_create("wire");
   TCase *tc = tcase_create("hand_packed");
@@ -878,6 +906,7 @@ Suite *opd_test_wire_suite(void) {
   tcase_add_test(tc, request_ping_and_declined);
   tcase_add_test(tc, readers_on_mutated_frames);
   tcase_add_test(tc, request_reader);
+  tcase_add_test(tc, graph_nodes_counted_as_protobuf_c_reads);
   suite_add_tcase(s, tc);
   TCase *strings = tcase_create("strings");
   tcase_set_timeout(strings, 60);

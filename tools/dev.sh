@@ -8,13 +8,18 @@
 #   tools/dev.sh test         install, build (Release) and run the whole test suite
 #   tools/dev.sh test asan    the same with AddressSanitizer + UndefinedBehaviorSanitizer
 #   tools/dev.sh test tsan    the unit suites with ThreadSanitizer (CPU backend only)
+#   tools/dev.sh fuzz [SECONDS [TARGET...]]
+#                             build the libFuzzer drivers (clang, ASan+UBSan, build-fuzz) and
+#                             run each for SECONDS (60) over its corpus (tests/fuzz/README.md)
 #   tools/dev.sh deps         only install the Debian packages
 #   tools/dev.sh format       check formatting with the committed .clang-format
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(build-essential cmake pkg-config clang-format python3 libjansson-dev check libsubunit-dev
-  libopenblas-dev libuv1-dev libprotobuf-c-dev protobuf-c-compiler liburcu-dev libhttp-parser-dev chromium
+# clang and libclang-rt-14-dev (libFuzzer, the sanitizers' runtimes): the fuzz build only
+PACKAGES=(build-essential cmake pkg-config clang-format clang libclang-rt-14-dev python3
+  libjansson-dev check libsubunit-dev libopenblas-dev libuv1-dev libprotobuf-c-dev
+  protobuf-c-compiler liburcu-dev libhttp-parser-dev chromium
   python3-dev python3-numpy python3-pytest python3-torch python3-setuptools python3-pip python3-venv)
 
 as_root() {
@@ -38,6 +43,13 @@ build() { # build DIR [cmake args...]
   shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
   cmake --build "$dir" -j"$(nproc)"
+}
+
+# The fuzz build: only the drivers and what they link, all instrumented (tests/fuzz/README.md).
+build_fuzz() {
+  cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DOPD_FUZZ=ON \
+    -DOPD_CUDA=OFF -DOPD_BENCH=OFF >/dev/null
+  cmake --build build-fuzz -j"$(nproc)" --target fuzzers
 }
 
 format_check() {
@@ -69,8 +81,16 @@ test)
     ctest --test-dir build-release --output-on-failure -j"$(nproc)"
   fi
   ;;
+fuzz)
+  deps
+  build_fuzz
+  shift
+  seconds=${1:-60}
+  [ $# -gt 0 ] && shift
+  tests/fuzz/run_fuzzers.sh build-fuzz "$seconds" "$@"
+  ;;
 *)
-  sed -n '2,12p' "$0"
+  sed -n '2,15p' "$0"
   exit 2
   ;;
 esac

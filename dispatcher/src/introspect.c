@@ -142,7 +142,7 @@ json_t *opd_op_json(const opd_operator *op) {
   pthread_mutex_lock(&opd__registry_lock);
   json_object_set_new(root, "name", opd_json_text(op->name));
   if (op->schema) {
-    char buf[4096];
+    char buf[OPD_SCHEMA_MAX_LEN + 1];
     opd_schema_format(op->schema, buf, sizeof buf);
     json_object_set_new(root, "schema", opd_json_text(buf));
   } else {
@@ -190,7 +190,7 @@ char *opd_op_dump_table(const opd_operator *op) {
   fputs("name: ", f);
   bool ok = put_text(f, op->name);
   if (op->schema) {
-    char buf[4096];
+    char buf[OPD_SCHEMA_MAX_LEN + 1];
     opd_schema_format(op->schema, buf, sizeof buf);
     fputs("\nschema: ", f);
     ok = put_text(f, buf) && ok;

@@ -690,6 +690,10 @@ int opd_schema_parse(const char *text, opd_schema **out) {
     skip_space(&p);
     if (text[p.pos]) err = fail_expected(&p, "end of schema");
   }
+  /* printing can be longer than the text (escapes, 17-digit floats): a schema taken must
+   * print within the limit too, or what the daemon prints of it could not be read back */
+  if (!err && opd_schema_format(p.out, NULL, 0) > OPD_SCHEMA_MAX_LEN)
+    err = fail(0, "schema prints longer than %d bytes", OPD_SCHEMA_MAX_LEN);
   if (err) {
     opd_schema_free(p.out);
     return err;
@@ -876,6 +880,9 @@ int opd_schema_set_namespace(opd_schema *s, const char *ns) {
     return opd_error(OPD_ESCHEMA, "schema: %s::%s names namespace '%s', not '%s'", s->ns, s->name,
                      s->ns, ns);
   }
+  if (opd_schema_format(s, NULL, 0) + n + 2 > OPD_SCHEMA_MAX_LEN)
+    return opd_error(OPD_ESCHEMA, "schema: %.40s::%.40s prints longer than %d bytes", ns, s->name,
+                     OPD_SCHEMA_MAX_LEN);
   char *copy = dup_range(ns, n);
   if (!copy) return no_memory();
   opd__free(s->ns);

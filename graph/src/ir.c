@@ -152,7 +152,7 @@ int opd__graph_op_index(opd_graph *g, const opd_operator *op, uint32_t *index) {
     g->ops = p;
     g->cap_ops = cap;
   }
-  char text[OPD_SCHEMA_MAX_LEN];
+  char text[OPD_SCHEMA_MAX_LEN + 1];
   opd_schema *copy = NULL;
   int rc = opd_schema_format(s, text, sizeof text) >= (int)sizeof text
                ? opd_error(OPD_EINVAL, "the schema of %s is too long", opd_op_name(op))

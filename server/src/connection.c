@@ -552,11 +552,36 @@ static void upload_received(opd__conn *c) {
   to_worker(c, j);
 }
 
+int opd__upload_check(const Opd__V1__Upload *u, uint64_t *nbytes, opd_device *dev) {
+  int rc;
+  *nbytes = 0;
+  *dev = (opd_device){OPD_DEVICE_CPU, -1};
+  if (u->device && u->device->type == OPD_DEVICE_CUDA &&
+      (rc = opd__gpu_upload_device(u->device->index, dev)) < 0)
+    return rc;
+  if (u->device && u->device->type != OPD_DEVICE_CUDA &&
+      (u->device->type != OPD_DEVICE_CPU || u->device->index < -1 || u->device->index > 0))
+    return opd_error(OPD_EINVAL,
+                     "upload: tensors are uploaded to the CPU (device type 0, index -1 or 0) or "
+                     "a CUDA device (type 1), not to device type %d index %d",
+                     (int)u->device->type, (int)u->device->index);
+  if ((rc = opd__checked_nbytes((opd_dtype)u->dtype, u->shape, u->n_shape, nbytes, "upload")) < 0)
+    return rc;
+  if (*nbytes != u->nbytes)
+    return opd_error(OPD_EINVAL,
+                     "upload: dtype %s and a shape of %" PRIu64 " elements need %" PRIu64
+                     " bytes, but nbytes is %" PRIu64,
+                     opd_dtype_name((opd_dtype)u->dtype),
+                     *nbytes / opd_dtype_size((opd_dtype)u->dtype), *nbytes, u->nbytes);
+  return 0;
+}
+
 /* Starts an upload; false when it must wait for the session's requests in flight (the frame
  * is then decoded again later). */
 static bool begin_upload(opd__conn *c, opd__job *j) {
   const Opd__V1__Upload *u = j->req->upload;
-  uint64_t declared = u->nbytes, nbytes = 0;
+  uint64_t declared = u->nbytes, nbytes;
+  opd_device dev;
   int rc;
   if (unanswered(c) >= cfg(c)->max_in_flight) {
     over_in_flight(c, j);
@@ -566,32 +591,7 @@ static bool begin_upload(opd__conn *c, opd__job *j) {
     }
     return true;
   }
-  opd_device dev = {OPD_DEVICE_CPU, -1};
-  if (u->device && u->device->type == OPD_DEVICE_CUDA &&
-      (rc = opd__gpu_upload_device(u->device->index, &dev)) < 0) {
-    refuse_upload(c, j, rc, declared);
-    return true;
-  }
-  if (u->device && u->device->type != OPD_DEVICE_CUDA &&
-      (u->device->type != OPD_DEVICE_CPU || u->device->index < -1 || u->device->index > 0)) {
-    rc = opd_error(OPD_EINVAL,
-                   "upload: tensors are uploaded to the CPU (device type 0, index -1 or 0) or a "
-                   "CUDA device (type 1), not to device type %d index %d",
-                   (int)u->device->type, (int)u->device->index);
-    refuse_upload(c, j, rc, declared);
-    return true;
-  }
-  if ((rc = opd__checked_nbytes((opd_dtype)u->dtype, u->shape, u->n_shape, &nbytes, "upload")) <
-      0) {
-    refuse_upload(c, j, rc, declared);
-    return true;
-  }
-  if (nbytes != declared) {
-    rc = opd_error(OPD_EINVAL,
-                   "upload: dtype %s and a shape of %" PRIu64 " elements need %" PRIu64
-                   " bytes, but nbytes is %" PRIu64,
-                   opd_dtype_name((opd_dtype)u->dtype),
-                   nbytes / opd_dtype_size((opd_dtype)u->dtype), nbytes, declared);
+  if ((rc = opd__upload_check(u, &nbytes, &dev)) < 0) {
     refuse_upload(c, j, rc, declared);
     return true;
   }
@@ -642,6 +642,46 @@ static const struct {
     {OPD__V1__REQUEST__BODY_DESCRIBE_GRAPH, OPD__JOB_DESCRIBE_GRAPH},
 };
 
+int opd__request_decode(opd__arena *arena, const uint8_t *data, size_t len,
+                        uint64_t max_graph_nodes, Opd__V1__Request **out, uint64_t *id) {
+  /* [Note: Hand-packed messages]: the common requests are read by hand */
+  Opd__V1__Request *req = NULL;
+  bool by_hand = opd__wire_parse_request(data, len, &arena->pb, WIRE_MAX_ARGS, &req) > 0;
+  uint64_t gid, nodes;
+  *out = NULL;
+  *id = 0;
+  if (!by_hand && opd__wire_graph_nodes_over(data, len, max_graph_nodes, &gid, &nodes)) {
+    *id = gid; /* [Note: Graphs in the daemon]: refused before it is decoded */
+    return opd_error(OPD_EINVAL,
+                     "graph node %" PRIu64 ": the graph has %" PRIu64
+                     " nodes, more than max_graph_nodes (%" PRIu64 ")",
+                     max_graph_nodes, nodes, max_graph_nodes);
+  }
+  if (!by_hand) {
+    opd__arena_reset(arena, arena->limit);
+    req = opd__v1__request__unpack(&arena->pb, len, data);
+  }
+  *out = req;
+  if (req) *id = req->id;
+  if (!req && arena->out_of_memory)
+    return opd_error(OPD_ENOMEM, "out of memory decoding a request of %zu bytes", len);
+  if (!req && arena->exceeded)
+    return opd_error(OPD_EINVAL,
+                     "malformed request: a %zu-byte frame that decodes to more than %zu bytes", len,
+                     arena->limit);
+  if (!req)
+    return opd_error(OPD_EINVAL,
+                     "malformed request: the %zu-byte frame is not an opd.v1.Request (protobuf "
+                     "decoding failed)",
+                     len);
+  /* [Note: Strings in requests]: the hand reader took a plain name; check the others */
+  char bad[512];
+  if (!by_hand && !opd__wire_strings_valid(&opd__v1__request__descriptor, data, len, opd_utf8_valid,
+                                           opd_utf8_escape, bad, sizeof bad))
+    return opd_error(OPD_EINVAL, "%s", bad);
+  return 0;
+}
+
 /* Handles one frame; false when it must be handled again later (nothing consumed). */
 static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
   opd__job *j = job_get(c, len);
@@ -650,59 +690,19 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
     opd__conn_close(c);
     return true;
   }
-  /* [Note: Hand-packed messages]: the common requests are read by hand */
-  Opd__V1__Request *req = NULL;
-  bool by_hand = opd__wire_parse_request(data, len, &j->arena.pb, WIRE_MAX_ARGS, &req) > 0;
-  uint64_t gid, nodes;
-  if (!by_hand && c->hello_done &&
-      opd__wire_graph_nodes_over(data, len, cfg(c)->max_graph_nodes, &gid, &nodes)) {
-    char msg[240]; /* [Note: Graphs in the daemon]: refused before it is decoded */
-    snprintf(msg, sizeof msg,
-             "graph node %u: the graph has %" PRIu64 " nodes, more than max_graph_nodes (%u)",
-             cfg(c)->max_graph_nodes, nodes, cfg(c)->max_graph_nodes);
-    j->id = gid;
-    refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, msg);
-    return true;
-  }
-  if (!by_hand) {
-    opd__arena_reset(&j->arena, j->arena.limit);
-    req = opd__v1__request__unpack(&j->arena.pb, len, data);
-  }
-  if (!req) {
-    char msg[200];
-    if (j->arena.out_of_memory) { /* the frame was read whole: the stream is still in step */
-      snprintf(msg, sizeof msg, "out of memory decoding a request of %zu bytes", len);
-      if (c->hello_done)
-        refuse(c, j, OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, NULL, msg);
-      else
-        fatal(c, j, OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED, msg);
-      return true;
-    }
-    if (j->arena.exceeded)
-      snprintf(msg, sizeof msg,
-               "malformed request: a %zu-byte frame that decodes to more than %zu bytes", len,
-               j->arena.limit);
-    else
-      snprintf(msg, sizeof msg,
-               "malformed request: the %zu-byte frame is not an opd.v1.Request (protobuf "
-               "decoding failed)",
-               len);
-    if (c->hello_done)
-      refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, msg);
-    else
-      fatal(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, msg);
-    return true;
-  }
+  Opd__V1__Request *req;
+  uint64_t id;
+  int rc = opd__request_decode(&j->arena, data, len,
+                               c->hello_done ? cfg(c)->max_graph_nodes : UINT64_MAX, &req, &id);
   j->req = req;
-  j->id = req->id;
-  /* [Note: Strings in requests]: the hand reader took a plain name; check the others */
-  char bad[512];
-  if (!by_hand && !opd__wire_strings_valid(&opd__v1__request__descriptor, data, len, opd_utf8_valid,
-                                           opd_utf8_escape, bad, sizeof bad)) {
+  j->id = id;
+  if (rc < 0) { /* the frame was read whole: the stream is still in step */
+    Opd__V1__ErrorCode code = rc == OPD_ENOMEM ? OPD__V1__ERROR_CODE__RESOURCE_EXHAUSTED
+                                               : OPD__V1__ERROR_CODE__INVALID_ARGUMENT;
     if (c->hello_done)
-      refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, bad);
+      refuse(c, j, code, NULL, opd_last_error());
     else
-      fatal(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, bad);
+      fatal(c, j, code, opd_last_error());
     return true;
   }
   if (!c->hello_done) {

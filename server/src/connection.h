@@ -82,4 +82,23 @@ void opd__conn_send_from_worker(opd__job *first);
 /* Closes at once: queued requests are cancelled, running ones finish unanswered. */
 void opd__conn_close(opd__conn *c);
 
+/* The steps of reading a request that need no connection (the daemon's, and tests/fuzz's):
+ *
+ * opd__request_decode decodes one frame's len bytes into `arena` as the daemon does: by hand
+ * when the frame is in a hand-packed form, else by protobuf-c within the arena's limit, then
+ * every string field checked ([Note: Hand-packed messages], [Note: Strings in requests] in
+ * proto/opd_wire.h). 0 and *out; OPD_EINVAL (not a Request, over the arena's limit, a string
+ * that is not UTF-8 or holds a NUL) or OPD_ENOMEM, with the message. *out is also set for a
+ * refused string (its id is answered), NULL when nothing decoded. A define_graph of more than
+ * max_graph_nodes nodes (UINT64_MAX: no limit) is refused from its bytes before protobuf-c
+ * builds them ([Note: Graphs in the daemon]). *id is the request's id, the refused graph's,
+ * or 0. */
+int opd__request_decode(opd__arena *arena, const uint8_t *data, size_t len,
+                        uint64_t max_graph_nodes, Opd__V1__Request **out, uint64_t *id);
+/* The checks of an Upload header that need no session: its device (the CPU, or a CUDA
+ * device that is available) and its dtype, shape and nbytes (product(shape) x element
+ * size, every factor checked). 0 with the byte count and the device the tensor goes to, or
+ * a negative error with the message. */
+int opd__upload_check(const Opd__V1__Upload *u, uint64_t *nbytes, opd_device *dev);
+
 #endif

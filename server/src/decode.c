@@ -319,7 +319,7 @@ static int decode_arg(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *ou
 static int declaration_error(const char *op, const opd_schema *schema, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int declaration_error(const char *op, const opd_schema *schema, const char *fmt, ...) {
-  char what[160], decl[OPD_SCHEMA_MAX_LEN];
+  char what[160], decl[OPD_SCHEMA_MAX_LEN + 1];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);

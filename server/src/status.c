@@ -93,13 +93,10 @@ struct opd__status {
 struct sconn {
   uv_tcp_t tcp;
   uv_timer_t timer;
-  http_parser parser;
+  opd__status_request req;
   opd__status *st;
   sconn *prev, *next;
-  size_t header_bytes; /* request line and headers received so far */
-  char url[MAX_URL_BYTES + 1];
-  size_t url_len;
-  bool url_too_long, headers_done, responded, closing;
+  bool responded, closing;
   int open_handles; /* tcp and timer: freed when both are closed */
   uv_write_t wreq;
   uv_shutdown_t sreq;
@@ -587,7 +584,7 @@ static json_t *memory_json(void) {
                    (json_int_t)opd_tensor_slab_bytes());
 }
 
-static void dispatch(sconn *c, const opd_operator *op, const opd__status_target *t) {
+static json_t *dispatch_json(const opd_operator *op, const opd__status_target *t) {
   /* the call path reads the thread's dispatch state: install the asked-for one */
   opd_local_dispatch_state saved = opd_tls_get();
   opd_tls_set((opd_local_dispatch_state){
@@ -607,7 +604,18 @@ static void dispatch(sconn *c, const opd_operator *op, const opd__status_target 
     j = NULL;
   }
   json_decref(where);
-  respond_json(c, 200, j);
+  return j;
+}
+
+int opd__status_op_answer(opd__status_target *t, json_t **out) {
+  *out = NULL;
+  const opd_operator *op = t->name[0] ? opd_find_op(t->name) : NULL;
+  if (!op) {
+    char shown[MAX_ECHO_BYTES + 1];
+    return target_error(t, 404, "unknown operator '%s'", echo(shown, sizeof shown, t->name));
+  }
+  *out = t->route == OPD__STATUS_OP_DISPATCH ? dispatch_json(op, t) : opd_op_json(op);
+  return 200;
 }
 
 /* ---- /v1/graphs ---- */
@@ -874,11 +882,8 @@ static void metrics(sconn *c) {
 /* ---- routing ---- */
 
 static void route(sconn *c) {
-  if (c->parser.method != HTTP_GET)
-    return respond_error(c, 405, "only GET is served (got %s)",
-                         http_method_str((enum http_method)c->parser.method));
   opd__status_target t;
-  int code = opd__status_parse_target(c->url, c->url_len, &t);
+  int code = opd__status_request_target(&c->req, &t);
   if (code) return respond_error(c, code, "%s", t.error);
   opd__status *st = c->st;
   switch (t.route) {
@@ -901,32 +906,28 @@ static void route(sconn *c) {
   case OPD__STATUS_OP:
   case OPD__STATUS_OP_DISPATCH: break;
   }
-  const opd_operator *op = t.name[0] ? opd_find_op(t.name) : NULL;
-  if (!op) {
-    char shown[MAX_ECHO_BYTES + 1];
-    return respond_error(c, 404, "unknown operator '%s'", echo(shown, sizeof shown, t.name));
-  }
-  if (t.route == OPD__STATUS_OP_DISPATCH) return dispatch(c, op, &t);
-  respond_json(c, 200, opd_op_json(op));
+  json_t *j;
+  if ((code = opd__status_op_answer(&t, &j)) != 200) return respond_error(c, code, "%s", t.error);
+  respond_json(c, 200, j);
 }
 
-/* ---- http-parser callbacks ---- */
+/* ---- reading a request ---- */
 
 static int on_url(http_parser *p, const char *at, size_t len) {
-  sconn *c = p->data;
-  if (len > MAX_URL_BYTES - c->url_len) {
-    c->url_too_long = true;
+  opd__status_request *r = p->data;
+  if (len > MAX_URL_BYTES - r->url_len) {
+    r->url_too_long = true;
     return 1;
   }
-  memcpy(c->url + c->url_len, at, len);
-  c->url_len += len;
-  c->url[c->url_len] = '\0';
+  memcpy(r->url + r->url_len, at, len);
+  r->url_len += len;
+  r->url[r->url_len] = '\0';
   return 0;
 }
 
 static int on_headers_complete(http_parser *p) {
-  sconn *c = p->data;
-  c->headers_done = true;
+  opd__status_request *r = p->data;
+  r->headers_done = true;
   http_parser_pause(p, 1);
   return 0;
 }
@@ -935,6 +936,44 @@ static const http_parser_settings settings = {
     .on_url = on_url,
     .on_headers_complete = on_headers_complete,
 };
+
+void opd__status_request_init(opd__status_request *r) {
+  http_parser_init(&r->parser, HTTP_REQUEST);
+  r->parser.data = r;
+  r->header_bytes = 0;
+  r->url[0] = '\0';
+  r->url_len = 0;
+  r->url_too_long = r->headers_done = false;
+}
+
+int opd__status_request_feed(opd__status_request *r, const char *data, size_t len, char *error,
+                             size_t cap) {
+  size_t parsed = http_parser_execute(&r->parser, &settings, data, len);
+  r->header_bytes += parsed;
+  enum http_errno err = HTTP_PARSER_ERRNO(&r->parser);
+  if (r->url_too_long) {
+    snprintf(error, cap, "the request target is longer than %d bytes", MAX_URL_BYTES);
+    return 414;
+  }
+  if (r->header_bytes > MAX_HEADER_BYTES) {
+    snprintf(error, cap, "the request line and headers exceed %d bytes", MAX_HEADER_BYTES);
+    return 431;
+  }
+  if (err != HPE_OK && err != HPE_PAUSED) {
+    snprintf(error, cap, "malformed HTTP request: %s", http_errno_description(err));
+    return 400;
+  }
+  return r->headers_done ? 1 : 0;
+}
+
+int opd__status_request_target(const opd__status_request *r, opd__status_target *t) {
+  if (r->parser.method != HTTP_GET) {
+    t->name[0] = '\0';
+    return target_error(t, 405, "only GET is served (got %s)",
+                        http_method_str((enum http_method)r->parser.method));
+  }
+  return opd__status_parse_target(r->url, r->url_len, t);
+}
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   (void)suggested;
@@ -968,16 +1007,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   sconn *c = s->data;
   if (nread < 0) return conn_close(c);
   if (nread == 0 || c->responded) return;
-  size_t parsed = http_parser_execute(&c->parser, &settings, buf->base, (size_t)nread);
-  c->header_bytes += parsed;
-  enum http_errno err = HTTP_PARSER_ERRNO(&c->parser);
-  if (c->url_too_long)
-    return respond_error(c, 414, "the request target is longer than %d bytes", MAX_URL_BYTES);
-  if (c->header_bytes > MAX_HEADER_BYTES)
-    return respond_error(c, 431, "the request line and headers exceed %d bytes", MAX_HEADER_BYTES);
-  if (err != HPE_OK && err != HPE_PAUSED)
-    return respond_error(c, 400, "malformed HTTP request: %s", http_errno_description(err));
-  if (!c->headers_done) return;
+  char error[160];
+  int code = opd__status_request_feed(&c->req, buf->base, (size_t)nread, error, sizeof error);
+  if (code > 1) return respond_error(c, code, "%s", error);
+  if (code == 0) return;
   opd_reader_online(); /* [Note: The status thread] */
   route(c);
   opd_reader_offline();
@@ -1013,8 +1046,7 @@ static void on_connection(uv_stream_t *server, int status) {
   st->conns_tail = c;
   st->nconns++;
   if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0) return conn_close(c);
-  http_parser_init(&c->parser, HTTP_REQUEST);
-  c->parser.data = c;
+  opd__status_request_init(&c->req);
   uv_timer_start(&c->timer, on_timeout, REQUEST_TIMEOUT_MS, 0);
   if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) conn_close(c);
 }

@@ -3,6 +3,10 @@
 #ifndef OPD_SERVER_STATUS_H
 #define OPD_SERVER_STATUS_H
 
+#include <http_parser.h>
+#include <jansson.h>
+#include <stdbool.h>
+
 #include "opd/keyset.h"
 #include "opd/server.h"
 
@@ -43,6 +47,35 @@ typedef struct opd__status_target {
  * text, or a bad dispatch key name; 404 for no such endpoint; 414 past OPD__STATUS_MAX_URL
  * bytes. Pure: no socket, no server, no dispatcher state, so a fuzzer can call it alone. */
 int opd__status_parse_target(const char *target, size_t len, opd__status_target *t);
+
+/* The head of one HTTP request (request line and headers) read by http-parser as its bytes
+ * arrive, in pieces of any size; bytes after the head are not read. With the two functions
+ * below, everything the endpoint does with a request's bytes before it renders an answer,
+ * callable without a socket (a fuzzer's entry points). */
+typedef struct opd__status_request {
+  http_parser parser;
+  size_t header_bytes; /* request line and headers received so far */
+  char url[OPD__STATUS_MAX_URL + 1];
+  size_t url_len;
+  bool url_too_long, headers_done;
+} opd__status_request;
+
+void opd__status_request_init(opd__status_request *r);
+/* Reads the next len bytes of the request: 0 while its head is incomplete, 1 once it is
+ * whole (the method in r->parser.method, the target in r->url), or the HTTP status that
+ * refuses it, with the message in error (cap bytes): 414 for a target over
+ * OPD__STATUS_MAX_URL bytes, 431 for a head over 8 KiB, 400 for malformed HTTP. */
+int opd__status_request_feed(opd__status_request *r, const char *data, size_t len, char *error,
+                             size_t cap);
+/* The target of a whole request: 0 and *t, or the HTTP status that answers it with t->error:
+ * 405 for a method other than GET, else opd__status_parse_target's. */
+int opd__status_request_target(const opd__status_request *r, opd__status_target *t);
+/* The answer to a target of route OPD__STATUS_OP or OPD__STATUS_OP_DISPATCH: 200 with *out
+ * (the operator's registrations and table, or where t's key sets dispatch it; NULL when out
+ * of memory), or 404 for an operator that does not exist, with t->error. It reads the
+ * dispatcher's introspection: call it as an online reader, or from a thread that no
+ * registration change races ([Note: Registration under traffic]). */
+int opd__status_op_answer(opd__status_target *t, json_t **out);
 
 /* Binds HOST:PORT (before it returns: an address in use fails here) and starts the status
  * thread. 0 or a negative opd error with a message. */

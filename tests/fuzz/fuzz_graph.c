@@ -22,9 +22,8 @@
  * installed; once the session is destroyed and the graph context stopped, the CPU allocator
  * holds what it held before the input (the cache's planned buffers included).
  *
- * Drop-in: tests/fuzz/ (fuzz_common.h) and opd__wire_graph_nodes_over (proto/opd_wire.h);
- * its name in OPD_FUZZERS with the server's libraries and opd_graph, seeds in
- * corpus/graph/ (tests/fuzz/make_graph_corpus.py writes them).
+ * Seeds: corpus/graph/, written by make_graph_corpus.c
+ * (build-fuzz/tests/fuzz/fuzz_make_graph_corpus tests/fuzz/corpus).
  */
 #include "arena.h"
 #include "execute.h"

@@ -31,9 +31,10 @@
  * times (`int[2] stride=1` is [1, 1]). Tensor, Generator, Device and the other lists
  * (Tensor[], Scalar[]) take only `None`.
  *
- * Limits (the text can be hostile): at most OPD_SCHEMA_MAX_LEN bytes, at most
- * OPD_SCHEMA_MAX_ARGS arguments and as many returns. Bad text fails with OPD_ESCHEMA and
- * a message "schema: at N: reason" (N: 0-based byte offset) in opd_last_error().
+ * Limits (the text can be hostile): at most OPD_SCHEMA_MAX_LEN bytes, given and printed
+ * (opd_schema_format: escapes and floats can print longer than they were written), at most
+ * OPD_SCHEMA_MAX_ARGS arguments and as many returns. Bad text fails with OPD_ESCHEMA and a
+ * message "schema: at N: reason" (N: 0-based byte offset) in opd_last_error().
  */
 #ifndef OPD_SCHEMA_H
 #define OPD_SCHEMA_H
@@ -123,8 +124,9 @@ int opd_schema_format(const opd_schema *s, char *buf, size_t len);
 int opd_schema_qualified_name(const opd_schema *s, char *buf, size_t len);
 
 /* Gives a schema that names no namespace the namespace `ns` (an identifier): 0, or
- * OPD_ESCHEMA (s names another namespace), OPD_EINVAL (ns is not an identifier),
- * OPD_ENOMEM. Setting the namespace s already has is a no-op. */
+ * OPD_ESCHEMA (s names another namespace, or would print longer than OPD_SCHEMA_MAX_LEN
+ * bytes), OPD_EINVAL (ns is not an identifier), OPD_ENOMEM. Setting the namespace s
+ * already has is a no-op. */
 int opd_schema_set_namespace(opd_schema *s, const char *ns);
 
 /* Frees s and everything it owns; NULL is a no-op. */
