@@ -29,6 +29,7 @@ Suite *opd_test_wire_suite(void);
 Suite *opd_test_limits_suite(void);
 Suite *opd_test_fault_suite(void);
 Suite *opd_test_checked_suite(void);
+Suite *opd_test_sched_suite(void);
 
 static const struct {
   const char *name;
@@ -44,7 +45,7 @@ static const struct {
     {"rpc", opd_test_rpc_suite},           {"gpu_server", opd_test_gpu_server_suite},
     {"cuda", opd_test_cuda_suite},         {"wire", opd_test_wire_suite},
     {"limits", opd_test_limits_suite},     {"fault", opd_test_fault_suite},
-    {"checked", opd_test_checked_suite},
+    {"checked", opd_test_checked_suite},   {"sched", opd_test_sched_suite},
 };
 
 int main(int argc, char **argv) {

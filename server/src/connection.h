@@ -52,6 +52,7 @@ struct opd__conn {
   uint32_t in_flight;   /* requests accepted and not answered */
   uint32_t outstanding; /* jobs on workers */
   opd__job *pending_head, *pending_tail; /* decoded, for the workers (by qnext) */
+  uint32_t npending;                     /* their count */
   size_t decoded_bytes;                  /* their decoded requests' memory */
   uint32_t writes;                       /* writes in progress */
   opd__job *free_jobs;
@@ -62,7 +63,7 @@ struct opd__conn {
   /* state */
   bool hello_done;
   bool wait_idle;         /* an upload waits for the session's requests to finish */
-  opd__write *streaming; /* the write of a gathered download's chunks: no other may start */
+  opd__write *streaming;  /* the write of a gathered download's chunks: no other may start */
   bool close_after_flush; /* a fatal protocol error was answered */
   bool draining;          /* the server stops: no new requests */
   bool closing, handle_closed;

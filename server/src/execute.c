@@ -614,7 +614,8 @@ static int encode_results(opd__job *job, opd_stack *st, Opd__V1__Response *resp)
 
 static int run_call(opd__job *job, Opd__V1__Response *resp) {
   const char *op = job->req->call->op;
-  const opd_operator *oper = opd_find_op(op);
+  /* the estimate found it ([Note: The cost of a job] in cost.h); operators are never freed */
+  const opd_operator *oper = job->op ? job->op : opd_find_op(op);
   const opd_schema *schema = oper ? opd_op_schema(oper) : NULL;
   if (!schema) return opd_error(OPD_ENOENT, "unknown operator '%.200s'", op);
   opd_stack st;

@@ -24,6 +24,7 @@
 
 #include "arena.h"
 #include "opd.pb-c.h"
+#include "opd/dispatcher.h"
 #include "opd/tensor.h"
 
 typedef struct opd__conn opd__conn;
@@ -57,12 +58,17 @@ typedef struct opd__job {
   uint8_t *out;               /* the encoded response frame, length prefix included */
   size_t out_len, out_cap;
   uint64_t kernel_ns; /* how long a call's kernel ran (0 for other requests) */
+  /* [Note: Fair sharing of workers] in worker.h: what its session's owner estimated */
+  const opd_operator *op; /* a call's operator, found by the estimate (NULL: not yet) */
+  uint64_t cost_ns;       /* [Note: The cost of a job] in cost.h, once `costed` */
   size_t sent; /* bytes of `out` its worker already sent ([Note: Responses written by workers]) */
   opd__job_kind kind;
   bool at_worker;     /* queued or running on a worker, which owns it meanwhile */
   bool counted;       /* counts in the connection's requests in flight */
   bool done;          /* `out` holds the response */
   bool holds_session; /* the session runs nothing else until `raw` is written */
+  bool costed;        /* cost_ns and waits are set */
+  bool waits;         /* it waits for a device (a long job whatever its cost) */
 } opd__job;
 
 #endif
