@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static uint64_t now_ns(void) {
@@ -68,6 +69,16 @@ static long parse_long(const char *s, const char *what, long lo, long hi) {
   long v = strtol(s, &end, 10);
   if (errno || *end || v < lo || v > hi) die("bad %s", what);
   return v;
+}
+
+/* The index of s among the n names; dies naming them (what: the option) if it is none. */
+static int parse_name(const char *s, const char *what, const char *const *names, int n) {
+  for (int k = 0; k < n; k++)
+    if (strcmp(s, names[k]) == 0) return k;
+  fprintf(stderr, BENCH_NAME ": unknown %s '%s' (", what, s);
+  for (int k = 0; k < n; k++) fprintf(stderr, "%s%s", k ? ", " : "", names[k]);
+  fprintf(stderr, ")\n");
+  exit(2);
 }
 
 static double parse_seconds(const char *s, const char *what) {

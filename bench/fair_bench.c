@@ -20,13 +20,16 @@
  *   heavy  N heavy sessions (default 2) by themselves
  *   mixed  the N heavy sessions and the light one
  *   fair   M heavy sessions (default 5), for each session's share
- * Output, one line per phase, key=value:
- *   opd-bench-fair phase=alone light_calls=2990 light_p50_us=90.1 light_p99_us=310.0
- *   opd-bench-fair phase=heavy heavy_calls_per_s=30.1
- *   opd-bench-fair phase=mixed light_calls=2990 light_p50_us=.. light_p99_us=..
- * heavy_calls_per_s=.. opd-bench-fair phase=fair sessions=5 heavy_calls_per_s=30.0 min_share=0.91
- * max_share=1.08 (share: a session's calls per second over the fair share, the total's 1/M). The
- * exit status is 1 when a request failed. Threads: one per session, each with its own client. */
+ * Output, one line per phase, key=value (share: a session's calls per second over the fair
+ * share, the total's 1/M):
+ *   opd-bench-fair phase=alone op=mm light_calls=2990 light_p50_us=90.1 light_p99_us=310.0
+ *   opd-bench-fair phase=heavy op=mm sessions=2 heavy_calls_per_s=30.10
+ *   opd-bench-fair phase=mixed op=mm sessions=2 light_calls=2990 light_p50_us=80.2
+ *     light_p99_us=700.5 heavy_calls_per_s=29.80
+ *   opd-bench-fair phase=fair op=mm sessions=5 heavy_calls_per_s=30.00 min_share=0.91
+ *     max_share=1.08
+ * (the mixed and fair lines are one line each). The exit status is 1 when a request failed.
+ * Threads: one per session, each with its own client. */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -282,13 +285,7 @@ int main(int argc, char **argv) {
   while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     switch (ch) {
     case 'u': opt.url = optarg; break;
-    case 'o': {
-      int k = 0;
-      while (k < 3 && strcmp(optarg, op_names[k]) != 0) k++;
-      if (k == 3) die("unknown heavy op '%s' (mm, add, softmax)", optarg);
-      opt.op = (enum heavy_op)k;
-      break;
-    }
+    case 'o': opt.op = (enum heavy_op)parse_name(optarg, "heavy op", op_names, 3); break;
     case 'n': opt.heavy = (int)parse_long(optarg, "--heavy", 1, MAX_SESSIONS); break;
     case 'D': opt.depth = (int)parse_long(optarg, "--depth", 1, MAX_DEPTH); break;
     case 'm':

@@ -616,13 +616,9 @@ static void parse_args(int argc, char **argv) {
   while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     switch (ch) {
     case 'u': opt.url = optarg; break;
-    case 'w': {
-      int k = 0;
-      while (k < 4 && strcmp(optarg, workload_names[k]) != 0) k++;
-      if (k == 4) die("unknown workload '%s' (add, ping, upload, download)", optarg);
-      opt.workload = (enum workload)k;
+    case 'w':
+      opt.workload = (enum workload)parse_name(optarg, "workload", workload_names, 4);
       break;
-    }
     case 'c': opt.connections = (int)parse_long(optarg, "--connections", 1, MAX_CONNECTIONS); break;
     case 'P': opt.pipeline = (int)parse_long(optarg, "--pipeline", 1, MAX_PIPELINE); break;
     case 'd': opt.duration = parse_seconds(optarg, "--duration"); break;

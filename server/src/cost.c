@@ -110,10 +110,14 @@ typedef struct call_sum {
   int64_t bcast[64];
 } call_sum;
 
+/* A tensor argument: a handle's tensor (its numel is known) or a literal's shape. */
 static void add_shape(call_sum *c, const int64_t *sizes, int ndim, size_t esize,
                       const opd_tensor *tensor, bool gpu) {
   uint64_t numel = 1;
-  for (int d = 0; d < ndim; d++) numel = sat_mul(numel, sizes[d] > 0 ? (uint64_t)sizes[d] : 0);
+  if (tensor)
+    numel = (uint64_t)tensor->numel;
+  else
+    for (int d = 0; d < ndim; d++) numel = sat_mul(numel, sizes[d] > 0 ? (uint64_t)sizes[d] : 0);
   c->bytes = sat_add(c->bytes, sat_mul(numel, esize));
   if (esize > c->elem_max) c->elem_max = esize;
   c->gpu = c->gpu || gpu;

@@ -170,6 +170,7 @@ static void on_stop(uv_async_t *a) {
 
 static void *loop_main(void *arg) {
   opd_server *s = arg;
+  opd__sched_latency_thread(); /* [Note: Fair sharing of workers] in worker.h */
   uv_run(&s->loop, UV_RUN_DEFAULT);
   return NULL;
 }

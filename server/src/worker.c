@@ -1,11 +1,14 @@
 /* worker.c: worker pools and the scheduler of the sessions' requests (see [Note: Sessions on
  * workers] and [Note: Fair sharing of workers] in worker.h). */
+#define _DEFAULT_SOURCE /* syscall */
 #include "worker.h"
 
 #include <assert.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "opd/dispatcher.h"
@@ -175,14 +178,19 @@ static void add_jobs(opd__sched_entry *e, int delta) {
 }
 
 /* Estimates up to ESTIMATE_MAX of the session's queued jobs not estimated yet, outside the
- * lock (taken on entry and exit); the caller owns the session (RUNNING) and is an online
- * dispatcher reader. Cancel waits for the pass: the jobs stay the scheduler's meanwhile. */
-static void estimate_queued(opd__sched *s, opd__session *session) {
+ * lock (taken on entry and exit); the caller owns the session (RUNNING) and is, or here
+ * becomes, an online dispatcher reader (*online). Cancel waits for the pass: the jobs stay
+ * the scheduler's meanwhile. */
+static void estimate_queued(opd__sched *s, opd__session *session, bool *online) {
   opd__sched_entry *e = &session->sched;
   opd__job *j = e->unestimated, *last = e->tail;
   if (!j || !s->estimate || e->closed) return;
   e->estimating = true;
   pthread_mutex_unlock(&s->mu);
+  if (!*online) { /* estimates read schemas */
+    opd_reader_online();
+    *online = true;
+  }
   uint64_t sum = 0;
   for (unsigned n = 1;; n++, j = j->qnext) { /* jobs up to `last` keep their links */
     j->cost_ns = s->estimate(j);
@@ -265,18 +273,7 @@ static void worker_loop(opd__pool *p, bool lane) {
     }
     opd__sched_entry *e = &session->sched;
     assert(e->state == OPD__SESSION_RUNNING && e->head);
-    if (e->unestimated && s->estimate) {
-      if (!online) { /* estimating reads schemas; meanwhile cancel waits, the jobs stay */
-        e->estimating = true;
-        pthread_mutex_unlock(&s->mu);
-        opd_reader_online();
-        online = true;
-        pthread_mutex_lock(&s->mu);
-        e->estimating = false;
-        if (e->closed) pthread_cond_broadcast(&s->estimated);
-      }
-      estimate_queued(s, session);
-    }
+    estimate_queued(s, session, &online);
     if (e->closed) { /* a cancel waited for the estimate: the queue is its to take */
       e->state = OPD__SESSION_IDLE;
       continue;
@@ -337,7 +334,7 @@ static void worker_loop(opd__pool *p, bool lane) {
     } else if (e->closed) { /* cancelled: what is left is the cancel's */
       e->state = OPD__SESSION_IDLE;
     } else {
-      if (e->unestimated && s->estimate && !s->stopping) estimate_queued(s, session);
+      if (!s->stopping) estimate_queued(s, session, &online);
       if (cheap && e->head && !s->stopping && nbatch + 1 < BATCH_MAX && turn_ns < TURN_NS &&
           pool_for(s, e->head->device) == p && lane_of(s, p, e->head) == OPD__LANE_SHORT)
         turn = session;
@@ -374,12 +371,35 @@ static void worker_loop(opd__pool *p, bool lane) {
   opd_reader_unregister();
 }
 
+/* sched_setattr(2)'s argument (glibc wraps neither; linux/sched/types.h clashes with
+ * sched.h) */
+struct latency_attr {
+  uint32_t size, sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime, sched_deadline, sched_period;
+};
+#define LATENCY_SLICE_NS 100000
+
+void opd__sched_latency_thread(void) {
+  struct latency_attr a;
+  /* the thread's own policy and nice value stay; only the slice changes, and only for a
+   * thread of the ordinary policy. A hint: where refused, nothing changes. */
+  if (syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) != 0 || a.sched_policy != SCHED_OTHER) return;
+  a.size = sizeof a;
+  a.sched_flags = 0;
+  a.sched_runtime = LATENCY_SLICE_NS;
+  (void)syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
 static void *worker_main(void *arg) {
   worker_loop(arg, false);
   return NULL;
 }
 
 static void *lane_main(void *arg) {
+  opd__sched_latency_thread();
   worker_loop(arg, true);
   return NULL;
 }

@@ -61,7 +61,11 @@
  *  - Threads. The CPU pool reports how many of its threads run a job to the kernels, whose
  *    large loops split over the CPUs the others leave ([Note: Kernel threads and the load]
  *    in kernels/src/parallel.h): the workers and the kernels' threads do not oversubscribe
- *    the CPUs.
+ *    the CPUs. The lane threads and the event loop, which run briefly and must run soon,
+ *    ask the kernel for a short time slice (100 us; sched_attr.sched_runtime, which Linux's
+ *    EEVDF scheduler takes since 6.12 as a request to preempt longer-slice threads sooner;
+ *    older kernels ignore it): a tiny call then does not wait for a CPU-bound kernel's slice
+ *    to end.
  * The GPU pools follow the same policy: a session's downloads and synchronizes, which wait
  * for its stream, hold a worker of the device and never its lane, so another session's
  * launches go on while one session's queued kernels drain.
@@ -138,8 +142,14 @@ struct opd__pool {
 typedef bool (*opd__run_fn)(opd__job *job);
 /* On a worker, before a job runs (its session is the worker's): the device it runs on. */
 typedef opd_device (*opd__route_fn)(const opd__job *job);
-/* On a worker that owns the job's session, online as a dispatcher reader: the job's
- * estimated cost in ns, and job->waits ([Note: The cost of a job] in cost.h). */
+/* The scheduler's one question about a job's cost, asked once per job before it runs, on a
+ * worker that owns the job's session, online as a dispatcher reader (so it may read the
+ * session's handle table and operators' schemas, and must not block): the job's estimated
+ * kernel time in ns of one thread of its device (saturating, never wrapping), and in
+ * job->waits whether it waits for a device (then it is long whatever its cost). Nothing
+ * else of the job may change. The daemon's is opd__job_estimate ([Note: The cost of a job]
+ * in cost.h), which answers per job kind: a new kind of job (a graph run) gets its case
+ * there, the sum of its steps' costs, and the scheduler needs nothing more. */
 typedef uint64_t (*opd__estimate_fn)(opd__job *job);
 /* Hands jobs that ran back to the loop: a list linked by qnext, oldest first ([Note:
  * Handing jobs back in batches] in worker.c). */
@@ -183,6 +193,9 @@ bool opd__sched_submit_list(opd__sched *s, opd__job *first, opd__job *last);
 opd__job *opd__sched_cancel(opd__sched *s, opd__session *session);
 /* Ends a hold: the session's next job may run. */
 void opd__sched_resume(opd__sched *s, opd__session *session);
+/* Marks the calling thread latency-sensitive: a short time slice ([Note: Fair sharing of
+ * workers]; the event loop's thread and the lane threads). */
+void opd__sched_latency_thread(void);
 /* Puts the session in a priority class (from its hello). */
 void opd__sched_set_priority(opd__sched *s, opd__session *session, opd_priority p);
 
