@@ -42,6 +42,7 @@ typedef enum rule {
   RULE_INDEX_SELECT, /* index_select(self, dim, index) */
   RULE_EMBEDDING,    /* embedding(weight[V, D], indices) */
   RULE_ARANGE,       /* arange(start, end, step) */
+  RULE_VIEW,         /* every return aliases an argument and none is written */
 } rule;
 
 static const struct {
@@ -69,19 +70,27 @@ static void find_rule_ops(void) {
   for (size_t i = 0; i < NUM_RULES; i++) rule_ops[i] = opd_find_op(named_rules[i].name);
 }
 
-static rule rule_of(const opd_operator *op) {
-  pthread_once(&rules_once, find_rule_ops);
-  for (size_t i = 0; i < NUM_RULES; i++)
-    if (rule_ops[i] == op) return named_rules[i].rule;
-  return RULE_DEFAULT;
-}
-
 /* Every return aliases an argument and none is written: a view, which touches no data. */
 static bool is_view(const opd_schema *s) {
-  if (!s || s->num_returns == 0) return false;
+  if (s->num_returns == 0) return false;
   for (uint32_t i = 0; i < s->num_returns; i++)
     if (!s->returns[i].alias.set[0] || s->returns[i].alias.is_write) return false;
   return true;
+}
+
+/* The rule of an operator, remembered per thread for the operator asked about last (a
+ * pipelining client calls one operator many times; an operator's schema never changes). */
+static rule rule_of(const opd_operator *op, const opd_schema *schema) {
+  static _Thread_local const opd_operator *last_op;
+  static _Thread_local rule last_rule;
+  if (op == last_op) return last_rule;
+  pthread_once(&rules_once, find_rule_ops);
+  rule r = is_view(schema) ? RULE_VIEW : RULE_DEFAULT;
+  for (size_t i = 0; i < NUM_RULES; i++)
+    if (rule_ops[i] == op) r = named_rules[i].rule;
+  last_op = op;
+  last_rule = r;
+  return r;
 }
 
 /* ---- what a call's arguments hold ---- */
@@ -97,22 +106,23 @@ typedef struct call_sum {
   uint64_t numel;  /* of the broadcast of their shapes */
   size_t elem_max; /* the largest element size among them */
   int bdims;
-  shape shapes[SHAPES]; /* the first tensor arguments, in order */
   int ntensors;
+  int nscalars;
   bool gpu;                  /* a tensor is on a CUDA device */
   bool to_cpu;               /* a Device argument names the CPU */
   const int64_t *first_ints; /* the first int list (a factory's size) */
   size_t n_first_ints;
-  double scalars[3]; /* the first numbers (arange's start, end, step) */
-  int nscalars;
-  /* last, not cleared: the broadcast shape, right-aligned, bcast[64 - bdims ..] written
-   * before they are read */
+  /* from here on not cleared: each entry is written before it is read (the counts above
+   * say how many are) */
+  shape shapes[SHAPES]; /* the first tensor arguments, in order */
+  double scalars[3];    /* the first numbers (arange's start, end, step) */
+  /* the broadcast shape, right-aligned: bcast[64 - bdims ..] */
   int64_t bcast[64];
 } call_sum;
 
 /* A tensor argument: a handle's tensor (its numel is known) or a literal's shape. */
-static void add_shape(call_sum *c, const int64_t *sizes, int ndim, size_t esize,
-                      const opd_tensor *tensor, bool gpu) {
+static inline void add_shape(call_sum *c, const int64_t *sizes, int ndim, size_t esize,
+                             const opd_tensor *tensor, bool gpu) {
   uint64_t numel = 1;
   if (tensor)
     numel = (uint64_t)tensor->numel;
@@ -134,7 +144,7 @@ static void add_shape(call_sum *c, const int64_t *sizes, int ndim, size_t esize,
   if (ndim > c->bdims) c->bdims = ndim > 64 ? 64 : ndim;
 }
 
-static void add_handle(call_sum *c, opd__session *s, uint64_t handle) {
+static inline void add_handle(call_sum *c, opd__session *s, uint64_t handle) {
   opd_tensor *t = handle ? opd__session_lookup(s, handle) : NULL;
   if (t)
     add_shape(c, opd_tensor_sizes(t), t->ndim, opd_dtype_size(opd_tensor_dtype(t)), t,
@@ -220,12 +230,12 @@ static void call_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu
   *bytes = *flops = 0;
   if (!schema) return; /* an unknown operator: the call fails at once */
   job->op = op;
+  rule r = rule_of(op, schema);
   call_sum c;
-  memset(&c, 0, offsetof(call_sum, bcast));
+  memset(&c, 0, offsetof(call_sum, shapes));
   sum_args(&c, job->session, call);
   *gpu = c.gpu;
   job->waits = c.gpu && c.to_cpu;
-  rule r = rule_of(op);
   const shape *sh = c.shapes;
   switch (r) {
   case RULE_MM:
@@ -277,9 +287,9 @@ static void call_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu
     *flops = elems;
     return;
   }
+  case RULE_VIEW: return;
   case RULE_DEFAULT: break;
   }
-  if (is_view(schema)) return;
   if (c.ntensors == 0) { /* a factory: its size list */
     uint64_t elems = c.first_ints ? 1 : 0;
     for (size_t i = 0; i < c.n_first_ints; i++)
