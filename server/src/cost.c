@@ -78,17 +78,20 @@ static bool is_view(const opd_schema *s) {
   return true;
 }
 
-/* The rule of an operator, remembered per thread for the operator asked about last (a
- * pipelining client calls one operator many times; an operator's schema never changes). */
+/* The rule of an operator, remembered per thread for the operator and schema asked about
+ * last (a pipelining client calls one operator many times; a definition removed and made
+ * again has a new schema). At worst a stale answer misjudges one estimate, nothing else. */
 static rule rule_of(const opd_operator *op, const opd_schema *schema) {
   static _Thread_local const opd_operator *last_op;
+  static _Thread_local const opd_schema *last_schema;
   static _Thread_local rule last_rule;
-  if (op == last_op) return last_rule;
+  if (op == last_op && schema == last_schema) return last_rule;
   pthread_once(&rules_once, find_rule_ops);
   rule r = is_view(schema) ? RULE_VIEW : RULE_DEFAULT;
   for (size_t i = 0; i < NUM_RULES; i++)
     if (rule_ops[i] == op) r = named_rules[i].rule;
   last_op = op;
+  last_schema = schema;
   last_rule = r;
   return r;
 }
