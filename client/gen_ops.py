@@ -135,10 +135,13 @@ class Schema:
         if rets.startswith("("):
             rets = rets[1:-1]
         self.returns = [r for r in split_top(rets) if r]
-        for r in self.returns:
-            rt = Type(r.split()[0])
-            if rt.base != "Tensor" or rt.is_list or rt.optional:
-                raise GenError(f"{self.qualified}: only Tensor results have typed calls ('{r}')")
+        # only operators whose results are Tensors have typed calls; the others (a Tensor[]
+        # result: split.Tensor) are called boxed
+        self.typed = all(_plain_tensor(Type(r.split()[0])) for r in self.returns)
+
+
+def _plain_tensor(t):
+    return t.base == "Tensor" and not t.is_list and not t.optional
 
 
 def c_string(s):
@@ -344,7 +347,7 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     defs, out_h, out_c, header_dirs = argv[1], argv[2], argv[3], argv[4:]
-    schemas = [Schema(t) for t in read_schemas(defs)]
+    schemas = [s for s in map(Schema, read_schemas(defs)) if s.typed]
     names = generated_names(schemas)
     taken = taken_names(header_dirs)
     for s in schemas:

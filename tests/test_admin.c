@@ -36,6 +36,7 @@
 #include "opd/tensor.h"
 #include "opd/unboxed.h"
 #include "opd/utf8.h"
+#include "test_files.h"
 
 Suite *opd_test_admin_suite(void);
 
@@ -44,16 +45,6 @@ Suite *opd_test_admin_suite(void);
 #endif
 
 static char dir[32], sock_path[100], plugin_dir[64], token_path[64];
-
-static void copy_file(const char *from, const char *to) {
-  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-  ck_assert(in && out);
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, in)) > 0) ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
-  fclose(in);
-  fclose(out);
-}
 
 /* A temporary directory with plugins/scaled_add.so, plugins/second.so (scaled_add_impl.so:
  * the kernels without the def),
@@ -67,9 +58,9 @@ static void make_dirs(void) {
   ck_assert_int_eq(mkdir(plugin_dir, 0700), 0);
   char path[256];
   snprintf(path, sizeof path, "%s/scaled_add.so", plugin_dir);
-  copy_file(OPD_EXAMPLE_PLUGIN, path);
+  opd_test_copy_file(OPD_EXAMPLE_PLUGIN, path);
   snprintf(path, sizeof path, "%s/second.so", plugin_dir);
-  copy_file(OPD_EXAMPLE_PLUGIN_IMPL, path);
+  opd_test_copy_file(OPD_EXAMPLE_PLUGIN_IMPL, path);
   snprintf(path, sizeof path, "%s/link.so", plugin_dir);
   ck_assert_int_eq(symlink(OPD_EXAMPLE_PLUGIN, path), 0);
   FILE *f = fopen(token_path, "w");

@@ -467,6 +467,21 @@ START_TEST(test_copy_round_trip) {
 }
 END_TEST
 
+/* issue 14's operators on the device against the CPU kernels (tests/test_nn_ops.c checks
+ * the CPU ones against PyTorch) */
+START_TEST(test_nn_ops_match_cpu) {
+  if (skip_without_device("test_nn_ops_match_cpu")) return;
+  int64_t shape[2] = {33, 65};
+  opd_tensor *f = cpu_data(shape, 2, OPD_FLOAT32, 1), *i64 = cpu_data(shape, 2, OPD_INT64, 3);
+  ck_assert_int_gt(compare_op("aten::silu", &f, 1, NULL, 0, 1e-6), 0);
+  opd_ivalue two = opd_iv_int(2), half = opd_iv_double(0.5);
+  ck_assert_int_gt(compare_op("aten::eq.Scalar", &i64, 1, &two, 1, 0), 0);
+  ck_assert_int_gt(compare_op("aten::eq.Scalar", &f, 1, &half, 1, 0), 0);
+  opd_tensor_release(f);
+  opd_tensor_release(i64);
+}
+END_TEST
+
 START_TEST(test_add_matches_cpu) {
   if (skip_without_device("test_add_matches_cpu")) return;
   int64_t sa[2] = {37, 129}, sb[1] = {129};
@@ -798,6 +813,7 @@ Suite *opd_test_cuda_suite(void) {
 #endif
   tcase_add_test(tc, test_copy_round_trip);
   tcase_add_test(tc, test_add_matches_cpu);
+  tcase_add_test(tc, test_nn_ops_match_cpu);
   tcase_add_test(tc, test_softmax_matches_cpu);
   tcase_add_test(tc, test_mm_matches_cpu);
   tcase_add_test(tc, test_cpu_scalar_operands);

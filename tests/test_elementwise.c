@@ -693,6 +693,34 @@ START_TEST(test_fill_and_masked_fill) {
 }
 END_TEST
 
+/* Empty tensors whose dimensions of size 2 or more have stride 0 (an expand of an empty
+ * tensor; the soak, tests/soak, made one by permuting an elementwise result) are not dense:
+ * c10's is_non_overlapping_and_dense skips the dimensions of size 0 and 1. clone gives them
+ * contiguous strides; taking theirs made an output that copy_ refused as overlapping. */
+static void expect_no_stride_0(const opd_tensor *t) {
+  for (int d = 0; d < t->ndim; d++)
+    ck_assert_msg(opd_tensor_sizes(t)[d] < 2 || opd_tensor_strides(t)[d] != 0,
+                  "dimension %d of size %lld has stride 0", d, (long long)opd_tensor_sizes(t)[d]);
+}
+
+START_TEST(test_clone_of_empty_views) {
+  opd_tensor *e = mk(OPD_FLOAT32, SHAPE(1, 0), NULL), *r;
+  opd_tensor *x = view(e, 2, (int64_t[]){6, 0}, (int64_t[]){0, 1}, 0);
+  opd_tensor *y = view(e, 4, (int64_t[]){6, 0, 1, 3}, (int64_t[]){0, 1, 0, 0}, 0);
+  ck_assert_int_eq(call("aten::clone", &r, 2, T(x), NONE), 0);
+  expect_shape(r, OPD_FLOAT32, SHAPE(6, 0));
+  expect_no_stride_0(r);
+  opd_tensor_release(r);
+  ck_assert_int_eq(call("aten::clone", &r, 2, T(y), NONE), 0);
+  expect_shape(r, OPD_FLOAT32, SHAPE(6, 0, 1, 3));
+  expect_no_stride_0(r);
+  opd_tensor_release(r);
+  opd_tensor_release(x);
+  opd_tensor_release(y);
+  opd_tensor_release(e);
+}
+END_TEST
+
 START_TEST(test_to_copy_and_add_out) {
   /* a transposed (dense) input keeps its strides; values converted */
   opd_tensor *base = mk(OPD_FLOAT32, SHAPE(2, 3), VALS(1.5, -2.5, 3, 4, 5, 6));
@@ -785,6 +813,7 @@ Suite *opd_test_elementwise_suite(void) {
   tcase_add_test(tc, test_meta);
   tcase_add_test(tc, test_copy);
   tcase_add_test(tc, test_fill_and_masked_fill);
+  tcase_add_test(tc, test_clone_of_empty_views);
   tcase_add_test(tc, test_to_copy_and_add_out);
   tcase_add_test(tc, test_parallel_matches_serial);
   suite_add_tcase(s, tc);

@@ -29,8 +29,19 @@ Suite *opd_test_wire_suite(void);
 Suite *opd_test_limits_suite(void);
 Suite *opd_test_fault_suite(void);
 Suite *opd_test_checked_suite(void);
+Suite *opd_test_vec_math_suite(void);
+Suite *opd_test_graph_plugin_suite(void);
+Suite *opd_test_graph_cuda_suite(void);
+Suite *opd_test_graph_ir_suite(void);
+Suite *opd_test_graph_ops_suite(void);
+Suite *opd_test_graph_passes_suite(void);
+Suite *opd_test_graph_exec_suite(void);
+Suite *opd_test_graph_cache_suite(void);
+Suite *opd_test_nn_ops_suite(void);
 Suite *opd_test_sched_suite(void);
 
+/* Two suites a line (clang-format gives a list this long one a line). */
+/* clang-format off */
 static const struct {
   const char *name;
   Suite *(*make)(void);
@@ -45,8 +56,14 @@ static const struct {
     {"rpc", opd_test_rpc_suite},           {"gpu_server", opd_test_gpu_server_suite},
     {"cuda", opd_test_cuda_suite},         {"wire", opd_test_wire_suite},
     {"limits", opd_test_limits_suite},     {"fault", opd_test_fault_suite},
-    {"checked", opd_test_checked_suite},   {"sched", opd_test_sched_suite},
+    {"checked", opd_test_checked_suite},   {"graph_ir", opd_test_graph_ir_suite},
+    {"graph_ops", opd_test_graph_ops_suite}, {"graph_passes", opd_test_graph_passes_suite},
+    {"graph_exec", opd_test_graph_exec_suite}, {"graph_cache", opd_test_graph_cache_suite},
+    {"nn_ops", opd_test_nn_ops_suite},     {"vec_math", opd_test_vec_math_suite},
+    {"graph_plugin", opd_test_graph_plugin_suite}, {"graph_cuda", opd_test_graph_cuda_suite},
+    {"sched", opd_test_sched_suite},
 };
+/* clang-format on */
 
 int main(int argc, char **argv) {
   SRunner *runner = NULL;

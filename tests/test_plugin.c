@@ -42,7 +42,7 @@ static void *load(recorded *r, int *rc) {
   ck_assert_msg(h != NULL, "dlopen: %s", dlerror());
   opd_plugin_init_fn init = (opd_plugin_init_fn)dlsym(h, OPD_PLUGIN_INIT_SYMBOL);
   ck_assert_ptr_nonnull(init);
-  opd_plugin_host host = {"plugin scaled_add.so", record, r};
+  opd_plugin_host host = {"plugin scaled_add.so", record, r, NULL};
   *rc = init(&host);
   return h;
 }

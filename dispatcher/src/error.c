@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "opd/utf8.h"
 
@@ -40,10 +41,14 @@ int opd_last_error_code(void) {
 }
 
 int opd_error(int err, const char *fmt, ...) {
+  /* formatted aside first: the arguments may include opd_last_error() itself (a message
+   * that wraps the one before it) */
+  char message[sizeof opd__last_message];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(opd__last_message, sizeof opd__last_message, fmt, ap);
+  vsnprintf(message, sizeof message, fmt, ap);
   va_end(ap);
+  memcpy(opd__last_message, message, sizeof message);
   /* [Note: Strings on the wire are UTF-8]: messages reach clients; one cut by the buffer,
    * or by a %.Ns of a name, must not end inside a character */
   opd_utf8_repair(opd__last_message);

@@ -146,6 +146,12 @@ static int op_map_insert(opd_operator *op) {
   return 0;
 }
 
+/* Lock held. A registration change touched op ([Note: Operator generations] in
+ * opd/dispatcher.h). */
+static void bump_generation(opd_operator *op) {
+  atomic_fetch_add_explicit(&op->hot.generation, 1, memory_order_release);
+}
+
 /* Lock held. */
 static opd_operator *find_or_create_op(const char *name) {
   opd_operator *op = op_map_find(name);
@@ -348,6 +354,7 @@ opd_reg_id opd_def(const char *ns, const char *schema_text, opd_provenance prov)
     if (rc == 0 && (r = new_registration(OPD__REG_DEF, OPD_KEY_Undefined, op, NULL, prov))) {
       op->def = r;
       set_key_extractor(op);
+      bump_generation(op);
     } else {
       if (rc == 0) rc = OPD_ENOMEM;
       __atomic_store_n(&op->schema, NULL, __ATOMIC_RELEASE);
@@ -392,6 +399,7 @@ static opd_reg_id add_impl(const char *name, opd_dispatch_key key, const opd_ker
     r->older = op->regs[key];
     op->regs[key] = r;
     opd__table_update(op, key);
+    bump_generation(op);
   }
   pthread_mutex_unlock(&opd__registry_lock);
   finish_change(NULL, NULL);
@@ -411,6 +419,7 @@ opd_reg_id opd_impl_fallthrough(const char *name, opd_dispatch_key key, opd_prov
 
 static void update_slot_of_op(opd_operator *op, void *key) {
   opd__table_update_slot(op, *(opd_dispatch_key *)key);
+  bump_generation(op);
 }
 
 /* Lock held. */
@@ -469,6 +478,7 @@ int opd_deregister(opd_reg_id id) {
   unlink_registration(r);
   opd_operator *op = r->op;
   opd_schema *dead_schema = NULL;
+  if (op) bump_generation(op);
   switch (r->kind) {
   case OPD__REG_DEF:
     dead_schema = op->schema;

@@ -227,6 +227,10 @@ OPD__BOOLS(OPD__PRED2_LOOP, gt, x > y)
 OPD__FLOATS(OPD__PRED1_LOOP, lt_scalar, x < c0)
 OPD__INTS(OPD__PRED1_LOOP, lt_scalar, x < c0)
 OPD__BOOLS(OPD__PRED1_LOOP, lt_scalar, x < c0)
+/* issue 14: eq.Scalar */
+OPD__FLOATS(OPD__PRED1_LOOP, eq_scalar, x == c0)
+OPD__INTS(OPD__PRED1_LOOP, eq_scalar, x == c0)
+OPD__BOOLS(OPD__PRED1_LOOP, eq_scalar, x == c0)
 
 static const opd__loop_fn eq_loops[OPD__NC] = {OPD__FLOATS(OPD__ENTRY, eq) OPD__INTS(OPD__ENTRY, eq)
                                                    OPD__BOOLS(OPD__ENTRY, eq)};
@@ -234,6 +238,8 @@ static const opd__loop_fn gt_loops[OPD__NC] = {OPD__FLOATS(OPD__ENTRY, gt) OPD__
                                                    OPD__BOOLS(OPD__ENTRY, gt)};
 static const opd__loop_fn lt_scalar_loops[OPD__NC] = {OPD__FLOATS(OPD__ENTRY, lt_scalar) OPD__INTS(
     OPD__ENTRY, lt_scalar) OPD__BOOLS(OPD__ENTRY, lt_scalar)};
+static const opd__loop_fn eq_scalar_loops[OPD__NC] = {OPD__FLOATS(OPD__ENTRY, eq_scalar) OPD__INTS(
+    OPD__ENTRY, eq_scalar) OPD__BOOLS(OPD__ENTRY, eq_scalar)};
 
 static int compare(opd_tensor *self, opd_tensor *other, const opd__loop_fn *table, const char *name,
                    opd_tensor **out) {
@@ -258,14 +264,14 @@ int opd__cpu_gt_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *
   return compare(self, other, gt_loops, "gt_cpu", out);
 }
 
-int opd__cpu_lt_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
-                       opd_tensor **out) {
-  (void)ctx;
+/* A comparison with a Scalar (lt.Scalar, eq.Scalar). */
+static int compare_scalar(opd_tensor *self, opd_scalar other, const opd__loop_fn *table,
+                          const char *name, opd_tensor **out) {
   opd_out_spec spec;
   opd_dtype common;
   int rc = opd__compare_scalar_meta(self, other, &common, &spec);
   opd__loop_fn fn;
-  if (rc || (rc = opd__loop_select(lt_scalar_loops, common, "lt_cpu", &fn))) return rc;
+  if (rc || (rc = opd__loop_select(table, common, name, &fn))) return rc;
   /* the scalar is a wrapped number: converted to the common dtype as TensorIterator does */
   opd__loop_ctx lctx = {.c = {opd__scalar_cast(other, common)}};
   opd__loop loop = {.fn = fn,
@@ -274,4 +280,16 @@ int opd__cpu_lt_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar o
                     .out_dtype = OPD_BOOL,
                     .ctx = &lctx};
   return run_new(&spec, &self, &loop, out);
+}
+
+int opd__cpu_lt_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
+                       opd_tensor **out) {
+  (void)ctx;
+  return compare_scalar(self, other, lt_scalar_loops, "lt_cpu", out);
+}
+
+int opd__cpu_eq_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
+                       opd_tensor **out) {
+  (void)ctx;
+  return compare_scalar(self, other, eq_scalar_loops, "eq_cpu", out);
 }

@@ -1,5 +1,5 @@
 /* elementwise_unary.c: CPU kernels of the unary elementwise operators: neg, abs, relu, the
- * floating functions exp, log, sqrt, rsqrt, sigmoid, tanh, sin, cos, gelu, and
+ * floating functions exp, log, sqrt, rsqrt, sigmoid, silu, tanh, sin, cos, gelu, and
  * pow.Tensor_Scalar. Shapes and dtypes come from kernels/meta/elementwise_meta.c. */
 #include <tgmath.h>
 
@@ -8,8 +8,9 @@
 
 static const opd_device cpu_device = {OPD_DEVICE_CPU, -1};
 
-/* e^x: the vectorizable float32 version, libm's for float64. */
-#define EXP(x) _Generic((x), float : opd__expf, double : exp)(x)
+/* e^x and tanh: the vectorizable float32 versions, libm's for float64. */
+#define EXP(x)  _Generic((x), float : opd__expf, double : exp)(x)
+#define TANH(x) _Generic((x), float : opd__tanhf, double : tanh)(x)
 
 OPD__FLOATS(OPD__UNARY_LOOP, neg, -x)
 OPD__INTS(OPD__UNARY_LOOP, neg, OPD__WRAP_NEG(T, x))
@@ -27,13 +28,19 @@ OPD__FLOATS(OPD__UNARY_LOOP, sqrt, sqrt(x))
 OPD__FLOATS(OPD__UNARY_LOOP, rsqrt, 1 / sqrt(x))
 OPD__UNARY_WIDE_LOOP(F32, sigmoid, 1 / (1 + EXP(-x)))
 OPD__UNARY_LOOP(F64, sigmoid, 1 / (1 + EXP(-x)))
-OPD__FLOATS(OPD__UNARY_LOOP, tanh, tanh(x))
+/* issue 14: silu, x * sigmoid(x) written as ATen's CPU kernel writes it */
+OPD__UNARY_WIDE_LOOP(F32, silu, x / (1 + EXP(-x)))
+OPD__UNARY_LOOP(F64, silu, x / (1 + EXP(-x)))
+OPD__UNARY_WIDE_LOOP(F32, tanh, TANH(x))
+OPD__UNARY_LOOP(F64, tanh, TANH(x))
 OPD__FLOATS(OPD__UNARY_LOOP, sin, sin(x))
 OPD__FLOATS(OPD__UNARY_LOOP, cos, cos(x))
 /* 0.5 x (1 + erf(x / sqrt 2)), and the tanh approximation with sqrt(2 / pi) */
 OPD__FLOATS(OPD__UNARY_LOOP, gelu, (T)0.5 * x * (1 + erf(x * (T)0.70710678118654752440)))
-OPD__FLOATS(OPD__UNARY_LOOP, gelu_tanh,
-            (T)0.5 * x * (1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * (x * x * x)))))
+#define GELU_TANH(x) \
+  ((T)0.5 * x * (1 + TANH((T)0.79788456080286535588 * (x + (T)0.044715 * (x * x * x)))))
+OPD__UNARY_WIDE_LOOP(F32, gelu_tanh, GELU_TANH(x))
+OPD__UNARY_LOOP(F64, gelu_tanh, GELU_TANH(x))
 
 static const opd__loop_fn neg_loops[OPD__NC] = {OPD__FLOATS(OPD__ENTRY, neg)
                                                     OPD__INTS(OPD__ENTRY, neg)};
@@ -48,6 +55,7 @@ FLOAT_TABLE(log)
 FLOAT_TABLE(sqrt)
 FLOAT_TABLE(rsqrt)
 FLOAT_TABLE(sigmoid)
+FLOAT_TABLE(silu)
 FLOAT_TABLE(tanh)
 FLOAT_TABLE(sin)
 FLOAT_TABLE(cos)
@@ -114,6 +122,12 @@ int opd__cpu_rsqrt(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out
 int opd__cpu_sigmoid(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
   return unary(self, OPD__UNARY_FLOAT, sigmoid_loops, "sigmoid_cpu", out);
+}
+
+/* silu keeps its dtype: integers and bool are not implemented, as in ATen */
+int opd__cpu_silu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return unary(self, OPD__UNARY_SAME, silu_loops, "silu_cpu", out);
 }
 
 int opd__cpu_tanh(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {

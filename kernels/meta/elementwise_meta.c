@@ -363,6 +363,11 @@ int opd__meta_lt_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar 
   return meta_out(opd__compare_scalar_meta(self, other, &common, &spec), &spec, &self, 1, out);
 }
 
+int opd__meta_eq_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
+                        opd_tensor **out) {
+  return opd__meta_lt_scalar(ctx, self, other, out); /* the same shape and dtype rules */
+}
+
 static int meta_unary(opd_tensor *self, opd__unary_kind kind, opd_tensor **out) {
   opd_out_spec spec;
   return meta_out(opd__unary_meta(self, kind, &spec), &spec, &self, 1, out);
@@ -401,6 +406,11 @@ int opd__meta_sqrt(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out
 int opd__meta_rsqrt(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
   return meta_unary(self, OPD__UNARY_FLOAT, out);
+}
+
+int opd__meta_silu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_unary(self, OPD__UNARY_SAME, out);
 }
 
 int opd__meta_sigmoid(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {

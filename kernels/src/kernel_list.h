@@ -129,12 +129,29 @@
   X("aten::slice.Tensor", CompositeExplicitAutograd, opd__cea_slice_tensor, Tensor, Tensor, Int, OptInt, OptInt, Int) \
   X("aten::select.int", CompositeExplicitAutograd, opd__cea_select_int, Tensor, Tensor, Int, Int) \
   X("aten::t", CompositeExplicitAutograd, opd__cea_t, Tensor, Tensor) \
+  X("aten::_reshape_alias", CompositeExplicitAutograd, opd__cea_reshape_alias, Tensor, Tensor, IntList, IntList) \
+  X("aten::_unsafe_view", CompositeExplicitAutograd, opd__cea_unsafe_view, Tensor, Tensor, IntList) \
+  X("aten::alias", CompositeExplicitAutograd, opd__cea_alias, Tensor, Tensor) \
+  X("aten::detach", CompositeExplicitAutograd, opd__cea_detach, Tensor, Tensor) \
   X("aten::as_strided", CPU, opd__as_strided, Tensor, Tensor, IntList, IntList, OptInt) \
-  X("aten::as_strided", Meta, opd__as_strided_meta, Tensor, Tensor, IntList, IntList, OptInt)
+  X("aten::as_strided", Meta, opd__as_strided_meta, Tensor, Tensor, IntList, IntList, OptInt) \
+  OPD_NN_UNBOXED_KERNELS(X)
+
+/* issue 14 (the Python bridge): kernels/cpu/elementwise_*.c, kernels/meta/elementwise_meta.c,
+ * kernels/src/views_split.c */
+#define OPD_NN_UNBOXED_KERNELS(X) \
+  X("aten::silu", CPU, opd__cpu_silu, Tensor, Tensor) \
+  X("aten::silu", Meta, opd__meta_silu, Tensor, Tensor) \
+  X("aten::eq.Scalar", CPU, opd__cpu_eq_scalar, Tensor, Tensor, Scalar) \
+  X("aten::eq.Scalar", Meta, opd__meta_eq_scalar, Tensor, Tensor, Scalar)
+#define OPD_NN_BOXED_KERNELS(X) \
+  X("aten::split.Tensor", CompositeExplicitAutograd, opd__cea_split_tensor)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \
-  X("aten::native_layer_norm", Meta, opd__meta_native_layer_norm)
+  X("aten::native_layer_norm", Meta, opd__meta_native_layer_norm) \
+  X("aten::unbind.int", CompositeExplicitAutograd, opd__cea_unbind_int) \
+  OPD_NN_BOXED_KERNELS(X)
 /* clang-format on */
 
 #endif

@@ -89,4 +89,9 @@ int opd__call_empty_strided(opd_int_list size, opd_int_list stride, opd_dtype dt
                             opd_device device, opd_opt_bool pin_memory, opd_tensor **out);
 int opd__call_copy_(opd_tensor *self, opd_tensor *src, bool non_blocking);
 
+/* The most views one call returns (split.Tensor, unbind.int): each becomes a handle, and a
+ * call may not make more than a session holds by default (max_handles); a Meta tensor's
+ * dimension of 2^40 must not make the daemon build 2^40 views. */
+#define OPD__MAX_VIEWS_RETURNED 65536
+
 #endif

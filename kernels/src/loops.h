@@ -41,6 +41,7 @@
 #ifndef OPD_KERNELS_LOOPS_H
 #define OPD_KERNELS_LOOPS_H
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -270,6 +271,24 @@ static inline float opd__expf(float x) {
     float f;
   } s1 = {.u = (uint32_t)(n1 + 127) << 23}, s2 = {.u = (uint32_t)(n2 + 127) << 23};
   return p * s1.f * s2.f + opd__select_f32(x != x, x, 0.0f);
+}
+
+/* float32 tanh without libm, so that loops over it vectorize (tanhf is a scalar call, and
+ * the bulk of a tanh-GELU); within 1.5 ulp of the exact value over every finite float
+ * (checked exhaustively; glibc's tanhf is within 2.1). |x| < 0.625: Cephes' odd minimax
+ * polynomial x + x^3 P(x^2); beyond: 1 - 2 / (e^{2|x|} + 1), which opd__expf's clamp takes to
+ * exactly 1 for large |x| and to 1 for infinities. Both are computed and one is selected; the
+ * sign of x (-0 included) is put back last; NaN propagates through opd__expf. */
+static inline float opd__tanhf(float x) {
+  const float ax = fabsf(x), z = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * z + 2.06390887954e-2f;
+  p = p * z - 5.37397155531e-2f;
+  p = p * z + 1.33314422036e-1f;
+  p = p * z - 3.33332819422e-1f;
+  const float near_zero = p * z * ax + ax;
+  const float far = 1.0f - 2.0f / (opd__expf(2.0f * ax) + 1.0f);
+  return copysignf(opd__select_f32(ax < 0.625f, near_zero, far), x);
 }
 
 #endif

@@ -1,8 +1,9 @@
 /* views.c: view and shape operators (transpose, permute, view, reshape, contiguous, clone,
- * unsqueeze, squeeze, expand, slice, select, t, as_strided). Views share their input's
- * storage with new sizes, strides and offset (see [Note: Tensors, storage and views]); they
- * touch no data, so one kernel serves every backend. reshape, contiguous and clone copy
- * through other operators when PyTorch does.
+ * unsqueeze, squeeze, expand, slice, select, t, as_strided, and the ones traced graphs hold:
+ * _reshape_alias, _unsafe_view, unbind.int, alias, detach; split.Tensor is in views_split.c).
+ * Views share their input's storage with new sizes, strides and offset (see [Note: Tensors,
+ * storage and views]); they touch no data, so one kernel serves every backend. reshape,
+ * contiguous and clone copy through other operators when PyTorch does.
  *
  * A request's integers (sizes, strides, offsets, starts, steps, indices) and the products and
  * sums PyTorch forms from them go through opd/checked.h ([Note: Checked arithmetic]): an empty
@@ -12,6 +13,7 @@
 
 #include "kernel_util.h"
 #include "opd/checked.h"
+#include "opd/memory.h"
 
 /* A view of self with the given geometry (a new reference in *out). */
 static int make_view(opd_tensor *self, const int64_t *sizes, const int64_t *strides, int ndim,
@@ -272,7 +274,7 @@ static bool non_overlapping_and_dense(const opd_tensor *t) {
   int64_t expected = 1;
   for (int i = 0; i < n; i++) {
     int d = order[i];
-    if (sizes[d] == 1) continue;
+    if (sizes[d] < 2) continue; /* as c10: an empty dimension constrains no stride either */
     if (strides[d] != expected) return false;
     if (opd_ckd_mul(&expected, expected, sizes[d])) return false; /* empty: sizes unbounded */
   }
@@ -509,4 +511,71 @@ int opd__as_strided_meta(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_li
                          opd_int_list stride, opd_opt_int storage_offset, opd_tensor **out) {
   (void)ctx;
   return as_strided_impl(self, size, stride, storage_offset, out);
+}
+
+/* [Note: The views of traced graphs]
+ * make_fx records three view operators that user code never calls: _reshape_alias (what
+ * reshape becomes when it can view: the sizes and strides it computed, at self's storage
+ * offset), _unsafe_view (a view whose result autograd treats as a new tensor: view's
+ * semantics here, where nothing records gradients) and unbind.int (one select per index of
+ * `dim`); with them alias and detach (the same geometry: opd records no gradients, so detach
+ * is alias), and split.Tensor (views_split.c). They touch
+ * no data, so one kernel at CompositeExplicitAutograd serves the CPU, Meta and CUDA
+ * (PyTorch registers _reshape_alias per backend with the same code). */
+int opd__cea_reshape_alias(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list size,
+                           opd_int_list stride, opd_tensor **out) {
+  (void)ctx;
+  if (size.len != stride.len)
+    return opd_error(OPD_EINVAL, "_reshape_alias: %lld sizes but %lld strides", (long long)size.len,
+                     (long long)stride.len);
+  return as_strided_impl(self, size, stride, (opd_opt_int){false, 0}, out);
+}
+
+int opd__cea_unsafe_view(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list size,
+                         opd_tensor **out) {
+  (void)ctx;
+  return view_impl(self, size, out);
+}
+
+int opd__cea_alias(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return make_view(self, opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim,
+                   self->storage_offset, out);
+}
+
+int opd__cea_detach(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  return opd__cea_alias(ctx, self, out);
+}
+
+/* Pushes the n views in parts (references taken over) as one Tensor[]; frees parts. */
+static int push_views(opd_stack *stack, opd_tensor **parts, int64_t n, int rc) {
+  opd_ivalue list = opd_iv_none();
+  if (!rc) rc = opd_iv_make_tensor_list(&list, parts, (size_t)n, false);
+  for (int64_t i = 0; parts && i < n; i++)
+    if (parts[i]) opd_tensor_release(parts[i]);
+  opd__free(parts);
+  if (rc) return rc;
+  return opd_stack_push(stack, list);
+}
+
+/* Boxed: it returns a Tensor[]. */
+int opd__cea_unbind_int(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  opd_ivalue dim_v = opd_stack_pop(stack), self_v = opd_stack_pop(stack);
+  opd_tensor *self = self_v.u.t, **parts = NULL;
+  int64_t d = 0, n = 0;
+  int rc = 0;
+  if (self->ndim == 0)
+    rc = opd_error(OPD_EINDEX, "Dimension specified as %lld but tensor has no dimensions",
+                   (long long)dim_v.u.i);
+  if (!rc) rc = opd__wrap_dim(dim_v.u.i, self->ndim, &d);
+  if (!rc && (n = opd_tensor_sizes(self)[d]) > OPD__MAX_VIEWS_RETURNED)
+    rc = opd_error(OPD_EINVAL, "unbind: %lld views are more than the %d one call may return",
+                   (long long)n, OPD__MAX_VIEWS_RETURNED);
+  if (!rc) {
+    if (n > 0 && !(parts = opd__calloc((size_t)n, sizeof *parts)))
+      rc = opd_error(OPD_ENOMEM, "unbind: out of memory for %lld results", (long long)n);
+  }
+  for (int64_t i = 0; !rc && i < n; i++) rc = opd__cea_select_int(ctx, self, d, i, &parts[i]);
+  opd_iv_destroy(&self_v);
+  return push_views(stack, parts, n, rc);
 }

@@ -12,7 +12,10 @@
  * reports every registration's id; they are the plugin's, and unloading is refused while
  * any remains. Unloading waits for a grace period ([Note: Registration under traffic] in
  * dispatcher/src/registry.c) before dlclose(): by then no call can still be running the
- * plugin's code, since each deregistration already waited for the calls in flight.
+ * plugin's code, since each deregistration already waited for the calls in flight. What the
+ * plugin's extension blocks registered (graph passes) is undone by the unload itself, newest
+ * first, before the grace period; each undo returns once nothing runs that code ([Note:
+ * Removing a plugin pass under compilation] in graph/src/pass_manager.c).
  */
 #include "plugins.h"
 
@@ -37,12 +40,20 @@ typedef struct id_list {
   size_t n, cap;
 } id_list;
 
+/* What a plugin's extension blocks registered, and how to remove it (opd/library.h). */
+typedef struct undo_entry {
+  int (*undo)(int64_t handle);
+  int64_t handle;
+} undo_entry;
+
 typedef struct plugin {
   char *file;
   char *origin; /* "plugin FILE": the provenance origin of its registrations */
   void *handle;
   int fd; /* the file, open while it is mapped */
   id_list regs;
+  undo_entry *undos;
+  size_t nundos, cap_undos;
   struct plugin *next;
 } plugin;
 
@@ -114,7 +125,17 @@ int opd__plugins_new(const char *dir, opd__plugins **out) {
   return 0;
 }
 
+/* Undoes what the plugin's extension blocks registered, newest first. */
+static void undo_all(plugin *pl) {
+  while (pl->nundos) {
+    undo_entry *u = &pl->undos[--pl->nundos];
+    u->undo(u->handle);
+  }
+}
+
 static void plugin_free(plugin *pl) {
+  undo_all(pl);
+  opd__free(pl->undos);
   if (pl->handle) dlclose(pl->handle);
   if (pl->fd >= 0) close(pl->fd);
   ids_free(&pl->regs);
@@ -128,7 +149,10 @@ void opd__plugins_free(opd__plugins *p) {
   ids_deregister_all(&p->admin_regs);
   ids_free(&p->admin_regs);
   /* admin registrations may use plugin kernels: they went first */
-  for (plugin *pl = p->plugins; pl; pl = pl->next) ids_deregister_all(&pl->regs);
+  for (plugin *pl = p->plugins; pl; pl = pl->next) {
+    ids_deregister_all(&pl->regs);
+    undo_all(pl);
+  }
   opd_synchronize_readers();
   while (p->plugins) {
     plugin *next = p->plugins->next;
@@ -173,6 +197,22 @@ static plugin *owner_of(opd__plugins *p, opd_reg_id id) {
 static void record(void *arg, opd_reg_id id) {
   plugin *pl = arg;
   if (ids_add(&pl->regs, id, NULL) != 0) opd_deregister(id); /* out of memory: do not leak it */
+}
+
+static int record_undo(void *arg, int (*undo)(int64_t handle), int64_t handle) {
+  plugin *pl = arg;
+  if (pl->nundos == pl->cap_undos) {
+    size_t cap = pl->cap_undos ? 2 * pl->cap_undos : 4;
+    undo_entry *u = opd__realloc(pl->undos, cap * sizeof *u);
+    if (!u) {
+      undo(handle);
+      return opd_error(OPD_ENOMEM, "out of memory recording a registration of %s", pl->origin);
+    }
+    pl->undos = u;
+    pl->cap_undos = cap;
+  }
+  pl->undos[pl->nundos++] = (undo_entry){undo, handle};
+  return 0;
 }
 
 /* Mutex held. Opens the file safely ([Note: Loading a plugin safely]) and maps it. */
@@ -224,7 +264,7 @@ int opd__plugins_load(opd__plugins *p, const char *file, json_t **result) {
       rc = opd_last_error_code();
     } else {
       opd_plugin_init_fn init = (opd_plugin_init_fn)dlsym(pl->handle, OPD_PLUGIN_INIT_SYMBOL);
-      opd_plugin_host host = {pl->origin, record, pl};
+      opd_plugin_host host = {pl->origin, record, pl, record_undo};
       if (!init)
         rc = opd_error(OPD_EINVAL, "plugin '%s' has no %s function (see opd/library.h)", file,
                        OPD_PLUGIN_INIT_SYMBOL);
@@ -233,15 +273,17 @@ int opd__plugins_load(opd__plugins *p, const char *file, json_t **result) {
     }
   }
   /* [Note: A change the admin cannot report is undone] (admin.c): the answer first */
-  if (rc == 0 &&
-      !(*result = json_pack("{s:s, s:o}", "plugin", file, "registrations", ids_json(&pl->regs))))
+  if (rc == 0 && !(*result = json_pack("{s:s, s:o, s:I}", "plugin", file, "registrations",
+                                       ids_json(&pl->regs), "extensions", (json_int_t)pl->nundos)))
     rc = opd_error(OPD_ENOMEM, "out of memory answering load_plugin '%s': it was not loaded", file);
   if (rc == 0) {
     pl->next = p->plugins;
     p->plugins = pl;
-    opd_log(OPD_LOG_INFO, "loaded plugin %s (%zu registrations)", file, pl->regs.n);
+    opd_log(OPD_LOG_INFO, "loaded plugin %s (%zu registrations, %zu extensions)", file, pl->regs.n,
+            pl->nundos);
   } else if (pl) {
     ids_deregister_all(&pl->regs);
+    undo_all(pl);
     opd_synchronize_readers();
     plugin_free(pl);
   }
@@ -267,6 +309,7 @@ static int unload(opd__plugins *p, const char *file, bool with_registrations) {
     *link = pl->next;
   pthread_mutex_unlock(&p->mu);
   if (rc) return rc;
+  undo_all(pl);
   opd_synchronize_readers();
   plugin_free(pl);
   opd_log(OPD_LOG_INFO, "unloaded plugin %s", file);

@@ -456,6 +456,8 @@ int opd_client_call_async(opd_client *c, const char *op, const opd_client_value 
  *   opd_client_device, Scalar -> opd_client_scalar (optional forms: pointers)
  *   str -> const char * (NULL: the default or None)
  * Results: `result` receives the new handle (an operator with k results: an array of k).
+ * An operator with a result that is not a Tensor (split.Tensor's Tensor[]) has no typed call:
+ * opd_client_call_async returns its results of any kind.
  * Arguments left to their defaults at the end are not sent (the protocol fills them in);
  * ones before an explicit argument are sent with the schema's default.
  */

@@ -181,6 +181,14 @@ int opd_redispatch_boxed(const opd_kernel_ctx *ctx, opd_stack *stack);
 /* Calls the kernel that key set `ks` selects, as is (no TLS, no masking). */
 int opd_call_boxed_with_keyset(const opd_operator *op, opd_keyset ks, opd_stack *stack);
 
+/* [Note: Operator generations]
+ * Every operator counts the registration changes that touch it: its def, an impl or
+ * fallthrough at any key, their deregistration, and every backend fallback added or removed
+ * (those touch all operators). The count only grows. Something compiled from an operator's
+ * registrations (a compiled graph, graph/src/cache.c) records the generations it saw and is
+ * stale once one differs: a hot registration invalidates it. */
+static inline uint64_t opd_op_generation(const opd_operator *op);
+
 /* The kernel a key set selects, and the runtime key it sits at. */
 const opd_kernel *opd_op_lookup(const opd_operator *op, opd_keyset ks);
 
@@ -193,6 +201,8 @@ struct opd__operator_hot {
   /* per mask backend (index 0: no backend, i.e. CPU; i: backend i - 1): every bit but
    * the functionalities whose slot for that backend is a fallthrough */
   _Atomic uint64_t non_fallthrough[1 + OPD_NUM_BACKENDS];
+  /* [Note: Operator generations] */
+  _Atomic uint64_t generation;
 };
 
 static inline opd_keyset opd__call_keyset(const opd_operator *op, opd_keyset args) {
@@ -204,6 +214,11 @@ static inline opd_keyset opd__call_keyset(const opd_operator *op, opd_keyset arg
         ~OPD_BACKEND_BITS_MASK);
   return (opd_keyset){
       ks & atomic_load_explicit(&hot->non_fallthrough[mask_backend], memory_order_acquire)};
+}
+
+static inline uint64_t opd_op_generation(const opd_operator *op) {
+  return atomic_load_explicit(&((const struct opd__operator_hot *)op)->generation,
+                              memory_order_acquire);
 }
 
 static inline const opd_kernel *opd__lookup(const opd_operator *op, opd_keyset ks) {

@@ -33,6 +33,12 @@
  * (to list them, and to refuse unloading while any remains). On the first error it stops
  * and returns it; the daemon then removes what the plugin registered.
  *
+ * Other components extend a plugin through blocks of their own, run last, after every
+ * kernel block: graph passes (OPD_GRAPH_PASSES in opd/graph_pass.h). What such a block
+ * registers is reported through host->record_undo with the function that removes it; the
+ * daemon calls those when the plugin is unloaded (or fails to load), newest first and before
+ * the plugin's code is unmapped, so they need no deregistration by the admin.
+ *
  * Build a plugin against the installed headers: cc -shared -fPIC $(pkg-config --cflags
  * opd-plugin) myops.c -o myops.so. Its undefined opd_* symbols resolve against the daemon.
  */
@@ -55,9 +61,18 @@ typedef struct opd_plugin_host {
   const char *origin; /* provenance origin; must outlive the plugin's registrations */
   void (*record)(void *arg, opd_reg_id id);
   void *arg;
+  /* Something else the plugin registered, removed by undo(handle) at unload: 0, or a
+   * negative error after undoing it at once (it could not be recorded). NULL: the host
+   * cannot unload such things, and extension blocks fail. */
+  int (*record_undo)(void *arg, int (*undo)(int64_t handle), int64_t handle);
 } opd_plugin_host;
 
-typedef enum opd__lib_kind { OPD__LIB_DEF, OPD__LIB_FRAGMENT, OPD__LIB_IMPL } opd__lib_kind;
+typedef enum opd__lib_kind {
+  OPD__LIB_DEF,
+  OPD__LIB_FRAGMENT,
+  OPD__LIB_IMPL,
+  OPD__LIB_EXTENSION, /* another component's block (graph passes), run after the kernels */
+} opd__lib_kind;
 
 typedef struct opd_library opd_library;
 typedef struct opd__lib_block {
@@ -169,12 +184,27 @@ static inline int opd__lib_fallback(opd_library *m, const opd_kernel *kernel, co
 #define OPD_LIBRARY_IMPL(ns, KEY, m) \
   OPD__LIB_BLOCK(OPD__LIB_IMPL, ns, OPD_KEY_##KEY, m, __COUNTER__)
 
-/* Runs this shared object's blocks: definitions first, then the rest. 0 or the first
- * error. */
+/* Records what an extension block registered, to be undone at unload (record_undo). */
+static inline int opd_lib_record_undo(opd_library *m, int (*undo)(int64_t handle), int64_t handle) {
+  if (!m->host->record_undo) {
+    undo(handle);
+    if (m->rc == 0)
+      m->rc = opd_error(OPD_EINVAL, "%s: this host cannot unload what %s:%d registers",
+                        m->host->origin, m->block->file, m->block->line);
+    return m->rc;
+  }
+  int rc = m->host->record_undo(m->host->arg, undo, handle);
+  if (rc && m->rc == 0) m->rc = rc;
+  return rc;
+}
+
+/* Runs this shared object's blocks: definitions first, then the kernels, then the
+ * extensions. 0 or the first error. */
 static inline int opd_library_run(const opd_plugin_host *host) {
-  for (int pass = 0; pass < 2; pass++)
+  for (int pass = 0; pass < 3; pass++)
     for (opd__lib_block *b = opd__lib_blocks; b; b = b->next) {
-      if ((b->kind == OPD__LIB_IMPL) != (pass == 1)) continue;
+      int block_pass = b->kind == OPD__LIB_IMPL ? 1 : b->kind == OPD__LIB_EXTENSION ? 2 : 0;
+      if (block_pass != pass) continue;
       opd_library m = {b, host, 0};
       b->body(&m);
       if (m.rc) return m.rc;

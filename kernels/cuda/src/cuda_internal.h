@@ -125,6 +125,7 @@ typedef enum opd__cuda_ew_op {
   OPD_CUDA_EW_EQ,
   OPD_CUDA_EW_GT,
   OPD_CUDA_EW_LT_SCALAR,   /* in1 < c0 */
+  OPD_CUDA_EW_EQ_SCALAR,   /* in1 == c0 */
   OPD_CUDA_EW_WHERE,       /* in1 ? in2 : in3 */
   OPD_CUDA_EW_MASKED_FILL, /* in1 ? c0 : in2 */
   OPD_CUDA_EW_CLAMP,
@@ -138,6 +139,7 @@ typedef enum opd__cuda_ew_op {
   OPD_CUDA_EW_SQRT,
   OPD_CUDA_EW_RSQRT,
   OPD_CUDA_EW_SIGMOID,
+  OPD_CUDA_EW_SILU, /* in1 / (1 + exp(-in1)) */
   OPD_CUDA_EW_TANH,
   OPD_CUDA_EW_SIN,
   OPD_CUDA_EW_COS,

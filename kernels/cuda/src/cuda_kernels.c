@@ -352,17 +352,28 @@ int opd__cuda_div_tensor_mode(const opd_kernel_ctx *ctx, opd_tensor *self, opd_t
   return div_mode(self, other, rounding_mode, out);
 }
 
-int opd__cuda_lt_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
-                        opd_tensor **out) {
-  (void)ctx;
+/* A comparison with a Scalar (lt.Scalar, eq.Scalar). */
+static int compare_scalar(opd_tensor *self, opd_scalar other, int op, opd_tensor **out) {
   opd_out_spec spec;
   opd_dtype common;
   int rc = opd__compare_scalar_meta(self, other, &common, &spec);
   if (rc) return rc;
   /* the scalar is a wrapped number: converted to the common dtype as TensorIterator does */
-  ew_op o = {.op = OPD_CUDA_EW_LT_SCALAR, .compute = common, .narrow = true};
+  ew_op o = {.op = op, .compute = common, .narrow = true};
   value_to(opd__scalar_cast(other, common), common, &o.c0d, &o.c0i);
   return ew_new(&o, &spec, &self, 1, out);
+}
+
+int opd__cuda_lt_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
+                        opd_tensor **out) {
+  (void)ctx;
+  return compare_scalar(self, other, OPD_CUDA_EW_LT_SCALAR, out);
+}
+
+int opd__cuda_eq_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
+                        opd_tensor **out) {
+  (void)ctx;
+  return compare_scalar(self, other, OPD_CUDA_EW_EQ_SCALAR, out);
 }
 
 /* ---- unary ---- */
@@ -394,6 +405,14 @@ UNARY_KERNEL(tanh, OPD__UNARY_FLOAT, OPD_CUDA_EW_TANH)
 UNARY_KERNEL(sin, OPD__UNARY_FLOAT, OPD_CUDA_EW_SIN)
 UNARY_KERNEL(cos, OPD__UNARY_FLOAT, OPD_CUDA_EW_COS)
 #undef UNARY_KERNEL
+
+/* issue 14: silu keeps its dtype, and only floating dtypes have it (as in ATen) */
+int opd__cuda_silu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  if (!opd_dtype_is_floating(opd_tensor_dtype(self)))
+    return not_implemented("silu_cuda", opd_tensor_dtype(self));
+  return unary(self, OPD__UNARY_SAME, OPD_CUDA_EW_SILU, "silu_cuda", out);
+}
 
 int opd__cuda_gelu(const opd_kernel_ctx *ctx, opd_tensor *self, const char *approximate,
                    opd_tensor **out) {

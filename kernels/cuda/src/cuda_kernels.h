@@ -56,7 +56,10 @@
   OPD_CUDA_FACTORY_KERNELS(X) \
   /* views: the device-independent kernels of kernels/src/views.c */ \
   X("aten::view", opd__view, Tensor, Tensor, IntList) \
-  X("aten::as_strided", opd__as_strided, Tensor, Tensor, IntList, IntList, OptInt)
+  X("aten::as_strided", opd__as_strided, Tensor, Tensor, IntList, IntList, OptInt) \
+  /* issue 14 (the Python bridge): cuda_kernels.c, elementwise.cu */ \
+  X("aten::silu", opd__cuda_silu, Tensor, Tensor) \
+  X("aten::eq.Scalar", opd__cuda_eq_scalar, Tensor, Tensor, Scalar)
 
 /* factories.c, registered in every build (without CUDA: by cuda_off.c) */
 #define OPD_CUDA_FACTORY_KERNELS(X) \

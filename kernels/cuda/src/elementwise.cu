@@ -183,6 +183,7 @@ template <class CT> __device__ __forceinline__ CT apply(const ew_args &a, CT x, 
   case OPD_CUDA_EW_EQ: return x == y ? 1 : 0;
   case OPD_CUDA_EW_GT: return x > y ? 1 : 0;
   case OPD_CUDA_EW_LT_SCALAR: return x < c0 ? 1 : 0;
+  case OPD_CUDA_EW_EQ_SCALAR: return x == c0 ? 1 : 0;
   case OPD_CUDA_EW_WHERE: return x != 0 ? y : z;
   case OPD_CUDA_EW_MASKED_FILL: return x != 0 ? c0 : y;
   case OPD_CUDA_EW_CLAMP: {
@@ -213,6 +214,7 @@ template <class CT> __device__ __forceinline__ CT apply(const ew_args &a, CT x, 
     case OPD_CUDA_EW_SQRT: return m_sqrt(x);
     case OPD_CUDA_EW_RSQRT: return 1 / m_sqrt(x);
     case OPD_CUDA_EW_SIGMOID: return 1 / (1 + m_exp(-x));
+    case OPD_CUDA_EW_SILU: return x / (1 + m_exp(-x));
     case OPD_CUDA_EW_TANH: return m_tanh(x);
     case OPD_CUDA_EW_SIN: return m_sin(x);
     case OPD_CUDA_EW_COS: return m_cos(x);

@@ -55,18 +55,17 @@ static void arch_option(char *buf, size_t len, bool *cubin) {
   snprintf(buf, len, "--gpu-architecture=%s_%d", *cubin ? "sm" : "compute", lo);
 }
 
-/* Compiles; 0 with the image (malloc'ed) and the entry's lowered name, or an error (and
- * the log verbatim when compilation failed). */
-static int compile(const char *source, const char *entry, void **image, char *lowered,
-                   size_t lowered_len, char **log) {
+/* Compiles for `arch` (an option --gpu-architecture=..., a cubin when *cubin); 0 with the
+ * image (malloc'ed, *size bytes) and the entry's lowered name, or an error (and the log
+ * verbatim when compilation failed). */
+static int compile(const char *source, const char *entry, const char *arch, bool cubin,
+                   void **image, size_t *image_size, char *lowered, size_t lowered_len,
+                   char **log) {
   nvrtcProgram prog;
   nvrtcResult r = nvrtcCreateProgram(&prog, source, "opd_nvrtc.cu", 0, NULL, NULL);
   if (r != NVRTC_SUCCESS)
     return opd_error(r == NVRTC_ERROR_OUT_OF_MEMORY ? OPD_ENOMEM : OPD_EINVAL, "NVRTC: %s",
                      nvrtcGetErrorString(r));
-  char arch[64];
-  bool cubin;
-  arch_option(arch, sizeof arch, &cubin);
   const char *opts[] = {arch, "--std=c++17"};
   int rc = 0;
   if ((r = nvrtcAddNameExpression(prog, entry)) != NVRTC_SUCCESS) {
@@ -101,9 +100,42 @@ static int compile(const char *source, const char *entry, void **image, char *lo
       *image = NULL;
       rc = opd_error(OPD_EINTERNAL, "NVRTC: %s", nvrtcGetErrorString(r));
     }
+    if (rc == 0) *image_size = size;
   }
   nvrtcDestroyProgram(&prog);
   return rc;
+}
+
+/* Compiles for the devices and loads the entry: 0 with *lib and *fn. */
+static int compile_and_load(const char *source, const char *entry, cudaLibrary_t *lib,
+                            cudaKernel_t *fn, char *lowered, size_t lowered_len, char **log) {
+  char arch[64];
+  bool cubin;
+  arch_option(arch, sizeof arch, &cubin);
+  void *image = NULL;
+  size_t size = 0;
+  int rc = compile(source, entry, arch, cubin, &image, &size, lowered, lowered_len, log);
+  cudaError_t e;
+  if (rc == 0 && (e = cudaLibraryLoadData(lib, image, NULL, NULL, 0, NULL, NULL, 0)) != cudaSuccess)
+    rc = cuda_fail(e, "loading the compiled kernel");
+  else if (rc == 0 && (e = cudaLibraryGetKernel(fn, *lib, lowered)) != cudaSuccess) {
+    rc = cuda_fail(e, "finding the entry in the compiled kernel");
+    cudaLibraryUnload(*lib);
+  }
+  opd__free(image);
+  return rc;
+}
+
+int opd_nvrtc_compile_cubin(const char *source, const char *entry, int capability, void **image,
+                            size_t *size, char **log) {
+  *image = NULL;
+  *size = 0;
+  *log = NULL;
+  if (capability < 10 || capability > 999)
+    return opd_error(OPD_EINVAL, "compute capability %d: expected major * 10 + minor", capability);
+  char arch[64], lowered[OPD_NVRTC_MAX_ENTRY + 1];
+  snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", capability);
+  return compile(source, entry, arch, true, image, size, lowered, sizeof lowered, log);
 }
 
 int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
@@ -129,19 +161,9 @@ int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
   text[len] = '\0';
   k->launch = launch;
   k->dtypes = types;
-  void *image = NULL;
   param_kinds(schema, k);
-  rc = compile(text, entry, &image, k->name, sizeof k->name, log);
+  rc = compile_and_load(text, entry, &k->lib, &k->fn, k->name, sizeof k->name, log);
   opd__free(text);
-  cudaError_t e;
-  if (rc == 0 &&
-      (e = cudaLibraryLoadData(&k->lib, image, NULL, NULL, 0, NULL, NULL, 0)) != cudaSuccess)
-    rc = cuda_fail(e, "loading the compiled kernel");
-  else if (rc == 0 && (e = cudaLibraryGetKernel(&k->fn, k->lib, k->name)) != cudaSuccess) {
-    rc = cuda_fail(e, "finding the entry in the compiled kernel");
-    cudaLibraryUnload(k->lib);
-  }
-  opd__free(image);
   if (rc < 0) {
     opd__free(k);
     return rc;
@@ -150,13 +172,81 @@ int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
   return 0;
 }
 
-void opd_nvrtc_kernel_free(opd_nvrtc_kernel *k) {
-  if (!k) return;
-  /* a launch may still be queued on some stream: let the devices finish first */
+/* A launch may still be queued on some stream: lets the devices finish first. */
+static void finish_devices(void) {
   for (int d = 0; d < opd_cuda_device_count(); d++)
     if (cudaSetDevice(d) == cudaSuccess) (void)cudaDeviceSynchronize();
+}
+
+void opd_nvrtc_kernel_free(opd_nvrtc_kernel *k) {
+  if (!k) return;
+  finish_devices();
   cudaLibraryUnload(k->lib);
   opd__free(k);
+}
+
+/* ---- generated functions ([Note: Generated functions]) ---- */
+
+/* Launches fn on the device's current stream; a sticky error (the kernel of an earlier
+ * launch crashed) marks the device unhealthy. */
+static int launch_on(int dev, cudaKernel_t fn, dim3 grid, dim3 block, void **args, const char *kind,
+                     const char *name) {
+  int rc = opd__cuda_use_device(dev);
+  if (rc) return rc;
+  char what[OPD_NVRTC_MAX_ENTRY + 64];
+  snprintf(what, sizeof what, "launching %s %s", kind, name);
+  return opd__cuda_error(dev,
+                         cudaLaunchKernel((const void *)fn, grid, block, args, 0,
+                                          (cudaStream_t)opd_cuda_current_stream(dev)),
+                         what);
+}
+
+struct opd_nvrtc_function {
+  cudaLibrary_t lib;
+  cudaKernel_t fn;
+  char name[OPD_NVRTC_MAX_ENTRY + 1];
+};
+
+int opd_nvrtc_function_create(const char *source, const char *entry, opd_nvrtc_function **out,
+                              char **log) {
+  *out = NULL;
+  *log = NULL;
+  if (opd_cuda_init() <= 0) {
+    const char *why = opd_cuda_unavailable_reason();
+    return opd_error(OPD_EUNAVAILABLE, "CUDA unavailable: %s", why ? why : "no CUDA device");
+  }
+  opd_nvrtc_function *f = opd__calloc(1, sizeof *f);
+  if (!f) return opd_error(OPD_ENOMEM, "out of memory for a generated CUDA function");
+  int rc = compile_and_load(source, entry, &f->lib, &f->fn, f->name, sizeof f->name, log);
+  if (rc < 0) {
+    opd__free(f);
+    return rc;
+  }
+  *out = f;
+  return 0;
+}
+
+int opd_nvrtc_function_launch(const opd_nvrtc_function *f, int device, const void *params,
+                              size_t size, int64_t n) {
+  if (n <= 0) return 0;
+  if (size > OPD_NVRTC_MAX_PARAMS)
+    return opd_error(OPD_EINVAL, "a generated function's parameters of %zu bytes are past %d", size,
+                     OPD_NVRTC_MAX_PARAMS);
+  const char *sticky;
+  if (!opd_cuda_device_healthy(device, &sticky))
+    return opd_error(OPD_EUNAVAILABLE, "device cuda:%d is unhealthy: %s", device,
+                     sticky ? sticky : "unknown error");
+  int64_t blocks = (n + BLOCK - 1) / BLOCK;
+  dim3 grid = {(unsigned)(blocks < 65535 * 8 ? blocks : 65535 * 8), 1, 1}, block = {BLOCK, 1, 1};
+  void *args[] = {(void *)params};
+  return launch_on(device, f->fn, grid, block, args, "generated function", f->name);
+}
+
+void opd_nvrtc_function_free(opd_nvrtc_function *f) {
+  if (!f) return;
+  finish_devices();
+  cudaLibraryUnload(f->lib);
+  opd__free(f);
 }
 
 /* ---- the boxed kernel ---- */
@@ -210,15 +300,7 @@ static int launch(const opd_nvrtc_kernel *k, const opd_ivalue *a, opd_tensor *ou
     params[np++] = &ints[k->nargs];
     params[np++] = &ints[k->nargs + 1];
   }
-  int rc = opd__cuda_use_device(dev);
-  if (rc) return rc;
-  /* a sticky error (the kernel of an earlier launch crashed) marks the device unhealthy */
-  char what[OPD_NVRTC_MAX_ENTRY + 64];
-  snprintf(what, sizeof what, "launching NVRTC kernel %s", k->name);
-  return opd__cuda_error(dev,
-                         cudaLaunchKernel((const void *)k->fn, grid, block, params, 0,
-                                          (cudaStream_t)opd_cuda_current_stream(dev)),
-                         what);
+  return launch_on(dev, k->fn, grid, block, params, "NVRTC kernel", k->name);
 }
 
 static int boxed(const opd_kernel_ctx *ctx, opd_stack *st) {

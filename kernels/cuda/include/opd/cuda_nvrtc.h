@@ -90,6 +90,33 @@ opd_kernel opd_nvrtc_kernel_boxed(opd_nvrtc_kernel *k);
  * uses it (after its deregistration returned). NULL is a no-op. */
 void opd_nvrtc_kernel_free(opd_nvrtc_kernel *k);
 
+/* [Note: Generated functions]
+ * Code opd writes itself (the graphs' fused pointwise programs, graph/src/fused_cuda.c) is
+ * compiled the same way but launched by its writer, not registered: one __global__ entry
+ * taking one struct by value (at most OPD_NVRTC_MAX_PARAMS bytes), launched with a 1-D
+ * grid of 256-thread blocks (at most 65535 x 8 blocks: the code loops over the elements
+ * with the grid's stride) on the device's current stream. */
+#define OPD_NVRTC_MAX_PARAMS 4096
+typedef struct opd_nvrtc_function opd_nvrtc_function;
+
+/* Compiles `source` (NUL-terminated) to a cubin for compute capability `capability` (90:
+ * sm_90) without loading it, so that generated code can be checked where no device is:
+ * 0 with the image (*image, *size; opd__malloc'ed, the caller frees), OPD_EINVAL with the
+ * compiler's log in *log (malloc'ed) when it does not compile, OPD_EUNAVAILABLE in a build
+ * without CUDA. */
+int opd_nvrtc_compile_cubin(const char *source, const char *entry, int capability, void **image,
+                            size_t *size, char **log);
+/* Compiles `source` for the devices (as opd_nvrtc_kernel_create does) and loads `entry`:
+ * 0 with *out, or the errors of opd_nvrtc_kernel_create. */
+int opd_nvrtc_function_create(const char *source, const char *entry, opd_nvrtc_function **out,
+                              char **log);
+/* Launches f on `device`'s current stream for n elements with the parameter struct
+ * params[0 .. size). 0 or the launch error (a sticky one marks the device unhealthy). */
+int opd_nvrtc_function_launch(const opd_nvrtc_function *f, int device, const void *params,
+                              size_t size, int64_t n);
+/* Waits for the devices' work, unloads f and frees it. NULL is a no-op. */
+void opd_nvrtc_function_free(opd_nvrtc_function *f);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,111 @@
+"""opd.torch.compile: a function or module traced with make_fx into ATen operators (as the
+graph fixtures were made), its parameters uploaded once, the graph run in the daemon
+([Note: compile's two forms] in _graph.py), re-traced when the inputs' shapes or dtypes
+change, the graphs of the last `cache_size` signatures kept."""
+import collections
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.nn.utils.stateless import functional_call
+
+from . import _graph
+from ._tensor import OpdTensor, _remote_tensor, remote
+
+__all__ = ["compile", "CompiledFunction"]
+
+
+def _example(x):
+    """A local tensor like x to trace with (the values do not matter)."""
+    if isinstance(x, OpdTensor):
+        return torch.zeros(tuple(x.shape), dtype=x.dtype)
+    return x
+
+
+def _signature(x):
+    if isinstance(x, torch.Tensor):
+        return ("tensor", tuple(x.shape), x.dtype)
+    try:
+        hash(x)
+        return ("value", x)
+    except TypeError:
+        return ("object", id(x))
+
+
+class CompiledFunction:
+    """The callable compile returns: ``f(*args)`` runs the traced graph of these argument
+    shapes and dtypes in the daemon and returns OpdTensors. Arguments may be local tensors
+    (uploaded for the call) or OpdTensors."""
+
+    def __init__(self, fn, client, cache_size):
+        if cache_size < 1:
+            raise ValueError("cache_size must be at least 1")
+        self.client = client
+        self.cache_size = cache_size
+        self._fn = fn
+        self._graphs = collections.OrderedDict()
+        self.traces = 0
+        self._names, self._params, self._examples = [], [], []
+        if isinstance(fn, torch.nn.Module):
+            seen = {}
+            # each tensor once, under its first name (functional_call ties the others to it)
+            for name, t in list(fn.named_parameters()) + list(fn.named_buffers()):
+                if id(t) in seen:
+                    continue
+                seen[id(t)] = True
+                self._names.append(name)
+                self._params.append(t if isinstance(t, OpdTensor) else remote(t.detach(), client))
+                self._examples.append(_example(t.detach()))
+
+    def _trace(self, args):
+        names, n = self._names, len(self._names)
+        module = self._fn
+
+        def flat(*xs):
+            if n:
+                return functional_call(module, dict(zip(names, xs[:n])), tuple(xs[n:]))
+            return module(*xs)
+
+        with torch.no_grad():
+            gm = make_fx(flat)(*self._examples, *[_example(a) for a in args])
+        # constants the trace captured (tensors made in forward) go to the daemon once
+        for name, value in list(gm.named_buffers()) + [
+                (k, v) for k, v in vars(gm).items() if isinstance(v, torch.Tensor)]:
+            if "." not in name and not isinstance(value, OpdTensor):
+                setattr(gm, name, remote(value, self.client))
+        self.traces += 1
+        return _graph.define_graph(self.client, gm) or _graph.OpByOpGraph(gm)
+
+    def graph_for(self, *args):
+        """The graph that runs these arguments (traced now if their signature is new)."""
+        key = tuple(_signature(a) for a in args)
+        graph = self._graphs.get(key)
+        if graph is not None:
+            self._graphs.move_to_end(key)
+            return graph
+        graph = self._graphs[key] = self._trace(args)
+        while len(self._graphs) > self.cache_size:
+            _, old = self._graphs.popitem(last=False)
+            old.release()
+        return graph
+
+    def __call__(self, *args):
+        graph = self.graph_for(*args)
+        # local tensors are uploaded for the call, without waiting (a copy: the caller may
+        # change theirs as soon as this returns)
+        inputs = [_remote_tensor(self.client, a.detach().clone(), None)
+                  if isinstance(a, torch.Tensor) and not isinstance(a, OpdTensor) else a
+                  for a in args]
+        with torch.no_grad():
+            return graph.run(self._params + inputs)
+
+    @property
+    def cached_signatures(self):
+        return len(self._graphs)
+
+
+def compile(fn_or_module, client, *, cache_size=8):
+    """Traces ``fn_or_module`` with make_fx (ATen operators) on the first call of each input
+    signature and runs the graph in the daemon; a module's parameters and buffers are
+    uploaded once, here. Until the daemon's graph API is in the client the graph runs op by
+    op (one request per operator; docs/PYTHON.md)."""
+    return CompiledFunction(fn_or_module, client, cache_size)

@@ -1,0 +1,397 @@
+"""OpdTensor and remote(): torch tensors held by the daemon. Every ATen operator PyTorch
+dispatches on an OpdTensor is sent to the daemon as a call without waiting; its result's
+shape, strides and dtype come from running the operator on meta tensors here, so the result
+is an OpdTensor at once and the next operator can be sent behind it
+([Note: The Python client's request engine] in client/python/src/opdpy.h). docs/PYTHON.md
+explains the choices."""
+import contextlib
+import threading
+import warnings
+
+import torch
+from torch._decomp import decomposition_table
+from torch.utils._pytree import tree_map
+
+from .. import _C
+
+__all__ = ["OpdTensor", "remote", "cpu_fallback", "OpdFallbackWarning"]
+
+
+class OpdFallbackWarning(UserWarning):
+    """An operator opd has no kernel for ran on the local CPU (opd.torch.cpu_fallback)."""
+
+
+_state = threading.local()
+#: the operators run through PyTorch's decompositions because the daemon lacks them
+decomposed = set()
+
+
+def _fallback_enabled():
+    return getattr(_state, "fallback", False)
+
+
+@contextlib.contextmanager
+def cpu_fallback(enabled=True):
+    """``with opd.torch.cpu_fallback(): ...``: an operator the daemon has no kernel for runs on
+    the local CPU (its OpdTensor arguments downloaded, its results uploaded) with an
+    OpdFallbackWarning, instead of raising NotImplementedError."""
+    before = _fallback_enabled()
+    _state.fallback = enabled
+    try:
+        yield
+    finally:
+        _state.fallback = before
+
+
+_MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1,
+                   torch.channels_last: 2, torch.channels_last_3d: 3}
+_LAYOUTS = {torch.strided: 0}
+_MISSING = object()
+
+
+class OpdTensor(torch.Tensor):
+    """A tensor held by an opd daemon. ``.cpu()`` (also ``.numpy()``, ``.tolist()``,
+    ``.item()``) brings its value here; every other operation runs in the daemon. Its shape,
+    strides and dtype are known here without asking the daemon."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @staticmethod
+    def __new__(cls, ref, meta, client, device):
+        r = torch.Tensor._make_wrapper_subclass(
+            cls, meta.size(), strides=meta.stride(), storage_offset=meta.storage_offset(),
+            dtype=meta.dtype, device=device, requires_grad=False)
+        r._opd = ref
+        r._meta = meta
+        r._client = client
+        return r
+
+    def __repr__(self, *, tensor_contents=None):
+        state = "pending" if not self._opd.ready else (
+            "failed" if self._opd.error is not None else "held")
+        return (f"OpdTensor(shape={tuple(self.shape)}, dtype={self.dtype}, device={self.device}, "
+                f"remote={self._client.url}, {state})")
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        return repr(self)
+
+    def cpu(self, memory_format=torch.preserve_format):
+        """The value as a plain local torch.Tensor (read straight into its memory)."""
+        out = torch.empty(tuple(self.shape), dtype=self.dtype)
+        buf = out.view(torch.int16) if self.dtype == torch.bfloat16 else out
+        self._client.download(self._opd, out=buf.numpy())
+        return out
+
+    def numpy(self, *, force=False):
+        return self.cpu().numpy()
+
+    def tolist(self):
+        return self.cpu().tolist()
+
+    def to(self, *args, **kwargs):
+        """``.to("cpu")`` brings the value here (as ``.cpu()``); a dtype alone converts in the
+        daemon."""
+        device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+        if device is not None and device.type == "cpu":
+            local = self.cpu()
+            return local.to(dtype) if dtype is not None else local
+        return super().to(*args, **kwargs)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return _dispatch(func, args, kwargs or {})
+
+
+def _first_opd(args, kwargs):
+    """The first OpdTensor among an ATen call's arguments (which nest one level at most:
+    Tensor[] and Tensor?[]), checking that they share one connection."""
+    first = None
+    for a in (*args, *kwargs.values()):
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, OpdTensor):
+                if first is None:
+                    first = t
+                elif t._client is not first._client:
+                    raise ValueError("an operation on OpdTensors of two different opd "
+                                     "connections")
+    return first
+
+
+def _map_args(fn, args):
+    return tuple(type(a)(fn(v) for v in a) if isinstance(a, (list, tuple)) else fn(a)
+                 for a in args)
+
+
+def _to_meta(x):
+    if isinstance(x, OpdTensor):
+        return x._meta
+    if isinstance(x, torch.Tensor):
+        return x.to("meta")
+    return x
+
+
+class _OpInfo:
+    """What the dispatch of one ATen overload needs, computed once per overload."""
+    __slots__ = ("qualname", "schema", "aliased_outputs", "tensor_args")
+
+    def __init__(self, func, client):
+        s = func._schema
+        self.qualname = s.name + ("." + s.overload_name if s.overload_name else "")
+        self.schema = client.schema(self.qualname)
+        # returns that are written arguments (in-place and out= forms): index -> argument name
+        written = {a.alias_info: a.name for a in s.arguments
+                   if a.alias_info is not None and a.alias_info.is_write}
+        self.aliased_outputs = [written.get(r.alias_info) if r.alias_info is not None and
+                                r.alias_info.is_write else None for r in s.returns]
+
+
+_INFOS = {}
+
+
+def _info(func, client):
+    key = (func, id(client._schemas))
+    info = _INFOS.get(key)
+    if info is None:
+        info = _INFOS[key] = _OpInfo(func, client)
+    return info
+
+
+_LITERALS = {}
+
+
+def _literal(value, dtype):
+    """A 0-d tensor passed by value: a Python number (as ``dtype``) or a 0-d CPU tensor."""
+    if isinstance(value, torch.Tensor):
+        t = value.detach().contiguous()
+        key = None
+    else:
+        key = (type(value), value, dtype)
+        lit = _LITERALS.get(key)
+        if lit is not None:
+            return lit
+        t = torch.tensor(value, dtype=dtype)
+    raw = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()
+    lit = _C.Literal(t.dtype, tuple(t.shape), raw)
+    if key is not None and len(_LITERALS) < 4096:
+        _LITERALS[key] = lit
+    return lit
+
+
+_SCALAR_DTYPES = {}
+
+
+def _scalar_dtype(value, tensors):
+    """The dtype a Python number at a Tensor argument takes so that the daemon promotes it as
+    PyTorch promotes a wrapped number: the result type of the number with the other tensor
+    arguments (those that are not bool first). Cached by what decides it."""
+    cands = [t for t in tensors if t.dtype != torch.bool] or tensors
+    key = (type(value), torch.get_default_dtype(),
+           tuple((t.dtype, t.dim() == 0) for t in cands))
+    dtype = _SCALAR_DTYPES.get(key)
+    if dtype is not None:
+        return dtype
+    for t in cands:
+        d = torch.result_type(t, value)
+        dtype = d if dtype is None else torch.promote_types(dtype, d)
+    if dtype is None:
+        dtype = (torch.bool if isinstance(value, bool) else
+                 torch.int64 if isinstance(value, int) else torch.get_default_dtype())
+    if len(_SCALAR_DTYPES) < 1024:
+        _SCALAR_DTYPES[key] = dtype
+    return dtype
+
+
+_SMALL_UPLOAD = 1 << 20
+
+
+def _local_tensor(client, t):
+    """A local tensor used with OpdTensors: uploaded for the call (0-d CPU ones by value)."""
+    if t.device.type == "meta":
+        raise ValueError("a meta tensor has no data to send to the daemon")
+    if t.dim() == 0 and t.device.type == "cpu":
+        return _literal(t, None)
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.numel() * t.element_size() <= _SMALL_UPLOAD:
+        # the call returns before the upload has gone: send a copy the caller cannot change
+        return client.upload_async(t.clone(memory_format=torch.contiguous_format)).outputs[0]
+    return client.upload(t)
+
+
+def _convert(client, kind, value, meta_tensors):
+    """One argument as the extension takes it; meta_tensors() gives the call's tensors on
+    meta (for the dtype of a Python number at a Tensor argument)."""
+    if isinstance(value, OpdTensor):
+        return value._opd
+    if isinstance(value, torch.Tensor):
+        return _local_tensor(client, value)
+    if kind == "T" and isinstance(value, (bool, int, float)):
+        return _literal(value, _scalar_dtype(value, meta_tensors()))
+    if isinstance(value, (list, tuple)) and kind in ("L", "l"):
+        return [None if v is None else _convert(client, "T", v, meta_tensors) for v in value]
+    if isinstance(value, torch.memory_format):
+        return _MEMORY_FORMATS[value]
+    if isinstance(value, torch.layout):
+        return _LAYOUTS[value]
+    return value
+
+
+def _call_args(client, schema, args, kwargs, meta_args, meta_kwargs):
+    """The call's arguments in schema order, up to the last one given (the daemon fills in
+    the defaults after it; missing ones before it are sent as their defaults)."""
+    arguments = schema.arguments
+    n = len(args)
+    last = n - 1
+    if kwargs:
+        last = max([last] + [i for i, a in enumerate(arguments) if a.name in kwargs])
+    found = []
+
+    def meta_tensors():
+        if not found:
+            found.append([m for x in (*meta_args, *meta_kwargs.values())
+                          for m in (x if isinstance(x, (list, tuple)) else (x,))
+                          if isinstance(m, torch.Tensor)])
+        return found[0]
+
+    out = []
+    for i in range(last + 1):
+        a = arguments[i]
+        v = args[i] if i < n else kwargs.get(a.name, _MISSING)
+        if v is _MISSING:
+            v = a.default if a.has_default else None
+        out.append(v._opd if type(v) is OpdTensor else _convert(client, a.kind, v, meta_tensors))
+    return tuple(out)
+
+
+def _wrap(client, refs, meta_out, device):
+    """OpdTensors for the tensors of meta_out (a tensor, or a tuple or list of them and
+    other values), in order."""
+    if isinstance(meta_out, torch.Tensor):
+        return OpdTensor(refs[0], meta_out, client, device)
+    if isinstance(meta_out, (list, tuple)):
+        out, k = [], 0
+        for m in meta_out:
+            if isinstance(m, torch.Tensor):
+                out.append(OpdTensor(refs[k], m, client, device))
+                k += 1
+            else:
+                out.append(m)
+        return type(meta_out)(out) if isinstance(meta_out, list) else tuple(out)
+    return meta_out
+
+
+def _count_tensors(meta_out):
+    if isinstance(meta_out, torch.Tensor):
+        return 1
+    if isinstance(meta_out, (list, tuple)):
+        return sum(isinstance(m, torch.Tensor) for m in meta_out)
+    return 0
+
+
+def _not_implemented(qualname, client):
+    return NotImplementedError(
+        f"opd has no kernel for {qualname}: the daemon at {client.url} does not define it "
+        f"(wrap the code in opd.torch.cpu_fallback() to run such operators on the local CPU)")
+
+
+def _dispatch(func, args, kwargs):
+    first = _first_opd(args, kwargs)
+    client = first._client
+    info = _info(func, client)
+    aten = torch.ops.aten
+    if func is aten._local_scalar_dense.default:
+        return args[0].cpu().item()
+    if func is aten._to_copy.default and kwargs.get("device") is not None and \
+            torch.device(kwargs["device"]).type == "cpu" and isinstance(args[0], OpdTensor) and \
+            args[0].device.type != "cpu":
+        local = args[0].cpu()
+        return local.to(kwargs.get("dtype") or local.dtype)
+    if info.schema is None:
+        return _without_kernel(func, info, client, args, kwargs)
+    meta_args = _map_args(_to_meta, args)
+    meta_kwargs = {k: v for k, v in zip(kwargs, _map_args(_to_meta, kwargs.values()))}
+    meta_out = func(*meta_args, **meta_kwargs)  # shapes and PyTorch's argument errors, here
+    values = _call_args(client, info.schema, args, kwargs, meta_args, meta_kwargs)
+    refs = client._submit(info.schema.op, values, _count_tensors(meta_out)).outputs
+    result = _wrap(client, refs, meta_out, first.device)
+    if any(info.aliased_outputs):  # in-place and out=: the written argument itself
+        names = [a.name for a in func._schema.arguments]
+        written = [args[names.index(n)] if names.index(n) < len(args) else kwargs[n]
+                   for n in info.aliased_outputs if n is not None]
+        return written[0] if len(written) == 1 and not isinstance(result, tuple) else \
+            tuple(written)
+    return result
+
+
+def _without_kernel(func, info, client, args, kwargs):
+    """An operator the daemon does not define: PyTorch's decomposition of it into others
+    (they run in the daemon), else the CPU fallback when enabled, else NotImplementedError."""
+    decomposition = decomposition_table.get(func)
+    if decomposition is not None:
+        decomposed.add(info.qualname)
+        try:
+            return decomposition(*args, **kwargs)
+        except NotImplementedError as e:
+            raise _not_implemented(info.qualname, client) from e
+    if not _fallback_enabled():
+        raise _not_implemented(info.qualname, client)
+    warnings.warn(f"opd has no kernel for {info.qualname}: running it on the local CPU",
+                  OpdFallbackWarning, stacklevel=3)
+    local_args, local_kwargs = tree_map(lambda x: x.cpu() if isinstance(x, OpdTensor) else x,
+                                        (args, kwargs))
+    out = func(*local_args, **local_kwargs)
+    # written arguments get their new value in the daemon
+    for a, la in zip(func._schema.arguments, local_args):
+        if a.alias_info is not None and a.alias_info.is_write and isinstance(la, torch.Tensor):
+            target = args[[x.name for x in func._schema.arguments].index(a.name)]
+            target._opd = client.upload(la)
+    return tree_map(lambda x: _from_local(client, x) if isinstance(x, torch.Tensor) else x, out)
+
+
+def _from_local(client, t):
+    t = t.contiguous()
+    return OpdTensor(client.upload(t), torch.empty(t.shape, dtype=t.dtype, device="meta"), client,
+                     t.device)
+
+
+def _remote_tensor(client, t, device):
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous()
+    ref = client.upload_async(t, device=device).outputs[0]
+    dev = torch.device(device) if device is not None else torch.device("cpu")
+    return OpdTensor(ref, torch.empty(t.shape, dtype=t.dtype, device="meta"), client, dev)
+
+
+def remote(obj, client, device=None):
+    """The daemon's copy of ``obj``: a torch.Tensor becomes an OpdTensor; an nn.Module gets
+    every parameter and buffer uploaded once (tensors shared by several modules once) and held
+    in the daemon, in place, and is returned; lists, tuples and dicts are converted item by
+    item. ``device``: where the daemon keeps them ("cpu", "cuda", "cuda:1")."""
+    done = {}
+
+    def convert(t):
+        if isinstance(t, OpdTensor):
+            return t
+        key = id(t)
+        if key not in done:
+            done[key] = (t, _remote_tensor(client, t, device))
+        return done[key][1]
+
+    if isinstance(obj, torch.nn.Module):
+        for m in obj.modules():
+            for table in (m._parameters, m._buffers):
+                for name, t in list(table.items()):
+                    if t is not None:
+                        table[name] = convert(t)
+        result = obj
+    elif isinstance(obj, torch.Tensor):
+        result = convert(obj)
+    else:
+        result = tree_map(lambda x: convert(x) if isinstance(x, torch.Tensor) else x, obj)
+    client.wait_all()  # the uploads are done: the local tensors may change again
+    return result

@@ -1,0 +1,89 @@
+"""opd.torch.compile: traced with make_fx, parameters uploaded once, re-traced per input
+signature with a bounded cache, run in the daemon (op by op until the graph API)."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import opd  # noqa: E402
+import opd.torch  # noqa: E402
+from torch_models import MLP, Block, TinyGPT  # noqa: E402
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+@pytest.mark.parametrize("make,x", [
+    pytest.param(lambda: torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                             torch.nn.Linear(64, 32)), torch.randn(4, 32),
+                 id="mlp"),
+    pytest.param(lambda: MLP(approximate="none"), torch.randn(2, 8, 32), id="gelu_mlp"),
+    pytest.param(Block, torch.randn(2, 8, 32), id="gpt2_block"),
+    pytest.param(TinyGPT, torch.randint(0, 50, (2, 8)), id="tiny_gpt"),
+])
+def test_compiled_modules_match_eager(client, make, x):
+    torch.manual_seed(0)
+    module = make().eval()
+    with torch.no_grad():
+        expected = module(x)
+    f = opd.torch.compile(module, client)
+    got = f(x)  # a local input, uploaded for the call
+    assert isinstance(got, opd.torch.OpdTensor)
+    torch.testing.assert_close(got.cpu(), expected, rtol=RTOL, atol=ATOL)
+    again = f(opd.torch.remote(x, client))  # an OpdTensor input: the same graph
+    torch.testing.assert_close(again.cpu(), expected, rtol=RTOL, atol=ATOL)
+    assert f.traces == 1
+
+
+def test_functions_and_retracing_with_a_bounded_cache(client):
+    def softmax_then_scale(x, k):
+        e = torch.exp(x - x.amax(dim=-1, keepdim=True))
+        return e / e.sum(dim=-1, keepdim=True) * k
+
+    f = opd.torch.compile(softmax_then_scale, client, cache_size=2)
+    shapes = [(2, 3), (4, 5), (2, 3), (6, 1)]
+    for shape in shapes:
+        x = torch.randn(*shape)
+        torch.testing.assert_close(f(x, 2.0).cpu(), softmax_then_scale(x, 2.0), rtol=RTOL,
+                                   atol=ATOL)
+    assert f.traces == 3  # (2, 3) came back from the cache
+    assert f.cached_signatures == 2  # (4, 5), the least recently used, made room for (6, 1)
+    f(torch.randn(2, 3), 2.0)
+    assert f.traces == 3
+    f(torch.randn(4, 5), 2.0)
+    assert f.traces == 4
+    f(torch.randn(2, 3, dtype=torch.float64), 2.0)  # a new dtype is a new signature
+    assert f.traces == 5
+
+
+def test_parameters_are_uploaded_once(client):
+    module = Block().eval()
+    f = opd.torch.compile(module, client)
+    params = f._params
+    assert all(isinstance(p, opd.torch.OpdTensor) for p in params)
+    assert all(not isinstance(p, opd.torch.OpdTensor) for p in module.parameters())  # untouched
+    x = opd.torch.remote(torch.randn(1, 8, 32), client)
+    f(x).cpu()
+    assert f._params is params and [p._opd for p in f._params] == [p._opd for p in params]
+
+
+@pytest.mark.xfail(strict=True, reason="the one-request form comes with the daemon's graph API "
+                   "(issue 13): until the C client has it, compile runs the graph op by op")
+def test_a_compiled_call_is_one_request(daemon):
+    with opd.connect(daemon.unix) as client:
+        f = opd.torch.compile(Block().eval(), client)
+        x = opd.torch.remote(torch.randn(1, 8, 32), client)
+        f(x)  # traced here
+        client.wait_all()
+
+        def calls():  # the calls the daemon has run for this session
+            return max(daemon.sessions(), key=lambda s: s["id"])["calls"]
+
+        before = calls()
+        f(x)
+        client.wait_all()
+        assert calls() - before == 1
+
+
+@pytest.mark.skip(reason="fusion of a user's exp/sum/div is the daemon's graph API's (issue 13); "
+                  "op by op each operator runs alone")
+def test_seed_softmax_is_fused(client):
+    pass

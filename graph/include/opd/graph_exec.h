@@ -1,0 +1,129 @@
+/* opd/graph_exec.h: compiling a finished graph (the pass pipeline, lowering to a plan),
+ * running it on tensors, its cache, and introspection. docs/GRAPHS.md explains the design.
+ *
+ * How the daemon serves a graph (the protocol side is the daemon's; this is all it calls):
+ *   define, on a worker:   build and finish the graph (opd/graph.h), then
+ *                          opd_graph_compile(g, &options, cache, &cg, &hit)  (takes g)
+ *                          and keep cg in the session under the client's graph id;
+ *   run, on a worker:      opd_compiled_graph_run(cg, inputs, n, outputs)  (inputs: the handles'
+ *                          tensors, borrowed; outputs: new references for new handles);
+ *   release:               opd_compiled_graph_release(cg);
+ *   introspection:         opd_compiled_graph_json(cg) for GET /v1/graphs/{id},
+ *                          opd_graph_cache_json(cache) for GET /v1/graphs and counters.
+ * A compiled graph is reference counted and safe to run from several threads at once (the
+ * cache hands the same one to every session that defines the same graph).
+ */
+#ifndef OPD_GRAPH_EXEC_H
+#define OPD_GRAPH_EXEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "opd/graph.h"
+#include "opd/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct opd_compiled_graph opd_compiled_graph;
+typedef struct opd_graph_cache opd_graph_cache;
+
+/* Hooks for tests: they change what the checks of fused groups see ([Note: Numerics and
+ * benefit of fused groups] in graph/src/decisions.c). */
+typedef struct opd_graph_test_hooks {
+  /* Called on a fused group's outputs before they are compared with the unfused ones. */
+  void (*after_fused)(uint32_t group, opd_tensor *const *outputs, uint32_t n, void *data);
+  /* Replaces a measured time (nanoseconds) of a group run fused or unfused. */
+  int64_t (*measured)(uint32_t group, bool fused, int64_t ns, void *data);
+  void *data;
+} opd_graph_test_hooks;
+
+typedef struct opd_graph_options {
+  /* Passes to skip, by name (the admin sets them to bisect a miscompile; they are part of
+   * the cache key). "lower" cannot be skipped. */
+  const char *const *disabled_passes;
+  uint32_t ndisabled;
+  /* Runs the verifier after every pass (always in debug builds). */
+  bool verify;
+  /* The first run of a fused group also runs it unfused and compares (a group that
+   * disagrees is pinned unfused). */
+  bool check_numerics;
+  /* The first `benefit_runs` runs (default 5) time each fused group fused and unfused; a
+   * group that is not faster fused stays unfused. 0: keep every group fused. */
+  uint32_t benefit_runs;
+  const opd_graph_test_hooks *test_hooks;
+} opd_graph_options;
+void opd_graph_options_default(opd_graph_options *options);
+
+/* Runs the pass pipeline on g and lowers it to a plan, or finds the same graph compiled
+ * before in `cache` (NULL: no cache): *hit says which. Takes g in every case (it is freed,
+ * or kept by the compiled graph). *out is a new reference. */
+int opd_graph_compile(opd_graph *g, const opd_graph_options *options, opd_graph_cache *cache,
+                      opd_compiled_graph **out, bool *hit);
+
+/* Runs the plan: inputs[i] for input i (borrowed; dtype, sizes and device must be the
+ * spec's), outputs[0..num_outputs) receive new references. Errors name the node. */
+int opd_compiled_graph_run(opd_compiled_graph *cg, opd_tensor *const *inputs, uint32_t ninputs,
+                           opd_tensor **outputs, uint32_t noutputs);
+
+uint32_t opd_compiled_graph_num_inputs(const opd_compiled_graph *cg);
+uint32_t opd_compiled_graph_num_outputs(const opd_compiled_graph *cg);
+/* The kind of input i. */
+opd_graph_input_kind opd_compiled_graph_input_kind(const opd_compiled_graph *cg, uint32_t i);
+
+void opd_compiled_graph_retain(opd_compiled_graph *cg);
+void opd_compiled_graph_release(opd_compiled_graph *cg);
+
+/* What a compiled graph is and did. */
+typedef struct opd_graph_stats {
+  uint64_t id;               /* unique in the process */
+  uint32_t nodes_before;     /* nodes of the graph as defined */
+  uint32_t nodes_after;      /* nodes left by the passes (views included) */
+  uint32_t kernels;          /* kernels a run launches with the groups' current decisions */
+  uint32_t kernels_last_run; /* kernels the last run launched */
+  uint32_t softmax_patterns; /* softmax patterns replaced */
+  uint32_t groups;           /* fused pointwise groups */
+  uint64_t runs, cache_hits;
+  uint64_t compile_ns;
+  char key[17]; /* the cache key's hash, hex */
+} opd_graph_stats;
+void opd_compiled_graph_stats(const opd_compiled_graph *cg, opd_graph_stats *out);
+
+/* The introspection document of GET /v1/graphs/{id}: {"id", "key", "nodes_before",
+ * "nodes_after", "kernels", "runs", "cache_hits", "compile_us", "patterns": {"softmax": N},
+ * "passes": [{"name", "version", "enabled", "hits", "ir"}], "groups": [{"id", "ops",
+ * "numerics", "benefit", "fused_ns", "unfused_ns", ...}], "buffers": {...}}. NULL when out
+ * of memory. */
+json_t *opd_compiled_graph_json(const opd_compiled_graph *cg);
+
+/* ---- the cache of compiled graphs (graph/src/cache.c) ---- */
+
+/* A bounded LRU of compiled graphs shared by all threads: capacity graphs at most. */
+int opd_graph_cache_new(uint32_t capacity, opd_graph_cache **out);
+/* Drops the cache's references (graphs in use live on). */
+void opd_graph_cache_free(opd_graph_cache *c);
+
+typedef struct opd_graph_cache_stats {
+  uint64_t hits, misses, evictions, invalidations;
+  uint32_t size, capacity;
+} opd_graph_cache_stats;
+void opd_graph_cache_stats_get(opd_graph_cache *c, opd_graph_cache_stats *out);
+/* {"graphs": [{"id", "key", "nodes_before", "nodes_after", "kernels", "runs", "cache_hits",
+ * "compile_us"}], "hits", "misses", "evictions", "invalidations", "size", "capacity"}. */
+json_t *opd_graph_cache_json(opd_graph_cache *c);
+/* The cached graph with that id (opd_graph_stats.id), retained, or NULL (GET /v1/graphs/{id}). */
+opd_compiled_graph *opd_graph_cache_lookup_id(opd_graph_cache *c, uint64_t id);
+
+/* Every pass's totals over all compilations in the process, for /metrics:
+ * {"view_canonicalize": {"runs": N, "hits": M}, ...}. NULL when out of memory. */
+json_t *opd_graph_pass_totals_json(void);
+
+/* The identity of the code generator (part of every cache key). */
+const char *opd_graph_codegen_id(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,203 @@
+/* compile.c: compiling a finished graph (opd_graph_compile): the cache first, then the
+ * pass pipeline ([Note: The pass pipeline] in pass_manager.c); a compiled graph's life and
+ * counters. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "compiled.h"
+#include "graph_print.h"
+#include "opd/cuda_nvrtc.h"
+#include "opd/error.h"
+#include "opd/memory.h"
+
+void opd_graph_options_default(opd_graph_options *o) {
+  *o = (opd_graph_options){.check_numerics = true, .benefit_runs = 5};
+}
+
+const char *opd_graph_codegen_id(void) {
+  return "opd-fused-interpreter/1 tile=512 regs=24 f32";
+}
+
+static _Atomic uint64_t next_id = 1;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void compiled_free(opd_compiled_graph *cg) {
+  opd__compiled_free_contexts(cg);
+  for (uint32_t i = 0; cg->states && i < cg->plan->ngroups; i++)
+    opd_nvrtc_function_free(cg->states[i].cuda_fn);
+  opd__plan_free(cg->plan);
+  opd_graph_free(cg->g);
+  opd__pipeline_free(&cg->passes);
+  opd__free(cg->ir_before);
+  opd__free(cg->key);
+  opd__free(cg->states);
+  pthread_mutex_destroy(&cg->lock);
+  opd__free(cg);
+}
+
+void opd_compiled_graph_retain(opd_compiled_graph *cg) {
+  atomic_fetch_add_explicit(&cg->refcount, 1, memory_order_relaxed);
+}
+
+void opd_compiled_graph_release(opd_compiled_graph *cg) {
+  if (cg && atomic_fetch_sub_explicit(&cg->refcount, 1, memory_order_acq_rel) == 1)
+    compiled_free(cg);
+}
+
+/* Runs the pipeline on g (taken) into a new compiled graph. */
+static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes, char *key,
+                 uint64_t hash, opd_compiled_graph **out) {
+  opd_compiled_graph *cg = opd__calloc(1, sizeof *cg);
+  if (!cg) {
+    opd_graph_free(g);
+    opd__pipeline_free(passes);
+    opd__free(key);
+    return opd_error(OPD_ENOMEM, "out of memory for a compiled graph");
+  }
+  atomic_init(&cg->refcount, 1);
+  pthread_mutex_init(&cg->lock, NULL);
+  cg->id = atomic_fetch_add(&next_id, 1);
+  cg->g = g;
+  cg->passes = *passes;
+  cg->key = key;
+  cg->key_hash = hash;
+  cg->options = *o;
+  cg->options.disabled_passes = NULL;
+  cg->options.ndisabled = 0;
+  cg->options.test_hooks = NULL;
+  if (o->test_hooks) {
+    cg->hooks = *o->test_hooks;
+    cg->has_hooks = true;
+  }
+  cg->nodes_before = opd_graph_num_nodes(g);
+  uint64_t t0 = now_ns();
+  int rc = opd_graph_print(g, &cg->ir_before);
+  opd__compile c = {.g = g, .opts = o};
+  if (rc == 0) rc = opd__pipeline_run(&cg->passes, &c);
+  opd__pipeline_detach(&cg->passes);
+  cg->plan = c.plan;
+  cg->softmax_patterns = (uint32_t)c.softmax_patterns;
+  cg->nodes_after = opd_graph_num_nodes(g);
+  if (rc == 0 && cg->plan->ngroups &&
+      !(cg->states = opd__calloc(cg->plan->ngroups, sizeof *cg->states)))
+    rc = opd_error(OPD_ENOMEM, "out of memory for a compiled graph");
+  cg->compile_ns = now_ns() - t0;
+  if (rc) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", opd_last_error());
+    compiled_free(cg);
+    return opd_error(rc, "%s", msg);
+  }
+  *out = cg;
+  return 0;
+}
+
+int opd_graph_compile(opd_graph *g, const opd_graph_options *options, opd_graph_cache *cache,
+                      opd_compiled_graph **out, bool *hit) {
+  opd_graph_options defaults;
+  if (!options) {
+    opd_graph_options_default(&defaults);
+    options = &defaults;
+  }
+  if (hit) *hit = false;
+  if (!g->finished) {
+    opd_graph_free(g);
+    return opd_error(OPD_EINVAL, "graph: compile a finished graph (opd_graph_finish)");
+  }
+  for (uint32_t i = 0; i < g->nops; i++) g->ops[i].generation = opd_op_generation(g->ops[i].op);
+  opd__pipeline passes;
+  char *key = NULL;
+  uint64_t hash = 0;
+  int rc = opd__pipeline_snapshot(options, &passes);
+  if (rc) {
+    opd_graph_free(g);
+    return rc;
+  }
+  if ((rc = opd__graph_key(g, &passes, options, &key, &hash))) {
+    opd__pipeline_free(&passes);
+    opd_graph_free(g);
+    return rc;
+  }
+  opd_compiled_graph *cg = cache ? opd__cache_find(cache, key, hash) : NULL;
+  if (cg) {
+    opd__free(key);
+    opd__pipeline_free(&passes);
+    opd_graph_free(g);
+    atomic_fetch_add_explicit(&cg->cache_hits, 1, memory_order_relaxed);
+    if (hit) *hit = true;
+    *out = cg;
+    return 0;
+  }
+  /* the passes run Meta kernels: with the default dispatch state, as inference does */
+  opd_local_dispatch_state saved = opd_tls_get();
+  opd_tls_set(opd_default_dispatch_state);
+  rc = build(g, options, &passes, key, hash, &cg);
+  opd_tls_set(saved);
+  if (rc) return rc;
+  if (cache) {
+    opd_compiled_graph *kept;
+    opd__cache_add(cache, cg, &kept);
+    if (kept != cg) {
+      opd_compiled_graph_release(cg);
+      cg = kept;
+    }
+  }
+  *out = cg;
+  return 0;
+}
+
+const opd_operator *opd__graph_find_op(const char *name) {
+  const opd_operator *op = opd_find_op(name);
+  return op && opd_op_schema(op) ? op : NULL;
+}
+
+uint32_t opd_compiled_graph_num_inputs(const opd_compiled_graph *cg) {
+  return cg->g->ninputs;
+}
+
+uint32_t opd_compiled_graph_num_outputs(const opd_compiled_graph *cg) {
+  return cg->g->noutputs;
+}
+
+opd_graph_input_kind opd_compiled_graph_input_kind(const opd_compiled_graph *cg, uint32_t i) {
+  return i < cg->g->ninputs ? cg->g->inputs[i].kind : OPD_GRAPH_INPUT;
+}
+
+uint32_t opd__compiled_kernels(opd_compiled_graph *cg) {
+  const opd__plan *p = cg->plan;
+  uint32_t k = 0;
+  pthread_mutex_lock(&cg->lock);
+  for (uint32_t s = 0; s < p->nsteps; s++) {
+    const opd__step *st = &p->steps[s];
+    if (st->kind != OPD__STEP_GROUP) {
+      k += st->kernel;
+      continue;
+    }
+    const opd__group_state *gs = &cg->states[st->index];
+    bool fused = gs->numerics != OPD__UNFUSED && gs->benefit != OPD__UNFUSED;
+    k += fused ? 1 : p->groups[st->index].ncompute;
+  }
+  pthread_mutex_unlock(&cg->lock);
+  return k;
+}
+
+void opd_compiled_graph_stats(const opd_compiled_graph *cg_const, opd_graph_stats *out) {
+  opd_compiled_graph *cg = (opd_compiled_graph *)cg_const; /* the lock only */
+  *out = (opd_graph_stats){.id = cg->id,
+                           .nodes_before = cg->nodes_before,
+                           .nodes_after = cg->nodes_after,
+                           .kernels = opd__compiled_kernels(cg),
+                           .kernels_last_run = atomic_load(&cg->kernels_last_run),
+                           .softmax_patterns = cg->softmax_patterns,
+                           .groups = cg->plan->ngroups,
+                           .runs = atomic_load(&cg->runs),
+                           .cache_hits = atomic_load(&cg->cache_hits),
+                           .compile_ns = cg->compile_ns};
+  snprintf(out->key, sizeof out->key, "%016llx", (unsigned long long)cg->key_hash);
+}

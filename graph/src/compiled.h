@@ -1,0 +1,88 @@
+/* compiled.h: a compiled graph (internal to the graph library): the optimised IR, its plan,
+ * the record of its passes, the decisions about its fused groups, and the run contexts it
+ * reuses. Shared by every session that defined the same graph ([Note: Runs of a compiled
+ * graph] in exec.c). */
+#ifndef OPD_GRAPH_COMPILED_H
+#define OPD_GRAPH_COMPILED_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "opd/graph_exec.h"
+#include "pass_manager.h"
+#include "plan.h"
+
+typedef enum opd__decision {
+  OPD__PENDING, /* still being checked (the first runs) */
+  OPD__FUSED,   /* numerics: agrees; benefit: fused is faster */
+  OPD__UNFUSED, /* numerics: disagrees, pinned unfused; benefit: not faster */
+} opd__decision;
+
+/* What the checks found out about one group (the compiled graph's lock). */
+typedef struct opd__group_state {
+  uint8_t numerics, benefit;    /* opd__decision */
+  uint32_t timed;               /* runs timed both ways */
+  int64_t fused_ns, unfused_ns; /* the fastest of each */
+  double max_abs_diff;          /* fused against unfused, at the numerics check */
+  uint64_t fused_runs, unfused_runs;
+  char why[160]; /* why it does not run fused (a mismatch, a layout) */
+  /* a CUDA group's compiled program, made by its first fused run ([Note: Fused programs on
+   * CUDA]), and whether making it failed */
+  struct opd_nvrtc_function *cuda_fn;
+  bool cuda_failed;
+} opd__group_state;
+
+/* The per-run state: one per concurrent run, kept for the next ([Note: Runs of a compiled
+ * graph]). */
+typedef struct opd__run_ctx {
+  struct opd__run_ctx *next;
+  opd_tensor **vals;    /* per value: its tensor in this run (a reference), or NULL */
+  opd_tensor **buffers; /* per planned buffer */
+  opd_tensor **planned; /* per value: its view of a planned buffer, or NULL */
+} opd__run_ctx;
+
+struct opd_compiled_graph {
+  atomic_uint refcount;
+  uint64_t id;
+  opd_graph *g; /* after the passes */
+  opd__plan *plan;
+  opd__pipeline passes;
+  char *ir_before;
+  char *key; /* the cache key's text */
+  uint64_t key_hash;
+  uint32_t nodes_before, nodes_after, softmax_patterns;
+  uint64_t compile_ns;
+  opd_graph_options options; /* disabled_passes not kept */
+  opd_graph_test_hooks hooks;
+  bool has_hooks;
+  atomic_uint_fast64_t runs, cache_hits;
+  atomic_uint kernels_last_run;
+  pthread_mutex_t lock; /* states, contexts */
+  opd__group_state *states;
+  opd__run_ctx *spare;
+};
+
+/* Runs group `gi` of a run (decisions.c): fused or unfused as its state says, checking it
+ * while the checks last. *kernels receives the kernels it launched. */
+int opd__run_group(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, uint32_t *kernels);
+/* Runs node n of the graph through the dispatcher, its results into ctx->vals (exec.c). */
+int opd__run_node(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t n);
+/* Frees the spare run contexts (exec.c). */
+void opd__compiled_free_contexts(opd_compiled_graph *cg);
+/* Kernels a run launches with the current decisions. */
+uint32_t opd__compiled_kernels(opd_compiled_graph *cg);
+
+/* The cache key of a finished graph compiled with a pass list (cache_key.c). */
+int opd__graph_key(const opd_graph *g, const opd__pipeline *p, const opd_graph_options *o,
+                   char **key, uint64_t *hash);
+/* The cache's side (cache.c): a compiled graph equal to `key`, retained, or NULL; and
+ * adding one (the cache keeps a reference; *out is the one to use, perhaps another thread's
+ * equal graph). */
+opd_compiled_graph *opd__cache_find(opd_graph_cache *c, const char *key, uint64_t hash);
+void opd__cache_add(opd_graph_cache *c, opd_compiled_graph *cg, opd_compiled_graph **out);
+/* Appends every cached graph's summary to `graphs` (introspect.c's opd__cache_summary),
+ * most recently used first; *ok turns false when out of memory. */
+void opd__cache_each(opd_graph_cache *c, json_t *graphs, bool *ok);
+void opd__cache_summary(opd_compiled_graph *cg, json_t *graphs, bool *ok);
+
+#endif

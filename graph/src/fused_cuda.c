@@ -1,0 +1,211 @@
+/* fused_cuda.c: fused pointwise programs on CUDA: the program written as CUDA C++ source
+ * (opd__pw_cuda_source), compiled with NVRTC by the group's first fused run (decisions.c),
+ * and launched on the bound operands (opd__pw_cuda_run).
+ *
+ * [Note: Fused programs on CUDA]
+ * The program is the CPU interpreter's ([Note: Fused pointwise programs] in
+ * fused_codegen.c), written out: one thread per element of the iteration space, in a loop
+ * with the grid's stride; each thread finds its offset in every operand from the coalesced
+ * sizes and strides (opd__pw_bind, the same binding the CPU run uses), loads into float
+ * registers, runs the instructions as straight-line code and stores. The operation's
+ * formulas are the CUDA kernels' (kernels/cuda/src/elementwise.cu: expf, tanhf, erff of
+ * CUDA's math library, the NaN rules of maximum and clamp), so the numerics check of the
+ * first run compares like with like; immediates and constants are written as their exact
+ * bits (__int_as_float, __longlong_as_double). Everything the program needs arrives in one
+ * struct passed by value: the element count, the coalesced sizes, and per operand its base
+ * address and strides, each an 8-byte field (a layout host and device agree on without
+ * padding rules), so a program of at most OPD__PW_CUDA_MAX_OPERANDS operands fits a launch's
+ * parameter space ([Note: Generated functions] in opd/cuda_nvrtc.h). A group with more runs
+ * unfused. CI compiles the source of every fixture's groups for sm_90 without a device
+ * (tests/test_graph_cuda.c).
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opd/cuda_nvrtc.h"
+#include "opd/error.h"
+#include "plan.h"
+
+#define OPD__PW_CUDA_MAX_OPERANDS 48
+
+/* The parameters' layout, field by field as the source declares it. */
+typedef struct cuda_operand {
+  uint64_t base;
+  int64_t is_bool; /* bool elements (one byte, 0 or 1), else float32 */
+  int64_t strides[OPD__PW_MAX_DIMS];
+} cuda_operand;
+typedef struct cuda_params {
+  int64_t numel, ndim;
+  int64_t sizes[OPD__PW_MAX_DIMS];
+  cuda_operand ops[OPD__PW_CUDA_MAX_OPERANDS];
+} cuda_params;
+_Static_assert(sizeof(cuda_params) <= OPD_NVRTC_MAX_PARAMS, "fits one launch");
+
+/* What every program declares: the parameters (cuda_params with the program's operand
+ * count) and its loads and stores. */
+static const char prelude[] =
+    "struct opd_operand {\n"
+    "  unsigned long long base;\n"
+    "  long long is_bool;\n"
+    "  long long strides[%d];\n"
+    "};\n"
+    "struct opd_params {\n"
+    "  long long numel, ndim;\n"
+    "  long long sizes[%d];\n"
+    "  opd_operand ops[%u];\n"
+    "};\n"
+    "__device__ __forceinline__ float opd_load(const opd_operand &o, long long off) {\n"
+    "  return o.is_bool ? (((const unsigned char *)o.base)[off] ? 1.0f : 0.0f)\n"
+    "                   : ((const float *)o.base)[off];\n"
+    "}\n"
+    "__device__ __forceinline__ void opd_store(const opd_operand &o, long long off, float v) {\n"
+    "  if (o.is_bool)\n"
+    "    ((unsigned char *)o.base)[off] = v != 0.0f;\n"
+    "  else\n"
+    "    ((float *)o.base)[off] = v;\n"
+    "}\n"
+    "extern \"C\" __global__ void " OPD__PW_CUDA_ENTRY "(const opd_params a) {\n"
+    "  const long long step = (long long)gridDim.x * blockDim.x;\n"
+    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.numel;\n"
+    "       i += step) {\n"
+    "    long long off[%u], rest = i;\n"
+    "    for (unsigned k = 0; k < %uu; k++) off[k] = 0;\n"
+    "    for (int d = (int)a.ndim - 1; d >= 0; d--) {\n"
+    "      const long long idx = rest %% a.sizes[d];\n"
+    "      rest /= a.sizes[d];\n"
+    "      for (unsigned k = 0; k < %uu; k++) off[k] += idx * a.ops[k].strides[d];\n"
+    "    }\n";
+
+static uint32_t float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+static uint64_t double_bits(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  return u;
+}
+
+/* The expression of an instruction over x, y, z (its operands), c0 and c1 (its constants as
+ * float) and e (the first as double), with the CUDA kernels' formulas. */
+static const char *formula(opd__pw_opcode op) {
+  switch (op) {
+  case OPD__PW_ADD: return "x + y";
+  case OPD__PW_ADD_SCALED: return "x + c0 * y";
+  case OPD__PW_MUL: return "x * y";
+  case OPD__PW_DIV: return "x / y";
+  case OPD__PW_MAXIMUM: return "x != x ? x : y != y ? y : x < y ? y : x";
+  case OPD__PW_MINIMUM: return "x != x ? x : y != y ? y : y < x ? y : x";
+  case OPD__PW_EQ: return "x == y ? 1.0f : 0.0f";
+  case OPD__PW_GT: return "x > y ? 1.0f : 0.0f";
+  case OPD__PW_LT: return "x < y ? 1.0f : 0.0f";
+  case OPD__PW_MASKED_FILL: return "y != 0.0f ? c0 : x";
+  case OPD__PW_NEG: return "-x";
+  case OPD__PW_EXP: return "expf(x)";
+  case OPD__PW_LOG: return "logf(x)";
+  case OPD__PW_SQRT: return "sqrtf(x)";
+  case OPD__PW_RSQRT: return "1.0f / sqrtf(x)";
+  case OPD__PW_ABS: return "fabsf(x)";
+  case OPD__PW_RELU: return "x < 0.0f ? 0.0f : x";
+  case OPD__PW_SIGMOID: return "1.0f / (1.0f + expf(-x))";
+  case OPD__PW_TANH: return "tanhf(x)";
+  case OPD__PW_SIN: return "sinf(x)";
+  case OPD__PW_COS: return "cosf(x)";
+  case OPD__PW_GELU: return "0.5f * x * (1.0f + erff(x * 0.70710678118654752440f))";
+  case OPD__PW_GELU_TANH:
+    return "0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * (x * x * x))))";
+  case OPD__PW_FILL: return "c0";
+  case OPD__PW_COPY: return "x";
+  case OPD__PW_RECIP: return "1.0f / x";
+  case OPD__PW_SQUARE: return "x * x";
+  case OPD__PW_CUBE: return "x * x * x";
+  case OPD__PW_RECIP_SQUARE: return "1.0f / (x * x)";
+  case OPD__PW_POW: return "(float)pow((double)x, e)";
+  case OPD__PW_CLAMP: return "c1 < (x < c0 ? c0 : x) ? c1 : (x < c0 ? c0 : x)";
+  case OPD__PW_CLAMP_MIN: return "x < c0 ? c0 : x";
+  case OPD__PW_CLAMP_MAX: return "c1 < x ? c1 : x";
+  case OPD__PW_TO_BOOL: return "x != 0.0f ? 1.0f : 0.0f";
+  case OPD__PW_WHERE: return "x != 0.0f ? y : z";
+  case OPD__PW_LOAD:
+  case OPD__PW_STORE:
+  case OPD__PW_NUM_OPS: break;
+  }
+  return NULL;
+}
+
+/* One instruction as a block of straight-line code. */
+static int instruction(opd__sbuf *sb, const opd__pw_program *p, const opd__pw_instr *ins) {
+  if (ins->op == OPD__PW_LOAD) {
+    opd__sbuf_printf(sb, "    r%u = opd_load(a.ops[%u], off[%u]);\n", (unsigned)ins->dst,
+                     (unsigned)ins->aux, (unsigned)ins->aux);
+    return 0;
+  }
+  if (ins->op == OPD__PW_STORE) {
+    unsigned k = p->nloads + ins->aux;
+    opd__sbuf_printf(sb, "    opd_store(a.ops[%u], off[%u], r%u);\n", k, k, (unsigned)ins->src[0]);
+    return 0;
+  }
+  const char *f = formula((opd__pw_opcode)ins->op);
+  if (!f || ins->nsrc > 3)
+    return opd_error(OPD_EINTERNAL, "fused CUDA program: no formula for instruction %s",
+                     opd__pw_opcode_name((opd__pw_opcode)ins->op));
+  opd__sbuf_printf(sb, "    {\n");
+  static const char names[3] = {'x', 'y', 'z'};
+  for (int s = 0; s < ins->nsrc; s++) {
+    if (ins->imm_mask >> s & 1)
+      opd__sbuf_printf(sb, "      const float %c = __int_as_float(0x%08x);\n", names[s],
+                       (unsigned)float_bits(ins->imm[s]));
+    else
+      opd__sbuf_printf(sb, "      const float %c = r%u;\n", names[s], (unsigned)ins->src[s]);
+  }
+  opd__sbuf_printf(sb,
+                   "      const float c0 = __int_as_float(0x%08x), c1 = __int_as_float(0x%08x);\n"
+                   "      const double e = __longlong_as_double(0x%016llxll);\n"
+                   "      (void)c0, (void)c1, (void)e;\n"
+                   "      r%u = %s;\n"
+                   "    }\n",
+                   (unsigned)float_bits((float)ins->c[0]), (unsigned)float_bits((float)ins->c[1]),
+                   (unsigned long long)double_bits(ins->c[0]), (unsigned)ins->dst, f);
+  return 0;
+}
+
+int opd__pw_cuda_source(const opd__pw_program *p, opd__sbuf *sb) {
+  uint32_t nops = p->nloads + p->nstores;
+  if (nops > OPD__PW_CUDA_MAX_OPERANDS)
+    return opd_error(OPD_EINVAL, "a fused CUDA program reads and writes %u tensors, past %d", nops,
+                     OPD__PW_CUDA_MAX_OPERANDS);
+  uint32_t n = nops ? nops : 1;
+  opd__sbuf_printf(sb, prelude, OPD__PW_MAX_DIMS, OPD__PW_MAX_DIMS, n, n, nops, nops);
+  for (uint32_t r = 0; r < p->nregs; r++) opd__sbuf_printf(sb, "    float r%u = 0.0f;\n", r);
+  int rc = 0;
+  for (uint32_t k = 0; k < p->ncode && rc == 0; k++) rc = instruction(sb, p, &p->code[k]);
+  opd__sbuf_printf(sb, "  }\n}\n");
+  if (rc == 0 && sb->failed) rc = opd_error(OPD_ENOMEM, "out of memory writing a CUDA program");
+  return rc;
+}
+
+int opd__pw_cuda_run(const opd__pw_program *p, const struct opd_nvrtc_function *fn,
+                     opd_tensor *const *inputs, opd_tensor *const *outputs) {
+  if (p->numel == 0) return 0;
+  uint32_t nops = p->nloads + p->nstores;
+  if (nops > OPD__PW_CUDA_MAX_OPERANDS)
+    return opd_error(OPD_EINVAL, "a fused CUDA program reads and writes %u tensors, past %d", nops,
+                     OPD__PW_CUDA_MAX_OPERANDS);
+  opd__pw_operand ops[nops ? nops : 1];
+  opd__pw_binding b = {.ops = ops};
+  int rc = opd__pw_bind(p, inputs, outputs, &b);
+  if (rc) return rc;
+  cuda_params a = {.numel = p->numel, .ndim = b.ndim};
+  memcpy(a.sizes, b.sizes, sizeof a.sizes);
+  for (uint32_t k = 0; k < nops; k++) {
+    a.ops[k].base = (uint64_t)(uintptr_t)ops[k].base;
+    a.ops[k].is_bool = ops[k].dtype == OPD_BOOL;
+    memcpy(a.ops[k].strides, ops[k].strides, sizeof a.ops[k].strides);
+  }
+  int device = opd_tensor_device(nops > p->nloads ? outputs[0] : inputs[0]).index;
+  size_t size = offsetof(cuda_params, ops) + (size_t)nops * sizeof(cuda_operand);
+  return opd_nvrtc_function_launch(fn, device < 0 ? 0 : device, &a, size, p->numel);
+}

@@ -1,0 +1,296 @@
+/* fused_run.c: running a fused pointwise program (opd__pw_run): the interpreter of
+ * [Note: Fused pointwise programs] (fused_codegen.c).
+ *
+ * Each operand's geometry is carried to the iteration space once per run, then the
+ * dimensions that every operand walks contiguously with its neighbour are merged (as
+ * TensorIterator coalesces), so most programs walk one dimension. The iteration space is
+ * cut into tiles of OPD__PW_TILE elements, split over the intra-op thread pool when large
+ * (as the elementwise kernels split theirs); each tile gathers its loads into float32
+ * registers (a contiguous run is a copy, a broadcast one a fill, anything else a strided
+ * gather), runs the instructions as flat loops over the tile that the compiler vectorizes,
+ * and scatters the stored registers. The formulas are the kernels' (kernels/cpu/
+ * elementwise_*.c, opd__expf for exp and sigmoid, opd__tanhf for tanh), so results are those of the
+ * unfused nodes.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "opd/error.h"
+#include "plan.h"
+#include "src/loops.h"
+#include "src/parallel.h"
+
+typedef opd__pw_operand operand;
+
+typedef struct run_ctx {
+  const opd__pw_program *p;
+  int ndim;
+  int64_t sizes[OPD__PW_MAX_DIMS];
+  const operand *loads, *stores;
+} run_ctx;
+
+/* Reads n elements from p with stride s (elements) as float32. */
+static void read_run(const operand *o, int64_t off, int64_t s, int64_t n, float *restrict dst) {
+  if (o->dtype == OPD_FLOAT32) {
+    const float *src = (const float *)o->base + off;
+    if (s == 1) {
+      memcpy(dst, src, (size_t)n * sizeof *dst);
+    } else if (s == 0) {
+      for (int64_t i = 0; i < n; i++) dst[i] = src[0];
+    } else {
+      for (int64_t i = 0; i < n; i++) dst[i] = src[i * s];
+    }
+  } else { /* bool */
+    const uint8_t *src = (const uint8_t *)o->base + off;
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i * s] ? 1.0f : 0.0f;
+  }
+}
+
+static void write_run(const operand *o, int64_t off, int64_t s, int64_t n,
+                      const float *restrict src) {
+  if (o->dtype == OPD_FLOAT32) {
+    float *dst = (float *)o->base + off;
+    if (s == 1)
+      memcpy(dst, src, (size_t)n * sizeof *src);
+    else
+      for (int64_t i = 0; i < n; i++) dst[i * s] = src[i];
+  } else {
+    uint8_t *dst = (uint8_t *)o->base + off;
+    for (int64_t i = 0; i < n; i++) dst[i * s] = src[i] != 0;
+  }
+}
+
+/* The element offset of iteration index i0 for operand o, and the index itself. */
+static int64_t offset_of(const run_ctx *c, const operand *o, int64_t i0, int64_t *idx) {
+  int64_t off = 0;
+  for (int d = c->ndim - 1; d >= 0; d--) {
+    idx[d] = i0 % c->sizes[d];
+    i0 /= c->sizes[d];
+    off += idx[d] * o->strides[d];
+  }
+  return off;
+}
+
+/* Walks elements [i0, i0 + n) of the iteration space for operand o, a run of the innermost
+ * dimension at a time: loads into (or stores from) reg. */
+static void walk(const run_ctx *c, const operand *o, int64_t i0, int64_t n, float *reg,
+                 bool store) {
+  int nd = c->ndim;
+  int64_t idx[OPD__PW_MAX_DIMS], off = offset_of(c, o, i0, idx);
+  int64_t inner = c->sizes[nd - 1], s = o->strides[nd - 1];
+  while (n > 0) {
+    int64_t run = inner - idx[nd - 1] < n ? inner - idx[nd - 1] : n;
+    if (store)
+      write_run(o, off, s, run, reg);
+    else
+      read_run(o, off, s, run, reg);
+    reg += run;
+    n -= run;
+    off += run * s;
+    idx[nd - 1] += run;
+    for (int d = nd - 1; d > 0 && idx[d] == c->sizes[d]; d--) {
+      off += o->strides[d - 1] - idx[d] * o->strides[d];
+      idx[d] = 0;
+      idx[d - 1]++;
+    }
+  }
+}
+
+/* A tile of a load: read in place when it is one contiguous float32 run (no copy), else
+ * gathered into reg. */
+static const float *load_tile(const run_ctx *c, const operand *o, int64_t i0, int64_t n,
+                              float *reg) {
+  int nd = c->ndim;
+  if (o->dtype == OPD_FLOAT32 && o->strides[nd - 1] == 1) {
+    int64_t idx[OPD__PW_MAX_DIMS] = {0}, off = offset_of(c, o, i0, idx);
+    if (c->sizes[nd - 1] - idx[nd - 1] >= n) return (const float *)o->base + off;
+  }
+  walk(c, o, i0, n, reg, false);
+  return reg;
+}
+
+/* The loops of the instructions: A, B, C are operands (a register, or an immediate). */
+#define UNARY(expr)                 \
+  for (int64_t i = 0; i < n; i++) { \
+    const float x = a[i];           \
+    d[i] = (expr);                  \
+  }
+#define BINARY(expr)                  \
+  if (!(ins->imm_mask & 3)) {         \
+    for (int64_t i = 0; i < n; i++) { \
+      const float x = a[i], y = b[i]; \
+      d[i] = (expr);                  \
+    }                                 \
+  } else if (ins->imm_mask & 2) {     \
+    const float y = ins->imm[1];      \
+    for (int64_t i = 0; i < n; i++) { \
+      const float x = a[i];           \
+      d[i] = (expr);                  \
+    }                                 \
+  } else {                            \
+    const float x = ins->imm[0];      \
+    for (int64_t i = 0; i < n; i++) { \
+      const float y = b[i];           \
+      d[i] = (expr);                  \
+    }                                 \
+  }
+
+/* c10's std::min(std::max(x, lo), hi) of the clamp kernel. */
+#define CLAMP(x, lo, hi) ((hi) < ((x) < (lo) ? (lo) : (x)) ? (hi) : ((x) < (lo) ? (lo) : (x)))
+
+/* An operand register, or an immediate filled into scratch (three-operand forms). */
+static const float *operand_of(const opd__pw_instr *ins, int s, const float *const *in,
+                               float *scratch, int64_t n) {
+  if (!(ins->imm_mask >> s & 1)) return in[ins->src[s]];
+  for (int64_t i = 0; i < n; i++) scratch[i] = ins->imm[s];
+  return scratch;
+}
+
+/* Cloned for AVX2 and AVX-512 (OPD__WIDE_VECTORS), as the compute-bound kernels are. */
+/* Registers are read through in[] (a tile a load reads in place, or a register's memory)
+ * and written to d. */
+OPD__WIDE_VECTORS static void compute(const opd__pw_instr *ins, const float *const *in,
+                                      float *restrict d, int64_t n) {
+  const float *restrict a = ins->nsrc > 0 && !(ins->imm_mask & 1) ? in[ins->src[0]] : NULL;
+  const float *restrict b = ins->nsrc > 1 && !(ins->imm_mask & 2) ? in[ins->src[1]] : NULL;
+  const float c0 = (float)ins->c[0], c1 = (float)ins->c[1];
+  switch ((opd__pw_opcode)ins->op) {
+  case OPD__PW_ADD: BINARY(x + y) break;
+  case OPD__PW_ADD_SCALED: BINARY(x + c0 * y) break;
+  case OPD__PW_MUL: BINARY(x * y) break;
+  case OPD__PW_DIV: BINARY(x / y) break;
+  case OPD__PW_MAXIMUM: BINARY(x != x ? x : y != y ? y : x < y ? y : x) break;
+  case OPD__PW_MINIMUM: BINARY(x != x ? x : y != y ? y : y < x ? y : x) break;
+  case OPD__PW_EQ: BINARY(x == y ? 1.0f : 0.0f) break;
+  case OPD__PW_GT: BINARY(x > y ? 1.0f : 0.0f) break;
+  case OPD__PW_LT: BINARY(x < y ? 1.0f : 0.0f) break;
+  case OPD__PW_MASKED_FILL: BINARY(y != 0 ? c0 : x) break;
+  case OPD__PW_NEG: UNARY(-x) break;
+  case OPD__PW_EXP: UNARY(opd__expf(x)) break;
+  case OPD__PW_LOG: UNARY(logf(x)) break;
+  case OPD__PW_SQRT: UNARY(sqrtf(x)) break;
+  case OPD__PW_RSQRT: UNARY(1 / sqrtf(x)) break;
+  case OPD__PW_ABS: UNARY(fabsf(x)) break;
+  case OPD__PW_RELU: UNARY(x < 0 ? 0 : x) break;
+  case OPD__PW_SIGMOID: UNARY(1 / (1 + opd__expf(-x))) break;
+  case OPD__PW_TANH: UNARY(opd__tanhf(x)) break;
+  case OPD__PW_SIN: UNARY(sinf(x)) break;
+  case OPD__PW_COS: UNARY(cosf(x)) break;
+  case OPD__PW_GELU: UNARY(0.5f * x * (1 + erff(x * 0.70710678118654752440f))) break;
+  case OPD__PW_GELU_TANH:
+    UNARY(0.5f * x * (1 + opd__tanhf(0.79788456080286535588f * (x + 0.044715f * (x * x * x)))))
+    break;
+  case OPD__PW_FILL:
+    for (int64_t i = 0; i < n; i++) d[i] = c0;
+    break;
+  case OPD__PW_COPY: UNARY(x) break;
+  case OPD__PW_RECIP: UNARY(1 / x) break;
+  case OPD__PW_SQUARE: UNARY(x * x) break;
+  case OPD__PW_CUBE: UNARY(x * x * x) break;
+  case OPD__PW_RECIP_SQUARE: UNARY(1 / (x * x)) break;
+  case OPD__PW_POW: {
+    double e = ins->c[0];
+    for (int64_t i = 0; i < n; i++) d[i] = (float)pow((double)a[i], e);
+    break;
+  }
+  case OPD__PW_CLAMP: UNARY(CLAMP(x, c0, c1)) break;
+  case OPD__PW_CLAMP_MIN: UNARY(x < c0 ? c0 : x) break;
+  case OPD__PW_CLAMP_MAX: UNARY(c1 < x ? c1 : x) break;
+  case OPD__PW_TO_BOOL: UNARY(x != 0 ? 1.0f : 0.0f) break;
+  case OPD__PW_WHERE: {
+    float scratch[3][OPD__PW_TILE];
+    const float *cond = operand_of(ins, 0, in, scratch[0], n);
+    const float *x = operand_of(ins, 1, in, scratch[1], n);
+    const float *y = operand_of(ins, 2, in, scratch[2], n);
+    for (int64_t i = 0; i < n; i++) d[i] = cond[i] != 0 ? x[i] : y[i];
+    break;
+  }
+  case OPD__PW_LOAD:
+  case OPD__PW_STORE:
+  case OPD__PW_NUM_OPS: break;
+  }
+}
+
+static void run_tiles(void *arg, int64_t begin, int64_t end) {
+  const run_ctx *c = arg;
+  const opd__pw_program *p = c->p;
+  float regs[OPD__PW_MAX_REGS][OPD__PW_TILE];
+  const float *in[OPD__PW_MAX_REGS];
+  for (int64_t t = begin; t < end; t++) {
+    int64_t i0 = t * OPD__PW_TILE, n = p->numel - i0 < OPD__PW_TILE ? p->numel - i0 : OPD__PW_TILE;
+    for (uint32_t k = 0; k < p->ncode; k++) {
+      const opd__pw_instr *ins = &p->code[k];
+      if (ins->op == OPD__PW_LOAD) {
+        in[ins->dst] = load_tile(c, &c->loads[ins->aux], i0, n, regs[ins->dst]);
+      } else if (ins->op == OPD__PW_STORE) {
+        walk(c, &c->stores[ins->aux], i0, n, (float *)in[ins->src[0]], true);
+      } else {
+        compute(ins, in, regs[ins->dst], n);
+        in[ins->dst] = regs[ins->dst];
+      }
+    }
+  }
+}
+
+/* Merges dimensions that every operand walks contiguously, and drops those of size 1. */
+static void coalesce(const opd__pw_program *p, opd__pw_binding *b, uint32_t nops) {
+  operand *ops = b->ops;
+  int nd = 0;
+  for (int d = 0; d < p->ndim; d++) {
+    if (p->sizes[d] == 1) continue;
+    bool merge = nd > 0;
+    for (uint32_t k = 0; k < nops && merge; k++)
+      merge = ops[k].strides[nd - 1] == ops[k].strides[d] * p->sizes[d];
+    if (merge) {
+      b->sizes[nd - 1] *= p->sizes[d];
+      for (uint32_t k = 0; k < nops; k++) ops[k].strides[nd - 1] = ops[k].strides[d];
+    } else {
+      b->sizes[nd] = p->sizes[d];
+      for (uint32_t k = 0; k < nops; k++) ops[k].strides[nd] = ops[k].strides[d];
+      nd++;
+    }
+  }
+  if (nd == 0) { /* one element */
+    b->sizes[0] = 1;
+    for (uint32_t k = 0; k < nops; k++) ops[k].strides[0] = 0;
+    nd = 1;
+  }
+  b->ndim = nd;
+}
+
+int opd__pw_bind(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs,
+                 opd__pw_binding *b) {
+  operand *loads = b->ops, *stores = b->ops + p->nloads;
+  for (uint32_t i = 0; i < p->nloads; i++) {
+    const opd_tensor *t = inputs[i];
+    const opd__pw_load *l = &p->loads[i];
+    if (t->ndim > OPD__PW_MAX_DIMS)
+      return opd_error(OPD_EINVAL, "a fused operand has more than %d dimensions", OPD__PW_MAX_DIMS);
+    opd__geo geo = {.ndim = t->ndim};
+    memcpy(geo.sizes, opd_tensor_sizes(t), (size_t)t->ndim * sizeof *geo.sizes);
+    memcpy(geo.strides, opd_tensor_strides(t), (size_t)t->ndim * sizeof *geo.strides);
+    if (opd__geo_apply(&geo, &p->steps[l->first_step], l->nsteps) || geo.ndim != p->ndim)
+      return opd_error(OPD_EINVAL, "a fused operand's layout cannot be read in place");
+    loads[i] = (operand){(char *)opd_tensor_data(t), (int8_t)t->dtype, {0}};
+    memcpy(loads[i].strides, geo.strides, (size_t)p->ndim * sizeof *geo.strides);
+  }
+  for (uint32_t i = 0; i < p->nstores; i++) {
+    stores[i] = (operand){(char *)opd_tensor_data(outputs[i]), (int8_t)outputs[i]->dtype, {0}};
+    memcpy(stores[i].strides, p->stores[i].strides, (size_t)p->ndim * sizeof(int64_t));
+  }
+  coalesce(p, b, p->nloads + p->nstores);
+  return 0;
+}
+
+int opd__pw_run(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs) {
+  if (p->numel == 0) return 0;
+  operand ops[p->nloads + p->nstores];
+  opd__pw_binding b = {.ops = ops};
+  int rc = opd__pw_bind(p, inputs, outputs, &b);
+  if (rc) return rc;
+  run_ctx c = {.p = p, .ndim = b.ndim, .loads = ops, .stores = ops + p->nloads};
+  memcpy(c.sizes, b.sizes, sizeof c.sizes);
+  int64_t ntiles = (p->numel + OPD__PW_TILE - 1) / OPD__PW_TILE;
+  opd__parallel_for(0, ntiles, OPD_GRAIN_ELEMENTWISE / OPD__PW_TILE, run_tiles, &c);
+  return 0;
+}

@@ -1,0 +1,142 @@
+/* test_graph_cuda.c: fused programs written as CUDA source ([Note: Fused programs on CUDA] in
+ * graph/src/fused_cuda.c), compiled by NVRTC for sm_90 where no device is needed: every
+ * instruction the programs have, immediates of every kind (NaN and infinities included),
+ * broadcasts and bool loads and stores. A program has the same instructions on every
+ * device, so the graphs are built on the CPU. The programs run on a device only where one
+ * is lent (tests/gpu/run_device_checks.sh: the graph fixture with --device cuda). */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiled.h"
+#include "opd/cuda_nvrtc.h"
+#include "opd/error.h"
+#include "opd/graph_exec.h"
+#include "opd/memory.h"
+#include "plan.h"
+#include "test_graph_util.h"
+
+Suite *opd_test_graph_cuda_suite(void);
+
+/* A chain through every fusable operator, on x [4, 8], a broadcast row b [8] and a mask. */
+static opd_graph *every_operator_graph(void) {
+  opd_graph *g = gnew();
+  int x = IN(g, 4, 8), b = IN(g, 8);
+  int a = NODE(g, "aten::add.Tensor", R(x), R(b), V(D(2.5)));
+  a = NODE(g, "aten::sub.Tensor", R(a), R(x));
+  a = NODE(g, "aten::mul.Tensor", R(a), V(D(INFINITY)));
+  a = NODE(g, "aten::div.Tensor", R(a), R(b));
+  a = NODE(g, "aten::add.Scalar", R(a), V(D(-0.0)));
+  a = NODE(g, "aten::mul.Scalar", R(a), V(D(NAN)));
+  a = NODE(g, "aten::neg", R(a));
+  int e = NODE(g, "aten::exp", R(x));
+  e = NODE(g, "aten::log", R(e));
+  e = NODE(g, "aten::sqrt", R(e));
+  e = NODE(g, "aten::rsqrt", R(e));
+  e = NODE(g, "aten::abs", R(e));
+  e = NODE(g, "aten::relu", R(e));
+  e = NODE(g, "aten::sigmoid", R(e));
+  e = NODE(g, "aten::tanh", R(e));
+  e = NODE(g, "aten::sin", R(e));
+  e = NODE(g, "aten::cos", R(e));
+  e = NODE(g, "aten::gelu", R(e));
+  e = NODE(g, "aten::gelu", R(e), STR("tanh"));
+  int p2 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(I(2)));
+  int p3 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(I(3)));
+  int pm2 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(D(-2.0)));
+  int pm1 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(D(-1.0)));
+  int ph = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(D(1.7)));
+  int m = NODE(g, "aten::maximum", R(p2), R(p3));
+  m = NODE(g, "aten::minimum", R(m), R(pm2));
+  m = NODE(g, "aten::add.Tensor", R(m), R(pm1));
+  m = NODE(g, "aten::add.Tensor", R(m), R(ph));
+  int gt = NODE(g, "aten::gt.Tensor", R(m), R(a));
+  int eq = NODE(g, "aten::eq.Tensor", R(m), R(x));
+  int lt = NODE(g, "aten::lt.Scalar", R(m), V(D(0.25)));
+  int w = NODE(g, "aten::where.self", R(gt), R(m), R(a));
+  w = NODE(g, "aten::masked_fill.Scalar", R(w), R(eq), V(D(-1.5)));
+  w = NODE(g, "aten::clamp", R(w), V(D(-3.0)), V(D(3.0)));
+  w = NODE(g, "aten::clamp", R(w), V(D(-2.0)), V(NONE));
+  w = NODE(g, "aten::clamp", R(w), V(NONE), V(D(2.0)));
+  w = NODE(g, "aten::clone", R(w));
+  int f = NODE(g, "aten::_to_copy", R(lt), V(opd_iv_dtype(OPD_FLOAT32)));
+  int o = NODE(g, "aten::mul.Tensor", R(w), R(f));
+  int nonzero = NODE(g, "aten::_to_copy", R(o), V(opd_iv_dtype(OPD_BOOL)));
+  OUT(g, o, lt, nonzero);
+  return g;
+}
+
+START_TEST(test_sources_compile_for_sm90) {
+  opd_compiled_graph *cg = gcompile_with(every_operator_graph(), NULL, 0, NULL);
+  ck_assert_uint_gt(cg->plan->ngroups, 0);
+  bool seen[OPD__PW_NUM_OPS] = {false};
+  for (uint32_t gi = 0; gi < cg->plan->ngroups; gi++) {
+    const opd__pw_program *p = &cg->plan->groups[gi].prog;
+    for (uint32_t k = 0; k < p->ncode; k++) seen[p->code[k].op] = true;
+    opd__sbuf src = {0};
+    ck_assert_int_eq(opd__pw_cuda_source(p, &src), 0);
+    void *image = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    int rc = opd_nvrtc_compile_cubin(src.data, OPD__PW_CUDA_ENTRY, 90, &image, &size, &log);
+    if (rc == OPD_EUNAVAILABLE) { /* a build without CUDA */
+      opd__sbuf_free(&src);
+      opd_compiled_graph_release(cg);
+      return;
+    }
+    ck_assert_msg(rc == 0, "group %u: %s\n%s\n%s", gi, opd_last_error(), log ? log : "", src.data);
+    ck_assert_uint_gt(size, 0);
+    opd__free(image);
+    free(log);
+    opd__sbuf_free(&src);
+  }
+  /* the chain reached every instruction but the fill (no operator in the table makes it) */
+  for (int op = 0; op < OPD__PW_NUM_OPS; op++)
+    if (op != OPD__PW_FILL)
+      ck_assert_msg(seen[op], "no program has instruction %s", opd__pw_opcode_name(op));
+  opd_compiled_graph_release(cg);
+}
+END_TEST
+
+START_TEST(test_source_of_too_many_operands) {
+  opd__pw_load loads[60] = {{0}};
+  opd__pw_program p = {.ndim = 1, .sizes = {4}, .numel = 4, .loads = loads, .nloads = 60};
+  opd__sbuf src = {0};
+  ck_assert_int_eq(opd__pw_cuda_source(&p, &src), OPD_EINVAL);
+  ck_assert_ptr_nonnull(strstr(opd_last_error(), "60 tensors"));
+  opd__sbuf_free(&src);
+}
+END_TEST
+
+START_TEST(test_compile_errors_come_back) {
+  void *image = NULL;
+  size_t size = 0;
+  char *log = NULL;
+  int rc = opd_nvrtc_compile_cubin("extern \"C\" __global__ void f() { undeclared(); }", "f", 90,
+                                   &image, &size, &log);
+  if (rc == OPD_EUNAVAILABLE) return;
+  ck_assert_int_eq(rc, OPD_EINVAL);
+  ck_assert_ptr_null(image);
+  ck_assert_ptr_nonnull(log);
+  ck_assert_ptr_nonnull(strstr(log, "undeclared"));
+  free(log);
+  ck_assert_int_eq(opd_nvrtc_compile_cubin("", "f", 7, &image, &size, &log), OPD_EINVAL);
+}
+END_TEST
+
+static void setup(void) {
+  ck_assert_int_eq(opd_kernels_register(), 0);
+}
+
+Suite *opd_test_graph_cuda_suite(void) {
+  Suite *s = suite_create("graph_cuda");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_add_test(tc, test_sources_compile_for_sm90);
+  tcase_add_test(tc, test_source_of_too_many_operands);
+  tcase_add_test(tc, test_compile_errors_come_back);
+  suite_add_tcase(s, tc);
+  return s;
+}
