@@ -98,6 +98,13 @@ bool opd__wire_strings_valid(const ProtobufCMessageDescriptor *desc, const uint8
                              size_t (*escape)(char *dst, size_t cap, const char *s, size_t len),
                              char *msg, size_t cap);
 
+/* Whether p[0, len) is a Request whose DefineGraph holds more than `max` nodes, counted
+ * from its bytes without decoding them (the daemon refuses it so, before protobuf-c would
+ * build the nodes): true with the request's id and the count; false for any other frame,
+ * or one that is not well formed (left to protobuf-c). */
+bool opd__wire_graph_nodes_over(const uint8_t *p, size_t len, uint64_t max, uint64_t *id,
+                                uint64_t *count);
+
 /* Reads a Response in the canonical form opd__wire_call_handles writes, with at most
  * `max` handles: true and the values, or false (anything else, left to protobuf-c). */
 bool opd__wire_parse_call_handles(const uint8_t *p, size_t len, uint64_t *id, uint64_t *handles,

@@ -395,6 +395,47 @@ bool opd__wire_parse_pong(const uint8_t *p, size_t len, uint64_t *id, const uint
   return true;
 }
 
+/* ---- the size of a graph ---- */
+
+static bool get_any_varint(reader *r, uint64_t *v);
+
+bool opd__wire_graph_nodes_over(const uint8_t *p, size_t len, uint64_t max, uint64_t *id,
+                                uint64_t *count) {
+  enum { TAG_REQUEST_DEFINE_GRAPH = 10 << 3 | LEN, FIELD_DEFINE_NODES = 3 };
+  reader r = {p, p + len};
+  *id = 0;
+  if (r.p < r.end && *r.p == TAG_REQUEST_ID) {
+    r.p++;
+    if (!get_any_varint(&r, id)) return false;
+  }
+  reader body;
+  if (!get_len(&r, TAG_REQUEST_DEFINE_GRAPH, &body)) return false; /* not a define */
+  uint64_t n = 0;
+  while (body.p < body.end) {
+    uint64_t key, v;
+    if (!get_any_varint(&body, &key)) return false;
+    switch (key & 7) {
+    case VARINT:
+      if (!get_any_varint(&body, &v)) return false;
+      break;
+    case FIXED64:
+    case 5: /* fixed32 */
+      v = (key & 7) == FIXED64 ? 8 : 4;
+      if (v > (uint64_t)(body.end - body.p)) return false;
+      body.p += v;
+      break;
+    case LEN:
+      if (!get_any_varint(&body, &v) || v > (uint64_t)(body.end - body.p)) return false;
+      body.p += v;
+      if (key >> 3 == FIELD_DEFINE_NODES) n++;
+      break;
+    default: return false;
+    }
+  }
+  *count = n;
+  return n > max;
+}
+
 /* ---- strings in requests ---- */
 
 /* A varint in any form protobuf-c reads (at most 10 bytes). */

@@ -1,12 +1,14 @@
 #!/bin/sh
-# opctl_test.sh OPD OPCTL PLUGIN: opctl against a running daemon (docs/ADMIN.md): status,
+# opctl_test.sh OPD OPCTL PLUGIN GRAPH_EXAMPLE: opctl against a running daemon (docs/ADMIN.md): status,
 # ops, op tables, plugins, load / register / deregister / unload, refusals and their exit
 # status, a built-in registration removed only with --force, the address forms (--admin
 # unix:///PATH, tcp://HOST:PORT and a bare path; --status http://HOST:PORT and a bare
-# HOST:PORT; other schemes refused), the errors for a missing daemon and a wrong token, and
-# drain.
+# HOST:PORT; other schemes refused), the errors for a missing daemon and a wrong token, graphs
+# (a graph the client example defines listed by graphs, its passes' IR by graph ID; a pass
+# disabled by graph-pass gives another compiled graph, enabling it brings the first back from
+# the cache), and drain.
 set -u
-OPD=$1 OPCTL=$2 PLUGIN=$3
+OPD=$1 OPCTL=$2 PLUGIN=$3 GRAPH_EXAMPLE=$4
 dir=$(mktemp -d /tmp/opctl-test-XXXXXX)
 trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
 mkdir "$dir/plugins"
@@ -16,7 +18,8 @@ printf 'wrong\n' >"$dir/wrong"
 # the TCP admin and status ports are chosen here: others are tried when they are taken
 for attempt in 1 2 3 4 5; do
   port=$((30000 + ($$ + attempt * 997) % 20000)) sport=$((port + 1))
-  "$OPD" --listen tcp://127.0.0.1:0 --status 127.0.0.1:$sport --admin "$dir/admin.sock" \
+  "$OPD" --listen tcp://127.0.0.1:0 --listen "unix://$dir/opd.sock" --status 127.0.0.1:$sport \
+    --admin "$dir/admin.sock" \
     --admin-tcp 127.0.0.1:$port --admin-token-file "$dir/token" \
     --plugin-dir "$dir/plugins" >"$dir/log" 2>&1 &
   pid=$!
@@ -84,6 +87,27 @@ case $? in # without a device (CI): refused, saying why; with one: registered
 *) fail "cuda-register exit status" ;;
 esac
 ctl cuda-register --source "$dir/twice.cu" --entry twice 2>/dev/null; [ $? -eq 2 ] || fail "cuda-register usage"
+# graphs: the example's graph (4 nodes, 2 after the passes, one softmax pattern)
+sctl() { "$OPCTL" --status "127.0.0.1:$sport" --admin "$dir/admin.sock" "$@"; }
+"$GRAPH_EXAMPLE" "unix://$dir/opd.sock" >"$dir/out" 2>&1 || fail "graph example: $(cat "$dir/out")"
+sctl graphs | grep -Eq "^ +1 +[0-9a-f]{16} +4 +2 +2 +3 +0 " || fail "graphs: $(sctl graphs)"
+sctl graphs | grep -q "1 misses.*disabled passes \[\]" || fail "graphs' counters"
+sctl graph 1 | grep -q "^--- after softmax_pattern (version 1, 1 hits)" || fail "graph 1"
+sctl graph 1 | grep -q "aten::_softmax" || fail "graph 1's IR"
+sctl graph 1 --json | grep -q '"passes"' || fail "graph --json"
+sctl graph 99 2>"$dir/err"; [ $? -eq 1 ] && grep -q "no graph 99" "$dir/err" || fail "graph 99"
+sctl graph x 2>/dev/null; [ $? -eq 2 ] || fail "graph x"
+ctl graph-pass softmax_pattern off | grep -qx disabled || fail "graph-pass off"
+sctl graphs | grep -q 'disabled passes \["softmax_pattern"\]' || fail "disabled passes listed"
+"$GRAPH_EXAMPLE" "unix://$dir/opd.sock" >"$dir/out" 2>&1 || fail "graph example without the pass"
+grep -q "0 softmax pattern(s)" "$dir/out" && ! grep -q "(cached)" "$dir/out" ||
+  fail "a disabled pass gives another graph: $(cat "$dir/out")"
+ctl graph-pass softmax_pattern on | grep -qx enabled || fail "graph-pass on"
+"$GRAPH_EXAMPLE" "unix://$dir/opd.sock" >"$dir/out" 2>&1 || fail "graph example with the pass"
+grep -q "1 softmax pattern(s).*(cached)" "$dir/out" || fail "the first graph is back: $(cat "$dir/out")"
+ctl graph-pass no_such_pass off 2>"$dir/err"; [ $? -eq 1 ] && grep -q "no graph pass 'no_such_pass'" "$dir/err" ||
+  fail "graph-pass of an unknown pass"
+ctl graph-pass softmax_pattern maybe 2>/dev/null; [ $? -eq 2 ] || fail "graph-pass usage"
 ctl drain | grep -q draining || fail "drain"
 wait $pid || fail "exit status"
 echo PASS

@@ -125,6 +125,38 @@ START_TEST(test_compile_errors_come_back) {
 }
 END_TEST
 
+/* A graph on a CUDA device compiles where none is (its shapes come from the Meta kernels)
+ * and fuses when the CUDA kernels are registered; the introspection carries the source. */
+START_TEST(test_cuda_groups_show_their_source) {
+  opd_graph *g = gnew();
+  int64_t sizes[] = {16, 4};
+  opd_graph_input_spec in = {OPD_FLOAT32, sizes, 2, {OPD_DEVICE_CUDA, 0}, OPD_GRAPH_INPUT};
+  int x = opd_graph_add_input(g, &in);
+  ck_assert_int_ge(x, 0);
+  int e = NODE(g, "aten::exp", R(x));
+  int t = NODE(g, "aten::tanh", R(e));
+  OUT(g, NODE(g, "aten::mul.Tensor", R(t), R(x)));
+  opd_compiled_graph *cg = gcompile_with(g, NULL, 0, NULL);
+  json_t *doc = opd_compiled_graph_json(cg);
+  ck_assert_ptr_nonnull(doc);
+  json_t *groups = json_object_get(doc, "groups");
+  const opd_kernel *k = opd_op_lookup(opd_find_schema("aten::exp"), opd_keyset_of(OPD_KEY_CUDA));
+  if (k && k->name && strncmp(k->name, "opd__cuda_", 10) == 0) {
+    ck_assert_uint_eq(json_array_size(groups), 1);
+    json_t *grp = json_array_get(groups, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(grp, "device")), "cuda");
+    const char *src = json_string_value(json_object_get(grp, "source"));
+    ck_assert_ptr_nonnull(src);
+    ck_assert_ptr_nonnull(strstr(src, "tanhf(x)"));
+    ck_assert_ptr_nonnull(strstr(src, OPD__PW_CUDA_ENTRY));
+  } else { /* no device: the CUDA key holds the kernel that says so, and nothing fuses */
+    ck_assert_uint_eq(json_array_size(groups), 0);
+  }
+  json_decref(doc);
+  opd_compiled_graph_release(cg);
+}
+END_TEST
+
 static void setup(void) {
   ck_assert_int_eq(opd_kernels_register(), 0);
 }
@@ -137,6 +169,7 @@ Suite *opd_test_graph_cuda_suite(void) {
   tcase_add_test(tc, test_sources_compile_for_sm90);
   tcase_add_test(tc, test_source_of_too_many_operands);
   tcase_add_test(tc, test_compile_errors_come_back);
+  tcase_add_test(tc, test_cuda_groups_show_their_source);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -37,6 +37,7 @@ Suite *opd_test_graph_ops_suite(void);
 Suite *opd_test_graph_passes_suite(void);
 Suite *opd_test_graph_exec_suite(void);
 Suite *opd_test_graph_cache_suite(void);
+Suite *opd_test_graph_server_suite(void);
 Suite *opd_test_nn_ops_suite(void);
 Suite *opd_test_sched_suite(void);
 
@@ -59,8 +60,9 @@ static const struct {
     {"checked", opd_test_checked_suite},   {"graph_ir", opd_test_graph_ir_suite},
     {"graph_ops", opd_test_graph_ops_suite}, {"graph_passes", opd_test_graph_passes_suite},
     {"graph_exec", opd_test_graph_exec_suite}, {"graph_cache", opd_test_graph_cache_suite},
-    {"nn_ops", opd_test_nn_ops_suite},     {"vec_math", opd_test_vec_math_suite},
-    {"graph_plugin", opd_test_graph_plugin_suite}, {"graph_cuda", opd_test_graph_cuda_suite},
+    {"graph_server", opd_test_graph_server_suite}, {"nn_ops", opd_test_nn_ops_suite},
+    {"vec_math", opd_test_vec_math_suite}, {"graph_plugin", opd_test_graph_plugin_suite},
+    {"graph_cuda", opd_test_graph_cuda_suite},
     {"sched", opd_test_sched_suite},
 };
 /* clang-format on */

@@ -285,7 +285,7 @@ END_TEST
 
 /* The same on a GPU pool: a job that waits for the device (a download) holds the pool's
  * only worker; another session's launch runs on the pool's lane meanwhile. */
-static opd_device on_cuda0(const opd__job *job) {
+static opd_device on_cuda0(opd__job *job) {
   (void)job;
   return (opd_device){OPD_DEVICE_CUDA, 0};
 }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "opd/client.h"
+#include "opd/client_ops.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "opd/introspect.h"
@@ -316,6 +317,121 @@ START_TEST(test_dispatch) {
   json_decref(j);
   j = get_json(s, "/v1/ops/aten::add.Tensor/dispatch?keys=Autograd", 400);
   json_decref(j);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* GET /v1/graphs and /v1/graphs/{id} after a client defined and ran a graph; /metrics' graph
+ * counters. */
+START_TEST(test_graphs) {
+  opd_server *s = start_server();
+  opd_client *c = NULL;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
+  opd_graph_builder *b;
+  ck_assert_int_eq(opd_graph_builder_new(c, &b), 0);
+  opd_client_tensor x, e, sum, y;
+  ck_assert_int_eq(opd_graph_input(b, OPD_FLOAT32, (int64_t[]){2, 3}, 2, NULL, false, &x), 0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::exp", (opd_client_value[]){opd_cv_tensor(x)}, 1, &e),
+                   0);
+  ck_assert_int_eq(
+      opd_graph_node(b, "aten::sum.dim_IntList",
+                     (opd_client_value[]){opd_cv_tensor(e), opd_cv_ints((int64_t[]){-1}, 1),
+                                          opd_cv_bool(true)},
+                     3, &sum),
+      0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::div.Tensor",
+                                  (opd_client_value[]){opd_cv_tensor(e), opd_cv_tensor(sum)}, 2,
+                                  &y),
+                   0);
+  opd_client_graph g;
+  opd_client_graph_info info;
+  ck_assert_int_eq(opd_graph_define(b, &y, 1, &g, &info), 0);
+  opd_graph_builder_free(b);
+  float v[6] = {1, 2, 3, 4, 5, 6};
+  opd_client_tensor t, out;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, (int64_t[]){2, 3}, 2, v, sizeof v, NULL, &t),
+                   0);
+  ck_assert_int_eq(opd_graph_run(c, g, &t, 1, &out, 1, NULL), 0);
+
+  json_t *j = get_json(s, "/v1/graphs", 200);
+  json_t *graphs = json_object_get(j, "graphs");
+  ck_assert_uint_eq(json_array_size(graphs), 1);
+  json_t *entry = json_array_get(graphs, 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(entry, "id")), (json_int_t)info.compiled);
+  ck_assert_str_eq(jstr(entry, "key"), info.key);
+  ck_assert_int_eq(json_integer_value(json_object_get(entry, "nodes_before")), 3);
+  ck_assert_int_eq(json_integer_value(json_object_get(entry, "runs")), 1);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "misses")), 1);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "defines")), 1);
+  ck_assert_int_eq(json_integer_value(json_object_get(j, "runs")), 1);
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "disabled_passes")), 0);
+  json_decref(j);
+  j = get_json(s, "/v1/sessions", 200);
+  json_t *session = json_array_get(json_object_get(j, "sessions"), 0);
+  ck_assert_int_eq(json_integer_value(json_object_get(session, "graphs")), 1);
+  ck_assert_int_eq(json_integer_value(json_object_get(session, "calls")), 1); /* the run */
+  json_decref(j);
+
+  char path[64];
+  snprintf(path, sizeof path, "/v1/graphs/%llu", (unsigned long long)info.compiled);
+  j = get_json(s, path, 200);
+  json_t *sm = find_by(json_object_get(j, "passes"), "name", "softmax_pattern");
+  ck_assert_ptr_nonnull(sm);
+  ck_assert_int_eq(json_integer_value(json_object_get(sm, "hits")), 1);
+  ck_assert_ptr_nonnull(strstr(jstr(sm, "ir"), "aten::_softmax"));
+  json_decref(j);
+  j = get_json(s, "/v1/graphs/999", 404);
+  ck_assert_ptr_nonnull(strstr(jstr(json_object_get(j, "error"), "message"), "no graph 999"));
+  json_decref(j);
+  j = get_json(s, "/v1/graphs/01", 404);
+  json_decref(j);
+  j = get_json(s, "/v1/graphs/18446744073709551616", 404);
+  json_decref(j);
+
+  http_reply r = http_get(s, "/metrics");
+  ck_assert_int_eq(r.code, 200);
+  ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_defines_total 1\n"));
+  ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_runs_total 1\n"));
+  ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_cache_misses_total 1\n"));
+  ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_pass_hits_total{pass=\"softmax_pattern\"} "));
+  reply_free(&r);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* The value of the first metrics line that starts with `prefix`, or -1. */
+static long long metric_value(const char *body, const char *prefix) {
+  for (const char *line = body; line && *line;
+       line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+    if (strncmp(line, prefix, strlen(prefix)) == 0) return atoll(line + strlen(prefix));
+  return -1;
+}
+
+/* Regression: the call metrics counted aten::cat (tensors only inside a Tensor[]) at the key
+ * of a call without tensors; they count the key the dispatcher dispatched to ([Note:
+ * Prepared calls] in server/src/prepared.h), the same as an add of the same tensors. */
+START_TEST(test_metrics_key_of_tensor_lists) {
+  opd_server *s = start_server();
+  opd_client *c = NULL;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
+  float v[2] = {1, 2};
+  opd_client_tensor a, b, sum, cat;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, (int64_t[]){2}, 1, v, sizeof v, NULL, &a), 0);
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, (int64_t[]){2}, 1, v, sizeof v, NULL, &b), 0);
+  ck_assert_int_eq(opd_add(c, a, b, NULL, &sum), 0);
+  ck_assert_int_eq(opd_cat(c, (opd_client_tensor[]){a, b}, 2, NULL, &cat), 0);
+  http_reply r = http_get(s, "/metrics");
+  ck_assert_int_eq(r.code, 200);
+  const char *add = strstr(r.body, "opd_calls_total{op=\"aten::add.Tensor\",key=\"");
+  ck_assert_ptr_nonnull(add);
+  char key[64] = "";
+  ck_assert_int_eq(sscanf(add, "opd_calls_total{op=\"aten::add.Tensor\",key=\"%63[^\"]\"", key), 1);
+  char want[160];
+  snprintf(want, sizeof want, "opd_calls_total{op=\"aten::cat\",key=\"%s\"} ", key);
+  ck_assert_msg(metric_value(r.body, want) == 1, "no '%s1' in the metrics:\n%s", want, r.body);
+  reply_free(&r);
+  opd_client_close(c);
   opd_server_stop(s);
 }
 END_TEST
@@ -713,6 +829,7 @@ START_TEST(test_parse_target) {
       {"/v1/fallbacks", OPD__STATUS_FALLBACKS},
       {"/v1/sessions", OPD__STATUS_SESSIONS},
       {"/v1/memory", OPD__STATUS_MEMORY},
+      {"/v1/graphs", OPD__STATUS_GRAPHS},
       {"/metrics", OPD__STATUS_METRICS},
       {"/v1/%6Fps", OPD__STATUS_OPS},
   };
@@ -723,6 +840,9 @@ START_TEST(test_parse_target) {
   ck_assert_int_eq(parse("/v1/ops/aten%3A%3Aadd.Tensor", &t), 0);
   ck_assert_int_eq(t.route, OPD__STATUS_OP);
   ck_assert_str_eq(t.name, "aten::add.Tensor");
+  ck_assert_int_eq(parse("/v1/graphs/12", &t), 0);
+  ck_assert_int_eq(t.route, OPD__STATUS_GRAPH);
+  ck_assert_str_eq(t.name, "12");
   ck_assert_int_eq(parse("/v1/ops/caf%C3%A9", &t), 0);
   ck_assert_str_eq(t.name, "caf\xc3\xa9");
   ck_assert_int_eq(parse("/v1/ops/aten::add.Tensor/dispatch?keys=CPU%2CAutogradCPU&exclude=Autog"
@@ -965,6 +1085,8 @@ Suite *opd_test_status_suite(void) {
   tcase_add_test(tc, test_ops);
   tcase_add_test(tc, test_dispatch);
   tcase_add_test(tc, test_fallbacks_memory);
+  tcase_add_test(tc, test_graphs);
+  tcase_add_test(tc, test_metrics_key_of_tensor_lists);
   tcase_add_test(tc, test_http_errors);
   tcase_add_test(tc, test_metrics_sessions_count_a_call);
   tcase_add_test(tc, test_page_and_disabled);

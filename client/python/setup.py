@@ -91,7 +91,7 @@ setup(
     ext_modules=[Extension(
         "opd._C",
         sources=[os.path.join("src", f) for f in ("module.c", "client.c", "tensor.c",
-                                                  "values.c")],
+                                                  "values.c", "graph.c")],
         include_dirs=INCLUDES,
         extra_objects=OBJECTS,
         libraries=LIBRARIES,

@@ -25,6 +25,10 @@ typedef enum opd__req_kind {
   OPD__REQ_DISPATCH_STATE,
   OPD__REQ_SYNCHRONIZE,
   OPD__REQ_PING,
+  OPD__REQ_DEFINE_GRAPH,
+  OPD__REQ_RUN_GRAPH,
+  OPD__REQ_RELEASE_GRAPH,
+  OPD__REQ_DESCRIBE_GRAPH,
 } opd__req_kind;
 
 /* What a future holds in itself ([Note: Reused futures]): a frame of up to this many
@@ -68,6 +72,8 @@ struct opd_future {
   bool alloc;    /* download: the library allocates buf */
   uint8_t *pong; /* ping: the payload sent, compared with the reply */
   size_t pong_len;
+  opd_client_graph_info *graph_info; /* define, describe: the reply's (malloc'd) */
+  char *introspection;               /* describe: the document (malloc'd), or NULL */
   /* storage for the small cases (the pointers above point here, or to the heap); not
    * cleared when the future is reused: the fields above all are */
   uint8_t frame_inline[OPD__FUTURE_FRAME];
@@ -91,6 +97,7 @@ struct opd_client {
   opd_future *head, *tail, *send;
   size_t pending;
   uint64_t next_id;
+  uint64_t next_graph; /* the last graph id this client chose */
   uint32_t max_in_flight;
   uint64_t max_frame_out; /* the server's max_frame_bytes */
   uint64_t max_frame_in;
@@ -141,6 +148,65 @@ int opd__future_wait_sync(opd_future *f);
 /* Deep-copies a reply's values into f's results (its own storage for a few, else
  * malloc'd): 0 or OPD_ENOMEM / OPD_EINTERNAL (unknown kind), with no results then. */
 int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_future *f);
+
+typedef union opd__client_sub_message {
+  Opd__V1__IntList ints;
+  Opd__V1__DoubleList doubles;
+  Opd__V1__BoolList bools;
+  Opd__V1__HandleList handles;
+  Opd__V1__OptionalHandleList optional_handles;
+  Opd__V1__Device device;
+  Opd__V1__TensorLiteral literal;
+  Opd__V1__ValueRef ref;
+  Opd__V1__ValueRefList refs;
+} opd__client_sub_message;
+
+/* The protobuf form of a call's or a graph node's arguments (requests.c): in the struct
+ * itself (on the caller's stack) for up to OPD__CLIENT_ARGS_INLINE arguments, else in one
+ * allocation. */
+#define OPD__CLIENT_ARGS_INLINE 4
+
+typedef struct opd__client_args {
+  size_t n;
+  Opd__V1__IValue *values;
+  Opd__V1__IValue **pointers;
+  opd__client_sub_message *subs;
+  void **owned; /* per argument: a converted bool list or a list of references, or NULL */
+  void *heap;   /* the arrays, when they are not the ones below */
+  opd__client_sub_message own_subs[OPD__CLIENT_ARGS_INLINE];
+  Opd__V1__IValue own_values[OPD__CLIENT_ARGS_INLINE];
+  Opd__V1__IValue *own_pointers[OPD__CLIENT_ARGS_INLINE];
+  void *own_owned[OPD__CLIENT_ARGS_INLINE];
+  bool graph; /* a graph node's: tensors are graph values ([Note: Graph values]) */
+} opd__client_args;
+
+/* Converts arguments into protobuf IValues in `a` (freed with opd__client_args_free after
+ * success): a call's (tensors are handles) or, with `graph`, a graph node's (tensors are
+ * graph values, sent as references). 0 or OPD_EINVAL / OPD_ENOMEM with the message. */
+int opd__client_args_build(const opd_client_value *args, size_t nargs, bool graph,
+                           opd__client_args *a);
+void opd__client_args_free(opd__client_args *a);
+
+/* Graphs (graph.c): the GraphInfo (and a describe's document) of a reply into f: 0 or
+ * OPD_ENOMEM. And the capture: true when this thread captures calls of c ([Note: Graphs in
+ * the client]); then opd__client_capture_call records one. */
+int opd__client_graph_reply(const Opd__V1__GraphInfo *info, const char *introspection,
+                            opd_future *f);
+bool opd__client_capturing(const opd_client *c);
+int opd__client_capture_call(const char *op, const opd_client_value *args, size_t nargs,
+                             opd_client_tensor *results, size_t nresults);
+
+/* Makes a future of `kind` (op: a call's operator, for messages, or NULL; raw: bytes that
+ * follow the frame) and submits req: 0 with *out (if asked) or an error, nothing sent. */
+int opd__client_submit_request(opd_client *c, opd__req_kind kind, Opd__V1__Request *req,
+                               const char *op, const void *raw, size_t raw_len, opd_future_cb cb,
+                               void *user, opd_future **out);
+/* A completed call's (or run's) tensor results into outs: up to max, or exactly max; else
+ * the tensors are released and an error returned. */
+int opd__client_take_tensors(opd_client *c, const opd_future *f, opd_client_tensor *outs,
+                             size_t max, size_t *num, bool exact);
+/* Waits for the user-owned f (when rc is 0: a submission that succeeded) and frees it. */
+int opd__client_wait_and_free(int rc, opd_future *f);
 
 /* The typed calls' synchronous path (client_ops.c): a call whose `nresults` results are
  * all Tensors, written to result. (Their asynchronous form is opd_client_call_async.) */

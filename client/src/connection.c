@@ -160,6 +160,8 @@ static void future_destroy(opd_future *f) {
   free(f->info);
   if (f->alloc) free(f->buf);
   if (f->pong != f->pong_inline) free(f->pong);
+  free(f->graph_info);
+  free(f->introspection);
   opd_client *c = f->client;
   if (tls_io_client == c && c->nspare < MAX_SPARE_FUTURES) { /* [Note: Reused futures] */
     f->next = c->spare;
@@ -354,7 +356,11 @@ static bool body_matches(const opd_future *f, Opd__V1__Response__BodyCase body) 
   case OPD__REQ_PING: return body == OPD__V1__RESPONSE__BODY_PONG;
   case OPD__REQ_RELEASE:
   case OPD__REQ_DISPATCH_STATE:
-  case OPD__REQ_SYNCHRONIZE: return body == OPD__V1__RESPONSE__BODY_ACK;
+  case OPD__REQ_SYNCHRONIZE:
+  case OPD__REQ_RELEASE_GRAPH: return body == OPD__V1__RESPONSE__BODY_ACK;
+  case OPD__REQ_DEFINE_GRAPH: return body == OPD__V1__RESPONSE__BODY_DEFINE_GRAPH;
+  case OPD__REQ_RUN_GRAPH: return body == OPD__V1__RESPONSE__BODY_CALL;
+  case OPD__REQ_DESCRIBE_GRAPH: return body == OPD__V1__RESPONSE__BODY_DESCRIBE_GRAPH;
   }
   return false;
 }
@@ -443,6 +449,17 @@ static int take_reply(opd_client *c, opd_future *f, const Opd__V1__Response *r) 
       broken = "a call result without a value";
     else if (rc != 0)
       future_set_error(f, rc, "out of memory copying call results", NULL);
+    break;
+  }
+  case OPD__V1__RESPONSE__BODY_DEFINE_GRAPH:
+  case OPD__V1__RESPONSE__BODY_DESCRIBE_GRAPH: {
+    const Opd__V1__DescribeGraphReply *d = r->describe_graph;
+    bool define = r->body_case == OPD__V1__RESPONSE__BODY_DEFINE_GRAPH;
+    if (!define && !d->info)
+      broken = "a describe_graph reply without its GraphInfo";
+    else if (opd__client_graph_reply(define ? r->define_graph : d->info,
+                                     define ? NULL : d->introspection, f) != 0)
+      future_set_error(f, OPD_ENOMEM, "out of memory copying a graph reply", NULL);
     break;
   }
   case OPD__V1__RESPONSE__BODY_UPLOAD:
@@ -979,7 +996,8 @@ const char *opd_future_error_op(const opd_future *f) {
 }
 
 const opd_client_value *opd_future_results(const opd_future *f, size_t *num_results) {
-  bool ok = f->finished && f->rc == 0 && f->kind == OPD__REQ_CALL;
+  bool ok =
+      f->finished && f->rc == 0 && (f->kind == OPD__REQ_CALL || f->kind == OPD__REQ_RUN_GRAPH);
   if (num_results) *num_results = ok ? f->num_results : 0;
   return ok ? f->results : NULL;
 }

@@ -14,35 +14,8 @@ opd_client_value opd_cv_str(const char *s) {
 
 /* ---- arguments ---- */
 
-typedef union sub_message {
-  Opd__V1__IntList ints;
-  Opd__V1__DoubleList doubles;
-  Opd__V1__BoolList bools;
-  Opd__V1__HandleList handles;
-  Opd__V1__OptionalHandleList optional_handles;
-  Opd__V1__Device device;
-  Opd__V1__TensorLiteral literal;
-} sub_message;
-
-/* The protobuf form of a call's arguments: in the arena itself (on the caller's stack) for
- * up to ARENA_ARGS arguments, else in one allocation. */
-#define ARENA_ARGS 4
-
-typedef struct args_arena {
-  size_t n;
-  Opd__V1__IValue *values;
-  Opd__V1__IValue **pointers;
-  sub_message *subs;
-  protobuf_c_boolean **bools; /* converted bool lists, one per argument (or NULL) */
-  void *heap;                 /* the arrays, when they are not the ones below */
-  sub_message own_subs[ARENA_ARGS];
-  Opd__V1__IValue own_values[ARENA_ARGS];
-  Opd__V1__IValue *own_pointers[ARENA_ARGS];
-  protobuf_c_boolean *own_bools[ARENA_ARGS];
-} args_arena;
-
-static void args_free(args_arena *a) {
-  for (size_t i = 0; i < a->n; i++) free(a->bools[i]);
+void opd__client_args_free(opd__client_args *a) {
+  for (size_t i = 0; i < a->n; i++) free(a->owned[i]);
   free(a->heap);
 }
 
@@ -68,9 +41,38 @@ static int check_literal(size_t i, const opd_client_literal *l) {
   return 0;
 }
 
-static int build_one(args_arena *a, size_t i, const opd_client_value *v) {
+static void set_ref(Opd__V1__ValueRef *r, opd_client_tensor v) {
+  r->position = opd_graph_value_position(v);
+  uint32_t out = (uint32_t)v;
+  r->all = out == OPD_CLIENT_GRAPH_ALL_OUTPUTS;
+  r->output = r->all ? 0 : out;
+}
+
+/* A Tensor[] of graph values: a ValueRefList, its references in one block. */
+static int graph_refs(opd__client_args *a, size_t i, const opd_client_value *v) {
   Opd__V1__IValue *iv = &a->values[i];
-  sub_message *sub = &a->subs[i];
+  opd__client_sub_message *sub = &a->subs[i];
+  size_t n = v->len;
+  Opd__V1__ValueRef *refs = malloc((n ? n : 1) * (sizeof *refs + sizeof(Opd__V1__ValueRef *)));
+  if (!refs) return opd__client_error(OPD_ENOMEM, "out of memory");
+  a->owned[i] = refs;
+  Opd__V1__ValueRef **ptrs = (Opd__V1__ValueRef **)(refs + n);
+  for (size_t k = 0; k < n; k++) {
+    opd__v1__value_ref__init(&refs[k]);
+    set_ref(&refs[k], v->u.tensors[k]);
+    ptrs[k] = &refs[k];
+  }
+  opd__v1__value_ref_list__init(&sub->refs);
+  sub->refs.n_refs = n;
+  sub->refs.refs = ptrs;
+  iv->value_case = OPD__V1__IVALUE__VALUE_REFS;
+  iv->refs = &sub->refs;
+  return 0;
+}
+
+static int build_one(opd__client_args *a, size_t i, const opd_client_value *v) {
+  Opd__V1__IValue *iv = &a->values[i];
+  opd__client_sub_message *sub = &a->subs[i];
   opd__v1__ivalue__init(iv);
   if (v->kind >= OPD_CV_INTS && v->kind <= OPD_CV_OPT_TENSORS && v->len && !v->u.ints)
     return arg_error(i, "NULL list with a nonzero length");
@@ -99,6 +101,19 @@ static int build_one(args_arena *a, size_t i, const opd_client_value *v) {
     break;
   case OPD_CV_TENSOR:
     if (v->u.tensor == 0) return arg_error(i, "tensor handle 0 (None is opd_cv_none())");
+    if (a->graph) {
+      if (!opd_graph_is_value(v->u.tensor))
+        return arg_error(i, "a tensor handle in a graph node: a graph holds no handle (make the "
+                            "tensor an input, opd_graph_input)");
+      opd__v1__value_ref__init(&sub->ref);
+      set_ref(&sub->ref, v->u.tensor);
+      iv->value_case = OPD__V1__IVALUE__VALUE_REF;
+      iv->ref = &sub->ref;
+      break;
+    }
+    if (opd_graph_is_value(v->u.tensor))
+      return arg_error(i, "a value of a graph being built, not a tensor handle: it is an argument "
+                          "only of calls captured into its graph");
     iv->value_case = OPD__V1__IVALUE__VALUE_TENSOR;
     iv->tensor = v->u.tensor;
     break;
@@ -116,21 +131,28 @@ static int build_one(args_arena *a, size_t i, const opd_client_value *v) {
     iv->value_case = OPD__V1__IVALUE__VALUE_DOUBLES;
     iv->doubles = &sub->doubles;
     break;
-  case OPD_CV_BOOLS:
+  case OPD_CV_BOOLS: {
     opd__v1__bool_list__init(&sub->bools);
+    protobuf_c_boolean *b = NULL;
     if (v->len) {
-      a->bools[i] = malloc(v->len * sizeof **a->bools);
-      if (!a->bools[i]) return opd__client_error(OPD_ENOMEM, "out of memory");
-      for (size_t k = 0; k < v->len; k++) a->bools[i][k] = v->u.bools[k];
+      if (!(a->owned[i] = b = malloc(v->len * sizeof *b)))
+        return opd__client_error(OPD_ENOMEM, "out of memory");
+      for (size_t k = 0; k < v->len; k++) b[k] = v->u.bools[k];
     }
     sub->bools.n_values = v->len;
-    sub->bools.values = a->bools[i];
+    sub->bools.values = b;
     iv->value_case = OPD__V1__IVALUE__VALUE_BOOLS;
     iv->bools = &sub->bools;
     break;
+  }
   case OPD_CV_TENSORS:
-    for (size_t k = 0; k < v->len; k++)
+    for (size_t k = 0; k < v->len; k++) {
       if (v->u.tensors[k] == 0) return arg_error(i, "handle 0 in a Tensor[] (Tensor?[] allows it)");
+      if (opd_graph_is_value(v->u.tensors[k]) != a->graph)
+        return arg_error(i, a->graph ? "a tensor handle in a graph node's Tensor[]"
+                                     : "a graph value in a Tensor[] of a call");
+    }
+    if (a->graph) return graph_refs(a, i, v);
     opd__v1__handle_list__init(&sub->handles);
     sub->handles.n_handles = v->len;
     sub->handles.handles = (uint64_t *)v->u.tensors;
@@ -138,6 +160,7 @@ static int build_one(args_arena *a, size_t i, const opd_client_value *v) {
     iv->tensors = &sub->handles;
     break;
   case OPD_CV_OPT_TENSORS:
+    if (a->graph) return arg_error(i, "a Tensor?[] in a graph node (graphs take Tensor[] lists)");
     opd__v1__optional_handle_list__init(&sub->optional_handles);
     sub->optional_handles.n_handles = v->len;
     sub->optional_handles.handles = (uint64_t *)v->u.tensors;
@@ -177,36 +200,39 @@ static int build_one(args_arena *a, size_t i, const opd_client_value *v) {
 
 /* Converts a call's arguments into protobuf IValues in `a` (freed with args_free after
  * success): 0 or OPD_EINVAL / OPD_ENOMEM. */
-static int args_build(const opd_client_value *args, size_t nargs, args_arena *a) {
+int opd__client_args_build(const opd_client_value *args, size_t nargs, bool graph,
+                           opd__client_args *a) {
   a->n = 0;
   a->heap = NULL;
+  a->graph = graph;
   if (nargs > OPD__CLIENT_MAX_ARGS)
     return opd__client_error(OPD_EINVAL, "%zu arguments (at most %d)", nargs, OPD__CLIENT_MAX_ARGS);
   if (nargs && !args) return opd__client_error(OPD_EINVAL, "NULL arguments");
-  if (nargs <= ARENA_ARGS) {
+  if (nargs <= OPD__CLIENT_ARGS_INLINE) {
     a->subs = a->own_subs;
     a->values = a->own_values;
     a->pointers = a->own_pointers;
-    a->bools = a->own_bools;
-    memset(a->own_bools, 0, sizeof a->own_bools);
+    a->owned = a->own_owned;
+    memset(a->own_owned, 0, sizeof a->own_owned);
   } else { /* nargs <= OPD__CLIENT_MAX_ARGS: no overflow */
-    _Static_assert(_Alignof(sub_message) <= _Alignof(max_align_t) &&
-                       sizeof(sub_message) % _Alignof(Opd__V1__IValue) == 0 &&
-                       sizeof(Opd__V1__IValue) % _Alignof(Opd__V1__IValue *) == 0,
+    _Static_assert(_Alignof(opd__client_sub_message) <= _Alignof(max_align_t) &&
+                       sizeof(opd__client_sub_message) % _Alignof(Opd__V1__IValue) == 0 &&
+                       sizeof(Opd__V1__IValue) % _Alignof(Opd__V1__IValue *) == 0 &&
+                       sizeof(Opd__V1__IValue *) % _Alignof(void *) == 0,
                    "the arrays follow each other aligned");
     a->heap =
-        calloc(nargs, sizeof *a->subs + sizeof *a->values + sizeof *a->pointers + sizeof *a->bools);
+        calloc(nargs, sizeof *a->subs + sizeof *a->values + sizeof *a->pointers + sizeof *a->owned);
     if (!a->heap) return opd__client_error(OPD_ENOMEM, "out of memory");
     a->subs = a->heap;
     a->values = (Opd__V1__IValue *)(a->subs + nargs);
     a->pointers = (Opd__V1__IValue **)(a->values + nargs);
-    a->bools = (protobuf_c_boolean **)(a->pointers + nargs);
+    a->owned = (void **)(a->pointers + nargs);
   }
   a->n = nargs;
   for (size_t i = 0; i < nargs; i++) {
     int rc = build_one(a, i, &args[i]);
     if (rc) {
-      args_free(a);
+      opd__client_args_free(a);
       return rc;
     }
     a->pointers[i] = &a->values[i];
@@ -324,8 +350,9 @@ int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_future *f) {
 
 /* Makes a future, lets `fill` set its request-specific fields, and submits req: on success
  * *out (if any) gets the future; on failure nothing was sent and *out is NULL. */
-static int submit(opd_client *c, opd__req_kind kind, Opd__V1__Request *req, const char *op,
-                  const void *raw, size_t raw_len, opd_future_cb cb, void *user, opd_future **out) {
+int opd__client_submit_request(opd_client *c, opd__req_kind kind, Opd__V1__Request *req,
+                               const char *op, const void *raw, size_t raw_len, opd_future_cb cb,
+                               void *user, opd_future **out) {
   if (out) *out = NULL;
   opd_future *f = opd__future_new(c, kind, cb, user, out != NULL);
   size_t op_len = op ? strnlen(op, 256) : 0;
@@ -351,8 +378,13 @@ int opd_client_call_async(opd_client *c, const char *op, const opd_client_value 
                           opd_future_cb cb, void *user, opd_future **out) {
   if (out) *out = NULL;
   if (!op || !*op) return opd__client_error(OPD_EINVAL, "no operator name");
-  args_arena arena;
-  int rc = args_build(args, nargs, &arena);
+  if (opd__client_capturing(c))
+    return opd__client_error(OPD_EINVAL,
+                             "%s: an asynchronous call during a graph capture (captures record "
+                             "the synchronous calls: [Note: Graphs in the client])",
+                             op);
+  opd__client_args arena;
+  int rc = opd__client_args_build(args, nargs, false, &arena);
   if (rc) return rc;
   Opd__V1__Call call = OPD__V1__CALL__INIT;
   call.op = (char *)op;
@@ -361,15 +393,15 @@ int opd_client_call_async(opd_client *c, const char *op, const opd_client_value 
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
   req.body_case = OPD__V1__REQUEST__BODY_CALL;
   req.call = &call;
-  rc = submit(c, OPD__REQ_CALL, &req, op, NULL, 0, cb, user, out);
-  args_free(&arena);
+  rc = opd__client_submit_request(c, OPD__REQ_CALL, &req, op, NULL, 0, cb, user, out);
+  opd__client_args_free(&arena);
   return rc;
 }
 
 /* Takes the tensor results of a completed call: up to max into outs (exactly max if exact).
  * Otherwise the tensors it made are released and the call fails. */
-static int take_tensors(opd_client *c, const opd_future *f, opd_client_tensor *outs, size_t max,
-                        size_t *num, bool exact) {
+int opd__client_take_tensors(opd_client *c, const opd_future *f, opd_client_tensor *outs,
+                             size_t max, size_t *num, bool exact) {
   size_t n;
   const opd_client_value *v = opd_future_results(f, &n);
   if (num) *num = n;
@@ -400,13 +432,20 @@ static int call_sync(opd_client *c, const char *op, const opd_client_value *args
                      opd_client_tensor *outs, size_t max, size_t *num, bool exact) {
   if (num) *num = 0;
   if (max && !outs) return opd__client_error(OPD_EINVAL, "NULL result array");
+  if (opd__client_capturing(c)) { /* [Note: Graphs in the client] */
+    if (!exact && max == 0)
+      return opd__client_error(OPD_EINVAL, "%s: a captured call needs room for a result", op);
+    int rc = opd__client_capture_call(op, args, nargs, outs, exact ? max : 1);
+    if (rc == 0 && num) *num = exact ? max : 1;
+    return rc;
+  }
   int rc = opd__client_may_block(c);
   if (rc) return rc;
   opd_future *f;
   rc = opd_client_call_async(c, op, args, nargs, NULL, NULL, &f);
   if (rc) return rc;
   rc = opd__future_wait_sync(f);
-  if (rc == 0) rc = take_tensors(c, f, outs, max, num, exact);
+  if (rc == 0) rc = opd__client_take_tensors(c, f, outs, max, num, exact);
   opd_future_free(f);
   return rc;
 }
@@ -457,7 +496,7 @@ int opd_client_upload_async(opd_client *c, int dtype, const int64_t *shape, int 
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
   req.body_case = OPD__V1__REQUEST__BODY_UPLOAD;
   req.upload = &up;
-  return submit(c, OPD__REQ_UPLOAD, &req, NULL, data, nbytes, cb, user, out);
+  return opd__client_submit_request(c, OPD__REQ_UPLOAD, &req, NULL, data, nbytes, cb, user, out);
 }
 
 int opd_client_upload(opd_client *c, int dtype, const int64_t *shape, int ndim, const void *data,
@@ -538,12 +577,12 @@ int opd_client_release_async(opd_client *c, const opd_client_tensor *handles, si
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
   req.body_case = OPD__V1__REQUEST__BODY_RELEASE;
   req.release = &rel;
-  return submit(c, OPD__REQ_RELEASE, &req, NULL, NULL, 0, cb, user, out);
+  return opd__client_submit_request(c, OPD__REQ_RELEASE, &req, NULL, NULL, 0, cb, user, out);
 }
 
 /* A synchronous form of an asynchronous request without results (submitted only after
  * opd__client_may_block said yes). */
-static int wait_and_free(int rc, opd_future *f) {
+int opd__client_wait_and_free(int rc, opd_future *f) {
   if (rc) return rc;
   rc = opd__future_wait_sync(f);
   opd_future_free(f);
@@ -554,7 +593,7 @@ int opd_client_release(opd_client *c, const opd_client_tensor *handles, size_t n
   opd_future *f = NULL;
   int rc = opd__client_may_block(c);
   if (rc == 0) rc = opd_client_release_async(c, handles, n, NULL, NULL, &f);
-  return wait_and_free(rc, f);
+  return opd__client_wait_and_free(rc, f);
 }
 
 /* ---- the session ---- */
@@ -586,14 +625,14 @@ int opd_client_change_dispatch_state_async(opd_client *c, const opd_client_dispa
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
   req.body_case = OPD__V1__REQUEST__BODY_SET_DISPATCH_STATE;
   req.set_dispatch_state = &st;
-  return submit(c, OPD__REQ_DISPATCH_STATE, &req, NULL, NULL, 0, cb, user, out);
+  return opd__client_submit_request(c, OPD__REQ_DISPATCH_STATE, &req, NULL, NULL, 0, cb, user, out);
 }
 
 int opd_client_change_dispatch_state(opd_client *c, const opd_client_dispatch_change *d) {
   opd_future *f = NULL;
   int rc = opd__client_may_block(c);
   if (rc == 0) rc = opd_client_change_dispatch_state_async(c, d, NULL, NULL, &f);
-  return wait_and_free(rc, f);
+  return opd__client_wait_and_free(rc, f);
 }
 
 int opd_client_set_dispatch_state_async(opd_client *c, const char *const *include,
@@ -623,8 +662,9 @@ int opd_client_synchronize(opd_client *c) {
   req.synchronize = &s;
   opd_future *f = NULL;
   int rc = opd__client_may_block(c);
-  if (rc == 0) rc = submit(c, OPD__REQ_SYNCHRONIZE, &req, NULL, NULL, 0, NULL, NULL, &f);
-  return wait_and_free(rc, f);
+  if (rc == 0)
+    rc = opd__client_submit_request(c, OPD__REQ_SYNCHRONIZE, &req, NULL, NULL, 0, NULL, NULL, &f);
+  return opd__client_wait_and_free(rc, f);
 }
 
 int opd_client_ping_async(opd_client *c, const void *payload, size_t len, opd_future_cb cb,
@@ -654,5 +694,5 @@ int opd_client_ping(opd_client *c, const void *payload, size_t len) {
   opd_future *f = NULL;
   int rc = opd__client_may_block(c);
   if (rc == 0) rc = opd_client_ping_async(c, payload, len, NULL, NULL, &f);
-  return wait_and_free(rc, f);
+  return opd__client_wait_and_free(rc, f);
 }

@@ -145,6 +145,27 @@ int opd_call_boxed(const opd_operator *op, opd_stack *stack) {
   return rc;
 }
 
+int opd_call_boxed_keys(const opd_operator *op, opd_keyset args, opd_stack *stack,
+                        opd_dispatch_key *dispatched) {
+  *dispatched = OPD_KEY_Undefined;
+  if (__builtin_expect(!opd_op_schema(op), 0)) {
+    opd_stack_clear(stack);
+    return opd_error(OPD_ENOENT, "operator '%s' has kernels but no schema (it was never defined)",
+                     op->name);
+  }
+  if (__builtin_expect(stack->size < op->num_args, 0)) {
+    uint32_t have = stack->size;
+    opd_stack_clear(stack);
+    return opd_error(OPD_EINVAL, "%s expects %u arguments, the stack holds %u", op->name,
+                     op->num_args, have);
+  }
+  opd_keyset ks = opd__call_keyset(op, args);
+  *dispatched = opd_keyset_highest_key(ks);
+  int rc = opd_call_boxed_with_keyset(op, ks, stack);
+  if (rc == 0) opd__own_results(op, stack);
+  return rc;
+}
+
 int opd_redispatch_boxed(const opd_kernel_ctx *ctx, opd_stack *stack) {
   opd_keyset below =
       opd_keyset_intersect(ctx->ks, opd_keyset_after(opd_keyset_highest_key(ctx->ks)));

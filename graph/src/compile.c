@@ -88,6 +88,11 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
       !(cg->states = opd__calloc(cg->plan->ngroups, sizeof *cg->states)))
     rc = opd_error(OPD_ENOMEM, "out of memory for a compiled graph");
   cg->compile_ns = now_ns() - t0;
+  for (uint32_t n = 0; rc == 0 && n < g->nnodes; n++) {
+    const opd__gnode *node = &g->nodes[n];
+    for (uint32_t k = 0; !node->dead && !node->is_view && k < node->nouts; k++)
+      cg->cost += (uint64_t)g->values[node->first_out + k].meta->numel;
+  }
   if (rc) {
     char msg[400];
     snprintf(msg, sizeof msg, "%s", opd_last_error());
@@ -169,6 +174,14 @@ opd_graph_input_kind opd_compiled_graph_input_kind(const opd_compiled_graph *cg,
   return i < cg->g->ninputs ? cg->g->inputs[i].kind : OPD_GRAPH_INPUT;
 }
 
+opd_device opd_compiled_graph_input_device(const opd_compiled_graph *cg, uint32_t i) {
+  return i < cg->g->ninputs ? cg->g->values[i].device : (opd_device){OPD_DEVICE_CPU, -1};
+}
+
+uint64_t opd_compiled_graph_cost(const opd_compiled_graph *cg) {
+  return cg->cost;
+}
+
 uint32_t opd__compiled_kernels(opd_compiled_graph *cg) {
   const opd__plan *p = cg->plan;
   uint32_t k = 0;
@@ -198,6 +211,7 @@ void opd_compiled_graph_stats(const opd_compiled_graph *cg_const, opd_graph_stat
                            .groups = cg->plan->ngroups,
                            .runs = atomic_load(&cg->runs),
                            .cache_hits = atomic_load(&cg->cache_hits),
-                           .compile_ns = cg->compile_ns};
+                           .compile_ns = cg->compile_ns,
+                           .cost = cg->cost};
   snprintf(out->key, sizeof out->key, "%016llx", (unsigned long long)cg->key_hash);
 }

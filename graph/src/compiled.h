@@ -52,6 +52,7 @@ struct opd_compiled_graph {
   uint64_t key_hash;
   uint32_t nodes_before, nodes_after, softmax_patterns;
   uint64_t compile_ns;
+  uint64_t cost;             /* opd_graph_stats.cost */
   opd_graph_options options; /* disabled_passes not kept */
   opd_graph_test_hooks hooks;
   bool has_hooks;

@@ -186,6 +186,21 @@ static void describe(const opd_tensor *t, char *buf, size_t len) {
   if (used < len) snprintf(buf + used, len - used, "]");
 }
 
+/* A CUDA device's index matters (index -1 is device 0); the CPU has one. */
+static bool same_device(opd_device got, opd_device want) {
+  if (got.type != want.type) return false;
+  return got.type != OPD_DEVICE_CUDA ||
+         (got.index < 0 ? 0 : got.index) == (want.index < 0 ? 0 : want.index);
+}
+
+static const char *device_name(opd_device d, char *buf, size_t len) {
+  if (d.type == OPD_DEVICE_CUDA)
+    snprintf(buf, len, "CUDA:%d", d.index < 0 ? 0 : d.index);
+  else
+    snprintf(buf, len, "%s", opd_backend_name((opd_backend)d.type));
+  return buf;
+}
+
 static int check_inputs(const opd_compiled_graph *cg, opd_tensor *const *inputs, uint32_t n) {
   const opd_graph *g = cg->g;
   if (n != g->ninputs)
@@ -197,14 +212,14 @@ static int check_inputs(const opd_compiled_graph *cg, opd_tensor *const *inputs,
     bool ok =
         got->dtype == want->dtype && got->ndim == want->ndim &&
         !memcmp(opd_tensor_sizes(got), opd_tensor_sizes(want), want->ndim * sizeof(int64_t)) &&
-        opd_tensor_device(got).type == g->values[i].device.type;
+        same_device(opd_tensor_device(got), g->values[i].device);
     if (!ok) {
-      char a[200], b[200];
+      char a[200], b[200], da[48], db[48];
       describe(want, a, sizeof a);
       describe(got, b, sizeof b);
       return opd_error(OPD_EINVAL, "graph input %u: expected %s on %s, got %s on %s", i, a,
-                       opd_backend_name((opd_backend)g->values[i].device.type), b,
-                       opd_backend_name((opd_backend)opd_tensor_device(got).type));
+                       device_name(g->values[i].device, da, sizeof da), b,
+                       device_name(opd_tensor_device(got), db, sizeof db));
     }
   }
   return 0;

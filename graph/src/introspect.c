@@ -61,6 +61,20 @@ static json_t *passes_json(const opd_compiled_graph *cg) {
   return a;
 }
 
+/* A CUDA group's "source", the program as NVRTC compiles it ([Note: Fused programs on
+ * CUDA]); CPU groups run the interpreter, whose program the IR after lower shows. */
+static bool set_source(const opd_compiled_graph *cg, const opd__group *grp, json_t *g) {
+  opd_device dev = cg->g->values[grp->prog.stores[0].value].device;
+  if (!set(g, "device", json_string(dev.type == OPD_DEVICE_CUDA ? "cuda" : "cpu"))) return false;
+  if (dev.type != OPD_DEVICE_CUDA) return true;
+  opd__sbuf src = {0};
+  bool ok = opd__pw_cuda_source(&grp->prog, &src) == 0 ? set(g, "source", json_string(src.data))
+                                                       : set(g, "source", json_null());
+  opd_clear_error();
+  opd__sbuf_free(&src);
+  return ok;
+}
+
 static json_t *groups_json(opd_compiled_graph *cg) {
   const opd__plan *plan = cg->plan;
   json_t *a = json_array();
@@ -87,7 +101,7 @@ static json_t *groups_json(opd_compiled_graph *cg) {
          set(g, "elements", json_integer(grp->prog.numel)) &&
          set(g, "registers", json_integer(grp->prog.nregs)) &&
          set(g, "why_unfused", st->why[0] ? json_string(st->why) : json_null()) &&
-         json_array_append_new(a, g) == 0;
+         set_source(cg, grp, g) && json_array_append_new(a, g) == 0;
     if (!ok) {
       json_decref(g);
       json_decref(a);

@@ -39,6 +39,7 @@
 #include "opd/graph_exec.h"
 #include "opd/graph_pass.h"
 #include "opd/memory.h"
+#include "opd/utf8.h"
 #include "pass_manager.h"
 #include "plan.h"
 
@@ -159,6 +160,33 @@ int opd_graph_pass_unregister(int64_t id) {
   if (!p) return opd_error(OPD_ENOENT, "no graph pass with id %lld", (long long)id);
   opd__free(p);
   return 0;
+}
+
+int opd_graph_pass_check_name(const char *name) {
+  if (name && strcmp(name, "lower") == 0)
+    return opd_error(OPD_EINVAL, "graph pass lower cannot be disabled: it makes the plan");
+  if (name && builtin_name(name)) return 0;
+  char known[512];
+  size_t n = 0;
+  known[0] = '\0';
+  for (size_t i = 0; i < sizeof rewrites / sizeof *rewrites && n < sizeof known; i++)
+    n += (size_t)snprintf(known + n, sizeof known - n, "%s, ", rewrites[i].name);
+  for (size_t i = 0; i + 1 < sizeof scheduling / sizeof *scheduling && n < sizeof known; i++)
+    n += (size_t)snprintf(known + n, sizeof known - n, "%s, ", scheduling[i].name);
+  pthread_mutex_lock(&plugins_lock);
+  bool found = false;
+  for (uint32_t i = 0; i < nplugins; i++) {
+    if (name && strcmp(plugins[i]->name, name) == 0) found = true;
+    if (n < sizeof known)
+      n += (size_t)snprintf(known + n, sizeof known - n, "%s, ", plugins[i]->name);
+  }
+  pthread_mutex_unlock(&plugins_lock);
+  if (found) return 0;
+  if (n >= 2 && n < sizeof known) known[n - 2] = '\0';
+  char shown[80];
+  opd_utf8_escape(shown, sizeof shown, name ? name : "", name ? strnlen(name, 64) : 0);
+  return opd_error(OPD_ENOENT, "no graph pass '%s' (the passes that can be disabled: %s)", shown,
+                   known);
 }
 
 /* Totals per pass name over the process (opd_graph_pass_totals_json). */

@@ -52,6 +52,7 @@
 #include "opd/memory.h"
 #include "opd/utf8.h"
 #include "config.h"
+#include "graphs.h"
 #include "plugins.h"
 
 #define MAX_FRAME (1024 * 1024)
@@ -518,6 +519,20 @@ static void undo_answer(opd__admin *a, json_t *out) {
   if (plugin) opd__plugins_discard(a->plugins, plugin); /* its list may be incomplete */
 }
 
+/* graph_pass {name, enabled}: [Note: Disabling a pass from the admin] in graphs.h. */
+static int op_graph_pass(opd__admin *a, json_t *req, json_t **out) {
+  (void)a;
+  const char *name;
+  json_t *enabled = json_object_get(req, "enabled");
+  int rc = string_field(req, "graph_pass", "name", true, &name);
+  if (rc) return rc;
+  if (!json_is_boolean(enabled))
+    return opd_error(OPD_EINVAL, "graph_pass needs \"enabled\": true or false");
+  if ((rc = opd__graph_pass_set_enabled(name, json_is_true(enabled))) < 0) return rc;
+  *out = json_pack("{s:o}", "disabled_passes", opd__graph_passes_disabled_json());
+  return *out ? 0 : opd_error(OPD_ENOMEM, "out of memory answering graph_pass");
+}
+
 /* drain and shutdown: answered, then the connection's `after` does the work. */
 static int op_stop(opd__admin *a, json_t *req, json_t **out) {
   (void)a, (void)req, (void)out;
@@ -538,6 +553,7 @@ static const struct admin_op {
     {"register_fallback", op_register_fallback, OPD__ADMIN_KEEP},
     {"deregister", op_deregister, OPD__ADMIN_KEEP},
     {"cuda_register", op_cuda_register, OPD__ADMIN_KEEP},
+    {"graph_pass", op_graph_pass, OPD__ADMIN_KEEP},
     {"drain", op_stop, OPD__ADMIN_DRAIN},
     {"shutdown", op_stop, OPD__ADMIN_SHUTDOWN},
 };

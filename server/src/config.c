@@ -86,6 +86,28 @@ const opd__option opd__options[] = {
             "file holding the token TCP admin requests must carry (default \"\")"),
     STR_OPT("plugin_dir", "DIR", OPD__OPT_PATH, plugin_dir,
             "directory load_plugin loads plugins from, by file name only (default \"\": none)"),
+    OPT("max_graph_nodes", "N", OPD__OPT_U32, max_graph_nodes, 1, 1u << 20,
+        "most nodes in one graph a client defines; a node counts once per value it defines "
+        "(default 4096)"),
+    OPT("max_graph_inputs", "N", OPD__OPT_U32, max_graph_inputs, 0, 1u << 16,
+        "most inputs and parameters of one graph (default 256)"),
+    OPT("max_graph_outputs", "N", OPD__OPT_U32, max_graph_outputs, 1, 1u << 16,
+        "most outputs of one graph (default 256)"),
+    OPT("max_graph_arg_bytes", "BYTES", OPD__OPT_U64, max_graph_arg_bytes, 0, UINT64_C(1) << 28,
+        "most bytes of constant arguments (lists, strings, literals) in one graph "
+        "(default 1048576)"),
+    OPT("max_graphs", "N", OPD__OPT_U32, max_graphs, 0, 1u << 20,
+        "most graphs one session may hold defined (default 256)"),
+    OPT("graph_cache_size", "N", OPD__OPT_U32, graph_cache_size, 1, 1u << 20,
+        "compiled graphs the daemon's cache keeps, least recently used evicted first "
+        "(default 256)"),
+    STR_OPT("graph_dump_dir", "DIR", OPD__OPT_PATH, graph_dump_dir,
+            "directory where each newly compiled graph's IR after every pass is written, one "
+            "file per graph named by its cache key, mode 0600 (the directory 0700); \"\": none "
+            "(default \"\")"),
+    OPT("graph_dump_max_bytes", "BYTES", OPD__OPT_U64, graph_dump_max_bytes, 0, UINT64_C(1) << 40,
+        "most bytes the graph dumps may write in all, over the daemon's life; a dump past it is "
+        "cut short and later ones are skipped (default 67108864)"),
 };
 const size_t opd__num_options = sizeof opd__options / sizeof *opd__options;
 
@@ -105,6 +127,13 @@ void opd_server_config_init(opd_server_config *c) {
       .drain_timeout_ms = 5000,
       .unix_socket_mode = 0600,
       .log_level = OPD_LOG_INFO,
+      .max_graph_nodes = 4096,
+      .max_graph_inputs = 256,
+      .max_graph_outputs = 256,
+      .max_graph_arg_bytes = 1 << 20,
+      .max_graphs = 256,
+      .graph_cache_size = 256,
+      .graph_dump_max_bytes = 64 << 20,
   };
   /* The default address is a constant known to parse; only memory can fail, and then the
    * server refuses to start for want of a listener. */

@@ -146,6 +146,9 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
   j->kernel_ns = 0;
   j->op = NULL;
   j->cost_ns = 0;
+  j->cost = 0;
+  j->call.state = OPD__CALL_NONE;
+  j->graph = NULL;
   j->kind = OPD__JOB_LOCAL;
   j->at_worker = j->counted = j->done = j->holds_session = j->costed = j->waits = false;
   return j;
@@ -655,6 +658,10 @@ static const struct {
     {OPD__V1__REQUEST__BODY_RELEASE, OPD__JOB_RELEASE},
     {OPD__V1__REQUEST__BODY_SET_DISPATCH_STATE, OPD__JOB_DISPATCH_STATE},
     {OPD__V1__REQUEST__BODY_SYNCHRONIZE, OPD__JOB_SYNCHRONIZE},
+    {OPD__V1__REQUEST__BODY_DEFINE_GRAPH, OPD__JOB_DEFINE_GRAPH},
+    {OPD__V1__REQUEST__BODY_RUN_GRAPH, OPD__JOB_RUN_GRAPH},
+    {OPD__V1__REQUEST__BODY_RELEASE_GRAPH, OPD__JOB_RELEASE_GRAPH},
+    {OPD__V1__REQUEST__BODY_DESCRIBE_GRAPH, OPD__JOB_DESCRIBE_GRAPH},
 };
 
 /* Handles one frame; false when it must be handled again later (nothing consumed). */
@@ -668,6 +675,17 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
   /* [Note: Hand-packed messages]: the common requests are read by hand */
   Opd__V1__Request *req = NULL;
   bool by_hand = opd__wire_parse_request(data, len, &j->arena.pb, WIRE_MAX_ARGS, &req) > 0;
+  uint64_t gid, nodes;
+  if (!by_hand && c->hello_done &&
+      opd__wire_graph_nodes_over(data, len, cfg(c)->max_graph_nodes, &gid, &nodes)) {
+    char msg[240]; /* [Note: Graphs in the daemon]: refused before it is decoded */
+    snprintf(msg, sizeof msg,
+             "graph node %u: the graph has %" PRIu64 " nodes, more than max_graph_nodes (%u)",
+             cfg(c)->max_graph_nodes, nodes, cfg(c)->max_graph_nodes);
+    j->id = gid;
+    refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, msg);
+    return true;
+  }
   if (!by_hand) {
     opd__arena_reset(&j->arena, j->arena.limit);
     req = opd__v1__request__unpack(&j->arena.pb, len, data);
@@ -1024,6 +1042,7 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   atomic_init(&c->recycle_lazily, false);
   pthread_mutex_init(&c->wmu, NULL);
   opd__session_init(&c->session, ++s->next_session, &s->cfg);
+  c->session.graph_ctx = s->graphs;
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;

@@ -8,6 +8,7 @@
 
 #include "opd/checked.h"
 #include "opd/dispatcher.h"
+#include "opd/graph_exec.h"
 #include "opd/schema.h"
 #include "session.h"
 
@@ -305,6 +306,19 @@ static void call_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu
   *flops = c.numel;
 }
 
+/* A graph run: each element its kernels write (opd_compiled_graph_cost) as one of a default
+ * operator's outputs, written and read once at 4 bytes, one operation; on the device of its
+ * first CUDA input, if any. A graph that is not defined costs nothing (the run fails). */
+static void graph_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu) {
+  opd_compiled_graph *cg = opd__session_graph(job->session, job->req->run_graph->graph);
+  if (!cg) return;
+  uint64_t elems = opd_compiled_graph_cost(cg);
+  *bytes = sat_mul(elems, 2 * FACTORY_ELEMENT_BYTES);
+  *flops = elems;
+  for (uint32_t i = 0; i < opd_compiled_graph_num_inputs(cg); i++)
+    *gpu = *gpu || opd_compiled_graph_input_device(cg, i).type == OPD_DEVICE_CUDA;
+}
+
 uint64_t opd__job_estimate(opd__job *job) {
   uint64_t bytes = 0, flops = 0;
   bool gpu = job->device.type == OPD_DEVICE_CUDA && job->kind == OPD__JOB_UPLOAD;
@@ -326,6 +340,7 @@ uint64_t opd__job_estimate(opd__job *job) {
     break;
   }
   case OPD__JOB_SYNCHRONIZE: job->waits = job->session->gpu != NULL; break; /* for its streams */
+  case OPD__JOB_RUN_GRAPH: graph_cost(job, &bytes, &flops, &gpu); break;
   default: break;
   }
   if (gpu) return sat_add(bytes / GPU_BYTES_PER_NS, flops / GPU_FLOPS_PER_NS);

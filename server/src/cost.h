@@ -26,9 +26,11 @@
  * A tensor counts numel x element size (an expanded view by its logical elements, which
  * are what a kernel walks); a handle that does not exist counts nothing (the call fails
  * fast). Arithmetic saturates: hostile shapes give a huge cost, never a wrapped one.
- * Requests other than calls cost nothing on the CPU (an upload's bytes were read by the
- * loop, a download's are written by it); on a GPU uploads and downloads cost their copy.
- * The hand reader's calls (proto/opd_wire.h) and protobuf-c's are read the same way.
+ * A graph run counts each element its kernels write (opd_compiled_graph_cost, the sum of
+ * its nodes' output sizes) as one output of the last rule: 8 bytes and one operation.
+ * Requests other than calls and graph runs cost nothing on the CPU (an upload's bytes were read by
+ * the loop, a download's are written by it); on a GPU uploads and downloads cost their copy. The
+ * hand reader's calls (proto/opd_wire.h) and protobuf-c's are read the same way.
  */
 #ifndef OPD_SERVER_COST_H
 #define OPD_SERVER_COST_H

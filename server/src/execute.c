@@ -1,20 +1,9 @@
-/* execute.c: running requests on a worker thread.
- *
- * [Note: Checking a call against its schema]
- * A Call names an operator and gives a stack of wire IValues. Before any kernel runs, each
- * is checked against the schema's argument and converted: the count (at most the schema's
- * arguments; missing trailing ones take their defaults, a missing argument without a default
- * is an error, keyword-only ones included); None only for optional types; Tensor from a
- * handle of this session (borrowed from the handle table: the table's reference outlives
- * the call) or an inline literal (at most max_literal_bytes, its byte count checked against
- * dtype x shape); int (also SymInt, Layout, MemoryFormat) from an int; float from a float or
- * an int; Scalar from an int, float or bool, keeping its kind; ScalarType from a valid
- * dtype; Device from a backend component and index; lists by their element type (int[N]
- * also takes one int, repeated N times); Tensor[] and Tensor?[] from handles (0 is None in
- * Tensor?[]). The IValues built are exactly the tags the kernels' boxed wrappers read. The
- * call runs with the session's dispatch state installed in the worker's thread-local state;
- * tensor results become new handles (counted against the session's limits, all or none),
- * other results are sent as IValues.
+/* execute.c: running requests on a worker thread: calls ([Note: Prepared calls] in
+ * prepared.h, decoded as [Note: Checking a call against its schema] in decode.c says),
+ * uploads, downloads, releases, dispatch state, synchronize; the graph requests are
+ * graphs.c's. The call runs with the session's dispatch state installed in the worker's
+ * thread-local state; tensor results become new handles (counted against the session's
+ * limits, all or none), other results are sent as IValues.
  */
 #include "execute.h"
 
@@ -24,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "gather.h"
+#include "graphs.h"
 #include "gpu.h"
 #include "metrics.h"
 #include "opd/checked.h"
@@ -127,70 +118,6 @@ void opd__job_error(opd__job *job, Opd__V1__ErrorCode code, const char *op, cons
   opd__metrics_response_error((int)code);
 }
 
-/* ---- wire values ---- */
-
-static const char *wire_type_name(const Opd__V1__IValue *w) {
-  switch (w->value_case) {
-  case OPD__V1__IVALUE__VALUE_NONE: return "None";
-  case OPD__V1__IVALUE__VALUE_B: return "bool";
-  case OPD__V1__IVALUE__VALUE_I: return "int";
-  case OPD__V1__IVALUE__VALUE_D: return "float";
-  case OPD__V1__IVALUE__VALUE_S: return "str";
-  case OPD__V1__IVALUE__VALUE_TENSOR: return "Tensor (handle)";
-  case OPD__V1__IVALUE__VALUE_INTS: return "int[]";
-  case OPD__V1__IVALUE__VALUE_DOUBLES: return "float[]";
-  case OPD__V1__IVALUE__VALUE_BOOLS: return "bool[]";
-  case OPD__V1__IVALUE__VALUE_TENSORS: return "Tensor[]";
-  case OPD__V1__IVALUE__VALUE_OPTIONAL_TENSORS: return "Tensor?[]";
-  case OPD__V1__IVALUE__VALUE_DTYPE: return "ScalarType";
-  case OPD__V1__IVALUE__VALUE_DEVICE: return "Device";
-  case OPD__V1__IVALUE__VALUE_LITERAL: return "Tensor (literal)";
-  default: return "an empty value (no field set)";
-  }
-}
-
-/* The schema's spelling of a type: "SymInt[]", "int[2]", "Tensor?[]", "float?". */
-static void type_name(const opd_type *t, char *buf, size_t len) {
-  const char *base = t->symint ? "SymInt" : opd_type_kind_name((opd_type_kind)t->kind);
-  if (!t->is_list)
-    snprintf(buf, len, "%s%s", base, t->optional ? "?" : "");
-  else if (t->fixed_size)
-    snprintf(buf, len, "%s%s[%d]%s", base, t->elem_optional ? "?" : "", (int)t->fixed_size,
-             t->optional ? "?" : "");
-  else
-    snprintf(buf, len, "%s%s[]%s", base, t->elem_optional ? "?" : "", t->optional ? "?" : "");
-}
-
-/* What a call's argument errors need to name. */
-typedef struct arg_ctx {
-  opd__job *job;
-  const char *op;
-  const opd_argument *arg;
-} arg_ctx;
-
-static int type_mismatch(const arg_ctx *a, const Opd__V1__IValue *w) {
-  char tn[64];
-  type_name(&a->arg->type, tn, sizeof tn);
-  return opd_error(OPD_EINVAL,
-                   "%s(): expected a value of type '%s' for argument '%s' but instead found type "
-                   "'%s'",
-                   a->op, tn, a->arg->name, wire_type_name(w));
-}
-
-static int handle_tensor(const arg_ctx *a, uint64_t handle, opd_tensor **out) {
-  if (handle == 0)
-    return opd_error(OPD_EINVAL,
-                     "%s(): argument '%s': tensor handle 0 is never valid (0 is None "
-                     "only in a Tensor?[] list)",
-                     a->op, a->arg->name);
-  if (!(*out = opd__session_lookup(a->job->session, handle)))
-    return opd_error(OPD_ENOENT,
-                     "%s(): argument '%s': unknown tensor handle %" PRIu64
-                     " (never issued to this session, or released)",
-                     a->op, a->arg->name, handle);
-  return 0;
-}
-
 int opd__checked_nbytes(opd_dtype dtype, const int64_t *shape, size_t ndim, uint64_t *nbytes,
                         const char *what) {
   if (!opd_dtype_valid(dtype))
@@ -206,213 +133,7 @@ static void normalize_bools(uint8_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = p[i] != 0;
 }
 
-static int literal_tensor(const arg_ctx *a, const Opd__V1__TensorLiteral *l, opd_tensor **out) {
-  char what[200];
-  snprintf(what, sizeof what, "%s(): argument '%s': tensor literal", a->op, a->arg->name);
-  uint64_t max = a->job->session->cfg->max_literal_bytes;
-  if (l->data.len > max)
-    return opd_error(OPD_EINVAL,
-                     "%s of %zu bytes is over max_literal_bytes (%" PRIu64 "): upload it", what,
-                     l->data.len, max);
-  uint64_t nbytes = 0;
-  int rc = opd__checked_nbytes((opd_dtype)l->dtype, l->shape, l->n_shape, &nbytes, what);
-  if (rc < 0) return rc;
-  if (nbytes != l->data.len)
-    return opd_error(OPD_EINVAL, "%s: dtype %s and shape need %" PRIu64 " bytes but %zu were given",
-                     what, opd_dtype_name((opd_dtype)l->dtype), nbytes, l->data.len);
-  rc = opd_tensor_empty(l->shape, (int)l->n_shape, (opd_dtype)l->dtype,
-                        (opd_device){OPD_DEVICE_CPU, -1}, out);
-  if (rc < 0) return rc;
-  if (nbytes) {
-    memcpy(opd_tensor_data(*out), l->data.data, nbytes);
-    if (l->dtype == OPD__V1__DTYPE__BOOL) normalize_bools(opd_tensor_data(*out), nbytes);
-  }
-  return 0;
-}
-
-static int device_value(const arg_ctx *a, const Opd__V1__Device *d, opd_device *out) {
-  if (d->type < 0 || d->type >= OPD_NUM_BACKENDS || d->index < -1 || d->index > INT16_MAX)
-    return opd_error(OPD_EINVAL, "%s(): argument '%s': invalid device (type %d, index %d)", a->op,
-                     a->arg->name, (int)d->type, (int)d->index);
-  *out = (opd_device){(int16_t)d->type, (int16_t)d->index};
-  return 0;
-}
-
-static int decode_list(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *out) {
-  const opd_type *t = &a->arg->type;
-  opd__arena *arena = &a->job->arena;
-  switch ((opd_type_kind)t->kind) {
-  case OPD_TYPE_INT:
-    if (w->value_case == OPD__V1__IVALUE__VALUE_INTS)
-      return opd_iv_make_int_list(out, w->ints->values, w->ints->n_values);
-    if (w->value_case == OPD__V1__IVALUE__VALUE_I && t->fixed_size > 0) {
-      int64_t v[OPD_SCHEMA_MAX_FIXED_SIZE];
-      for (int i = 0; i < t->fixed_size; i++) v[i] = w->i;
-      return opd_iv_make_int_list(out, v, (size_t)t->fixed_size);
-    }
-    break;
-  case OPD_TYPE_FLOAT:
-    if (w->value_case == OPD__V1__IVALUE__VALUE_DOUBLES)
-      return opd_iv_make_double_list(out, w->doubles->values, w->doubles->n_values);
-    break;
-  case OPD_TYPE_BOOL:
-    if (w->value_case == OPD__V1__IVALUE__VALUE_BOOLS) {
-      size_t n = w->bools->n_values;
-      bool *v = opd__arena_alloc(arena, n * sizeof *v);
-      if (!v) return opd_error(OPD_ENOMEM, "out of memory decoding a bool list");
-      for (size_t i = 0; i < n; i++) v[i] = w->bools->values[i] != 0;
-      return opd_iv_make_bool_list(out, v, n);
-    }
-    break;
-  case OPD_TYPE_TENSOR: {
-    bool optional = t->elem_optional;
-    size_t n;
-    const uint64_t *handles;
-    if (!optional && w->value_case == OPD__V1__IVALUE__VALUE_TENSORS) {
-      n = w->tensors->n_handles;
-      handles = w->tensors->handles;
-    } else if (optional && w->value_case == OPD__V1__IVALUE__VALUE_OPTIONAL_TENSORS) {
-      n = w->optional_tensors->n_handles;
-      handles = w->optional_tensors->handles;
-    } else {
-      break;
-    }
-    opd_tensor **v = opd__arena_alloc(arena, n * sizeof *v);
-    if (!v) return opd_error(OPD_ENOMEM, "out of memory decoding a tensor list");
-    for (size_t i = 0; i < n; i++) {
-      v[i] = NULL;
-      if (optional && handles[i] == 0) continue;
-      int rc = handle_tensor(a, handles[i], &v[i]);
-      if (rc < 0) return rc;
-    }
-    return opd_iv_make_tensor_list(out, v, n, optional);
-  }
-  default:
-    return opd_error(OPD_EINVAL,
-                     "%s(): argument '%s': lists of %s cannot be passed over the "
-                     "protocol",
-                     a->op, a->arg->name, opd_type_kind_name((opd_type_kind)t->kind));
-  }
-  return type_mismatch(a, w);
-}
-
-/* Converts one wire value to the IValue the schema's argument takes. */
-static int decode_arg(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *out) {
-  const opd_type *t = &a->arg->type;
-  if (w->value_case == OPD__V1__IVALUE__VALUE_NONE) {
-    if (!t->optional) return type_mismatch(a, w);
-    *out = opd_iv_none();
-    return 0;
-  }
-  if (t->is_list) return decode_list(a, w, out);
-  switch ((opd_type_kind)t->kind) {
-  case OPD_TYPE_TENSOR: {
-    opd_tensor *tensor;
-    int rc;
-    if (w->value_case == OPD__V1__IVALUE__VALUE_TENSOR) {
-      if ((rc = handle_tensor(a, w->tensor, &tensor)) < 0) return rc;
-      *out = opd_iv_tensor_borrow(tensor);
-      return 0;
-    }
-    if (w->value_case == OPD__V1__IVALUE__VALUE_LITERAL) {
-      if ((rc = literal_tensor(a, w->literal, &tensor)) < 0) return rc;
-      *out = opd_iv_tensor_steal(tensor);
-      return 0;
-    }
-    break;
-  }
-  case OPD_TYPE_INT:
-  case OPD_TYPE_LAYOUT:
-  case OPD_TYPE_MEMORY_FORMAT:
-    if (w->value_case != OPD__V1__IVALUE__VALUE_I) break;
-    *out = opd_iv_int(w->i);
-    return 0;
-  case OPD_TYPE_FLOAT:
-    if (w->value_case == OPD__V1__IVALUE__VALUE_D) {
-      *out = opd_iv_double(w->d);
-      return 0;
-    }
-    if (w->value_case != OPD__V1__IVALUE__VALUE_I) break;
-    *out = opd_iv_double((double)w->i);
-    return 0;
-  case OPD_TYPE_BOOL:
-    if (w->value_case != OPD__V1__IVALUE__VALUE_B) break;
-    *out = opd_iv_bool(w->b);
-    return 0;
-  case OPD_TYPE_STR:
-    if (w->value_case != OPD__V1__IVALUE__VALUE_S) break;
-    return opd_iv_make_string(out, w->s, strlen(w->s));
-  case OPD_TYPE_SCALAR:
-    if (w->value_case == OPD__V1__IVALUE__VALUE_I)
-      *out = opd_iv_int(w->i);
-    else if (w->value_case == OPD__V1__IVALUE__VALUE_D)
-      *out = opd_iv_double(w->d);
-    else if (w->value_case == OPD__V1__IVALUE__VALUE_B)
-      *out = opd_iv_bool(w->b);
-    else
-      break;
-    return 0;
-  case OPD_TYPE_SCALAR_TYPE:
-    if (w->value_case != OPD__V1__IVALUE__VALUE_DTYPE) break;
-    if (!opd_dtype_valid((int)w->dtype))
-      return opd_error(OPD_EINVAL, "%s(): argument '%s': invalid dtype %d", a->op, a->arg->name,
-                       (int)w->dtype);
-    *out = opd_iv_dtype(w->dtype);
-    return 0;
-  case OPD_TYPE_DEVICE: {
-    if (w->value_case != OPD__V1__IVALUE__VALUE_DEVICE) break;
-    opd_device d = {0, 0};
-    int rc = device_value(a, w->device, &d);
-    if (rc < 0) return rc;
-    *out = opd_iv_device(d);
-    return 0;
-  }
-  case OPD_TYPE_GENERATOR:
-    return opd_error(OPD_EINVAL,
-                     "%s(): argument '%s': generators cannot be passed over the "
-                     "protocol; pass None",
-                     a->op, a->arg->name);
-  case OPD_TYPE_NUM_KINDS: break;
-  }
-  return type_mismatch(a, w);
-}
-
-static int declaration_error(const char *op, const opd_schema *schema, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int declaration_error(const char *op, const opd_schema *schema, const char *fmt, ...) {
-  char what[160], decl[OPD_SCHEMA_MAX_LEN];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  opd_schema_format(schema, decl, sizeof decl);
-  return opd_error(OPD_EINVAL, "%s() %s. Declaration: %s", op, what, decl);
-}
-
-/* Builds the argument stack of a call. On error the stack holds what was pushed. */
-static int decode_args(opd__job *job, const char *op, const opd_schema *schema, opd_stack *st) {
-  const Opd__V1__Call *c = job->req->call;
-  if (c->n_args > schema->num_args)
-    return declaration_error(op, schema,
-                             "expected at most %u argument(s) but received %zu argument(s)",
-                             schema->num_args, c->n_args);
-  for (uint32_t i = 0; i < schema->num_args; i++) {
-    const opd_argument *arg = &schema->args[i];
-    opd_ivalue v;
-    int rc;
-    if (i < c->n_args)
-      rc = decode_arg(&(arg_ctx){job, op, arg}, c->args[i], &v);
-    else if (arg->has_default)
-      rc = opd_iv_copy(&v, &arg->default_value);
-    else
-      return declaration_error(op, schema, "is missing value for %sargument '%s'",
-                               arg->kwarg_only ? "keyword-only " : "", arg->name);
-    if (rc < 0) return rc;
-    if ((rc = opd_stack_push(st, v)) < 0)
-      return opd_error(rc, "out of memory pushing the arguments of %s", op);
-  }
-  return 0;
-}
+/* ---- calls ---- */
 
 /* Undoes the handles a call's results were given. */
 static void drop_handles(opd__session *s, const uint64_t *handles, size_t n) {
@@ -429,15 +150,9 @@ static int hold_result(opd__session *s, opd_tensor *t, uint64_t *handles, size_t
   return rc;
 }
 
-/* The common reply, a few tensors and nothing else, as new handles, hand-packed ([Note:
- * Hand-packed responses] in wire.h). */
-#define HANDLES_REPLY_MAX 8
-static int pack_handles_reply(opd__job *job, const opd_stack *st) {
-  uint64_t handles[HANDLES_REPLY_MAX];
-  size_t nheld = 0;
-  int rc = 0;
-  for (uint32_t i = 0; i < st->size && rc == 0; i++)
-    rc = hold_result(job->session, st->items[i].u.t, handles, &nheld);
+/* Packs Response{call: CallReply{handles}} by hand ([Note: Hand-packed messages] in
+ * proto/opd_wire.h), or drops the handles on failure. */
+static int pack_held(opd__job *job, const uint64_t *handles, size_t nheld, int rc) {
   if (rc == 0) {
     uint8_t *body = opd__job_frame(job, opd__wire_call_handles_size(job->id, handles, nheld));
     if (body)
@@ -447,6 +162,28 @@ static int pack_handles_reply(opd__job *job, const opd_stack *st) {
   }
   if (rc < 0) drop_handles(job->session, handles, nheld);
   return rc;
+}
+
+/* The common reply, a few tensors and nothing else, as new handles. */
+#define HANDLES_REPLY_MAX 8
+static int pack_handles_reply(opd__job *job, const opd_stack *st) {
+  uint64_t handles[HANDLES_REPLY_MAX];
+  size_t nheld = 0;
+  int rc = 0;
+  for (uint32_t i = 0; i < st->size && rc == 0; i++)
+    rc = hold_result(job->session, st->items[i].u.t, handles, &nheld);
+  return pack_held(job, handles, nheld, rc);
+}
+
+int opd__job_reply_tensors(opd__job *job, opd_tensor *const *ts, size_t n) {
+  uint64_t few[HANDLES_REPLY_MAX];
+  uint64_t *handles =
+      n <= HANDLES_REPLY_MAX ? few : opd__arena_alloc(&job->arena, n * sizeof *handles);
+  if (!handles) return opd_error(OPD_ENOMEM, "out of memory encoding %zu results", n);
+  size_t nheld = 0;
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) rc = hold_result(job->session, ts[i], handles, &nheld);
+  return pack_held(job, handles, nheld, rc);
 }
 
 /* Turns the returns on the stack into the reply's values, tensors into new handles. */
@@ -612,31 +349,26 @@ static int encode_results(opd__job *job, opd_stack *st, Opd__V1__Response *resp)
   return rc;
 }
 
+/* Runs a call prepared on this worker ([Note: Prepared calls] in prepared.h), or prepares it
+ * first (a scheduler without a route). */
 static int run_call(opd__job *job, Opd__V1__Response *resp) {
-  const char *op = job->req->call->op;
-  /* the estimate found it ([Note: The cost of a job] in cost.h); operators are never freed */
-  const opd_operator *oper = job->op ? job->op : opd_find_op(op);
-  const opd_schema *schema = oper ? opd_op_schema(oper) : NULL;
-  if (!schema) return opd_error(OPD_ENOENT, "unknown operator '%.200s'", op);
-  opd_stack st;
-  opd_stack_init(&st);
-  /* [Note: Memory reserved before it is allocated]: literals, intermediates and outputs are
-   * charged to the session as they are made */
-  opd_mem_budget_install(&job->session->budget);
-  int rc = decode_args(job, op, schema, &st);
-  if (rc == 0) {
-    opd_tls_set(job->session->dispatch);
-    opd_dispatch_key key = opd__metrics_call_key(oper, &st);
-    uint64_t t0 = opd__metrics_now();
-    rc = opd_call_boxed(oper, &st);
-    job->kernel_ns = opd__metrics_now() - t0;
-    opd__metrics_call(oper, key, rc, job->kernel_ns);
-    opd_tls_set(opd_default_dispatch_state);
-    atomic_fetch_add_explicit(&job->session->calls, 1, memory_order_relaxed);
-    if (rc == 0) rc = encode_results(job, &st, resp);
+  opd__prepared_call *call = &job->call;
+  if (call->state == OPD__CALL_NONE && opd__call_prepare(job) < 0) {
+    call->state = OPD__CALL_NONE; /* answered */
+    return 0;
   }
-  opd_stack_destroy(&st);
+  opd_tls_set(job->session->dispatch);
+  opd_dispatch_key key;
+  uint64_t t0 = opd__metrics_now();
+  int rc = opd_call_boxed_keys(call->op, call->keys, &call->stack, &key);
+  job->kernel_ns = opd__metrics_now() - t0;
+  opd__metrics_call(call->op, key, rc, job->kernel_ns);
+  opd_tls_set(opd_default_dispatch_state);
+  atomic_fetch_add_explicit(&job->session->calls, 1, memory_order_relaxed);
+  if (rc == 0) rc = encode_results(job, &call->stack, resp);
+  opd_stack_destroy(&call->stack);
   opd_mem_budget_uninstall();
+  call->state = OPD__CALL_NONE;
   return rc;
 }
 
@@ -773,7 +505,12 @@ bool opd__execute(opd__job *job) {
   resp.id = job->id;
   int rc = 0;
   const char *op = NULL;
+  if (job->call.state == OPD__CALL_FAILED) { /* answered when it was prepared */
+    job->call.state = OPD__CALL_NONE;
+    return false;
+  }
   if (job->device.type == OPD_DEVICE_CUDA && (rc = opd__gpu_enter(job)) < 0) {
+    opd__call_unprepare(job);
     opd__job_error(job, opd__error_code(rc), job->kind == OPD__JOB_CALL ? job->req->call->op : NULL,
                    "%s", opd_last_error());
     return false;
@@ -794,6 +531,12 @@ bool opd__execute(opd__job *job) {
   case OPD__JOB_SYNCHRONIZE: /* CPU work is synchronous; CUDA work waits for its streams */
     if ((rc = opd__gpu_synchronize(job->session)) == 0) rc = pack_ack(job, &resp);
     break;
+  case OPD__JOB_DEFINE_GRAPH: rc = opd__graph_define(job, &resp, &op); break;
+  case OPD__JOB_RUN_GRAPH: rc = opd__graph_run(job); break;
+  case OPD__JOB_RELEASE_GRAPH:
+    if ((rc = opd__graph_release(job)) == 0) rc = pack_ack(job, &resp);
+    break;
+  case OPD__JOB_DESCRIBE_GRAPH: rc = opd__graph_describe(job, &resp); break;
   case OPD__JOB_LOCAL: rc = opd_error(OPD_EINTERNAL, "a loop-thread request on a worker"); break;
   }
   if (rc < 0) {

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "connection.h"
+#include "decode.h"
+#include "graphs.h"
 #include "loop.h"
 #include "opd/allocator.h"
 #include "opd/checked.h"
@@ -170,58 +172,29 @@ static bool visit_handles(opd__session *s, const uint64_t *h, size_t n, device_v
   return false;
 }
 
-/* Visits the CUDA devices of a call's tensors (when CUDA tensors can exist) and Device
- * arguments, in argument order, until `visit` says stop; true if it did. */
-static bool visit_call(opd__session *s, const Opd__V1__Call *c, bool tensors, device_visit visit,
-                       void *arg) {
-  for (size_t i = 0; i < c->n_args; i++) {
-    const Opd__V1__IValue *w = c->args[i];
-    switch (w->value_case) {
-    case OPD__V1__IVALUE__VALUE_TENSOR:
-      if (tensors && visit_handle(s, w->tensor, visit, arg)) return true;
-      break;
-    case OPD__V1__IVALUE__VALUE_TENSORS:
-      if (tensors && w->tensors &&
-          visit_handles(s, w->tensors->handles, w->tensors->n_handles, visit, arg))
-        return true;
-      break;
-    case OPD__V1__IVALUE__VALUE_OPTIONAL_TENSORS:
-      if (tensors && w->optional_tensors &&
-          visit_handles(s, w->optional_tensors->handles, w->optional_tensors->n_handles, visit,
-                        arg))
-        return true;
-      break;
-    case OPD__V1__IVALUE__VALUE_DEVICE:
-      if (w->device && w->device->type == OPD_DEVICE_CUDA && w->device->index >= -1 &&
-          w->device->index <= INT16_MAX &&
-          visit(
-              (opd_device){OPD_DEVICE_CUDA, (int16_t)(w->device->index < 0 ? 0 : w->device->index)},
-              arg))
-        return true;
-      break;
-    default: break;
-    }
-  }
-  return false;
-}
-
 static bool take_first(opd_device d, void *arg) {
   *(opd_device *)arg = d;
   return true;
 }
 
-static bool add_to_mask(opd_device d, void *arg) {
-  if (d.index < 64) *(uint64_t *)arg |= (uint64_t)1 << d.index;
-  return false;
-}
-
-opd_device opd__gpu_route(const opd__job *job) {
+/* [Note: Prepared calls]: a call is decoded here, once, and routed on its tensors' and
+ * Device arguments' CUDA devices; a graph run on its inputs' specs (graphs.c). A job that
+ * goes to another pool is prepared again by the worker that takes it there. */
+opd_device opd__gpu_route(opd__job *job) {
   opd_device d = {OPD_DEVICE_CPU, -1};
   opd__session *s = job->session;
-  bool devices = job->conn->server->gpu != NULL; /* else no tensor is on CUDA */
+  opd_server *srv = job->conn->server;
+  bool devices = srv->gpu != NULL; /* else no tensor is on CUDA */
   switch (job->kind) {
   case OPD__JOB_UPLOAD: return job->device; /* the loop set it */
-  case OPD__JOB_CALL: visit_call(s, job->req->call, devices, take_first, &d); break;
+  case OPD__JOB_CALL:
+    if (job->call.state == OPD__CALL_NONE && opd__call_prepare(job) < 0)
+      return job->device; /* answered: nothing runs, on this pool */
+    d = job->call.device;
+    break;
+  case OPD__JOB_RUN_GRAPH:
+    if (opd__graph_route(job, &d) < 0) return job->device;
+    break;
   case OPD__JOB_DOWNLOAD:
     if (devices) visit_handle(s, job->req->download->handle, take_first, &d);
     break;
@@ -231,6 +204,8 @@ opd_device opd__gpu_route(const opd__job *job) {
     break;
   default: break; /* synchronize waits on any thread; the rest need no device */
   }
+  if (opd__sched_pool_of(&srv->sched, d) != opd__sched_pool_of(&srv->sched, job->device))
+    opd__call_unprepare(job); /* it moves: prepared again on its pool */
   return d;
 }
 
@@ -303,7 +278,7 @@ int opd__gpu_enter(opd__job *job) {
   }
   if ((rc = install_stream(gs, dev)) < 0 || gs->ndev == 1) return rc;
   uint64_t touched = (uint64_t)1 << dev;
-  if (job->kind == OPD__JOB_CALL) visit_call(s, job->req->call, true, add_to_mask, &touched);
+  if (job->kind == OPD__JOB_CALL) touched |= job->call.cuda_devices;
   for (unsigned d = 0; d < gs->ndev && rc == 0; d++) {
     if ((int)d == dev) continue;
     if (!((touched >> d) & 1))

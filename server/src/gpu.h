@@ -54,7 +54,7 @@ int opd__gpu_create(unsigned ndev, opd__gpu **out);
 void opd__gpu_stop(opd__gpu *g);
 
 /* The device a job runs on (opd__route_fn; on a worker that owns the job's session). */
-opd_device opd__gpu_route(const opd__job *job);
+opd_device opd__gpu_route(opd__job *job);
 /* On a worker, before a job on a CUDA device runs: fails for a missing or unhealthy
  * device (OPD_EUNAVAILABLE), else installs the session's stream of the device (created
  * on first use). */

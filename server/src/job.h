@@ -26,6 +26,7 @@
 #include "opd.pb-c.h"
 #include "opd/dispatcher.h"
 #include "opd/tensor.h"
+#include "prepared.h"
 
 typedef struct opd__conn opd__conn;
 typedef struct opd__session opd__session;
@@ -38,7 +39,13 @@ typedef enum opd__job_kind {
   OPD__JOB_RELEASE,
   OPD__JOB_DISPATCH_STATE,
   OPD__JOB_SYNCHRONIZE,
+  OPD__JOB_DEFINE_GRAPH, /* graphs.c */
+  OPD__JOB_RUN_GRAPH,
+  OPD__JOB_RELEASE_GRAPH,
+  OPD__JOB_DESCRIBE_GRAPH,
 } opd__job_kind;
+
+struct opd_compiled_graph;
 
 typedef struct opd__job {
   struct opd__job *next;  /* the connection's response order (loop thread) */
@@ -57,10 +64,17 @@ typedef struct opd__job {
   struct opd__gather *gather; /* a strided download's bytes, gathered as they are written */
   uint8_t *out;               /* the encoded response frame, length prefix included */
   size_t out_len, out_cap;
-  uint64_t kernel_ns; /* how long a call's kernel ran (0 for other requests) */
+  uint64_t kernel_ns; /* how long a call's kernel (or a graph's run) ran (0 for others) */
   /* [Note: Fair sharing of workers] in worker.h: what its session's owner estimated */
   const opd_operator *op; /* a call's operator, found by the estimate (NULL: not yet) */
   uint64_t cost_ns;       /* [Note: The cost of a job] in cost.h, once `costed` */
+  /* what the job's work is estimated to cost before it runs, for the scheduler: a graph
+   * run's opd_graph_stats.cost (elements its kernels write), set when it is routed; 0 for
+   * the other jobs */
+  uint64_t cost;
+  opd__prepared_call call;          /* a call's decoded form ([Note: Prepared calls]) */
+  struct opd_compiled_graph *graph; /* a graph run's graph, found when it is routed (the
+                                       session's reference) */
   size_t sent; /* bytes of `out` its worker already sent ([Note: Responses written by workers]) */
   opd__job_kind kind;
   bool at_worker;     /* queued or running on a worker, which owns it meanwhile */

@@ -42,6 +42,7 @@
 #include "cost.h"
 #include "execute.h"
 #include "gpu.h"
+#include "graphs.h"
 #include "status.h"
 #include "opd/error.h"
 #include "opd/kernels.h"
@@ -261,6 +262,7 @@ static void close_walk(uv_handle_t *h, void *arg) {
 }
 
 static void free_server(opd_server *s) {
+  opd__graphs_stop(s->graphs);
   opd__session_registry_destroy(&s->sessions);
   opd__free(s->listeners);
   opd_server_config_destroy(&s->cfg);
@@ -363,6 +365,10 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
       !(s->listeners = opd__calloc(c->num_listen, sizeof *s->listeners))) {
     free_server(s);
     return rc < 0 ? rc : opd_error(OPD_ENOMEM, "out of memory starting the server");
+  }
+  if ((rc = opd__graphs_start(&s->cfg, &s->graphs)) < 0) {
+    free_server(s);
+    return rc;
   }
   /* a literal travels inside a frame */
   if (s->cfg.max_literal_bytes > s->cfg.max_frame_bytes)

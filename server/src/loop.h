@@ -58,6 +58,7 @@ struct opd_server {
   struct opd__status *status;     /* the status endpoint; NULL when disabled */
   struct opd__admin *admin;       /* the admin listener (admin.h); NULL when disabled */
   struct opd__gpu *gpu;           /* the CUDA side (gpu.h); NULL without a CUDA device */
+  struct opd__graphs *graphs;     /* the graphs' cache and counters (graphs.h) */
 };
 
 /* Wakes the loop if jobs came back quietly ([Note: Quiet completions] in connection.c). */

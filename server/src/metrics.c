@@ -6,8 +6,6 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "opd/tensor.h"
-
 #define TABLE_SIZE 1024 /* a power of two; opd defines a few hundred operators */
 
 typedef struct op_metrics {
@@ -37,16 +35,6 @@ uint64_t opd__metrics_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-opd_dispatch_key opd__metrics_call_key(const opd_operator *op, const opd_stack *stack) {
-  opd_keyset args = opd_keyset_empty();
-  for (uint32_t i = 0; i < stack->size; i++) {
-    const opd_ivalue *v = &stack->items[i];
-    if (v->tag == OPD_IV_TENSOR && v->u.t)
-      args = opd_keyset_union(args, opd_tensor_key_set(v->u.t));
-  }
-  return opd_keyset_highest_key(opd_call_keyset(op, args));
 }
 
 static op_metrics *find(const opd_operator *op) {

@@ -24,10 +24,9 @@
 
 /* Monotonic nanoseconds. */
 uint64_t opd__metrics_now(void);
-/* The runtime key a call of op with the arguments on `stack` dispatches to, under the
- * calling thread's dispatch state (call before the call: the call consumes the stack). */
-opd_dispatch_key opd__metrics_call_key(const opd_operator *op, const opd_stack *stack);
-/* Records one call: rc is its result (0 or a negative opd error), ns its duration. */
+/* Records one call: `key` is the runtime key it dispatched to (opd_call_boxed_keys reports
+ * it: [Note: Prepared calls] in prepared.h), rc its result (0 or a negative opd error), ns
+ * its duration. */
 void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns);
 
 #define OPD__METRICS_RESPONSE_CODES 16 /* protocol ErrorCode values (proto/opd.proto) */

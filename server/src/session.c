@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "gpu.h"
+#include "opd/graph_exec.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 
@@ -134,6 +135,33 @@ void opd__session_destroy(opd__session *s) {
     if (s->handles.keys[i]) opd_tensor_release((opd_tensor *)(uintptr_t)s->handles.vals[i]);
   map_free(&s->handles);
   map_free(&s->storages);
+  for (size_t i = 0; i < s->graphs.cap; i++)
+    if (s->graphs.keys[i])
+      opd_compiled_graph_release((opd_compiled_graph *)(uintptr_t)s->graphs.vals[i]);
+  map_free(&s->graphs);
+}
+
+opd_compiled_graph *opd__session_graph(opd__session *s, uint64_t id) {
+  uint64_t *v = id ? map_get(&s->graphs, id) : NULL;
+  return v ? (opd_compiled_graph *)(uintptr_t)*v : NULL;
+}
+
+int opd__session_add_graph(opd__session *s, uint64_t id, opd_compiled_graph *cg) {
+  assert(id && !opd__session_graph(s, id));
+  int rc = map_reserve(&s->graphs);
+  if (rc < 0) return rc;
+  map_insert_fresh(&s->graphs, id, (uint64_t)(uintptr_t)cg);
+  atomic_store_explicit(&s->num_graphs, s->graphs.count, memory_order_relaxed);
+  return 0;
+}
+
+opd_compiled_graph *opd__session_take_graph(opd__session *s, uint64_t id) {
+  uint64_t *v = id ? map_get(&s->graphs, id) : NULL;
+  if (!v) return NULL;
+  opd_compiled_graph *cg = (opd_compiled_graph *)(uintptr_t)*v;
+  map_delete(&s->graphs, v);
+  atomic_store_explicit(&s->num_graphs, s->graphs.count, memory_order_relaxed);
+  return cg;
 }
 
 opd_tensor *opd__session_lookup(opd__session *s, uint64_t handle) {

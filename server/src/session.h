@@ -15,7 +15,10 @@
  * received; a call's outputs and intermediates are charged to it as they are made, before
  * their memory is allocated (the session's budget, [Note: Memory reserved before it is
  * allocated] in opd/allocator.h), and its results keep their charge as they get handles.
- * Counters (calls, errors, bytes held) are atomics for the status endpoint.
+ * The session's graphs (define_graph, graphs.c) are a third map, from the client's graph ids
+ * to compiled graphs, at most max_graphs of them; the session's ends release them with
+ * its handles. Counters (calls, errors, bytes held, handles, graphs) are atomics for the
+ * status endpoint.
  */
 #ifndef OPD_SERVER_SESSION_H
 #define OPD_SERVER_SESSION_H
@@ -41,8 +44,10 @@ typedef struct opd__map {
 struct opd__session {
   uint64_t id;
   const opd_server_config *cfg;
-  opd__map handles;  /* handle -> opd_tensor * */
-  opd__map storages; /* opd_storage * -> number of handles using it */
+  opd__map handles;              /* handle -> opd_tensor * */
+  opd__map storages;             /* opd_storage * -> number of handles using it */
+  opd__map graphs;               /* the client's graph id -> opd_compiled_graph * (a reference) */
+  struct opd__graphs *graph_ctx; /* the server's (graphs.h): its cache, counters, dumps */
   uint64_t next_handle;
   opd_local_dispatch_state dispatch;
   _Atomic uint64_t calls, errors, bytes_held;
@@ -51,7 +56,7 @@ struct opd__session {
   opd_mem_budget budget;
   /* for the status endpoint: the handle count and the dispatch sets' key-set bits, written
    * by the session's jobs, read by the status thread */
-  _Atomic uint64_t num_handles, included_repr, excluded_repr;
+  _Atomic uint64_t num_handles, num_graphs, included_repr, excluded_repr;
   opd__sched_entry sched;
   struct opd__gpu_session *gpu;      /* its streams (gpu.h); NULL until it used a GPU */
   const char *peer;                  /* "127.0.0.1:40122" (the connection's) */
@@ -83,6 +88,12 @@ opd_tensor *opd__session_lookup(opd__session *s, uint64_t handle);
 int opd__session_hold(opd__session *s, opd_tensor *t, uint64_t *reserved, uint64_t *handle);
 /* Drops a handle: 0 or OPD_ENOENT. */
 int opd__session_drop(opd__session *s, uint64_t handle);
+/* The session's graphs (graphs.c), by the client's id: the compiled graph (borrowed) or
+ * NULL; adding one takes the caller's reference (0 or OPD_ENOMEM); taking one off returns
+ * its reference (the caller releases it), or NULL. Session ends release them all. */
+struct opd_compiled_graph *opd__session_graph(opd__session *s, uint64_t id);
+int opd__session_add_graph(opd__session *s, uint64_t id, struct opd_compiled_graph *cg);
+struct opd_compiled_graph *opd__session_take_graph(opd__session *s, uint64_t id);
 /* Reserves bytes against max_bytes_held: 0 or OPD_ERESOURCE with a message. */
 int opd__session_reserve(opd__session *s, uint64_t bytes);
 void opd__session_unreserve(opd__session *s, uint64_t bytes);

@@ -52,6 +52,7 @@
 #include "config.h"
 #include "loop.h"
 #include "gpu.h"
+#include "graphs.h"
 #include "metrics.h"
 #include "opd.pb-c.h"
 #include "opd/allocator.h"
@@ -369,6 +370,7 @@ static const struct {
     {"/v1/fallbacks", OPD__STATUS_FALLBACKS},
     {"/v1/sessions", OPD__STATUS_SESSIONS},
     {"/v1/memory", OPD__STATUS_MEMORY},
+    {"/v1/graphs", OPD__STATUS_GRAPHS},
     {"/metrics", OPD__STATUS_METRICS},
 };
 
@@ -390,6 +392,11 @@ int opd__status_parse_target(const char *target, size_t len, opd__status_target 
       t->route = fixed_routes[i].route;
       return 0;
     }
+  if (strncmp(path, "/v1/graphs/", 11) == 0) {
+    snprintf(t->name, sizeof t->name, "%s", path + 11);
+    t->route = OPD__STATUS_GRAPH;
+    return 0;
+  }
   if (strncmp(path, "/v1/ops/", 8) == 0) {
     const char *name = path + 8;
     size_t n = strlen(name);
@@ -551,12 +558,13 @@ static json_t *sessions_json(opd__status *st) {
     const char *priority =
         opd__priority_name((opd_priority)atomic_load_explicit(&e->priority, memory_order_relaxed));
     json_t *j = json_pack(
-        "{s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:I, s:f}", "id", (json_int_t)s->id, "peer",
-        opd_json_text(s->peer ? s->peer : ""), "calls",
+        "{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:I, s:f}", "id", (json_int_t)s->id,
+        "peer", opd_json_text(s->peer ? s->peer : ""), "calls",
         (json_int_t)atomic_load_explicit(&s->calls, memory_order_relaxed), "errors",
         (json_int_t)atomic_load_explicit(&s->errors, memory_order_relaxed), "handles",
         (json_int_t)atomic_load_explicit(&s->num_handles, memory_order_relaxed), "bytes_held",
-        (json_int_t)atomic_load_explicit(&s->bytes_held, memory_order_relaxed), "include",
+        (json_int_t)atomic_load_explicit(&s->bytes_held, memory_order_relaxed), "graphs",
+        (json_int_t)atomic_load_explicit(&s->num_graphs, memory_order_relaxed), "include",
         keyset_names(
             opd_keyset_from_repr(atomic_load_explicit(&s->included_repr, memory_order_relaxed))),
         "exclude",
@@ -605,6 +613,43 @@ static void dispatch(sconn *c, const opd_operator *op, const opd__status_target 
     j = NULL;
   }
   json_decref(where);
+  respond_json(c, 200, j);
+}
+
+/* ---- /v1/graphs ---- */
+
+/* The cache's compiled graphs and counters, the daemon's graph counters, the passes the
+ * admin disabled ([Note: Graphs in the daemon] in graphs.c). */
+static json_t *graphs_json(opd__status *st) {
+  json_t *j = opd_graph_cache_json(opd__graphs_cache(st->srv->graphs));
+  opd__graphs_counters n;
+  opd__graphs_counters_get(st->srv->graphs, &n);
+  if (!j || json_object_set_new(j, "disabled_passes", opd__graph_passes_disabled_json()) < 0 ||
+      json_object_set_new(j, "defines", json_integer((json_int_t)n.defines)) < 0 ||
+      json_object_set_new(j, "define_errors", json_integer((json_int_t)n.define_errors)) < 0 ||
+      json_object_set_new(j, "runs", json_integer((json_int_t)n.runs)) < 0 ||
+      json_object_set_new(j, "run_errors", json_integer((json_int_t)n.run_errors)) < 0) {
+    json_decref(j);
+    return NULL;
+  }
+  return j;
+}
+
+/* GET /v1/graphs/{id}: the core's introspection document of a cached graph. */
+static void graph(sconn *c, const char *id_text) {
+  char *end = NULL, shown[MAX_ECHO_BYTES + 1];
+  errno = 0;
+  unsigned long long id = id_text[0] >= '1' && id_text[0] <= '9' ? strtoull(id_text, &end, 10) : 0;
+  if (!id || errno || *end)
+    return respond_error(c, 404,
+                         "no graph '%s': an id is a positive decimal number (GET "
+                         "/v1/graphs lists them)",
+                         echo(shown, sizeof shown, id_text));
+  opd_compiled_graph *cg = opd_graph_cache_lookup_id(opd__graphs_cache(c->st->srv->graphs), id);
+  if (!cg)
+    return respond_error(c, 404, "no graph %llu in the cache (GET /v1/graphs lists them)", id);
+  json_t *j = opd_compiled_graph_json(cg);
+  opd_compiled_graph_release(cg);
   respond_json(c, 200, j);
 }
 
@@ -697,6 +742,51 @@ static void count_regs(const opd_operator *op, void *arg) {
   json_decref(j);
 }
 
+/* The graphs' counters: the daemon's, the cache's, each pass's hits. */
+static void graph_metrics(sbuf *b, opd__status *st) {
+  opd__graphs_counters n;
+  opd__graphs_counters_get(st->srv->graphs, &n);
+  opd_graph_cache_stats cs;
+  opd_graph_cache_stats_get(opd__graphs_cache(st->srv->graphs), &cs);
+  const struct {
+    const char *name, *help;
+    uint64_t v;
+  } counters[] = {
+      {"graph_defines_total", "Graph definitions received.", n.defines},
+      {"graph_define_errors_total", "Graph definitions refused.", n.define_errors},
+      {"graph_runs_total", "Graph runs.", n.runs},
+      {"graph_run_errors_total", "Graph runs that failed.", n.run_errors},
+      {"graph_cache_hits_total", "Definitions the compiled-graph cache held.", cs.hits},
+      {"graph_cache_misses_total", "Definitions compiled anew.", cs.misses},
+      {"graph_cache_evictions_total", "Compiled graphs evicted by the LRU.", cs.evictions},
+      {"graph_cache_invalidations_total",
+       "Compiled graphs dropped by a registration of an operator they call.", cs.invalidations},
+      {"graph_dump_bytes_total", "Bytes the per-pass IR dumps wrote.", n.dump_bytes},
+  };
+  for (size_t i = 0; i < sizeof counters / sizeof *counters; i++)
+    sb_printf(b, "# HELP opd_%s %s\n# TYPE opd_%s counter\nopd_%s %" PRIu64 "\n", counters[i].name,
+              counters[i].help, counters[i].name, counters[i].name, counters[i].v);
+  sb_printf(b,
+            "# HELP opd_graph_cache_graphs Compiled graphs in the cache.\n# TYPE "
+            "opd_graph_cache_graphs gauge\nopd_graph_cache_graphs %u\n",
+            cs.size);
+  json_t *passes = opd_graph_pass_totals_json(), *p;
+  const char *name;
+  for (int which = 0; which < 2; which++) {
+    const char *field = which ? "runs" : "hits";
+    sb_printf(b,
+              "# HELP opd_graph_pass_%s_total %s, by pass.\n# TYPE opd_graph_pass_%s_total "
+              "counter\n",
+              field, which ? "Compilations each pass ran in" : "Rewrites each pass made", field);
+    json_object_foreach(passes, name, p) {
+      sb_printf(b, "opd_graph_pass_%s_total{pass=\"", field);
+      prom_label(b, name);
+      sb_printf(b, "\"} %" PRId64 "\n", (int64_t)json_integer_value(json_object_get(p, field)));
+    }
+  }
+  json_decref(passes);
+}
+
 static void metrics(sconn *c) {
   opd__status *st = c->st;
   sbuf b = {0};
@@ -765,6 +855,7 @@ static void metrics(sconn *c) {
             "by all sessions.\n# TYPE opd_session_bytes_held gauge\nopd_session_bytes_held "
             "%" PRIu64 "\n",
             nsess, handles, held);
+  graph_metrics(&b, st);
   reg_count rc = {0};
   opd_for_each_op(count_regs, &rc);
   sb_printf(&b,
@@ -811,6 +902,8 @@ static void route(sconn *c) {
   case OPD__STATUS_SESSIONS: return respond_json(c, 200, sessions_json(st));
   case OPD__STATUS_MEMORY: return respond_json(c, 200, memory_json());
   case OPD__STATUS_METRICS: return metrics(c);
+  case OPD__STATUS_GRAPHS: return respond_json(c, 200, graphs_json(st));
+  case OPD__STATUS_GRAPH: return graph(c, t.name);
   case OPD__STATUS_OP:
   case OPD__STATUS_OP_DISPATCH: break;
   }

@@ -21,6 +21,8 @@ typedef enum opd__status_route {
   OPD__STATUS_METRICS,
   OPD__STATUS_OP,          /* /v1/ops/{name} */
   OPD__STATUS_OP_DISPATCH, /* /v1/ops/{name}/dispatch?keys=...&include=...&exclude=... */
+  OPD__STATUS_GRAPHS,      /* /v1/graphs */
+  OPD__STATUS_GRAPH,       /* /v1/graphs/{id} (the id's text in name) */
 } opd__status_route;
 
 #define OPD__STATUS_MAX_URL 2048 /* bytes of request target (414 past it) */

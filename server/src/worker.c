@@ -119,6 +119,10 @@ static pthread_cond_t *ready_push(opd__sched *s, opd__session *session, bool kee
   return wake_target(p);
 }
 
+opd__pool *opd__sched_pool_of(opd__sched *s, opd_device device) {
+  return pool_for(s, device);
+}
+
 static void ready_unlink(opd__session *session) {
   opd__sched_entry *e = &session->sched;
   opd__ready_list *l = e->list;
@@ -291,6 +295,10 @@ static void worker_loop(opd__pool *p, bool lane) {
 
     if (s->route) { /* [Note: Sessions on workers]: on the wrong pool, the job moves */
       pthread_mutex_unlock(&s->mu);
+      if (!online) { /* route reads the session's handles and operators */
+        opd_reader_online();
+        online = true;
+      }
       job->device = s->route(job);
       pthread_mutex_lock(&s->mu);
       if (pool_for(s, job->device) != p) {

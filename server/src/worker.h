@@ -140,16 +140,18 @@ struct opd__pool {
 
 /* Runs a job on a worker; returns true to keep its session held. */
 typedef bool (*opd__run_fn)(opd__job *job);
-/* On a worker, before a job runs (its session is the worker's): the device it runs on. */
-typedef opd_device (*opd__route_fn)(const opd__job *job);
+/* On a worker, online as a dispatcher reader, before a job runs (its session is the
+ * worker's): the device it runs on. It may prepare the job for running ([Note: Prepared
+ * calls] in prepared.h), which it then undoes when the device is another pool's. */
+typedef opd_device (*opd__route_fn)(opd__job *job);
 /* The scheduler's one question about a job's cost, asked once per job before it runs, on a
  * worker that owns the job's session, online as a dispatcher reader (so it may read the
  * session's handle table and operators' schemas, and must not block): the job's estimated
  * kernel time in ns of one thread of its device (saturating, never wrapping), and in
  * job->waits whether it waits for a device (then it is long whatever its cost). Nothing
  * else of the job may change. The daemon's is opd__job_estimate ([Note: The cost of a job]
- * in cost.h), which answers per job kind: a new kind of job (a graph run) gets its case
- * there, the sum of its steps' costs, and the scheduler needs nothing more. */
+ * in cost.h), which answers per job kind (a graph run: from its compiled graph's cost); a
+ * new kind of job gets its case there, and the scheduler needs nothing more. */
 typedef uint64_t (*opd__estimate_fn)(opd__job *job);
 /* Hands jobs that ran back to the loop: a list linked by qnext, oldest first ([Note:
  * Handing jobs back in batches] in worker.c). */
@@ -191,6 +193,8 @@ bool opd__sched_submit_list(opd__sched *s, opd__job *first, opd__job *last);
 /* Closes the session for scheduling and returns its queued jobs, linked by qnext, in order;
  * a running job finishes and comes back through `done`. */
 opd__job *opd__sched_cancel(opd__sched *s, opd__session *session);
+/* The pool a device's work runs on (its GPU's, else the CPU pool). */
+opd__pool *opd__sched_pool_of(opd__sched *s, opd_device device);
 /* Ends a hold: the session's next job may run. */
 void opd__sched_resume(opd__sched *s, opd__session *session);
 /* Marks the calling thread latency-sensitive: a short time slice ([Note: Fair sharing of

@@ -1,7 +1,8 @@
 /* graph_conformance.c: opd-graph-conformance, the replay runner for graph fixtures
  * (../shared/graphs/FORMAT.md).
  *
- *   opd-graph-conformance FIXTURE.json [--report FILE] [--dump FILE] [--runs N] [--only ID] [-v]
+ *   opd-graph-conformance FIXTURE.json [--server URL] [--device cpu|cuda] [--report FILE]
+ *                         [--dump FILE] [--runs N] [--only ID] [-v]
  *
  * For each graph: its parameters are uploaded once, it is defined twice (the second
  * definition must be a cache hit), run N times (default 6: past the runs that check its
@@ -15,8 +16,11 @@
  * document (its passes with the IR after each, its fused groups and their decisions). The
  * last line printed is "N passed, M
  * failed"; the exit status is 0 only when M is 0. The replay goes through a backend
- * ([Note: Graph backends] in graph_runner.h): in process here; a daemon backend plugs in
- * behind the same interface.
+ * ([Note: Graph backends] in graph_runner.h): in process, or with --server URL through the
+ * daemon there (the same report). --device cuda puts the inputs and parameters on cuda:0:
+ * through the daemon at --server, or without it through a daemon this program starts in
+ * process on a free port; without a usable CUDA device the run prints why and exits with
+ * status 77 (skipped).
  */
 #include <jansson.h>
 #include <math.h>
@@ -29,9 +33,11 @@
 #include "opd/error.h"
 #include "opd/kernels.h"
 #include "opd/log.h"
+#include "opd/server.h"
 
 typedef struct options {
-  const char *fixture, *report, *dump, *only;
+  const char *fixture, *report, *dump, *only, *server;
+  bool cuda;
   int runs;
   bool verbose;
 } options;
@@ -139,9 +145,8 @@ static bool replay(graph_backend *b, const json_t *graph, const json_t *schemas,
 }
 
 static int usage(void) {
-  fprintf(stderr,
-          "usage: opd-graph-conformance FIXTURE.json [--report FILE] [--dump FILE] [--runs N] "
-          "[--only ID] [-v]\n");
+  fprintf(stderr, "usage: opd-graph-conformance FIXTURE.json [--server URL] [--device cpu|cuda] "
+                  "[--report FILE] [--dump FILE] [--runs N] [--only ID] [-v]\n");
   return 2;
 }
 
@@ -154,6 +159,11 @@ static int parse_args(int argc, char **argv, options *o) {
       o->dump = argv[++i];
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
       o->only = argv[++i];
+    else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc)
+      o->server = argv[++i];
+    else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc &&
+             (strcmp(argv[i + 1], "cpu") == 0 || strcmp(argv[i + 1], "cuda") == 0))
+      o->cuda = strcmp(argv[++i], "cuda") == 0;
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
       o->runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "-v") == 0)
@@ -164,6 +174,31 @@ static int parse_args(int argc, char **argv, options *o) {
       return -1;
   }
   return o->fixture ? 0 : -1;
+}
+
+/* A daemon in this process, on a free loopback port (--device cuda without --server). */
+static int start_embedded(opd_server **out) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  int rc = opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0");
+  cfg.log_level = OPD_LOG_ERROR;
+  if (rc == 0) rc = opd_server_start(&cfg, out);
+  opd_server_config_destroy(&cfg);
+  return rc;
+}
+
+/* Whether the daemon can put a tensor on cuda:0: 0, or OPD_EUNAVAILABLE with its reason. */
+static int check_cuda(graph_backend *b) {
+  opd_tensor *probe;
+  uint64_t h = 0;
+  int rc = opd_tensor_empty((const int64_t[]){1}, 1, OPD_FLOAT32, (opd_device){OPD_DEVICE_CPU, -1},
+                            &probe);
+  if (rc) return rc;
+  rc = b->upload(b, probe, &h);
+  opd_tensor_release(probe);
+  if (h) b->release(b, h);
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -178,10 +213,22 @@ int main(int argc, char **argv) {
     return 2;
   }
   graph_backend *b = NULL;
-  if (opd_kernels_register() != 0 || graph_backend_local_open(64, &b) != 0) {
-    fprintf(stderr, "cannot start: %s\n", opd_last_error());
+  opd_server *embedded = NULL;
+  const char *url = opt.server;
+  int rc = opd_kernels_register();
+  if (rc == 0 && opt.cuda && !url && (rc = start_embedded(&embedded)) == 0)
+    url = opd_server_listener_url(embedded, 0);
+  if (rc == 0)
+    rc = url ? graph_backend_daemon_open(url, opt.cuda, &b) : graph_backend_local_open(64, &b);
+  if (rc == 0 && opt.cuda) rc = check_cuda(b);
+  if (rc != 0) {
+    bool skip = rc == OPD_EUNAVAILABLE;
+    fprintf(stderr, "%s: %s\n", skip ? "SKIP (no usable CUDA device)" : "cannot start",
+            opd_last_error());
+    if (b) b->close(b);
+    if (embedded) opd_server_stop(embedded);
     json_decref(doc);
-    return 2;
+    return skip ? 77 : 2;
   }
   json_t *report = json_array(), *dump = json_array();
   const json_t *graphs = json_object_get(doc, "graphs"), *schemas = json_object_get(doc, "schemas");
@@ -240,6 +287,7 @@ int main(int argc, char **argv) {
   }
   json_decref(report);
   b->close(b);
+  if (embedded) opd_server_stop(embedded);
   json_decref(doc);
   printf("%ld passed, %ld failed\n", passed, failed);
   return status;

@@ -7,8 +7,9 @@
  * (a handle), define a graph from its description (a graph id, and whether the definition
  * was a cache hit), run a graph on input handles (output handles), download a handle into a
  * host tensor, read a graph's statistics, release handles and graphs. The runner never
- * touches a backend's tensors, so the in-process backend and one that talks to a daemon
- * (`--server URL`, with the protocol's graph messages) are interchangeable.
+ * touches a backend's tensors, so the in-process backend and the one that talks to a daemon
+ * (`--server URL`, with the protocol's graph messages: graph_backend_daemon.c) are
+ * interchangeable.
  */
 #ifndef OPD_TOOLS_GRAPH_RUNNER_H
 #define OPD_TOOLS_GRAPH_RUNNER_H
@@ -72,5 +73,8 @@ struct graph_backend {
 
 /* The in-process backend: opd's graph library with a cache of `capacity` graphs. */
 int graph_backend_local_open(uint32_t capacity, graph_backend **out);
+/* The daemon backend: a client of the daemon at `url` (graph_backend_daemon.c), its
+ * tensors on the CPU or, with `cuda`, on cuda:0. */
+int graph_backend_daemon_open(const char *url, bool cuda, graph_backend **out);
 
 #endif

@@ -2,13 +2,14 @@
  *
  *   opctl [OPTIONS] status | ops | op NAME | sessions | load-plugin FILE |
  *         unload-plugin FILE | register NAME KEY (--kernel-of ID | --fallthrough) |
- *         deregister ID [--force] | plugins | drain |
+ *         deregister ID [--force] | plugins | drain | graphs | graph ID |
+ *         graph-pass NAME on|off |
  *         cuda-register --source FILE --entry NAME --schema SCHEMA --launch RULE
  *
- * Reading commands (status, ops, op, sessions) use the HTTP status endpoint (--status
- * http://HOST:PORT or HOST:PORT, default 127.0.0.1:7471) and fall back to the admin
- * listener when it does not answer (sessions needs the endpoint); the others use the admin
- * listener: --admin unix:///PATH (or a bare PATH; default as the daemon's) or --admin
+ * Reading commands (status, ops, op, sessions, graphs, graph) use the HTTP status endpoint
+ * (--status http://HOST:PORT or HOST:PORT, default 127.0.0.1:7471) and fall back to the
+ * admin listener when it does not answer (sessions and graphs need the endpoint); the others use
+ * the admin listener: --admin unix:///PATH (or a bare PATH; default as the daemon's) or --admin
  * tcp://HOST:PORT with --token-file FILE (--admin-tcp HOST:PORT is the same). --json prints
  * the raw JSON. Exit status: 0 done, 1 the daemon refused the request, 2 usage, 3 the
  * daemon cannot be reached.
@@ -70,6 +71,11 @@ static void usage(FILE *f) {
          "                              dtypes, \"float16\" or \"float16, int8 -> bool\"\n"
          "                              (default float32; docs/ADMIN.md)\n"
          "  drain                       let the daemon finish its requests and exit\n"
+         "  graphs                      compiled graphs in the daemon's cache, its counters\n"
+         "                              and the disabled passes (status endpoint only)\n"
+         "  graph ID                    a compiled graph: the IR after every pass, its fused\n"
+         "                              groups and their numerics and benefit decisions\n"
+         "  graph-pass NAME on|off      enable or disable a graph pass for later definitions\n"
          "\n"
          "options:\n"
          "  --admin URL                 admin listener: unix:///PATH or a bare PATH (default: the\n"
@@ -414,6 +420,71 @@ static int cmd_read(const char *cmd, const char *name) {
   return 0;
 }
 
+/* graphs, graph ID: GET /v1/graphs and /v1/graphs/{id} (docs/STATUS.md), for people. */
+static int cmd_graphs(const char *id) {
+  char path[64];
+  snprintf(path, sizeof path, id ? "/v1/graphs/%s" : "/v1/graphs", id ? id : "");
+  int status;
+  json_t *j = http_get(path, &status);
+  if (!j && status == 404) return fail(EXIT_REFUSED, "no graph %s in the daemon's cache", id);
+  if (!j)
+    return fail(EXIT_UNREACHABLE,
+                "cannot read graphs: the status endpoint at %s does not answer (--status "
+                "http://HOST:PORT)",
+                opt.status.text[0] ? opt.status.text : "(none)");
+  size_t i;
+  json_t *g;
+  if (opt.json) {
+    print_json(j);
+  } else if (!id) {
+    printf("%6s  %-16s %7s %6s %8s %10s %10s %11s\n", "id", "key", "nodes", "after", "kernels",
+           "runs", "hits", "compile_us");
+    json_array_foreach(json_object_get(j, "graphs"), i, g) {
+      printf("%6lld  %-16s %7lld %6lld %8lld %10lld %10lld %11lld\n",
+             (long long)json_integer_value(json_object_get(g, "id")), str(g, "key"),
+             (long long)json_integer_value(json_object_get(g, "nodes_before")),
+             (long long)json_integer_value(json_object_get(g, "nodes_after")),
+             (long long)json_integer_value(json_object_get(g, "kernels")),
+             (long long)json_integer_value(json_object_get(g, "runs")),
+             (long long)json_integer_value(json_object_get(g, "cache_hits")),
+             (long long)json_integer_value(json_object_get(g, "compile_us")));
+    }
+    char *disabled = json_dumps(json_object_get(j, "disabled_passes"), JSON_COMPACT);
+    printf("cache: %lld of %lld graphs, %lld hits, %lld misses, %lld evictions, %lld "
+           "invalidations; disabled passes %s\n",
+           (long long)json_integer_value(json_object_get(j, "size")),
+           (long long)json_integer_value(json_object_get(j, "capacity")),
+           (long long)json_integer_value(json_object_get(j, "hits")),
+           (long long)json_integer_value(json_object_get(j, "misses")),
+           (long long)json_integer_value(json_object_get(j, "evictions")),
+           (long long)json_integer_value(json_object_get(j, "invalidations")),
+           disabled ? disabled : "[]");
+    free(disabled);
+  } else {
+    printf("graph %lld, key %s: %lld nodes, %lld after the passes, %lld kernels, %lld runs\n",
+           (long long)json_integer_value(json_object_get(j, "id")), str(j, "key"),
+           (long long)json_integer_value(json_object_get(j, "nodes_before")),
+           (long long)json_integer_value(json_object_get(j, "nodes_after")),
+           (long long)json_integer_value(json_object_get(j, "kernels")),
+           (long long)json_integer_value(json_object_get(j, "runs")));
+    json_array_foreach(json_object_get(j, "passes"), i, g) {
+      json_t *ir = json_object_get(g, "ir");
+      printf("\n--- after %s (version %lld, %lld hits)%s\n%s", str(g, "name"),
+             (long long)json_integer_value(json_object_get(g, "version")),
+             (long long)json_integer_value(json_object_get(g, "hits")), ir ? "" : ": disabled",
+             ir ? json_string_value(ir) : "");
+    }
+    printf("\ngroups:\n");
+    json_array_foreach(json_object_get(j, "groups"), i, g) {
+      char *d = json_dumps(g, JSON_COMPACT);
+      printf("  %s\n", d ? d : "?");
+      free(d);
+    }
+  }
+  json_decref(j);
+  return 0;
+}
+
 static int cmd_admin(json_t *req, const char *done_fmt) {
   json_t *resp = admin_request(req);
   if (!resp) return EXIT_UNREACHABLE;
@@ -629,6 +700,19 @@ int main(int argc, char **argv) {
     return cmd_cuda_register(source, entry, schema, launch, dtypes);
   if (strcmp(cmd, "drain") == 0 && nargs == 1)
     return cmd_admin(json_pack("{s:s}", "op", "drain"), "draining\n");
+  if (strcmp(cmd, "graphs") == 0 && nargs == 1) return cmd_graphs(NULL);
+  if (strcmp(cmd, "graph") == 0 && one) {
+    long long id;
+    if (!parse_id(args[1], &id)) return fail(EXIT_USAGE, "graph needs a graph id (opctl graphs)");
+    return cmd_graphs(args[1]);
+  }
+  if (strcmp(cmd, "graph-pass") == 0 && nargs == 3) {
+    bool on = strcmp(args[2], "on") == 0;
+    if (!on && strcmp(args[2], "off") != 0) return fail(EXIT_USAGE, "graph-pass NAME on|off");
+    return cmd_admin(
+        json_pack("{s:s, s:s, s:b}", "op", "graph_pass", "name", args[1], "enabled", on),
+        on ? "enabled\n" : "disabled\n");
+  }
   usage(stderr);
   return fail(EXIT_USAGE, "unknown command or wrong arguments: %s", cmd);
 }

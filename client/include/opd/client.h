@@ -428,6 +428,133 @@ int opd_client_call(opd_client *c, const char *op, const opd_client_value *args,
 int opd_client_call_async(opd_client *c, const char *op, const opd_client_value *args, size_t nargs,
                           opd_future_cb cb, void *user, opd_future **out);
 
+/* ---- graphs ----
+ *
+ * [Note: Graphs in the client]
+ * A graph is a whole program of operator calls that the daemon validates, optimises and
+ * compiles once and then runs as one request (proto/opd.proto, docs/GRAPHS.md). It is built
+ * with an opd_graph_builder, in either of two ways:
+ *
+ *   capture: the typed calls you already have record nodes instead of making round trips
+ *     opd_graph_builder *b;
+ *     opd_graph_capture_begin(c, &b);
+ *     opd_client_tensor x, w, h, y;
+ *     opd_graph_input(b, OPD_FLOAT32, (int64_t[]){4, 8}, 2, NULL, false, &x);   // per run
+ *     opd_graph_input(b, OPD_FLOAT32, (int64_t[]){8, 8}, 2, NULL, true, &w);    // a weight
+ *     opd_mm(c, x, w, &h);          // recorded: h is a graph value, nothing is sent
+ *     opd_relu(c, h, &y);
+ *     opd_graph_capture_end(b);
+ *     opd_client_graph g;
+ *     opd_graph_define(b, &y, 1, &g, NULL);  // validated, optimised, compiled (or cached)
+ *     opd_graph_builder_free(b);
+ *     opd_graph_run(c, g, (opd_client_tensor[]){xt, wt}, 2, &out, 1, NULL);  // handles
+ *
+ *   boxed, for programs that build graphs from data: opd_graph_node(b, "aten::mm",
+ *     args, nargs, &value), the arguments as for opd_client_call.
+ *
+ * [Note: Graph values]
+ * While a graph is built, its inputs and the results of its nodes are graph values: an
+ * opd_client_tensor with its top bit set, never a handle (handles stay below 2^63), holding
+ * the value's position (input i is i, node j of a graph with k inputs is k + j) and which
+ * result of the node it is (opd_graph_output; OPD_CLIENT_GRAPH_ALL_OUTPUTS: the whole list
+ * a node returns, for a Tensor[] argument). A graph value means something only to the
+ * builder that made it; a handle passed to a node is refused (a graph holds no handle:
+ * make the tensor an input), and so is a graph value passed to a call that goes to the
+ * daemon.
+ *
+ * Capture: between opd_graph_capture_begin(c, ...) and opd_graph_capture_end, the
+ * synchronous calls on c from the thread that began it (the typed calls, opd_client_call)
+ * are recorded into the builder and return graph values at once: one per result of a
+ * typed call; opd_client_call, which does not know the operator's results, returns its
+ * first (opd_graph_output gives the others). Their arguments are checked as they are
+ * recorded only as far as the client can (graph values, not handles); the daemon checks
+ * everything when the graph is defined and names the node that is wrong ("graph node 3
+ * (aten::add.Tensor): ..."). Asynchronous calls on c from that thread fail with OPD_EINVAL
+ * during a capture, and every other request (uploads, downloads, ...) and every other
+ * thread's calls go to the daemon as usual. A thread captures into one builder at a time.
+ *
+ * Defining sends the graph (one request) and waits for the daemon's GraphInfo; the graph
+ * id is chosen by the client, so opd_graph_define_async may be followed by
+ * opd_graph_run_async at once (the run, pipelined behind the define, fails with OPD_ENOENT
+ * when the define did). A run gives one handle per input in order (parameters too) and
+ * gets one new handle per output; its asynchronous form's results are opd_future_results /
+ * opd_future_tensor, as a call's. Graphs belong to the connection: closing it releases
+ * them. Thread safety: a builder is used by one thread at a time; defined graphs, runs and
+ * releases follow [Note: Client thread safety].
+ */
+typedef uint64_t opd_client_graph; /* the client's id of a graph defined in the daemon */
+typedef struct opd_graph_builder opd_graph_builder;
+
+#define OPD_CLIENT_GRAPH_VALUE_BIT   (UINT64_C(1) << 63)
+#define OPD_CLIENT_GRAPH_ALL_OUTPUTS UINT32_MAX
+
+static inline bool opd_graph_is_value(opd_client_tensor v) {
+  return (v & OPD_CLIENT_GRAPH_VALUE_BIT) != 0;
+}
+static inline uint32_t opd_graph_value_position(opd_client_tensor v) {
+  return (uint32_t)((v >> 32) & 0x7fffffffu);
+}
+/* Result i of the node whose value (its first result) is v; OPD_CLIENT_GRAPH_ALL_OUTPUTS:
+ * the whole list it returns. */
+static inline opd_client_tensor opd_graph_output(opd_client_tensor v, uint32_t i) {
+  return (v & ~(opd_client_tensor)UINT32_MAX) | i;
+}
+
+/* What the daemon made of a graph (GraphInfo in proto/opd.proto). */
+typedef struct opd_client_graph_info {
+  opd_client_graph graph;
+  uint64_t compiled; /* the compiled graph's id in the daemon (GET /v1/graphs/{id}) */
+  bool cache_hit;    /* the define found it compiled */
+  uint32_t nodes_before, nodes_after, kernels, softmax_patterns, groups;
+  uint64_t runs, compile_us;
+  char key[17]; /* the cache key's hash */
+} opd_client_graph_info;
+
+/* A new, empty builder for graphs of client c. */
+int opd_graph_builder_new(opd_client *c, opd_graph_builder **out);
+/* Ends a capture still under way. NULL is a no-op. */
+void opd_graph_builder_free(opd_graph_builder *b);
+/* Adds an input (all inputs come before the first node): a tensor of this dtype and shape on
+ * `device` (NULL: the CPU), given anew each run, or with `parameter` a weight uploaded once
+ * and passed every run. *value is its graph value. */
+int opd_graph_input(opd_graph_builder *b, int dtype, const int64_t *shape, int ndim,
+                    const opd_client_device *device, bool parameter, opd_client_tensor *value);
+/* Adds a node: operator `op` with arguments as for opd_client_call, tensors as graph values
+ * (a Tensor[] as a list of them). *value is its first result. */
+int opd_graph_node(opd_graph_builder *b, const char *op, const opd_client_value *args, size_t nargs,
+                   opd_client_tensor *value);
+/* A new builder into which this thread's synchronous calls on c are recorded until
+ * opd_graph_capture_end (OPD_EBUSY when this thread captures already). */
+int opd_graph_capture_begin(opd_client *c, opd_graph_builder **out);
+/* Stops recording (the builder stays, to define). */
+int opd_graph_capture_end(opd_graph_builder *b);
+/* Sends the graph with these outputs (graph values) and waits: *graph gets its id, info
+ * (may be NULL) what the daemon made of it. The builder may then be freed, or used again
+ * (with more nodes, other outputs) for another graph. */
+int opd_graph_define(opd_graph_builder *b, const opd_client_tensor *outputs, size_t noutputs,
+                     opd_client_graph *graph, opd_client_graph_info *info);
+/* The same without waiting: *graph is valid at once (runs may follow right away); the
+ * future's opd_future_graph_info is the daemon's answer. */
+int opd_graph_define_async(opd_graph_builder *b, const opd_client_tensor *outputs, size_t noutputs,
+                           opd_client_graph *graph, opd_future_cb cb, void *user, opd_future **out);
+/* A completed define's (or describe's) GraphInfo; NULL before, or after a failure. */
+const opd_client_graph_info *opd_future_graph_info(const opd_future *f);
+/* Runs graph g on one handle per input: up to max_outs output handles go to outs, their
+ * count to *num_outs (may be NULL), as opd_client_call does. */
+int opd_graph_run(opd_client *c, opd_client_graph g, const opd_client_tensor *inputs,
+                  size_t ninputs, opd_client_tensor *outs, size_t max_outs, size_t *num_outs);
+int opd_graph_run_async(opd_client *c, opd_client_graph g, const opd_client_tensor *inputs,
+                        size_t ninputs, opd_future_cb cb, void *user, opd_future **out);
+/* Releases graph g in the daemon (its id may then be reused). */
+int opd_graph_release(opd_client *c, opd_client_graph g);
+int opd_graph_release_async(opd_client *c, opd_client_graph g, opd_future_cb cb, void *user,
+                            opd_future **out);
+/* The graph's GraphInfo as it is now (runs decide which fused groups stay fused) and, with
+ * introspection non-NULL, the daemon's introspection document (JSON text, malloc'd: free()
+ * it; its passes with the IR after each, its groups and their decisions). */
+int opd_graph_describe(opd_client *c, opd_client_graph g, opd_client_graph_info *info,
+                       char **introspection);
+
 /* [Note: Typed calls]
  * opd/client_ops.h declares one typed call per operator of the daemon's built-in list
  * (kernels/aten_schemas.def), generated by client/gen_ops.py, in two forms:

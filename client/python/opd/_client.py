@@ -146,6 +146,24 @@ class Client(_C.Client):
             raise TypeError(f"{op}: keyword arguments need the operator's schema (load_ops)")
         return self._submit(self._inferred_op(op, args), args)
 
+    # ---- graphs (opd.torch.compile: [Note: compile's two forms] in opd/torch/_graph.py) ----
+
+    def _define_graph(self, fx_graph):
+        """Defines a traced torch.fx graph in the daemon: a handle for _run_graph and
+        _release_graph ([Note: fx graphs as daemon graphs] in opd/torch/_fx_graph.py);
+        NotImplementedError for a graph the daemon's graph API cannot express."""
+        from .torch import _fx_graph
+        return _fx_graph.define(self, fx_graph)
+
+    def _run_graph(self, graph, inputs):
+        """Runs a defined graph on OpdTensors in one request, without waiting: its outputs."""
+        from .torch import _fx_graph
+        return _fx_graph.run(self, graph, inputs)
+
+    def _release_graph(self, graph):
+        from .torch import _fx_graph
+        _fx_graph.release(self, graph)
+
     # ---- tensors ----
 
     def upload(self, data, dtype=None, shape=None, device=None):

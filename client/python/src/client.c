@@ -68,8 +68,14 @@ void opdpy_client_release_handle(opdpy_client *cl, uint64_t handle) {
 
 /* Sends a converted call; pf is in flight afterwards (referenced by the client) or failed. */
 static void send_call(opdpy_client *cl, opdpy_future *pf, opdpy_callbuf *b) {
-  int rc = cl->c ? opd_client_call_async(cl->c, pf->op->name, b->v, b->n, on_done, pf, &pf->fut)
-                 : OPD_ECANCELED;
+  int rc = OPD_ECANCELED;
+  if (cl->c && pf->op->graph) { /* a graph run: its arguments are the inputs (graph.c) */
+    opd_client_tensor inputs[OPDPY_MAX_ARGS];
+    for (size_t i = 0; i < b->n; i++) inputs[i] = b->v[i].u.tensor;
+    rc = opd_graph_run_async(cl->c, pf->op->graph, inputs, b->n, on_done, pf, &pf->fut);
+  } else if (cl->c) {
+    rc = opd_client_call_async(cl->c, pf->op->name, b->v, b->n, on_done, pf, &pf->fut);
+  }
   if (rc < 0) {
     PyObject *exc = cl->c ? request_error(cl, rc, opd_client_last_error(), pf->op->name)
                           : opdpy_error_object(OPD_ECANCELED, "the client is closed", NULL);
@@ -264,8 +270,7 @@ int opdpy_client_wait(opdpy_client *cl, opdpy_future *f, int timeout_ms) {
   return 0;
 }
 
-/* Waits until every queued call has been sent. */
-static int wait_queue(opdpy_client *cl) {
+int opdpy_client_wait_queue(opdpy_client *cl) {
   while (cl->queue_tail) {
     opdpy_future *tail = cl->queue_tail;
     Py_INCREF(tail);
@@ -623,7 +628,7 @@ static PyObject *client_download(opdpy_client *self, PyObject *args, PyObject *k
   PyObject *w = PyObject_CallMethod(tobj, "wait", NULL);
   if (!w) return NULL;
   Py_DECREF(w);
-  if (wait_queue(self) < 0 || check_open(self) < 0) return NULL;
+  if (opdpy_client_wait_queue(self) < 0 || check_open(self) < 0) return NULL;
   flush_releases(self);
   opd_client_tensor_info info;
   opd_client *c = self->c;
@@ -697,7 +702,7 @@ static PyObject *client_set_dispatch_state(opdpy_client *self, PyObject *args, P
   if (check_open(self) < 0) return NULL;
   for (int i = 0; i < 4; i++)
     if (str_array(lists[i], &seqs[i], &arrays[i], &counts[i]) < 0) goto done;
-  if (wait_queue(self) < 0 || check_open(self) < 0) goto done;
+  if (opdpy_client_wait_queue(self) < 0 || check_open(self) < 0) goto done;
   opd_client_dispatch_change change = {arrays[0], counts[0], arrays[1], counts[1],
                                        arrays[2], counts[2], arrays[3], counts[3]};
   opd_client *c = self->c;
@@ -721,7 +726,8 @@ done:
 
 static PyObject *client_synchronize(opdpy_client *self, PyObject *unused) {
   (void)unused;
-  if (check_open(self) < 0 || wait_queue(self) < 0 || check_open(self) < 0) return NULL;
+  if (check_open(self) < 0 || opdpy_client_wait_queue(self) < 0 || check_open(self) < 0)
+    return NULL;
   opd_client *c = self->c;
   int rc;
   self->waiting++;
@@ -773,7 +779,8 @@ static PyObject *client_poll(opdpy_client *self, PyObject *args) {
 static PyObject *client_wait_all(opdpy_client *self, PyObject *unused) {
   (void)unused;
   do {
-    if (check_open(self) < 0 || wait_queue(self) < 0 || check_open(self) < 0) return NULL;
+    if (check_open(self) < 0 || opdpy_client_wait_queue(self) < 0 || check_open(self) < 0)
+      return NULL;
     flush_releases(self);
     opd_client *c = self->c;
     int rc;
@@ -847,6 +854,10 @@ static PyMethodDef client_methods[] = {
      "poll(timeout=0.0): completes what came back; the count"},
     {"wait_all", (PyCFunction)client_wait_all, METH_NOARGS,
      "waits until every request made so far has completed"},
+    {"_graph_define", (PyCFunction)opdpy_client_graph_define, METH_VARARGS,
+     "_graph_define(inputs, nodes, outputs): defines a graph and waits: (id, info)"},
+    {"_graph_release", (PyCFunction)opdpy_client_graph_release, METH_O,
+     "_graph_release(id): releases a graph after the requests made before"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -334,13 +334,14 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__C(void) {
-  PyTypeObject *types[] = {&opdpy_client_type, &opdpy_tensor_type,  &opdpy_future_type,
-                           &opdpy_op_type,     &opdpy_literal_type, &opdpy_buffer_type};
+  PyTypeObject *types[] = {&opdpy_client_type,     &opdpy_tensor_type,  &opdpy_future_type,
+                           &opdpy_op_type,         &opdpy_literal_type, &opdpy_buffer_type,
+                           &opdpy_graph_value_type};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
     if (PyType_Ready(types[i]) < 0) return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
-  const char *names[] = {"Client", "Tensor", "Future", "Op", "Literal", "Buffer"};
+  const char *names[] = {"Client", "Tensor", "Future", "Op", "Literal", "Buffer", "GraphValue"};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     Py_INCREF(types[i]);
     if (PyModule_AddObject(m, names[i], (PyObject *)types[i]) < 0) {

@@ -2,7 +2,8 @@
  * it defines and what its files share. module.c: the module, errors, dtypes, literals and
  * download buffers; client.c: Client (a connection) and the request engine; tensor.c: Tensor
  * (a handle) and Future (a request); values.c: Op (an operator's argument kinds) and the
- * conversion of Python arguments to opd_client_values and of results back.
+ * conversion of Python arguments to opd_client_values and of results back; graph.c:
+ * GraphValue and the definition and release of graphs (a run is a request like a call).
  *
  * [Note: The Python client's request engine]
  * Every request goes through the C library (framing, pipelining, errors are its own); the
@@ -127,6 +128,7 @@ struct opdpy_op {
   PyObject *arg_names; /* tuple of str */
   int nouts;           /* tensors it returns when known (-1: a list or other values) */
   int ret_form;        /* OPDPY_RET_* */
+  uint64_t graph;      /* nonzero: not an operator but a run of this graph (graph.c) */
 };
 enum { OPDPY_RET_SINGLE, OPDPY_RET_TUPLE, OPDPY_RET_LIST };
 
@@ -148,8 +150,14 @@ typedef struct opdpy_buffer {
   int exports;
 } opdpy_buffer;
 
+/* A value of a graph being defined (graph.c): the library's graph value
+ * ([Note: Graph values] in opd/client.h). */
+typedef struct opdpy_graph_value {
+  PyObject_HEAD opd_client_tensor value;
+} opdpy_graph_value;
+
 extern PyTypeObject opdpy_client_type, opdpy_tensor_type, opdpy_future_type, opdpy_op_type,
-    opdpy_literal_type, opdpy_buffer_type;
+    opdpy_literal_type, opdpy_buffer_type, opdpy_graph_value_type;
 
 /* ---- module.c ---- */
 /* Sets the Python exception for a library error (code err, message, operator) and returns
@@ -176,8 +184,14 @@ int opdpy_client_process(opdpy_client *cl);
 int opdpy_client_wait(opdpy_client *cl, opdpy_future *f, int timeout_ms);
 /* Queues a handle for release. */
 void opdpy_client_release_handle(opdpy_client *cl, uint64_t handle);
+/* Waits until every queued request has been sent. 0 or -1. */
+int opdpy_client_wait_queue(opdpy_client *cl);
 bool opdpy_client_open(opdpy_client *cl);
 PyObject *opdpy_raise_closed(void);
+
+/* ---- graph.c: Client._graph_define, Client._graph_release ---- */
+PyObject *opdpy_client_graph_define(opdpy_client *cl, PyObject *args);
+PyObject *opdpy_client_graph_release(opdpy_client *cl, PyObject *arg);
 
 /* ---- tensor.c ---- */
 opdpy_tensor *opdpy_tensor_new(opdpy_client *cl, uint64_t handle, opdpy_future *source);

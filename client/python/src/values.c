@@ -12,12 +12,13 @@
 /* ---- Op ---- */
 
 static int op_init(opdpy_op *self, PyObject *args, PyObject *kw) {
-  static char *names[] = {"name", "kinds", "arg_names", "nouts", "ret_form", NULL};
+  static char *names[] = {"name", "kinds", "arg_names", "nouts", "ret_form", "graph", NULL};
   PyObject *name, *arg_names;
   const char *kinds;
   int nouts, ret_form;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "UsO!ii", names, &name, &kinds, &PyTuple_Type,
-                                   &arg_names, &nouts, &ret_form))
+  unsigned long long graph = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "UsO!ii|$K", names, &name, &kinds, &PyTuple_Type,
+                                   &arg_names, &nouts, &ret_form, &graph))
     return -1;
   /* kinds: one character per argument (OPDPY_K_*), followed by '?' when it may be None */
   int n = 0;
@@ -51,6 +52,7 @@ static int op_init(opdpy_op *self, PyObject *args, PyObject *kw) {
   self->nargs = n;
   self->nouts = nouts;
   self->ret_form = ret_form;
+  self->graph = graph;
   return 0;
 bad:
   PyErr_Format(PyExc_ValueError, "Op: bad argument kinds '%s'", kinds);
@@ -87,7 +89,8 @@ static PyGetSetDef op_getset[] = {
 
 PyTypeObject opdpy_op_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "opd._C.Op",
-    .tp_doc = "Op(name, kinds, arg_names, nouts, ret_form): an operator's calling convention",
+    .tp_doc = "Op(name, kinds, arg_names, nouts, ret_form, *, graph=0): an operator's calling "
+              "convention, or with graph a run of that graph (its inputs as Tensor arguments)",
     .tp_basicsize = sizeof(opdpy_op),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
@@ -257,6 +260,10 @@ static int list_arg(opdpy_op *op, int i, PyObject *o, opdpy_client *cl, opdpy_ca
       uint64_t *h = mem;
       h[j] = 0;
       if (e == Py_None && k == OPDPY_K_OPT_TENSORS) break;
+      if (Py_TYPE(e) == &opdpy_graph_value_type) {
+        h[j] = ((opdpy_graph_value *)e)->value;
+        break;
+      }
       opdpy_tensor *t = as_tensor(e);
       if (!t) {
         r = bad_arg(op, i, what[(int)k], e);
@@ -317,6 +324,10 @@ static int convert_arg(opdpy_op *op, int i, PyObject *o, opdpy_client *cl, opdpy
     if (Py_TYPE(o) == &opdpy_literal_type) {
       v->kind = OPD_CV_LITERAL;
       v->u.literal = &((opdpy_literal *)o)->lit;
+      return ARG_OK;
+    }
+    if (Py_TYPE(o) == &opdpy_graph_value_type) { /* a node of a graph being defined */
+      *v = opd_cv_tensor(((opdpy_graph_value *)o)->value);
       return ARG_OK;
     }
     opdpy_tensor *t = as_tensor(o);

@@ -1,5 +1,7 @@
 """opd.torch.compile: traced with make_fx, parameters uploaded once, re-traced per input
-signature with a bounded cache, run in the daemon (op by op until the graph API)."""
+signature with a bounded cache, run in the daemon as one graph per call."""
+import time
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -65,8 +67,6 @@ def test_parameters_are_uploaded_once(client):
     assert f._params is params and [p._opd for p in f._params] == [p._opd for p in params]
 
 
-@pytest.mark.xfail(strict=True, reason="the one-request form comes with the daemon's graph API "
-                   "(issue 13): until the C client has it, compile runs the graph op by op")
 def test_a_compiled_call_is_one_request(daemon):
     with opd.connect(daemon.unix) as client:
         f = opd.torch.compile(Block().eval(), client)
@@ -83,7 +83,39 @@ def test_a_compiled_call_is_one_request(daemon):
         assert calls() - before == 1
 
 
-@pytest.mark.skip(reason="fusion of a user's exp/sum/div is the daemon's graph API's (issue 13); "
-                  "op by op each operator runs alone")
 def test_seed_softmax_is_fused(client):
-    pass
+    def seed_softmax(x):
+        e = torch.exp(x)
+        return e / e.sum(dim=-1, keepdim=True)
+
+    f = opd.torch.compile(seed_softmax, client)
+    x = torch.randn(4, 16)
+    torch.testing.assert_close(f(x).cpu(), torch.softmax(x, -1), rtol=RTOL, atol=ATOL)
+    graph = f.graph_for(x)
+    assert graph.one_request
+    info = graph.graph.info
+    assert info["softmax_patterns"] == 1
+    assert info["nodes_before"] == 3 and info["kernels"] == 1
+
+
+def test_graphs_are_released_with_their_signatures(daemon):
+    """The daemon holds one graph per cached signature: an evicted signature's graph is
+    released, and closing the client releases the rest."""
+    def scaled_exp(x):
+        return torch.exp(x) * 2.0
+
+    def session_graphs():
+        client.wait_all()
+        return max(daemon.sessions(), key=lambda s: s["id"])["graphs"]
+
+    with opd.connect(daemon.unix) as client:
+        f = opd.torch.compile(scaled_exp, client, cache_size=2)
+        for n in (2, 3, 4, 5):
+            x = torch.randn(n, 4)
+            torch.testing.assert_close(f(x).cpu(), scaled_exp(x), rtol=RTOL, atol=ATOL)
+        assert f.cached_signatures == 2
+        assert session_graphs() == 2
+    deadline = time.monotonic() + 10  # the daemon ends the session once it sees the close
+    while daemon.sessions() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not daemon.sessions()

@@ -176,6 +176,13 @@ static inline opd_keyset opd_call_keyset(const opd_operator *op, opd_keyset args
  * replace them, always owned; on error the arguments are gone, nothing is pushed, and
  * opd_last_error() says why. */
 int opd_call_boxed(const opd_operator *op, opd_stack *stack);
+/* opd_call_boxed for a caller that extracted the key set of the tensor arguments itself
+ * (`args`: the union of the key sets of every Tensor and every element of a Tensor[] or
+ * Tensor?[] argument, as opd_call_boxed computes it; the server's prepared calls do, as
+ * they decode): the same call, and *dispatched receives the runtime key whose kernel it
+ * ran (the highest key of the call's key set; Undefined when it has none). */
+int opd_call_boxed_keys(const opd_operator *op, opd_keyset args, opd_stack *stack,
+                        opd_dispatch_key *dispatched);
 /* From inside a kernel: calls the next kernel below the current key. */
 int opd_redispatch_boxed(const opd_kernel_ctx *ctx, opd_stack *stack);
 /* Calls the kernel that key set `ks` selects, as is (no TLS, no masking). */

@@ -63,8 +63,9 @@ void opd_graph_options_default(opd_graph_options *options);
 int opd_graph_compile(opd_graph *g, const opd_graph_options *options, opd_graph_cache *cache,
                       opd_compiled_graph **out, bool *hit);
 
-/* Runs the plan: inputs[i] for input i (borrowed; dtype, sizes and device must be the
- * spec's), outputs[0..num_outputs) receive new references. Errors name the node. */
+/* Runs the plan: inputs[i] for input i (borrowed; dtype, sizes and device, its index
+ * included, must be the spec's), outputs[0..num_outputs) receive new references. Errors name the
+ * node. */
 int opd_compiled_graph_run(opd_compiled_graph *cg, opd_tensor *const *inputs, uint32_t ninputs,
                            opd_tensor **outputs, uint32_t noutputs);
 
@@ -72,6 +73,10 @@ uint32_t opd_compiled_graph_num_inputs(const opd_compiled_graph *cg);
 uint32_t opd_compiled_graph_num_outputs(const opd_compiled_graph *cg);
 /* The kind of input i. */
 opd_graph_input_kind opd_compiled_graph_input_kind(const opd_compiled_graph *cg, uint32_t i);
+/* The device of input i (as its spec gave it). */
+opd_device opd_compiled_graph_input_device(const opd_compiled_graph *cg, uint32_t i);
+/* opd_graph_stats.cost, without the lock opd_compiled_graph_stats takes. */
+uint64_t opd_compiled_graph_cost(const opd_compiled_graph *cg);
 
 void opd_compiled_graph_retain(opd_compiled_graph *cg);
 void opd_compiled_graph_release(opd_compiled_graph *cg);
@@ -87,6 +92,9 @@ typedef struct opd_graph_stats {
   uint32_t groups;           /* fused pointwise groups */
   uint64_t runs, cache_hits;
   uint64_t compile_ns;
+  /* An estimate of what a run costs, for a scheduler that shares workers fairly: the
+   * elements every kernel of the optimised graph writes (views write none), summed. */
+  uint64_t cost;
   char key[17]; /* the cache key's hash, hex */
 } opd_graph_stats;
 void opd_compiled_graph_stats(const opd_compiled_graph *cg, opd_graph_stats *out);

@@ -51,6 +51,11 @@ int64_t opd_graph_pass_register(const char *name, uint32_t version, opd_graph_pa
  * unmapped): 0 or OPD_ENOENT. Not from inside a pass. */
 int opd_graph_pass_unregister(int64_t id);
 
+/* Whether `name` is a pass that opd_graph_options.disabled_passes can name: 0 for a
+ * built-in pass other than lower or a registered plugin pass; OPD_EINVAL for lower (it
+ * makes the plan), OPD_ENOENT naming the passes there are otherwise (the admin's check). */
+int opd_graph_pass_check_name(const char *name);
+
 /* A plugin's block of graph passes (see above). */
 #define OPD_GRAPH_PASSES(m) OPD__LIB_BLOCK(OPD__LIB_EXTENSION, _, OPD_NO_KEY, m, __COUNTER__)
 

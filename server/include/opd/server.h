@@ -73,6 +73,16 @@ typedef struct opd_server_config {
   uint32_t max_session_jobs;    /* per session: jobs on workers before reading stops */
   uint32_t max_session_cost_ms; /* per session: their estimated cost before reading stops */
   opd_priority max_priority;    /* the highest class a hello may ask for */
+  /* graphs (docs/GRAPHS.md, "The daemon"): what one define may hold, how many graphs a
+   * session may hold, the compiled-graph cache's capacity, and the per-pass IR dumps */
+  uint32_t max_graph_nodes; /* nodes (a node counts once per value it defines) */
+  uint32_t max_graph_inputs;
+  uint32_t max_graph_outputs;
+  uint64_t max_graph_arg_bytes;  /* constant argument bytes of one graph */
+  uint32_t max_graphs;           /* per session */
+  uint32_t graph_cache_size;     /* compiled graphs the cache keeps */
+  char graph_dump_dir[256];      /* "": no dumps */
+  uint64_t graph_dump_max_bytes; /* what the dumps may write in all */
 } opd_server_config;
 
 /* Fills in the defaults (listening on tcp://127.0.0.1:7470). */

@@ -106,6 +106,6 @@ class CompiledFunction:
 def compile(fn_or_module, client, *, cache_size=8):
     """Traces ``fn_or_module`` with make_fx (ATen operators) on the first call of each input
     signature and runs the graph in the daemon; a module's parameters and buffers are
-    uploaded once, here. Until the daemon's graph API is in the client the graph runs op by
-    op (one request per operator; docs/PYTHON.md)."""
+    uploaded once, here. The graph runs in the daemon as one request per call, or op by op
+    when the daemon's graph API cannot express it ([Note: compile's two forms])."""
     return CompiledFunction(fn_or_module, client, cache_size)

@@ -3,13 +3,15 @@ daemon's graph API (issue 13: define a graph once, run it in one request per cal
 it).
 
 [Note: compile's two forms]
-``define_graph(client, gm)`` asks the C client for the graph API: ``Client._define_graph``,
-the extension's binding of the C library's graph definition, which the graph engineer's
-branch adds with the protocol's graph messages (the Python client invents none). Until the
-client has it, ``define_graph`` returns None and compile runs the traced graph op by op
-(``OpByOpGraph``): every node an ATen call through opd.torch.remote's dispatch, pipelined,
-correct, one request per operator. When the API lands, ``DaemonGraph`` takes the graph in
-one request per call and nothing else in compile changes.
+``define_graph(client, gm)`` defines the traced graph in the daemon through
+``Client._define_graph`` (opd/torch/_fx_graph.py, over the C library's graph API, with the
+protocol's graph messages): the daemon validates it, optimises it (no-ops, CSE, the softmax
+pattern, fused pointwise groups) and compiles it once, and ``DaemonGraph.run`` is one
+request per call. A graph the graph API cannot express (an operator the client has no schema
+for, a constant the daemon does not hold: ``_define_graph`` raises NotImplementedError) runs
+op by op instead (``OpByOpGraph``): every node an ATen call through opd.torch.remote's
+dispatch, pipelined, correct, one request per operator. Errors the daemon reports for a
+graph it can express are raised: they are the graph's.
 """
 
 
@@ -29,25 +31,25 @@ class OpByOpGraph:
 
 
 def define_graph(client, gm):
-    """The daemon's graph of gm (run in one request per call), or None while the C client has
-    no graph API."""
-    define = getattr(client, "_define_graph", None)
-    if define is None:
+    """The daemon's graph of gm (run in one request per call), or None when the graph API
+    cannot express it."""
+    try:
+        return DaemonGraph(client, client._define_graph(gm.graph))
+    except NotImplementedError:
         return None
-    return DaemonGraph(client, define(gm.graph))  # pragma: no cover (issue 13)
 
 
-class DaemonGraph:  # pragma: no cover (issue 13)
+class DaemonGraph:
     """A graph held by the daemon: run(inputs) is one request."""
 
     one_request = True
 
-    def __init__(self, client, graph_id):
+    def __init__(self, client, graph):
         self.client = client
-        self.graph_id = graph_id
+        self.graph = graph
 
     def run(self, inputs):
-        return self.client._run_graph(self.graph_id, inputs)
+        return self.client._run_graph(self.graph, inputs)
 
     def release(self):
-        self.client._release_graph(self.graph_id)
+        self.client._release_graph(self.graph)
