@@ -20,6 +20,8 @@
 #include "cost.h"
 #include "loop.h"
 #include "opd/client.h"
+#include "opd/graph.h"
+#include "opd/graph_exec.h"
 #include "opd/kernels.h"
 #include "opd/server.h"
 #include "session.h"
@@ -708,6 +710,37 @@ START_TEST(test_estimates) {
   ck_assert_uint_gt(opd__job_estimate(&e->job), 1000 * MS);
   e->lit.n_shape = 4; /* a negative size: no elements */
   ck_assert_uint_lt(opd__job_estimate(&e->job), 1 * US);
+
+  /* a graph run: its compiled graph's elements written, here exp of 2^22 elements: about 8 ms
+   * (long); a graph the session does not hold costs nothing */
+  opd_graph *g;
+  ck_assert_int_eq(opd_graph_new(NULL, &g), 0);
+  int x = opd_graph_add_input(
+      g, &(opd_graph_input_spec){OPD_FLOAT32, vec, 1, {OPD_DEVICE_CPU, -1}, OPD_GRAPH_INPUT});
+  ck_assert_int_ge(x, 0);
+  opd_graph_arg arg = opd_graph_arg_ref((uint32_t)x, 0);
+  int node = opd_graph_add_node(g, "aten::exp", &arg, 1);
+  ck_assert_int_ge(node, 0);
+  ck_assert_int_eq(opd_graph_set_outputs(g, &(opd_graph_ref){(uint32_t)node, 0}, 1), 0);
+  ck_assert_int_eq(opd_graph_finish(g), 0);
+  opd_compiled_graph *cg;
+  ck_assert_int_eq(opd_graph_compile(g, NULL, NULL, &cg, NULL), 0);
+  ck_assert_uint_eq(opd_compiled_graph_cost(cg), 1 << 22);
+  ck_assert_int_eq(opd__session_add_graph(&e->s, 7, cg), 0);
+  Opd__V1__RunGraph run = OPD__V1__RUN_GRAPH__INIT;
+  run.graph = 7;
+  opd__v1__request__init(&e->req);
+  e->req.body_case = OPD__V1__REQUEST__BODY_RUN_GRAPH;
+  e->req.run_graph = &run;
+  memset(&e->job, 0, sizeof e->job);
+  e->job.kind = OPD__JOB_RUN_GRAPH;
+  e->job.req = &e->req;
+  e->job.session = &e->s;
+  c = opd__job_estimate(&e->job);
+  ck_assert_msg(c > 5 * MS && c < 15 * MS, "graph of exp 2^22: %llu ns", (unsigned long long)c);
+  ck_assert(!e->job.waits);
+  run.graph = 8;
+  ck_assert_uint_eq(opd__job_estimate(&e->job), 0);
 
   /* other requests cost nothing on the CPU; a synchronize without streams waits for none */
   memset(&e->job, 0, sizeof e->job);
