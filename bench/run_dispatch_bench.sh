@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs opd's and PyTorch's dispatcher benchmarks pinned to the same CPU, several rounds,
-# and prints the median ns/call of each and the ratio opd/PyTorch.
+# and prints the CPU model, the load average before and after, the median ns/call of each
+# and the ratio opd/PyTorch.
 #   bench/run_dispatch_bench.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 build=${1:-build-release}
@@ -8,12 +9,15 @@ rounds=${2:-5}
 cpu=${OPD_BENCH_CPU:-1}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+echo "load before: $(cat /proc/loadavg)"
 for _ in $(seq "$rounds"); do
   taskset -c "$cpu" "$build/bench/opd-bench-dispatch" >>"$out"
   if [ -x "$build/bench/opd-bench-dispatch-torch" ]; then
     taskset -c "$cpu" "$build/bench/opd-bench-dispatch-torch" >>"$out"
   fi
 done
+echo "load after:  $(cat /proc/loadavg)"
 python3 - "$out" <<'PY'
 import statistics, sys
 runs = {}

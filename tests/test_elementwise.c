@@ -421,6 +421,33 @@ END_TEST
 
 /* ---- float functions ---- */
 
+/* float32 gelu (opd__gelu_f32, vectorized) against the formula in double over [-14, 14] */
+START_TEST(test_gelu_f32_sweep) {
+  enum { N = 280001 };
+  const int64_t n = N;
+  opd_tensor *x = mk(OPD_FLOAT32, 1, &n, NULL), *r;
+  float *p = opd_tensor_data(x);
+  for (int i = 0; i < N; i++) p[i] = (float)(-14 + i * 1e-4);
+  ck_assert_int_eq(call("aten::gelu", &r, 2, T(x), S("none")), 0);
+  const float *g = opd_tensor_data(r);
+  for (int i = 0; i < N; i++) {
+    double v = p[i], e = 0.5 * v * (1 + erf(v * 0.70710678118654752440)), err = fabs(g[i] - e);
+    ck_assert_msg(err <= 4e-7 * (fabs(e) > 1 ? fabs(e) : 1), "gelu(%.9g) = %.9g, expected %.9g", v,
+                  g[i], e);
+    if (v >= -3)
+      ck_assert_msg(err <= 1e-5 * fabs(e), "gelu(%.9g) = %.9g, expected %.9g", v, g[i], e);
+  }
+  opd_tensor_release(r);
+  opd_tensor_release(x);
+  x = mk(OPD_FLOAT32, SHAPE(5), VALS(0, INFINITY, -INFINITY, NAN, 20));
+  ck_assert_int_eq(call("aten::gelu", &r, 2, T(x), S("none")), 0);
+  g = opd_tensor_data(r);
+  ck_assert(g[0] == 0 && g[1] == INFINITY && isnan(g[2]) && isnan(g[3]) && g[4] == 20);
+  opd_tensor_release(r);
+  opd_tensor_release(x);
+}
+END_TEST
+
 START_TEST(test_float_functions) {
   opd_tensor *x = mk(OPD_FLOAT64, SHAPE(4), VALS(-1, 0, 0.5, 2));
   opd_tensor *r;
@@ -808,6 +835,7 @@ Suite *opd_test_elementwise_suite(void) {
   tcase_add_test(tc, test_integer_wraparound);
   tcase_add_test(tc, test_nan_handling);
   tcase_add_test(tc, test_float_functions);
+  tcase_add_test(tc, test_gelu_f32_sweep);
   tcase_add_test(tc, test_exp_accuracy);
   tcase_add_test(tc, test_half_precision);
   tcase_add_test(tc, test_meta);

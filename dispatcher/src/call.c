@@ -114,11 +114,19 @@ static inline opd_keyset boxed_argument_keys(const opd_operator *op, const opd_s
   return (opd_keyset){ks};
 }
 
+/* opd_op_schema, inline on the call path */
+static inline const opd_schema *schema_of(const opd_operator *op) {
+  return __atomic_load_n(&op->schema, __ATOMIC_ACQUIRE);
+}
+
 void opd__own_results(const opd_operator *op, opd_stack *stack) {
   /* the def may have been removed during the call: then own everything */
-  const opd_schema *schema = opd_op_schema(op);
+  const opd_schema *schema = schema_of(op);
   uint32_t n = schema && schema->num_returns < stack->size ? schema->num_returns : stack->size;
-  for (uint32_t i = 0; i < n; i++) opd_iv_own(opd_stack_peek(stack, i));
+  for (uint32_t i = 0; i < n; i++) {
+    opd_ivalue *v = opd_stack_peek(stack, i);
+    if (v->tag == OPD_IV_TENSOR && v->len == OPD_IV_BORROWED) opd_iv_own(v);
+  }
 }
 
 int opd_call_boxed_with_keyset(const opd_operator *op, opd_keyset ks, opd_stack *stack) {
@@ -128,7 +136,7 @@ int opd_call_boxed_with_keyset(const opd_operator *op, opd_keyset ks, opd_stack 
 }
 
 int opd_call_boxed(const opd_operator *op, opd_stack *stack) {
-  if (__builtin_expect(!opd_op_schema(op), 0)) {
+  if (__builtin_expect(!schema_of(op), 0)) {
     opd_stack_clear(stack);
     return opd_error(OPD_ENOENT, "operator '%s' has kernels but no schema (it was never defined)",
                      op->name);
@@ -148,7 +156,7 @@ int opd_call_boxed(const opd_operator *op, opd_stack *stack) {
 int opd_call_boxed_keys(const opd_operator *op, opd_keyset args, opd_stack *stack,
                         opd_dispatch_key *dispatched) {
   *dispatched = OPD_KEY_Undefined;
-  if (__builtin_expect(!opd_op_schema(op), 0)) {
+  if (__builtin_expect(!schema_of(op), 0)) {
     opd_stack_clear(stack);
     return opd_error(OPD_ENOENT, "operator '%s' has kernels but no schema (it was never defined)",
                      op->name);

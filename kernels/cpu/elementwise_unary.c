@@ -36,7 +36,8 @@ OPD__UNARY_LOOP(F64, tanh, TANH(x))
 OPD__FLOATS(OPD__UNARY_LOOP, sin, sin(x))
 OPD__FLOATS(OPD__UNARY_LOOP, cos, cos(x))
 /* 0.5 x (1 + erf(x / sqrt 2)), and the tanh approximation with sqrt(2 / pi) */
-OPD__FLOATS(OPD__UNARY_LOOP, gelu, (T)0.5 * x * (1 + erf(x * (T)0.70710678118654752440)))
+OPD__UNARY_WIDE_LOOP(F32, gelu, opd__gelu_f32(x))
+OPD__UNARY_LOOP(F64, gelu, 0.5 * x * (1 + erf(x * 0.70710678118654752440)))
 #define GELU_TANH(x) \
   ((T)0.5 * x * (1 + TANH((T)0.79788456080286535588 * (x + (T)0.044715 * (x * x * x)))))
 OPD__UNARY_WIDE_LOOP(F32, gelu_tanh, GELU_TANH(x))

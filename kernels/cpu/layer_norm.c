@@ -39,13 +39,32 @@ OPD__SIMD_CLONES static void moments(const double *x, int64_t n, double *mean, d
   *var = s / (double)n;
 }
 
+/* dst[j] = (x[j] - mean) * rstd, times weight[j], plus bias[j], each step rounded in double (then
+ * to dst's type once), in one pass per combination of weight and bias, so that it vectorizes. */
+#define NORMALIZE(DT, dst, x, n, mean, rstd, weight, bias)                                     \
+  if (weight && bias)                                                                          \
+    for (int64_t j = 0; j < n; j++) dst[j] = (DT)((x[j] - mean) * rstd * weight[j] + bias[j]); \
+  else if (weight)                                                                             \
+    for (int64_t j = 0; j < n; j++) dst[j] = (DT)((x[j] - mean) * rstd * weight[j]);           \
+  else if (bias)                                                                               \
+    for (int64_t j = 0; j < n; j++) dst[j] = (DT)((x[j] - mean) * rstd + bias[j]);             \
+  else                                                                                         \
+    for (int64_t j = 0; j < n; j++) dst[j] = (DT)((x[j] - mean) * rstd)
+
 OPD__SIMD_CLONES static void normalize(double *x, int64_t n, double mean, double rstd,
                                        const double *weight, const double *bias) {
-  for (int64_t j = 0; j < n; j++) x[j] = (x[j] - mean) * rstd;
-  if (weight)
-    for (int64_t j = 0; j < n; j++) x[j] *= weight[j];
-  if (bias)
-    for (int64_t j = 0; j < n; j++) x[j] += bias[j];
+  NORMALIZE(double, x, x, n, mean, rstd, weight, bias);
+}
+
+/* The same into a float32 output. */
+OPD__SIMD_CLONES static void normalize_f32(const double *x, float *y, int64_t n, double mean,
+                                           double rstd, const double *weight, const double *bias) {
+  NORMALIZE(float, y, x, n, mean, rstd, weight, bias);
+}
+
+OPD__SIMD_CLONES static void widen_f32(const char *src, int64_t n, double *dst) {
+  const float *x = (const float *)src;
+  for (int64_t j = 0; j < n; j++) dst[j] = x[j];
 }
 
 /* Converts the n elements of the walk d from base into dst (none: a walk with a size of 0,
@@ -53,6 +72,10 @@ OPD__SIMD_CLONES static void normalize(double *x, int64_t n, double mean, double
 static void walk_load(const char *base, const opd__dims *d, opd_dtype dt, int64_t n, double *dst) {
   if (n == 0) return;
   int64_t esz = (int64_t)opd_dtype_size(dt), stride = d->stride[d->n - 1];
+  if (dt == OPD_FLOAT32 && d->n == 1 && stride == 1) { /* the common case, vectorized */
+    widen_f32(base, n, dst);
+    return;
+  }
   opd__iter it;
   opd__iter_seek(&it, d, 0);
   for (int64_t j = 0; j < n;) {
@@ -90,12 +113,13 @@ static void ln_task(void *ctx, int64_t begin, int64_t end) {
     double mean, var;
     moments(x, n, &mean, &var);
     double rstd = 1 / sqrt(var + c->eps);
-    normalize(x, n, mean, rstd, c->weight, c->bias);
     char *y = c->y + r * n * esz;
-    if (c->dt == OPD_FLOAT32)
-      for (int64_t j = 0; j < n; j++) ((float *)y)[j] = (float)x[j];
-    else
+    if (c->dt == OPD_FLOAT32) {
+      normalize_f32(x, (float *)y, n, mean, rstd, c->weight, c->bias);
+    } else {
+      normalize(x, n, mean, rstd, c->weight, c->bias);
       for (int64_t j = 0; j < n; j++) opd__store_float(y + j * esz, c->dt, x[j]);
+    }
     opd__store_float(c->mean + r * esz, c->dt, mean);
     opd__store_float(c->rstd + r * esz, c->dt, rstd);
     if (r + 1 < end) opd__iter_step(&it, 1);

@@ -17,10 +17,11 @@
  *            outputs, reading one row of the strip per reduced position;
  *   split:   a single output over many elements is cut into fixed blocks of SPLIT elements
  *            whose partial results are combined in order.
- * float32 sums add 16 independent float lanes within blocks of BLOCK elements (vectorized
- * without reassociation) and the block sums in double; in the columns schedule each output has
- * one float accumulator, the vector running across the strip. The error stays within FORMAT.md's
- * bound for any summation order, 2 (K + 2) u sum|x|.
+ * Contiguous spans of the compute type are reduced by the loops of reduce_span.c, vectorized per
+ * instruction set with the same lanes on every set (see [Note: Reductions per instruction set]):
+ * float32 sums in 64 float lanes within blocks of 4096 elements, the block sums in double; in the
+ * columns schedule each output has one float accumulator, the vector running across the strip.
+ * The error stays within FORMAT.md's bound for any summation order, 2 (K + 2) u sum|x|.
  */
 #include <assert.h>
 #include <math.h>
@@ -28,11 +29,12 @@
 #include <string.h>
 
 #include "meta/reduce_meta.h"
+#include "reduce_span.h"
 #include "reduce_walk.h"
 #include "src/parallel.h"
 #include "opd/memory.h"
 
-enum { LANES = 16, BLOCK = 4096, BUF = 512, COLS = 64, SPLIT = 65536, GRAIN = 32768 };
+enum { BUF = 512, COLS = 64, SPLIT = 65536, GRAIN = 32768 };
 
 typedef enum { K_F32, K_F64, K_I64 } compute_kind;
 typedef enum { OP_SUM, OP_MEAN, OP_MAX, OP_ARGMAX } red_op;
@@ -122,51 +124,6 @@ void opd__store_float(char *p, opd_dtype dt, double v) {
   }
 }
 
-/* ---- spans of the compute type ---- */
-
-OPD__SIMD_CLONES static double sum_f32(const float *x, int64_t n) {
-  double total = 0;
-  for (int64_t b = 0; b < n; b += BLOCK) {
-    int64_t e = n - b > BLOCK ? b + BLOCK : n, i = b;
-    float lane[LANES] = {0};
-    for (; i + LANES <= e; i += LANES)
-      for (int j = 0; j < LANES; j++) lane[j] += x[i + j];
-    float s = 0;
-    for (int j = 0; j < LANES; j++) s += lane[j];
-    for (; i < e; i++) s += x[i];
-    total += s;
-  }
-  return total;
-}
-
-OPD__SIMD_CLONES static double sum_f64(const double *x, int64_t n) {
-  double lane[LANES] = {0}, s = 0;
-  int64_t i = 0;
-  for (; i + LANES <= n; i += LANES)
-    for (int j = 0; j < LANES; j++) lane[j] += x[i + j];
-  for (int j = 0; j < LANES; j++) s += lane[j];
-  for (; i < n; i++) s += x[i];
-  return s;
-}
-
-OPD__SIMD_CLONES static uint64_t sum_i64(const int64_t *x, int64_t n) {
-  uint64_t lane[LANES] = {0}, s = 0;
-  int64_t i = 0;
-  for (; i + LANES <= n; i += LANES)
-    for (int j = 0; j < LANES; j++) lane[j] += (uint64_t)x[i + j];
-  for (int j = 0; j < LANES; j++) s += lane[j];
-  for (; i < n; i++) s += (uint64_t)x[i];
-  return s;
-}
-
-/* max that propagates NaN: a NaN `a` stays, a NaN `b` wins */
-static inline float max_nan_f(float a, float b) {
-  return b > a || b != b ? b : a;
-}
-static inline double max_nan_d(double a, double b) {
-  return b > a || b != b ? b : a;
-}
-
 /* ---- accumulators ---- */
 
 typedef struct red {
@@ -176,6 +133,7 @@ typedef struct red {
   bool direct;  /* the input's dtype is the compute type */
   opd_dtype in_dtype, out_dtype;
   size_t in_size, out_size, buf_size; /* element sizes: input, output, compute type */
+  const opd__span_kernels *span;      /* the loops over contiguous spans */
   const char *in;
   char *out;
   opd__dims kept, kept_outer, red; /* kept_outer: kept without its innermost dim */
@@ -227,19 +185,17 @@ static void acc_span(const red *r, acc *a, const void *x, int64_t n, int64_t lin
   case OP_SUM:
   case OP_MEAN:
     if (r->kind == K_F32)
-      a->d += sum_f32(x, n);
+      a->d += r->span->sum_f32(x, n);
     else if (r->kind == K_F64)
-      a->d += sum_f64(x, n);
+      a->d += r->span->sum_f64(x, n);
     else
-      a->u += sum_i64(x, n);
+      a->u += r->span->sum_i64(x, n);
     break;
   case OP_MAX:
     if (r->kind == K_F32) {
-      const float *v = x;
-      for (int64_t k = 0; k < n; k++) a->f = max_nan_f(a->f, v[k]);
+      a->f = r->span->max_f32(x, n, a->f);
     } else if (r->kind == K_F64) {
-      const double *v = x;
-      for (int64_t k = 0; k < n; k++) a->d = max_nan_d(a->d, v[k]);
+      a->d = r->span->max_f64(x, n, a->d);
     } else {
       const int64_t *v = x;
       for (int64_t k = 0; k < n; k++) a->i = v[k] > a->i ? v[k] : a->i;
@@ -265,8 +221,8 @@ static void acc_combine(const red *r, acc *a, const acc *b) {
     a->u += b->u;
     break;
   case OP_MAX:
-    a->f = max_nan_f(a->f, b->f);
-    a->d = max_nan_d(a->d, b->d);
+    a->f = opd__max_nan_f(a->f, b->f);
+    a->d = opd__max_nan_d(a->d, b->d);
     a->i = b->i > a->i ? b->i : a->i;
     break;
   case OP_ARGMAX: {
@@ -393,10 +349,10 @@ static void col_add(const red *r, col_acc *a, const void *v, int64_t w) {
   if (r->op == OP_MAX) {
     if (r->kind == K_F32) {
       const float *x = v;
-      for (int64_t j = 0; j < w; j++) a->f[j] = max_nan_f(a->f[j], x[j]);
+      for (int64_t j = 0; j < w; j++) a->f[j] = opd__max_nan_f(a->f[j], x[j]);
     } else if (r->kind == K_F64) {
       const double *x = v;
-      for (int64_t j = 0; j < w; j++) a->d[j] = max_nan_d(a->d[j], x[j]);
+      for (int64_t j = 0; j < w; j++) a->d[j] = opd__max_nan_d(a->d[j], x[j]);
     } else {
       const int64_t *x = v;
       for (int64_t j = 0; j < w; j++) a->i[j] = x[j] > a->i[j] ? x[j] : a->i[j];
@@ -500,7 +456,10 @@ static int reduce_cpu(red_op op, opd_tensor *self, uint64_t mask, const opd_out_
   opd_tensor *res;
   int rc = opd__alloc_output(spec, opd_tensor_device(self), &res);
   if (rc) return rc;
-  red r = {.op = op, .in_dtype = opd_tensor_dtype(self), .out_dtype = spec->dtype};
+  red r = {.op = op,
+           .in_dtype = opd_tensor_dtype(self),
+           .out_dtype = spec->dtype,
+           .span = opd__span_kernels_get()};
   opd_dtype kind_dtype = op == OP_SUM || op == OP_MEAN ? r.out_dtype : r.in_dtype;
   r.kind = kind_dtype == OPD_FLOAT64 ? K_F64 : opd_dtype_is_floating(kind_dtype) ? K_F32 : K_I64;
   r.nonzero = op == OP_SUM && r.out_dtype == OPD_BOOL;

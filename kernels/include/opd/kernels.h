@@ -16,6 +16,10 @@ int opd_kernels_register(void);
  * and finish jobs; nobody calling it means every kernel may use the whole intra-op pool. */
 void opd_kernels_set_busy_threads(unsigned n);
 
+/* The instruction set the CPU kernels' reductions run with on this CPU: "avx512f", "avx2" or
+ * "baseline" (see [Note: Reductions per instruction set]); for benchmarks and status pages. */
+const char *opd_kernels_cpu_isa(void);
+
 #ifdef __cplusplus
 }
 #endif
