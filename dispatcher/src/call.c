@@ -135,7 +135,10 @@ int opd_call_boxed_with_keyset(const opd_operator *op, opd_keyset ks, opd_stack 
   return k->boxed(&ctx, stack);
 }
 
-int opd_call_boxed(const opd_operator *op, opd_stack *stack) {
+/* A boxed call on the keys of its arguments (`args`, or NULL: those of the stack's tensors),
+ * reporting the key it dispatched to when asked; inlined into both entry points. */
+static inline int call_checked(const opd_operator *op, const opd_keyset *args, opd_stack *stack,
+                               opd_dispatch_key *dispatched) {
   if (__builtin_expect(!schema_of(op), 0)) {
     opd_stack_clear(stack);
     return opd_error(OPD_ENOENT, "operator '%s' has kernels but no schema (it was never defined)",
@@ -147,31 +150,21 @@ int opd_call_boxed(const opd_operator *op, opd_stack *stack) {
     return opd_error(OPD_EINVAL, "%s expects %u arguments, the stack holds %u", op->name,
                      op->num_args, have);
   }
-  int rc =
-      opd_call_boxed_with_keyset(op, opd__call_keyset(op, boxed_argument_keys(op, stack)), stack);
+  opd_keyset ks = opd__call_keyset(op, args ? *args : boxed_argument_keys(op, stack));
+  if (dispatched) *dispatched = opd_keyset_highest_key(ks);
+  int rc = opd_call_boxed_with_keyset(op, ks, stack);
   if (rc == 0) opd__own_results(op, stack);
   return rc;
+}
+
+int opd_call_boxed(const opd_operator *op, opd_stack *stack) {
+  return call_checked(op, NULL, stack, NULL);
 }
 
 int opd_call_boxed_keys(const opd_operator *op, opd_keyset args, opd_stack *stack,
                         opd_dispatch_key *dispatched) {
   *dispatched = OPD_KEY_Undefined;
-  if (__builtin_expect(!schema_of(op), 0)) {
-    opd_stack_clear(stack);
-    return opd_error(OPD_ENOENT, "operator '%s' has kernels but no schema (it was never defined)",
-                     op->name);
-  }
-  if (__builtin_expect(stack->size < op->num_args, 0)) {
-    uint32_t have = stack->size;
-    opd_stack_clear(stack);
-    return opd_error(OPD_EINVAL, "%s expects %u arguments, the stack holds %u", op->name,
-                     op->num_args, have);
-  }
-  opd_keyset ks = opd__call_keyset(op, args);
-  *dispatched = opd_keyset_highest_key(ks);
-  int rc = opd_call_boxed_with_keyset(op, ks, stack);
-  if (rc == 0) opd__own_results(op, stack);
-  return rc;
+  return call_checked(op, &args, stack, dispatched);
 }
 
 int opd_redispatch_boxed(const opd_kernel_ctx *ctx, opd_stack *stack) {
