@@ -55,6 +55,9 @@
 #include "opd.pb-c.h"
 #include "opd/client.h"
 
+#define BENCH_NAME "opd-bench"
+#include "bench_util.h"
+
 enum workload { W_ADD, W_PING, W_UPLOAD, W_DOWNLOAD };
 static const char *const workload_names[] = {"add", "ping", "upload", "download"};
 
@@ -87,12 +90,6 @@ static options opt = {
 
 static atomic_int phase;
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The time of the current event-loop round: read once, when first needed, and shared by
  * every request submitted or completed in the round, as redis-benchmark reads its clock
  * once per batch of replies (the clock costs as much as a pipelined call's share of the
@@ -106,45 +103,6 @@ static void round_start(void) {
 static uint64_t round_now(void) {
   if (round_ns == 0) round_ns = now_ns();
   return round_ns;
-}
-
-static _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static _Noreturn void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "opd-bench: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(2);
-}
-
-/* ---- latency samples ---- */
-
-typedef struct samples {
-  uint32_t *v; /* nanoseconds, saturated */
-  size_t n, cap;
-} samples;
-
-static void samples_add(samples *s, uint64_t ns) {
-  if (s->n == s->cap) {
-    s->cap = s->cap ? s->cap * 2 : 1 << 16;
-    s->v = realloc(s->v, s->cap * sizeof *s->v);
-    if (!s->v) die("%s", "out of memory");
-  }
-  s->v[s->n++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-}
-
-static int cmp_u32(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* The q-quantile (nearest rank) of sorted samples, in microseconds. */
-static double quantile_us(const samples *s, double q) {
-  if (s->n == 0) return 0;
-  size_t i = (size_t)(q * (double)(s->n - 1) + 0.5);
-  return s->v[i] / 1000.0;
 }
 
 /* ---- a connection ---- */
@@ -632,21 +590,6 @@ static void *worker_main(void *arg) {
 
 /* ---- main ---- */
 
-static long parse_long(const char *s, const char *what, long lo, long hi) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || *end || v < lo || v > hi) die("bad %s", what);
-  return v;
-}
-
-static double parse_seconds(const char *s, const char *what) {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end || !(v >= 0 && v <= 86400)) die("bad %s", what);
-  return v;
-}
-
 static void usage(FILE *f) {
   fprintf(f, "usage: opd-bench [--url URL] [--workload add|ping|upload|download] "
              "[--connections N]\n"
@@ -673,13 +616,9 @@ static void parse_args(int argc, char **argv) {
   while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
     switch (ch) {
     case 'u': opt.url = optarg; break;
-    case 'w': {
-      int k = 0;
-      while (k < 4 && strcmp(optarg, workload_names[k]) != 0) k++;
-      if (k == 4) die("unknown workload '%s' (add, ping, upload, download)", optarg);
-      opt.workload = (enum workload)k;
+    case 'w':
+      opt.workload = (enum workload)parse_name(optarg, "workload", workload_names, 4);
       break;
-    }
     case 'c': opt.connections = (int)parse_long(optarg, "--connections", 1, MAX_CONNECTIONS); break;
     case 'P': opt.pipeline = (int)parse_long(optarg, "--pipeline", 1, MAX_PIPELINE); break;
     case 'd': opt.duration = parse_seconds(optarg, "--duration"); break;
@@ -760,7 +699,7 @@ int main(int argc, char **argv) {
     free(cn->lat.v);
     free(cn->slots);
   }
-  qsort(all.v, all.n, sizeof *all.v, cmp_u32);
+  samples_sort(&all);
   double secs = (double)(t2 - t1) * 1e-9;
   double rate = secs > 0 ? (double)calls / secs : 0;
   double mbps =

@@ -323,8 +323,8 @@ static opd_device route_by_id(opd__job *job) {
                 : (opd_device){OPD_DEVICE_CUDA, (int16_t)(k - 1)};
 }
 
-static bool on_pool(const opd__pool *p) {
-  for (unsigned i = 0; i < p->nthreads; i++)
+static bool on_pool(const opd__pool *p) { /* its workers and its lane thread */
+  for (unsigned i = 0; i < p->nthreads + p->lane_started; i++)
     if (pthread_equal(p->threads[i], pthread_self())) return true;
   return false;
 }

@@ -1360,7 +1360,9 @@ START_TEST(test_config) {
             c.max_literal_bytes == d.max_literal_bytes && c.max_handles == d.max_handles &&
             c.max_bytes_held == d.max_bytes_held && c.max_in_flight == d.max_in_flight &&
             c.drain_timeout_ms == d.drain_timeout_ms && c.unix_socket_mode == d.unix_socket_mode &&
-            c.log_level == d.log_level && c.cuda_workers_per_device == d.cuda_workers_per_device);
+            c.log_level == d.log_level && c.cuda_workers_per_device == d.cuda_workers_per_device &&
+            c.short_job_us == d.short_job_us && c.max_session_jobs == d.max_session_jobs &&
+            c.max_session_cost_ms == d.max_session_cost_ms && c.max_priority == d.max_priority);
   ck_assert_str_eq(c.status, OPD__DEFAULT_STATUS); /* the daemon's, which embedders opt into */
   ck_assert_str_eq(c.admin, d.admin);              /* null: the default */
   ck_assert_str_eq(c.admin_tcp, d.admin_tcp);
@@ -1405,6 +1407,11 @@ START_TEST(test_config) {
   ck_assert_int_eq(opd_server_config_set(&c, "nope", "1"), OPD_EINVAL);
   ck_assert(strstr(opd_last_error(), "nope"));
   ck_assert_int_eq(opd_server_config_set(&c, "log_level", "loud"), OPD_EINVAL);
+  ck_assert_int_eq(opd_server_config_set(&c, "max_priority", "high"), 0);
+  ck_assert_int_eq(c.max_priority, OPD_PRIORITY_HIGH);
+  ck_assert_int_eq(opd_server_config_set(&c, "max_priority", "urgent"), OPD_EINVAL);
+  ck_assert(strstr(opd_last_error(), "must be one of normal, low, high"));
+  ck_assert_int_eq(opd_server_config_set(&c, "max_session_jobs", "0"), OPD_EINVAL);
   ck_assert_int_eq(opd_server_config_set(&c, "listen", "tcp://127.0.0.1:1"), 0);
   ck_assert_uint_eq(c.num_listen, 3);
   opd_server_config_destroy(&c);
@@ -1419,6 +1426,8 @@ START_TEST(test_config) {
   expect_config_error("{\"listen\": [\"tcp://127.0.0.1:99999\"]}", "port");
   expect_config_error("{\"unix_socket_mode\": \"0999\"}", "octal");
   expect_config_error("{\"log_level\": 3}", "string");
+  expect_config_error("{\"max_priority\": 2}", "string");
+  expect_config_error("{\"short_job_us\": 0}", "from 1");
   expect_config_error("{\"workers\": 1,", "line");
   expect_config_error("[1]", "object");
   expect_config_error("{\"workers\": 1, \"workers\": 2}", "duplicate");

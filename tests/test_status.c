@@ -624,6 +624,10 @@ START_TEST(test_metrics_sessions_count_a_call) {
                    "BackendSelect");
   ck_assert_str_eq(json_string_value(json_array_get(json_object_get(sess, "exclude"), 0)),
                    "AutocastCPU");
+  /* [Note: Fair sharing of workers]: its class, and nothing on workers between calls */
+  ck_assert_str_eq(jstr(sess, "priority"), "normal");
+  ck_assert_int_eq(json_integer_value(json_object_get(sess, "jobs")), 0);
+  ck_assert(json_real_value(json_object_get(sess, "cost_ms")) == 0);
   json_decref(j);
   /* a changed dispatch state shows */
   const char *inc[] = {"Tracer"};

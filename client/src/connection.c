@@ -427,6 +427,7 @@ static void set_server_info(opd_client *c, const Opd__V1__HelloReply *h) {
   c->server.max_handles = h->max_handles;
   c->server.max_bytes_held = h->max_bytes_held;
   c->server.max_in_flight = h->max_in_flight;
+  c->server.priority = (opd_client_priority)h->priority;
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -1091,6 +1092,7 @@ static int hello(opd_client *c, const opd_client_options *o) {
   Opd__V1__Hello h = OPD__V1__HELLO__INIT;
   h.protocol_version = OPD_CLIENT_PROTOCOL_VERSION;
   h.client_name = (char *)(o->client_name ? o->client_name : "opd-client");
+  h.priority = (Opd__V1__Priority)o->priority;
   Opd__V1__Request req = OPD__V1__REQUEST__INIT;
   req.body_case = OPD__V1__REQUEST__BODY_HELLO;
   req.hello = &h;

@@ -12,10 +12,14 @@
  * else it is filled with `self` broadcast to the output and gemm scales it by beta.
  * Integer dtypes, and sizes beyond OpenBLAS's integer range, use a plain loop over the
  * strided operands (integers accumulate modulo 2^64 and wrap like PyTorch's).
- * OpenBLAS's own thread count is left alone.
+ * OpenBLAS runs on one thread (set once, before the first product): a large product is
+ * split by rows of the output over the intra-op pool, each chunk one single-threaded gemm,
+ * so that the threads it takes follow [Note: Kernel threads and the load] (parallel.h)
+ * rather than OpenBLAS's own pool, which would take every CPU whatever the workers do.
  */
 #include <assert.h>
 #include <cblas.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -270,6 +274,41 @@ static int blas_prepare(mat x, int64_t rows, int64_t cols, opd_dtype t, opd_dtyp
   return 0;
 }
 
+/* Rows of output per chunk below which a product stays on one thread: a chunk is at least
+ * this many multiply-adds (about 100 us of one core). */
+#define GEMM_GRAIN_MACS ((int64_t)1 << 21)
+
+/* One gemm call split by rows of c: rows [begin, end) of op(a) and c. */
+typedef struct blas_call {
+  bool dbl; /* double, else float */
+  CBLAS_TRANSPOSE ta, tb;
+  blasint n, k, lda, ldb;
+  const char *a, *b;
+  char *c;
+  double alpha, beta;
+} blas_call;
+
+static void blas_rows(void *ctx, int64_t begin, int64_t end) {
+  const blas_call *bc = ctx;
+  size_t es = bc->dbl ? sizeof(double) : sizeof(float);
+  /* row i of op(a): row i of a as stored, or its column i when transposed */
+  const char *a = bc->a + begin * (bc->ta == CblasNoTrans ? bc->lda : 1) * (int64_t)es;
+  char *c = bc->c + begin * bc->n * (int64_t)es;
+  blasint m = (blasint)(end - begin);
+  if (bc->dbl)
+    cblas_dgemm(CblasRowMajor, bc->ta, bc->tb, m, bc->n, bc->k, bc->alpha, (const double *)a,
+                bc->lda, (const double *)bc->b, bc->ldb, bc->beta, (double *)c, bc->n);
+  else
+    cblas_sgemm(CblasRowMajor, bc->ta, bc->tb, m, bc->n, bc->k, (float)bc->alpha, (const float *)a,
+                bc->lda, (const float *)bc->b, bc->ldb, (float)bc->beta, (float *)c, bc->n);
+}
+
+static pthread_once_t blas_threads_once = PTHREAD_ONCE_INIT;
+
+static void blas_one_thread(void) {
+  openblas_set_num_threads(1);
+}
+
 static int gemm_blas(gemm_args *g) {
   /* float16 and bfloat16 compute in float32 */
   opd_dtype ct = g->t == OPD_FLOAT64 ? OPD_FLOAT64 : OPD_FLOAT32;
@@ -286,12 +325,22 @@ static int gemm_blas(gemm_args *g) {
     c = cbuf.p;
   }
   if (rc == 0) {
-    double alpha = g->alpha, beta = g->use_beta ? g->beta : 0.0;
-    if (ct == OPD_FLOAT64)
-      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, (double *)c, n);
-    else
-      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta,
-                  (float *)c, n);
+    pthread_once(&blas_threads_once, blas_one_thread);
+    blas_call bc = {.dbl = ct == OPD_FLOAT64,
+                    .ta = ta,
+                    .tb = tb,
+                    .n = n,
+                    .k = k,
+                    .lda = lda,
+                    .ldb = ldb,
+                    .a = a,
+                    .b = b,
+                    .c = c,
+                    .alpha = g->alpha,
+                    .beta = g->use_beta ? g->beta : 0.0};
+    int64_t row_macs = (int64_t)n * k; /* no overflow: b holds k x n elements */
+    opd__parallel_for(0, m, row_macs >= GEMM_GRAIN_MACS ? 1 : GEMM_GRAIN_MACS / row_macs, blas_rows,
+                      &bc);
     if (cbuf.p) {
       size_t es = opd_dtype_size(g->t);
       for (int64_t i = 0; i < g->m * g->n; i++)

@@ -1,10 +1,14 @@
-/* parallel.c: the intra-op thread pool (see [Note: Intra-op parallelism] in parallel.h). */
+/* parallel.c: the intra-op thread pool (see [Note: Intra-op parallelism] and [Note: Kernel
+ * threads and the load] in parallel.h). */
 #include "parallel.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include "opd/kernels.h"
 
 #define MAX_THREADS 64
 
@@ -28,6 +32,18 @@ static struct {
           .once = PTHREAD_ONCE_INIT};
 
 static _Thread_local bool in_region;
+
+/* B of [Note: Kernel threads and the load], as the scheduler last reported it */
+static _Atomic unsigned busy_threads;
+
+void opd_kernels_set_busy_threads(unsigned n) {
+  atomic_store_explicit(&busy_threads, n, memory_order_relaxed);
+}
+
+int opd__parallel_share(int pool, unsigned busy) {
+  if (busy <= 1) return pool;
+  return busy - 1 >= (unsigned)pool ? 1 : pool - (int)(busy - 1);
+}
 
 static void run_chunk(int index) {
   int64_t b = pool.begin + (int64_t)index * pool.chunk;
@@ -83,8 +99,13 @@ void opd__parallel_for(int64_t begin, int64_t end, int64_t grain, opd__range_fn 
     fn(ctx, begin, end);
     return;
   }
+  threads = opd__parallel_share(threads, atomic_load_explicit(&busy_threads, memory_order_relaxed));
+  /* another kernel's region holds the pool: this one runs on its own thread */
+  if (threads == 1 || pthread_mutex_trylock(&pool.lock) != 0) {
+    fn(ctx, begin, end);
+    return;
+  }
   int64_t chunks = n / grain < threads ? n / grain : threads;
-  pthread_mutex_lock(&pool.lock);
   pthread_mutex_lock(&pool.mu);
   while (pool.started < (int)chunks - 1) { /* pool threads 1 .. chunks-1 */
     pthread_t t;

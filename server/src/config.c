@@ -53,6 +53,18 @@ const opd__option opd__options[] = {
         "quarters of the machine's physical memory (default 0)"),
     OPT("max_in_flight", "N", OPD__OPT_U32, max_in_flight, 1, 1u << 20,
         "most requests of one session accepted and not yet answered (default 1024)"),
+    OPT("short_job_us", "US", OPD__OPT_U32, short_job_us, 1, 100000000,
+        "CPU jobs estimated to take longer are long: they never run on the short-work lane "
+        "(default 100)"),
+    OPT("max_session_jobs", "N", OPD__OPT_U32, max_session_jobs, 1, 1u << 20,
+        "per session: jobs queued or running on workers at which the daemon stops reading "
+        "the session's requests until some are done (default 256)"),
+    OPT("max_session_cost_ms", "MS", OPD__OPT_U32, max_session_cost_ms, 1, 86400000,
+        "per session: estimated milliseconds of work on workers at which the daemon stops "
+        "reading the session's requests until some are done (default 2000)"),
+    OPT("max_priority", "CLASS", OPD__OPT_PRIORITY, max_priority, 0, 0,
+        "the highest priority class a session may ask for at hello: low, normal or high "
+        "(default normal)"),
     OPT("drain_timeout_ms", "MS", OPD__OPT_U32, drain_timeout_ms, 0, 3600000,
         "on SIGTERM/SIGINT, how long in-flight requests may take before connections are "
         "closed (default 5000)"),
@@ -108,6 +120,10 @@ void opd_server_config_init(opd_server_config *c) {
       .max_handles = 65536,
       .max_bytes_held = UINT64_C(8) << 30,
       .max_in_flight = 1024,
+      .short_job_us = 100,
+      .max_session_jobs = 256,
+      .max_session_cost_ms = 2000,
+      .max_priority = OPD_PRIORITY_NORMAL,
       .drain_timeout_ms = 5000,
       .unix_socket_mode = 0600,
       .log_level = OPD_LOG_INFO,
@@ -372,7 +388,29 @@ static int add_listen(opd_server_config *c, const opd__option *o, const char *te
 
 /* ---- values ---- */
 
+/* The names of a named option's values, in the order of the values. */
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
+static const char *const priority_names[] = {"normal", "low", "high"};
+
+/* Stores the value of a named option (an int-sized enum) whose name is text. */
+static int set_named(const opd__option *o, char *field, const char *text, const char *where) {
+  bool level = o->type == OPD__OPT_LOG_LEVEL;
+  const char *const *names = level ? level_names : priority_names;
+  int n = level ? 4 : 3, first = level ? OPD_LOG_DEBUG : 0;
+  _Static_assert(sizeof(opd_log_level) == sizeof(int) && sizeof(opd_priority) == sizeof(int),
+                 "named options are int-sized");
+  for (int i = 0; i < n; i++)
+    if (strcmp(text, names[i]) == 0) {
+      int v = first + i;
+      memcpy(field, &v, sizeof v);
+      return 0;
+    }
+  char list[64] = "";
+  for (int i = 0, len = 0; i < n; i++)
+    len += snprintf(list + len, sizeof list - (size_t)len, "%s%s", i ? ", " : "", names[i]);
+  return opd_error(OPD_EINVAL, "%s'%s' must be one of %s; got \"%s\"", where, o->key, list,
+                   shown(text).s);
+}
 
 static const opd__option *find_option(const char *key) {
   for (size_t i = 0; i < opd__num_options; i++)
@@ -422,14 +460,7 @@ static int set_text(opd_server_config *c, const opd__option *o, const char *text
     return 0;
   }
   case OPD__OPT_LOG_LEVEL:
-    for (int l = OPD_LOG_DEBUG; l <= OPD_LOG_ERROR; l++)
-      if (strcmp(text, level_names[l]) == 0) {
-        opd_log_level level = (opd_log_level)l;
-        memcpy(field, &level, sizeof level);
-        return 0;
-      }
-    return opd_error(OPD_EINVAL, "%s'%s' must be one of debug, info, warn, error; got \"%s\"",
-                     where, o->key, shown(text).s);
+  case OPD__OPT_PRIORITY: return set_named(o, field, text, where);
   case OPD__OPT_U32:
   case OPD__OPT_U64: {
     char *end;
@@ -501,6 +532,7 @@ static int set_json(opd_server_config *c, const opd__option *o, json_t *v, const
     return set_integer(c, o, (uint64_t)json_integer_value(v), where);
   case OPD__OPT_MODE:
   case OPD__OPT_LOG_LEVEL:
+  case OPD__OPT_PRIORITY:
   case OPD__OPT_TCP_ADDRESS:
   case OPD__OPT_HTTP_ADDRESS:
   case OPD__OPT_UNIX_ADDRESS:

@@ -16,6 +16,7 @@ typedef enum opd__opt_type {
   OPD__OPT_U64,       /* integer in [min, max] */
   OPD__OPT_MODE,      /* octal permission string "0600" */
   OPD__OPT_LOG_LEVEL, /* "debug", "info", "warn", "error" */
+  OPD__OPT_PRIORITY,  /* "normal", "low", "high": an opd_priority */
   /* addresses ([Note: Addresses in the configuration] in config.c), stored in a char[max]
    * in their bare form; "": none */
   OPD__OPT_TCP_ADDRESS,  /* tcp://HOST:PORT or HOST:PORT, stored as HOST:PORT */

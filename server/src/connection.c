@@ -18,8 +18,10 @@
  * with RESOURCE_EXHAUSTED. Reading stops while the responses not yet written (answered or
  * not) reach twice max_in_flight, or the bytes queued for writing reach four frames plus a
  * download, or the requests decoded and waiting for workers hold 32 maximal frames of
- * memory, and resumes as responses go out: a client that does not read its responses, or
- * sends faster than it is served, cannot make the daemon queue without bound.
+ * memory, or the session's jobs on workers reach max_session_jobs or their estimated cost
+ * max_session_cost_ms ([Note: Fair sharing of workers] in worker.h), and resumes as
+ * responses go out or jobs finish: a client that does not read its responses, or sends
+ * faster than it is served, cannot make the daemon queue without bound.
  *
  * [Note: Writing responses]
  * Responses leave in request order: after workers hand jobs back, the done jobs at the head
@@ -142,11 +144,13 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
   j->out_len = 0;
   j->sent = 0;
   j->kernel_ns = 0;
+  j->op = NULL;
+  j->cost_ns = 0;
   j->cost = 0;
   j->call.state = OPD__CALL_NONE;
   j->graph = NULL;
   j->kind = OPD__JOB_LOCAL;
-  j->at_worker = j->counted = j->done = j->holds_session = false;
+  j->at_worker = j->counted = j->done = j->holds_session = j->costed = j->waits = false;
   return j;
 }
 
@@ -210,6 +214,7 @@ static void refuse(opd__conn *c, opd__job *j, Opd__V1__ErrorCode code, const cha
 static void to_worker(opd__conn *c, opd__job *j) {
   j->decoded = j->arena.total;
   c->decoded_bytes += j->decoded;
+  c->npending++;
   j->qnext = NULL;
   if (c->pending_tail)
     c->pending_tail->qnext = j;
@@ -225,6 +230,7 @@ static void submit_pending(opd__conn *c) {
   assert(queued); /* only a closing connection's session is closed, and it reads nothing */
   (void)queued;
   c->pending_head = c->pending_tail = NULL;
+  c->npending = 0;
 }
 
 /* ---- closing ---- */
@@ -282,6 +288,7 @@ void opd__conn_close(opd__conn *c) {
   opd__job *cancelled = opd__sched_cancel(&c->server->sched, &c->session);
   for (opd__job *j = cancelled; j; j = j->qnext) c->outstanding--;
   c->pending_head = c->pending_tail = NULL; /* in the response order: freed below */
+  c->npending = 0;
   /* jobs still on a worker are freed when they come back */
   for (opd__job *j = c->order_head, *next; j; j = next) {
     next = j->next;
@@ -487,6 +494,20 @@ static void reply_hello(opd__conn *c, opd__job *j) {
     return;
   }
   const opd_server_config *k = cfg(c);
+  /* [Note: Fair sharing of workers]: the class asked for, at most max_priority */
+  static const int rank[OPD__NUM_PRIORITIES] = {
+      [OPD_PRIORITY_LOW] = 0, [OPD_PRIORITY_NORMAL] = 1, [OPD_PRIORITY_HIGH] = 2};
+  opd_priority prio = (opd_priority)h->priority;
+  if (!opd__priority_name(prio)) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "unknown priority %d in hello (0 normal, 1 low, 2 high); closing the connection",
+             (int)h->priority);
+    fatal(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, msg);
+    return;
+  }
+  if (rank[prio] > rank[k->max_priority]) prio = k->max_priority;
+  opd__sched_set_priority(&c->server->sched, &c->session, prio);
   Opd__V1__HelloReply r = OPD__V1__HELLO_REPLY__INIT;
   r.protocol_version = PROTOCOL_VERSION;
   r.server = "opd " OPD_VERSION;
@@ -495,6 +516,7 @@ static void reply_hello(opd__conn *c, opd__job *j) {
   r.max_handles = k->max_handles;
   r.max_bytes_held = k->max_bytes_held;
   r.max_in_flight = k->max_in_flight;
+  r.priority = (Opd__V1__Priority)prio;
   Opd__V1__Response resp = OPD__V1__RESPONSE__INIT;
   resp.id = j->id;
   resp.body_case = OPD__V1__RESPONSE__BODY_HELLO;
@@ -503,8 +525,8 @@ static void reply_hello(opd__conn *c, opd__job *j) {
   assert(rc == 0);
   (void)rc;
   c->hello_done = true;
-  opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): hello from '%.100s'", c->session.id, c->peer,
-          h->client_name);
+  opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): hello from '%.100s', priority %s",
+          c->session.id, c->peer, h->client_name, opd__priority_name(prio));
   answered(c, j);
 }
 
@@ -748,12 +770,23 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
 
 /* ---- reading ---- */
 
+/* Whether the session's work on workers is within its limits ([Note: Fair sharing of
+ * workers] in worker.h): its jobs, decoded ones included, and their estimated cost. */
+static bool session_work_allowed(const opd__conn *c) {
+  const opd__sched_entry *e = &c->session.sched;
+  return c->npending + atomic_load_explicit(&e->jobs, memory_order_relaxed) <
+             cfg(c)->max_session_jobs &&
+         atomic_load_explicit(&e->cost_ns, memory_order_relaxed) <
+             (uint64_t)cfg(c)->max_session_cost_ms * 1000000;
+}
+
 /* Whether the connection takes new frames now. */
 static bool frames_allowed(const opd__conn *c) {
   return !c->closing && !c->close_after_flush && !c->draining && !c->wait_idle &&
          c->norder < 2 * (size_t)cfg(c)->max_in_flight &&
          c->decoded_bytes < DECODED_FRAMES * cfg(c)->max_frame_bytes &&
-         uv_stream_get_write_queue_size(&c->h.stream) < 4 * cfg(c)->max_frame_bytes;
+         uv_stream_get_write_queue_size(&c->h.stream) < 4 * cfg(c)->max_frame_bytes &&
+         session_work_allowed(c);
 }
 
 static uint32_t le32(const uint8_t *p) {

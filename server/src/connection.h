@@ -52,6 +52,7 @@ struct opd__conn {
   uint32_t in_flight;   /* requests accepted and not answered */
   uint32_t outstanding; /* jobs on workers */
   opd__job *pending_head, *pending_tail; /* decoded, for the workers (by qnext) */
+  uint32_t npending;                     /* their count */
   size_t decoded_bytes;                  /* their decoded requests' memory */
   uint32_t writes;                       /* writes in progress */
   opd__job *free_jobs;

@@ -24,6 +24,7 @@
 
 #include "arena.h"
 #include "opd.pb-c.h"
+#include "opd/dispatcher.h"
 #include "opd/tensor.h"
 #include "prepared.h"
 
@@ -64,6 +65,9 @@ typedef struct opd__job {
   uint8_t *out;               /* the encoded response frame, length prefix included */
   size_t out_len, out_cap;
   uint64_t kernel_ns; /* how long a call's kernel (or a graph's run) ran (0 for others) */
+  /* [Note: Fair sharing of workers] in worker.h: what its session's owner estimated */
+  const opd_operator *op; /* a call's operator, found by the estimate (NULL: not yet) */
+  uint64_t cost_ns;       /* [Note: The cost of a job] in cost.h, once `costed` */
   /* what the job's work is estimated to cost before it runs, for the scheduler: a graph
    * run's opd_graph_stats.cost (elements its kernels write), set when it is routed; 0 for
    * the other jobs */
@@ -77,6 +81,8 @@ typedef struct opd__job {
   bool counted;       /* counts in the connection's requests in flight */
   bool done;          /* `out` holds the response */
   bool holds_session; /* the session runs nothing else until `raw` is written */
+  bool costed;        /* cost_ns and waits are set */
+  bool waits;         /* it waits for a device (a long job whatever its cost) */
 } opd__job;
 
 #endif

@@ -39,6 +39,7 @@
 
 #include "admin.h"
 #include "connection.h"
+#include "cost.h"
 #include "execute.h"
 #include "gpu.h"
 #include "graphs.h"
@@ -170,6 +171,7 @@ static void on_stop(uv_async_t *a) {
 
 static void *loop_main(void *arg) {
   opd_server *s = arg;
+  opd__sched_latency_thread(); /* [Note: Fair sharing of workers] in worker.h */
   uv_run(&s->loop, UV_RUN_DEFAULT);
   return NULL;
 }
@@ -401,7 +403,10 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     return rc;
   }
   s->sched_started = true;
-  s->sched.send = send_batch; /* workers read it only once the loop, started later, queued */
+  /* workers read these only once the loop, started later, queued */
+  s->sched.send = send_batch;
+  s->sched.estimate = opd__job_estimate; /* [Note: Fair sharing of workers] in worker.h */
+  s->sched.short_ns = (uint64_t)s->cfg.short_job_us * 1000;
   if ((rc = opd__gpu_start(s)) < 0) {
     abort_start(s);
     return rc;

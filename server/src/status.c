@@ -551,9 +551,12 @@ static json_t *sessions_json(opd__status *st) {
   opd__session_registry *r = &st->srv->sessions;
   pthread_mutex_lock(&r->mu);
   for (opd__session *s = r->head; s; s = s->reg_next) {
+    const opd__sched_entry *e = &s->sched; /* [Note: Fair sharing of workers] */
+    const char *priority =
+        opd__priority_name((opd_priority)atomic_load_explicit(&e->priority, memory_order_relaxed));
     json_t *j = json_pack(
-        "{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "id", (json_int_t)s->id, "peer",
-        opd_json_text(s->peer ? s->peer : ""), "calls",
+        "{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:I, s:f}", "id", (json_int_t)s->id,
+        "peer", opd_json_text(s->peer ? s->peer : ""), "calls",
         (json_int_t)atomic_load_explicit(&s->calls, memory_order_relaxed), "errors",
         (json_int_t)atomic_load_explicit(&s->errors, memory_order_relaxed), "handles",
         (json_int_t)atomic_load_explicit(&s->num_handles, memory_order_relaxed), "bytes_held",
@@ -563,7 +566,10 @@ static json_t *sessions_json(opd__status *st) {
             opd_keyset_from_repr(atomic_load_explicit(&s->included_repr, memory_order_relaxed))),
         "exclude",
         keyset_names(
-            opd_keyset_from_repr(atomic_load_explicit(&s->excluded_repr, memory_order_relaxed))));
+            opd_keyset_from_repr(atomic_load_explicit(&s->excluded_repr, memory_order_relaxed))),
+        "priority", priority ? priority : "normal", "jobs",
+        (json_int_t)atomic_load_explicit(&e->jobs, memory_order_relaxed), "cost_ms",
+        (double)atomic_load_explicit(&e->cost_ns, memory_order_relaxed) / 1e6);
     json_array_append_new(a, j);
   }
   pthread_mutex_unlock(&r->mu);

@@ -1,17 +1,58 @@
-/* worker.c: worker pools and the per-session FIFO scheduler (see [Note: Sessions on
- * workers] in worker.h). */
+/* worker.c: worker pools and the scheduler of the sessions' requests (see [Note: Sessions on
+ * workers] and [Note: Fair sharing of workers] in worker.h). */
+#define _DEFAULT_SOURCE /* syscall */
 #include "worker.h"
 
 #include <assert.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "opd/dispatcher.h"
 #include "opd/error.h"
+#include "opd/kernels.h"
 #include "opd/memory.h"
 #include "session.h"
+
+/* [Note: Handing jobs back in batches]
+ * A worker hands finished jobs back to the loop in batches: while it has more work ready
+ * (clients pipelining tiny requests), a job whose kernel ran for less than BATCH_CHEAP_NS
+ * (job->kernel_ns, measured for the metrics anyway) waits, up to BATCH_MAX jobs, to go back
+ * with the next ones, so that a connection's responses leave in a few sends and the loop is
+ * woken once for them, if at all, rather than once per job (on a CPU shared with the loop,
+ * each wake-up preempts the worker). Anything else ends the batch first: a job that ran
+ * longer, a hold, nothing left to run. For the same reason a session whose job was cheap
+ * keeps its turn for its next queued job, if that is short, within the batch, instead of
+ * going to the end of the ready list: one batch then holds a run of each connection's
+ * responses, not one of every connection's. A turn ends after TURN_NS of kernel time, so a
+ * session waits for at most BATCH_MAX cheap jobs, or TURN_NS of them, of each session
+ * ahead of it ([Note: Fair sharing of workers] in worker.h). The batch's responses leave
+ * from the worker ([Note: Responses written by workers] in connection.c) when it goes back
+ * and, while no other session is ready, every SEND_EVERY jobs: a lone pipelining client
+ * then refills its pipeline while the rest of its batch runs, instead of the two taking
+ * turns to idle (with other sessions ready, the worker has their work meanwhile, and
+ * fewer, larger sends cost less). */
+#define BATCH_MAX      64
+#define SEND_EVERY     32
+#define BATCH_CHEAP_NS 20000
+#define TURN_NS        50000
+/* jobs estimated per pass of a session's owner ([Note: Fair sharing of workers]) */
+#define ESTIMATE_MAX   64
+
+static const unsigned class_weight[OPD__NUM_PRIORITIES] = {
+    [OPD_PRIORITY_HIGH] = 4, [OPD_PRIORITY_NORMAL] = 2, [OPD_PRIORITY_LOW] = 1};
+
+const char *opd__priority_name(opd_priority p) {
+  switch (p) {
+  case OPD_PRIORITY_NORMAL: return "normal";
+  case OPD_PRIORITY_LOW: return "low";
+  case OPD_PRIORITY_HIGH: return "high";
+  }
+  return NULL;
+}
 
 /* The pool a device's work runs on: its GPU's pool, else the CPU pool (Meta work needs no
  * device; a CUDA device without a pool fails on the CPU pool, in execute.c). */
@@ -23,23 +64,59 @@ static opd__pool *pool_for(opd__sched *s, opd_device device) {
   return &s->cpu;
 }
 
-/* Puts a session in its pool's ready list and returns the pool, whose condition variable
- * the caller signals (after unlocking, where it can: a worker woken while the lock is
- * still held would only block on it). */
-static opd__pool *ready_push(opd__sched *s, opd__session *session) {
+/* A job's lane on pool p: long when it waits for a device, or when a CPU job's estimate
+ * passes short_ns; an unestimated job counts as short. */
+static opd__lane lane_of(const opd__sched *s, const opd__pool *p, const opd__job *job) {
+  if (job->waits) return OPD__LANE_LONG;
+  return p->device.type != OPD_DEVICE_CUDA && job->costed && job->cost_ns > s->short_ns
+             ? OPD__LANE_LONG
+             : OPD__LANE_SHORT;
+}
+
+static bool any_ready(const opd__pool *p, int lanes) {
+  for (int c = 0; c < OPD__NUM_PRIORITIES; c++)
+    for (int l = 0; l < lanes; l++)
+      if (p->ready[c][l].head) return true;
+  return false;
+}
+
+/* The thread to wake for p's ready sessions (lock held): a waiting worker when any is
+ * ready, else the lane thread when a short session is ready while long jobs hold the
+ * workers; NULL when none is needed. The caller signals it after unlocking, where it can
+ * (a thread woken while the lock is still held would only block on it). */
+static pthread_cond_t *wake_target(opd__pool *p) {
+  if (p->idle && any_ready(p, OPD__NUM_LANES)) return &p->cv;
+  if (p->lane_idle && !p->idle && p->running_long && any_ready(p, 1)) return &p->lane_cv;
+  return NULL;
+}
+
+static void wake(pthread_cond_t *cv) {
+  if (cv) pthread_cond_signal(cv);
+}
+
+/* Puts a session in the ready list of its first job's pool, class and lane (a new place in
+ * the ready order unless `keep_place`), and returns the thread to wake. */
+static pthread_cond_t *ready_push(opd__sched *s, opd__session *session, bool keep_place) {
   opd__sched_entry *e = &session->sched;
-  assert(e->head && !e->pool);
+  assert(e->head && !e->list);
   opd__pool *p = pool_for(s, e->head->device);
+  int c = atomic_load_explicit(&e->priority, memory_order_relaxed);
+  opd__ready_list *l = &p->ready[c][lane_of(s, p, e->head)];
+  if (!p->ready[c][OPD__LANE_SHORT].head && !p->ready[c][OPD__LANE_LONG].head &&
+      p->pass[c] < p->vtime)
+    p->pass[c] = p->vtime; /* idle time is not banked */
+  if (!keep_place) e->seq = p->seq++;
+  e->list = l;
   e->pool = p;
   e->next = NULL;
-  e->prev = p->ready_tail;
-  if (p->ready_tail)
-    p->ready_tail->sched.next = session;
+  e->prev = l->tail;
+  if (l->tail)
+    l->tail->sched.next = session;
   else
-    p->ready_head = session;
-  p->ready_tail = session;
+    l->head = session;
+  l->tail = session;
   e->state = OPD__SESSION_READY;
-  return p;
+  return wake_target(p);
 }
 
 opd__pool *opd__sched_pool_of(opd__sched *s, opd_device device) {
@@ -48,116 +125,234 @@ opd__pool *opd__sched_pool_of(opd__sched *s, opd_device device) {
 
 static void ready_unlink(opd__session *session) {
   opd__sched_entry *e = &session->sched;
-  opd__pool *p = e->pool;
+  opd__ready_list *l = e->list;
   if (e->prev)
     e->prev->sched.next = e->next;
   else
-    p->ready_head = e->next;
+    l->head = e->next;
   if (e->next)
     e->next->sched.prev = e->prev;
   else
-    p->ready_tail = e->prev;
+    l->tail = e->prev;
+  e->list = NULL;
   e->pool = NULL;
   e->prev = e->next = NULL;
 }
 
-/* After a job ran (or a hold ended): next turn or idle. Lock held. */
-static void requeue_or_idle(opd__sched *s, opd__session *session) {
-  if (session->sched.head)
-    pthread_cond_signal(&ready_push(s, session)->cv);
-  else
-    session->sched.state = OPD__SESSION_IDLE;
+/* The session whose turn is next on p for a worker (or, `lane`, the lane thread, which runs
+ * only short work and only while long jobs hold every worker), taken out of its list and
+ * RUNNING; NULL when there is none. Lock held. */
+static opd__session *pick(opd__pool *p, bool lane) {
+  if (lane && (!p->running_long || p->idle)) return NULL;
+  opd__ready_list *best = NULL;
+  int bc = 0;
+  for (int c = 0; c < OPD__NUM_PRIORITIES; c++)
+    for (int l = 0; l < (lane ? 1 : OPD__NUM_LANES); l++) {
+      opd__session *h = p->ready[c][l].head;
+      if (h && (!best || p->pass[c] < p->pass[bc] ||
+                (p->pass[c] == p->pass[bc] && h->sched.seq < best->head->sched.seq))) {
+        best = &p->ready[c][l];
+        bc = c;
+      }
+    }
+  if (!best) return NULL;
+  opd__session *session = best->head;
+  p->vtime = p->pass[bc];
+  ready_unlink(session);
+  session->sched.state = OPD__SESSION_RUNNING;
+  return session;
 }
 
-/* [Note: Handing jobs back in batches]
- * A worker hands finished jobs back to the loop in batches: while it has more work ready
- * (clients pipelining tiny requests), a job whose kernel ran for less than BATCH_CHEAP_NS
- * (job->kernel_ns, measured for the metrics anyway) waits, up to BATCH_MAX jobs, to go back
- * with the next ones, so that a connection's responses leave in a few sends and the loop is
- * woken once for them, if at all, rather than once per job (on a CPU shared with the loop,
- * each wake-up preempts the worker). Anything else ends the batch first: a job that ran
- * longer, a hold, nothing left to run. For the same reason a session whose job was cheap
- * keeps its turn for its next queued job, within the batch, instead of going to the end of
- * the ready list: one batch then holds a run of each connection's responses, not one of
- * every connection's. A session waits for at most BATCH_MAX cheap jobs of each session
- * ahead of it. The batch's responses leave from the worker ([Note: Responses written by
- * workers] in connection.c) when it goes back and, while no other session is ready, every
- * SEND_EVERY jobs: a lone pipelining client then refills its pipeline while the rest of
- * its batch runs, instead of the two taking turns to idle (with other sessions ready, the
- * worker has their work meanwhile, and fewer, larger sends cost less). */
-#define BATCH_MAX      64
-#define SEND_EVERY     32
-#define BATCH_CHEAP_NS 20000
+/* After a job ran (or a hold ended): next turn or idle; the thread to wake. Lock held. */
+static pthread_cond_t *requeue_or_idle(opd__sched *s, opd__session *session) {
+  if (session->sched.head) return ready_push(s, session, false);
+  session->sched.state = OPD__SESSION_IDLE;
+  return NULL;
+}
 
-/* A worker is a dispatcher reader that is online only while it runs requests (passing a
- * quiescent state between two of a batch), so that registration changes wait for the
- * requests in flight and never for idle workers ([Note: Registration under traffic] in
- * dispatcher/src/registry.c). */
-static void *worker_main(void *arg) {
-  opd__pool *p = arg;
+static void add_cost(opd__sched_entry *e, uint64_t add, uint64_t sub) {
+  uint64_t c = atomic_load_explicit(&e->cost_ns, memory_order_relaxed);
+  c = c - sub + add < c - sub ? UINT64_MAX : c - sub + add;
+  atomic_store_explicit(&e->cost_ns, c, memory_order_relaxed);
+}
+
+static void add_jobs(opd__sched_entry *e, int delta) {
+  uint32_t n = atomic_load_explicit(&e->jobs, memory_order_relaxed);
+  atomic_store_explicit(&e->jobs, n + (uint32_t)delta, memory_order_relaxed);
+}
+
+/* Estimates up to ESTIMATE_MAX of the session's queued jobs not estimated yet, outside the
+ * lock (taken on entry and exit); the caller owns the session (RUNNING) and is, or here
+ * becomes, an online dispatcher reader (*online). Cancel waits for the pass: the jobs stay
+ * the scheduler's meanwhile. */
+static void estimate_queued(opd__sched *s, opd__session *session, bool *online) {
+  opd__sched_entry *e = &session->sched;
+  opd__job *j = e->unestimated, *last = e->tail;
+  if (!j || !s->estimate || e->closed) return;
+  e->estimating = true;
+  pthread_mutex_unlock(&s->mu);
+  if (!*online) { /* estimates read schemas */
+    opd_reader_online();
+    *online = true;
+  }
+  uint64_t sum = 0;
+  for (unsigned n = 1;; n++, j = j->qnext) { /* jobs up to `last` keep their links */
+    j->cost_ns = s->estimate(j);
+    j->costed = true;
+    sum = sum + j->cost_ns < sum ? UINT64_MAX : sum + j->cost_ns;
+    if (j == last || n == ESTIMATE_MAX) break;
+  }
+  pthread_mutex_lock(&s->mu);
+  e->estimating = false;
+  e->unestimated = j->qnext;
+  add_cost(e, sum, 0);
+  if (e->closed) pthread_cond_broadcast(&s->estimated);
+}
+
+/* The CPU pool's busy threads, for the kernels ([Note: Kernel threads and the load]); 0 and
+ * 1 give a kernel the same threads, so a lone worker going busy and idle writes nothing. */
+static void report_busy(opd__pool *p) {
+  unsigned busy = p->running > 1 ? p->running : 1;
+  if (p->device.type != OPD_DEVICE_CPU || busy == p->reported_busy) return;
+  p->reported_busy = busy;
+  opd_kernels_set_busy_threads(busy);
+}
+
+/* A worker is a dispatcher reader that is online only while it runs requests or estimates
+ * them (passing a quiescent state between two of a batch), so that registration changes
+ * wait for the requests in flight and never for idle workers ([Note: Registration under
+ * traffic] in dispatcher/src/registry.c). `lane`: the pool's lane thread. */
+static void worker_loop(opd__pool *p, bool lane) {
   opd__sched *s = p->sched;
   opd__job *batch = NULL, *batch_tail = NULL; /* ran, not handed back yet (by qnext) */
   unsigned nbatch = 0;
   opd__session *turn = NULL; /* a session whose turn goes on: RUNNING, with jobs queued */
+  uint64_t turn_ns = 0;      /* kernel time of the turn so far */
+  bool online = false;
   opd_reader_register();
   opd_reader_offline();
   pthread_mutex_lock(&s->mu);
   for (;;) {
     if (turn && (s->stopping || !turn->sched.head)) { /* cancelled meanwhile */
-      requeue_or_idle(s, turn);
+      pthread_cond_t *w = requeue_or_idle(s, turn);
       turn = NULL;
+      pthread_mutex_unlock(&s->mu);
+      wake(w);
+      pthread_mutex_lock(&s->mu);
     }
-    if (batch && !turn && (s->stopping || !p->ready_head)) {
+    opd__session *session = turn;
+    turn = NULL;
+    if (session) {
+      /* its turn goes on */
+    } else if (!s->stopping && (session = pick(p, lane))) {
+      turn_ns = 0;
+    } else if (batch) {
       pthread_mutex_unlock(&s->mu);
       opd_reader_offline();
+      online = false;
       s->done(batch, s->done_arg);
       batch = batch_tail = NULL;
       nbatch = 0;
       pthread_mutex_lock(&s->mu);
       continue;
-    }
-    opd__session *session = turn;
-    turn = NULL;
-    if (!session) {
-      while (!s->stopping && !p->ready_head) pthread_cond_wait(&p->cv, &s->mu);
-      if (s->stopping) break;
-      session = p->ready_head;
-      ready_unlink(session);
+    } else if (online) { /* it estimated a session it could not run (the lane) */
+      pthread_mutex_unlock(&s->mu);
+      opd_reader_offline();
+      online = false;
+      pthread_mutex_lock(&s->mu);
+      continue;
+    } else if (s->stopping) {
+      break;
+    } else {
+      if (lane) {
+        p->lane_idle = true;
+        pthread_cond_wait(&p->lane_cv, &s->mu);
+        p->lane_idle = false;
+      } else {
+        p->idle++;
+        pthread_cond_wait(&p->cv, &s->mu);
+        p->idle--;
+      }
+      continue;
     }
     opd__sched_entry *e = &session->sched;
+    assert(e->state == OPD__SESSION_RUNNING && e->head);
+    estimate_queued(s, session, &online);
+    if (e->closed) { /* a cancel waited for the estimate: the queue is its to take */
+      e->state = OPD__SESSION_IDLE;
+      continue;
+    }
     opd__job *job = e->head;
-    assert(job && (e->state == OPD__SESSION_READY || e->state == OPD__SESSION_RUNNING));
+    if (lane && lane_of(s, p, job) == OPD__LANE_LONG) { /* back in its place, for a worker */
+      pthread_cond_t *w = ready_push(s, session, true);
+      pthread_mutex_unlock(&s->mu);
+      wake(w);
+      pthread_mutex_lock(&s->mu);
+      continue;
+    }
     if (!(e->head = job->qnext)) e->tail = NULL;
     job->qnext = NULL;
-    e->state = OPD__SESSION_RUNNING;
-    pthread_mutex_unlock(&s->mu);
 
-    if (!batch) opd_reader_online(); /* within a batch the worker stayed online */
     if (s->route) { /* [Note: Sessions on workers]: on the wrong pool, the job moves */
+      pthread_mutex_unlock(&s->mu);
+      if (!online) { /* route reads the session's handles and operators */
+        opd_reader_online();
+        online = true;
+      }
       job->device = s->route(job);
+      pthread_mutex_lock(&s->mu);
       if (pool_for(s, job->device) != p) {
-        if (!batch) opd_reader_offline();
-        pthread_mutex_lock(&s->mu);
         if (!(job->qnext = e->head)) e->tail = job;
         e->head = job;
-        pthread_cond_signal(&ready_push(s, session)->cv);
+        pthread_cond_t *w = ready_push(s, session, false);
+        pthread_mutex_unlock(&s->mu);
+        wake(w);
+        pthread_mutex_lock(&s->mu);
         continue;
       }
+    }
+    bool is_long = lane_of(s, p, job) == OPD__LANE_LONG;
+    p->running++;
+    p->running_long += is_long;
+    report_busy(p);
+    pthread_cond_t *w = is_long ? wake_target(p) : NULL; /* short work may need the lane */
+    pthread_mutex_unlock(&s->mu);
+    wake(w);
+
+    if (!online) {
+      opd_reader_online();
+      online = true;
     }
     bool hold = s->run(job);
     bool cheap = job->kernel_ns < BATCH_CHEAP_NS;
 
     pthread_mutex_lock(&s->mu);
+    p->running--;
+    p->running_long -= is_long;
+    report_busy(p);
+    int c = atomic_load_explicit(&e->priority, memory_order_relaxed);
+    p->pass[c] += (job->kernel_ns + 1000) * (class_weight[OPD_PRIORITY_HIGH] / class_weight[c]);
+    add_cost(e, 0, job->costed ? job->cost_ns : 0);
+    add_jobs(e, -1);
     e->last = job->device;
-    if (hold)
+    turn_ns += job->kernel_ns;
+    w = NULL;
+    if (hold) {
       e->state = OPD__SESSION_HELD;
-    else if (cheap && e->head && !s->stopping && nbatch + 1 < BATCH_MAX)
-      turn = session;
-    else
-      requeue_or_idle(s, session);
-    bool others = p->ready_head != NULL;
+    } else if (e->closed) { /* cancelled: what is left is the cancel's */
+      e->state = OPD__SESSION_IDLE;
+    } else {
+      if (!s->stopping) estimate_queued(s, session, &online);
+      if (cheap && e->head && !s->stopping && nbatch + 1 < BATCH_MAX && turn_ns < TURN_NS &&
+          pool_for(s, e->head->device) == p && lane_of(s, p, e->head) == OPD__LANE_SHORT)
+        turn = session;
+      else
+        w = requeue_or_idle(s, session);
+    }
+    bool others = any_ready(p, OPD__NUM_LANES);
     bool batch_more = !hold && cheap && (turn || others);
     pthread_mutex_unlock(&s->mu);
+    wake(w);
     /* the session may be freed once the loop has the job back: touch it no more (a
      * session whose turn goes on has jobs in this batch, not back yet) */
     if (batch_tail)
@@ -168,6 +363,7 @@ static void *worker_main(void *arg) {
     if (!batch_more || ++nbatch >= BATCH_MAX) {
       assert(!turn);
       opd_reader_offline();
+      online = false;
       s->done(batch, s->done_arg);
       batch = batch_tail = NULL;
       nbatch = 0;
@@ -179,11 +375,45 @@ static void *worker_main(void *arg) {
   }
   pthread_mutex_unlock(&s->mu);
   assert(!batch && !turn);
+  if (online) opd_reader_offline();
   opd_reader_unregister();
+}
+
+/* sched_setattr(2)'s argument (glibc wraps neither; linux/sched/types.h clashes with
+ * sched.h) */
+struct latency_attr {
+  uint32_t size, sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime, sched_deadline, sched_period;
+};
+#define LATENCY_SLICE_NS 100000
+
+void opd__sched_latency_thread(void) {
+  struct latency_attr a;
+  /* the thread's own policy and nice value stay; only the slice changes, and only for a
+   * thread of the ordinary policy. A hint: where refused, nothing changes. */
+  if (syscall(SYS_sched_getattr, 0, &a, sizeof a, 0) != 0 || a.sched_policy != SCHED_OTHER) return;
+  a.size = sizeof a;
+  a.sched_flags = 0;
+  a.sched_runtime = LATENCY_SLICE_NS;
+  (void)syscall(SYS_sched_setattr, 0, &a, 0);
+}
+
+static void *worker_main(void *arg) {
+  worker_loop(arg, false);
   return NULL;
 }
 
-/* Starts n threads in p with every signal blocked: 0 or pthread_create's error. */
+static void *lane_main(void *arg) {
+  opd__sched_latency_thread();
+  worker_loop(arg, true);
+  return NULL;
+}
+
+/* Starts n workers and the lane thread in p (threads has room for n + 1) with every signal
+ * blocked: 0 or pthread_create's error. */
 static int start_threads(opd__pool *p, unsigned n) {
   sigset_t all, old;
   sigfillset(&all);
@@ -191,8 +421,17 @@ static int start_threads(opd__pool *p, unsigned n) {
   int rc = 0;
   for (; p->nthreads < n; p->nthreads++)
     if ((rc = pthread_create(&p->threads[p->nthreads], NULL, worker_main, p)) != 0) break;
+  if (rc == 0 && (rc = pthread_create(&p->threads[n], NULL, lane_main, p)) == 0)
+    p->lane_started = true;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   return rc;
+}
+
+static void init_pool(opd__pool *p, opd__sched *s, opd_device device) {
+  p->device = device;
+  p->sched = s;
+  pthread_cond_init(&p->cv, NULL);
+  pthread_cond_init(&p->lane_cv, NULL);
 }
 
 int opd__sched_start(opd__sched *s, unsigned cpu_workers, opd__run_fn run, opd__done_fn done,
@@ -206,18 +445,18 @@ int opd__sched_start(opd__sched *s, unsigned cpu_workers, opd__run_fn run, opd__
     cpu_workers = n > 0 ? (unsigned)n : 1;
   }
   opd__pool *p = &s->cpu;
-  p->device = (opd_device){OPD_DEVICE_CPU, -1};
-  p->sched = s;
-  if (!(p->threads = opd__calloc(cpu_workers, sizeof *p->threads)))
+  if (!(p->threads = opd__calloc(cpu_workers + 1, sizeof *p->threads)))
     return opd_error(OPD_ENOMEM, "out of memory starting %u workers", cpu_workers);
   pthread_mutex_init(&s->mu, NULL);
-  pthread_cond_init(&p->cv, NULL);
+  pthread_cond_init(&s->estimated, NULL);
+  init_pool(p, s, (opd_device){OPD_DEVICE_CPU, -1});
   /* workers never take signals: the daemon's signals go to its main thread */
   int rc = start_threads(p, cpu_workers);
   if (rc != 0) {
+    unsigned started = p->nthreads + p->lane_started;
     opd__sched_stop(s);
-    return opd_error(OPD_ERESOURCE, "cannot start worker thread %u of %u: %s", p->nthreads + 1,
-                     cpu_workers, strerror(rc));
+    return opd_error(OPD_ERESOURCE, "cannot start worker thread %u of %u: %s", started + 1,
+                     cpu_workers + 1, strerror(rc));
   }
   return 0;
 }
@@ -229,36 +468,41 @@ int opd__sched_start_gpu(opd__sched *s, unsigned ndev, unsigned per_device, opd_
   s->route = route;
   for (unsigned d = 0; d < ndev; d++) {
     opd__pool *p = &s->gpu[d];
-    p->device = (opd_device){OPD_DEVICE_CUDA, (int16_t)d};
-    p->sched = s;
-    if (!(p->threads = opd__calloc(per_device, sizeof *p->threads)))
+    if (!(p->threads = opd__calloc(per_device + 1, sizeof *p->threads)))
       return opd_error(OPD_ENOMEM, "out of memory starting the workers of cuda:%u", d);
-    pthread_cond_init(&p->cv, NULL);
+    init_pool(p, s, (opd_device){OPD_DEVICE_CUDA, (int16_t)d});
     s->ngpu = d + 1; /* stop joins this pool from now on */
     int rc = start_threads(p, per_device);
     if (rc != 0)
       return opd_error(OPD_ERESOURCE, "cannot start worker thread %u of cuda:%u: %s",
-                       p->nthreads + 1, d, strerror(rc));
+                       p->nthreads + p->lane_started + 1, d, strerror(rc));
   }
   return 0;
 }
 
 static void stop_pool(opd__pool *p) {
-  for (unsigned i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
+  for (unsigned i = 0; i < p->nthreads + p->lane_started; i++) pthread_join(p->threads[i], NULL);
   opd__free(p->threads);
   pthread_cond_destroy(&p->cv);
+  pthread_cond_destroy(&p->lane_cv);
+}
+
+static void stop_signal(opd__pool *p) {
+  assert(!any_ready(p, OPD__NUM_LANES));
+  pthread_cond_broadcast(&p->cv);
+  pthread_cond_broadcast(&p->lane_cv);
 }
 
 void opd__sched_stop(opd__sched *s) {
   pthread_mutex_lock(&s->mu);
-  assert(!s->cpu.ready_head);
   s->stopping = true;
-  pthread_cond_broadcast(&s->cpu.cv);
-  for (unsigned d = 0; d < s->ngpu; d++) pthread_cond_broadcast(&s->gpu[d].cv);
+  stop_signal(&s->cpu);
+  for (unsigned d = 0; d < s->ngpu; d++) stop_signal(&s->gpu[d]);
   pthread_mutex_unlock(&s->mu);
   stop_pool(&s->cpu);
   for (unsigned d = 0; d < s->ngpu; d++) stop_pool(&s->gpu[d]);
   opd__free(s->gpu);
+  pthread_cond_destroy(&s->estimated);
   pthread_mutex_destroy(&s->mu);
 }
 
@@ -269,10 +513,12 @@ bool opd__sched_submit_list(opd__sched *s, opd__job *first, opd__job *last) {
     pthread_mutex_unlock(&s->mu);
     return false;
   }
+  int n = 0;
   for (opd__job *job = first;; job = job->qnext) {
     assert(job->session == first->session);
     job->at_worker = true;
     if (s->route && job->kind != OPD__JOB_UPLOAD) job->device = e->last; /* a guess */
+    n++;
     if (job == last) break;
   }
   last->qnext = NULL;
@@ -281,9 +527,11 @@ bool opd__sched_submit_list(opd__sched *s, opd__job *first, opd__job *last) {
   else
     e->head = first;
   e->tail = last;
-  opd__pool *wake = e->state == OPD__SESSION_IDLE ? ready_push(s, first->session) : NULL;
+  if (!e->unestimated) e->unestimated = first;
+  add_jobs(e, n);
+  pthread_cond_t *w = e->state == OPD__SESSION_IDLE ? ready_push(s, first->session, false) : NULL;
   pthread_mutex_unlock(&s->mu);
-  if (wake) pthread_cond_signal(&wake->cv);
+  wake(w);
   return true;
 }
 
@@ -295,8 +543,17 @@ opd__job *opd__sched_cancel(opd__sched *s, opd__session *session) {
   opd__sched_entry *e = &session->sched;
   pthread_mutex_lock(&s->mu);
   e->closed = true;
+  while (e->estimating) pthread_cond_wait(&s->estimated, &s->mu);
   opd__job *jobs = e->head;
-  e->head = e->tail = NULL;
+  e->head = e->tail = e->unestimated = NULL;
+  int n = 0;
+  uint64_t cost = 0;
+  for (opd__job *j = jobs; j; j = j->qnext) {
+    n++;
+    cost += j->costed ? j->cost_ns : 0;
+  }
+  add_jobs(e, -n);
+  add_cost(e, 0, cost);
   if (e->state == OPD__SESSION_READY) {
     ready_unlink(session);
     e->state = OPD__SESSION_IDLE;
@@ -309,6 +566,14 @@ opd__job *opd__sched_cancel(opd__sched *s, opd__session *session) {
 void opd__sched_resume(opd__sched *s, opd__session *session) {
   pthread_mutex_lock(&s->mu);
   assert(session->sched.state == OPD__SESSION_HELD);
-  requeue_or_idle(s, session);
+  pthread_cond_t *w = requeue_or_idle(s, session);
+  pthread_mutex_unlock(&s->mu);
+  wake(w);
+}
+
+void opd__sched_set_priority(opd__sched *s, opd__session *session, opd_priority p) {
+  pthread_mutex_lock(&s->mu);
+  assert(!session->sched.list); /* at hello: not ready anywhere */
+  atomic_store_explicit(&session->sched.priority, (int)p, memory_order_relaxed);
   pthread_mutex_unlock(&s->mu);
 }

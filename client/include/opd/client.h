@@ -234,11 +234,20 @@ static inline opd_client_value opd_cv_scalar(opd_client_scalar s) {
 
 /* ---- connections ---- */
 
+/* A session's class for sharing the daemon's workers (Hello.priority in proto/opd.proto):
+ * the daemon grants at most its max_priority (docs/CONFIG.md). */
+typedef enum opd_client_priority {
+  OPD_CLIENT_PRIORITY_NORMAL = 0,
+  OPD_CLIENT_PRIORITY_LOW = 1, /* background work: about half normal's share when both wait */
+  OPD_CLIENT_PRIORITY_HIGH = 2 /* about twice normal's share */
+} opd_client_priority;
+
 typedef struct opd_client_options {
   const char *client_name;           /* sent in Hello; NULL: "opd-client" */
   int connect_timeout_ms;            /* connect + hello; 0: 10000; negative: no limit */
   uint32_t max_in_flight;            /* 0: the server's limit (or 256 if it has none) */
   uint64_t max_response_frame_bytes; /* 0: 64 MiB; lowered to the server's max_frame_bytes */
+  opd_client_priority priority;      /* asked for in Hello (0: normal) */
 } opd_client_options;
 
 /* What the server said in its HelloReply. */
@@ -250,6 +259,7 @@ typedef struct opd_client_server_info {
   uint64_t max_handles;
   uint64_t max_bytes_held;
   uint32_t max_in_flight;
+  opd_client_priority priority; /* the class granted */
 } opd_client_server_info;
 
 /* Connects to `url` and says hello: "tcp://HOST:PORT" (a name, an IPv4 address or an IPv6

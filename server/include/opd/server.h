@@ -29,6 +29,14 @@
 extern "C" {
 #endif
 
+/* A session's class for sharing the workers, with Hello.priority's values
+ * (proto/opd.proto; docs/ARCHITECTURE.md, "Fair sharing"). */
+typedef enum opd_priority {
+  OPD_PRIORITY_NORMAL = 0,
+  OPD_PRIORITY_LOW = 1,
+  OPD_PRIORITY_HIGH = 2,
+} opd_priority;
+
 /* Every option of the daemon (docs/CONFIG.md documents each, config/opd.json holds the
  * defaults). */
 typedef struct opd_server_config {
@@ -60,6 +68,11 @@ typedef struct opd_server_config {
   char plugin_dir[256]; /* where load_plugin finds plugins by file name; "": none */
   /* worker threads per CUDA device (1; docs/CONFIG.md) */
   uint32_t cuda_workers_per_device;
+  /* fair sharing of the workers (docs/CONFIG.md, "Fair sharing") */
+  uint32_t short_job_us;        /* CPU jobs estimated above it are long */
+  uint32_t max_session_jobs;    /* per session: jobs on workers before reading stops */
+  uint32_t max_session_cost_ms; /* per session: their estimated cost before reading stops */
+  opd_priority max_priority;    /* the highest class a hello may ask for */
   /* graphs (docs/GRAPHS.md, "The daemon"): what one define may hold, how many graphs a
    * session may hold, the compiled-graph cache's capacity, and the per-pass IR dumps */
   uint32_t max_graph_nodes; /* nodes (a node counts once per value it defines) */
