@@ -82,6 +82,10 @@ static void check_ranges(const opd_server_config *c) {
     case OPD__OPT_PATH:
       fuzz_check(memchr(field, '\0', o->max) != NULL, "%s is not NUL-terminated", o->key);
       break;
+    case OPD__OPT_PRIORITY:
+      v = (uint64_t) * (const opd_priority *)field;
+      fuzz_check(v <= OPD_PRIORITY_HIGH, "%s = %llu", o->key, (unsigned long long)v);
+      break;
     case OPD__OPT_LISTEN:
     case OPD__OPT_LOG_LEVEL: break;
     }
