@@ -28,10 +28,12 @@ static void check_target(int code, const opd__status_target *t) {
     fuzz_check_text("a refusal's message", t->error);
     return;
   }
-  fuzz_check(t->route >= OPD__STATUS_PAGE && t->route <= OPD__STATUS_OP_DISPATCH, "route %d",
+  /* OPD__STATUS_GRAPH is the last route of status.h's list */
+  fuzz_check(t->route >= OPD__STATUS_PAGE && t->route <= OPD__STATUS_GRAPH, "route %d",
              (int)t->route);
-  if (t->route == OPD__STATUS_OP || t->route == OPD__STATUS_OP_DISPATCH)
-    fuzz_check(opd_utf8_valid_text(t->name, strlen(t->name)), "an operator name: %s", t->name);
+  if (t->route == OPD__STATUS_OP || t->route == OPD__STATUS_OP_DISPATCH ||
+      t->route == OPD__STATUS_GRAPH)
+    fuzz_check(opd_utf8_valid_text(t->name, strlen(t->name)), "a name in the target: %s", t->name);
 }
 
 static void answer(opd__status_target *t) {
