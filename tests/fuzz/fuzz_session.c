@@ -29,6 +29,7 @@
 #include "connection.h"
 #include "execute.h"
 #include "fuzz_common.h"
+#include "fuzz_execute.h"
 #include "gather.h"
 #include "opd/allocator.h"
 #include "opd/dispatcher.h"
@@ -203,15 +204,7 @@ static Opd__V1__Response__BodyCase reply_of(opd__job_kind kind) {
 
 /* Runs a worker's request, checks its response and what it left; returns the response. */
 static Opd__V1__Response *run(opd__session *s, opd__job *j) {
-  opd__execute(j);
-  fuzz_check(opd_mem_budget_current() == NULL, "a budget left installed");
-  opd_local_dispatch_state tls = opd_tls_get();
-  fuzz_check(tls.included.repr == opd_default_dispatch_state.included.repr &&
-                 tls.excluded.repr == opd_default_dispatch_state.excluded.repr,
-             "a dispatch state left installed");
-  Opd__V1__Response *r = fuzz_check_response(j->out, j->out_len, j->id);
-  fuzz_check(r->body_case == OPD__V1__RESPONSE__BODY_ERROR || r->body_case == reply_of(j->kind),
-             "a request of kind %d answered with body %d", (int)j->kind, (int)r->body_case);
+  Opd__V1__Response *r = fuzz_execute(j, reply_of(j->kind));
   if (r->body_case == OPD__V1__RESPONSE__BODY_ERROR)
     fuzz_check(!j->tensor && !j->gather && !j->raw_len, "an error that sends a tensor");
   if (r->body_case == OPD__V1__RESPONSE__BODY_DOWNLOAD) check_download(s, j, r->download);
