@@ -1,9 +1,11 @@
 /* arena.c: the bounded per-request bump allocator (see arena.h). */
 #include "arena.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "opd/error.h"
 #include "opd/memory.h"
 
 #define ALIGN 16
@@ -25,6 +27,17 @@ static void pb_free(void *data, void *p) {
 
 void opd__arena_init(opd__arena *a) {
   *a = (opd__arena){.pb = {pb_alloc, pb_free, a}};
+}
+
+int opd__arena_reserve_first(opd__arena *a, size_t n) {
+  assert(a->total == 0 && !a->extra);
+  if (a->cap >= n) return 0;
+  char *p = opd__malloc(n);
+  if (!p) return OPD_ENOMEM;
+  opd__free(a->base);
+  a->base = p;
+  a->cap = n;
+  return 0;
 }
 
 static void free_extra(opd__arena *a) {

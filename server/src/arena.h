@@ -34,6 +34,9 @@ typedef struct opd__arena {
 } opd__arena;
 
 void opd__arena_init(opd__arena *a);
+/* Gives an arena with nothing handed out a first block of at least n bytes: 0, or
+ * OPD_ENOMEM (the arena is unchanged). */
+int opd__arena_reserve_first(opd__arena *a, size_t n);
 /* Forgets every allocation and sets the limit for the next ones. */
 void opd__arena_reset(opd__arena *a, size_t limit);
 /* 16-byte aligned memory, or NULL (over the limit: a->exceeded is set; out of memory:

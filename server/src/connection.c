@@ -112,9 +112,23 @@ static const opd_server_config *cfg(const opd__conn *c) {
 
 /* ---- jobs ---- */
 
+/* [Note: Requests when memory runs out]
+ * A release, a download or a small call must still be served when the daemon has no memory
+ * left: a release is how a client gives memory back. So reading a request allocates nothing
+ * once a connection has jobs: a job keeps its response buffer and its decode arena's first
+ * block (at least FIRST_ARENA_BLOCK, enough for any request but a large upload header or
+ * call) when it is recycled, and a new job gets both when it is made. When no job is free
+ * and none can be made, the frame waits while the connection has jobs in its response
+ * order (each is recycled once its response is written, and reading resumes then); only a
+ * connection with none is closed. A request whose decoding needs more than the first block
+ * is refused with RESOURCE_EXHAUSTED. tests/test_fault.c releases with every allocation
+ * failing. */
+#define FIRST_ARENA_BLOCK 4096
+
 /* A fresh job whose arena bounds decoding to 8x the frame plus 16 KiB: room for
  * protobuf-c's structs of any valid request (a varint of one byte becomes an 8-byte array
- * element; the floor covers a call's at most 64 small arguments), and no more. */
+ * element; the floor covers a call's at most 64 small arguments), and no more. NULL when
+ * none is free and none can be made. */
 static opd__job *job_get(opd__conn *c, size_t frame_len) {
   opd__job *j = c->free_jobs;
   if (j) {
@@ -128,6 +142,11 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
     }
     j->out_cap = OPD__JOB_OUT_MIN;
     opd__arena_init(&j->arena);
+    if (opd__arena_reserve_first(&j->arena, FIRST_ARENA_BLOCK) < 0) {
+      opd__free(j->out);
+      opd__free(j);
+      return NULL;
+    }
   }
   opd__arena_reset(&j->arena, 8 * frame_len + 16384);
   j->next = j->qnext = NULL;
@@ -171,6 +190,7 @@ static void job_free(opd__job *j) {
     return;
   }
   opd__arena_reset(&j->arena, 0);
+  c->wait_job = false; /* [Note: Requests when memory runs out] */
   if (j->out_cap > KEEP_OUT_BYTES) {
     uint8_t *p = opd__realloc(j->out, OPD__JOB_OUT_MIN);
     if (p) {
@@ -707,6 +727,10 @@ int opd__request_decode(opd__arena *arena, const uint8_t *data, size_t len,
 /* Handles one frame; false when it must be handled again later (nothing consumed). */
 static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
   opd__job *j = job_get(c, len);
+  if (!j && c->norder > 0) { /* [Note: Requests when memory runs out] */
+    c->wait_job = true;
+    return false;
+  }
   if (!j) {
     opd_log(OPD_LOG_ERROR, "out of memory reading a request; closing %s", c->peer);
     opd__conn_close(c);
@@ -782,7 +806,7 @@ static bool session_work_allowed(const opd__conn *c) {
 
 /* Whether the connection takes new frames now. */
 static bool frames_allowed(const opd__conn *c) {
-  return !c->closing && !c->close_after_flush && !c->draining && !c->wait_idle &&
+  return !c->closing && !c->close_after_flush && !c->draining && !c->wait_idle && !c->wait_job &&
          c->norder < 2 * (size_t)cfg(c)->max_in_flight &&
          c->decoded_bytes < DECODED_FRAMES * cfg(c)->max_frame_bytes &&
          uv_stream_get_write_queue_size(&c->h.stream) < 4 * cfg(c)->max_frame_bytes &&

@@ -63,6 +63,7 @@ struct opd__conn {
   /* state */
   bool hello_done;
   bool wait_idle;         /* an upload waits for the session's requests to finish */
+  bool wait_job;          /* no job could be allocated: the next frame waits for one back */
   opd__write *streaming;  /* the write of a gathered download's chunks: no other may start */
   bool close_after_flush; /* a fatal protocol error was answered */
   bool draining;          /* the server stops: no new requests */
