@@ -881,7 +881,8 @@ START_TEST(test_typed_calls_encode_defaults) {
                    0);
   ck_assert_last_call(&fs, "aten::full(I[2,3],b1,N,N,v10:-1)");
   ck_assert_int_eq(
-      opd_arange(c, opd_cs_int(0), opd_cs_double(2.5), NULL, NULL, NULL, NULL, NULL, &r), 0);
+      opd_arange_start_step(c, opd_cs_int(0), opd_cs_double(2.5), NULL, NULL, NULL, NULL, NULL, &r),
+      0);
   ck_assert_last_call(&fs, "aten::arange.start_step(i0,d2.5)");
   ck_assert_int_eq(opd_amax(c, 1, NULL, 0, OPD_BOOL(true), &r), 0);
   ck_assert_last_call(&fs, "aten::amax(T1,I[],b1)");
@@ -1454,8 +1455,8 @@ START_TEST(test_daemon_round_trip) {
   ck_assert(cols[0] == 2 && cols[1] == 3 && cols[2] == 5 && cols[3] == 6);
   /* a factory: int bounds give int64 */
   opd_client_tensor ar;
-  ck_assert_int_eq(opd_arange(c, opd_cs_int(0), opd_cs_int(5), NULL, NULL, NULL, NULL, NULL, &ar),
-                   0);
+  ck_assert_int_eq(
+      opd_arange_start_step(c, opd_cs_int(0), opd_cs_int(5), NULL, NULL, NULL, NULL, NULL, &ar), 0);
   int64_t seq[5];
   ck_assert_int_eq(opd_client_download(c, ar, seq, sizeof seq, &info), 0);
   ck_assert(info.dtype == OPD_INT64 && info.shape[0] == 5 && seq[0] == 0 && seq[4] == 4);

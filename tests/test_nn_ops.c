@@ -4,6 +4,7 @@
  *   torch.nn.functional.silu(torch.tensor([-3., -1., -.5, 0., .5, 1., 2., 10.]))
  *   torch.eq(torch.tensor([1, 2, 3], dtype=torch.int32), 2.5)
  *   [(p.shape, p.stride(), p.storage_offset()) for p in torch.zeros(2, 6).split(2, 1)]
+ *   torch.arange(2.5), torch.arange(True, 3), torch.arange(3, dtype=torch.bool)
  * and copied here (9 significant digits for float32, 17 for float64). */
 #include <check.h>
 #include <math.h>
@@ -241,6 +242,60 @@ START_TEST(test_detach_is_an_alias) {
 }
 END_TEST
 
+/* arange(end) and arange.start(start, end): the dtype from the numbers given (ints and bools
+ * give int64, a float the default dtype), or the one asked for; PyTorch's errors. TinyGPT's
+ * positions (torch.arange(0, T)) trace to arange.start. */
+START_TEST(test_arange_overloads) {
+  opd_tensor *r;
+  ck_assert_int_eq(
+      opd_test_call("aten::arange", (opd_ivalue[]){I(5), NONE, NONE, NONE, NONE}, 5, &r), 0);
+  expect_values(r, OPD_INT64, (double[]){0, 1, 2, 3, 4}, 5, 0);
+  opd_tensor_release(r);
+  ck_assert_int_eq(
+      opd_test_call("aten::arange", (opd_ivalue[]){D(2.5), NONE, NONE, NONE, NONE}, 5, &r), 0);
+  expect_values(r, OPD_FLOAT32, (double[]){0, 1, 2}, 3, 0);
+  opd_tensor_release(r);
+  ck_assert_int_eq(opd_test_call("aten::arange.start",
+                                 (opd_ivalue[]){I(1), I(4), NONE, NONE, NONE, NONE}, 6, &r),
+                   0);
+  expect_values(r, OPD_INT64, (double[]){1, 2, 3}, 3, 0);
+  opd_tensor_release(r);
+  ck_assert_int_eq(opd_test_call("aten::arange.start",
+                                 (opd_ivalue[]){D(0.5), I(3), NONE, NONE, NONE, NONE}, 6, &r),
+                   0);
+  expect_values(r, OPD_FLOAT32, (double[]){0.5, 1.5, 2.5}, 3, 0);
+  opd_tensor_release(r);
+  ck_assert_int_eq(opd_test_call("aten::arange.start",
+                                 (opd_ivalue[]){B(true), I(3), NONE, NONE, NONE, NONE}, 6, &r),
+                   0);
+  expect_values(r, OPD_INT64, (double[]){1, 2}, 2, 0);
+  opd_tensor_release(r);
+  ck_assert_int_eq(
+      opd_test_call("aten::arange.start",
+                    (opd_ivalue[]){I(1), I(4), opd_iv_dtype(OPD_FLOAT64), NONE, NONE, NONE}, 6, &r),
+      0);
+  expect_values(r, OPD_FLOAT64, (double[]){1, 2, 3}, 3, 0);
+  opd_tensor_release(r);
+  /* on the Meta device: the shape only */
+  opd_ivalue meta = opd_iv_device((opd_device){OPD_DEVICE_META, -1});
+  ck_assert_int_eq(
+      opd_test_call("aten::arange", (opd_ivalue[]){I(7), NONE, NONE, meta, NONE}, 5, &r), 0);
+  ck_assert_int_eq(opd_tensor_device(r).type, OPD_DEVICE_META);
+  ck_assert_int_eq(r->numel, 7);
+  ck_assert_int_eq(opd_tensor_dtype(r), OPD_INT64);
+  opd_tensor_release(r);
+  ck_assert_int_eq(opd_test_call("aten::arange",
+                                 (opd_ivalue[]){I(3), opd_iv_dtype(OPD_BOOL), NONE, NONE, NONE}, 5,
+                                 &r),
+                   OPD_EINVAL);
+  ck_assert_str_eq(opd_last_error(), "\"arange_cpu\" not implemented for 'Bool'");
+  ck_assert_int_eq(
+      opd_test_call("aten::arange", (opd_ivalue[]){I(-1), NONE, NONE, NONE, NONE}, 5, &r),
+      OPD_EINVAL);
+  ck_assert_str_eq(opd_last_error(), "upper bound and larger bound inconsistent with step sign");
+}
+END_TEST
+
 Suite *opd_test_nn_ops_suite(void) {
   Suite *s = suite_create("nn_ops");
   TCase *tc = tcase_create("nn_ops");
@@ -252,6 +307,7 @@ Suite *opd_test_nn_ops_suite(void) {
   tcase_add_test(tc, test_split_views);
   tcase_add_test(tc, test_split_errors);
   tcase_add_test(tc, test_detach_is_an_alias);
+  tcase_add_test(tc, test_arange_overloads);
   suite_add_tcase(s, tc);
   return s;
 }

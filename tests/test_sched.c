@@ -677,6 +677,18 @@ START_TEST(test_estimates) {
   ck_assert_msg(c > 500 * MS, "arange 1e9: %llu ns", (unsigned long long)c);
   arg_double(e, 2, 0); /* a step of 0 fails in the kernel: nothing */
   ck_assert_uint_eq(opd__job_estimate(&e->job), 0);
+  est_call(e, "aten::arange.start_step", 2); /* the step left out: its default, 1 */
+  arg_double(e, 0, 0);
+  arg_double(e, 1, 1e9);
+  ck_assert_uint_eq(opd__job_estimate(&e->job), c);
+  est_call(e, "aten::arange.start", 3); /* the number after start and end is a layout */
+  arg_double(e, 0, 0);
+  arg_double(e, 1, 1e9);
+  arg_int(e, 2, 0);
+  ck_assert_uint_eq(opd__job_estimate(&e->job), c);
+  est_call(e, "aten::arange", 1);
+  arg_double(e, 0, 1e9);
+  ck_assert_uint_eq(opd__job_estimate(&e->job), c);
 
   est_call(e, "aten::index_select", 3); /* 10 rows of 1024 of the 1024 x 1024 */
   arg_tensor(e, 0, m);

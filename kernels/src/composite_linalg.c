@@ -1,7 +1,7 @@
 /* composite_linalg.c: composite kernels written in terms of other operators (called through
  * the dispatcher, so they work on every backend): aten::matmul and aten::linear
  * (CompositeImplicitAutograd), aten::embedding and the factories aten::zeros, aten::ones,
- * aten::full and aten::arange.start_step (CompositeExplicitAutograd).
+ * aten::full and aten::arange (its three overloads) (CompositeExplicitAutograd).
  */
 #include <math.h>
 #include <stdio.h>
@@ -462,4 +462,20 @@ int opd__cea_arange_start_step(const opd_kernel_ctx *ctx, opd_scalar start, opd_
   }
   if (rc) opd_tensor_release(*out);
   return rc;
+}
+
+/* arange(end) and arange.start(start, end): arange.start_step with start 0 and step 1 (ints:
+ * they take no part in the dtype's inference, as in PyTorch, where they are the overloads'
+ * defaults). */
+int opd__cea_arange_start(const opd_kernel_ctx *ctx, opd_scalar start, opd_scalar end,
+                          opd_dtype dtype, int64_t layout, opd_device device,
+                          opd_opt_bool pin_memory, opd_tensor **out) {
+  opd_scalar one = {.tag = OPD_IV_INT, .u.i = 1};
+  return opd__cea_arange_start_step(ctx, start, end, one, dtype, layout, device, pin_memory, out);
+}
+
+int opd__cea_arange(const opd_kernel_ctx *ctx, opd_scalar end, opd_dtype dtype, int64_t layout,
+                    opd_device device, opd_opt_bool pin_memory, opd_tensor **out) {
+  opd_scalar zero = {.tag = OPD_IV_INT, .u.i = 0};
+  return opd__cea_arange_start(ctx, zero, end, dtype, layout, device, pin_memory, out);
 }

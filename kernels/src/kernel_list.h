@@ -114,6 +114,8 @@
   X("aten::zeros", CompositeExplicitAutograd, opd__cea_zeros, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
   X("aten::ones", CompositeExplicitAutograd, opd__cea_ones, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
   X("aten::full", CompositeExplicitAutograd, opd__cea_full, Tensor, IntList, Scalar, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::arange", CompositeExplicitAutograd, opd__cea_arange, Tensor, Scalar, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::arange.start", CompositeExplicitAutograd, opd__cea_arange_start, Tensor, Scalar, Scalar, OptDType, OptLayout, OptDevice, OptBool) \
   X("aten::arange.start_step", CompositeExplicitAutograd, opd__cea_arange_start_step, Tensor, Scalar, Scalar, Scalar, OptDType, OptLayout, OptDevice, OptBool) \
   /* views and shapes: kernels/src/views.c */ \
   X("aten::transpose.int", CompositeExplicitAutograd, opd__cea_transpose_int, Tensor, Tensor, Int, Int) \

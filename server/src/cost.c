@@ -42,7 +42,9 @@ typedef enum rule {
   RULE_COPY_IF_STRIDED,
   RULE_INDEX_SELECT, /* index_select(self, dim, index) */
   RULE_EMBEDDING,    /* embedding(weight[V, D], indices) */
-  RULE_ARANGE,       /* arange(start, end, step) */
+  RULE_ARANGE_END,   /* arange(end) */
+  RULE_ARANGE_START, /* arange.start(start, end) */
+  RULE_ARANGE,       /* arange.start_step(start, end, step=1) */
   RULE_VIEW,         /* every return aliases an argument and none is written */
 } rule;
 
@@ -59,6 +61,8 @@ static const struct {
     {"aten::reshape", RULE_COPY_IF_STRIDED},
     {"aten::index_select", RULE_INDEX_SELECT},
     {"aten::embedding", RULE_EMBEDDING},
+    {"aten::arange", RULE_ARANGE_END},
+    {"aten::arange.start", RULE_ARANGE_START},
     {"aten::arange.start_step", RULE_ARANGE},
 };
 #define NUM_RULES (sizeof named_rules / sizeof *named_rules)
@@ -283,9 +287,20 @@ static void call_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu
     *flops = out;
     return;
   }
+  case RULE_ARANGE_END:
+  case RULE_ARANGE_START:
   case RULE_ARANGE: {
-    double n =
-        c.nscalars >= 3 && c.scalars[2] != 0 ? (c.scalars[1] - c.scalars[0]) / c.scalars[2] : 0;
+    /* the leading Scalar arguments, those left out being the defaults (start 0, step 1);
+     * numbers after them (a layout) are not theirs */
+    double start = 0, end = 0, step = 1;
+    if (r == RULE_ARANGE_END) {
+      if (c.nscalars >= 1) end = c.scalars[0];
+    } else if (c.nscalars >= 2) {
+      start = c.scalars[0];
+      end = c.scalars[1];
+      if (r == RULE_ARANGE && c.nscalars >= 3) step = c.scalars[2];
+    }
+    double n = step != 0 ? (end - start) / step : 0;
     uint64_t elems = !(n > 0) ? 0 : n >= 0x1p62 ? UINT64_C(1) << 62 : (uint64_t)ceil(n);
     *bytes = sat_mul(elems, FACTORY_ELEMENT_BYTES);
     *flops = elems;

@@ -33,6 +33,7 @@ def test_compiled_modules_match_eager(client, make, x):
     again = f(opd.torch.remote(x, client))  # an OpdTensor input: the same graph
     torch.testing.assert_close(again.cpu(), expected, rtol=RTOL, atol=ATOL)
     assert f.traces == 1
+    assert f.graph_for(x).one_request  # the daemon's graph, not op by op (arange too)
 
 
 def test_functions_and_retracing_with_a_bounded_cache(client):
