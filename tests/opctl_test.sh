@@ -6,7 +6,7 @@
 # HOST:PORT; other schemes refused), the errors for a missing daemon and a wrong token, graphs
 # (a graph the client example defines listed by graphs, its passes' IR by graph ID; a pass
 # disabled by graph-pass gives another compiled graph, enabling it brings the first back from
-# the cache), and drain.
+# the cache), set-priority's errors, and drain.
 set -u
 OPD=$1 OPCTL=$2 PLUGIN=$3 GRAPH_EXAMPLE=$4
 dir=$(mktemp -d /tmp/opctl-test-XXXXXX)
@@ -108,6 +108,12 @@ grep -q "1 softmax pattern(s).*(cached)" "$dir/out" || fail "the first graph is 
 ctl graph-pass no_such_pass off 2>"$dir/err"; [ $? -eq 1 ] && grep -q "no graph pass 'no_such_pass'" "$dir/err" ||
   fail "graph-pass of an unknown pass"
 ctl graph-pass softmax_pattern maybe 2>/dev/null; [ $? -eq 2 ] || fail "graph-pass usage"
+# set-priority: no session is open now (the examples have left); wrong ids and classes are usage
+# errors (the daemon's side, with a session, is test_sched.c's test_priority_from_admin)
+ctl set-priority 1 high 2>"$dir/err"; [ $? -eq 1 ] && grep -q "no open session 1" "$dir/err" ||
+  fail "set-priority of no session: $(cat "$dir/err")"
+ctl set-priority 1 urgent 2>/dev/null; [ $? -eq 2 ] || fail "set-priority of no class"
+ctl set-priority x high 2>/dev/null; [ $? -eq 2 ] || fail "set-priority of no id"
 ctl drain | grep -q draining || fail "drain"
 wait $pid || fail "exit status"
 echo PASS

@@ -156,7 +156,8 @@ static void on_shutdown(void *arg, bool drain) {
 
 static opd__admin *start(bool tcp) {
   opd__admin_config c = {
-      sock_path, tcp ? "127.0.0.1:0" : "", tcp ? token_path : NULL, plugin_dir, on_shutdown, NULL};
+      sock_path, tcp ? "127.0.0.1:0" : "", tcp ? token_path : NULL, plugin_dir, on_shutdown, NULL,
+      NULL};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start(&c, &a), 0);
   return a;
@@ -291,7 +292,7 @@ END_TEST
 
 START_TEST(test_admin_tcp_token) {
   make_dirs();
-  opd__admin_config c = {"", "127.0.0.1:0", NULL, plugin_dir, NULL, NULL};
+  opd__admin_config c = {"", "127.0.0.1:0", NULL, plugin_dir, NULL, NULL, NULL};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start(&c, &a), OPD_EINVAL); /* TCP without a token */
   a = start(true);
@@ -331,7 +332,7 @@ START_TEST(test_admin_tcp_token) {
   opd__admin_stop(a);
   /* an IPv6 address in the configuration's [HOST]:PORT form binds (the brackets are the
    * form's, not the address's) */
-  opd__admin_config v6 = {"", "[::1]:0", token_path, plugin_dir, NULL, NULL};
+  opd__admin_config v6 = {"", "[::1]:0", token_path, plugin_dir, NULL, NULL, NULL};
   ck_assert_msg(opd__admin_start(&v6, &a) == 0, "%s", opd_last_error());
   ck_assert_int_gt(opd__admin_tcp_port(a), 0);
   opd__admin_stop(a);
@@ -616,7 +617,7 @@ END_TEST
  * EBUSY. */
 START_TEST(test_admin_deadlines) {
   make_dirs();
-  opd__admin_config c = {sock_path, "", NULL, plugin_dir, NULL, NULL};
+  opd__admin_config c = {sock_path, "", NULL, plugin_dir, NULL, NULL, NULL};
   const opd__admin_limits limits = {.idle_ms = 500, .request_ms = 300, .max_connections = 3};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start_limited(&c, &limits, &a), 0);
@@ -662,7 +663,7 @@ END_TEST
  * and, when refused, "code" and "error"; under ASan nothing leaks. */
 START_TEST(test_admin_handle_without_socket) {
   ck_assert_int_eq(opd_kernels_register(), 0);
-  opd__admin_config c = {"", "", NULL, "", NULL, NULL};
+  opd__admin_config c = {"", "", NULL, "", NULL, NULL, NULL};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start(&c, &a), 0);
   static const struct {

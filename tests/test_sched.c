@@ -10,19 +10,23 @@
  * process: the back-pressure limits, the priority granted at hello, and a tiny call that
  * completes while another session's long product still runs on the only worker. */
 #include <check.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../kernels/src/parallel.h"
+#include "admin.h"
 #include "cost.h"
 #include "loop.h"
 #include "opd/client.h"
 #include "opd/graph.h"
 #include "opd/graph_exec.h"
 #include "opd/kernels.h"
+#include "opd/memory.h"
 #include "opd/server.h"
 #include "session.h"
 #include "worker.h"
@@ -326,9 +330,9 @@ END_TEST
  * goes 4:2:1, and low is not starved. */
 START_TEST(test_priorities_share_4_2_1) {
   start_run(1);
-  opd__sched_set_priority(&R->sched, &R->sessions[0], OPD_PRIORITY_HIGH);
-  opd__sched_set_priority(&R->sched, &R->sessions[1], OPD_PRIORITY_NORMAL);
-  opd__sched_set_priority(&R->sched, &R->sessions[2], OPD_PRIORITY_LOW);
+  opd__sched_set_priority(&R->sched, &R->sessions[0], OPD_PRIORITY_HIGH, false);
+  opd__sched_set_priority(&R->sched, &R->sessions[1], OPD_PRIORITY_NORMAL, false);
+  opd__sched_set_priority(&R->sched, &R->sessions[2], OPD_PRIORITY_LOW, false);
   J(3, 0)->gated = true;
   submit(3, 0);
   wait_gated(1);
@@ -349,6 +353,31 @@ START_TEST(test_priorities_share_4_2_1) {
   ck_assert_msg(abs(count[0] - 80) <= 3 && abs(count[1] - 40) <= 3 && abs(count[2] - 20) <= 3,
                 "high %d, normal %d, low %d of 140 (80, 40, 20)", count[0], count[1], count[2]);
   ck_assert_int_le(first_low, 8);
+  stop_run();
+}
+END_TEST
+
+/* The admin's class moves a ready session to that class's list (its jobs all run), and
+ * stands against a hello that comes after it. */
+START_TEST(test_priority_set_by_admin) {
+  start_run(1);
+  J(3, 0)->gated = true;
+  submit(3, 0);
+  wait_gated(1);
+  for (int k = 0; k < 5; k++) submit(0, k);
+  opd__pool *p = &R->sched.cpu;
+  ck_assert_ptr_eq(R->sessions[0].sched.list, &p->ready[OPD_PRIORITY_NORMAL][OPD__LANE_SHORT]);
+  ck_assert_int_eq(opd__sched_set_priority(&R->sched, &R->sessions[0], OPD_PRIORITY_HIGH, true),
+                   OPD_PRIORITY_HIGH);
+  ck_assert_ptr_eq(R->sessions[0].sched.list, &p->ready[OPD_PRIORITY_HIGH][OPD__LANE_SHORT]);
+  ck_assert_ptr_null(p->ready[OPD_PRIORITY_NORMAL][OPD__LANE_SHORT].head);
+  /* a hello after the admin's choice changes nothing */
+  ck_assert_int_eq(opd__sched_set_priority(&R->sched, &R->sessions[0], OPD_PRIORITY_LOW, false),
+                   OPD_PRIORITY_HIGH);
+  ck_assert_int_eq(atomic_load(&R->sessions[0].sched.priority), OPD_PRIORITY_HIGH);
+  open_gate();
+  wait_done(6);
+  for (int k = 0; k < 5; k++) ck_assert_int_ge(position(0, k), 0);
   stop_run();
 }
 END_TEST
@@ -925,6 +954,68 @@ START_TEST(test_priority_at_hello) {
 }
 END_TEST
 
+/* The admin's answer to one request (the daemon's own admin, without its socket). */
+static json_t *admin_request(opd_server *s, const char *req) {
+  char *reply;
+  size_t len;
+  ck_assert_int_ge(opd__admin_handle(s->admin, req, strlen(req), false, &reply, &len), 0);
+  json_t *j = json_loadb(reply, len, 0, NULL);
+  ck_assert_ptr_nonnull(j);
+  opd__free(reply);
+  return j;
+}
+
+static void expect_admin_error(opd_server *s, const char *req, const char *code,
+                               const char *message) {
+  json_t *j = admin_request(s, req);
+  ck_assert(json_is_false(json_object_get(j, "ok")));
+  ck_assert_str_eq(json_string_value(json_object_get(j, "code")), code);
+  const char *error = json_string_value(json_object_get(j, "error"));
+  ck_assert_msg(strstr(error, message), "%s", error);
+  json_decref(j);
+}
+
+/* set_priority from the admin: any class (max_priority bounds hellos only), shown in the
+ * session at once; an unknown session, class or id is a clear error. */
+START_TEST(test_priority_from_admin) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  snprintf(cfg.admin, sizeof cfg.admin, "/tmp/opd-test-sched-%d.sock", (int)getpid());
+  cfg.workers = 1;
+  opd_server *s;
+  ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
+  opd_server_config_destroy(&cfg);
+  ck_assert_ptr_nonnull(s->admin);
+  opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
+  ck_assert_int_eq(sample_session(s, 1).priority, OPD_PRIORITY_NORMAL);
+  json_t *j =
+      admin_request(s, "{\"op\": \"set_priority\", \"session\": 1, \"priority\": \"high\"}");
+  ck_assert(json_is_true(json_object_get(j, "ok")));
+  ck_assert_str_eq(json_string_value(json_object_get(j, "priority")), "high");
+  json_decref(j);
+  ck_assert_int_eq(sample_session(s, 1).priority, OPD_PRIORITY_HIGH);
+  /* the session works on in its new class */
+  opd_client_tensor a = upload_square(c, 8), r;
+  ck_assert_int_eq(opd_mm(c, a, a, &r), 0);
+  j = admin_request(s, "{\"op\": \"set_priority\", \"session\": 1, \"priority\": \"low\"}");
+  ck_assert(json_is_true(json_object_get(j, "ok")));
+  json_decref(j);
+  ck_assert_int_eq(sample_session(s, 1).priority, OPD_PRIORITY_LOW);
+  expect_admin_error(s, "{\"op\": \"set_priority\", \"session\": 9, \"priority\": \"low\"}",
+                     "ENOENT", "no open session 9");
+  expect_admin_error(s, "{\"op\": \"set_priority\", \"session\": 1, \"priority\": \"urgent\"}",
+                     "EINVAL", "low, normal or high");
+  expect_admin_error(s, "{\"op\": \"set_priority\", \"session\": 0, \"priority\": \"low\"}",
+                     "EINVAL", "a session id");
+  expect_admin_error(s, "{\"op\": \"set_priority\", \"session\": 1}", "EINVAL", "\"priority\"");
+  ck_assert_int_eq(sample_session(s, 1).priority, OPD_PRIORITY_LOW);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
 /* One worker: a session's 2048^3 product (about half a second) runs on it; another
  * session's tiny add completes meanwhile, on the lane. */
 START_TEST(test_tiny_call_beside_long_product) {
@@ -963,6 +1054,7 @@ Suite *opd_test_sched_suite(void) {
   tcase_add_test(t, test_lane_idle_without_long_jobs);
   tcase_add_test(t, test_gpu_pool_lane);
   tcase_add_test(t, test_priorities_share_4_2_1);
+  tcase_add_test(t, test_priority_set_by_admin);
   tcase_add_test(t, test_cost_in_flight);
   tcase_add_test(t, test_queued_jobs_estimated_early);
   tcase_add_test(t, test_cancel_clears_jobs_and_cost);
@@ -978,6 +1070,7 @@ Suite *opd_test_sched_suite(void) {
   tcase_add_test(d, test_max_session_jobs_back_pressure);
   tcase_add_test(d, test_max_session_cost_back_pressure);
   tcase_add_test(d, test_priority_at_hello);
+  tcase_add_test(d, test_priority_from_admin);
   tcase_add_test(d, test_tiny_call_beside_long_product);
   suite_add_tcase(s, d);
   return s;

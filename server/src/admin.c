@@ -54,6 +54,7 @@
 #include "config.h"
 #include "graphs.h"
 #include "plugins.h"
+#include "worker.h"
 
 #define MAX_FRAME (1024 * 1024)
 #define MAX_REPLY (64 * 1024 * 1024)
@@ -533,6 +534,29 @@ static int op_graph_pass(opd__admin *a, json_t *req, json_t **out) {
   return *out ? 0 : opd_error(OPD_ENOMEM, "out of memory answering graph_pass");
 }
 
+/* set_priority {session, priority}: [Note: Fair sharing of workers] in worker.h. */
+static int op_set_priority(opd__admin *a, json_t *req, json_t **out) {
+  json_t *id = json_object_get(req, "session");
+  const char *name;
+  int rc = string_field(req, "set_priority", "priority", true, &name);
+  if (rc) return rc;
+  if (!json_is_integer(id) || json_integer_value(id) <= 0)
+    return opd_error(OPD_EINVAL,
+                     "set_priority needs \"session\": a session id (a positive integer, as in "
+                     "/v1/sessions)");
+  int p = 0;
+  while (p < OPD__NUM_PRIORITIES && strcmp(opd__priority_name((opd_priority)p), name) != 0) p++;
+  if (p == OPD__NUM_PRIORITIES)
+    return opd_error(OPD_EINVAL,
+                     "set_priority: \"priority\" is low, normal or high, not \"%.100s\"", name);
+  if (!a->cfg.set_priority)
+    return opd_error(OPD_EINVAL, "set_priority: this admin serves no sessions");
+  if ((rc = a->cfg.set_priority(a->cfg.arg, (uint64_t)json_integer_value(id), (opd_priority)p)) < 0)
+    return rc;
+  *out = json_pack("{s:I, s:s}", "session", json_integer_value(id), "priority", name);
+  return *out ? 0 : opd_error(OPD_ENOMEM, "out of memory answering set_priority");
+}
+
 /* drain and shutdown: answered, then the connection's `after` does the work. */
 static int op_stop(opd__admin *a, json_t *req, json_t **out) {
   (void)a, (void)req, (void)out;
@@ -554,6 +578,7 @@ static const struct admin_op {
     {"deregister", op_deregister, OPD__ADMIN_KEEP},
     {"cuda_register", op_cuda_register, OPD__ADMIN_KEEP},
     {"graph_pass", op_graph_pass, OPD__ADMIN_KEEP},
+    {"set_priority", op_set_priority, OPD__ADMIN_KEEP},
     {"drain", op_stop, OPD__ADMIN_DRAIN},
     {"shutdown", op_stop, OPD__ADMIN_SHUTDOWN},
 };

@@ -1,14 +1,17 @@
 /* admin.h: the admin listener (docs/ADMIN.md): a Unix socket created with mode 0600 and,
  * only when configured, a TCP listener that requires a token; length-prefixed JSON
- * requests to load and unload plugins, register and deregister, list, drain and shut down
- * (internal to the server). The parsing and running of one request is callable without a
- * socket (opd__admin_handle), for tests and a fuzzing driver.
+ * requests to load and unload plugins, register and deregister, list, set a session's
+ * priority, drain and shut down (internal to the server). The parsing and running of one request is
+ * callable without a socket (opd__admin_handle), for tests and a fuzzing driver.
  */
 #ifndef OPD_SERVER_ADMIN_H
 #define OPD_SERVER_ADMIN_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "opd/server.h"
 
 typedef struct opd__admin_config {
   const char *unix_path;  /* the admin socket; NULL or "": none */
@@ -17,6 +20,9 @@ typedef struct opd__admin_config {
   const char *plugin_dir; /* NULL or "": loading plugins is refused */
   /* called (on the admin thread) after a drain or shutdown request was answered */
   void (*on_shutdown)(void *arg, bool drain);
+  /* set_priority: puts the open session `id` in class p; OPD_ENOENT when there is none.
+   * NULL: the request is refused. */
+  int (*set_priority)(void *arg, uint64_t id, opd_priority p);
   void *arg;
 } opd__admin_config;
 

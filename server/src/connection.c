@@ -527,7 +527,7 @@ static void reply_hello(opd__conn *c, opd__job *j) {
     return;
   }
   if (rank[prio] > rank[k->max_priority]) prio = k->max_priority;
-  opd__sched_set_priority(&c->server->sched, &c->session, prio);
+  prio = opd__sched_set_priority(&c->server->sched, &c->session, prio, false);
   Opd__V1__HelloReply r = OPD__V1__HELLO_REPLY__INIT;
   r.protocol_version = PROTOCOL_VERSION;
   r.server = "opd " OPD_VERSION;

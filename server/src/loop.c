@@ -303,11 +303,33 @@ static void on_admin_shutdown(void *arg, bool drain) {
   kill(getpid(), SIGTERM);
 }
 
+/* The admin's set_priority: the open session `id`, found under the registry's lock (a session
+ * leaves the registry before it is freed). */
+static int on_admin_set_priority(void *arg, uint64_t id, opd_priority p) {
+  opd_server *s = arg;
+  opd__session_registry *r = &s->sessions;
+  pthread_mutex_lock(&r->mu);
+  opd__session *session = r->head;
+  while (session && session->id != id) session = session->reg_next;
+  if (session) {
+    opd__sched_set_priority(&s->sched, session, p, true);
+    opd_log(OPD_LOG_INFO, "admin: session %" PRIu64 " is now of priority %s", id,
+            opd__priority_name(p));
+  }
+  pthread_mutex_unlock(&r->mu);
+  return session ? 0 : opd_error(OPD_ENOENT, "set_priority: no open session %" PRIu64, id);
+}
+
 /* The admin listener (docs/ADMIN.md), when a socket or a TCP address is configured. */
 static int start_admin(opd_server *s) {
   if (!s->cfg.admin[0] && !s->cfg.admin_tcp[0]) return 0;
-  opd__admin_config ac = {s->cfg.admin,      s->cfg.admin_tcp,  s->cfg.admin_token_file,
-                          s->cfg.plugin_dir, on_admin_shutdown, NULL};
+  opd__admin_config ac = {s->cfg.admin,
+                          s->cfg.admin_tcp,
+                          s->cfg.admin_token_file,
+                          s->cfg.plugin_dir,
+                          on_admin_shutdown,
+                          on_admin_set_priority,
+                          s};
   return opd__admin_start(&ac, &s->admin);
 }
 

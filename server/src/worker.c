@@ -571,9 +571,20 @@ void opd__sched_resume(opd__sched *s, opd__session *session) {
   wake(w);
 }
 
-void opd__sched_set_priority(opd__sched *s, opd__session *session, opd_priority p) {
+opd_priority opd__sched_set_priority(opd__sched *s, opd__session *session, opd_priority p,
+                                     bool by_admin) {
+  opd__sched_entry *e = &session->sched;
+  pthread_cond_t *w = NULL;
   pthread_mutex_lock(&s->mu);
-  assert(!session->sched.list); /* at hello: not ready anywhere */
-  atomic_store_explicit(&session->sched.priority, (int)p, memory_order_relaxed);
+  if (by_admin || !e->priority_by_admin) {
+    e->priority_by_admin |= by_admin;
+    bool ready = e->list != NULL;
+    if (ready) ready_unlink(session);
+    atomic_store_explicit(&e->priority, (int)p, memory_order_relaxed);
+    if (ready) w = ready_push(s, session, true);
+  }
+  opd_priority now = (opd_priority)atomic_load_explicit(&e->priority, memory_order_relaxed);
   pthread_mutex_unlock(&s->mu);
+  wake(w);
+  return now;
 }

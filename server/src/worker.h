@@ -46,7 +46,9 @@
  *    ends the turn. So a session with a thousand jobs queued and one with a single job:
  *    the single job runs at the next turn, after at most one turn of the other.
  *  - Priorities. A session is in class high, normal (the default) or low, asked for at
- *    hello (Hello.priority in proto/opd.proto; at most max_priority). Classes share a pool
+ *    hello (Hello.priority in proto/opd.proto; at most max_priority) or set by the admin
+ *    at any time (set_priority in docs/ADMIN.md: any class, and it stands against a later
+ *    hello). Classes share a pool
  *    by stride scheduling on the kernel time their jobs take: each class has a pass that
  *    advances by a job's kernel time (plus 1 us) divided by its weight (4, 2, 1), and the
  *    class with the lowest pass goes next; a class that had nothing ready catches up to
@@ -111,9 +113,10 @@ typedef struct opd__sched_entry {
   opd__pool *pool;       /* that list's pool */
   uint64_t seq;          /* when it became ready: its place among the ready sessions */
   opd__sched_state state;
-  bool closed;     /* the connection is gone: nothing more is queued */
-  bool estimating; /* its owner estimates queued jobs outside the lock */
-  opd_device last; /* the device its last job ran on: where the next is queued */
+  bool closed;            /* the connection is gone: nothing more is queued */
+  bool estimating;        /* its owner estimates queued jobs outside the lock */
+  bool priority_by_admin; /* the admin set its class: a hello no longer does */
+  opd_device last;        /* the device its last job ran on: where the next is queued */
   /* read without the lock: by the loop (back-pressure) and the status endpoint */
   _Atomic int priority;     /* opd_priority */
   _Atomic uint32_t jobs;    /* queued or running on workers */
@@ -200,7 +203,10 @@ void opd__sched_resume(opd__sched *s, opd__session *session);
 /* Marks the calling thread latency-sensitive: a short time slice ([Note: Fair sharing of
  * workers]; the event loop's thread and the lane threads). */
 void opd__sched_latency_thread(void);
-/* Puts the session in a priority class (from its hello). */
-void opd__sched_set_priority(opd__sched *s, opd__session *session, opd_priority p);
+/* Puts the session in a priority class, from its hello or from the admin; the admin's
+ * choice stands against a hello that comes after it. A ready session moves to its new
+ * class's list, keeping its place in the ready order. Returns the session's class. */
+opd_priority opd__sched_set_priority(opd__sched *s, opd__session *session, opd_priority p,
+                                     bool by_admin);
 
 #endif

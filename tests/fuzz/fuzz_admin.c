@@ -33,6 +33,7 @@
 #include "opd/memory.h"
 #include "opd/schema.h"
 #include "opd/tensor.h"
+#include "worker.h"
 
 #define MAX_LINES 16
 #define MAX_LISTS 1 /* of every operator (the file's comment) */
@@ -187,8 +188,19 @@ static void handle(opd__admin *a, const char *line, size_t len, bool tcp, json_i
   }
 }
 
+/* The daemon's set_priority, with one open session, id 1: the admin hands over only a
+ * positive id and a class. */
+static int set_priority(void *arg, uint64_t id, opd_priority p) {
+  (void)arg;
+  fuzz_check(id > 0 && opd__priority_name(p), "set_priority(%llu, %d)", (unsigned long long)id,
+             (int)p);
+  return id == 1
+             ? 0
+             : opd_error(OPD_ENOENT, "set_priority: no open session %llu", (unsigned long long)id);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const opd__admin_config cfg = {"", "", NULL, "", NULL, NULL};
+  const opd__admin_config cfg = {"", "", NULL, "", NULL, set_priority, NULL};
   opd__admin *a;
   fuzz_check(opd__admin_start(&cfg, &a) == 0, "starting the admin: %s", opd_last_error());
   json_int_t made[MAX_MADE];

@@ -738,6 +738,10 @@ static void admin_corpus(void) {
   put_text(t, "register_fallback_kernel",
            "{\"op\": \"register_fallback\", \"key\": \"CPU\", \"fallthrough\": false}\n");
   put_text(t, "deregister_builtin", "{\"op\": \"deregister\", \"id\": 3}\n");
+  put_text(t, "set_priority",
+           "{\"op\": \"set_priority\", \"session\": 1, \"priority\": \"high\"}\n"
+           "{\"op\": \"set_priority\", \"session\": 2, \"priority\": \"low\"}\n"
+           "{\"op\": \"set_priority\", \"session\": 1, \"priority\": \"urgent\"}\n");
   put_text(t, "deregister_bad_id", "{\"op\": \"deregister\", \"id\": -4}\n");
   put_text(t, "load_plugin", "{\"op\": \"load_plugin\", \"file\": \"scaled_add.so\"}\n");
   put_text(t, "unload_plugin", "{\"op\": \"unload_plugin\", \"file\": \"../x.so\"}\n");

@@ -3,7 +3,7 @@
  *   opctl [OPTIONS] status | ops | op NAME | sessions | load-plugin FILE |
  *         unload-plugin FILE | register NAME KEY (--kernel-of ID | --fallthrough) |
  *         deregister ID [--force] | plugins | drain | graphs | graph ID |
- *         graph-pass NAME on|off |
+ *         graph-pass NAME on|off | set-priority SESSION low|normal|high |
  *         cuda-register --source FILE --entry NAME --schema SCHEMA --launch RULE
  *
  * Reading commands (status, ops, op, sessions, graphs, graph) use the HTTP status endpoint
@@ -76,6 +76,8 @@ static void usage(FILE *f) {
          "  graph ID                    a compiled graph: the IR after every pass, its fused\n"
          "                              groups and their numerics and benefit decisions\n"
          "  graph-pass NAME on|off      enable or disable a graph pass for later definitions\n"
+         "  set-priority SESSION CLASS  put an open session (opctl sessions) in priority class\n"
+         "                              low, normal or high\n"
          "\n"
          "options:\n"
          "  --admin URL                 admin listener: unix:///PATH or a bare PATH (default: the\n"
@@ -712,6 +714,19 @@ int main(int argc, char **argv) {
     return cmd_admin(
         json_pack("{s:s, s:s, s:b}", "op", "graph_pass", "name", args[1], "enabled", on),
         on ? "enabled\n" : "disabled\n");
+  }
+  if (strcmp(cmd, "set-priority") == 0 && nargs == 3) {
+    long long id;
+    if (!parse_id(args[1], &id))
+      return fail(EXIT_USAGE, "set-priority needs a session id (opctl sessions) and a class");
+    if (strcmp(args[2], "low") != 0 && strcmp(args[2], "normal") != 0 &&
+        strcmp(args[2], "high") != 0)
+      return fail(EXIT_USAGE, "set-priority: the class is low, normal or high");
+    char done[96]; /* no '%': printed as it is */
+    snprintf(done, sizeof done, "session %lld: priority %.16s\n", id, args[2]);
+    return cmd_admin(json_pack("{s:s, s:I, s:s}", "op", "set_priority", "session", (json_int_t)id,
+                               "priority", args[2]),
+                     done);
   }
   usage(stderr);
   return fail(EXIT_USAGE, "unknown command or wrong arguments: %s", cmd);
