@@ -136,6 +136,9 @@ struct opd__pool {
   unsigned idle;                      /* its workers waiting for work */
   unsigned reported_busy;             /* what the kernels were told last (the CPU pool) */
   bool lane_idle;                     /* its lane thread waits for work */
+  bool lane_estimating;               /* it estimates a session's jobs, outside the lock */
+  unsigned waiting_lane;              /* workers waiting for that ([Note: Waiting for the
+                                       * lane's estimate] in worker.c) */
   bool lane_started;
   pthread_t *threads; /* the workers, then the lane thread */
   unsigned nthreads;  /* workers (the lane thread not counted) */
