@@ -45,6 +45,7 @@ typedef struct fake_server {
   uint64_t max_frame;
   int hold;          /* answer nothing until this many requests (after hello) are read */
   bool refuse_hello; /* answer hello with an error */
+  bool lie_download; /* declare a download of 4 TiB, send the tensor's bytes, and close */
   /* state (mu) */
   pthread_mutex_t mu;
   char last_call[512]; /* "op(args)" of the last call, values encoded by encode_value */
@@ -324,10 +325,18 @@ static bool fake_request(fake_server *fs, const Opd__V1__Request *q) {
     d.n_shape = t->ndim;
     d.shape = t->shape;
     d.nbytes = t->nbytes;
+    int64_t tebi[] = {(int64_t)1 << 40};
+    if (fs->lie_download) {
+      d.dtype = OPD__V1__DTYPE__FLOAT32;
+      d.n_shape = 1;
+      d.shape = tebi;
+      d.nbytes = (uint64_t)4 << 40;
+    }
     r.body_case = OPD__V1__RESPONSE__BODY_DOWNLOAD;
     r.download = &d;
     respond(fs, &r, t->data, t->nbytes);
-    return true;
+    if (fs->lie_download) flush_out(fs);
+    return !fs->lie_download;
   }
   case OPD__V1__REQUEST__BODY_RELEASE: {
     uint64_t missing = 0;
@@ -624,6 +633,40 @@ START_TEST(test_upload_add_download) {
 }
 END_TEST
 
+/* [Note: Download buffers grow]: an allocating download of 3 MiB and 12 bytes arrives whole
+ * through a buffer grown as its bytes come; a server that declares 4 TiB and sends 16 bytes
+ * makes the download fail as the connection closes, not for want of 4 TiB. */
+START_TEST(test_download_alloc_grows_with_the_bytes) {
+  fake_server fs = {0};
+  opd_client *c = fake_connect(&fs);
+  int64_t n = (3 << 20) / 4 + 3;
+  float *x = malloc((size_t)n * sizeof *x);
+  for (int64_t i = 0; i < n; i++) x[i] = (float)i;
+  opd_client_tensor t;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, &n, 1, x, (size_t)n * 4, NULL, &t), 0);
+  opd_client_tensor_info info;
+  void *data = NULL;
+  ck_assert_int_eq(opd_client_download_alloc(c, t, &info, &data), 0);
+  ck_assert_uint_eq(info.nbytes, (uint64_t)n * 4);
+  ck_assert(memcmp(data, x, (size_t)n * 4) == 0);
+  free(data);
+  free(x);
+  fake_finish(&fs, c);
+
+  fake_server liar = {.lie_download = true};
+  c = fake_connect(&liar);
+  int64_t four = 4;
+  float y[4] = {1, 2, 3, 4};
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, &four, 1, y, sizeof y, NULL, &t), 0);
+  data = NULL;
+  ck_assert_int_eq(opd_client_download_alloc(c, t, &info, &data), OPD_ECANCELED);
+  ck_assert_ptr_null(data);
+  ck_assert_msg(strstr(opd_client_last_error(), "closed the connection"), "%s",
+                opd_client_last_error());
+  fake_finish(&liar, c);
+}
+END_TEST
+
 START_TEST(test_upload_errors) {
   fake_server fs = {0};
   opd_client *c = fake_connect(&fs);
@@ -884,6 +927,12 @@ START_TEST(test_typed_calls_encode_defaults) {
       opd_arange_start_step(c, opd_cs_int(0), opd_cs_double(2.5), NULL, NULL, NULL, NULL, NULL, &r),
       0);
   ck_assert_last_call(&fs, "aten::arange.start_step(i0,d2.5)");
+  /* the overload-less operator takes the plain name: torch.arange(end) */
+  ck_assert_int_eq(opd_arange(c, opd_cs_int(5), OPD_DTYPE(OPD_FLOAT64), NULL, NULL, NULL, &r), 0);
+  ck_assert_last_call(&fs, "aten::arange(i5,y7)");
+  ck_assert_int_eq(opd_arange_start(c, opd_cs_int(1), opd_cs_int(4), NULL, NULL, NULL, NULL, &r),
+                   0);
+  ck_assert_last_call(&fs, "aten::arange.start(i1,i4)");
   ck_assert_int_eq(opd_amax(c, 1, NULL, 0, OPD_BOOL(true), &r), 0);
   ck_assert_last_call(&fs, "aten::amax(T1,I[],b1)");
   ck_assert_int_eq(opd_cat(c, (opd_client_tensor[]){1, 2}, 2, NULL, &r), 0);
@@ -905,7 +954,7 @@ START_TEST(test_typed_calls_encode_defaults) {
   ck_assert_uint_ne(opd_future_tensor(f, 0), 0);
   ck_assert_last_call(&fs, "aten::expand(T1,I[4,4],b1)");
   opd_future_free(f);
-  ck_assert_int_eq(OPD_CLIENT_NUM_TYPED_OPS, 73); /* split.Tensor (a Tensor[] result) has none */
+  ck_assert_int_eq(OPD_CLIENT_NUM_TYPED_OPS, 75); /* split.Tensor (a Tensor[] result) has none */
   fake_finish(&fs, c);
 }
 END_TEST
@@ -1697,6 +1746,7 @@ Suite *opd_test_client_suite(void) {
   tcase_set_timeout(fake, 60);
   tcase_add_test(fake, test_server_info_and_ping);
   tcase_add_test(fake, test_upload_add_download);
+  tcase_add_test(fake, test_download_alloc_grows_with_the_bytes);
   tcase_add_test(fake, test_upload_errors);
   tcase_add_test(fake, test_download_errors);
   tcase_add_test(fake, test_large_transfers);

@@ -108,6 +108,7 @@ struct opd_client {
   opd_future *raw_f; /* a download whose raw bytes are being read; NULL: discard */
   uint64_t raw_left;
   uint8_t *raw_dst;
+  uint8_t *raw_end;    /* the end of the room at raw_dst ([Note: Download buffers grow]) */
   size_t raw_read_max; /* the most one raw read takes ([Note: Raw reads over TCP]) */
   bool raw_active;
   bool greeted;    /* the hello reply was read */

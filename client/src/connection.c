@@ -370,8 +370,41 @@ static void finish_raw(opd_client *c) {
   opd_future *f = c->raw_f;
   c->raw_active = false;
   c->raw_f = NULL;
-  c->raw_dst = NULL;
+  c->raw_dst = c->raw_end = NULL;
   complete(c, f);
+}
+
+/* [Note: Download buffers grow]
+ * The size of a download comes from the server, and a server is not trusted more than its
+ * bytes: a download the library allocates for (opd_client_download_alloc) starts with a
+ * buffer of at most FIRST_DOWNLOAD_BUFFER bytes and doubles it, up to the declared size, as
+ * the bytes arrive, so a server that declares terabytes and sends little makes the client
+ * allocate no more than twice what it sent. A download into the caller's buffer checks the
+ * declared size against the buffer first. When a buffer cannot grow, the download fails
+ * with OPD_ENOMEM and its remaining bytes are read and dropped: the connection stays in
+ * step. */
+#define FIRST_DOWNLOAD_BUFFER ((size_t)1 << 20)
+
+/* Room for the raw bytes at raw_dst: the bytes that may be written there now (an allocating
+ * download's buffer grown first when it is full), or 0 when they are dropped. */
+static size_t raw_room(opd_client *c) {
+  if (!c->raw_dst) return 0;
+  opd_future *f = c->raw_f;
+  if (c->raw_dst == c->raw_end && f->alloc) {
+    size_t have = f->capacity, total = (size_t)f->info->nbytes;
+    size_t want = have > total / 2 ? total : 2 * have;
+    uint8_t *nb = realloc(f->buf, want);
+    if (!nb) {
+      future_set_error(f, OPD_ENOMEM, "cannot grow the download buffer", NULL);
+      c->raw_dst = c->raw_end = NULL;
+      return 0;
+    }
+    f->buf = nb;
+    f->capacity = want;
+    c->raw_dst = nb + have;
+    c->raw_end = nb + want;
+  }
+  return (size_t)(c->raw_end - c->raw_dst);
 }
 
 /* Sets up the reading of a DownloadReply's raw bytes. Returns 0 or a broken-connection code. */
@@ -393,13 +426,18 @@ static int start_download(opd_client *c, opd_future *f, const Opd__V1__DownloadR
   }
   if (bytes != d->nbytes) return protocol_error(c, "download nbytes does not match its shape", id);
   f->info->nbytes = d->nbytes;
-  c->raw_dst = NULL;
+  c->raw_dst = c->raw_end = NULL;
   if (d->nbytes == 0) {
     /* nothing follows */
-  } else if (f->alloc) {
-    f->buf = d->nbytes <= SIZE_MAX ? malloc((size_t)d->nbytes) : NULL;
-    if (!f->buf) future_set_error(f, OPD_ENOMEM, "cannot allocate the download buffer", NULL);
-    c->raw_dst = f->buf;
+  } else if (f->alloc) { /* [Note: Download buffers grow] */
+    size_t first = d->nbytes < FIRST_DOWNLOAD_BUFFER ? (size_t)d->nbytes : FIRST_DOWNLOAD_BUFFER;
+    if (d->nbytes > SIZE_MAX || !(f->buf = malloc(first))) {
+      future_set_error(f, OPD_ENOMEM, "cannot allocate the download buffer", NULL);
+    } else {
+      f->capacity = first;
+      c->raw_dst = f->buf;
+      c->raw_end = c->raw_dst + first;
+    }
   } else if (d->nbytes > f->capacity) {
     char msg[160];
     snprintf(msg, sizeof msg, "a download of %llu bytes does not fit the buffer of %zu bytes",
@@ -407,6 +445,7 @@ static int start_download(opd_client *c, opd_future *f, const Opd__V1__DownloadR
     future_set_error(f, OPD_EINVAL, msg, NULL);
   } else {
     c->raw_dst = f->buf;
+    c->raw_end = c->raw_dst + d->nbytes;
   }
   if (d->nbytes == 0) {
     complete(c, f);
@@ -611,7 +650,9 @@ static int process_input(opd_client *c) {
     if (c->raw_active) {
       if (avail == 0) return 0;
       size_t take = avail < c->raw_left ? avail : (size_t)c->raw_left;
+      size_t room = raw_room(c);
       if (c->raw_dst) {
+        if (take > room) take = room;
         memcpy(c->raw_dst, c->rbuf + c->rpos, take);
         c->raw_dst += take;
       }
@@ -656,8 +697,10 @@ static int connection_lost(opd_client *c, int err, const char *when) {
 static int read_some(opd_client *c) {
   for (;;) {
     ssize_t n;
-    if (c->raw_active && c->raw_dst && c->rpos == c->rlen) {
+    size_t room = c->raw_active && c->rpos == c->rlen ? raw_room(c) : 0;
+    if (room) {
       size_t want = c->raw_left < c->raw_read_max ? (size_t)c->raw_left : c->raw_read_max;
+      if (want > room) want = room;
       n = read(c->fd, c->raw_dst, want);
       if (n > 0) {
         c->raw_dst += n;
