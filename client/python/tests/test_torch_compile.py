@@ -1,5 +1,6 @@
 """opd.torch.compile: traced with make_fx, parameters uploaded once, re-traced per input
 signature with a bounded cache, run in the daemon as one graph per call."""
+import gc
 import time
 
 import pytest
@@ -120,3 +121,31 @@ def test_graphs_are_released_with_their_signatures(daemon):
     while daemon.sessions() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not daemon.sessions()
+
+
+def test_outputs_are_released_when_they_die(daemon):
+    """A compiled call's outputs are released as soon as nothing refers to them, without the
+    cyclic garbage collector (which once held every output, and its memory in the daemon,
+    until it ran)."""
+    def seed_softmax(x):
+        e = torch.exp(x)
+        return e / e.sum(dim=-1, keepdim=True), e
+
+    def session_handles():
+        client.wait_all()
+        return max(daemon.sessions(), key=lambda s: s["id"])["handles"]
+
+    with opd.connect(daemon.unix) as client:
+        f = opd.torch.compile(seed_softmax, client)
+        x = opd.torch.remote(torch.randn(8, 16), client)
+        f(x)  # traced and defined here
+        held = session_handles()
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for _ in range(20):
+                f(x)
+            assert session_handles() == held
+        finally:
+            if enabled:
+                gc.enable()

@@ -175,13 +175,16 @@ def run(client, g, inputs):
     refs += [t._opd for t in g.constants]
     outs = client._submit(g.run_op, tuple(refs), len(g.metas)).outputs
     tensors = [OpdTensor(r, m, client, device) for r, m in zip(outs, g.metas)]
+    return _shaped(g.template, tensors)
 
-    def build(t):
-        if isinstance(t, int):
-            return tensors[t]
-        return type(t)(build(x) for x in t)
 
-    return build(g.template)
+def _shaped(template, tensors):
+    """The outputs in the traced function's structure (a module-level function: a nested
+    recursive one would be a reference cycle holding every output until the cyclic garbage
+    collector ran, and their memory in the daemon with them)."""
+    if isinstance(template, int):
+        return tensors[template]
+    return type(template)(_shaped(x, tensors) for x in template)
 
 
 def release(client, g):
