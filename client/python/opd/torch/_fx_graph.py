@@ -13,7 +13,8 @@ GraphValues (a getitem of a node that returns several tensors or a Tensor[] is t
 of the node), a Python number at a Tensor argument sent as a Scalar (the daemon wraps it as
 PyTorch wraps a number), dtypes, devices, layouts and memory formats as the typed calls send
 them. The outputs are the output node's tensors, in order, and a run gives them back in the
-output node's structure (a tensor, or a tuple or list of them). Anything else (an operator
+output node's structure (a tensor, or a tuple or list of them; built without a reference
+cycle, so each output is released in the daemon as soon as it dies). Anything else (an operator
 the client has no schema for, a tensor constant inside an argument, a non-ATen call) raises
 NotImplementedError, and compile runs that graph op by op instead. Shapes, dtypes and
 strides of the outputs come from the trace's tensor_meta; the daemon checks every node again
