@@ -114,15 +114,15 @@ static const opd_server_config *cfg(const opd__conn *c) {
 
 /* [Note: Requests when memory runs out]
  * A release, a download or a small call must still be served when the daemon has no memory
- * left: a release is how a client gives memory back. So reading a request allocates nothing
- * once a connection has jobs: a job keeps its response buffer and its decode arena's first
+ * left: a release is how a client gives memory back. So reading a small request allocates
+ * nothing once a connection has jobs: a job keeps its response buffer and its decode arena's first
  * block (at least FIRST_ARENA_BLOCK, enough for any request but a large upload header or
  * call) when it is recycled, and a new job gets both when it is made. When no job is free
  * and none can be made, the frame waits while the connection has jobs in its response
- * order (each is recycled once its response is written, and reading resumes then); only a
- * connection with none is closed. A request whose decoding needs more than the first block
- * is refused with RESOURCE_EXHAUSTED. tests/test_fault.c releases with every allocation
- * failing. */
+ * order (each is recycled once its response is written, and the frame is processed then);
+ * only a connection with none is closed. A request whose decoding needs more than the first
+ * block, when no memory is left for more, is refused with RESOURCE_EXHAUSTED.
+ * tests/test_fault.c releases with every allocation failing. */
 #define FIRST_ARENA_BLOCK 4096
 
 /* A fresh job whose arena bounds decoding to 8x the frame plus 16 KiB: room for
@@ -931,10 +931,12 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
  * pause left behind. */
 static void update_reading(opd__conn *c) {
   if (c->closing) return;
-  if (c->rlen != c->rpos) {
+  while (c->rlen != c->rpos) {
     process(c);
+    bool waits = c->wait_job;
     flush(c);
     if (c->closing) return;
+    if (!waits || c->wait_job) break; /* else the write gave a job back: the frame can go */
   }
   bool want = c->mode == OPD__READ_RAW ? !c->close_after_flush : frames_allowed(c);
   if (want && !c->reading) {
