@@ -15,7 +15,8 @@
 # is recorded before and after each run, and the medians of ROUNDS rounds are reported.
 # OPD_FAIR_DAEMON=PATH measures another opd binary (an older build) with the same client;
 # OPD_FAIR_OPS="mm" runs some operators only; OPD_FAIR_HEAVY (2) and OPD_FAIR_SESSIONS (5)
-# set N and M.
+# set N and M; OPD_FAIR_DAEMON_ARGS="--worker-nice 6" gives the daemon options beyond its
+# addresses (the targets are the default configuration's).
 set -euo pipefail
 build=${1:-build-release}
 rounds=${2:-3}
@@ -43,8 +44,9 @@ cleanup() {
 trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# shellcheck disable=SC2086 # OPD_FAIR_DAEMON_ARGS: options, split at spaces
 taskset -c "$cpus" "$opd" --listen "tcp://127.0.0.1:$port" --status "" --admin "" \
-  --log-level warn >"$tmp/opd.log" 2>&1 &
+  --log-level warn ${OPD_FAIR_DAEMON_ARGS:-} >"$tmp/opd.log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi

@@ -10,11 +10,13 @@
  * process: the back-pressure limits, the priority granted at hello, and a tiny call that
  * completes while another session's long product still runs on the only worker. */
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +49,7 @@ typedef struct tjob {
   bool gate_estimate; /* its estimate blocks until the gate opens */
   _Atomic int estimates;
   pthread_t ran_on;
+  int nice; /* its thread's nice value, where a body records it */
 } tjob;
 
 typedef struct run {
@@ -376,6 +379,38 @@ START_TEST(test_priority_set_by_admin) {
   open_gate();
   wait_done(6);
   for (int k = 0; k < 5; k++) ck_assert_int_ge(position(0, k), 0);
+  stop_run();
+}
+END_TEST
+
+/* [Note: Nicer workers]: with worker_nice 3, a job on a CPU worker runs 3 nicer than the
+ * thread that started the scheduler; a short job on the lane does not. */
+static void record_nice(tjob *t) {
+  errno = 0;
+  t->nice = getpriority(PRIO_PROCESS, 0); /* Linux: the calling thread's */
+  ck_assert_int_eq(errno, 0);
+}
+
+START_TEST(test_worker_nice) {
+  errno = 0;
+  int base = getpriority(PRIO_PROCESS, 0);
+  ck_assert_int_eq(errno, 0);
+  if (base + 3 > 19) return; /* already as nice as can be */
+  start_run(1);
+  R->sched.worker_nice = 3;
+  R->body = record_nice;
+  J(0, 0)->cost = LONG_NS;
+  J(0, 0)->gated = true;
+  submit(0, 0);
+  wait_gated(1);
+  submit(1, 0); /* short, while the long job holds the only worker: the lane runs it */
+  for (int i = 0; i < 2000 && atomic_load(&R->done) < 1; i++)
+    nanosleep(&(struct timespec){0, 5000000}, NULL);
+  open_gate();
+  wait_done(2);
+  ck_assert(pthread_equal(J(1, 0)->ran_on, R->sched.cpu.threads[R->sched.cpu.nthreads]));
+  ck_assert_int_eq(J(0, 0)->nice, base + 3);
+  ck_assert_int_eq(J(1, 0)->nice, base);
   stop_run();
 }
 END_TEST
@@ -1053,6 +1088,7 @@ Suite *opd_test_sched_suite(void) {
   tcase_add_test(t, test_gpu_pool_lane);
   tcase_add_test(t, test_priorities_share_4_2_1);
   tcase_add_test(t, test_priority_set_by_admin);
+  tcase_add_test(t, test_worker_nice);
   tcase_add_test(t, test_cost_in_flight);
   tcase_add_test(t, test_queued_jobs_estimated_early);
   tcase_add_test(t, test_cancel_clears_jobs_and_cost);

@@ -429,6 +429,7 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
   s->sched.send = send_batch;
   s->sched.estimate = opd__job_estimate; /* [Note: Fair sharing of workers] in worker.h */
   s->sched.short_ns = (uint64_t)s->cfg.short_job_us * 1000;
+  s->sched.worker_nice = (int)s->cfg.worker_nice;
   if ((rc = opd__gpu_start(s)) < 0) {
     abort_start(s);
     return rc;

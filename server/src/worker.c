@@ -4,10 +4,12 @@
 #include "worker.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -248,6 +250,7 @@ static void worker_loop(opd__pool *p, bool lane) {
   opd__session *turn = NULL; /* a session whose turn goes on: RUNNING, with jobs queued */
   uint64_t turn_ns = 0;      /* kernel time of the turn so far */
   bool online = false;
+  bool niced = lane || p->device.type != OPD_DEVICE_CPU; /* [Note: Nicer workers] */
   opd_reader_register();
   opd_reader_offline();
   pthread_mutex_lock(&s->mu);
@@ -352,6 +355,14 @@ static void worker_loop(opd__pool *p, bool lane) {
     if (!online) {
       opd_reader_online();
       online = true;
+    }
+    if (!niced) { /* a hint: where refused, nothing changes */
+      niced = true;
+      int tid = (int)syscall(SYS_gettid);
+      errno = 0;
+      int now = getpriority(PRIO_PROCESS, (id_t)tid);
+      if (s->worker_nice > 0 && errno == 0)
+        (void)setpriority(PRIO_PROCESS, (id_t)tid, now + s->worker_nice);
     }
     bool hold = s->run(job);
     bool cheap = job->kernel_ns < BATCH_CHEAP_NS;

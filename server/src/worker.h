@@ -60,6 +60,12 @@
  *    in connection.c): back-pressure, not an error. The jobs decoded from one read before a
  *    worker estimated them may pass the cost limit (they were already queued); the jobs
  *    limit is exact. max_in_flight still answers RESOURCE_EXHAUSTED.
+ *  - [Note: Nicer workers] With worker_nice N, the CPU pool's workers (not its lane
+ *    thread, not the GPU pools, whose work is launches) raise their nice value by N before
+ *    their first job, so the event loop, the lane and the clients sharing the CPUs with
+ *    them preempt their long jobs at once instead of waiting for the end of a time slice.
+ *    It is off by default: on a machine shared with other programs it also gives the
+ *    daemon's compute less of the CPUs than theirs. docs/PERFORMANCE.md measures it.
  *  - Threads. The CPU pool reports how many of its threads run a job to the kernels, whose
  *    large loops split over the CPUs the others leave ([Note: Kernel threads and the load]
  *    in kernels/src/parallel.h): the workers and the kernels' threads do not oversubscribe
@@ -178,6 +184,7 @@ struct opd__sched {
   /* set after start, before the first job is submitted: */
   opd__estimate_fn estimate; /* NULL: every job is short and costs nothing */
   uint64_t short_ns;         /* CPU jobs estimated above this are long */
+  int worker_nice;           /* the CPU workers' nice increment ([Note: Nicer workers]) */
 };
 
 /* Starts the CPU pool (cpu_workers threads; 0: one per online CPU) and its lane thread
