@@ -53,8 +53,10 @@ refused() { # expected-message args...
   [ "$status" -eq 2 ] || fail "opd $*: exit status $status, not 2: $(cat "$tmp/err")"
   grep -qF -- "$want" "$tmp/err" || fail "opd $*: '$(cat "$tmp/err")' lacks '$want'"
 }
-refused "unknown option '--work' (did you mean --workers?)" --work 2 --listen tcp://127.0.0.1:0 \
-  --status "" --admin ""
+refused "unknown option '--cuda-work' (did you mean --cuda-workers-per-device?)" --cuda-work 2 \
+  --listen tcp://127.0.0.1:0 --status "" --admin ""
+refused "unknown option '--work' (did you mean --workers or --worker-nice?)" --work 2 \
+  --listen tcp://127.0.0.1:0 --status "" --admin ""
 refused "'admin' must be unix:///PATH or a path; tcp:// addresses are for listen, admin_tcp" \
   --listen tcp://127.0.0.1:0 --admin tcp://127.0.0.1:1
 

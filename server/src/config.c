@@ -59,7 +59,7 @@ const opd__option opd__options[] = {
     OPT("worker_nice", "N", OPD__OPT_U32, worker_nice, 0, 19,
         "how much nicer than the daemon's other threads its CPU workers run, so that the "
         "event loop, the lane and the clients on the same CPUs preempt their long jobs "
-        "(default 0)"),
+        "(default 6)"),
     OPT("max_session_jobs", "N", OPD__OPT_U32, max_session_jobs, 1, 1u << 20,
         "per session: jobs queued or running on workers at which the daemon stops reading "
         "the session's requests until some are done (default 256)"),
@@ -125,7 +125,7 @@ void opd_server_config_init(opd_server_config *c) {
       .max_bytes_held = UINT64_C(8) << 30,
       .max_in_flight = 1024,
       .short_job_us = 100,
-      .worker_nice = 0,
+      .worker_nice = 6,
       .max_session_jobs = 256,
       .max_session_cost_ms = 2000,
       .max_priority = OPD_PRIORITY_NORMAL,

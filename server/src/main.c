@@ -60,6 +60,19 @@ static void on_signal(uv_signal_t *h, int signum) {
   if (!uv_is_closing((uv_handle_t *)other)) uv_close((uv_handle_t *)other, NULL);
 }
 
+/* "unknown option" for a flag getopt_long refused; an abbreviation of several options
+ * names them all (a unique one is refused with its option's name above). */
+static void unknown_option(const char *flag, const struct option *longopts) {
+  size_t len = strcspn(flag, "=");
+  fprintf(stderr, "opd: unknown option '%.*s'", (int)len, flag);
+  int found = 0;
+  if (len > 2 && flag[0] == '-' && flag[1] == '-')
+    for (const struct option *o = longopts; o->name; o++)
+      if (strncmp(o->name, flag + 2, len - 2) == 0)
+        fprintf(stderr, "%s--%s", found++ ? " or " : " (did you mean ", o->name);
+  fprintf(stderr, "%s\n", found ? "?)" : "");
+}
+
 int main(int argc, char **argv) {
   /* flags: one per option, plus --config, --help, --version */
   struct option longopts[64];
@@ -109,7 +122,7 @@ int main(int argc, char **argv) {
       if (ch == ':')
         fprintf(stderr, "opd: option '%s' needs a value\n", argv[optind - 1]);
       else if (ch == '?')
-        fprintf(stderr, "opd: unknown option '%s'\n", argv[optind - 1]);
+        unknown_option(argv[optind - 1], longopts);
       else
         fprintf(stderr, "opd: too many options\n");
       fprintf(stderr, "Try 'opd --help'.\n");

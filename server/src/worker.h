@@ -64,8 +64,9 @@
  *    thread, not the GPU pools, whose work is launches) raise their nice value by N before
  *    their first job, so the event loop, the lane and the clients sharing the CPUs with
  *    them preempt their long jobs at once instead of waiting for the end of a time slice.
- *    It is off by default: on a machine shared with other programs it also gives the
- *    daemon's compute less of the CPUs than theirs. docs/PERFORMANCE.md measures it.
+ *    The default is 6 (0: off); on a machine shared with other programs it also gives the
+ *    daemon's compute less of the CPUs than theirs when they compete. docs/PERFORMANCE.md
+ *    measures it.
  *  - Threads. The CPU pool reports how many of its threads run a job to the kernels, whose
  *    large loops split over the CPUs the others leave ([Note: Kernel threads and the load]
  *    in kernels/src/parallel.h): the workers and the kernels' threads do not oversubscribe
