@@ -281,8 +281,12 @@ START_TEST(test_fault_composite_calls) {
 END_TEST
 
 START_TEST(test_fault_download) {
-  /* written from the tensor's storage: a contiguous download allocates nothing */
-  ck_assert_int_eq(sweep("download", op_download), 0);
+  /* written from the tensor's storage: a contiguous download allocates nothing itself; when
+   * the upload's job is not back yet (a worker sends an answer before it hands the job
+   * back), reading the request makes a job: the job, its response buffer and its arena's
+   * first block, each of which may fail without failing the download ([Note: Requests
+   * when memory runs out]) */
+  ck_assert_int_le(sweep("download", op_download), 3);
   ck_assert_int_ge(sweep("strided download", op_download_strided), 2); /* a view, a chunk */
 }
 END_TEST
