@@ -50,10 +50,7 @@ static opd_server_config cfg;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
-  opd_log_set_level(OPD_LOG_ERROR);
-  fuzz_check(opd_kernels_register() == 0, "registering the kernels: %s", opd_last_error());
-  opd_cpu_allocator_set_limit(256u << 20);
-  opd_server_config_init(&cfg);
+  fuzz_execute_init(&cfg);
   cfg.max_literal_bytes = 1024;
   cfg.max_handles = 64;
   cfg.max_bytes_held = 8u << 20;
@@ -64,26 +61,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   cfg.max_graphs = 4;
   cfg.graph_cache_size = 4;
   return 0;
-}
-
-static opd__job *job_new(opd__session *s, size_t frame_len, opd__job_kind kind) {
-  opd__job *j = opd__calloc(1, sizeof *j);
-  fuzz_check(j != NULL, "out of memory");
-  j->out = opd__malloc(OPD__JOB_OUT_MIN);
-  fuzz_check(j->out != NULL, "out of memory");
-  j->out_cap = OPD__JOB_OUT_MIN;
-  opd__arena_init(&j->arena);
-  opd__arena_reset(&j->arena, 8 * frame_len + 16384);
-  j->session = s;
-  j->kind = kind;
-  j->device = (opd_device){OPD_DEVICE_CPU, -1};
-  return j;
-}
-
-static void job_free(opd__job *j) {
-  opd__arena_destroy(&j->arena);
-  opd__free(j->out);
-  opd__free(j);
 }
 
 static Opd__V1__Response__BodyCase reply_of(opd__job_kind kind) {
@@ -107,11 +84,11 @@ static Opd__V1__Response *run(opd__job *j) {
 
 /* A request of the session made here (run, describe, release of graph `g`). */
 static Opd__V1__Response *request(opd__session *s, opd__job_kind kind, Opd__V1__Request *req) {
-  opd__job *j = job_new(s, 64, kind);
+  opd__job *j = fuzz_job_new(s, 64, kind);
   j->req = req;
   j->id = req->id;
   Opd__V1__Response *r = run(j);
-  job_free(j);
+  fuzz_job_free(j);
   return r;
 }
 
@@ -202,7 +179,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(p, data, size);
   size_t len = (size_t)(p - frame) + size;
   uint64_t id, count;
-  opd__job *j = job_new(&s, len, OPD__JOB_DEFINE_GRAPH);
+  opd__job *j = fuzz_job_new(&s, len, OPD__JOB_DEFINE_GRAPH);
   char bad[512];
   if (opd__wire_graph_nodes_over(frame, len, cfg.max_graph_nodes, &id, &count)) {
     fuzz_check(id == 7 && count > cfg.max_graph_nodes, "a graph of %llu nodes refused",
@@ -240,7 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     fuzz_response_free(r);
   }
-  job_free(j);
+  fuzz_job_free(j);
   opd__free(frame);
   fuzz_check(s.graphs.count == 0, "graphs left after their release");
   for (uint64_t h = 1; h < s.next_handle; h++) opd__session_drop(&s, h);

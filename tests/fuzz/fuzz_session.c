@@ -91,38 +91,11 @@ static void hold_start(opd__session *s) {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
-  opd_log_set_level(OPD_LOG_ERROR);
-  fuzz_check(opd_kernels_register() == 0, "registering the kernels: %s", opd_last_error());
-  opd_cpu_allocator_set_limit(256u << 20);
-  opd_server_config_init(&cfg);
+  fuzz_execute_init(&cfg);
   cfg.max_literal_bytes = 4096;
   cfg.max_handles = 64;
   cfg.max_bytes_held = 8u << 20;
   return 0;
-}
-
-/* ---- jobs, as the connection makes and frees them ---- */
-
-static opd__job *job_new(opd__session *s, size_t frame_len) {
-  opd__job *j = opd__calloc(1, sizeof *j);
-  fuzz_check(j != NULL, "out of memory");
-  j->out = opd__malloc(OPD__JOB_OUT_MIN);
-  fuzz_check(j->out != NULL, "out of memory");
-  j->out_cap = OPD__JOB_OUT_MIN;
-  opd__arena_init(&j->arena);
-  opd__arena_reset(&j->arena, 8 * frame_len + 16384);
-  j->session = s;
-  j->device = (opd_device){OPD_DEVICE_CPU, -1};
-  return j;
-}
-
-static void job_free(opd__job *j) {
-  opd__gather_free(j->gather);
-  if (j->tensor) opd_tensor_release(j->tensor);
-  if (j->reserved) opd__session_unreserve(j->session, j->reserved);
-  opd__arena_destroy(&j->arena);
-  opd__free(j->out);
-  opd__free(j);
 }
 
 /* ---- checks of what a request left ---- */
@@ -236,10 +209,9 @@ static void check_meta_agrees(opd__session *s, const uint8_t *frame, size_t len,
   uint64_t hc[16], hm[16];
   size_t nc = result_handles(cpu, hc, 16);
   if (!nc) return;
-  opd__job *j = job_new(s, len);
+  opd__job *j = fuzz_job_new(s, len, OPD__JOB_CALL);
   fuzz_check(opd__request_decode(&j->arena, frame, len, cfg.max_graph_nodes, &j->req, &j->id) == 0,
              "a frame decoded twice");
-  j->kind = OPD__JOB_CALL;
   opd_dispatch_key meta;
   fuzz_check(opd_key_from_name("Meta", &meta) == 0, "the Meta key");
   opd_local_dispatch_state saved = s->dispatch;
@@ -261,7 +233,7 @@ static void check_meta_agrees(opd__session *s, const uint8_t *frame, size_t len,
     for (size_t i = 0; i < nm; i++) opd__session_drop(s, hm[i]);
   }
   fuzz_response_free(r);
-  job_free(j);
+  fuzz_job_free(j);
 }
 
 /* An upload's header, then its raw bytes from the stream, as begin_upload and the reads
@@ -317,7 +289,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t len = (size_t)p[0] | (size_t)p[1] << 8 | (size_t)p[2] << 16 | (size_t)p[3] << 24;
     p += 4;
     if (len > cfg.max_frame_bytes || len > (size_t)(end - p)) break;
-    opd__job *j = job_new(&s, len);
+    opd__job *j = fuzz_job_new(&s, len, OPD__JOB_LOCAL);
     Opd__V1__Request *req;
     int rc = opd__request_decode(&j->arena, p, len, cfg.max_graph_nodes, &req, &j->id);
     p += len;
@@ -333,7 +305,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_meta_agrees(&s, p - len, len, r->call);
       fuzz_response_free(r);
     }
-    job_free(j);
+    fuzz_job_free(j);
   }
   for (uint64_t h = 1; h < s.next_handle; h++) opd__session_drop(&s, h);
   fuzz_check(atomic_load(&s.bytes_held) == 0, "a session without handles holds %llu bytes",
