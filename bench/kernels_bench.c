@@ -7,7 +7,8 @@
  * bandwidth as a fraction of the machine's copy bandwidth: the copy_* workloads (memcpy, and
  * opd's copy_ kernel) move the same 64 MiB. Lines starting with "#" describe the machine: the
  * CPU model, its vector extensions, and the instruction set opd's kernels chose.
- * Threads: OPD_NUM_THREADS (default: all cores). */
+ * Threads: OPD_NUM_THREADS (default: all cores). OPD_BENCH_ONLY=NAME runs only the workloads
+ * whose names start with NAME (to profile one: perf record opd-bench-kernels). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,8 @@ static double median(double *runs) {
 
 static void bench_call(const char *workload, const char *name, push_fn push, args *arg,
                        int64_t bytes) {
+  const char *only = getenv("OPD_BENCH_ONLY");
+  if (only && strncmp(workload, only, strlen(only)) != 0) return;
   const opd_operator *op = opd_find_schema(name);
   if (!op) die(name);
   double runs[REPS + 1];

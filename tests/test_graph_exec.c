@@ -169,6 +169,58 @@ START_TEST(test_fused_equals_unfused) {
 }
 END_TEST
 
+/* The hand-written tanh-GELU on n elements, with tanh's value as a second output. */
+static opd_graph *tanh_gelu_graph(int64_t n) {
+  opd_graph *g = gnew();
+  int x = IN(g, n);
+  int cube = NODE(g, "aten::pow.Tensor_Scalar", R(x), V(I(3)));
+  int inner = NODE(g, "aten::add.Tensor", R(x),
+                   R(NODE(g, "aten::mul.Tensor", R(cube), V(D(0.044715)))), V(I(1)));
+  int t = NODE(g, "aten::tanh", R(NODE(g, "aten::mul.Tensor", R(inner), V(D(0.7978845608028654)))));
+  int half = NODE(g, "aten::mul.Tensor", R(x), V(D(0.5)));
+  OUT(g,
+      NODE(g, "aten::mul.Tensor", R(half),
+           R(NODE(g, "aten::add.Tensor", R(t), V(D(1.0)), V(I(1))))),
+      t);
+  return g;
+}
+
+/* A program large enough to stream its stores, that is not a whole number of tiles, read
+ * from an input at an odd offset ([Note: Streaming the stores of large programs] and the
+ * next tile's prefetch in fused_run.c): the same values as unfused, bit for bit. */
+START_TEST(test_large_program_streams_its_stores) {
+  const int64_t n = OPD__PW_STREAM_ELEMENTS + 3 * OPD__PW_TILE / 2 + 3;
+  opd_tensor *base = mk(OPD_FLOAT32, SHAPE(n + 1), NULL);
+  float *v = opd_tensor_data(base);
+  for (int64_t k = 0; k <= n; k++) v[k] = (float)(k % 4001) * 0.004f - 8.0f;
+  opd_tensor *x = view(base, SHAPE(n), (int64_t[]){1}, 1); /* 4 bytes past an aligned start */
+  opd_compiled_graph *opt = gcompile_with(tanh_gelu_graph(n), NULL, 0, NULL);
+  opd_compiled_graph *ref = GCOMPILE(tanh_gelu_graph(n), "dce");
+  ck_assert_uint_eq(opt->plan->ngroups, 1);
+  opd_tensor *in[] = {x}, *a[2], *b[2];
+  grun(opt, in, 1, a, 2);
+  grun(ref, in, 1, b, 2);
+  opd_graph_stats st;
+  opd_compiled_graph_stats(opt, &st);
+  ck_assert_uint_eq(st.kernels_last_run, 1);
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(a[k]->numel, n);
+    const float *fa = opd_tensor_data(a[k]), *fb = opd_tensor_data(b[k]);
+    int64_t first = -1;
+    for (int64_t i = 0; i < n && first < 0; i++)
+      if (memcmp(&fa[i], &fb[i], sizeof *fa)) first = i;
+    ck_assert_msg(first < 0, "output %d, element %lld: %.9g fused, %.9g unfused", k,
+                  (long long)first, first < 0 ? 0.0 : fa[first], first < 0 ? 0.0 : fb[first]);
+    opd_tensor_release(a[k]);
+    opd_tensor_release(b[k]);
+  }
+  opd_compiled_graph_release(opt);
+  opd_compiled_graph_release(ref);
+  opd_tensor_release(x);
+  opd_tensor_release(base);
+}
+END_TEST
+
 /* silu(x + b): one group of three nodes. */
 static opd_graph *silu_graph(void) {
   opd_graph *g = gnew();
@@ -505,6 +557,7 @@ Suite *opd_test_graph_exec_suite(void) {
   TCase *tc = tcase_create("exec");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_fused_equals_unfused);
+  tcase_add_test(tc, test_large_program_streams_its_stores);
   tcase_add_test(tc, test_numerics_mismatch_pins_unfused);
   tcase_add_test(tc, test_benefit_decisions);
   tcase_add_test(tc, test_run_errors);

@@ -1,9 +1,11 @@
 /* test_vec_math.c: the vectorizable float32 functions of kernels/src/loops.h (opd__expf,
  * opd__tanhf) that the elementwise kernels and the graphs' fused programs share, against
  * libm's double results: the error in ulps over a sample of every binade, and the special
- * values (signed zeros, infinities, NaN, the ends of the ranges). */
+ * values (signed zeros, infinities, NaN, the ends of the ranges). With OPD_TEST_EXHAUSTIVE=1
+ * in the environment, every float as well (a few minutes): the bounds loops.h states. */
 #include <check.h>
 #include <float.h>
+#include <stdlib.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -71,6 +73,8 @@ START_TEST(tanhf_within_one_and_a_half_ulps) {
   ck_assert_double_le(worst_ulps(tanhf_of, tanh, 0x1p-126f, 0.625f, 4099), 1.5);
   ck_assert_double_le(worst_ulps(tanhf_of, tanh, 0.6f, 0.65f, 7), 1.5);
   ck_assert_double_le(worst_ulps(tanhf_of, tanh, 0.625f, 10.0f, 1009), 1.5);
+  /* every float where the exponential's input is clamped (9.1) and tanh reaches 1 (9.02) */
+  ck_assert_double_le(worst_ulps(tanhf_of, tanh, 8.9f, 9.3f, 1), 1.5);
   ck_assert_double_le(worst_ulps(tanhf_of, tanh, 10.0f, 0x1p100f, 65537), 0.5);
   ck_assert_double_le(worst_ulps(tanhf_of, tanh, 0x1p-149f, 0x1p-126f, 65537), 0.5);
 }
@@ -90,6 +94,14 @@ START_TEST(tanhf_special_values) {
 }
 END_TEST
 
+/* Every float of the ranges, both signs: only in the suite with OPD_TEST_EXHAUSTIVE=1. */
+START_TEST(every_float) {
+  ck_assert_double_le(worst_ulps(tanhf_of, tanh, 0x1p-149f, FLT_MAX, 1), 1.5);
+  ck_assert_double_le(worst_ulps(expf_of, exp, 0x1p-149f, 87.3f, 1), 1.0);
+  ck_assert_double_le(worst_ulps(expf_of, exp, 87.3f, 88.7f, 1), 1.0);
+}
+END_TEST
+
 Suite *opd_test_vec_math_suite(void) {
   Suite *s = suite_create("vec_math");
   TCase *tc = tcase_create("core");
@@ -98,5 +110,12 @@ Suite *opd_test_vec_math_suite(void) {
   tcase_add_test(tc, tanhf_within_one_and_a_half_ulps);
   tcase_add_test(tc, tanhf_special_values);
   suite_add_tcase(s, tc);
+  const char *exhaustive = getenv("OPD_TEST_EXHAUSTIVE");
+  if (exhaustive && strcmp(exhaustive, "1") == 0) {
+    TCase *all = tcase_create("exhaustive");
+    tcase_set_timeout(all, 0); /* minutes */
+    tcase_add_test(all, every_float);
+    suite_add_tcase(s, all);
+  }
   return s;
 }

@@ -11,10 +11,13 @@
 #include "sbuf.h"
 
 /* Limits of a fused program ([Note: Fused pointwise programs] in fused_codegen.c). */
-#define OPD__PW_TILE        512 /* elements per register: 2 KiB of float32 */
-#define OPD__PW_MAX_REGS    24
-#define OPD__PW_MAX_DIMS    8
-#define OPD__PW_MAX_MEMBERS 64
+#define OPD__PW_TILE            512 /* elements per register: 2 KiB of float32 */
+#define OPD__PW_MAX_REGS        24
+#define OPD__PW_MAX_DIMS        8
+#define OPD__PW_MAX_MEMBERS     64
+/* Programs of this many elements store with non-temporal stores ([Note: Streaming the stores
+ * of large programs] in fused_run.c): 32 MiB of float32, the L3 of many machines. */
+#define OPD__PW_STREAM_ELEMENTS ((int64_t)8 << 20)
 
 /* The instructions of a fused program: registers hold OPD__PW_TILE float32 values (bool
  * values as 0 and 1). Operands are registers or immediates. */
