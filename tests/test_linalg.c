@@ -16,9 +16,11 @@
 #include "opd/dtype.h"
 #include "opd/error.h"
 #include "opd/kernels.h"
+#include "opd/memory.h"
 #include "opd/tensor.h"
 #include "opd/unboxed.h"
 #include "boxed_call.h"
+#include "src/parallel.h"
 
 Suite *opd_test_linalg_suite(void);
 /* the CPU kernel of aten::cat (kernels/cpu/index.c) */
@@ -382,6 +384,39 @@ START_TEST(test_bmm) {
   opd_tensor *m = random_tensor(OPD_FLOAT32, (int64_t[]){3, 4}, 2);
   assert_error(bmm(m, m, &r), OPD_EINVAL, "batch1 must be a 3D tensor");
   RELEASE(a, b, c, tb, t, b64, c64, ia, ib, ic, k0a, k0b, k0, m);
+}
+END_TEST
+
+/* Products small enough to go whole to the intra-op threads (bmm_range in linalg.c), over an
+ * odd number of threads and with an operand that is packed per product, and a packing
+ * buffer that cannot be had: the error, and nothing kept. */
+START_TEST(test_bmm_split_over_threads) {
+  opd__parallel_set_threads(3);
+  /* a: [20, 96, 80] read with strides (15360, 160, 2) from a [20, 96, 160] base: packed */
+  opd_tensor *abase = random_tensor(OPD_FLOAT32, (int64_t[]){20, 96, 160}, 3);
+  opd_tensor *a = view(abase, (int64_t[]){20, 96, 80}, (int64_t[]){15360, 160, 2}, 3, 1);
+  opd_tensor *b = random_tensor(OPD_FLOAT32, (int64_t[]){20, 80, 28}, 3), *c = NULL;
+  static double expected[20 * 96 * 28];
+  ref_bmm(a, b, 20, 96, 80, 28, true, true, expected);
+  ck_assert_int_eq(bmm(a, b, &c), 0);
+  assert_shape(c, OPD_FLOAT32, (int64_t[]){20, 96, 28}, 3);
+  assert_values(c, expected, 1e-4);
+  opd_tensor_release(c);
+  c = NULL;
+  /* room for the output, not for a packed operand */
+  opd_memory_stats s0, s1;
+  opd_cpu_allocator_empty_cache();
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s0);
+  /* the output (rounded up to its size class) fits; one 30 KiB packed operand does not */
+  opd_cpu_allocator_set_limit(s0.in_use + 20 * 96 * 28 * sizeof(float) + 16384);
+  assert_error(bmm(a, b, &c), OPD_ERESOURCE, "bmm: no memory for an operand's packed copy");
+  opd_cpu_allocator_set_limit(0);
+  ck_assert_ptr_null(c);
+  opd_cpu_allocator_empty_cache();
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s1);
+  ck_assert_uint_eq(s1.in_use, s0.in_use);
+  opd__parallel_set_threads(0);
+  RELEASE(abase, a, b);
 }
 END_TEST
 
@@ -885,6 +920,7 @@ Suite *opd_test_linalg_suite(void) {
   tcase_add_test(tc, test_mm_integer_and_half);
   tcase_add_test(tc, test_mm_empty_and_errors);
   tcase_add_test(tc, test_bmm);
+  tcase_add_test(tc, test_bmm_split_over_threads);
   tcase_add_test(tc, test_addmm);
   tcase_add_test(tc, test_linalg_meta);
   tcase_add_test(tc, test_matmul_dimensions);

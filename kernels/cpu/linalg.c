@@ -15,11 +15,15 @@
  * OpenBLAS runs on one thread (set once, before the first product): a large product is
  * split by rows of the output over the intra-op pool, each chunk one single-threaded gemm,
  * so that the threads it takes follow [Note: Kernel threads and the load] (parallel.h)
- * rather than OpenBLAS's own pool, which would take every CPU whatever the workers do.
+ * rather than OpenBLAS's own pool, which would take every CPU whatever the workers do. A
+ * batch of products (bmm) is split by products instead, at least GEMM_GRAIN_MACS a chunk:
+ * products below that size never split their rows, so a batch of 64 products of 128^3 ran
+ * on one thread (0.54x PyTorch's time on 2 threads; 1.8x faster split).
  */
 #include <assert.h>
 #include <cblas.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -445,6 +449,41 @@ int opd__cpu_mm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, o
   return rc;
 }
 
+/* bmm's batch, split over the intra-op pool ([Note: Matrix products on the CPU]): each chunk
+ * runs whole products, whose gemm then runs inline on the chunk's thread. */
+typedef struct bmm_job {
+  mat a, b;       /* the first product's operands */
+  int64_t sa, sb; /* batch strides, elements */
+  int64_t m, n, k;
+  opd_dtype t;
+  char *c;
+  atomic_int rc; /* the first error */
+} bmm_job;
+
+static void bmm_range(void *ctx, int64_t begin, int64_t end) {
+  bmm_job *j = ctx;
+  int64_t es = (int64_t)opd_dtype_size(j->t);
+  for (int64_t i = begin; i < end && atomic_load_explicit(&j->rc, memory_order_relaxed) == 0; i++) {
+    mat a = j->a, b = j->b;
+    a.data += i * j->sa * es;
+    b.data += i * j->sb * es;
+    gemm_args g = {.t = j->t,
+                   .m = j->m,
+                   .n = j->n,
+                   .k = j->k,
+                   .a = a,
+                   .b = b,
+                   .c = j->c + i * j->m * j->n * es,
+                   .alpha = 1,
+                   .alpha_u = 1};
+    int rc = gemm(&g);
+    if (rc) {
+      int none = 0;
+      atomic_compare_exchange_strong(&j->rc, &none, rc);
+    }
+  }
+}
+
 int opd__cpu_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
   (void)ctx;
   int rc = opd__bmm_alloc(self, mat2, out);
@@ -459,24 +498,31 @@ int opd__cpu_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, 
     memset(opd_tensor_data(*out), 0, (size_t)(*out)->numel * es);
     return 0;
   }
-  const int64_t *sa = opd_tensor_strides(self), *sb = opd_tensor_strides(mat2);
-  for (int64_t i = 0; i < batch && rc == 0; i++) {
-    mat a = mat_of(self, 1), b = mat_of(mat2, 1);
-    a.data += i * sa[0] * (int64_t)es;
-    b.data += i * sb[0] * (int64_t)es;
-    gemm_args g = {.t = t,
-                   .m = m,
-                   .n = n,
-                   .k = k,
-                   .a = a,
-                   .b = b,
-                   .c = (char *)opd_tensor_data(*out) + i * m * n * (int64_t)es,
-                   .alpha = 1,
-                   .alpha_u = 1};
-    rc = gemm(&g);
+  bmm_job j = {.a = mat_of(self, 1),
+               .b = mat_of(mat2, 1),
+               .sa = opd_tensor_strides(self)[0],
+               .sb = opd_tensor_strides(mat2)[0],
+               .m = m,
+               .n = n,
+               .k = k,
+               .t = t,
+               .c = opd_tensor_data(*out)};
+  atomic_init(&j.rc, 0);
+  /* one product splits its own rows; several go whole to the threads, at least
+   * GEMM_GRAIN_MACS multiply-adds a chunk */
+  int64_t macs;
+  if (opd_ckd_mul(&macs, m, n) || opd_ckd_mul(&macs, macs, k)) macs = INT64_MAX;
+  if (batch == 1)
+    bmm_range(&j, 0, 1);
+  else
+    opd__parallel_for(0, batch, macs >= GEMM_GRAIN_MACS ? 1 : GEMM_GRAIN_MACS / macs, bmm_range,
+                      &j);
+  if ((rc = atomic_load(&j.rc)) != 0) {
+    opd_tensor_release(*out);
+    /* gemm fails only for its packing buffers; the message was set on the failing thread */
+    return opd_error(rc, "bmm: no memory for an operand's packed copy (%s)", opd_err_name(rc));
   }
-  if (rc) opd_tensor_release(*out);
-  return rc;
+  return 0;
 }
 
 int opd__cpu_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2,
