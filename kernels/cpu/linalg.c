@@ -18,7 +18,7 @@
  * rather than OpenBLAS's own pool, which would take every CPU whatever the workers do. A
  * batch of products (bmm) is split by products instead, at least GEMM_GRAIN_MACS a chunk:
  * products below that size never split their rows, so a batch of 64 products of 128^3 ran
- * on one thread (0.54x PyTorch's time on 2 threads; 1.8x faster split).
+ * on one thread (at 0.54x the speed of PyTorch on 2 threads; split, 1.8x faster).
  */
 #include <assert.h>
 #include <cblas.h>
