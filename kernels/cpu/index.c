@@ -172,11 +172,26 @@ typedef struct select_job {
   opd_dtype dtype;
 } select_job;
 
+/* [Note: Prefetching gathered rows]
+ * The rows an index selects (an embedding's: 3 KiB of a 150 MiB table) are where the
+ * hardware prefetcher cannot guess, so each began with misses all the way to DRAM. When a
+ * row is one contiguous run, the row SELECT_AHEAD indices on is asked for before this one is
+ * copied, and memory fetches it meanwhile: GPT-2's embedding of 4096 indices on 2 threads
+ * took 10% less (medians of 14 runs; 4 rows ahead did no better). */
+enum { SELECT_AHEAD = 2 };
+
 static void select_range(void *ctx, int64_t begin, int64_t end) {
   const select_job *j = ctx;
-  for (int64_t i = begin; i < end; i++)
-    block_copy(&j->slice, j->dst + i * j->dst_step, j->dtype, j->src + j->index[i] * j->src_step,
-               j->dtype);
+  const block *b = &j->slice;
+  int64_t es = (int64_t)opd_dtype_size(j->dtype);
+  int64_t row_bytes = b->ndim == 0 ? es : b->ndim == 1 && b->src[0] == 1 ? b->sizes[0] * es : 0;
+  for (int64_t i = begin; i < end; i++) {
+    if (row_bytes && i + SELECT_AHEAD < end) { /* [Note: Prefetching gathered rows] */
+      const char *next = j->src + j->index[i + SELECT_AHEAD] * j->src_step;
+      for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(next + o);
+    }
+    block_copy(b, j->dst + i * j->dst_step, j->dtype, j->src + j->index[i] * j->src_step, j->dtype);
+  }
 }
 
 /* index_select's indices, read and checked before anything is written: a short list on the
