@@ -893,6 +893,29 @@ START_TEST(test_layer_norm) {
   expect_tol(r, OPD_FLOAT32, SHAPE(1, 4),
              VALS(-1.5 / sqrt(1.25), -0.5 / sqrt(1.25), 0.5 / sqrt(1.25), 1.5 / sqrt(1.25)), 1e-6);
   opd_tensor_release(r);
+  /* long float32 rows (computed in float lanes, [Note: Layer norm on the CPU]) far from 0:
+   * within the conformance bound 4 (K + 4) u max(1, |y|) of the double reference */
+  enum { K = 1003 };
+  opd_tensor *lx = mk(OPD_FLOAT32, SHAPE(3, K), NULL), *lw = mk(OPD_FLOAT32, SHAPE(K), NULL);
+  opd_tensor *lb = mk(OPD_FLOAT32, SHAPE(K), NULL);
+  for (int i = 0; i < 3 * K; i++)
+    ((float *)opd_tensor_data(lx))[i] = (float)(1000 * (i / K) + 300 + sin(i * 0.37) * 2);
+  for (int i = 0; i < K; i++) {
+    ((float *)opd_tensor_data(lw))[i] = (float)(1 + cos(i) / 2);
+    ((float *)opd_tensor_data(lb))[i] = (float)(sin(i * 3.1) / 4);
+  }
+  static double lout[3 * K], lmean[3], lrstd[3];
+  naive_layer_norm(lx, 1, lw, lb, 1e-5, lout, lmean, lrstd);
+  double ymax = 1;
+  for (int i = 0; i < 3 * K; i++) ymax = fabs(lout[i]) > ymax ? fabs(lout[i]) : ymax;
+  ck_assert_int_eq(call3("aten::native_layer_norm", res, 5, T(lx), L(K), T(lw), T(lb), D(1e-5)), 0);
+  expect_tol(res[0], OPD_FLOAT32, SHAPE(3, K), lout, 4.0 * (K + 4) * 0x1p-24 * ymax);
+  expect_shape(res[1], OPD_FLOAT32, SHAPE(3, 1));
+  for (int r = 0; r < 3; r++) {
+    close_to(at(res[1], r), lmean[r], 1e-6 * lmean[r], r);
+    close_to(at(res[2], r), lrstd[r], 1e-5 * lrstd[r], r);
+  }
+  release(6, res[0], res[1], res[2], lx, lw, lb);
   /* a 1-d input; an empty batch */
   opd_tensor *v = mk(OPD_FLOAT32, SHAPE(2), VALS(-1, 1));
   ck_assert_int_eq(call("aten::layer_norm", &r, 6, T(v), L(2), NONE, NONE, D(0), B(true)), 0);
