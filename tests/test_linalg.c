@@ -409,7 +409,7 @@ START_TEST(test_bmm_split_over_threads) {
   opd_memory_stats_get(OPD_DEVICE_CPU, &s0);
   /* the output (rounded up to its size class) fits; one 30 KiB packed operand does not */
   opd_cpu_allocator_set_limit(s0.in_use + 20 * 96 * 28 * sizeof(float) + 16384);
-  assert_error(bmm(a, b, &c), OPD_ERESOURCE, "bmm: no memory for an operand's packed copy");
+  assert_error(bmm(a, b, &c), OPD_ERESOURCE, "bmm: no memory for a product's work buffer");
   opd_cpu_allocator_set_limit(0);
   ck_assert_ptr_null(c);
   opd_cpu_allocator_empty_cache();

@@ -508,19 +508,21 @@ int opd__cpu_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, 
                .t = t,
                .c = opd_tensor_data(*out)};
   atomic_init(&j.rc, 0);
-  /* one product splits its own rows; several go whole to the threads, at least
-   * GEMM_GRAIN_MACS multiply-adds a chunk */
+  /* a product large enough to split its own rows (gemm_blas does, from about twice
+   * GEMM_GRAIN_MACS) does; smaller ones go whole to the threads, at least GEMM_GRAIN_MACS
+   * multiply-adds a chunk */
   int64_t macs;
   if (opd_ckd_mul(&macs, m, n) || opd_ckd_mul(&macs, macs, k)) macs = INT64_MAX;
-  if (batch == 1)
-    bmm_range(&j, 0, 1);
+  if (batch == 1 || macs >= 2 * GEMM_GRAIN_MACS)
+    bmm_range(&j, 0, batch);
   else
     opd__parallel_for(0, batch, macs >= GEMM_GRAIN_MACS ? 1 : GEMM_GRAIN_MACS / macs, bmm_range,
                       &j);
   if ((rc = atomic_load(&j.rc)) != 0) {
     opd_tensor_release(*out);
-    /* gemm fails only for its packing buffers; the message was set on the failing thread */
-    return opd_error(rc, "bmm: no memory for an operand's packed copy (%s)", opd_err_name(rc));
+    /* gemm fails only for its work buffers (a packed operand, a float32 result); its own
+     * message was set on the thread that failed */
+    return opd_error(rc, "bmm: no memory for a product's work buffer (%s)", opd_err_name(rc));
   }
   return 0;
 }
