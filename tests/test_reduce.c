@@ -6,6 +6,7 @@
  * reduction engine (rows, columns, split) against naive computations, the parallel path against
  * the serial one, and the vectorized exp against libm. */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -25,6 +26,7 @@ Suite *opd_test_reduce_suite(void);
 
 /* kernels/cpu/softmax.c's float32 exp */
 float opd__softmax_exp_f32(float x);
+float opd__softmax_exp_nonpos_f32(float x);
 
 /* ---- tensors ---- */
 
@@ -816,6 +818,24 @@ START_TEST(test_softmax_exp) {
   ck_assert(isnan(opd__softmax_exp_f32(-NAN)));
   ck_assert(opd__softmax_exp_f32(0) == 1);
   ck_assert(opd__softmax_exp_f32(-0.0f) == 1);
+  /* the softmax loops' exp, for x <= 0 and NaN: the same bits, over every 997th negative
+   * float, the zeros, the infinity and NaNs of both signs */
+  uint64_t differ = 0, first = 0;
+  for (uint64_t b = 0x80000000u; b <= 0xffffffffu; b += 997) {
+    uint32_t bits = (uint32_t)b;
+    float x, g, w;
+    memcpy(&x, &bits, sizeof x);
+    g = opd__softmax_exp_nonpos_f32(x);
+    w = opd__softmax_exp_f32(x);
+    if (memcmp(&g, &w, sizeof g) != 0 && differ++ == 0) first = b;
+  }
+  ck_assert_msg(differ == 0, "%llu inputs differ, the first of bits 0x%llx",
+                (unsigned long long)differ, (unsigned long long)first);
+  const float edges[] = {0.0f, -0.0f, -INFINITY, NAN, -NAN, -86.6f, -86.7f, -FLT_MIN};
+  for (size_t k = 0; k < sizeof edges / sizeof *edges; k++) {
+    float g = opd__softmax_exp_nonpos_f32(edges[k]), w = opd__softmax_exp_f32(edges[k]);
+    ck_assert(memcmp(&g, &w, sizeof g) == 0);
+  }
 }
 END_TEST
 
