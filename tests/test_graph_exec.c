@@ -284,16 +284,27 @@ START_TEST(test_numerics_mismatch_pins_unfused) {
 }
 END_TEST
 
-static int64_t fused_slow(uint32_t group, bool fused, int64_t ns, void *data) {
+/* The times the benefit check sees: {fused, unfused} nanoseconds. */
+static int64_t forced_times(uint32_t group, bool fused, int64_t ns, void *data) {
   (void)group;
   (void)ns;
-  return fused ? *(int64_t *)data : 1000;
+  return ((const int64_t *)data)[fused ? 0 : 1];
 }
 
 START_TEST(test_benefit_decisions) {
-  for (int slow = 0; slow < 2; slow++) {
-    int64_t fused_ns = slow ? 1200 : 900; /* 20% slower, or faster */
-    opd_graph_test_hooks hooks = {.measured = fused_slow, .data = &fused_ns};
+  static const struct {
+    int64_t ns[2]; /* fused, unfused */
+    bool fused;
+  } cases[] = {
+      {{900000, 1000000}, true},   /* faster */
+      {{1200000, 1000000}, false}, /* 20% and 200 us slower */
+      {{1050000, 1000000}, true},  /* within the 10% noise */
+      {{2000, 1000}, true},        /* twice as slow, but by 1 us: within the 5 us floor */
+      {{16000, 10000}, false},     /* 60% and 6 us slower */
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    bool fused = cases[c].fused;
+    opd_graph_test_hooks hooks = {.measured = forced_times, .data = (void *)cases[c].ns};
     opd_graph_options o;
     opd_graph_options_default(&o);
     o.benefit_runs = 2;
@@ -309,15 +320,15 @@ START_TEST(test_benefit_decisions) {
     }
     opd_graph_stats st;
     opd_compiled_graph_stats(cg, &st);
-    ck_assert_uint_eq(st.kernels, slow ? 3 : 1);
-    ck_assert_uint_eq(st.kernels_last_run, slow ? 3 : 1);
+    ck_assert_uint_eq(st.kernels, fused ? 1 : 3);
+    ck_assert_uint_eq(st.kernels_last_run, fused ? 1 : 3);
     json_t *j = opd_compiled_graph_json(cg);
     json_t *grp = json_array_get(json_object_get(j, "groups"), 0);
     ck_assert_str_eq(json_string_value(json_object_get(grp, "numerics")), "fused");
     ck_assert_str_eq(json_string_value(json_object_get(grp, "benefit")),
-                     slow ? "unfused" : "fused");
-    ck_assert_int_eq(json_integer_value(json_object_get(grp, "fused_ns")), fused_ns);
-    ck_assert_int_eq(json_integer_value(json_object_get(grp, "unfused_ns")), 1000);
+                     fused ? "fused" : "unfused");
+    ck_assert_int_eq(json_integer_value(json_object_get(grp, "fused_ns")), cases[c].ns[0]);
+    ck_assert_int_eq(json_integer_value(json_object_get(grp, "unfused_ns")), cases[c].ns[1]);
     ck_assert_int_eq(json_integer_value(json_object_get(grp, "timed_runs")), 2);
     json_decref(j);
     opd_compiled_graph_release(cg);

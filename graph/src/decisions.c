@@ -12,10 +12,13 @@
  *     pinned unfused, counted in numerics_mismatches, and the largest difference is kept;
  *   - benefit, over the first benefit_runs runs: each way is timed (wall clock) and the
  *     fastest of each kept; then a group that is not faster fused than unfused stays unfused,
- *     "not faster" meaning slower by more than BENEFIT_NOISE (10%): a run of a few
- *     microseconds on a shared machine varies more than that between two measurements, and
- *     a group whose fused and unfused times are within it saves memory traffic and kernel
- *     launches the timer cannot see, so it stays fused.
+ *     "not faster" meaning slower by more than BENEFIT_NOISE (10%) and by more than
+ *     BENEFIT_FLOOR_NS (5 us): a run of a few microseconds on a shared machine varies more
+ *     than either between two measurements (more still under a sanitizer on a loaded
+ *     machine, where a group of a few elements could lose its fusion to the noise alone), and
+ *     a group whose fused and unfused times are within them saves memory traffic and kernel
+ *     launches the timer cannot see, so it stays fused. The cost of a wrong "fused" is then
+ *     at most 5 us a run.
  * Once decided, a run computes the group one way only. Both decisions, the times and the
  * difference are in the graph's introspection. A fused run whose inputs have a layout the
  * program cannot read in place (geometry.c) runs unfused instead, and says why.
@@ -38,9 +41,10 @@
 #include "opd/error.h"
 #include "opd/memory.h"
 
-#define NUMERICS_RTOL 1e-5
-#define NUMERICS_ATOL 1e-6
-#define BENEFIT_NOISE 0.10
+#define NUMERICS_RTOL    1e-5
+#define NUMERICS_ATOL    1e-6
+#define BENEFIT_NOISE    0.10
+#define BENEFIT_FLOOR_NS 5000
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -257,7 +261,8 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
     if (group_device(cg, grp).type == OPD_DEVICE_CUDA) {
       if (st->benefit == OPD__PENDING) st->benefit = OPD__FUSED; /* not timed: see the Note */
     } else if (st->benefit == OPD__PENDING && st->timed >= cg->options.benefit_runs)
-      st->benefit = (double)st->fused_ns <= (1 + BENEFIT_NOISE) * (double)st->unfused_ns
+      st->benefit = (double)st->fused_ns <= (1 + BENEFIT_NOISE) * (double)st->unfused_ns ||
+                            st->fused_ns - st->unfused_ns <= BENEFIT_FLOOR_NS
                         ? OPD__FUSED
                         : OPD__UNFUSED;
   }
