@@ -42,10 +42,8 @@ enum { LANES = 16, COLS = 256, ROWS = 16, GRAIN = 32768 };
  * below 2.6e-38 there; the few denormal results are flushed), x > log(FLT_MAX) (including
  * +inf) gives +inf, NaN gives NaN. Relative error below 2e-7 (about 1.7 ulp) elsewhere, checked
  * against libm by the tests. */
-static inline float exp_f32(float x) {
-  uint32_t xi;
-  memcpy(&xi, &x, sizeof xi);
-  uint32_t a = xi & 0x7fffffffu;
+/* The bits of 2^n e^r before the special cases are fixed up (the Note's polynomial). */
+static inline uint32_t exp_unfixed_bits(float x) {
   float z = x * 0x1.715476p+0f + 0x1.8p23f;
   uint32_t zi;
   memcpy(&zi, &z, sizeof zi);
@@ -64,47 +62,36 @@ static inline float exp_f32(float x) {
   float y = (poly * scale + scale) * 2.0f;
   uint32_t yi;
   memcpy(&yi, &y, sizeof yi);
-  uint32_t neg = xi >> 31;
-  uint32_t tiny = 0u - (neg & (uint32_t)(a > 0x42AD3333u));        /* x < -86.6 */
-  uint32_t huge = 0u - ((neg ^ 1u) & (uint32_t)(a > 0x42B17218u)); /* x > log(FLT_MAX) */
-  uint32_t nan = 0u - (uint32_t)(a > 0x7f800000u);
-  yi = (yi & ~(tiny | huge)) | (huge & 0x7f800000u);
+  return yi;
+}
+
+/* yi with NaN's bits where x (bits xi) is NaN. */
+static inline float nan_fixed(uint32_t yi, uint32_t xi) {
+  uint32_t nan = 0u - (uint32_t)((xi & 0x7fffffffu) > 0x7f800000u);
   yi = (yi & ~nan) | (nan & (xi | 0x00400000u));
+  float y;
   memcpy(&y, &yi, sizeof y);
   return y;
 }
 
+static inline float exp_f32(float x) {
+  uint32_t xi;
+  memcpy(&xi, &x, sizeof xi);
+  uint32_t a = xi & 0x7fffffffu, neg = xi >> 31;
+  uint32_t tiny = 0u - (neg & (uint32_t)(a > 0x42AD3333u));        /* x < -86.6 */
+  uint32_t huge = 0u - ((neg ^ 1u) & (uint32_t)(a > 0x42B17218u)); /* x > log(FLT_MAX) */
+  uint32_t yi = exp_unfixed_bits(x);
+  return nan_fixed((yi & ~(tiny | huge)) | (huge & 0x7f800000u), xi);
+}
+
 /* exp_f32 for x <= 0 or NaN, the only arguments softmax gives it (x - max of its group; x is
  * NaN or at most max, and inf - inf is NaN): the same bits (tests/test_reduce.c compares
- * them), without the fix-up for x > log(FLT_MAX), which cannot apply, and with the NaN one
- * folded into the tiny one's mask. */
+ * them), without the fix-up for x > log(FLT_MAX), which cannot apply. */
 static inline float exp_nonpos_f32(float x) {
   uint32_t xi;
   memcpy(&xi, &x, sizeof xi);
-  float z = x * 0x1.715476p+0f + 0x1.8p23f;
-  uint32_t zi;
-  memcpy(&zi, &z, sizeof zi);
-  float n = z - 0x1.8p23f;
-  float r = x - n * 0x1.62e4p-1f;
-  r = r - n * 0x1.7f7d1cp-20f;
-  uint32_t e = (zi - 0x4B400000u + 126u) << 23; /* the bits of 2^(n-1) */
-  float scale;
-  memcpy(&scale, &e, sizeof scale);
-  float r2 = r * r;
-  float p = 0x1.0e4020p-7f * r + 0x1.573e2ep-5f;
-  float q = 0x1.555e66p-3f * r + 0x1.fffdb6p-2f;
-  q = p * r2 + q;
-  p = 0x1.ffffecp-1f * r;
-  float poly = q * r2 + p;
-  float y = (poly * scale + scale) * 2.0f;
-  uint32_t yi;
-  memcpy(&yi, &y, sizeof yi);
   uint32_t tiny = 0u - (uint32_t)(xi > 0xC2AD3333u); /* x < -86.6 (and negative NaNs: next) */
-  uint32_t nan = 0u - (uint32_t)((xi & 0x7fffffffu) > 0x7f800000u);
-  yi &= ~tiny;
-  yi = (yi & ~nan) | (nan & (xi | 0x00400000u));
-  memcpy(&y, &yi, sizeof y);
-  return y;
+  return nan_fixed(exp_unfixed_bits(x) & ~tiny, xi);
 }
 
 /* The exps the tests check: against libm, and against each other. */
