@@ -7,8 +7,9 @@
  * a worker 4:2:1; a session's jobs are estimated once, before they reach the head, and add
  * up to its cost in flight; cancel waits for an estimation in progress; kernels run inline
  * while every worker is busy. The estimates of real requests. And through a daemon in this
- * process: the back-pressure limits, the priority granted at hello, and a tiny call that
- * completes while another session's long product still runs on the only worker. */
+ * process: the back-pressure limits, the priority granted at hello, a tiny call that
+ * completes while another session's long product still runs on the only worker, and tiny
+ * calls on the event loop (which ones, in order, and an operator that turns slow). */
 #include <check.h>
 #include <errno.h>
 #include <jansson.h>
@@ -24,6 +25,7 @@
 #include "admin.h"
 #include "cost.h"
 #include "loop.h"
+#include "metrics.h"
 #include "opd/client.h"
 #include "opd/graph.h"
 #include "opd/graph_exec.h"
@@ -1076,6 +1078,232 @@ START_TEST(test_tiny_call_beside_long_product) {
 }
 END_TEST
 
+/* ---- tiny calls on the loop ([Note: Tiny calls on the loop] in server/src/connection.c) ---- */
+
+static uint64_t loop_requests(opd_server *s) {
+  return atomic_load(&s->loop_calls);
+}
+
+static opd_client_tensor upload_floats(opd_client *c, int64_t n, float v) {
+  float *data = malloc((size_t)n * sizeof *data);
+  ck_assert_ptr_nonnull(data);
+  for (int64_t i = 0; i < n; i++) data[i] = v;
+  opd_client_tensor t;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, &n, 1, data, (size_t)n * 4, NULL, &t), 0);
+  free(data);
+  return t;
+}
+
+static float first_float(opd_client *c, opd_client_tensor t) {
+  float v = 0;
+  ck_assert_int_eq(opd_client_download(c, t, &v, 4, NULL), 0);
+  return v;
+}
+
+/* One worker, and calls estimated at most loop_ns on the loop. The cases below take 50 us, not
+ * the default 2 us: an operator shows itself fit for the loop by a call on a worker within
+ * four times the bound, which a loaded machine (sanitizers, a parallel build) may deny a
+ * worker whose thread waits for a CPU, however fast the kernel. */
+static opd_server *start_loop_server(uint32_t loop_ns) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  cfg.workers = 1;
+  cfg.loop_call_ns = loop_ns;
+  opd_server *s;
+  ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
+  opd_server_config_destroy(&cfg);
+  return s;
+}
+#define LOOP_NS 50000
+
+/* x = x + 2, 100 times, each result released as the next is made: the first add runs on a
+ * worker (add has not shown its speed yet), then the adds and releases run on the loop
+ * (most of them: one whose predecessor's job was not yet back from its worker goes to a
+ * worker too), and the sum is right. */
+START_TEST(test_tiny_calls_run_on_the_loop) {
+  opd_server *s = start_loop_server(LOOP_NS);
+  opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
+  opd_client_tensor x = upload_floats(c, 1, 1), two = upload_floats(c, 1, 2), next;
+  ck_assert_uint_eq(loop_requests(s), 0);
+  ck_assert_int_eq(opd_add(c, x, two, NULL, &next), 0);
+  ck_assert_uint_eq(loop_requests(s), 0); /* learnt on a worker */
+  ck_assert_int_eq(opd_client_release(c, &x, 1), 0);
+  x = next;
+  for (int i = 1; i < 100; i++) {
+    ck_assert_int_eq(opd_add(c, x, two, NULL, &next), 0);
+    ck_assert_int_eq(opd_client_release(c, &x, 1), 0);
+    x = next;
+  }
+  ck_assert(first_float(c, x) == 201);
+  ck_assert_uint_ge(loop_requests(s), 100); /* of 99 adds and 100 releases */
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* loop_call_ns 0: every call goes to a worker. */
+START_TEST(test_loop_calls_off) {
+  opd_server *s = start_loop_server(0);
+  opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
+  opd_client_tensor x = upload_floats(c, 1, 1), two = upload_floats(c, 1, 2), next;
+  for (int i = 0; i < 50; i++) {
+    ck_assert_int_eq(opd_add(c, x, two, NULL, &next), 0);
+    ck_assert_int_eq(opd_client_release(c, &x, 1), 0);
+    x = next;
+  }
+  ck_assert(first_float(c, x) == 101);
+  ck_assert_uint_eq(loop_requests(s), 0);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* Once adds run on the loop: an add of 65536 elements (estimated at about 200 us, over
+ * LOOP_NS) goes to a worker, and so do the tiny adds pipelined behind a matrix product on a
+ * worker (the session has work there: they follow it in order); their results are right. */
+START_TEST(test_loop_calls_only_tiny_and_in_order) {
+  opd_server *s = start_loop_server(LOOP_NS);
+  opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
+  opd_client_tensor one = upload_floats(c, 1, 1), r;
+  for (int i = 0; i < 100 && loop_requests(s) == 0; i++) {
+    ck_assert_int_eq(opd_add(c, one, one, NULL, &r), 0);
+    ck_assert_int_eq(opd_client_release(c, &r, 1), 0);
+  }
+  ck_assert_uint_gt(loop_requests(s), 0);
+  opd_client_tensor big = upload_floats(c, 65536, 1), rs[10];
+  uint64_t before = loop_requests(s);
+  for (int i = 0; i < 10; i++) ck_assert_int_eq(opd_add(c, big, big, NULL, &rs[i]), 0);
+  ck_assert_uint_eq(loop_requests(s), before);
+  float *sum = malloc(65536 * sizeof *sum);
+  ck_assert_ptr_nonnull(sum);
+  ck_assert_int_eq(opd_client_download(c, rs[9], sum, 65536 * sizeof *sum, NULL), 0);
+  ck_assert(sum[0] == 2 && sum[65535] == 2);
+  free(sum);
+  opd_client_tensor square = upload_square(c, 512);
+  opd_future *product, *adds[8];
+  before = loop_requests(s);
+  ck_assert_int_eq(opd_mm_async(c, square, square, NULL, NULL, &product), 0);
+  for (int i = 0; i < 8; i++)
+    ck_assert_int_eq(opd_add_async(c, one, one, NULL, NULL, NULL, &adds[i]), 0);
+  ck_assert_int_eq(opd_future_wait(product), 0);
+  for (int i = 0; i < 8; i++) {
+    ck_assert_int_eq(opd_future_wait(adds[i]), 0);
+    ck_assert_uint_ne(opd_future_tensor(adds[i], 0), 0);
+    ck_assert(first_float(c, opd_future_tensor(adds[i], 0)) == 2);
+  }
+  ck_assert_uint_eq(loop_requests(s), before);
+  opd_future_free(product);
+  for (int i = 0; i < 8; i++) opd_future_free(adds[i]);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* x[-1].fill_(5) sent while x's download is still being written (the client reads nothing
+ * meanwhile): the session is held by the download, so the fill, tiny as it is, waits
+ * for the bytes to be out and the client receives x as it was. */
+START_TEST(test_loop_call_waits_for_a_download) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  char url[128];
+  snprintf(url, sizeof url, "unix:///tmp/opd-test-loop-%d.sock", (int)getpid());
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, url), 0);
+  cfg.workers = 1;
+  cfg.loop_call_ns = LOOP_NS;
+  opd_server *s;
+  ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
+  opd_server_config_destroy(&cfg);
+  opd_client *c;
+  ck_assert_msg(opd_client_connect(url, NULL, &c) == 0, "%s", opd_client_last_error());
+  /* 3 MiB: more than a Unix socket buffers, less than the write queue at which the daemon
+   * stops reading (four frames: [Note: Back-pressure] in connection.c) */
+  enum { N = 3 << 18 };
+  opd_client_tensor x = upload_floats(c, N, 1), warm = upload_floats(c, 4, 1), v;
+  /* select and fill_ show their speed on a worker first */
+  bool fill_on_loop = false;
+  for (int i = 0; i < 100 && !fill_on_loop; i++) {
+    opd_client_value sel[] = {opd_cv_tensor(warm), opd_cv_int(0), opd_cv_int(1)};
+    ck_assert_int_eq(opd_client_call(c, "aten::select.int", sel, 3, &v, 1, NULL), 0);
+    opd_client_value fill[] = {opd_cv_tensor(v), opd_cv_double(2)};
+    opd_client_tensor same;
+    uint64_t before = loop_requests(s);
+    ck_assert_int_eq(opd_client_call(c, "aten::fill_.Scalar", fill, 2, &same, 1, NULL), 0);
+    fill_on_loop = loop_requests(s) == before + 1;
+    ck_assert_int_eq(opd_client_release(c, (opd_client_tensor[]){v, same}, 2), 0);
+  }
+  ck_assert(fill_on_loop);
+  opd_client_value sel[] = {opd_cv_tensor(x), opd_cv_int(0), opd_cv_int(N - 1)};
+  ck_assert_int_eq(opd_client_call(c, "aten::select.int", sel, 3, &v, 1, NULL), 0);
+  float *got = malloc((size_t)N * sizeof *got);
+  ck_assert_ptr_nonnull(got);
+  opd_future *download, *fill;
+  ck_assert_int_eq(
+      opd_client_download_async(c, x, got, (size_t)N * sizeof *got, NULL, NULL, &download), 0);
+  nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL); /* its bytes fill the socket */
+  opd_client_value args[] = {opd_cv_tensor(v), opd_cv_double(5)};
+  ck_assert_int_eq(opd_client_call_async(c, "aten::fill_.Scalar", args, 2, NULL, NULL, &fill), 0);
+  nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+  ck_assert_int_eq(opd_future_wait(download), 0);
+  ck_assert_int_eq(opd_future_wait(fill), 0);
+  ck_assert_msg(got[0] == 1 && got[N - 1] == 1, "the download saw x[-1] = %g", (double)got[N - 1]);
+  ck_assert(first_float(c, v) == 5); /* and the fill was done after it */
+  free(got);
+  opd_future_free(download);
+  opd_future_free(fill);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
+static _Atomic bool slow_now;
+
+/* t_loop::slow(Tensor self) -> Tensor: self, after 300 us once slow_now is set (beyond
+ * short_job_us, 100 us) */
+static int slow_kernel(const opd_kernel_ctx *ctx, opd_stack *st) {
+  (void)ctx;
+  if (atomic_load(&slow_now)) nanosleep(&(struct timespec){0, 300 * 1000}, NULL);
+  opd_ivalue self;
+  ck_assert_int_eq(opd_iv_copy(&self, opd_stack_last(st, 1)), 0);
+  opd_stack_drop(st, 1);
+  ck_assert_int_eq(opd_stack_push(st, self), 0);
+  return 0;
+}
+
+/* An operator faster than its estimates says runs on the loop; once it turns slow, three of
+ * its calls in a row overrun there and it runs on workers from then on; every call answers. */
+START_TEST(test_slow_operator_leaves_the_loop) {
+  ck_assert_int_gt(opd_def("t_loop", "slow(Tensor self) -> Tensor", OPD_HERE), 0);
+  static const opd_kernel k = {.boxed = slow_kernel, .name = "slow_kernel"};
+  ck_assert_int_gt(opd_impl("t_loop::slow", OPD_KEY_CPU, &k, OPD_HERE), 0);
+  const opd_operator *op = opd_find_op("t_loop::slow");
+  ck_assert_ptr_nonnull(op);
+  opd_server *s = start_loop_server(LOOP_NS);
+  opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
+  opd_client_tensor x = upload_floats(c, 1, 5), r;
+  opd_client_value arg = opd_cv_tensor(x);
+  bool on_loop = false; /* the last call ran there: so will the next (nothing on workers) */
+  for (int i = 0; i < 200 && !on_loop; i++) {
+    uint64_t before = loop_requests(s);
+    ck_assert_int_eq(opd_client_call(c, "t_loop::slow", &arg, 1, &r, 1, NULL), 0);
+    on_loop = loop_requests(s) == before + 1;
+  }
+  ck_assert(on_loop);
+  ck_assert(opd__metrics_loop_fits(op));
+  atomic_store(&slow_now, true);
+  uint64_t before = loop_requests(s);
+  for (int i = 0; i < 10; i++)
+    ck_assert_int_eq(opd_client_call(c, "t_loop::slow", &arg, 1, &r, 1, NULL), 0);
+  ck_assert_uint_eq(loop_requests(s), before + OPD__LOOP_STRIKES);
+  ck_assert(!opd__metrics_loop_fits(op));
+  ck_assert(first_float(c, r) == 5);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
 Suite *opd_test_sched_suite(void) {
   Suite *s = suite_create("sched");
   TCase *t = tcase_create("scheduler");
@@ -1107,5 +1335,13 @@ Suite *opd_test_sched_suite(void) {
   tcase_add_test(d, test_priority_from_admin);
   tcase_add_test(d, test_tiny_call_beside_long_product);
   suite_add_tcase(s, d);
+  TCase *l = tcase_create("loop");
+  tcase_set_timeout(l, 120);
+  tcase_add_test(l, test_tiny_calls_run_on_the_loop);
+  tcase_add_test(l, test_loop_calls_off);
+  tcase_add_test(l, test_loop_calls_only_tiny_and_in_order);
+  tcase_add_test(l, test_loop_call_waits_for_a_download);
+  tcase_add_test(l, test_slow_operator_leaves_the_loop);
+  suite_add_tcase(s, l);
   return s;
 }

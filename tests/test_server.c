@@ -1361,8 +1361,8 @@ START_TEST(test_config) {
             c.max_bytes_held == d.max_bytes_held && c.max_in_flight == d.max_in_flight &&
             c.drain_timeout_ms == d.drain_timeout_ms && c.unix_socket_mode == d.unix_socket_mode &&
             c.log_level == d.log_level && c.cuda_workers_per_device == d.cuda_workers_per_device &&
-            c.short_job_us == d.short_job_us && c.worker_nice == d.worker_nice &&
-            c.max_session_jobs == d.max_session_jobs &&
+            c.short_job_us == d.short_job_us && c.loop_call_ns == d.loop_call_ns &&
+            c.worker_nice == d.worker_nice && c.max_session_jobs == d.max_session_jobs &&
             c.max_session_cost_ms == d.max_session_cost_ms && c.max_priority == d.max_priority);
   ck_assert_str_eq(c.status, OPD__DEFAULT_STATUS); /* the daemon's, which embedders opt into */
   ck_assert_str_eq(c.admin, d.admin);              /* null: the default */

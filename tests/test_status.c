@@ -787,7 +787,7 @@ START_TEST(test_registered_bytes_escaped) {
   ck_assert_ptr_nonnull(strstr(dump, "CPU: kernel\\xfe [kernel]"));
   free(dump);
   /* a call of the oddly named operator in the metrics: its label escaped */
-  opd__metrics_call(opd_find_op("t_status_bytes::g\xff"), OPD_KEY_CPU, 0, 1000);
+  opd__metrics_call(opd_find_op("t_status_bytes::g\xff"), OPD_KEY_CPU, 0, 1000, OPD__LOOP_NOTHING);
   http_reply r = http_get(s, "/metrics");
   ck_assert_int_eq(r.code, 200);
   ck_assert(opd_utf8_valid(r.body, r.body_len));

@@ -56,6 +56,10 @@ const opd__option opd__options[] = {
     OPT("short_job_us", "US", OPD__OPT_U32, short_job_us, 1, 100000000,
         "CPU jobs estimated to take longer are long: they never run on the short-work lane "
         "(default 100)"),
+    OPT("loop_call_ns", "NS", OPD__OPT_U32, loop_call_ns, 0, 1000000,
+        "CPU calls estimated to take at most this many nanoseconds run on the event-loop "
+        "thread when their session has nothing on workers; 0: every call goes to a worker "
+        "(default 2000)"),
     OPT("worker_nice", "N", OPD__OPT_U32, worker_nice, 0, 19,
         "how much nicer than the daemon's other threads its CPU workers run, so that the "
         "event loop, the lane and the clients on the same CPUs preempt their long jobs "
@@ -125,6 +129,7 @@ void opd_server_config_init(opd_server_config *c) {
       .max_bytes_held = UINT64_C(8) << 30,
       .max_in_flight = 1024,
       .short_job_us = 100,
+      .loop_call_ns = 2000,
       .worker_nice = 6,
       .max_session_jobs = 256,
       .max_session_cost_ms = 2000,

@@ -58,6 +58,42 @@
  * and workers read the flag under the completion list's lock after pushing, so that no job
  * the loop waits for is left on the list unseen.
  *
+ * [Note: Tiny calls on the loop]
+ * Handing a job to a worker costs more than a tiny call: the job is queued under the
+ * scheduler's lock, a worker is woken (on a shared CPU, a switch to it and back) and the
+ * job comes back through the completion list, all for about 100 ns of kernel in a 1-element
+ * add. So the loop runs such a call itself, as redis runs every command, when
+ *  - loop_call_ns is not 0 and the session has nothing queued or running on workers
+ *    (`outstanding` and `npending` are 0: every worker's write to the session came before
+ *    the loop took its last job back), so the loop is the session's running job, which
+ *    alone reads its handle table ([Note: Sessions and handles] in session.h); once a
+ *    request of the session goes to a worker, those after it follow in order until the
+ *    session has nothing there again. Before it processes what it read, the loop takes
+ *    back the jobs done quietly ([Note: Quiet completions]), so that a session calling one
+ *    operator after another finds its last job back (`taking_back`: the bytes just read
+ *    wait, and the connection's own processing is left to on_read);
+ *  - the session is not held by a download whose bytes are still being written from its
+ *    tensor ([Note: Sessions on workers] in worker.h): a later in-place write must wait;
+ *  - the session has no GPU state, and the call's tensors and Device arguments, once it is
+ *    prepared, are on the CPU (or Meta): a CUDA call is unprepared again and goes to its
+ *    device's workers, as it would have;
+ *  - the call's estimate ([Note: The cost of a job] in cost.h) is at most loop_call_ns;
+ *  - its operator has shown itself to be as fast as its estimates: a call of it estimated
+ *    within loop_call_ns ran on a worker within LOOP_FIT_FACTOR (execute.c) times that.
+ *    OPD__LOOP_STRIKES (3) of its calls in a row on the loop that take longer than
+ *    short_job_us send it to the workers for good (one alone may have been preempted;
+ *    metrics.h keeps these facts beside the operator's counters). The estimate is a scale
+ *    for the built-in operators; a plugin's kernel slower than its shapes say stalls the
+ *    loop three times at most;
+ *  - this read's calls on the loop have taken less than LOOP_TURN_NS of kernel time
+ *    (`loop_ns`): the rest of a long pipeline goes to the workers, and other connections
+ *    are read in between.
+ * Releases of such a session run on the loop as well: they only drop handles. The loop
+ * thread is a dispatcher reader (dispatcher/src/rcu.c), online from its first such request
+ * until it next goes to sleep (loop.c), so a registration's grace period never waits for an
+ * idle loop. The scheduler does not see these requests: they cost less than its own
+ * bookkeeping, and the loop shares itself among connections read by read.
+ *
  * [Note: Closing]
  * On end of stream, a read or write error, or a drain timeout: queued requests are
  * cancelled, a partial upload's tensor is released, and running requests finish on their
@@ -72,9 +108,13 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "cost.h"
+#include "decode.h"
 #include "execute.h"
 #include "gather.h"
 #include "gpu.h"
+#include "loop.h"
+#include "metrics.h"
 #include "opd/error.h"
 #include "opd/log.h"
 #include "opd/memory.h"
@@ -91,6 +131,8 @@
 #define DECODED_FRAMES   32
 /* requests with more arguments are read by protobuf-c (schemas have far fewer) */
 #define WIRE_MAX_ARGS    64
+/* kernel time one read's calls may take on the loop ([Note: Tiny calls on the loop]) */
+#define LOOP_TURN_NS     100000
 
 struct opd__write {
   uv_write_t req;
@@ -170,6 +212,7 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
   j->graph = NULL;
   j->kind = OPD__JOB_LOCAL;
   j->at_worker = j->counted = j->done = j->holds_session = j->costed = j->waits = false;
+  j->on_loop = false;
   return j;
 }
 
@@ -241,6 +284,39 @@ static void to_worker(opd__conn *c, opd__job *j) {
   else
     c->pending_head = j;
   c->pending_tail = j;
+}
+
+/* Runs a counted call or release of the response order on the loop if [Note: Tiny calls on
+ * the loop] allows, answering it; false when it must go to a worker. */
+static bool run_on_loop(opd__conn *c, opd__job *j) {
+  const opd_server_config *k = cfg(c);
+  /* with nothing on workers, only the loop writes the state: it is IDLE, or HELD */
+  if (!k->loop_call_ns || c->outstanding || c->npending || c->loop_ns >= LOOP_TURN_NS ||
+      c->session.sched.state != OPD__SESSION_IDLE || c->session.gpu ||
+      (j->kind != OPD__JOB_CALL && j->kind != OPD__JOB_RELEASE))
+    return false;
+  opd__server_loop_online(c->server); /* the estimate reads the operator's schema */
+  if (j->kind == OPD__JOB_CALL) {
+    if (opd__job_estimate(j) > k->loop_call_ns || j->waits || !j->op ||
+        !opd__metrics_loop_fits(j->op))
+      return false;
+    if (opd__call_prepare(j) == 0 &&
+        (j->call.device.type == OPD_DEVICE_CUDA || j->call.cuda_devices)) {
+      opd__call_unprepare(j);
+      return false;
+    }
+  }
+  j->on_loop = true;
+  bool hold = opd__execute(j); /* a prepared call's error was packed when it was decoded */
+  assert(!hold);
+  (void)hold;
+  c->loop_ns += j->kernel_ns;
+  c->in_flight--;
+  j->counted = false;
+  j->done = true;
+  c->ndone++;
+  atomic_fetch_add_explicit(&c->server->loop_calls, 1, memory_order_relaxed);
+  return true;
 }
 
 static void submit_pending(opd__conn *c) {
@@ -780,7 +856,7 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
     j->counted = true;
     c->in_flight++;
     append(c, j);
-    to_worker(c, j);
+    if (!run_on_loop(c, j)) to_worker(c, j);
     return true;
   }
   char msg[160];
@@ -819,6 +895,7 @@ static uint32_t le32(const uint8_t *p) {
 
 /* Consumes what the buffer holds: raw bytes, skipped bytes, whole frames. */
 static void process(opd__conn *c) {
+  c->loop_ns = 0; /* [Note: Tiny calls on the loop] */
   while (!c->closing) {
     size_t avail = c->rlen - c->rpos;
     if (c->mode != OPD__READ_FRAME) {
@@ -918,6 +995,12 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
       submit_pending(c);
     }
   } else {
+    if (c->outstanding) { /* [Note: Tiny calls on the loop]: jobs back quietly first */
+      c->taking_back = true;
+      opd__server_take_done(c->server);
+      c->taking_back = false;
+      if (c->closing) return;
+    }
     c->rlen += (size_t)nread;
     process(c);
   }
@@ -930,13 +1013,17 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
 /* Starts or stops reading as the connection's state asks, processing buffered frames a
  * pause left behind. */
 static void update_reading(opd__conn *c) {
-  if (c->closing) return;
+  if (c->closing || c->taking_back) return; /* on_read goes on with the bytes it read */
   while (c->rlen != c->rpos) {
+    size_t before = c->rpos;
     process(c);
     bool waits = c->wait_job;
     flush(c);
     if (c->closing) return;
-    if (!waits || c->wait_job) break; /* else the write gave a job back: the frame can go */
+    if (waits && !c->wait_job) continue; /* the write gave a job back: the frame can go */
+    /* on, while frames go and the write made room for more (requests answered on the loop,
+     * written at once, leave the response order within this call) */
+    if (c->rpos == before || !frames_allowed(c)) break;
   }
   bool want = c->mode == OPD__READ_RAW ? !c->close_after_flush : frames_allowed(c);
   if (want && !c->reading) {

@@ -51,6 +51,9 @@ struct opd__conn {
   size_t ndone;         /* of them, done (the rest are not back from the workers) */
   uint32_t in_flight;   /* requests accepted and not answered */
   uint32_t outstanding; /* jobs on workers */
+  bool taking_back;     /* on_read takes jobs back before it processes what it read */
+  uint64_t loop_ns;     /* kernel time of this read's calls on the loop ([Note: Tiny calls on
+                           the loop] in connection.c) */
   opd__job *pending_head, *pending_tail; /* decoded, for the workers (by qnext) */
   uint32_t npending;                     /* their count */
   size_t decoded_bytes;                  /* their decoded requests' memory */

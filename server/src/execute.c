@@ -16,7 +16,9 @@
 #include "decode.h"
 #include "gather.h"
 #include "graphs.h"
+#include "connection.h"
 #include "gpu.h"
+#include "loop.h"
 #include "metrics.h"
 #include "opd/checked.h"
 #include "opd/dispatcher.h"
@@ -349,7 +351,23 @@ static int encode_results(opd__job *job, opd_stack *st, Opd__V1__Response *resp)
   return rc;
 }
 
-/* Runs a call prepared on this worker ([Note: Prepared calls] in prepared.h), or prepares it
+/* A call on a worker within this many times loop_call_ns shows its operator fit for the loop
+ * ([Note: Tiny calls on the loop] in connection.c). */
+#define LOOP_FIT_FACTOR 4
+
+/* What a call showed of its operator's fit for the loop. */
+static opd__loop_lesson loop_lesson(const opd__job *job, int rc) {
+  const opd_server_config *k = &job->conn->server->cfg;
+  if (rc < 0 || !k->loop_call_ns) return OPD__LOOP_NOTHING;
+  if (job->on_loop)
+    return job->kernel_ns > (uint64_t)k->short_job_us * 1000 ? OPD__LOOP_OVERRAN
+                                                             : OPD__LOOP_IN_TIME;
+  bool fits = job->costed && job->cost_ns <= k->loop_call_ns &&
+              job->kernel_ns <= LOOP_FIT_FACTOR * (uint64_t)k->loop_call_ns;
+  return fits ? OPD__LOOP_FITS : OPD__LOOP_NOTHING;
+}
+
+/* Runs a call prepared on this thread ([Note: Prepared calls] in prepared.h), or prepares it
  * first (a scheduler without a route). */
 static int run_call(opd__job *job, Opd__V1__Response *resp) {
   opd__prepared_call *call = &job->call;
@@ -362,7 +380,7 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
   uint64_t t0 = opd__metrics_now();
   int rc = opd_call_boxed_keys(call->op, call->keys, &call->stack, &key);
   job->kernel_ns = opd__metrics_now() - t0;
-  opd__metrics_call(call->op, key, rc, job->kernel_ns);
+  opd__metrics_call(call->op, key, rc, job->kernel_ns, loop_lesson(job, rc));
   opd_tls_set(opd_default_dispatch_state);
   atomic_fetch_add_explicit(&job->session->calls, 1, memory_order_relaxed);
   if (rc == 0) rc = encode_results(job, &call->stack, resp);

@@ -6,7 +6,9 @@
  * proto/opd_wire.h). The job joins the connection's response order (`next`), which is the
  * request order. Requests that need no session state (hello, ping) and requests refused
  * before they run (malformed, over a limit) are answered at once: their response is packed
- * into `out` and the job is `done`. Every other request is submitted to the session's run
+ * into `out` and the job is `done`; so are tiny calls and releases of a session with nothing
+ * on workers, run by the loop itself ([Note: Tiny calls on the loop] in connection.c). Every
+ * other request is submitted to the session's run
  * queue (`qnext`, worker.c) and a worker executes it (execute.c), packs the response,
  * usually sends it ([Note: Responses written by workers] in connection.c) and hands the
  * job back to the loop (loop.c), which marks it done. The loop writes responses
@@ -83,6 +85,7 @@ typedef struct opd__job {
   bool holds_session; /* the session runs nothing else until `raw` is written */
   bool costed;        /* cost_ns and waits are set */
   bool waits;         /* it waits for a device (a long job whatever its cost) */
+  bool on_loop;       /* it runs on the loop thread ([Note: Tiny calls on the loop]) */
 } opd__job;
 
 #endif

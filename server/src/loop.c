@@ -94,8 +94,7 @@ void opd__server_kick(opd_server *s) {
   pthread_mutex_unlock(&s->done_mu);
 }
 
-/* Takes the completion list and hands it to the connections, oldest first. */
-static void take_done(opd_server *s) {
+void opd__server_take_done(opd_server *s) {
   pthread_mutex_lock(&s->done_mu);
   opd__job *list = s->done_list;
   s->done_list = NULL;
@@ -117,12 +116,24 @@ static void on_done(uv_poll_t *poll, int status, int events) {
   uint64_t count;
   /* reset the counter before taking the list: a push after this wakes the loop again */
   if (read(s->done_fd, &count, sizeof count) < 0) assert(errno == EAGAIN);
-  take_done(s);
+  opd__server_take_done(s);
 }
 
-/* Before the loop sleeps: jobs back quietly are recycled. */
+void opd__server_loop_online(opd_server *s) {
+  if (s->loop_online) return;
+  opd_reader_online();
+  s->loop_online = true;
+}
+
+/* Before the loop sleeps: jobs back quietly are recycled, and the loop stops being an online
+ * reader (a grace period waits for no thread that sleeps). */
 static void on_prepare(uv_prepare_t *prepare) {
-  take_done(prepare->data);
+  opd_server *s = prepare->data;
+  opd__server_take_done(s);
+  if (s->loop_online) {
+    opd_reader_offline();
+    s->loop_online = false;
+  }
 }
 
 /* ---- stopping ---- */
@@ -172,7 +183,12 @@ static void on_stop(uv_async_t *a) {
 static void *loop_main(void *arg) {
   opd_server *s = arg;
   opd__sched_latency_thread(); /* [Note: Fair sharing of workers] in worker.h */
+  opd_reader_register();       /* [Note: Tiny calls on the loop] in connection.c */
+  opd_reader_offline();
   uv_run(&s->loop, UV_RUN_DEFAULT);
+  if (s->loop_online) opd_reader_offline();
+  s->loop_online = false;
+  opd_reader_unregister();
   return NULL;
 }
 

@@ -59,7 +59,17 @@ struct opd_server {
   struct opd__admin *admin;       /* the admin listener (admin.h); NULL when disabled */
   struct opd__gpu *gpu;           /* the CUDA side (gpu.h); NULL without a CUDA device */
   struct opd__graphs *graphs;     /* the graphs' cache and counters (graphs.h) */
+  /* [Note: Tiny calls on the loop] in connection.c: the loop thread is an online dispatcher
+   * reader (until it next sleeps), and the requests it ran itself */
+  bool loop_online;
+  _Atomic uint64_t loop_calls;
 };
+
+/* Takes the completion list and hands it to the connections, oldest first. */
+void opd__server_take_done(opd_server *s);
+/* Makes the loop thread an online dispatcher reader until it next sleeps ([Note: Tiny calls
+ * on the loop] in connection.c). */
+void opd__server_loop_online(opd_server *s);
 
 /* Wakes the loop if jobs came back quietly ([Note: Quiet completions] in connection.c). */
 void opd__server_kick(opd_server *s);

@@ -15,6 +15,10 @@ typedef struct op_metrics {
   _Atomic uint64_t errors_by_code[OPD__METRICS_CODES];
   _Atomic uint64_t buckets[OPD__METRICS_BUCKETS];
   _Atomic uint64_t sum_ns;
+  /* [Note: Tiny calls on the loop] in connection.c: a call of it FITS, and its overruns on
+   * the loop in a row (OPD__LOOP_STRIKES: never again) */
+  _Atomic bool loop_fits;
+  _Atomic int loop_strikes;
 } op_metrics;
 
 static op_metrics table[TABLE_SIZE];
@@ -66,7 +70,8 @@ double opd__metrics_bucket_bound(int i) {
   return b;
 }
 
-void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns) {
+void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns,
+                       opd__loop_lesson lesson) {
   _Static_assert((TABLE_SIZE & (TABLE_SIZE - 1)) == 0 && TABLE_SIZE == 1 << 10,
                  "the hash takes the top 10 bits");
   op_metrics *m = find(op);
@@ -83,6 +88,26 @@ void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uin
   }
   atomic_fetch_add_explicit(&m->buckets[bucket_of(ns)], 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&m->sum_ns, ns, memory_order_relaxed);
+  switch (lesson) {
+  case OPD__LOOP_NOTHING: break;
+  case OPD__LOOP_FITS:
+    if (!atomic_load_explicit(&m->loop_fits, memory_order_relaxed))
+      atomic_store_explicit(&m->loop_fits, true, memory_order_relaxed);
+    break;
+  case OPD__LOOP_IN_TIME: /* the loop thread alone writes the strikes */
+    if (atomic_load_explicit(&m->loop_strikes, memory_order_relaxed) < OPD__LOOP_STRIKES)
+      atomic_store_explicit(&m->loop_strikes, 0, memory_order_relaxed);
+    break;
+  case OPD__LOOP_OVERRAN:
+    atomic_fetch_add_explicit(&m->loop_strikes, 1, memory_order_relaxed);
+    break;
+  }
+}
+
+bool opd__metrics_loop_fits(const opd_operator *op) {
+  op_metrics *m = find(op);
+  return m && atomic_load_explicit(&m->loop_fits, memory_order_relaxed) &&
+         atomic_load_explicit(&m->loop_strikes, memory_order_relaxed) < OPD__LOOP_STRIKES;
 }
 
 void opd__metrics_for_each(void (*fn)(const opd__op_metrics_snapshot *m, void *arg), void *arg) {

@@ -15,6 +15,7 @@
 #ifndef OPD_SERVER_METRICS_H
 #define OPD_SERVER_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "opd/dispatcher.h"
@@ -24,10 +25,26 @@
 
 /* Monotonic nanoseconds. */
 uint64_t opd__metrics_now(void);
+/* What one call showed about running its operator on the event-loop thread ([Note: Tiny
+ * calls on the loop] in connection.c); the verdict is kept beside the operator's counters. */
+typedef enum opd__loop_lesson {
+  OPD__LOOP_NOTHING, /* nothing */
+  OPD__LOOP_FITS,    /* on a worker, estimated small enough for the loop and as fast */
+  OPD__LOOP_IN_TIME, /* on the loop, within short_job_us */
+  OPD__LOOP_OVERRAN, /* on the loop, longer than short_job_us */
+} opd__loop_lesson;
+/* Overruns in a row after which an operator runs on workers for good (one alone may be a
+ * preemption). */
+#define OPD__LOOP_STRIKES 3
+
 /* Records one call: `key` is the runtime key it dispatched to (opd_call_boxed_keys reports
  * it: [Note: Prepared calls] in prepared.h), rc its result (0 or a negative opd error), ns
- * its duration. */
-void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns);
+ * its duration, `lesson` what it showed of the operator's fit for the loop. */
+void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns,
+                       opd__loop_lesson lesson);
+/* Whether the operator may run on the loop: a call of it FITS, and it has not OVERRAN
+ * OPD__LOOP_STRIKES times in a row (false when its counters found the table full). */
+bool opd__metrics_loop_fits(const opd_operator *op);
 
 #define OPD__METRICS_RESPONSE_CODES 16 /* protocol ErrorCode values (proto/opd.proto) */
 /* Records an error response of protocol error code `code` (any request kind). */

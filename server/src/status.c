@@ -820,7 +820,7 @@ static void metrics(sconn *c) {
       sb_printf(&b, "opd_response_errors_total{code=\"%s\"} %" PRIu64 "\n", v->name,
                 opd__metrics_response_errors(code));
   }
-  sb_printf(&b, "# HELP opd_call_duration_seconds Operator call latency on the worker.\n"
+  sb_printf(&b, "# HELP opd_call_duration_seconds Operator call latency (the kernel's time).\n"
                 "# TYPE opd_call_duration_seconds histogram\n");
   p.which = 2;
   opd__metrics_for_each(emit_op_metrics, &p);
@@ -829,6 +829,11 @@ static void metrics(sconn *c) {
             "table.\n# TYPE opd_calls_unrecorded_total counter\nopd_calls_unrecorded_total "
             "%" PRIu64 "\n",
             opd__metrics_overflow());
+  sb_printf(&b,
+            "# HELP opd_loop_requests_total Calls and releases the event loop ran itself "
+            "(loop_call_ns).\n# TYPE opd_loop_requests_total counter\nopd_loop_requests_total "
+            "%" PRIu64 "\n",
+            atomic_load_explicit(&st->srv->loop_calls, memory_order_relaxed));
   static const struct {
     const char *name;
     int type;

@@ -70,6 +70,7 @@ typedef struct opd_server_config {
   uint32_t cuda_workers_per_device;
   /* fair sharing of the workers (docs/CONFIG.md, "Fair sharing") */
   uint32_t short_job_us;        /* CPU jobs estimated above it are long */
+  uint32_t loop_call_ns;        /* CPU calls estimated at most this run on the loop (0: none) */
   uint32_t worker_nice;         /* the CPU workers' nice value above the daemon's (0: the same) */
   uint32_t max_session_jobs;    /* per session: jobs on workers before reading stops */
   uint32_t max_session_cost_ms; /* per session: their estimated cost before reading stops */
