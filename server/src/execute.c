@@ -16,9 +16,7 @@
 #include "decode.h"
 #include "gather.h"
 #include "graphs.h"
-#include "connection.h"
 #include "gpu.h"
-#include "loop.h"
 #include "metrics.h"
 #include "opd/checked.h"
 #include "opd/dispatcher.h"
@@ -357,7 +355,7 @@ static int encode_results(opd__job *job, opd_stack *st, Opd__V1__Response *resp)
 
 /* What a call showed of its operator's fit for the loop. */
 static opd__loop_lesson loop_lesson(const opd__job *job, int rc) {
-  const opd_server_config *k = &job->conn->server->cfg;
+  const opd_server_config *k = job->session->cfg;
   if (rc < 0 || !k->loop_call_ns) return OPD__LOOP_NOTHING;
   if (job->on_loop)
     return job->kernel_ns > (uint64_t)k->short_job_us * 1000 ? OPD__LOOP_OVERRAN
