@@ -75,6 +75,8 @@
  *    EEVDF scheduler takes since 6.12 as a request to preempt longer-slice threads sooner;
  *    older kernels ignore it): a tiny call then does not wait for a CPU-bound kernel's slice
  *    to end.
+ * Calls cheaper than this bookkeeping do not come here: the loop runs them itself while
+ * their session has nothing on workers ([Note: Tiny calls on the loop] in connection.c).
  * The GPU pools follow the same policy: a session's downloads and synchronizes, which wait
  * for its stream, hold a worker of the device and never its lane, so another session's
  * launches go on while one session's queued kernels drain.
