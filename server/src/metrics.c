@@ -94,10 +94,12 @@ void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uin
     if (!atomic_load_explicit(&m->loop_fits, memory_order_relaxed))
       atomic_store_explicit(&m->loop_fits, true, memory_order_relaxed);
     break;
-  case OPD__LOOP_IN_TIME: /* the loop thread alone writes the strikes */
-    if (atomic_load_explicit(&m->loop_strikes, memory_order_relaxed) < OPD__LOOP_STRIKES)
+  case OPD__LOOP_IN_TIME: { /* the row of overruns ends, unless it is complete */
+    int strikes = atomic_load_explicit(&m->loop_strikes, memory_order_relaxed);
+    if (strikes > 0 && strikes < OPD__LOOP_STRIKES)
       atomic_store_explicit(&m->loop_strikes, 0, memory_order_relaxed);
     break;
+  }
   case OPD__LOOP_OVERRAN:
     atomic_fetch_add_explicit(&m->loop_strikes, 1, memory_order_relaxed);
     break;
