@@ -1094,6 +1094,13 @@ static opd_client_tensor upload_floats(opd_client *c, int64_t n, float v) {
   return t;
 }
 
+/* Lets a job that ran on the worker come back before the next request: the worker sends the
+ * response before it hands the job back, so a client's next request may otherwise find it
+ * still out (and go to a worker too), call after call, on a slow (sanitized) build. */
+static void settle(void) {
+  nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
+}
+
 static float first_float(opd_client *c, opd_client_tensor t) {
   float v = 0;
   ck_assert_int_eq(opd_client_download(c, t, &v, 4, NULL), 0);
@@ -1119,9 +1126,8 @@ static opd_server *start_loop_server(uint32_t loop_ns) {
 #define LOOP_NS 50000
 
 /* x = x + 2, 100 times, each result released as the next is made: the first add runs on a
- * worker (add has not shown its speed yet), then the adds and releases run on the loop
- * (most of them: one whose predecessor's job was not yet back from its worker goes to a
- * worker too), and the sum is right. */
+ * worker (add has not shown its speed yet), then, once its job is back, the adds and
+ * releases run on the loop, and the sum is right. */
 START_TEST(test_tiny_calls_run_on_the_loop) {
   opd_server *s = start_loop_server(LOOP_NS);
   opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
@@ -1129,6 +1135,7 @@ START_TEST(test_tiny_calls_run_on_the_loop) {
   ck_assert_uint_eq(loop_requests(s), 0);
   ck_assert_int_eq(opd_add(c, x, two, NULL, &next), 0);
   ck_assert_uint_eq(loop_requests(s), 0); /* learnt on a worker */
+  settle();
   ck_assert_int_eq(opd_client_release(c, &x, 1), 0);
   x = next;
   for (int i = 1; i < 100; i++) {
@@ -1169,6 +1176,7 @@ START_TEST(test_loop_calls_only_tiny_and_in_order) {
   opd_client_tensor one = upload_floats(c, 1, 1), r;
   for (int i = 0; i < 100 && loop_requests(s) == 0; i++) {
     ck_assert_int_eq(opd_add(c, one, one, NULL, &r), 0);
+    settle();
     ck_assert_int_eq(opd_client_release(c, &r, 1), 0);
   }
   ck_assert_uint_gt(loop_requests(s), 0);
@@ -1233,6 +1241,7 @@ START_TEST(test_loop_call_waits_for_a_download) {
     ck_assert_int_eq(opd_client_call(c, "aten::fill_.Scalar", fill, 2, &same, 1, NULL), 0);
     fill_on_loop = loop_requests(s) == before + 1;
     ck_assert_int_eq(opd_client_release(c, (opd_client_tensor[]){v, same}, 2), 0);
+    settle();
   }
   ck_assert(fill_on_loop);
   opd_client_value sel[] = {opd_cv_tensor(x), opd_cv_int(0), opd_cv_int(N - 1)};
@@ -1272,8 +1281,8 @@ static int slow_kernel(const opd_kernel_ctx *ctx, opd_stack *st) {
   return 0;
 }
 
-/* An operator faster than its estimates says runs on the loop; once it turns slow, three of
- * its calls in a row overrun there and it runs on workers from then on; every call answers. */
+/* An operator as fast as its estimates says runs on the loop; once it turns slow, three of its
+ * calls in a row overrun there and it runs on workers from then on; every call answers. */
 START_TEST(test_slow_operator_leaves_the_loop) {
   ck_assert_int_gt(opd_def("t_loop", "slow(Tensor self) -> Tensor", OPD_HERE), 0);
   static const opd_kernel k = {.boxed = slow_kernel, .name = "slow_kernel"};
@@ -1289,14 +1298,20 @@ START_TEST(test_slow_operator_leaves_the_loop) {
     uint64_t before = loop_requests(s);
     ck_assert_int_eq(opd_client_call(c, "t_loop::slow", &arg, 1, &r, 1, NULL), 0);
     on_loop = loop_requests(s) == before + 1;
+    settle();
   }
   ck_assert(on_loop);
   ck_assert(opd__metrics_loop_fits(op));
   atomic_store(&slow_now, true);
   uint64_t before = loop_requests(s);
-  for (int i = 0; i < 10; i++)
+  for (int i = 0; i < 10; i++) {
     ck_assert_int_eq(opd_client_call(c, "t_loop::slow", &arg, 1, &r, 1, NULL), 0);
-  ck_assert_uint_eq(loop_requests(s), before + OPD__LOOP_STRIKES);
+    settle();
+  }
+  /* at most three overruns on the loop (fewer when a fast call before them overran, as a
+   * preempted one may on a loaded machine), then none */
+  ck_assert_uint_ge(loop_requests(s), before + 1);
+  ck_assert_uint_le(loop_requests(s), before + OPD__LOOP_STRIKES);
   ck_assert(!opd__metrics_loop_fits(op));
   ck_assert(first_float(c, r) == 5);
   opd_client_close(c);
