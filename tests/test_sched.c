@@ -1282,7 +1282,8 @@ static int slow_kernel(const opd_kernel_ctx *ctx, opd_stack *st) {
 }
 
 /* An operator as fast as its estimates says runs on the loop; once it turns slow, three of its
- * calls in a row overrun there and it runs on workers from then on; every call answers. */
+ * calls in a row overrun there and it runs on workers from then on, until a new kernel of it
+ * is registered and shows itself fast again; every call answers. */
 START_TEST(test_slow_operator_leaves_the_loop) {
   ck_assert_int_gt(opd_def("t_loop", "slow(Tensor self) -> Tensor", OPD_HERE), 0);
   static const opd_kernel k = {.boxed = slow_kernel, .name = "slow_kernel"};
@@ -1314,6 +1315,20 @@ START_TEST(test_slow_operator_leaves_the_loop) {
   ck_assert_uint_le(loop_requests(s), before + OPD__LOOP_STRIKES);
   ck_assert(!opd__metrics_loop_fits(op));
   ck_assert(first_float(c, r) == 5);
+  /* a new kernel (a hot registration) voids the verdict: its calls show their speed on a
+   * worker again and come back to the loop */
+  static const opd_kernel fast = {.boxed = slow_kernel, .name = "fast_again_kernel"};
+  atomic_store(&slow_now, false);
+  ck_assert_int_gt(opd_impl("t_loop::slow", OPD_KEY_CPU, &fast, OPD_HERE), 0);
+  on_loop = false;
+  for (int i = 0; i < 200 && !on_loop; i++) {
+    uint64_t last = loop_requests(s);
+    ck_assert_int_eq(opd_client_call(c, "t_loop::slow", &arg, 1, &r, 1, NULL), 0);
+    on_loop = loop_requests(s) == last + 1;
+    settle();
+  }
+  ck_assert(on_loop);
+  ck_assert(opd__metrics_loop_fits(op));
   opd_client_close(c);
   opd_server_stop(s);
 }

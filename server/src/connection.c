@@ -84,7 +84,9 @@
  *    short_job_us send it to the workers for good (one alone may have been preempted;
  *    metrics.h keeps these facts beside the operator's counters). The estimate is a scale
  *    for the built-in operators; a plugin's kernel slower than its shapes say stalls the
- *    loop three times at most;
+ *    loop three times at most. Both facts hold for the operator's registrations as they
+ *    were: a hot registration or removal that touches it ([Note: Operator generations])
+ *    voids them, and its calls go to workers until one shows again that it fits;
  *  - this read's calls on the loop have taken less than LOOP_TURN_NS of kernel time
  *    (`loop_ns`): the rest of a long pipeline goes to the workers, and other connections
  *    are read in between.

@@ -15,9 +15,10 @@ typedef struct op_metrics {
   _Atomic uint64_t errors_by_code[OPD__METRICS_CODES];
   _Atomic uint64_t buckets[OPD__METRICS_BUCKETS];
   _Atomic uint64_t sum_ns;
-  /* [Note: Tiny calls on the loop] in connection.c: a call of it FITS, and its overruns on
-   * the loop in a row (OPD__LOOP_STRIKES: never again) */
-  _Atomic bool loop_fits;
+  /* [Note: Tiny calls on the loop] in connection.c: 1 + the operator's generation when a call
+   * of it FITS (0: none yet; a registration since voids it), and its overruns on the loop in
+   * a row since (OPD__LOOP_STRIKES: not under this generation) */
+  _Atomic uint64_t loop_fit_generation;
   _Atomic int loop_strikes;
 } op_metrics;
 
@@ -90,10 +91,14 @@ void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uin
   atomic_fetch_add_explicit(&m->sum_ns, ns, memory_order_relaxed);
   switch (lesson) {
   case OPD__LOOP_NOTHING: break;
-  case OPD__LOOP_FITS:
-    if (!atomic_load_explicit(&m->loop_fits, memory_order_relaxed))
-      atomic_store_explicit(&m->loop_fits, true, memory_order_relaxed);
+  case OPD__LOOP_FITS: { /* a verdict of an older generation starts over */
+    uint64_t gen = opd_op_generation(op) + 1;
+    if (atomic_load_explicit(&m->loop_fit_generation, memory_order_relaxed) != gen) {
+      atomic_store_explicit(&m->loop_strikes, 0, memory_order_relaxed);
+      atomic_store_explicit(&m->loop_fit_generation, gen, memory_order_relaxed);
+    }
     break;
+  }
   case OPD__LOOP_IN_TIME: { /* the row of overruns ends, unless it is complete */
     int strikes = atomic_load_explicit(&m->loop_strikes, memory_order_relaxed);
     if (strikes > 0 && strikes < OPD__LOOP_STRIKES)
@@ -108,7 +113,9 @@ void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uin
 
 bool opd__metrics_loop_fits(const opd_operator *op) {
   op_metrics *m = find(op);
-  return m && atomic_load_explicit(&m->loop_fits, memory_order_relaxed) &&
+  return m &&
+         atomic_load_explicit(&m->loop_fit_generation, memory_order_relaxed) ==
+             opd_op_generation(op) + 1 &&
          atomic_load_explicit(&m->loop_strikes, memory_order_relaxed) < OPD__LOOP_STRIKES;
 }
 

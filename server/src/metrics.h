@@ -42,8 +42,10 @@ typedef enum opd__loop_lesson {
  * its duration, `lesson` what it showed of the operator's fit for the loop. */
 void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns,
                        opd__loop_lesson lesson);
-/* Whether the operator may run on the loop: a call of it FITS, and it has not OVERRAN
- * OPD__LOOP_STRIKES times in a row (false when its counters found the table full). */
+/* Whether the operator may run on the loop: a call of it FITS under its current generation
+ * ([Note: Operator generations] in opd/dispatcher.h: a hot registration voids the verdict,
+ * which its next calls on workers learn again), and it has not OVERRAN OPD__LOOP_STRIKES
+ * times in a row since (false when its counters found the table full). */
 bool opd__metrics_loop_fits(const opd_operator *op);
 
 #define OPD__METRICS_RESPONSE_CODES 16 /* protocol ErrorCode values (proto/opd.proto) */
