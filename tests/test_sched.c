@@ -1107,15 +1107,15 @@ static float first_float(opd_client *c, opd_client_tensor t) {
   return v;
 }
 
-/* One worker, and calls estimated at most loop_ns on the loop. The cases below take 50 us, not
- * the default 2 us: an operator shows itself fit for the loop by a call on a worker within
- * four times the bound, which a loaded machine (sanitizers, a parallel build) may deny a
- * worker whose thread waits for a CPU, however fast the kernel. */
-static opd_server *start_loop_server(uint32_t loop_ns) {
+/* One worker listening at `listen`, and calls estimated at most loop_ns on the loop. The cases
+ * below take 50 us, not the default 2 us: an operator shows itself fit for the loop by a call on a
+ * worker within four times the bound, which a loaded machine (sanitizers, a parallel build) may
+ * deny a worker whose thread waits for a CPU, however fast the kernel. */
+static opd_server *start_loop_server(uint32_t loop_ns, const char *listen) {
   opd_server_config cfg;
   opd_server_config_init(&cfg);
   opd_server_config_clear_listen(&cfg);
-  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, listen), 0);
   cfg.workers = 1;
   cfg.loop_call_ns = loop_ns;
   opd_server *s;
@@ -1129,7 +1129,7 @@ static opd_server *start_loop_server(uint32_t loop_ns) {
  * worker (add has not shown its speed yet), then, once its job is back, the adds and
  * releases run on the loop, and the sum is right. */
 START_TEST(test_tiny_calls_run_on_the_loop) {
-  opd_server *s = start_loop_server(LOOP_NS);
+  opd_server *s = start_loop_server(LOOP_NS, "tcp://127.0.0.1:0");
   opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
   opd_client_tensor x = upload_floats(c, 1, 1), two = upload_floats(c, 1, 2), next;
   ck_assert_uint_eq(loop_requests(s), 0);
@@ -1152,7 +1152,7 @@ END_TEST
 
 /* loop_call_ns 0: every call goes to a worker. */
 START_TEST(test_loop_calls_off) {
-  opd_server *s = start_loop_server(0);
+  opd_server *s = start_loop_server(0, "tcp://127.0.0.1:0");
   opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
   opd_client_tensor x = upload_floats(c, 1, 1), two = upload_floats(c, 1, 2), next;
   for (int i = 0; i < 50; i++) {
@@ -1171,7 +1171,7 @@ END_TEST
  * LOOP_NS) goes to a worker, and so do the tiny adds pipelined behind a matrix product on a
  * worker (the session has work there: they follow it in order); their results are right. */
 START_TEST(test_loop_calls_only_tiny_and_in_order) {
-  opd_server *s = start_loop_server(LOOP_NS);
+  opd_server *s = start_loop_server(LOOP_NS, "tcp://127.0.0.1:0");
   opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
   opd_client_tensor one = upload_floats(c, 1, 1), r;
   for (int i = 0; i < 100 && loop_requests(s) == 0; i++) {
@@ -1213,17 +1213,9 @@ END_TEST
  * meanwhile): the session is held by the download, so the fill, tiny as it is, waits
  * for the bytes to be out and the client receives x as it was. */
 START_TEST(test_loop_call_waits_for_a_download) {
-  opd_server_config cfg;
-  opd_server_config_init(&cfg);
-  opd_server_config_clear_listen(&cfg);
   char url[128];
   snprintf(url, sizeof url, "unix:///tmp/opd-test-loop-%d.sock", (int)getpid());
-  ck_assert_int_eq(opd_server_config_add_listen(&cfg, url), 0);
-  cfg.workers = 1;
-  cfg.loop_call_ns = LOOP_NS;
-  opd_server *s;
-  ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
-  opd_server_config_destroy(&cfg);
+  opd_server *s = start_loop_server(LOOP_NS, url);
   opd_client *c;
   ck_assert_msg(opd_client_connect(url, NULL, &c) == 0, "%s", opd_client_last_error());
   /* 3 MiB: more than a Unix socket buffers, less than the write queue at which the daemon
@@ -1281,6 +1273,18 @@ static int slow_kernel(const opd_kernel_ctx *ctx, opd_stack *st) {
   return 0;
 }
 
+/* Calls t_loop::slow(x) until a call runs on the loop (at most 200 calls): whether one did. */
+static bool slow_until_on_loop(opd_server *s, opd_client *c, opd_client_value *arg,
+                               opd_client_tensor *r) {
+  for (int i = 0; i < 200; i++) {
+    uint64_t before = loop_requests(s);
+    ck_assert_int_eq(opd_client_call(c, "t_loop::slow", arg, 1, r, 1, NULL), 0);
+    settle();
+    if (loop_requests(s) == before + 1) return true;
+  }
+  return false;
+}
+
 /* An operator as fast as its estimates says runs on the loop; once it turns slow, three of its
  * calls in a row overrun there and it runs on workers from then on, until a new kernel of it
  * is registered and shows itself fast again; every call answers. */
@@ -1290,18 +1294,12 @@ START_TEST(test_slow_operator_leaves_the_loop) {
   ck_assert_int_gt(opd_impl("t_loop::slow", OPD_KEY_CPU, &k, OPD_HERE), 0);
   const opd_operator *op = opd_find_op("t_loop::slow");
   ck_assert_ptr_nonnull(op);
-  opd_server *s = start_loop_server(LOOP_NS);
+  opd_server *s = start_loop_server(LOOP_NS, "tcp://127.0.0.1:0");
   opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
   opd_client_tensor x = upload_floats(c, 1, 5), r;
   opd_client_value arg = opd_cv_tensor(x);
-  bool on_loop = false; /* the last call ran there: so will the next (nothing on workers) */
-  for (int i = 0; i < 200 && !on_loop; i++) {
-    uint64_t before = loop_requests(s);
-    ck_assert_int_eq(opd_client_call(c, "t_loop::slow", &arg, 1, &r, 1, NULL), 0);
-    on_loop = loop_requests(s) == before + 1;
-    settle();
-  }
-  ck_assert(on_loop);
+  /* the last call ran there: so will the next (nothing on workers) */
+  ck_assert(slow_until_on_loop(s, c, &arg, &r));
   ck_assert(opd__metrics_loop_fits(op));
   atomic_store(&slow_now, true);
   uint64_t before = loop_requests(s);
@@ -1320,14 +1318,7 @@ START_TEST(test_slow_operator_leaves_the_loop) {
   static const opd_kernel fast = {.boxed = slow_kernel, .name = "fast_again_kernel"};
   atomic_store(&slow_now, false);
   ck_assert_int_gt(opd_impl("t_loop::slow", OPD_KEY_CPU, &fast, OPD_HERE), 0);
-  on_loop = false;
-  for (int i = 0; i < 200 && !on_loop; i++) {
-    uint64_t last = loop_requests(s);
-    ck_assert_int_eq(opd_client_call(c, "t_loop::slow", &arg, 1, &r, 1, NULL), 0);
-    on_loop = loop_requests(s) == last + 1;
-    settle();
-  }
-  ck_assert(on_loop);
+  ck_assert(slow_until_on_loop(s, c, &arg, &r));
   ck_assert(opd__metrics_loop_fits(op));
   opd_client_close(c);
   opd_server_stop(s);

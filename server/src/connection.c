@@ -90,9 +90,11 @@
  *  - this read's calls on the loop have taken less than LOOP_TURN_NS of kernel time
  *    (`loop_ns`): the rest of a long pipeline goes to the workers, and other connections
  *    are read in between.
- * Releases of such a session run on the loop as well: they only drop handles. The loop
- * thread is a dispatcher reader (dispatcher/src/rcu.c), online from its first such request
- * until it next goes to sleep (loop.c), so a registration's grace period never waits for an
+ * Releases of such a session run on the loop as well: they only drop handles. A call that
+ * goes to a worker after all keeps the estimate the loop made (nothing of its session ran
+ * in between), so the worker does not estimate it again. The loop thread is a dispatcher
+ * reader (dispatcher/src/rcu.c), online from its first such call until it next goes to
+ * sleep (loop.c), so a registration's grace period never waits for an
  * idle loop. The scheduler does not see these requests: they cost less than its own
  * bookkeeping, and the loop shares itself among connections read by read.
  *
@@ -297,10 +299,12 @@ static bool run_on_loop(opd__conn *c, opd__job *j) {
       c->session.sched.state != OPD__SESSION_IDLE || c->session.gpu ||
       (j->kind != OPD__JOB_CALL && j->kind != OPD__JOB_RELEASE))
     return false;
-  opd__server_loop_online(c->server); /* the estimate reads the operator's schema */
   if (j->kind == OPD__JOB_CALL) {
-    if (opd__job_estimate(j) > k->loop_call_ns || j->waits || !j->op ||
-        !opd__metrics_loop_fits(j->op))
+    opd__server_loop_online(c->server); /* the estimate reads the operator's schema */
+    /* a call that goes to a worker keeps its estimate: the session has nothing before it */
+    j->cost_ns = opd__job_estimate(j);
+    j->costed = true;
+    if (j->cost_ns > k->loop_call_ns || j->waits || !j->op || !opd__metrics_loop_fits(j->op))
       return false;
     if (opd__call_prepare(j) == 0 &&
         (j->call.device.type == OPD_DEVICE_CUDA || j->call.cuda_devices)) {

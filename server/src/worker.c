@@ -218,8 +218,10 @@ static void estimate_queued(opd__sched *s, opd__session *session, bool *online) 
   }
   uint64_t sum = 0;
   for (unsigned n = 1;; n++, j = j->qnext) { /* jobs up to `last` keep their links */
-    j->cost_ns = s->estimate(j);
-    j->costed = true;
+    if (!j->costed) { /* the loop may have estimated it already ([Note: Tiny calls on the loop]) */
+      j->cost_ns = s->estimate(j);
+      j->costed = true;
+    }
     sum = sum + j->cost_ns < sum ? UINT64_MAX : sum + j->cost_ns;
     if (j == last || n == ESTIMATE_MAX) break;
   }
@@ -585,13 +587,16 @@ opd__job *opd__sched_cancel(opd__sched *s, opd__session *session) {
   pthread_mutex_lock(&s->mu);
   e->closed = true;
   while (e->estimating) pthread_cond_wait(&s->estimated, &s->mu);
-  opd__job *jobs = e->head;
+  opd__job *jobs = e->head, *unestimated = e->unestimated;
   e->head = e->tail = e->unestimated = NULL;
   int n = 0;
   uint64_t cost = 0;
+  bool counted = true; /* the jobs before `unestimated` are in cost_ns (the loop may have
+                          costed later ones, whose cost is not added yet) */
   for (opd__job *j = jobs; j; j = j->qnext) {
     n++;
-    cost += j->costed ? j->cost_ns : 0;
+    counted = counted && j != unestimated;
+    cost += counted ? j->cost_ns : 0;
   }
   add_jobs(e, -n);
   add_cost(e, 0, cost);

@@ -28,8 +28,10 @@
  * a second each queued waited for a whole product on every worker. The policy:
  *  - Costs are known before a job runs. A worker that owns a session (it took it from a
  *    ready list, or just ran its job) estimates each of its queued jobs once ([Note: The
- *    cost of a job] in cost.h), outside the lock, at most ESTIMATE_MAX per pass; the
- *    estimates of a session's jobs on workers add up to its cost in flight.
+ *    cost of a job] in cost.h), outside the lock, at most ESTIMATE_MAX per pass, unless the
+ *    loop estimated it already ([Note: Tiny calls on the loop] in connection.c); the
+ *    estimates of a session's jobs on workers add up to its cost in flight as the passes
+ *    reach them.
  *  - Lanes. A job is *long* when its estimate passes short_job_us on the CPU, or when it
  *    waits for a device (a CUDA download, upload or synchronize, a copy to the host); the
  *    rest are *short*. Every pool has, beside its workers (`workers`,
