@@ -172,20 +172,6 @@ int opd__stack_grow(opd_stack *s) {
   return 0;
 }
 
-/* Scalars and borrowed tensors (the common arguments of a call) have nothing to release. */
-static inline bool owns_nothing(const opd_ivalue *v) {
-  return v->tag <= OPD_IV_DOUBLE || v->tag == OPD_IV_DTYPE || v->tag == OPD_IV_DEVICE ||
-         (v->tag == OPD_IV_TENSOR && v->len == OPD_IV_BORROWED);
-}
-
-void opd_stack_drop(opd_stack *s, uint32_t n) {
-  assert(n <= s->size);
-  while (n--) {
-    opd_ivalue *v = &s->items[--s->size];
-    if (!owns_nothing(v)) opd_iv_destroy(v);
-  }
-}
-
 void opd_stack_clear(opd_stack *s) {
   opd_stack_drop(s, s->size);
 }

@@ -127,8 +127,11 @@ static void update_masks(opd_operator *op) {
     }
   }
   masks[0] = masks[1 + OPD_BACKEND_CPU]; /* no backend in the arguments: CPU */
-  for (int b = 0; b <= OPD_NUM_BACKENDS; b++)
+  for (int b = 0; b <= OPD_NUM_BACKENDS; b++) {
+    /* a call's key set keeps its backends (opd_keyset_slot) */
+    assert((masks[b] & OPD_BACKEND_BITS_MASK) == OPD_BACKEND_BITS_MASK);
     atomic_store_explicit(&op->hot.non_fallthrough[b], masks[b], memory_order_release);
+  }
 }
 
 static void update_slots_in(opd_operator *op, opd_dispatch_key alias) {

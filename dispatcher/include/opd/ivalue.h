@@ -19,6 +19,7 @@
 #ifndef OPD_IVALUE_H
 #define OPD_IVALUE_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -190,7 +191,14 @@ static inline int opd_stack_push(opd_stack *s, opd_ivalue v) {
 }
 /* Removes the top value and hands it (and its ownership) to the caller. */
 static inline opd_ivalue opd_stack_pop(opd_stack *s) {
-  return s->items[--s->size];
+  /* field by field, as opd_stack_push writes it: one 16-byte load of a value its kernel
+   * just wrote in parts cannot take the stores' data forward and waits for them */
+  const opd_ivalue *src = &s->items[--s->size];
+  opd_ivalue v;
+  v.tag = src->tag;
+  v.len = src->len;
+  v.u = src->u;
+  return v;
 }
 /* The value `depth` below the top (0 is the top). */
 static inline opd_ivalue *opd_stack_peek(opd_stack *s, uint32_t depth) {
@@ -200,8 +208,19 @@ static inline opd_ivalue *opd_stack_peek(opd_stack *s, uint32_t depth) {
 static inline opd_ivalue *opd_stack_last(opd_stack *s, uint32_t n) {
   return &s->items[s->size - n];
 }
-/* Destroys the top n values. */
-void opd_stack_drop(opd_stack *s, uint32_t n);
+/* Scalars and borrowed tensors (the common arguments of a call) have nothing to release. */
+static inline bool opd__iv_owns_nothing(const opd_ivalue *v) {
+  return v->tag <= OPD_IV_DOUBLE || v->tag == OPD_IV_DTYPE || v->tag == OPD_IV_DEVICE ||
+         (v->tag == OPD_IV_TENSOR && v->len == OPD_IV_BORROWED);
+}
+/* Destroys the top n values (inline: every boxed kernel drops its arguments). */
+static inline void opd_stack_drop(opd_stack *s, uint32_t n) {
+  assert(n <= s->size);
+  while (n--) {
+    opd_ivalue *v = &s->items[--s->size];
+    if (!opd__iv_owns_nothing(v)) opd_iv_destroy(v);
+  }
+}
 
 #ifdef __cplusplus
 }

@@ -113,13 +113,17 @@ static inline bool opd_keyset_has_backend(opd_keyset s, opd_backend b) {
 }
 /* Index of the highest set bit of x plus one, 0 for x == 0; branch-free. */
 static inline unsigned opd__bit_index_plus1(uint64_t x) {
-  return 63u - (unsigned)__builtin_clzll((x << 1) | 1);
+  /* clz ^ 63 rather than 63 - clz: compilers emit a bare bsr for the former only */
+  return (unsigned)__builtin_clzll((x << 1) | 1) ^ 63u;
 }
-/* The dispatch-table slot of the highest-priority key of s. */
+/* The dispatch-table slot of the highest-priority key of s: the functionality's offset,
+ * plus for a per-backend functionality the index of s's highest backend (0, CPU's, when s
+ * has none); the index is computed beside the functionality's table load, not after it. */
 static inline unsigned opd_keyset_slot(opd_keyset s) {
   unsigned f = opd__bit_index_plus1(s.repr >> OPD_NUM_BACKENDS);
+  unsigned b = (unsigned)__builtin_clzll((s.repr & OPD_BACKEND_BITS_MASK) | 1) ^ 63u;
   const opd__offset_and_mask om = opd__offsets_and_masks[f];
-  return om.offset + (63u - (unsigned)__builtin_clzll((s.repr & om.mask) | 1));
+  return om.offset + (b & (unsigned)om.mask);
 }
 /* The highest-priority runtime key of s (Undefined for a set without functionality bits;
  * a per-backend functionality without any backend bit gives its Start...Backends
