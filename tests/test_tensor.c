@@ -4,6 +4,8 @@
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opd/allocator.h"
@@ -313,6 +315,59 @@ START_TEST(test_allocator_cache_reuses_blocks) {
 }
 END_TEST
 
+/* Whether transparent huge pages serve memory advised for them (mode "always" or
+ * "madvise"). */
+static bool thp_on_advice(void) {
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  char mode[128] = "";
+  if (!f) return false;
+  bool ok = fgets(mode, sizeof mode, f) && (strstr(mode, "[always]") || strstr(mode, "[madvise]"));
+  fclose(f);
+  return ok;
+}
+
+/* The THPeligible flag of the mapping that holds p in /proc/self/smaps (-1: not found). */
+static int thp_eligible(const void *p) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  ck_assert_ptr_nonnull(f);
+  char line[512];
+  bool inside = false;
+  int eligible = -1;
+  while (eligible < 0 && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) /* a mapping's first line */
+      inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    else if (inside && strncmp(line, "THPeligible:", 12) == 0)
+      eligible = atoi(line + 12);
+  }
+  fclose(f);
+  return eligible;
+}
+
+/* [Note: The CPU allocator]: a block of OPD_CPU_HUGE_MIN bytes or more starts on a 2 MiB
+ * boundary and is advised for huge pages; a smaller one is not moved there. */
+START_TEST(test_large_blocks_on_huge_pages) {
+  opd_cpu_allocator_empty_cache();
+  const opd_allocator *a = opd_cpu_allocator();
+  size_t big = OPD_CPU_HUGE_MIN + 4096;
+  char *p = a->alloc(a, cpu, big);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_uint_eq((uintptr_t)p % ((size_t)2 << 20), 0);
+  memset(p, 7, big); /* all of it is the caller's */
+  ck_assert_int_eq(p[big - 1], 7);
+  if (thp_on_advice()) ck_assert_int_eq(thp_eligible(p), 1);
+  a->free(a, cpu, p, big);
+  char *q = a->alloc(a, cpu, OPD_CPU_HUGE_MIN / 2);
+  ck_assert_ptr_nonnull(q);
+  ck_assert_uint_eq((uintptr_t)q % OPD_CPU_ALIGNMENT, 0);
+  a->free(a, cpu, q, OPD_CPU_HUGE_MIN / 2);
+  opd_cpu_allocator_empty_cache();
+  opd_memory_stats st;
+  opd_memory_stats_get(OPD_DEVICE_CPU, &st);
+  ck_assert_uint_eq(st.cached, 0);
+}
+END_TEST
+
 START_TEST(test_promote_types) {
   ck_assert_int_eq(opd_promote_types(OPD_UINT8, OPD_INT8), OPD_INT16);
   ck_assert_int_eq(opd_promote_types(OPD_BOOL, OPD_INT32), OPD_INT32);
@@ -397,6 +452,7 @@ Suite *opd_test_tensor_suite(void) {
   tcase_add_test(tc, test_meta_tensors_have_no_data);
   tcase_add_test(tc, test_allocator_accounting_and_limit);
   tcase_add_test(tc, test_allocator_cache_reuses_blocks);
+  tcase_add_test(tc, test_large_blocks_on_huge_pages);
   tcase_add_test(tc, test_promote_types);
   tcase_add_test(tc, test_result_type_categories);
   tcase_add_test(tc, test_half_and_bfloat16_conversions);

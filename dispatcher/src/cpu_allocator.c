@@ -1,8 +1,10 @@
 /* cpu_allocator.c: the CPU allocator (see [Note: The CPU allocator] in opd/allocator.h). */
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "opd/allocator.h"
 #include "opd/error.h"
@@ -13,6 +15,7 @@
 #define CLASSES_PER_POW2 4
 #define MAX_POW2         47
 #define NUM_CLASSES      ((MAX_POW2 - 16 + 1) * CLASSES_PER_POW2)
+#define HUGE_PAGE        ((size_t)2 << 20)
 /* The cache holds at most this many bytes. */
 #define CACHE_MAX        ((uint64_t)1 << 30)
 
@@ -100,6 +103,15 @@ void opd__cpu_unaccount(size_t nbytes) {
   atomic_fetch_sub(&in_use, nbytes);
 }
 
+/* A block of OPD_CPU_HUGE_MIN bytes or more, backed by huge pages where the kernel has them
+ * (see [Note: The CPU allocator]). */
+static void *huge_alloc(size_t rounded) {
+  void *p = opd__aligned_alloc(HUGE_PAGE, rounded);
+  /* advice only: without transparent huge pages the block keeps small pages */
+  if (p) (void)madvise(p, rounded & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
+  return p;
+}
+
 static void *cpu_alloc(const opd_allocator *a, opd_device device, size_t nbytes) {
   (void)a, (void)device;
   size_t rounded;
@@ -115,7 +127,8 @@ static void *cpu_alloc(const opd_allocator *a, opd_device device, size_t nbytes)
     pthread_mutex_unlock(&cache.lock);
     if (b) return b;
   }
-  void *p = opd__aligned_alloc(OPD_CPU_ALIGNMENT, rounded);
+  void *p = rounded >= OPD_CPU_HUGE_MIN ? huge_alloc(rounded)
+                                        : opd__aligned_alloc(OPD_CPU_ALIGNMENT, rounded);
   if (!p) {
     atomic_fetch_sub(&in_use, rounded);
     opd_error(OPD_ENOMEM, "CPU out of memory: the system refused %zu bytes", nbytes);
