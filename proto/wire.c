@@ -304,7 +304,12 @@ static bool get_call(reader *r, ProtobufCAllocator *alloc, size_t max_args, Opd_
     return false; /* an empty op is never written */
   /* count the arguments first: one array, as protobuf-c allocates it */
   size_t n = 0;
-  for (reader scan = *r; scan.p < scan.end; n++)
+  /* member by member: a copy of *r in one 16-byte load would wait for the store of r->p
+   * just made, which cannot be forwarded to it */
+  reader scan;
+  scan.p = r->p;
+  scan.end = r->end;
+  for (; scan.p < scan.end; n++)
     if (n == max_args || !get_len(&scan, TAG_CALL_ARG, &arg)) return false;
   char *name = alloc->alloc(alloc->allocator_data, (size_t)(op.end - op.p) + 1);
   Opd__V1__IValue **args = n ? alloc->alloc(alloc->allocator_data, n * sizeof *args) : NULL;

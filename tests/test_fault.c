@@ -187,6 +187,26 @@ static int op_literal_call(fixture *f) { /* a tensor passed by value, decoded by
   return opd_client_call(f->c, "aten::add.Tensor", args, 3, &out, 1, NULL);
 }
 
+/* Pipelined pings, whose responses the daemon's writes join into one buffer ([Note: Writing
+ * responses] in server/src/connection.c); a failed allocation of that buffer sends them as
+ * they are. Then a ping of its own: a burst the daemon could not serve closes the
+ * connection, and that ping reports it. */
+static int op_ping_burst(fixture *f) {
+  enum { PINGS = 24 };
+  opd_future *fut[PINGS];
+  int failed = 0;
+  for (int i = 0; i < PINGS; i++)
+    if (opd_client_ping_async(f->c, "burst", 5, NULL, NULL, &fut[i]) < 0) fut[i] = NULL;
+  for (int i = 0; i < PINGS; i++) {
+    failed += !fut[i] || opd_future_wait(fut[i]) != 0;
+    opd_future_free(fut[i]);
+  }
+  int rc = opd_client_ping(f->c, "end", 3);
+  ck_assert_msg(rc != 0 || failed == 0, "%d pings of a burst failed on a connection that serves",
+                failed);
+  return rc;
+}
+
 typedef int (*operation)(fixture *f);
 
 /* Sweeps the failing allocation over one operation of a connected client with two tensors:
@@ -271,6 +291,11 @@ END_TEST
 START_TEST(test_fault_call) {
   ck_assert_int_ge(sweep("add", op_add), 2);
   ck_assert_int_ge(sweep("literal add", op_literal_call), 4); /* the literal, the result */
+}
+END_TEST
+
+START_TEST(test_fault_ping_burst) {
+  ck_assert_int_ge(sweep("ping burst", op_ping_burst), 1); /* a job for a frame read ahead */
 }
 END_TEST
 
@@ -449,6 +474,7 @@ Suite *opd_test_fault_suite(void) {
   tcase_add_test(tc, test_fault_upload);
   tcase_add_test(tc, test_fault_call);
   tcase_add_test(tc, test_fault_composite_calls);
+  tcase_add_test(tc, test_fault_ping_burst);
   tcase_add_test(tc, test_fault_download);
   tcase_add_test(tc, test_fault_release);
   tcase_add_test(tc, test_fault_admin_registration);

@@ -6,10 +6,13 @@
  * the wire are UTF-8]): through a real daemon, over both decode paths, a request string
  * with a NUL or invalid UTF-8 (Call.op, IValue.s, DispatchState names, Hello.client_name)
  * is refused naming its field, "aten::add.Tensor\0junk" does not run add, and every string
- * of every response is valid UTF-8, long multi-byte names cut included. */
+ * of every response is valid UTF-8, long multi-byte names cut included. A burst of pipelined
+ * requests is answered whole and in order however the daemon groups its responses into
+ * writes. */
 #include <check.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -895,6 +898,79 @@ START_TEST(graph_nodes_counted_as_protobuf_c_reads) {
 }
 END_TEST
 
+/* ---- the responses to a burst ---- */
+
+enum { BURST = 700 };
+
+typedef struct burst {
+  int fd;
+  uint8_t *bytes;
+  size_t len;
+} burst;
+
+/* Payload i of the burst: small pings (whose responses a write joins into one buffer), and
+ * in the second half every 50th one of 20 KiB (more than a write joins: its write goes as
+ * it is). */
+static size_t burst_payload(size_t i, uint8_t *out) {
+  size_t n = i >= BURST / 2 && i % 50 == 49 ? 20 * 1024 : (i * 37) % 48;
+  for (size_t k = 0; k < n; k++) out[k] = (uint8_t)(i * 7 + k);
+  return n;
+}
+
+static void *send_burst(void *arg) {
+  burst *b = arg;
+  for (size_t off = 0; off < b->len;) {
+    ssize_t n = send(b->fd, b->bytes + off, b->len - off, MSG_NOSIGNAL);
+    if (n <= 0) return (void *)1;
+    off += (size_t)n;
+  }
+  return NULL;
+}
+
+/* [Note: Writing responses] in server/src/connection.c: the daemon copies the frames of one
+ * write into one buffer when they fit, takes up to 256 responses per write, and writes
+ * larger ones as they are; each response must still arrive whole, once, in request order. */
+START_TEST(burst_answered_whole_and_in_order) {
+  opd_server *s = start_daemon();
+  int fd = say_hello(s);
+  static uint8_t payload[20 * 1024];
+  burst b = {fd, malloc((size_t)BURST * (sizeof payload + 32)), 0};
+  ck_assert_ptr_nonnull(b.bytes);
+  for (size_t i = 0; i < BURST; i++) {
+    Opd__V1__Ping ping = OPD__V1__PING__INIT;
+    ping.payload.len = burst_payload(i, payload);
+    ping.payload.data = payload;
+    Opd__V1__Request r = OPD__V1__REQUEST__INIT;
+    r.id = 100 + i;
+    r.body_case = OPD__V1__REQUEST__BODY_PING;
+    r.ping = &ping;
+    frame f = pack_request(&r);
+    memcpy(b.bytes + b.len, f.bytes, 4 + f.len);
+    b.len += 4 + f.len;
+    free(f.bytes);
+  }
+  pthread_t sender; /* sends while this thread reads: neither side's buffers fill up */
+  ck_assert_int_eq(pthread_create(&sender, NULL, send_burst, &b), 0);
+  size_t wrong = 0, first_wrong = 0;
+  for (size_t i = 0; i < BURST; i++) {
+    Opd__V1__Response *r = next_response(fd);
+    ck_assert_msg(r, "the connection closed after %zu responses", i);
+    size_t n = burst_payload(i, payload);
+    bool ok = r->id == 100 + i && r->body_case == OPD__V1__RESPONSE__BODY_PONG &&
+              r->pong->payload.len == n && memcmp(r->pong->payload.data, payload, n) == 0;
+    if (!ok && !wrong++) first_wrong = i;
+    opd__v1__response__free_unpacked(r, NULL);
+  }
+  void *sent;
+  ck_assert_int_eq(pthread_join(sender, &sent), 0);
+  ck_assert_ptr_null(sent);
+  ck_assert_msg(wrong == 0, "%zu responses wrong, the first at %zu", wrong, first_wrong);
+  free(b.bytes);
+  close(fd);
+  opd_server_stop(s);
+}
+END_TEST
+
 Suite *opd_test_wire_suite(void) {
   Suite *s = suite_create("wire");
   TCase *tc = tcase_create("hand_packed");
@@ -916,5 +992,9 @@ Suite *opd_test_wire_suite(void) {
   tcase_add_test(strings, long_multibyte_op_cut_at_characters);
   tcase_add_test(strings, other_request_strings_refused);
   suite_add_tcase(s, strings);
+  TCase *responses = tcase_create("responses");
+  tcase_set_timeout(responses, 60);
+  tcase_add_test(responses, burst_answered_whole_and_in_order);
+  suite_add_tcase(s, responses);
   return s;
 }
