@@ -296,40 +296,60 @@ static bool plain_name(const reader *r) {
   return !(bad & 0x8080808080808080u);
 }
 
-static bool get_call(reader *r, ProtobufCAllocator *alloc, size_t max_args, Opd__V1__Call *c,
-                     bool *nomem) {
-  reader op = {r->p, r->p}, arg;
-  if (r->p < r->end && *r->p == TAG_CALL_OP &&
-      (!get_len(r, TAG_CALL_OP, &op) || op.p == op.end || !plain_name(&op)))
+/* A Call body's operator name and argument count, its arguments' framing checked (their
+ * values are read as they are stored): false for a body left to protobuf-c. */
+static bool scan_call(reader r, size_t max_args, reader *op, size_t *nargs) {
+  *op = (reader){r.p, r.p};
+  if (r.p < r.end && *r.p == TAG_CALL_OP &&
+      (!get_len(&r, TAG_CALL_OP, op) || op->p == op->end || !plain_name(op)))
     return false; /* an empty op is never written */
-  /* count the arguments first: one array, as protobuf-c allocates it */
   size_t n = 0;
-  /* member by member: a copy of *r in one 16-byte load would wait for the store of r->p
-   * just made, which cannot be forwarded to it */
-  reader scan;
-  scan.p = r->p;
-  scan.end = r->end;
-  for (; scan.p < scan.end; n++)
-    if (n == max_args || !get_len(&scan, TAG_CALL_ARG, &arg)) return false;
-  char *name = alloc->alloc(alloc->allocator_data, (size_t)(op.end - op.p) + 1);
-  Opd__V1__IValue **args = n ? alloc->alloc(alloc->allocator_data, n * sizeof *args) : NULL;
-  Opd__V1__IValue *values = n ? alloc->alloc(alloc->allocator_data, n * sizeof *values) : NULL;
-  if (!name || (n && (!args || !values))) {
-    *nomem = true;
-    return false;
-  }
-  memcpy(name, op.p, (size_t)(op.end - op.p));
-  name[op.end - op.p] = '\0';
-  c->op = name;
-  c->n_args = n;
-  c->args = args;
-  for (size_t i = 0; i < n; i++) {
-    get_len(r, TAG_CALL_ARG, &arg); /* checked by the count */
-    opd__v1__ivalue__init(&values[i]);
-    if (!get_plain_value(&arg, &values[i])) return false;
-    args[i] = &values[i];
-  }
+  for (reader arg; r.p < r.end; n++)
+    if (n == max_args || !get_len(&r, TAG_CALL_ARG, &arg)) return false;
+  *nargs = n;
   return true;
+}
+
+/* A call request's messages in one allocation, as protobuf-c's unpack would lay them out in
+ * several: the Request, its Call, the arguments' values and pointers, the operator's name
+ * (n is at most max_args and the name shorter than the frame: the sum cannot wrap). */
+typedef struct call_block {
+  Opd__V1__Request req;
+  Opd__V1__Call call;
+  Opd__V1__IValue values[];
+} call_block;
+_Static_assert(sizeof(Opd__V1__IValue) % sizeof(void *) == 0, "the pointers follow the values");
+
+static Opd__V1__Request *read_call(reader body, reader op, size_t n, ProtobufCAllocator *alloc,
+                                   bool *nomem) {
+  size_t name_len = (size_t)(op.end - op.p);
+  call_block *b =
+      alloc->alloc(alloc->allocator_data,
+                   sizeof *b + n * (sizeof *b->values + sizeof(Opd__V1__IValue *)) + name_len + 1);
+  if (!b) {
+    *nomem = true;
+    return NULL;
+  }
+  Opd__V1__IValue **args = (Opd__V1__IValue **)(b->values + n);
+  char *name = (char *)(args + n);
+  memcpy(name, op.p, name_len);
+  name[name_len] = '\0';
+  b->req = (Opd__V1__Request)OPD__V1__REQUEST__INIT;
+  b->req.body_case = OPD__V1__REQUEST__BODY_CALL;
+  b->req.call = &b->call;
+  b->call = (Opd__V1__Call)OPD__V1__CALL__INIT;
+  b->call.op = name;
+  b->call.n_args = n;
+  b->call.args = n ? args : NULL;
+  body.p = op.end > body.p ? op.end : body.p; /* past the op field, when there is one */
+  for (size_t i = 0; i < n; i++) {
+    reader arg = {body.p, body.p};
+    get_len(&body, TAG_CALL_ARG, &arg); /* checked by the scan */
+    b->values[i] = (Opd__V1__IValue)OPD__V1__IVALUE__INIT;
+    if (!get_plain_value(&arg, &b->values[i])) return NULL;
+    args[i] = &b->values[i];
+  }
+  return &b->req;
 }
 
 int opd__wire_parse_request(const uint8_t *p, size_t len, ProtobufCAllocator *alloc,
@@ -340,33 +360,33 @@ int opd__wire_parse_request(const uint8_t *p, size_t len, ProtobufCAllocator *al
   if (!get_id(&r, &id)) return 0;
   bool call = r.p < r.end && *r.p == TAG_REQUEST_CALL;
   if (!get_len(&r, call ? TAG_REQUEST_CALL : TAG_REQUEST_PING, &body) || r.p != r.end) return 0;
-  Opd__V1__Request *req = alloc->alloc(alloc->allocator_data, sizeof *req);
-  void *msg = req ? alloc->alloc(alloc->allocator_data,
-                                 call ? sizeof(Opd__V1__Call) : sizeof(Opd__V1__Ping))
-                  : NULL;
-  if (!msg) return -1;
-  opd__v1__request__init(req);
-  req->id = id;
-  bool nomem = false;
   if (call) {
-    opd__v1__call__init(msg);
-    req->body_case = OPD__V1__REQUEST__BODY_CALL;
-    req->call = msg;
-    if (!get_call(&body, alloc, max_args, msg, &nomem)) return nomem ? -1 : 0;
-  } else {
-    Opd__V1__Ping *ping = msg;
-    opd__v1__ping__init(ping);
-    req->body_case = OPD__V1__REQUEST__BODY_PING;
-    req->ping = ping;
-    if (body.p < body.end &&
-        (!get_len(&body, TAG_PING_PAYLOAD, &data) || body.p != body.end || data.p == data.end))
-      return 0;
-    size_t n = (size_t)(data.end - data.p);
-    if (n) {
-      if (!(ping->payload.data = alloc->alloc(alloc->allocator_data, n))) return -1;
-      memcpy(ping->payload.data, data.p, n);
-      ping->payload.len = n;
-    }
+    reader op;
+    size_t n;
+    bool nomem = false;
+    if (!scan_call(body, max_args, &op, &n)) return 0;
+    Opd__V1__Request *req = read_call(body, op, n, alloc, &nomem);
+    if (!req) return nomem ? -1 : 0;
+    req->id = id;
+    *out = req;
+    return 1;
+  }
+  Opd__V1__Request *req = alloc->alloc(alloc->allocator_data, sizeof *req);
+  Opd__V1__Ping *ping = req ? alloc->alloc(alloc->allocator_data, sizeof *ping) : NULL;
+  if (!ping) return -1;
+  *req = (Opd__V1__Request)OPD__V1__REQUEST__INIT;
+  req->id = id;
+  *ping = (Opd__V1__Ping)OPD__V1__PING__INIT;
+  req->body_case = OPD__V1__REQUEST__BODY_PING;
+  req->ping = ping;
+  if (body.p < body.end &&
+      (!get_len(&body, TAG_PING_PAYLOAD, &data) || body.p != body.end || data.p == data.end))
+    return 0;
+  size_t n = (size_t)(data.end - data.p);
+  if (n) {
+    if (!(ping->payload.data = alloc->alloc(alloc->allocator_data, n))) return -1;
+    memcpy(ping->payload.data, data.p, n);
+    ping->payload.len = n;
   }
   *out = req;
   return 1;
