@@ -279,6 +279,54 @@ START_TEST(test_strided) {
 }
 END_TEST
 
+/* Small operations on dense operands of the loop's dtypes run as one call of the loop, without
+ * the iterator (run_dense_small in kernels/src/loops.c); everything else takes the iterator.
+ * Both sides of each condition give the same values. */
+START_TEST(test_dense_small_and_iterated_agree) {
+  opd_tensor *r;
+  /* leading ones: [1, 3] + [3] is dense; [3, 1] + [3] broadcasts to [3, 3] */
+  opd_tensor *row = mk(OPD_FLOAT32, SHAPE(1, 3), VALS(1, 2, 3));
+  opd_tensor *col = mk(OPD_FLOAT32, SHAPE(3, 1), VALS(1, 2, 3));
+  opd_tensor *v = mk(OPD_FLOAT32, SHAPE(3), VALS(10, 20, 30));
+  ck_assert_int_eq(call("aten::add.Tensor", &r, 3, T(row), T(v), I(2)), 0);
+  expect(r, OPD_FLOAT32, SHAPE(1, 3), VALS(21, 42, 63));
+  opd_tensor_release(r);
+  ck_assert_int_eq(call("aten::add.Tensor", &r, 3, T(col), T(v), I(1)), 0);
+  expect(r, OPD_FLOAT32, SHAPE(3, 3), VALS(11, 21, 31, 12, 22, 32, 13, 23, 33));
+  opd_tensor_release(r);
+  /* an input of another dtype than the loop computes in */
+  opd_tensor *iv = mk(OPD_INT32, SHAPE(1, 3), VALS(1, 2, 3));
+  ck_assert_int_eq(call("aten::mul.Tensor", &r, 2, T(iv), T(row)), 0);
+  expect(r, OPD_FLOAT32, SHAPE(1, 3), VALS(1, 4, 9));
+  opd_tensor_release(r);
+  /* the output is one of the inputs (add.out into self) */
+  ck_assert_int_eq(call("aten::add.out", &r, 4, T(row), T(row), I(1), T(row)), 0);
+  ck_assert_ptr_eq(r, row);
+  expect(row, OPD_FLOAT32, SHAPE(1, 3), VALS(2, 4, 6));
+  opd_tensor_release(r);
+  /* just under and just over the size that may split over threads, against the formula */
+  for (int64_t n = OPD_GRAIN_ELEMENTWISE - 1; n <= OPD_GRAIN_ELEMENTWISE + 1; n += 2) {
+    opd_tensor *a, *b;
+    ck_assert_int_eq(opd_tensor_empty(&n, 1, OPD_FLOAT64, (opd_device){OPD_DEVICE_CPU, -1}, &a), 0);
+    ck_assert_int_eq(opd_tensor_empty(&n, 1, OPD_FLOAT64, (opd_device){OPD_DEVICE_CPU, -1}, &b), 0);
+    double *pa = opd_tensor_data(a), *pb = opd_tensor_data(b);
+    for (int64_t i = 0; i < n; i++) pa[i] = (double)i, pb[i] = 0.5 * (double)(n - i);
+    ck_assert_int_eq(call("aten::sub.Tensor", &r, 3, T(a), T(b), I(2)), 0);
+    const double *pr = opd_tensor_data(r);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; i++) wrong += pr[i] != (double)i - (double)(n - i);
+    ck_assert_int_eq(wrong, 0);
+    opd_tensor_release(r);
+    opd_tensor_release(a);
+    opd_tensor_release(b);
+  }
+  opd_tensor_release(row);
+  opd_tensor_release(col);
+  opd_tensor_release(v);
+  opd_tensor_release(iv);
+}
+END_TEST
+
 START_TEST(test_zero_dim_and_empty) {
   opd_tensor *a = mk(OPD_FLOAT32, SHAPE(), VALS(-0.5));
   opd_tensor *b = mk(OPD_FLOAT32, SHAPE(), VALS(3));
@@ -830,6 +878,7 @@ Suite *opd_test_elementwise_suite(void) {
   tcase_add_test(tc, test_promotion);
   tcase_add_test(tc, test_bool_and_alpha_errors);
   tcase_add_test(tc, test_strided);
+  tcase_add_test(tc, test_dense_small_and_iterated_agree);
   tcase_add_test(tc, test_zero_dim_and_empty);
   tcase_add_test(tc, test_integer_division);
   tcase_add_test(tc, test_integer_wraparound);

@@ -355,11 +355,33 @@ static void run_range(void *arg, int64_t begin, int64_t end) {
   }
 }
 
+/* A small operation whose operands are all dense in row-major order, of the dtypes the loop
+ * computes in and of the output's element count (so of its shape, broadcasting aside from
+ * leading ones): one call of the loop over the whole of them, without the iterator, whose
+ * set-up took most of a one-element add's kernel time. False for anything else. */
+static bool run_dense_small(opd_tensor *out, opd_tensor *const *inputs, const opd__loop *loop,
+                            opd__loop_ctx *ctx) {
+  if (!loop->fn || out->numel >= OPD_GRAIN_ELEMENTWISE ||
+      opd_tensor_dtype(out) != loop->out_dtype || !opd_tensor_is_contiguous(out))
+    return false;
+  char *in[OPD__MAX_INPUTS];
+  for (int k = 0; k < loop->ninputs; k++) {
+    const opd_tensor *t = inputs[k];
+    if (t->numel != out->numel || opd_tensor_dtype(t) != loop->in_dtype[k] ||
+        !opd_tensor_is_contiguous(t))
+      return false;
+    in[k] = opd_tensor_data(t);
+  }
+  loop->fn(opd_tensor_data(out), in, out->numel, ctx);
+  return true;
+}
+
 void opd__loop_run(opd_tensor *out, opd_tensor *const *inputs, const opd__loop *loop) {
   static opd__loop_ctx zero_ctx; /* for loops without scalars (which never write it) */
   /* nothing to do; and an empty operand's strides may be anything ([Note: Checked
    * arithmetic]), while those of operands with elements give byte strides within int64 */
   if (out->numel == 0) return;
+  if (run_dense_small(out, inputs, loop, loop->ctx ? loop->ctx : &zero_ctx)) return;
   iter it;
   iter_init(&it, out, inputs, loop);
   it.ctx = loop->ctx ? loop->ctx : &zero_ctx;
