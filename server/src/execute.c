@@ -462,12 +462,17 @@ static int run_download(opd__job *job, Opd__V1__Response *resp) {
 
 static int run_release(opd__job *job) {
   const Opd__V1__Release *r = job->req->release;
-  for (size_t i = 0; i < r->n_handles; i++)
-    if (!opd__session_lookup(job->session, r->handles[i]))
+  for (size_t i = 0; i < r->n_handles; i++) {
+    const opd_tensor *t = opd__session_lookup(job->session, r->handles[i]);
+    if (!t)
       return opd_error(OPD_ENOENT,
                        "release: unknown tensor handle %" PRIu64
                        " (never issued to this session, or released); nothing was released",
                        r->handles[i]);
+    /* made long ago (a pipelined client releases a batch behind the calls that made it):
+     * fetched while the rest are looked up, before the drops read it */
+    __builtin_prefetch(t, 1);
+  }
   for (size_t i = 0; i < r->n_handles; i++)
     opd__session_drop(job->session, r->handles[i]); /* a repeated handle goes once */
   return 0;
