@@ -311,8 +311,7 @@ static bool scan_call(reader r, size_t max_args, reader *op, size_t *nargs) {
 }
 
 /* A call request's messages in one allocation, as protobuf-c's unpack would lay them out in
- * several: the Request, its Call, the arguments' values and pointers, the operator's name
- * (n is at most max_args and the name shorter than the frame: the sum cannot wrap). */
+ * several: the Request, its Call, the arguments' values and pointers, the operator's name. */
 typedef struct call_block {
   Opd__V1__Request req;
   Opd__V1__Call call;
@@ -322,10 +321,14 @@ _Static_assert(sizeof(Opd__V1__IValue) % sizeof(void *) == 0, "the pointers foll
 
 static Opd__V1__Request *read_call(reader body, reader op, size_t n, ProtobufCAllocator *alloc,
                                    bool *nomem) {
-  size_t name_len = (size_t)(op.end - op.p);
-  call_block *b =
-      alloc->alloc(alloc->allocator_data,
-                   sizeof *b + n * (sizeof *b->values + sizeof(Opd__V1__IValue *)) + name_len + 1);
+  size_t name_len = (size_t)(op.end - op.p), size;
+  /* n is at most the caller's max_args, and the name is inside the frame: checked all the
+   * same, since both come from the request */
+  bool wraps =
+      __builtin_mul_overflow(n, sizeof(Opd__V1__IValue) + sizeof(Opd__V1__IValue *), &size) ||
+      __builtin_add_overflow(size, sizeof(call_block) + 1, &size) ||
+      __builtin_add_overflow(size, name_len, &size);
+  call_block *b = wraps ? NULL : alloc->alloc(alloc->allocator_data, size);
   if (!b) {
     *nomem = true;
     return NULL;
