@@ -13,8 +13,11 @@
  * numpy does for its arrays: a kernel that gathers rows from a large table (an embedding's
  * 3 KiB rows of a 150 MiB table) misses the TLB on every row with 4 KiB pages, and one with
  * 2 MiB pages keeps the whole table in the TLB; streaming kernels take a fault per 2 MiB
- * instead of per 4 KiB on fresh memory. The cost: the last huge page of a block may hold up to
- * 2 MiB the tensor does not use (under 50% of a 4 MiB block, less for larger ones).
+ * instead of per 4 KiB on fresh memory. The costs: the last huge page of a block may hold up
+ * to 2 MiB the tensor does not use (under 50% of a 4 MiB block, less for larger ones); and
+ * with the kernel's default defrag mode ("madvise"), a first touch of such a block may compact
+ * memory to find a huge page. A machine set to transparent_hugepage "never" keeps small pages
+ * (the advice is then ignored), and the allocator is otherwise unchanged.
  */
 #ifndef OPD_ALLOCATOR_H
 #define OPD_ALLOCATOR_H
