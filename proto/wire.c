@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "opd/checked.h"
+
 /* field numbers of proto/opd.proto, with their wire types */
 enum {
   VARINT = 0,
@@ -324,10 +326,9 @@ static Opd__V1__Request *read_call(reader body, reader op, size_t n, ProtobufCAl
   size_t name_len = (size_t)(op.end - op.p), size;
   /* n is at most the caller's max_args, and the name is inside the frame: checked all the
    * same, since both come from the request */
-  bool wraps =
-      __builtin_mul_overflow(n, sizeof(Opd__V1__IValue) + sizeof(Opd__V1__IValue *), &size) ||
-      __builtin_add_overflow(size, sizeof(call_block) + 1, &size) ||
-      __builtin_add_overflow(size, name_len, &size);
+  bool wraps = opd_ckd_mul(&size, n, sizeof(Opd__V1__IValue) + sizeof(Opd__V1__IValue *)) ||
+               opd_ckd_add(&size, size, sizeof(call_block) + 1) ||
+               opd_ckd_add(&size, size, name_len);
   call_block *b = wraps ? NULL : alloc->alloc(alloc->allocator_data, size);
   if (!b) {
     *nomem = true;

@@ -15,7 +15,6 @@
 #define CLASSES_PER_POW2 4
 #define MAX_POW2         47
 #define NUM_CLASSES      ((MAX_POW2 - 16 + 1) * CLASSES_PER_POW2)
-#define HUGE_PAGE        ((size_t)2 << 20)
 /* The cache holds at most this many bytes. */
 #define CACHE_MAX        ((uint64_t)1 << 30)
 
@@ -106,9 +105,9 @@ void opd__cpu_unaccount(size_t nbytes) {
 /* A block of OPD_CPU_HUGE_MIN bytes or more, backed by huge pages where the kernel has them
  * (see [Note: The CPU allocator]). */
 static void *huge_alloc(size_t rounded) {
-  void *p = opd__aligned_alloc(HUGE_PAGE, rounded);
+  void *p = opd__aligned_alloc(OPD__HUGE_PAGE, rounded);
   /* advice only: without transparent huge pages the block keeps small pages */
-  if (p) (void)madvise(p, rounded & ~(HUGE_PAGE - 1), MADV_HUGEPAGE);
+  if (p) (void)madvise(p, rounded & ~(OPD__HUGE_PAGE - 1), MADV_HUGEPAGE);
   return p;
 }
 

@@ -65,8 +65,8 @@ char *opd__strdup(const char *s) {
 }
 
 void *opd__aligned_alloc(size_t alignment, size_t size) {
-  if (alignment < sizeof(void *) || alignment > OPD__MAX_ALIGNMENT ||
-      (alignment & (alignment - 1)) || size > SIZE_MAX - alignment)
+  if (alignment < sizeof(void *) || alignment > OPD__HUGE_PAGE || (alignment & (alignment - 1)) ||
+      size > SIZE_MAX - alignment)
     return NULL;
   char *raw = opd__malloc(size + alignment);
   if (!raw) return NULL;

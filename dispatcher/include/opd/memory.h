@@ -44,9 +44,10 @@ char *opd__strdup(const char *s);
  * failure as something else (jansson's parser reports a syntax error) is told apart by
  * comparing the count before and after the call. */
 unsigned opd__alloc_failures(void);
-/* `size` bytes aligned to `alignment` (a power of two, at most OPD__MAX_ALIGNMENT: a huge
- * page); freed with opd__aligned_free. */
-#define OPD__MAX_ALIGNMENT ((size_t)2 << 20)
+/* A transparent huge page of x86-64 and arm64 (4 KiB granules). */
+#define OPD__HUGE_PAGE ((size_t)2 << 20)
+/* `size` bytes aligned to `alignment` (a power of two, at most OPD__HUGE_PAGE); freed with
+ * opd__aligned_free. */
 void *opd__aligned_alloc(size_t alignment, size_t size);
 void opd__aligned_free(void *ptr);
 
