@@ -7,7 +7,8 @@
  * (environment) or nproc threads, started on first use. A parallel_for inside a
  * parallel_for runs inline, and so does one that finds the pool running another region:
  * a kernel never waits for another kernel's threads. How many threads a region may use
- * follows [Note: Kernel threads and the load].
+ * follows [Note: Kernel threads and the load]; how its threads wait for it and for each other,
+ * [Note: Spinning before sleeping] in parallel.c.
  *
  * [Note: Kernel threads and the load]
  * The one rule for the threads of a kernel: a parallel region that starts while B threads
