@@ -41,6 +41,7 @@ Suite *opd_test_graph_server_suite(void);
 Suite *opd_test_nn_ops_suite(void);
 Suite *opd_test_sched_suite(void);
 Suite *opd_test_reduce_span_suite(void);
+Suite *opd_test_parallel_suite(void);
 
 /* Two suites a line (clang-format gives a list this long one a line). */
 /* clang-format off */
@@ -64,7 +65,7 @@ static const struct {
     {"graph_server", opd_test_graph_server_suite}, {"nn_ops", opd_test_nn_ops_suite},
     {"vec_math", opd_test_vec_math_suite}, {"graph_plugin", opd_test_graph_plugin_suite},
     {"graph_cuda", opd_test_graph_cuda_suite}, {"reduce_span", opd_test_reduce_span_suite},
-    {"sched", opd_test_sched_suite},
+    {"sched", opd_test_sched_suite},       {"parallel", opd_test_parallel_suite},
 };
 /* clang-format on */
 
