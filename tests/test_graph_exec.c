@@ -331,6 +331,39 @@ START_TEST(test_benefit_decisions) {
 }
 END_TEST
 
+/* benefit_runs 0 turns the benefit check off: the numerics check's run is timed too, and a
+ * fused run forced 60% and 6 us slower than the unfused one must not unfuse the group. */
+START_TEST(test_no_benefit_check_keeps_groups_fused) {
+  static const int64_t slower_fused[2] = {16000, 10000};
+  opd_graph_test_hooks hooks = {.measured = forced_times, .data = (void *)slower_fused};
+  opd_graph_options o;
+  opd_graph_options_default(&o);
+  o.benefit_runs = 0;
+  o.test_hooks = &hooks;
+  opd_compiled_graph *cg = gcompile_with(silu_graph(), NULL, 0, &o);
+  opd_tensor *x, *b, *out;
+  silu_inputs(&x, &b);
+  opd_tensor *in[] = {x, b};
+  for (int run = 0; run < 3; run++) {
+    grun(cg, in, 2, &out, 1);
+    check_silu(out, x);
+    opd_tensor_release(out);
+  }
+  opd_graph_stats st;
+  opd_compiled_graph_stats(cg, &st);
+  ck_assert_uint_eq(st.kernels, 1);
+  ck_assert_uint_eq(st.kernels_last_run, 1);
+  json_t *j = opd_compiled_graph_json(cg);
+  json_t *grp = json_array_get(json_object_get(j, "groups"), 0);
+  ck_assert_str_eq(json_string_value(json_object_get(grp, "numerics")), "fused");
+  ck_assert_str_ne(json_string_value(json_object_get(grp, "benefit")), "unfused");
+  json_decref(j);
+  opd_compiled_graph_release(cg);
+  opd_tensor_release(x);
+  opd_tensor_release(b);
+}
+END_TEST
+
 START_TEST(test_run_errors) {
   opd_compiled_graph *cg = gcompile_with(silu_graph(), NULL, 0, NULL);
   opd_tensor *x, *b, *out;
@@ -564,6 +597,7 @@ Suite *opd_test_graph_exec_suite(void) {
   tcase_add_test(tc, test_large_program_streams_its_stores);
   tcase_add_test(tc, test_numerics_mismatch_pins_unfused);
   tcase_add_test(tc, test_benefit_decisions);
+  tcase_add_test(tc, test_no_benefit_check_keeps_groups_fused);
   tcase_add_test(tc, test_run_errors);
   tcase_add_test(tc, test_kernel_error_names_node);
   tcase_add_test(tc, test_concurrent_runs);

@@ -10,7 +10,8 @@
  *     the unfused has NaN, infinities exactly, bools exactly; the programs use the kernels'
  *     formulas, so they agree to the bit unless a kernel changes); a group that disagrees is
  *     pinned unfused, counted in numerics_mismatches, and the largest difference is kept;
- *   - benefit, over the first benefit_runs runs: each way is timed (wall clock) and the
+ *   - benefit, over the first benefit_runs runs (none when it is 0: the check is off and every
+ *     group stays fused, as the conformance tests run): each way is timed (wall clock) and the
  *     fastest of each kept; then a group that is not faster fused than unfused stays unfused,
  *     "not faster" meaning slower by more than BENEFIT_NOISE (10%) and by more than
  *     BENEFIT_FLOOR_NS (5 us): a run of a few microseconds on a shared machine varies more
@@ -260,7 +261,8 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
     st->timed++;
     if (group_device(cg, grp).type == OPD_DEVICE_CUDA) {
       if (st->benefit == OPD__PENDING) st->benefit = OPD__FUSED; /* not timed: see the Note */
-    } else if (st->benefit == OPD__PENDING && st->timed >= cg->options.benefit_runs)
+    } else if (cg->options.benefit_runs && st->benefit == OPD__PENDING &&
+               st->timed >= cg->options.benefit_runs) /* 0: no benefit check at all */
       st->benefit = (double)st->fused_ns <= (1 + BENEFIT_NOISE) * (double)st->unfused_ns ||
                             st->fused_ns - st->unfused_ns <= BENEFIT_FLOOR_NS
                         ? OPD__FUSED

@@ -109,6 +109,9 @@ const opd__option opd__options[] = {
     OPT("graph_cache_size", "N", OPD__OPT_U32, graph_cache_size, 1, 1u << 20,
         "compiled graphs the daemon's cache keeps, least recently used evicted first "
         "(default 256)"),
+    OPT("graph_benefit_runs", "N", OPD__OPT_U32, graph_benefit_runs, 0, 1000,
+        "first runs of a graph that time each fused group fused and unfused; a group not "
+        "faster fused stays unfused; 0: every group stays fused (default 5)"),
     STR_OPT("graph_dump_dir", "DIR", OPD__OPT_PATH, graph_dump_dir,
             "directory where each newly compiled graph's IR after every pass is written, one "
             "file per graph named by its cache key, mode 0600 (the directory 0700); \"\": none "
@@ -143,6 +146,7 @@ void opd_server_config_init(opd_server_config *c) {
       .max_graph_arg_bytes = 1 << 20,
       .max_graphs = 256,
       .graph_cache_size = 256,
+      .graph_benefit_runs = 5,
       .graph_dump_max_bytes = 64 << 20,
   };
   /* The default address is a constant known to parse; only memory can fail, and then the

@@ -405,6 +405,7 @@ int opd__graph_define(opd__job *job, Opd__V1__Response *resp, const char **op) {
     const char *ptrs[MAX_DISABLED];
     opd_graph_options options;
     opd_graph_options_default(&options);
+    options.benefit_runs = job->session->cfg->graph_benefit_runs;
     options.ndisabled = disabled_snapshot(names, ptrs);
     options.disabled_passes = ptrs;
     *op = NULL;

@@ -16,6 +16,7 @@ typedef struct local {
   size_t ntensors;
   opd_compiled_graph **graphs;
   size_t ngraphs;
+  uint32_t benefit_runs; /* opd_graph_options.benefit_runs of every graph compiled */
 } local;
 
 static int grow(void **p, size_t n, size_t esize) {
@@ -71,6 +72,7 @@ static int define(graph_backend *b, const graph_desc *d, uint64_t *graph, bool *
   opd_graph_options options;
   opd_graph_options_default(&options);
   options.verify = true; /* the verifier after every pass, on every graph replayed */
+  options.benefit_runs = l->benefit_runs;
   opd_compiled_graph *cg;
   if ((rc = opd_graph_compile(g, &options, l->cache, &cg, cache_hit))) return rc;
   if ((rc = grow((void **)&l->graphs, l->ngraphs + 1, sizeof *l->graphs))) {
@@ -158,9 +160,10 @@ static void close_local(graph_backend *b) {
   free(l);
 }
 
-int graph_backend_local_open(uint32_t capacity, graph_backend **out) {
+int graph_backend_local_open(uint32_t capacity, uint32_t benefit_runs, graph_backend **out) {
   local *l = calloc(1, sizeof *l);
   if (!l) return opd_error(OPD_ENOMEM, "out of memory");
+  l->benefit_runs = benefit_runs;
   int rc = opd_graph_cache_new(capacity, &l->cache);
   if (rc) {
     free(l);

@@ -2,7 +2,7 @@
  * (../shared/graphs/FORMAT.md).
  *
  *   opd-graph-conformance FIXTURE.json [--server URL] [--device cpu|cuda] [--report FILE]
- *                         [--dump FILE] [--runs N] [--only ID] [-v]
+ *                         [--dump FILE] [--runs N] [--benefit-runs N] [--only ID] [-v]
  *
  * For each graph: its parameters are uploaded once, it is defined twice (the second
  * definition must be a cache hit), run N times (default 6: past the runs that check its
@@ -20,7 +20,12 @@
  * daemon there (the same report). --device cuda puts the inputs and parameters on cuda:0:
  * through the daemon at --server, or without it through a daemon this program starts in
  * process on a free port; without a usable CUDA device the run prints why and exits with
- * status 77 (skipped).
+ * status 77 (skipped). --benefit-runs N (default 5, the daemon's) sets how many first runs
+ * time each fused group both ways before a group not faster fused is left unfused ([Note:
+ * Numerics and benefit of fused groups]) in process and in the daemon this program starts;
+ * a daemon at --server has its own (graph_benefit_runs). The tests pass 0: a decision taken
+ * on timings changes the kernel count from run to run on a loaded machine, and the count is
+ * what they check.
  */
 #include <jansson.h>
 #include <math.h>
@@ -39,6 +44,7 @@ typedef struct options {
   const char *fixture, *report, *dump, *only, *server;
   bool cuda;
   int runs;
+  int benefit_runs;
   bool verbose;
 } options;
 
@@ -146,12 +152,13 @@ static bool replay(graph_backend *b, const json_t *graph, const json_t *schemas,
 
 static int usage(void) {
   fprintf(stderr, "usage: opd-graph-conformance FIXTURE.json [--server URL] [--device cpu|cuda] "
-                  "[--report FILE] [--dump FILE] [--runs N] [--only ID] [-v]\n");
+                  "[--report FILE] [--dump FILE] [--runs N] [--benefit-runs N] [--only ID] "
+                  "[-v]\n");
   return 2;
 }
 
 static int parse_args(int argc, char **argv, options *o) {
-  *o = (options){.runs = 6};
+  *o = (options){.runs = 6, .benefit_runs = 5};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--report") == 0 && i + 1 < argc)
       o->report = argv[++i];
@@ -166,6 +173,9 @@ static int parse_args(int argc, char **argv, options *o) {
       o->cuda = strcmp(argv[++i], "cuda") == 0;
     else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
       o->runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--benefit-runs") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 0 &&
+             atoi(argv[i + 1]) <= 1000)
+      o->benefit_runs = atoi(argv[++i]);
     else if (strcmp(argv[i], "-v") == 0)
       o->verbose = true;
     else if (argv[i][0] != '-' && !o->fixture)
@@ -177,9 +187,10 @@ static int parse_args(int argc, char **argv, options *o) {
 }
 
 /* A daemon in this process, on a free loopback port (--device cuda without --server). */
-static int start_embedded(opd_server **out) {
+static int start_embedded(uint32_t benefit_runs, opd_server **out) {
   opd_server_config cfg;
   opd_server_config_init(&cfg);
+  cfg.graph_benefit_runs = benefit_runs;
   opd_server_config_clear_listen(&cfg);
   int rc = opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0");
   cfg.log_level = OPD_LOG_ERROR;
@@ -216,10 +227,12 @@ int main(int argc, char **argv) {
   opd_server *embedded = NULL;
   const char *url = opt.server;
   int rc = opd_kernels_register();
-  if (rc == 0 && opt.cuda && !url && (rc = start_embedded(&embedded)) == 0)
+  if (rc == 0 && opt.cuda && !url &&
+      (rc = start_embedded((uint32_t)opt.benefit_runs, &embedded)) == 0)
     url = opd_server_listener_url(embedded, 0);
   if (rc == 0)
-    rc = url ? graph_backend_daemon_open(url, opt.cuda, &b) : graph_backend_local_open(64, &b);
+    rc = url ? graph_backend_daemon_open(url, opt.cuda, &b)
+             : graph_backend_local_open(64, (uint32_t)opt.benefit_runs, &b);
   if (rc == 0 && opt.cuda) rc = check_cuda(b);
   if (rc != 0) {
     bool skip = rc == OPD_EUNAVAILABLE;

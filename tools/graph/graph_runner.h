@@ -71,8 +71,9 @@ struct graph_backend {
   void (*close)(graph_backend *b);
 };
 
-/* The in-process backend: opd's graph library with a cache of `capacity` graphs. */
-int graph_backend_local_open(uint32_t capacity, graph_backend **out);
+/* The in-process backend: opd's graph library with a cache of `capacity` graphs, compiled with
+ * opd_graph_options.benefit_runs = `benefit_runs`. */
+int graph_backend_local_open(uint32_t capacity, uint32_t benefit_runs, graph_backend **out);
 /* The daemon backend: a client of the daemon at `url` (graph_backend_daemon.c), its
  * tensors on the CPU or, with `cuda`, on cuda:0. */
 int graph_backend_daemon_open(const char *url, bool cuda, graph_backend **out);

@@ -83,6 +83,7 @@ typedef struct opd_server_config {
   uint64_t max_graph_arg_bytes;  /* constant argument bytes of one graph */
   uint32_t max_graphs;           /* per session */
   uint32_t graph_cache_size;     /* compiled graphs the cache keeps */
+  uint32_t graph_benefit_runs;   /* runs that time fused groups both ways; 0: no benefit check */
   char graph_dump_dir[256];      /* "": no dumps */
   uint64_t graph_dump_max_bytes; /* what the dumps may write in all */
 } opd_server_config;
