@@ -21,8 +21,10 @@
  * daemon's CPU allocator caches freed tensor blocks of 64 KiB and more, at most 1 GiB
  * (dispatcher/src/cpu_allocator.c), and reports them as `cached` in /v1/memory, so the soak
  * compares VmRSS minus that cache. What remains is malloc's (or ASan's) heap: arenas per
- * thread, free lists, and under ASan a quarantine of freed blocks (256 MiB by default) that
- * fills during the first round and then stays full. So the first round warms everything up,
+ * thread, free lists, and under ASan a quarantine of freed blocks that fills during the first
+ * round and then stays full: 256 MiB by default, which a first round did not always fill on a
+ * fast machine (the growth after it read 22 to 67 MiB in seven runs), so ctest runs the soak
+ * with 64 MiB (tests/CMakeLists.txt; 9 to 41 MiB). So the first round warms everything up,
  * and the bound is on growth after it: VmRSS - cached after the last round may exceed its
  * value after the first by at most --rss-slack-mib (default 64 MiB). A cache stops growing
  * once warm; a leak grows with the work done, so a longer run (more rounds) makes it show
