@@ -12,7 +12,7 @@
 #include "opd/memory.h"
 
 void opd_graph_options_default(opd_graph_options *o) {
-  *o = (opd_graph_options){.check_numerics = true, .benefit_runs = 5};
+  *o = (opd_graph_options){.check_numerics = true, .benefit_runs = OPD_GRAPH_BENEFIT_RUNS_DEFAULT};
 }
 
 const char *opd_graph_codegen_id(void) {

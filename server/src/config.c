@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "opd/error.h"
+#include "opd/graph_exec.h"
 #include "opd/memory.h"
 
 #define DEFAULT_LISTEN "tcp://127.0.0.1:7470"
@@ -146,7 +147,7 @@ void opd_server_config_init(opd_server_config *c) {
       .max_graph_arg_bytes = 1 << 20,
       .max_graphs = 256,
       .graph_cache_size = 256,
-      .graph_benefit_runs = 5,
+      .graph_benefit_runs = OPD_GRAPH_BENEFIT_RUNS_DEFAULT,
       .graph_dump_max_bytes = 64 << 20,
   };
   /* The default address is a constant known to parse; only memory can fail, and then the

@@ -27,7 +27,9 @@
  * on timings changes the kernel count from run to run on a loaded machine, and the count is
  * what they check.
  */
+#include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,7 @@
 #include "../conformance/conformance.h"
 #include "graph_runner.h"
 #include "opd/error.h"
+#include "opd/graph_exec.h"
 #include "opd/kernels.h"
 #include "opd/log.h"
 #include "opd/server.h"
@@ -157,8 +160,18 @@ static int usage(void) {
   return 2;
 }
 
+/* A count from the command line: digits only, at least min and at most max. */
+static bool parse_count(const char *s, long min, long max, int *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < min || v > max) return false;
+  *out = (int)v;
+  return true;
+}
+
 static int parse_args(int argc, char **argv, options *o) {
-  *o = (options){.runs = 6, .benefit_runs = 5};
+  *o = (options){.runs = 6, .benefit_runs = OPD_GRAPH_BENEFIT_RUNS_DEFAULT};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--report") == 0 && i + 1 < argc)
       o->report = argv[++i];
@@ -171,11 +184,12 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc &&
              (strcmp(argv[i + 1], "cpu") == 0 || strcmp(argv[i + 1], "cuda") == 0))
       o->cuda = strcmp(argv[++i], "cuda") == 0;
-    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0)
-      o->runs = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--benefit-runs") == 0 && i + 1 < argc && atoi(argv[i + 1]) >= 0 &&
-             atoi(argv[i + 1]) <= 1000)
-      o->benefit_runs = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc &&
+             parse_count(argv[i + 1], 1, INT_MAX, &o->runs))
+      i++;
+    else if (strcmp(argv[i], "--benefit-runs") == 0 && i + 1 < argc &&
+             parse_count(argv[i + 1], 0, 1000, &o->benefit_runs))
+      i++;
     else if (strcmp(argv[i], "-v") == 0)
       o->verbose = true;
     else if (argv[i][0] != '-' && !o->fixture)

@@ -40,6 +40,9 @@ typedef struct opd_graph_test_hooks {
   void *data;
 } opd_graph_test_hooks;
 
+/* opd_graph_options.benefit_runs by default (the daemon's graph_benefit_runs too) */
+#define OPD_GRAPH_BENEFIT_RUNS_DEFAULT 5
+
 typedef struct opd_graph_options {
   /* Passes to skip, by name (the admin sets them to bisect a miscompile; they are part of
    * the cache key). "lower" cannot be skipped. */
@@ -50,8 +53,8 @@ typedef struct opd_graph_options {
   /* The first run of a fused group also runs it unfused and compares (a group that
    * disagrees is pinned unfused). */
   bool check_numerics;
-  /* The first `benefit_runs` runs (default 5) time each fused group fused and unfused; a
-   * group that is not faster fused stays unfused. 0: keep every group fused. */
+  /* The first `benefit_runs` runs (OPD_GRAPH_BENEFIT_RUNS_DEFAULT) time each fused group fused and
+   * unfused; a group that is not faster fused stays unfused. 0: keep every group fused. */
   uint32_t benefit_runs;
   const opd_graph_test_hooks *test_hooks;
 } opd_graph_options;
