@@ -745,15 +745,20 @@ static int drain_after_write_error(opd_client *c, int err) {
   return connection_lost(c, err, "writing");
 }
 
+/* Requests one sendmsg takes at most (two iovecs each: the frame and an upload's bytes):
+ * a pump's round submits one request per response it read, so the pipelines of 64 deep
+ * that users run, and the release that goes with them, leave in one system call, not two. */
+#define WRITE_IOVS 256
+
 /* Writes what the socket takes, several requests per sendmsg. 0, or a broken-connection
  * code. */
 static int write_some(opd_client *c) {
   for (;;) {
-    struct iovec iov[64];
-    opd_future *fs[64];
+    struct iovec iov[WRITE_IOVS];
+    opd_future *fs[WRITE_IOVS];
     int n = 0, nf = 0;
     pthread_mutex_lock(&c->mu);
-    for (opd_future *f = c->send; f && n + 2 <= 64; f = f->next) {
+    for (opd_future *f = c->send; f && n + 2 <= WRITE_IOVS; f = f->next) {
       size_t total = f->frame_len + f->raw_len;
       if (f->sent < f->frame_len) {
         iov[n++] = (struct iovec){f->frame + f->sent, f->frame_len - f->sent};
