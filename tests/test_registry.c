@@ -1334,10 +1334,42 @@ START_TEST(test_for_each_op_in_name_order) {
 }
 END_TEST
 
+/* [Note: The last operator found]: a thread answers the name it found last from its own
+ * copy; every other name (a longer one that the copy is a prefix of, one too long to keep,
+ * one that names nothing) still finds its own entry, the one the map holds, or none. */
+START_TEST(test_find_op_last_found) {
+  char long_op[160], long_schema[200];
+  memset(long_op, 0, sizeof long_op);
+  strcpy(long_op, "t_reg_last::");
+  memset(long_op + strlen(long_op), 'l', 120);
+  snprintf(long_schema, sizeof long_schema, "%s(Tensor x) -> Tensor", long_op);
+  def("t_reg_last", "a(Tensor x) -> Tensor");
+  def("t_reg_last", "ab(Tensor x) -> Tensor");
+  def("t_reg_last", "b(Tensor x) -> Tensor");
+  def(NULL, long_schema);
+  const struct {
+    const char *name;
+    bool defined;
+  } order[] = {{"t_reg_last::a", true},   {"t_reg_last::a", true}, {"t_reg_last::ab", true},
+               {"t_reg_last::a", true},   {"t_reg_last::b", true}, {"t_reg_last::c", false},
+               {"t_reg_last::b", true},   {long_op, true},         {long_op, true},
+               {"t_reg_last::ab", true},  {"t_reg_last::", false}, {"t_reg_last::a", true},
+               {"t_reg_last::aB", false}, {"t_reg_last::a", true}};
+  for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+    const opd_operator *want = opd_find_schema(order[i].name); /* the map itself */
+    ck_assert_int_eq(want != NULL, order[i].defined);
+    ck_assert_msg(opd_find_op(order[i].name) == want, "lookup %zu (%.40s) found another entry", i,
+                  order[i].name);
+  }
+  deregister_all();
+}
+END_TEST
+
 Suite *opd_test_registry_suite(void) {
   Suite *s = suite_create("registry");
   TCase *tc = tcase_create("registration");
   tcase_add_test(tc, test_def_rules);
+  tcase_add_test(tc, test_find_op_last_found);
   tcase_add_test(tc, test_bad_schema);
   tcase_add_test(tc, test_impl_before_def);
   tcase_add_test(tc, test_impl_without_key_is_cia);

@@ -523,8 +523,26 @@ int opd_registration_kernel(opd_reg_id id, opd_kernel *kernel, opd_provenance *p
   return rc;
 }
 
+/* [Note: The last operator found]
+ * A pipelining client calls one operator many times in a row, and each call names it. So
+ * a thread keeps the last name it found with its entry (an entry is never freed, and a
+ * name's entry never changes: [Note: The operator map]), and the repeat costs one string
+ * comparison instead of a hash of the name and a probe. A longer name is not kept. */
+#define LAST_FOUND_NAME 96
+static _Thread_local struct {
+  opd_operator *op; /* NULL: nothing kept */
+  char name[LAST_FOUND_NAME];
+} last_found;
+
 const opd_operator *opd_find_op(const char *name) {
-  return op_map_find(name);
+  if (last_found.op && strcmp(name, last_found.name) == 0) return last_found.op;
+  opd_operator *op = op_map_find(name);
+  size_t len = op ? strlen(name) : sizeof last_found.name;
+  if (len < sizeof last_found.name) {
+    memcpy(last_found.name, name, len + 1);
+    last_found.op = op;
+  }
+  return op;
 }
 
 const opd_operator *opd_find_schema(const char *name) {
