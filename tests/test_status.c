@@ -408,6 +408,28 @@ static long long metric_value(const char *body, const char *prefix) {
   return -1;
 }
 
+/* [Note: The duration clock] in metrics.h: a duration read from it is the one that
+ * CLOCK_MONOTONIC reads around it, in nanoseconds (a TSC count left unconverted, or
+ * converted the wrong way up, is off by the TSC's rate: several times); never negative. The
+ * bounds are loose: a preemption between the paired readings only shortens the inner one. */
+START_TEST(test_duration_clock) {
+  opd__metrics_clock_init();
+  opd__metrics_clock_init(); /* measures once */
+  for (int i = 0; i < 3; i++) {
+    uint64_t m0 = opd__metrics_now(), t0 = opd__metrics_ticks();
+    struct timespec nap = {0, 30 * 1000 * 1000};
+    while (nanosleep(&nap, &nap) != 0) continue;
+    uint64_t t1 = opd__metrics_ticks(), m1 = opd__metrics_now();
+    uint64_t d = opd__metrics_ticks_ns(t0, t1), outer = m1 - m0;
+    ck_assert_msg(d <= outer + outer / 50 && d >= outer / 2,
+                  "the duration clock read %llu ns where CLOCK_MONOTONIC read %llu",
+                  (unsigned long long)d, (unsigned long long)outer);
+    ck_assert_uint_eq(opd__metrics_ticks_ns(t1, t0), 0);
+    ck_assert_uint_eq(opd__metrics_ticks_ns(t0, t0), 0);
+  }
+}
+END_TEST
+
 /* Regression: the call metrics counted aten::cat (tensors only inside a Tensor[]) at the key
  * of a call without tensors; they count the key the dispatcher dispatched to ([Note:
  * Prepared calls] in server/src/prepared.h), the same as an add of the same tensors. */
@@ -1087,6 +1109,7 @@ Suite *opd_test_status_suite(void) {
   tcase_add_test(tc, test_fallbacks_memory);
   tcase_add_test(tc, test_graphs);
   tcase_add_test(tc, test_metrics_key_of_tensor_lists);
+  tcase_add_test(tc, test_duration_clock);
   tcase_add_test(tc, test_http_errors);
   tcase_add_test(tc, test_metrics_sessions_count_a_call);
   tcase_add_test(tc, test_page_and_disabled);

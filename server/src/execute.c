@@ -375,9 +375,9 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
   }
   opd_tls_set(job->session->dispatch);
   opd_dispatch_key key;
-  uint64_t t0 = opd__metrics_now();
+  uint64_t t0 = opd__metrics_ticks();
   int rc = opd_call_boxed_keys(call->op, call->keys, &call->stack, &key);
-  job->kernel_ns = opd__metrics_now() - t0;
+  job->kernel_ns = opd__metrics_ticks_ns(t0, opd__metrics_ticks());
   opd__metrics_call(call->op, key, rc, job->kernel_ns, loop_lesson(job, rc));
   opd_tls_set(opd_default_dispatch_state);
   atomic_fetch_add_explicit(&job->session->calls, 1, memory_order_relaxed);

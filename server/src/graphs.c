@@ -479,9 +479,9 @@ int opd__graph_run(opd__job *job) {
                        " (never issued to this session, or released)",
                        r->graph, i, r->inputs[i]);
   opd_mem_budget_install(&s->budget); /* [Note: Graphs in the daemon] */
-  uint64_t t0 = opd__metrics_now();
+  uint64_t t0 = opd__metrics_ticks();
   int rc = opd_compiled_graph_run(cg, in, nin, out, nout);
-  job->kernel_ns = opd__metrics_now() - t0;
+  job->kernel_ns = opd__metrics_ticks_ns(t0, opd__metrics_ticks());
   atomic_fetch_add_explicit(&gs->runs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&gs->run_ns, job->kernel_ns, memory_order_relaxed);
   atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed); /* a run is one call */

@@ -43,6 +43,7 @@
 #include "execute.h"
 #include "gpu.h"
 #include "graphs.h"
+#include "metrics.h"
 #include "status.h"
 #include "opd/error.h"
 #include "opd/kernels.h"
@@ -389,6 +390,7 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
     return opd_error(rc, "registering the built-in operators failed: %s", msg);
   }
   opd_log_set_level(c->log_level);
+  opd__metrics_clock_init(); /* [Note: The duration clock] in metrics.h */
   /* [Note: The replaceable allocator]: libuv and jansson allocate from opd's allocator */
   uv_replace_allocator(opd__malloc, opd__realloc, opd__calloc, opd__free);
   json_set_alloc_funcs(opd__malloc, opd__free);

@@ -3,8 +3,13 @@
 #include "metrics.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#endif
 
 #define TABLE_SIZE 1024 /* a power of two; opd defines a few hundred operators */
 
@@ -40,6 +45,66 @@ uint64_t opd__metrics_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- [Note: The duration clock] in metrics.h ---- */
+
+#define CALIBRATION_NS   2000000
+/* TSC rates believed: anything outside is a broken reading, and CLOCK_MONOTONIC stays */
+#define MIN_TICKS_PER_US 100    /* 100 MHz */
+#define MAX_TICKS_PER_US 100000 /* 100 GHz */
+
+/* Written once, by clock_measure: pthread_once orders it before the reads of every thread
+ * that called opd__metrics_clock_init or was started after such a call (only a duration
+ * that a thread began before the measurement and ends after it would mix the clocks). */
+static _Atomic(double) ns_per_tick; /* 0: ticks are CLOCK_MONOTONIC's nanoseconds */
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__)
+static bool tsc_invariant(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) return false;
+  __get_cpuid(0x80000007u, &a, &b, &c, &d);
+  return d & (1u << 8);
+}
+
+static uint64_t tsc(void) {
+  return __rdtsc();
+}
+#else
+static bool tsc_invariant(void) {
+  return false;
+}
+
+static uint64_t tsc(void) {
+  return 0;
+}
+#endif
+
+static void clock_measure(void) {
+  if (!tsc_invariant()) return;
+  uint64_t m0 = opd__metrics_now(), t0 = tsc(), m1, t1;
+  do {
+    m1 = opd__metrics_now();
+    t1 = tsc();
+  } while (m1 - m0 < CALIBRATION_NS);
+  uint64_t ticks = t1 - t0, us = (m1 - m0) / 1000;
+  if (t1 <= t0 || ticks / us < MIN_TICKS_PER_US || ticks / us > MAX_TICKS_PER_US) return;
+  atomic_store_explicit(&ns_per_tick, (double)(m1 - m0) / (double)ticks, memory_order_release);
+}
+
+void opd__metrics_clock_init(void) {
+  pthread_once(&clock_once, clock_measure);
+}
+
+uint64_t opd__metrics_ticks(void) {
+  return atomic_load_explicit(&ns_per_tick, memory_order_relaxed) > 0 ? tsc() : opd__metrics_now();
+}
+
+uint64_t opd__metrics_ticks_ns(uint64_t from, uint64_t to) {
+  if (to <= from) return 0;
+  double f = atomic_load_explicit(&ns_per_tick, memory_order_relaxed);
+  return f > 0 ? (uint64_t)((double)(to - from) * f) : to - from;
 }
 
 static op_metrics *find(const opd_operator *op) {

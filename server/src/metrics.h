@@ -23,8 +23,28 @@
 #define OPD__METRICS_BUCKETS 13 /* upper bounds 1 us * 4^i for i < 12, then +Inf */
 #define OPD__METRICS_CODES   32 /* opd error codes are -1..-31 */
 
-/* Monotonic nanoseconds. */
+/* Monotonic nanoseconds (CLOCK_MONOTONIC). */
 uint64_t opd__metrics_now(void);
+
+/* [Note: The duration clock]
+ * Every call's duration is read twice (its metrics, the loop's verdicts on it, the fair
+ * scheduler's pass). Under a hypervisor's kvm-clock one clock_gettime(CLOCK_MONOTONIC)
+ * costs 25-30 ns, two of them 8% of the daemon's CPU for a tiny call; the CPU's time-stamp
+ * counter reads in 11 ns. So where the CPU says its TSC is invariant (x86-64, CPUID
+ * 0x80000007 EDX bit 8: one rate, counting in every sleep state, the same on every core),
+ * durations are TSC ticks, converted to nanoseconds by a factor that
+ * opd__metrics_clock_init measures against CLOCK_MONOTONIC over 2 ms when the server
+ * starts; elsewhere (another CPU, an old one, or before that measurement) the ticks are
+ * CLOCK_MONOTONIC's nanoseconds. A duration is never read as negative (0 instead). Only
+ * durations come from this clock: points in time (the status endpoint's uptime) come
+ * from opd__metrics_now. */
+/* Measures the TSC's rate, once per process (later calls return at once); before it has
+ * run, durations come from CLOCK_MONOTONIC. */
+void opd__metrics_clock_init(void);
+/* A reading of the duration clock: the start or the end of a duration. */
+uint64_t opd__metrics_ticks(void);
+/* Nanoseconds from reading `from` to reading `to` (0 when `to` is earlier). */
+uint64_t opd__metrics_ticks_ns(uint64_t from, uint64_t to);
 /* What one call showed about running its operator on the event-loop thread ([Note: Tiny
  * calls on the loop] in connection.c); the verdict is kept beside the operator's counters. */
 typedef enum opd__loop_lesson {
