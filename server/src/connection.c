@@ -261,15 +261,19 @@ static void job_free(opd__job *j) {
   c->nfree_jobs++;
 }
 
-/* Adds a job to the response order. */
+/* Adds a job to the response order. A worker reads and links the order only when it hands
+ * back a batch holding jobs of this connection ([Note: Responses written by workers]); with
+ * none out (`outstanding` counts down as the loop takes jobs back, after their worker's
+ * last touch), the loop is alone with it and takes no lock. */
 static void append(opd__conn *c, opd__job *j) {
-  pthread_mutex_lock(&c->wmu);
+  bool shared = c->outstanding > 0;
+  if (shared) pthread_mutex_lock(&c->wmu);
   if (c->order_tail)
     c->order_tail->next = j;
   else
     c->order_head = j;
   c->order_tail = j;
-  pthread_mutex_unlock(&c->wmu);
+  if (shared) pthread_mutex_unlock(&c->wmu);
   c->norder++;
 }
 
