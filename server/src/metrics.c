@@ -81,15 +81,31 @@ static uint64_t tsc(void) {
 }
 #endif
 
+/* A CLOCK_MONOTONIC reading and the TSC at the same moment: of PAIR_TRIES readings, the one
+ * the TSC brackets most tightly, with the bracket's midpoint (a preemption inside one
+ * bracket, which would skew the rate for the process's life, loses to the others). */
+#define PAIR_TRIES 16
+static void paired_reading(uint64_t *mono, uint64_t *ticks) {
+  uint64_t tightest = UINT64_MAX;
+  for (int i = 0; i < PAIR_TRIES; i++) {
+    uint64_t before = tsc(), m = opd__metrics_now(), after = tsc();
+    if (after >= before && after - before < tightest) {
+      tightest = after - before;
+      *mono = m;
+      *ticks = before + (after - before) / 2;
+    }
+  }
+}
+
 static void clock_measure(void) {
   if (!tsc_invariant()) return;
-  uint64_t m0 = opd__metrics_now(), t0 = tsc(), m1, t1;
-  do {
-    m1 = opd__metrics_now();
-    t1 = tsc();
-  } while (m1 - m0 < CALIBRATION_NS);
+  uint64_t m0 = 0, t0 = 0, m1 = 0, t1 = 0;
+  paired_reading(&m0, &t0);
+  while (opd__metrics_now() - m0 < CALIBRATION_NS) continue;
+  paired_reading(&m1, &t1);
+  if (t1 <= t0 || m1 <= m0) return;
   uint64_t ticks = t1 - t0, us = (m1 - m0) / 1000;
-  if (t1 <= t0 || ticks / us < MIN_TICKS_PER_US || ticks / us > MAX_TICKS_PER_US) return;
+  if (ticks / us < MIN_TICKS_PER_US || ticks / us > MAX_TICKS_PER_US) return;
   atomic_store_explicit(&ns_per_tick, (double)(m1 - m0) / (double)ticks, memory_order_release);
 }
 

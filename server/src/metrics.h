@@ -31,13 +31,14 @@ uint64_t opd__metrics_now(void);
  * scheduler's pass). Under a hypervisor's kvm-clock one clock_gettime(CLOCK_MONOTONIC)
  * costs 25-30 ns, two of them 8% of the daemon's CPU for a tiny call; the CPU's time-stamp
  * counter reads in 11 ns. So where the CPU says its TSC is invariant (x86-64, CPUID
- * 0x80000007 EDX bit 8: one rate, counting in every sleep state, the same on every core),
- * durations are TSC ticks, converted to nanoseconds by a factor that
- * opd__metrics_clock_init measures against CLOCK_MONOTONIC over 2 ms when the server
- * starts; elsewhere (another CPU, an old one, or before that measurement) the ticks are
- * CLOCK_MONOTONIC's nanoseconds. A duration is never read as negative (0 instead). Only
- * durations come from this clock: points in time (the status endpoint's uptime) come
- * from opd__metrics_now. */
+ * 0x80000007 EDX bit 8: one rate, counting in every sleep state), durations are TSC
+ * ticks, converted to nanoseconds by a factor that opd__metrics_clock_init measures
+ * against CLOCK_MONOTONIC over 2 ms when the server starts (each end the tightest of 16
+ * paired readings, so a preemption does not skew it); elsewhere (another CPU, an old one,
+ * or before that measurement) the ticks are CLOCK_MONOTONIC's nanoseconds. A duration that
+ * starts on one core and ends on another trusts their counters to agree, as the kernel's
+ * TSC clocksource does; one that would read negative reads 0. Only durations come from
+ * this clock: points in time (the status endpoint's uptime) come from opd__metrics_now. */
 /* Measures the TSC's rate, once per process (later calls return at once); before it has
  * run, durations come from CLOCK_MONOTONIC. */
 void opd__metrics_clock_init(void);
