@@ -3,10 +3,10 @@
  * counters. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "compiled.h"
 #include "graph_print.h"
+#include "opd/clock.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 #include "opd/memory.h"
@@ -20,12 +20,6 @@ const char *opd_graph_codegen_id(void) {
 }
 
 static _Atomic uint64_t next_id = 1;
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void compiled_free(opd_compiled_graph *cg) {
   opd__compiled_free_contexts(cg);
@@ -76,7 +70,7 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
     cg->has_hooks = true;
   }
   cg->nodes_before = opd_graph_num_nodes(g);
-  uint64_t t0 = now_ns();
+  uint64_t t0 = opd_monotonic_ns();
   int rc = opd_graph_print(g, &cg->ir_before);
   opd__compile c = {.g = g, .opts = o};
   if (rc == 0) rc = opd__pipeline_run(&cg->passes, &c);
@@ -87,7 +81,7 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
   if (rc == 0 && cg->plan->ngroups &&
       !(cg->states = opd__calloc(cg->plan->ngroups, sizeof *cg->states)))
     rc = opd_error(OPD_ENOMEM, "out of memory for a compiled graph");
-  cg->compile_ns = now_ns() - t0;
+  cg->compile_ns = opd_monotonic_ns() - t0;
   for (uint32_t n = 0; rc == 0 && n < g->nnodes; n++) {
     const opd__gnode *node = &g->nodes[n];
     for (uint32_t k = 0; !node->dead && !node->is_view && k < node->nouts; k++)

@@ -34,9 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "compiled.h"
+#include "opd/clock.h"
 #include "opd/cuda.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
@@ -46,12 +46,6 @@
 #define NUMERICS_ATOL    1e-6
 #define BENEFIT_NOISE    0.10
 #define BENEFIT_FLOOR_NS 5000
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int run_unfused(opd_compiled_graph *cg, opd__run_ctx *ctx, const opd__group *grp) {
   int rc = 0;
@@ -213,20 +207,21 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   pthread_mutex_lock(&cg->lock);
   bool fused_first = st->timed % 2 == 1;
   pthread_mutex_unlock(&cg->lock);
-  int64_t tf = 0, tu = 0, t0;
+  int64_t tf = 0, tu = 0;
+  uint64_t t0;
   int rc = 0, frc = OPD_EINVAL; /* the fused run's result, until it ran */
   if (fused_first) {
-    t0 = now_ns();
+    t0 = opd_monotonic_ns();
     frc = run_fused(cg, ctx, gi, outs);
-    tf = now_ns() - t0;
+    tf = (int64_t)(opd_monotonic_ns() - t0);
   }
-  t0 = now_ns();
+  t0 = opd_monotonic_ns();
   rc = run_unfused(cg, ctx, grp);
-  tu = now_ns() - t0;
+  tu = (int64_t)(opd_monotonic_ns() - t0);
   if (!fused_first && rc == 0) {
-    t0 = now_ns();
+    t0 = opd_monotonic_ns();
     frc = run_fused(cg, ctx, gi, outs);
-    tf = now_ns() - t0;
+    tf = (int64_t)(opd_monotonic_ns() - t0);
   }
   if (rc) {
     if (frc == 0)

@@ -31,10 +31,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "compile.h"
 #include "graph_print.h"
+#include "opd/clock.h"
 #include "opd/error.h"
 #include "opd/graph_exec.h"
 #include "opd/graph_pass.h"
@@ -307,12 +307,6 @@ void opd__pipeline_free(opd__pipeline *p) {
   *p = (opd__pipeline){0};
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The IR after a pass, with the plan once there is one. */
 static int record_ir(opd__compile *c, opd__pass_entry *e) {
   opd__sbuf sb = {0};
@@ -334,9 +328,9 @@ int opd__pipeline_run(opd__pipeline *p, opd__compile *c) {
   for (uint32_t i = 0; i < p->n; i++) {
     opd__pass_entry *e = &p->passes[i];
     if (!e->enabled) continue;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = opd_monotonic_ns();
     int rc = e->builtin ? e->builtin(c, &e->hits) : e->plugin(c->g, e->data, &e->hits);
-    e->ns = now_ns() - t0;
+    e->ns = opd_monotonic_ns() - t0;
     if (rc == 0 && verify) rc = opd_graph_verify(c->g);
     if (rc) {
       char msg[400];

@@ -6,9 +6,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "opd/clock.h"
 #include "opd/kernels.h"
 
 #define MAX_THREADS 64
@@ -69,12 +69,6 @@ static void run_chunk(int index) {
  * ([Note: Kernel threads and the load]). */
 #define SPIN_NS 50000
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -88,7 +82,7 @@ static bool spin_until(bool (*done)(const void *), const void *arg) {
     if (done(arg)) return true;
     cpu_relax();
     if (i % 64 == 0) {
-      uint64_t t = now_ns();
+      uint64_t t = opd_monotonic_ns();
       if (!deadline)
         deadline = t + SPIN_NS;
       else if (t >= deadline)

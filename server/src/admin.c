@@ -41,10 +41,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "opd/checked.h"
+#include "opd/clock.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 #include "opd/introspect.h"
@@ -701,9 +701,7 @@ static int set_nonblocking(int fd) {
 }
 
 static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  return (int64_t)(opd_monotonic_ns() / 1000000);
 }
 
 static void put_be32(unsigned char *b, size_t n) {

@@ -110,7 +110,7 @@ const opd__option opd__options[] = {
     OPT("graph_cache_size", "N", OPD__OPT_U32, graph_cache_size, 1, 1u << 20,
         "compiled graphs the daemon's cache keeps, least recently used evicted first "
         "(default 256)"),
-    OPT("graph_benefit_runs", "N", OPD__OPT_U32, graph_benefit_runs, 0, 1000,
+    OPT("graph_benefit_runs", "N", OPD__OPT_U32, graph_benefit_runs, 0, OPD_GRAPH_BENEFIT_RUNS_MAX,
         "first runs of a graph that time each fused group fused and unfused; a group not "
         "faster fused stays unfused; 0: every group stays fused (default 5)"),
     STR_OPT("graph_dump_dir", "DIR", OPD__OPT_PATH, graph_dump_dir,

@@ -5,11 +5,12 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <time.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <x86intrin.h>
 #endif
+
+#include "opd/clock.h"
 
 #define TABLE_SIZE 1024 /* a power of two; opd defines a few hundred operators */
 
@@ -39,12 +40,6 @@ void opd__metrics_response_error(int code) {
 uint64_t opd__metrics_response_errors(int code) {
   assert(code >= 0 && code < OPD__METRICS_RESPONSE_CODES);
   return atomic_load_explicit(&response_errors[code], memory_order_relaxed);
-}
-
-uint64_t opd__metrics_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- [Note: The duration clock] in metrics.h ---- */
@@ -88,7 +83,7 @@ static uint64_t tsc(void) {
 static void paired_reading(uint64_t *mono, uint64_t *ticks) {
   uint64_t tightest = UINT64_MAX;
   for (int i = 0; i < PAIR_TRIES; i++) {
-    uint64_t before = tsc(), m = opd__metrics_now(), after = tsc();
+    uint64_t before = tsc(), m = opd_monotonic_ns(), after = tsc();
     if (after >= before && after - before < tightest) {
       tightest = after - before;
       *mono = m;
@@ -101,7 +96,7 @@ static void clock_measure(void) {
   if (!tsc_invariant()) return;
   uint64_t m0 = 0, t0 = 0, m1 = 0, t1 = 0;
   paired_reading(&m0, &t0);
-  while (opd__metrics_now() - m0 < CALIBRATION_NS) continue;
+  while (opd_monotonic_ns() - m0 < CALIBRATION_NS) continue;
   paired_reading(&m1, &t1);
   if (t1 <= t0 || m1 <= m0) return;
   uint64_t ticks = t1 - t0, us = (m1 - m0) / 1000;
@@ -114,7 +109,7 @@ void opd__metrics_clock_init(void) {
 }
 
 uint64_t opd__metrics_ticks(void) {
-  return atomic_load_explicit(&ns_per_tick, memory_order_relaxed) > 0 ? tsc() : opd__metrics_now();
+  return atomic_load_explicit(&ns_per_tick, memory_order_relaxed) > 0 ? tsc() : opd_monotonic_ns();
 }
 
 uint64_t opd__metrics_ticks_ns(uint64_t from, uint64_t to) {

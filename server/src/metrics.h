@@ -23,9 +23,6 @@
 #define OPD__METRICS_BUCKETS 13 /* upper bounds 1 us * 4^i for i < 12, then +Inf */
 #define OPD__METRICS_CODES   32 /* opd error codes are -1..-31 */
 
-/* Monotonic nanoseconds (CLOCK_MONOTONIC). */
-uint64_t opd__metrics_now(void);
-
 /* [Note: The duration clock]
  * Every call's duration is read twice (its metrics, the loop's verdicts on it, the fair
  * scheduler's pass). Under a hypervisor's kvm-clock one clock_gettime(CLOCK_MONOTONIC)
@@ -38,7 +35,8 @@ uint64_t opd__metrics_now(void);
  * or before that measurement) the ticks are CLOCK_MONOTONIC's nanoseconds. A duration that
  * starts on one core and ends on another trusts their counters to agree, as the kernel's
  * TSC clocksource does; one that would read negative reads 0. Only durations come from
- * this clock: points in time (the status endpoint's uptime) come from opd__metrics_now. */
+ * this clock: points in time (the status endpoint's uptime) come from opd_monotonic_ns
+ * (opd/clock.h). */
 /* Measures the TSC's rate, once per process (later calls return at once); before it has
  * run, durations come from CLOCK_MONOTONIC. */
 void opd__metrics_clock_init(void);

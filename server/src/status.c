@@ -56,6 +56,7 @@
 #include "metrics.h"
 #include "opd.pb-c.h"
 #include "opd/allocator.h"
+#include "opd/clock.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 #include "opd/tensor.h"
@@ -422,7 +423,7 @@ static json_t *info_json(opd__status *st) {
   json_t *listen = json_array();
   for (size_t i = 0; i < opd_server_num_listeners(st->srv); i++)
     json_array_append_new(listen, opd_json_text(opd_server_listener_url(st->srv, i)));
-  uint64_t up = opd__metrics_now() - st->start_ns;
+  uint64_t up = opd_monotonic_ns() - st->start_ns;
 #ifdef NDEBUG
   const bool assertions = false;
 #else
@@ -882,7 +883,7 @@ static void metrics(sconn *c) {
   sb_printf(&b,
             "# HELP opd_uptime_seconds Seconds since the server started.\n"
             "# TYPE opd_uptime_seconds gauge\nopd_uptime_seconds %.3f\n",
-            (double)(opd__metrics_now() - st->start_ns) / 1e9);
+            (double)(opd_monotonic_ns() - st->start_ns) / 1e9);
   if (b.failed) {
     opd__free(b.p);
     return respond_error(c, 500, "out of memory");
@@ -1097,7 +1098,7 @@ int opd__status_start(opd_server *srv, const char *address, opd__status **out) {
   opd__status *st = opd__calloc(1, sizeof *st);
   if (!st) return opd_error(OPD_ENOMEM, "out of memory starting the status endpoint");
   st->srv = srv;
-  st->start_ns = opd__metrics_now();
+  st->start_ns = opd_monotonic_ns();
   if ((rc = uv_loop_init(&st->loop)) < 0) {
     opd__free(st);
     return opd_error(OPD_ERESOURCE, "cannot start the status loop: %s", uv_strerror(rc));

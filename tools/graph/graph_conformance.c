@@ -188,7 +188,7 @@ static int parse_args(int argc, char **argv, options *o) {
              parse_count(argv[i + 1], 1, INT_MAX, &o->runs))
       i++;
     else if (strcmp(argv[i], "--benefit-runs") == 0 && i + 1 < argc &&
-             parse_count(argv[i + 1], 0, 1000, &o->benefit_runs))
+             parse_count(argv[i + 1], 0, OPD_GRAPH_BENEFIT_RUNS_MAX, &o->benefit_runs))
       i++;
     else if (strcmp(argv[i], "-v") == 0)
       o->verbose = true;

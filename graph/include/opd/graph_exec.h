@@ -40,8 +40,10 @@ typedef struct opd_graph_test_hooks {
   void *data;
 } opd_graph_test_hooks;
 
-/* opd_graph_options.benefit_runs by default (the daemon's graph_benefit_runs too) */
+/* opd_graph_options.benefit_runs by default (the daemon's graph_benefit_runs too), and the
+ * most that the daemon's config and opd-graph-conformance accept */
 #define OPD_GRAPH_BENEFIT_RUNS_DEFAULT 5
+#define OPD_GRAPH_BENEFIT_RUNS_MAX     1000
 
 typedef struct opd_graph_options {
   /* Passes to skip, by name (the admin sets them to bisect a miscompile; they are part of
