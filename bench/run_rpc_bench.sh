@@ -107,10 +107,10 @@ if [ "$have_redis" = 1 ]; then
 fi
 
 # The CPU a server (all its threads) used while a client ran, from FROM seconds after the
-# call for SPAN seconds (the middle of the client's run): "ticks0 ticks1 time0 time1", for
-# cpu_share once the client is done (nothing heavier than awk runs beside the client).
+# call for SPAN seconds (the middle of the client's run): "ticks0 ticks1 time0 time1", turned
+# into a share once the client is done (nothing heavier than awk runs beside the client).
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-server_cpu_sample() { # pid from span
+server_cpu_sample() { # server_pid from span
   local t0 w0 t1 w1
   sleep "$2"
   t0=$(ticks "$1") w0=$(date +%s.%N)
@@ -134,11 +134,15 @@ run_opd() { # workload url transport connections pipeline [extra...]
     exit 1
   fi
   line=$(cat "$tmp/opd-bench.out")
+  sample="$sample $(stat -c %.9Y "$tmp/opd-bench.out")"
   python3 - "$w" "$tr" "$c" "$p" "$line" "$sample" >>"$results" <<'PY'
 import os, sys
 w, tr, c, p, line, sample = sys.argv[1:]
-t0, t1, w0, w1 = map(float, sample.split())
-cpu = (t1 - t0) / os.sysconf("SC_CLK_TCK") / (w1 - w0)
+t0, t1, w0, w1, end = map(float, sample.split())
+# a client that ended inside the window (its output is written as it exits) ends it: the
+# server idled after; under 0.2 s of window says nothing (nan)
+w1 = min(w1, end)
+cpu = (t1 - t0) / os.sysconf("SC_CLK_TCK") / (w1 - w0) if w1 - w0 >= 0.2 else float("nan")
 kv = dict(f.split("=", 1) for f in line.split()[1:])
 if kv["client"] == "raw":
     w += "-raw"
@@ -161,12 +165,16 @@ run_redis() { # connections pipeline
   sample=$(server_cpu_sample "$redis_pid" 0.3 "$span")
   wait "$client"
   out=$(tail -n 1 "$tmp/redis-benchmark.out")
+  sample="$sample $(stat -c %.9Y "$tmp/redis-benchmark.out")"
   # "PING_MBULK","rps","avg","min","p50","p95","p99","max" (latencies in ms)
   python3 - "$c" "$p" "$out" "$sample" >>"$results" <<'PY'
 import os, sys
 c, p, out, sample = sys.argv[1:]
-t0, t1, w0, w1 = map(float, sample.split())
-cpu = (t1 - t0) / os.sysconf("SC_CLK_TCK") / (w1 - w0)
+t0, t1, w0, w1, end = map(float, sample.split())
+# a client that ended inside the window (its output is written as it exits) ends it: the
+# server idled after; under 0.2 s of window says nothing (nan)
+w1 = min(w1, end)
+cpu = (t1 - t0) / os.sysconf("SC_CLK_TCK") / (w1 - w0) if w1 - w0 >= 0.2 else float("nan")
 f = [x.strip('"') for x in out.split(",")]
 print("redis ping tcp", c, p, f[1], float(f[4]) * 1000, float(f[6]) * 1000, 0, cpu)
 PY
