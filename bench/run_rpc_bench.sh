@@ -108,7 +108,8 @@ fi
 
 # The CPU a server (all its threads) used while a client ran, from FROM seconds after the
 # call for SPAN seconds (the middle of the client's run): "ticks0 ticks1 time0 time1", turned
-# into a share once the client is done (nothing heavier than awk runs beside the client).
+# into a share by cpu_share once the client is done (nothing heavier than awk runs beside
+# the client).
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 server_cpu_sample() { # server_pid from span
   local t0 w0 t1 w1
@@ -119,12 +120,22 @@ server_cpu_sample() { # server_pid from span
   echo "$t0 $t1 $w0 $w1"
 }
 span=$(python3 -c "print(max(0.2, $secs - 0.6))")
+clk_tck=$(getconf CLK_TCK)
+
+# A sample's share of one CPU. A client that ended inside the window (its output is written
+# as it exits) ends it: the server idled after. Under 0.2 s of window says nothing: nan.
+cpu_share() { # sample client_output
+  awk -v hz="$clk_tck" -v end="$(stat -c %.9Y "$2")" '{
+    w1 = $4 < end ? $4 : end
+    if (w1 - $3 < 0.2) print "nan"; else print ($2 - $1) / hz / (w1 - $3)
+  }' <<<"$1"
+}
 
 # opd-bench's line -> "opd WORKLOAD TRANSPORT C P calls_per_s p50_us p99_us mb_per_s cpu"
 run_opd() { # workload url transport connections pipeline [extra...]
   local w=$1 url=$2 tr=$3 c=$4 p=$5
   shift 5
-  local line sample
+  local line sample cpu
   on_client "$bench" --url "$url" --workload "$w" --connections "$c" --pipeline "$p" \
     --duration "$secs" --warmup 1 "$@" >"$tmp/opd-bench.out" &
   local client=$!
@@ -134,15 +145,10 @@ run_opd() { # workload url transport connections pipeline [extra...]
     exit 1
   fi
   line=$(cat "$tmp/opd-bench.out")
-  sample="$sample $(stat -c %.9Y "$tmp/opd-bench.out")"
-  python3 - "$w" "$tr" "$c" "$p" "$line" "$sample" >>"$results" <<'PY'
-import os, sys
-w, tr, c, p, line, sample = sys.argv[1:]
-t0, t1, w0, w1, end = map(float, sample.split())
-# a client that ended inside the window (its output is written as it exits) ends it: the
-# server idled after; under 0.2 s of window says nothing (nan)
-w1 = min(w1, end)
-cpu = (t1 - t0) / os.sysconf("SC_CLK_TCK") / (w1 - w0) if w1 - w0 >= 0.2 else float("nan")
+  cpu=$(cpu_share "$sample" "$tmp/opd-bench.out")
+  python3 - "$w" "$tr" "$c" "$p" "$line" "$cpu" >>"$results" <<'PY'
+import sys
+w, tr, c, p, line, cpu = sys.argv[1:]
 kv = dict(f.split("=", 1) for f in line.split()[1:])
 if kv["client"] == "raw":
     w += "-raw"
@@ -161,20 +167,15 @@ run_redis() { # connections pipeline
   fi
   on_client redis-benchmark -h 127.0.0.1 -p "$redis_port" -t ping_mbulk -c "$c" -P "$p" \
     -n "${redis_n[$key]}" --csv >"$tmp/redis-benchmark.out" &
-  local client=$! sample
+  local client=$! sample cpu
   sample=$(server_cpu_sample "$redis_pid" 0.3 "$span")
   wait "$client"
   out=$(tail -n 1 "$tmp/redis-benchmark.out")
-  sample="$sample $(stat -c %.9Y "$tmp/redis-benchmark.out")"
+  cpu=$(cpu_share "$sample" "$tmp/redis-benchmark.out")
   # "PING_MBULK","rps","avg","min","p50","p95","p99","max" (latencies in ms)
-  python3 - "$c" "$p" "$out" "$sample" >>"$results" <<'PY'
-import os, sys
-c, p, out, sample = sys.argv[1:]
-t0, t1, w0, w1, end = map(float, sample.split())
-# a client that ended inside the window (its output is written as it exits) ends it: the
-# server idled after; under 0.2 s of window says nothing (nan)
-w1 = min(w1, end)
-cpu = (t1 - t0) / os.sysconf("SC_CLK_TCK") / (w1 - w0) if w1 - w0 >= 0.2 else float("nan")
+  python3 - "$c" "$p" "$out" "$cpu" >>"$results" <<'PY'
+import sys
+c, p, out, cpu = sys.argv[1:]
 f = [x.strip('"') for x in out.split(",")]
 print("redis ping tcp", c, p, f[1], float(f[4]) * 1000, float(f[6]) * 1000, 0, cpu)
 PY
@@ -277,14 +278,16 @@ print("server CPU us per call = its share of one CPU (all its threads, over the 
 print("run) / the run's calls/s; ratio = redis-server's / opd's (higher: opd spends less)")
 print("%-22s %5s %4s %8s %6s %8s %6s %6s" % ("", "conns", "pipe", "opd", "share", "redis",
                                                "share", "ratio"))
+def us_per_call(key):
+    v = runs.get(key)
+    return statistics.median(x[4] * 1e6 / x[0] for x in v) if v and all(x[0] > 0 for x in v) else None
+
 for w in ("add", "ping"):
     for c, p in (("1", "1"), ("1", "64"), ("16", "1"), ("16", "64")):
         o, rk = ("opd", w, "tcp", c, p), ("redis", "ping", "tcp", c, p)
         if o not in runs:
             continue
-        us = lambda k: (statistics.median(x[4] * 1e6 / x[0] for x in runs[k])
-                        if k in runs and all(x[0] > 0 for x in runs[k]) else None)
-        ou, ru = us(o), us(rk)
+        ou, ru = us_per_call(o), us_per_call(rk)
         print("%-22s %5s %4s %8s %6s %8s %6s %6s" %
               ("%s tcp" % {"add": "tiny-op add"}.get(w, w), c, p, fmt(ou, ".3f"),
                fmt(med(o, 4), ".2f"), fmt(ru, ".3f"), fmt(med(rk, 4), ".2f"),
