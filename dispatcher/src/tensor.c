@@ -203,23 +203,47 @@ static void storage_release(opd_storage *s) {
   opd__free(s); /* and the tensor made with it */
 }
 
-int opd_tensor_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim,
-                             opd_dtype dtype, opd_device device, opd_tensor **out) {
-  if (!opd_dtype_valid(dtype)) return opd_error(OPD_EINVAL, "invalid dtype %d", (int)dtype);
-  int64_t numel, extent, nbytes;
-  size_t esize = opd_dtype_size(dtype);
-  int rc = check_geometry(sizes, strides, ndim, esize, &numel, &extent);
+/* The key set of a new dense tensor on a device of this type (opd_tensor_keyset_for of its
+ * backend key), 0 for an invalid type. A pure function of a few values, computed once each:
+ * a racing thread computes and stores the same repr. */
+static opd_keyset dense_keyset_of_device(int type) {
+  static _Atomic uint64_t reprs[OPD_NUM_BACKENDS]; /* 0: not computed (a tensor's never is) */
+  if (type < 0 || type >= OPD_NUM_BACKENDS) return opd_keyset_empty();
+  uint64_t repr = atomic_load_explicit(&reprs[type], memory_order_relaxed);
+  if (!repr) {
+    repr = opd_tensor_keyset_for(opd_device_key((opd_device){(int16_t)type, -1})).repr;
+    atomic_store_explicit(&reprs[type], repr, memory_order_relaxed);
+  }
+  return (opd_keyset){repr};
+}
+
+/* A tensor of geometry already checked (numel, and extent: the elements its storage holds),
+ * with a new storage: the rest of opd_tensor_empty and opd_tensor_empty_strided. */
+static int tensor_of_geometry(const int64_t *sizes, const int64_t *strides, int ndim,
+                              int64_t numel, int64_t extent, opd_dtype dtype, opd_device device,
+                              opd_tensor **out) {
+  int64_t nbytes;
+  int rc = opd_ckd_nbytes(extent, opd_dtype_size(dtype), &nbytes, "tensor");
   if (rc) return rc;
-  if ((rc = opd_ckd_nbytes(extent, esize, &nbytes, "tensor"))) return rc;
-  opd_dispatch_key key = opd_device_key(device);
-  if (key == OPD_KEY_Undefined) return opd_error(OPD_EINVAL, "invalid device type %d", device.type);
+  opd_keyset ks = dense_keyset_of_device(device.type);
+  if (opd_keyset_is_empty(ks))
+    return opd_error(OPD_EINVAL, "invalid device type %d", device.type);
   opd_tensor *t = NULL;
   if ((rc = tensor_with_storage(ndim, (size_t)nbytes, device, &t))) return rc;
-  t->key_set = opd_tensor_keyset_for(key);
+  t->key_set = ks;
   t->dtype = (int8_t)dtype;
   set_geometry(t, sizes, strides, numel);
   *out = t;
   return 0;
+}
+
+int opd_tensor_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim,
+                             opd_dtype dtype, opd_device device, opd_tensor **out) {
+  if (!opd_dtype_valid(dtype)) return opd_error(OPD_EINVAL, "invalid dtype %d", (int)dtype);
+  int64_t numel, extent;
+  int rc = check_geometry(sizes, strides, ndim, opd_dtype_size(dtype), &numel, &extent);
+  if (rc) return rc;
+  return tensor_of_geometry(sizes, strides, ndim, numel, extent, dtype, device, out);
 }
 
 int opd_tensor_empty(const int64_t *sizes, int ndim, opd_dtype dtype, opd_device device,
@@ -231,9 +255,11 @@ int opd_tensor_empty(const int64_t *sizes, int ndim, opd_dtype dtype, opd_device
     if (sizes[d] < 0)
       return opd_error(OPD_EINVAL, "Trying to create tensor with negative dimension %lld",
                        (long long)sizes[d]);
-  if (opd_contiguous_strides(sizes, ndim, strides) < 0)
-    return opd_error(OPD_EINVAL, "tensor sizes overflow int64");
-  return opd_tensor_empty_strided(sizes, strides, ndim, dtype, device, out);
+  /* contiguous: the storage holds exactly its elements, so the geometry needs no other check */
+  int64_t numel = opd_contiguous_strides(sizes, ndim, strides);
+  if (numel < 0) return opd_error(OPD_EINVAL, "tensor sizes overflow int64");
+  if (!opd_dtype_valid(dtype)) return opd_error(OPD_EINVAL, "invalid dtype %d", (int)dtype);
+  return tensor_of_geometry(sizes, strides, ndim, numel, numel, dtype, device, out);
 }
 
 int opd_tensor_view_of(opd_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,

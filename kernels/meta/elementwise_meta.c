@@ -14,10 +14,17 @@ int opd__broadcast_tensors(opd_tensor *const *t, int n, opd_out_spec *spec) {
   if (rc) return rc;
   spec->ndim = 0;
   for (int i = 0; i < n; i++) {
+    const int64_t *ti = opd_tensor_sizes(t[i]);
+    size_t row = (size_t)t[i]->ndim * sizeof *ti;
+    if (i == 0) { /* broadcast with nothing */
+      memcpy(spec->sizes, ti, row);
+      spec->ndim = t[i]->ndim;
+      continue;
+    }
+    if (t[i]->ndim == spec->ndim && memcmp(ti, spec->sizes, row) == 0) continue; /* with itself */
     int64_t sizes[OPD_MAX_DIMS];
     int nd;
-    rc = opd__broadcast_shapes(spec->sizes, spec->ndim, opd_tensor_sizes(t[i]), t[i]->ndim, sizes,
-                               &nd);
+    rc = opd__broadcast_shapes(spec->sizes, spec->ndim, ti, t[i]->ndim, sizes, &nd);
     if (rc) return rc;
     memcpy(spec->sizes, sizes, (size_t)nd * sizeof *sizes);
     spec->ndim = nd;
