@@ -168,7 +168,7 @@ START_TEST(test_key) {
   ck_assert_ptr_nonnull(strstr(other->key, " cse@1:off"));
   ck_assert_ptr_nonnull(strstr(plain->key, " cse@1 "));
   o.ndisabled = 0;
-  o.verify = true; /* debug options do not */
+  o.verify = false; /* debug options do not */
   opd_compiled_graph *verified;
   ck_assert_int_eq(opd_graph_compile(graph_of(4, 2.0), &o, c, &verified, &hit), 0);
   ck_assert(hit);
@@ -180,6 +180,18 @@ START_TEST(test_key) {
   ck_assert_ptr_nonnull(strstr(plain->key, "operators: aten::exp#"));
   ck_assert_ptr_nonnull(strstr(plain->key, opd_graph_codegen_id()));
   ck_assert_ptr_null(strstr(plain->key, "0x"));
+  /* the code generator: the CPU interpreter, the CUDA source generator's version, and the
+   * NVRTC that compiles it (or that this build has none), computed once */
+  ck_assert_ptr_nonnull(strstr(plain->key, "codegen: opd-fused-interpreter/"));
+  ck_assert_ptr_nonnull(strstr(opd_graph_cuda_codegen_id(), "opd-fused-cuda/"));
+  ck_assert_ptr_nonnull(strstr(plain->key, opd_graph_cuda_codegen_id()));
+#ifdef OPD_HAVE_CUDA
+  ck_assert_ptr_nonnull(strstr(plain->key, " nvrtc="));
+  ck_assert_ptr_null(strstr(plain->key, "nvrtc=none"));
+#else
+  ck_assert_ptr_nonnull(strstr(plain->key, " nvrtc=none (built without CUDA)\n"));
+#endif
+  ck_assert_ptr_eq(opd_graph_codegen_id(), opd_graph_codegen_id());
   opd_compiled_graph_release(plain);
   opd_compiled_graph_release(other);
   opd_compiled_graph_release(verified);

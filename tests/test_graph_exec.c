@@ -245,6 +245,7 @@ static void perturb(uint32_t group, opd_tensor *const *outputs, uint32_t n, void
 }
 
 START_TEST(test_numerics_mismatch_pins_unfused) {
+  uint64_t mismatches = opd_graph_numerics_mismatches();
   int calls = 0;
   opd_graph_test_hooks hooks = {.after_fused = perturb, .data = &calls};
   opd_graph_options o;
@@ -261,6 +262,7 @@ START_TEST(test_numerics_mismatch_pins_unfused) {
     opd_tensor_release(out);
   }
   ck_assert_int_eq(calls, 1); /* compared once, then pinned */
+  ck_assert_uint_eq(opd_graph_numerics_mismatches(), mismatches + 1); /* and counted */
   opd_graph_stats st;
   opd_compiled_graph_stats(cg, &st);
   ck_assert_uint_eq(st.kernels, 3);

@@ -14,6 +14,7 @@
  * nothing leaks. [Note: Graphs in the daemon] in server/src/graphs.c. */
 #include <check.h>
 #include <errno.h>
+#include <jansson.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -203,6 +204,16 @@ START_TEST(test_capture_define_run_release) {
   ck_assert_uint_ge(now.runs, 3);
   ck_assert_ptr_nonnull(doc);
   ck_assert_ptr_nonnull(strstr(doc, "\"passes\""));
+  /* what the last run launched (opd-graph-conformance reports it through a daemon): one
+   * kernel at least, and no fewer than the groups' current decisions launch (a run that
+   * checks a group counts its unfused kernels) */
+  json_t *j = json_loads(doc, 0, NULL);
+  ck_assert_ptr_nonnull(j);
+  json_t *last = json_object_get(j, "kernels_last_run");
+  ck_assert(json_is_integer(last));
+  ck_assert_int_ge(json_integer_value(last), 1);
+  ck_assert_int_ge(json_integer_value(last), now.kernels);
+  json_decref(j);
   free(doc);
 
   ck_assert_int_eq(opd_graph_release(c, g), 0);

@@ -12,11 +12,24 @@
 #include "opd/memory.h"
 
 void opd_graph_options_default(opd_graph_options *o) {
-  *o = (opd_graph_options){.check_numerics = true, .benefit_runs = OPD_GRAPH_BENEFIT_RUNS_DEFAULT};
+  *o = (opd_graph_options){
+      .verify = true, .check_numerics = true, .benefit_runs = OPD_GRAPH_BENEFIT_RUNS_DEFAULT};
+}
+
+/* The CPU interpreter's identity, the CUDA generator's, and the NVRTC that compiles the
+ * latter's source (a newer NVRTC may compile the same source differently): written once,
+ * since every define reads it for its key. */
+static char codegen_id[192];
+static pthread_once_t codegen_once = PTHREAD_ONCE_INIT;
+
+static void codegen_id_init(void) {
+  snprintf(codegen_id, sizeof codegen_id, "opd-fused-interpreter/1 tile=512 regs=24 f32; %s %s",
+           opd_graph_cuda_codegen_id(), opd_nvrtc_version());
 }
 
 const char *opd_graph_codegen_id(void) {
-  return "opd-fused-interpreter/1 tile=512 regs=24 f32";
+  pthread_once(&codegen_once, codegen_id_init);
+  return codegen_id;
 }
 
 static _Atomic uint64_t next_id = 1;

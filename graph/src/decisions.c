@@ -9,7 +9,8 @@
  *     program stores must equal the unfused one within rtol 1e-5 and atol 1e-6 (NaN where
  *     the unfused has NaN, infinities exactly, bools exactly; the programs use the kernels'
  *     formulas, so they agree to the bit unless a kernel changes); a group that disagrees is
- *     pinned unfused, counted in numerics_mismatches, and the largest difference is kept;
+ *     pinned unfused, counted (opd_graph_numerics_mismatches: opd_graph_numerics_mismatches_total
+ *     in /metrics), and the largest difference is kept;
  *   - benefit, over the first benefit_runs runs (none when it is 0: the check is off and every
  *     group stays fused, as the conformance tests run): each way is timed (wall clock) and the
  *     fastest of each kept; then a group that is not faster fused than unfused stays unfused,
@@ -193,6 +194,13 @@ static int difference(const opd_tensor *a, const opd_tensor *b, double *out) {
   return rc;
 }
 
+/* groups pinned unfused by the numerics check, over the process's life */
+static _Atomic uint64_t numerics_mismatches;
+
+uint64_t opd_graph_numerics_mismatches(void) {
+  return atomic_load_explicit(&numerics_mismatches, memory_order_relaxed);
+}
+
 static int64_t measured(const opd_compiled_graph *cg, uint32_t gi, bool fused, int64_t ns) {
   return cg->has_hooks && cg->hooks.measured ? cg->hooks.measured(gi, fused, ns, cg->hooks.data)
                                              : ns;
@@ -244,10 +252,12 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
       st->max_abs_diff = worst;
       /* results that could not be compared (no memory, a device error) decide nothing */
       if (rc == 0) st->numerics = isinf(worst) ? OPD__UNFUSED : OPD__FUSED;
-      if (rc == 0 && isinf(worst))
+      if (rc == 0 && isinf(worst)) {
         snprintf(st->why, sizeof st->why,
                  "fused results differ from the unfused ones past rtol %g, atol %g", NUMERICS_RTOL,
                  NUMERICS_ATOL);
+        atomic_fetch_add_explicit(&numerics_mismatches, 1, memory_order_relaxed);
+      }
     }
     tf = measured(cg, gi, true, tf);
     tu = measured(cg, gi, false, tu);

@@ -25,9 +25,23 @@
 
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
+#include "opd/graph_exec.h"
 #include "plan.h"
 
 #define OPD__PW_CUDA_MAX_OPERANDS 48
+
+/* The generator's version: bump it with any change to the source it writes (the prelude,
+ * the formulas, the parameters' layout, the operand limit), so that graphs compiled and
+ * cached with the old source are not found by the new key (opd_graph_codegen_id). */
+#define OPD__PW_CUDA_VERSION 1
+
+#define OPD__STR_(x) #x
+#define OPD__STR(x)  OPD__STR_(x)
+
+const char *opd_graph_cuda_codegen_id(void) {
+  return "opd-fused-cuda/" OPD__STR(OPD__PW_CUDA_VERSION) " operands=" OPD__STR(
+      OPD__PW_CUDA_MAX_OPERANDS) " f32";
+}
 
 /* The parameters' layout, field by field as the source declares it. */
 typedef struct cuda_operand {

@@ -771,6 +771,9 @@ static void graph_metrics(sbuf *b, opd__status *st) {
       {"graph_cache_invalidations_total",
        "Compiled graphs dropped by a registration of an operator they call.", cs.invalidations},
       {"graph_dump_bytes_total", "Bytes the per-pass IR dumps wrote.", n.dump_bytes},
+      {"graph_numerics_mismatches_total",
+       "Fused groups pinned unfused because their results differed from the unfused ones.",
+       opd_graph_numerics_mismatches()},
   };
   for (size_t i = 0; i < sizeof counters / sizeof *counters; i++)
     sb_printf(b, "# HELP opd_%s %s\n# TYPE opd_%s counter\nopd_%s %" PRIu64 "\n", counters[i].name,

@@ -9,13 +9,15 @@
  * fused groups) with its inputs uploaded each time, and every output of every run is
  * downloaded and compared as FORMAT.md §6 says (dtype and shape exactly, values within the
  * recorded rtol and atol, NaN equal to NaN, infinities exactly). A graph passes when its
- * outputs match, it replaced exactly expect.patterns.softmax softmax patterns, and it
- * launches at most expect.max_kernels kernels. --report writes, per graph, {"id",
+ * outputs match, it replaced exactly expect.patterns.softmax softmax patterns, and its last
+ * run launched at most expect.max_kernels kernels. --report writes, per graph, {"id",
  * "outputs_ok", "patterns": {"softmax": N}, "kernels": K, "nodes_before": N, "nodes_after":
- * N, "cache": "hit"|"miss", "max_abs_err": x}; --dump writes each graph's introspection
- * document (its passes with the IR after each, its fused groups and their decisions). The
- * last line printed is "N passed, M
- * failed"; the exit status is 0 only when M is 0. The replay goes through a backend
+ * N, "cache": "hit"|"miss", "max_abs_err": x}, where K is the number of kernels the last run
+ * of the optimised graph actually launched (views and removed nodes launch none; counted by
+ * the run, not derived from the groups' decisions); --dump writes each graph's
+ * introspection document (its passes with the IR after each, its fused groups and their
+ * decisions). The last line printed is "N passed, M failed"; the exit status is 0 only
+ * when M is 0. The replay goes through a backend
  * ([Note: Graph backends] in graph_runner.h): in process, or with --server URL through the
  * daemon there (the same report). --device cuda puts the inputs and parameters on cuda:0:
  * through the daemon at --server, or without it through a daemon this program starts in

@@ -6,10 +6,10 @@
  * A backend is a vtable over handles, as a client of the daemon sees it: upload a host tensor
  * (a handle), define a graph from its description (a graph id, and whether the definition
  * was a cache hit), run a graph on input handles (output handles), download a handle into a
- * host tensor, read a graph's statistics, release handles and graphs. The runner never
- * touches a backend's tensors, so the in-process backend and the one that talks to a daemon
- * (`--server URL`, with the protocol's graph messages: graph_backend_daemon.c) are
- * interchangeable.
+ * host tensor, read a graph's statistics (after its runs: the kernels its last run
+ * launched), release handles and graphs. The runner never touches a backend's tensors, so
+ * the in-process backend and the one that talks to a daemon (`--server URL`, with the
+ * protocol's graph messages: graph_backend_daemon.c) are interchangeable.
  */
 #ifndef OPD_TOOLS_GRAPH_RUNNER_H
 #define OPD_TOOLS_GRAPH_RUNNER_H
@@ -51,6 +51,8 @@ int graph_desc_read(const json_t *graph, const json_t *schemas, graph_desc *d, o
                     char *why, size_t wlen);
 void graph_desc_free(graph_desc *d);
 
+/* kernels: the kernels the graph's last run launched (views and removed nodes launch none;
+ * opd_graph_stats.kernels_last_run), not those the groups' current decisions would. */
 typedef struct graph_backend_stats {
   uint32_t nodes_before, nodes_after, kernels, softmax_patterns;
 } graph_backend_stats;

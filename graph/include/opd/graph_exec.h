@@ -50,7 +50,8 @@ typedef struct opd_graph_options {
    * the cache key). "lower" cannot be skipped. */
   const char *const *disabled_passes;
   uint32_t ndisabled;
-  /* Runs the verifier after every pass (always in debug builds). */
+  /* Runs the verifier after every pass: the default (the daemon keeps it), and always in
+   * builds without NDEBUG; false verifies only the graph as it was built. */
   bool verify;
   /* The first run of a fused group also runs it unfused and compares (a group that
    * disagrees is pinned unfused). */
@@ -133,8 +134,17 @@ opd_compiled_graph *opd_graph_cache_lookup_id(opd_graph_cache *c, uint64_t id);
  * {"view_canonicalize": {"runs": N, "hits": M}, ...}. NULL when out of memory. */
 json_t *opd_graph_pass_totals_json(void);
 
-/* The identity of the code generator (part of every cache key). */
+/* Fused groups the numerics check pinned unfused, in the whole process ([Note: Numerics and
+ * benefit of fused groups] in graph/src/decisions.c). */
+uint64_t opd_graph_numerics_mismatches(void);
+
+/* The identity of the code generators (part of every cache key), computed once: the CPU
+ * interpreter's, the CUDA source generator's (opd_graph_cuda_codegen_id) and the NVRTC
+ * version that compiles its source ("nvrtc=none (built without CUDA)" in a build without
+ * CUDA). */
 const char *opd_graph_codegen_id(void);
+/* The CUDA source generator's identity (graph/src/fused_cuda.c): its version and limits. */
+const char *opd_graph_cuda_codegen_id(void);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #include <assert.h>
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,4 +333,20 @@ static int boxed(const opd_kernel_ctx *ctx, opd_stack *st) {
 
 opd_kernel opd_nvrtc_kernel_boxed(opd_nvrtc_kernel *k) {
   return (opd_kernel){.boxed = boxed, .data = k, .name = k->name};
+}
+
+static char nvrtc_version[32];
+static pthread_once_t nvrtc_version_once = PTHREAD_ONCE_INIT;
+
+static void read_nvrtc_version(void) {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) == NVRTC_SUCCESS)
+    snprintf(nvrtc_version, sizeof nvrtc_version, "nvrtc=%d.%d", major, minor);
+  else
+    snprintf(nvrtc_version, sizeof nvrtc_version, "nvrtc=unknown");
+}
+
+const char *opd_nvrtc_version(void) {
+  pthread_once(&nvrtc_version_once, read_nvrtc_version);
+  return nvrtc_version;
 }

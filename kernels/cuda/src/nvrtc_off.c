@@ -68,3 +68,7 @@ void opd_nvrtc_function_free(opd_nvrtc_function *f) {
   assert(!f);
   (void)f;
 }
+
+const char *opd_nvrtc_version(void) {
+  return "nvrtc=none (built without CUDA)";
+}

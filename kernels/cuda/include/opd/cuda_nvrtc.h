@@ -117,6 +117,11 @@ int opd_nvrtc_function_launch(const opd_nvrtc_function *f, int device, const voi
 /* Waits for the devices' work, unloads f and frees it. NULL is a no-op. */
 void opd_nvrtc_function_free(opd_nvrtc_function *f);
 
+/* The NVRTC that compiles, for keys of compiled code (a newer one may compile the same
+ * source differently): "nvrtc=MAJOR.MINOR", "nvrtc=unknown" when it does not say, or
+ * "nvrtc=none (built without CUDA)". A static string. */
+const char *opd_nvrtc_version(void);
+
 #ifdef __cplusplus
 }
 #endif
