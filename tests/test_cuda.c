@@ -7,8 +7,9 @@
  * caching allocator reuses blocks and honours its limit, NVRTC kernels run with their
  * declared dtypes and refuse others, products take operands with leading dimensions past
  * 2^31 - 1, reductions of few outputs over many elements (split across blocks) agree with
- * the CPU, and each stream gets a cuBLAS workspace of its own, freed with the stream. Tests
- * that need a device print "SKIP: <reason>". */
+ * the CPU, each stream gets a cuBLAS workspace of its own, freed with the stream, and the
+ * view operators of traced graphs (_reshape_alias, _unsafe_view, unbind.int) return views of
+ * their CUDA input. Tests that need a device print "SKIP: <reason>". */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -798,6 +799,77 @@ START_TEST(test_cublas_workspace_per_stream) {
 }
 END_TEST
 
+/* Asserts that v is a view of base on the device (its storage, nothing copied) with these
+ * sizes, strides and offset, holding the values of the CPU's result ref. */
+static void assert_device_view(opd_tensor *v, opd_tensor *base, opd_tensor *ref, int nd,
+                               const int64_t *sizes, const int64_t *strides, int64_t offset) {
+  ck_assert(opd_tensor_shares_storage(v, base));
+  ck_assert_int_eq(v->ndim, nd);
+  ck_assert_mem_eq(opd_tensor_sizes(v), sizes, nd * sizeof *sizes);
+  ck_assert_mem_eq(opd_tensor_strides(v), strides, nd * sizeof *strides);
+  ck_assert_int_eq(v->storage_offset, offset);
+  ck_assert_int_eq(assert_matches(v, ref, 0), ref->numel);
+}
+
+/* The view operators of traced graphs on a CUDA tensor (one CompositeExplicitAutograd
+ * kernel each: [Note: The views of traced graphs] in kernels/src/views.c; test_graph_ops.c
+ * checks the CPU and Meta and the dispatch tables): as in PyTorch, _reshape_alias,
+ * _unsafe_view and every piece of unbind.int are views of the input, and their values are
+ * the CPU's. */
+START_TEST(test_graph_views_on_device) {
+  if (skip_without_device("test_graph_views_on_device")) return;
+  int64_t sizes[3] = {2, 3, 4};
+  opd_tensor *x = cpu_data(sizes, 3, OPD_FLOAT32, 13), *xi = cpu_data(sizes, 3, OPD_INT64, 14);
+  opd_tensor *d = NULL, *di = NULL, *ref = NULL, *res = NULL;
+  ck_assert_int_eq(to_device(x, cuda0, &d), 0);
+  ck_assert_int_eq(to_device(xi, cuda0, &di), 0);
+  /* _reshape_alias: the sizes and strides given (a transposed [6, 4]), at the input's offset */
+  opd_ivalue size, stride;
+  for (int dev = 0; dev < 2; dev++) {
+    ck_assert_int_eq(opd_iv_make_int_list(&size, (int64_t[]){4, 6}, 2), 0);
+    ck_assert_int_eq(opd_iv_make_int_list(&stride, (int64_t[]){1, 4}, 2), 0);
+    ck_assert_int_eq(call("aten::_reshape_alias", (opd_ivalue[]){T(dev ? d : x), size, stride}, 3,
+                          dev ? &res : &ref),
+                     0);
+  }
+  assert_device_view(res, d, ref, 2, (int64_t[]){4, 6}, (int64_t[]){1, 4}, 0);
+  opd_tensor_release(ref);
+  opd_tensor_release(res);
+  /* _unsafe_view: view's sizes (-1 inferred) and contiguous strides, an int64 input */
+  for (int dev = 0; dev < 2; dev++) {
+    ck_assert_int_eq(opd_iv_make_int_list(&size, (int64_t[]){-1, 8}, 2), 0);
+    ck_assert_int_eq(
+        call("aten::_unsafe_view", (opd_ivalue[]){T(dev ? di : xi), size}, 2, dev ? &res : &ref),
+        0);
+  }
+  assert_device_view(res, di, ref, 2, (int64_t[]){3, 8}, (int64_t[]){8, 1}, 0);
+  opd_tensor_release(ref);
+  opd_tensor_release(res);
+  ck_assert_int_eq(opd_iv_make_int_list(&size, (int64_t[]){5, 5}, 2), 0);
+  ck_assert_int_eq(call("aten::_unsafe_view", (opd_ivalue[]){T(di), size}, 2, &res), OPD_EINVAL);
+  /* unbind.int at dim -2: piece k is x[:, k, :], sizes [2, 4], strides [12, 1], offset 4 k */
+  const opd_operator *unbind = opd_find_schema("aten::unbind.int");
+  ck_assert_ptr_nonnull(unbind);
+  opd_stack st[2];
+  for (int dev = 0; dev < 2; dev++) {
+    opd_stack_init(&st[dev]);
+    ck_assert_int_eq(opd_stack_push(&st[dev], T(dev ? d : x)), 0);
+    ck_assert_int_eq(opd_stack_push(&st[dev], opd_iv_int(-2)), 0);
+    ck_assert_int_eq(opd_call_boxed(unbind, &st[dev]), 0);
+    ck_assert_uint_eq(st[dev].size, 1);
+    ck_assert_int_eq(st[dev].items[0].tag, OPD_IV_TENSOR_LIST);
+    ck_assert_uint_eq(st[dev].items[0].len, 3);
+  }
+  for (int k = 0; k < 3; k++)
+    assert_device_view(st[1].items[0].u.tensors[k], d, st[0].items[0].u.tensors[k], 2,
+                       (int64_t[]){2, 4}, (int64_t[]){12, 1}, 4 * k);
+  opd_stack_destroy(&st[0]);
+  opd_stack_destroy(&st[1]);
+  opd_tensor *rs[] = {x, xi, d, di};
+  for (size_t i = 0; i < sizeof rs / sizeof *rs; i++) opd_tensor_release(rs[i]);
+}
+END_TEST
+
 Suite *opd_test_cuda_suite(void) {
   Suite *s = suite_create("cuda");
   TCase *tc = tcase_create("cuda");
@@ -822,6 +894,7 @@ Suite *opd_test_cuda_suite(void) {
   tcase_add_test(tc, test_mm_leading_dimension_past_int32);
   tcase_add_test(tc, test_reduce_few_outputs_many_elements);
   tcase_add_test(tc, test_cublas_workspace_per_stream);
+  tcase_add_test(tc, test_graph_views_on_device);
   suite_add_tcase(s, tc);
   return s;
 }

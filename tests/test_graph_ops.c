@@ -1,13 +1,17 @@
 /* test_graph_ops.c: the operators traced graphs hold that opd added for them
  * (_reshape_alias, _unsafe_view, unbind.int: [Note: The views of traced graphs] in
- * kernels/src/views.c) on the CPU and Meta, and the per-operator registration generation
- * ([Note: Operator generations] in opd/dispatcher.h). The expected values are computed here
- * from the index arithmetic of each view (element (i, j) of the result is element
- * offset + i * stride0 + j * stride1 of the input's storage), independently of the kernels. */
+ * kernels/src/views.c) on the CPU and Meta, that their dispatch tables send CUDA tensors to the
+ * same kernels (tests/test_cuda.c runs them on a device), and the per-operator registration
+ * generation ([Note: Operator generations] in opd/dispatcher.h). The expected values are
+ * computed here from the index arithmetic of each view (element (i, j) of the result is
+ * element offset + i * stride0 + j * stride1 of the input's storage), independently of the
+ * kernels. */
 #include <check.h>
+#include <jansson.h>
 #include <string.h>
 
 #include "opd/dispatcher.h"
+#include "opd/introspect.h"
 #include "opd/kernels.h"
 #include "tensor_helpers.h"
 
@@ -198,6 +202,42 @@ START_TEST(test_split_alias_detach) {
 }
 END_TEST
 
+/* The one CompositeExplicitAutograd kernel of each operator fills its CUDA slot as it fills
+ * the CPU and Meta ones, in every build (with the CUDA backend or without): the table sends a
+ * call on CUDA tensors, once below autograd, to that kernel. */
+START_TEST(test_cuda_dispatch) {
+  static const char *const ops[][2] = {{"aten::_reshape_alias", "opd__cea_reshape_alias"},
+                                       {"aten::_unsafe_view", "opd__cea_unsafe_view"},
+                                       {"aten::unbind.int", "opd__cea_unbind_int"}};
+  ck_assert_int_eq(opd_kernels_register(), 0);
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    const opd_operator *op = opd_find_schema(ops[i][0]);
+    ck_assert_ptr_nonnull(op);
+    json_t *slot = opd_op_slot_json(op, OPD_KEY_CUDA);
+    ck_assert_ptr_nonnull(slot);
+    ck_assert_str_eq(json_string_value(json_object_get(slot, "source")),
+                     "CompositeExplicitAutograd");
+    ck_assert_str_eq(json_string_value(json_object_get(slot, "kernel")), ops[i][1]);
+    json_decref(slot);
+    opd_reg_id reg = opd_op_slot_registration(op, OPD_KEY_CUDA);
+    ck_assert_int_ne(reg, 0);
+    ck_assert_int_eq(opd_op_slot_registration(op, OPD_KEY_CPU), reg);
+    ck_assert_int_eq(opd_op_slot_registration(op, OPD_KEY_Meta), reg);
+    /* a CUDA tensor's key set: autograd first, then the CUDA slot's kernel */
+    opd_keyset ks;
+    json_t *call = opd_op_dispatch_json(op, opd_tensor_keyset_for(OPD_KEY_CUDA), &ks);
+    ck_assert_ptr_nonnull(call);
+    ck_assert_str_eq(json_string_value(json_object_get(call, "key")), "AutogradCUDA");
+    json_decref(call);
+    opd_keyset below = opd_keyset_intersect(ks, opd_keyset_after(OPD_KEY_AutogradCUDA));
+    ck_assert_int_eq(opd_keyset_highest_key(below), OPD_KEY_CUDA);
+    const opd_kernel *k = opd_op_lookup(op, below);
+    ck_assert_ptr_nonnull(k);
+    ck_assert_str_eq(k->name, ops[i][1]);
+  }
+}
+END_TEST
+
 static int dummy_kernel(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   (void)stack;
@@ -242,6 +282,7 @@ Suite *opd_test_graph_ops_suite(void) {
   tcase_add_test(tc, test_unsafe_view);
   tcase_add_test(tc, test_unbind);
   tcase_add_test(tc, test_split_alias_detach);
+  tcase_add_test(tc, test_cuda_dispatch);
   tcase_add_test(tc, test_generations);
   suite_add_tcase(s, tc);
   return s;

@@ -24,14 +24,14 @@
 #   1. the GPU (nvidia-smi) and the fixtures
 #   2. build: a new BUILD_DIR is configured Release, CUDA on, warnings not fatal (another host
 #      compiler or toolkit may warn); an existing one is built with its own configuration
-#   3. the conformance fixture on CUDA tensors, in process (opd-conformance --device cuda)
+#   3. the conformance fixtures on CUDA tensors, in process (opd-conformance --device cuda):
+#      the shared one and tests/fixtures/graph_ops_conformance.json
 #   4. the unit suites (the CUDA ones run on the device; the no-device ones say SKIP)
 #   5. a daemon started here: the RPC checks on CUDA tensors (opd-bench-cuda --rpc-check), the
 #      conformance fixture through it (--server URL --device cuda), NVRTC hot registration
 #      through opctl (an elementwise and a rows kernel called over the protocol, a compile
-#      error reported verbatim, deregistration), the graph fixture on CUDA once issue 8's
-#      runner exists (target opd-graph-conformance: FIXTURE --device cuda, 77 without a GPU),
-#      and its drain
+#      error reported verbatim, deregistration), the graph fixture on CUDA
+#      (opd-graph-conformance FIXTURE --device cuda, 77 without a GPU), and its drain
 #   6. the benchmarks (opd-bench-cuda): add vs cudaMemcpy D2D, softmax vs exp/sum/div, mm vs
 #      cublasSgemm, a tiny call over RPC
 #
@@ -257,6 +257,9 @@ if [ -n "$SHARED" ]; then
   run_gpu_step "conformance --device cuda" "$LOG/conformance.log" 120 \
     "$bin/tools/conformance/opd-conformance" "$SHARED/conformance/public.json" --device cuda
 fi
+# our own cases for the views of traced graphs (in the tree: no fixtures needed)
+run_gpu_step "graph views conformance --device cuda" "$LOG/conformance-graph-ops.log" 60 \
+  "$bin/tools/conformance/opd-conformance" tests/fixtures/graph_ops_conformance.json --device cuda
 
 # 4. unit suites
 begin
@@ -360,7 +363,7 @@ fi
 
 if [ -z "$graph_target" ]; then
   begin
-  record "graph fixture --device cuda (issue 8: no opd-graph-conformance in this tree)" SKIP
+  record "graph fixture --device cuda (no opd-graph-conformance in this build)" SKIP
 elif [ -n "$SHARED" ]; then
   graph_bin=$(find "$bin" -name "$graph_target" -type f -perm -u+x | head -1)
   run_gpu_step "graph fixture --device cuda" "$LOG/graphs.log" 120 \
