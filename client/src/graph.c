@@ -359,6 +359,7 @@ int opd__client_graph_reply(const Opd__V1__GraphInfo *in, const char *introspect
                                   .nodes_before = in->nodes_before,
                                   .nodes_after = in->nodes_after,
                                   .kernels = in->kernels,
+                                  .kernels_last_run = in->kernels_last_run,
                                   .softmax_patterns = in->softmax_patterns,
                                   .groups = in->groups,
                                   .runs = in->runs,

@@ -369,6 +369,7 @@ static void fill_info(Opd__V1__GraphInfo *info, uint64_t id, opd_compiled_graph 
   info->nodes_before = s.nodes_before;
   info->nodes_after = s.nodes_after;
   info->kernels = s.kernels;
+  info->kernels_last_run = s.kernels_last_run;
   info->softmax_patterns = s.softmax_patterns;
   info->groups = s.groups;
   info->runs = s.runs;

@@ -3,9 +3,8 @@
  * client library's graph API (opd/client.h, [Note: Graphs in the client]): inputs are
  * uploaded to the chosen device, each graph is sent with the boxed builder (its constants as
  * values and literals, its tensors as graph values), defined, run on handles, and outputs
- * downloaded; statistics and the introspection document come from describe_graph (the
- * kernels the last run launched from the document's kernels_last_run: GraphInfo.kernels
- * counts under the groups' current decisions). */
+ * downloaded; statistics (the kernels the last run launched: GraphInfo.kernels_last_run)
+ * and the introspection document come from describe_graph. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,27 +170,13 @@ static int download(graph_backend *b, uint64_t handle, opd_tensor **host) {
   return rc;
 }
 
-/* GraphInfo.kernels counts under the groups' current decisions; the kernels the last run
- * launched are the introspection document's kernels_last_run. */
 static int stats(graph_backend *b, uint64_t graph, graph_backend_stats *out) {
   daemon_backend *d = (daemon_backend *)b;
   opd_client_graph_info info;
-  char *text = NULL;
-  int rc = opd_graph_describe(d->c, graph, &info, &text);
+  int rc = opd_graph_describe(d->c, graph, &info, NULL);
   if (rc) return client_failed(rc, "describe_graph");
-  json_t *doc = json_loads(text, 0, NULL);
-  free(text);
-  json_t *last = json_object_get(doc, "kernels_last_run");
-  if (!json_is_integer(last) || json_integer_value(last) < 0 ||
-      json_integer_value(last) > UINT32_MAX) {
-    json_decref(doc);
-    return opd_error(OPD_EINTERNAL,
-                     "describe_graph %llu: no kernels_last_run in the introspection document",
-                     (unsigned long long)graph);
-  }
-  *out = (graph_backend_stats){info.nodes_before, info.nodes_after,
-                               (uint32_t)json_integer_value(last), info.softmax_patterns};
-  json_decref(doc);
+  *out = (graph_backend_stats){info.nodes_before, info.nodes_after, info.kernels_last_run,
+                               info.softmax_patterns};
   return 0;
 }
 

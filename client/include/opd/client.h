@@ -506,6 +506,7 @@ typedef struct opd_client_graph_info {
   uint64_t compiled; /* the compiled graph's id in the daemon (GET /v1/graphs/{id}) */
   bool cache_hit;    /* the define found it compiled */
   uint32_t nodes_before, nodes_after, kernels, softmax_patterns, groups;
+  uint32_t kernels_last_run; /* launched by the graph's last run (kernels: by a run now) */
   uint64_t runs, compile_us;
   char key[17]; /* the cache key's hash */
 } opd_client_graph_info;

@@ -120,10 +120,10 @@ static int add_node(opdpy_client *cl, opd_graph_builder *b, PyObject *node, Py_s
 
 static PyObject *info_dict(opd_client_graph g, const opd_client_graph_info *i) {
   return Py_BuildValue(
-      "{s:K,s:K,s:O,s:I,s:I,s:I,s:I,s:I,s:K,s:K,s:s}", "graph", (unsigned long long)g, "compiled",
-      (unsigned long long)i->compiled, "cache_hit", i->cache_hit ? Py_True : Py_False,
+      "{s:K,s:K,s:O,s:I,s:I,s:I,s:I,s:I,s:I,s:K,s:K,s:s}", "graph", (unsigned long long)g,
+      "compiled", (unsigned long long)i->compiled, "cache_hit", i->cache_hit ? Py_True : Py_False,
       "nodes_before", i->nodes_before, "nodes_after", i->nodes_after, "kernels", i->kernels,
-      "softmax_patterns", i->softmax_patterns, "groups", i->groups, "runs",
+      "kernels_last_run", i->kernels_last_run, "softmax_patterns", i->softmax_patterns, "groups", i->groups, "runs",
       (unsigned long long)i->runs, "compile_us", (unsigned long long)i->compile_us, "key", i->key);
 }
 
