@@ -219,15 +219,14 @@ static opd_keyset dense_keyset_of_device(int type) {
 
 /* A tensor of geometry already checked (numel, and extent: the elements its storage holds),
  * with a new storage: the rest of opd_tensor_empty and opd_tensor_empty_strided. */
-static int tensor_of_geometry(const int64_t *sizes, const int64_t *strides, int ndim,
-                              int64_t numel, int64_t extent, opd_dtype dtype, opd_device device,
+static int tensor_of_geometry(const int64_t *sizes, const int64_t *strides, int ndim, int64_t numel,
+                              int64_t extent, opd_dtype dtype, opd_device device,
                               opd_tensor **out) {
   int64_t nbytes;
   int rc = opd_ckd_nbytes(extent, opd_dtype_size(dtype), &nbytes, "tensor");
   if (rc) return rc;
   opd_keyset ks = dense_keyset_of_device(device.type);
-  if (opd_keyset_is_empty(ks))
-    return opd_error(OPD_EINVAL, "invalid device type %d", device.type);
+  if (opd_keyset_is_empty(ks)) return opd_error(OPD_EINVAL, "invalid device type %d", device.type);
   opd_tensor *t = NULL;
   if ((rc = tensor_with_storage(ndim, (size_t)nbytes, device, &t))) return rc;
   t->key_set = ks;

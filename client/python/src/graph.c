@@ -123,8 +123,9 @@ static PyObject *info_dict(opd_client_graph g, const opd_client_graph_info *i) {
       "{s:K,s:K,s:O,s:I,s:I,s:I,s:I,s:I,s:I,s:K,s:K,s:s}", "graph", (unsigned long long)g,
       "compiled", (unsigned long long)i->compiled, "cache_hit", i->cache_hit ? Py_True : Py_False,
       "nodes_before", i->nodes_before, "nodes_after", i->nodes_after, "kernels", i->kernels,
-      "kernels_last_run", i->kernels_last_run, "softmax_patterns", i->softmax_patterns, "groups", i->groups, "runs",
-      (unsigned long long)i->runs, "compile_us", (unsigned long long)i->compile_us, "key", i->key);
+      "kernels_last_run", i->kernels_last_run, "softmax_patterns", i->softmax_patterns, "groups",
+      i->groups, "runs", (unsigned long long)i->runs, "compile_us",
+      (unsigned long long)i->compile_us, "key", i->key);
 }
 
 /* _graph_define(inputs, nodes, outputs): inputs as (dtype, shape[, parameter]), nodes as
