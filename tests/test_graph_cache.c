@@ -169,8 +169,8 @@ START_TEST(test_key) {
   ck_assert_ptr_nonnull(strstr(plain->key, " cse@1 "));
   o.ndisabled = 0;
   o.verify = false; /* debug options do not */
-  opd_compiled_graph *verified;
-  ck_assert_int_eq(opd_graph_compile(graph_of(4, 2.0), &o, c, &verified, &hit), 0);
+  opd_compiled_graph *unverified;
+  ck_assert_int_eq(opd_graph_compile(graph_of(4, 2.0), &o, c, &unverified, &hit), 0);
   ck_assert(hit);
   /* the key holds the canonical graph, every pass, the operators' generations and the code
    * generator, and no address */
@@ -194,7 +194,7 @@ START_TEST(test_key) {
   ck_assert_ptr_eq(opd_graph_codegen_id(), opd_graph_codegen_id());
   opd_compiled_graph_release(plain);
   opd_compiled_graph_release(other);
-  opd_compiled_graph_release(verified);
+  opd_compiled_graph_release(unverified);
   opd_graph_cache_free(c);
 }
 END_TEST

@@ -394,6 +394,8 @@ START_TEST(test_graphs) {
   ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_defines_total 1\n"));
   ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_runs_total 1\n"));
   ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_cache_misses_total 1\n"));
+  /* no fused group disagreed with its nodes run one by one */
+  ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_numerics_mismatches_total 0\n"));
   ck_assert_ptr_nonnull(strstr(r.body, "\nopd_graph_pass_hits_total{pass=\"softmax_pattern\"} "));
   reply_free(&r);
   opd_client_close(c);
