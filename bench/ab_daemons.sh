@@ -55,14 +55,15 @@ relink b "$build_b"
 # run BINARY: the add workload's calls/s against that daemon
 run() {
   local log=$tmp/opd.log url
-  url="tcp://127.0.0.1:$((20000 + RANDOM % 20000))"
-  taskset -c "$server_cpu" "$1" --listen "$url" --status "" --admin "" --workers 1 2>"$log" &
+  taskset -c "$server_cpu" "$1" --listen tcp://127.0.0.1:0 --status "" --admin "" --workers 1 \
+    2>"$log" &
   pid=$!
   for _ in $(seq 200); do
     grep -q ' ready' "$log" 2>/dev/null && break
     sleep 0.05
   done
   grep -q ' ready' "$log" || { echo "ab_daemons: $1 did not start: $(cat "$log")" >&2; exit 1; }
+  url=$(sed -n 's/.*listening on \(tcp:[^ ]*\).*/\1/p' "$log") # port 0 resolved (docs/CONFIG.md)
   taskset -c "$client_cpu" "$bench" --url "$url" --workload add --connections 16 --pipeline 64 \
     --duration "$seconds" --warmup 0.5 | sed -n 's/.*calls_per_s=\([0-9]*\).*/\1/p'
   kill "$pid"

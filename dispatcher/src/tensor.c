@@ -211,7 +211,9 @@ static opd_keyset dense_keyset_of_device(int type) {
   if (type < 0 || type >= OPD_NUM_BACKENDS) return opd_keyset_empty();
   uint64_t repr = atomic_load_explicit(&reprs[type], memory_order_relaxed);
   if (!repr) {
-    repr = opd_tensor_keyset_for(opd_device_key((opd_device){(int16_t)type, -1})).repr;
+    opd_dispatch_key key = opd_device_key((opd_device){(int16_t)type, -1});
+    if (key == OPD_KEY_Undefined) return opd_keyset_empty();
+    repr = opd_tensor_keyset_for(key).repr;
     atomic_store_explicit(&reprs[type], repr, memory_order_relaxed);
   }
   return (opd_keyset){repr};

@@ -17,14 +17,13 @@
  * the run, not derived from the groups' decisions); --dump writes each graph's
  * introspection document (its passes with the IR after each, its fused groups and their
  * decisions). The last line printed is "N passed, M failed"; the exit status is 0 only
- * when M is 0. The replay goes through a backend
- * ([Note: Graph backends] in graph_runner.h): in process, or with --server URL through the
- * daemon there (the same report). --device cuda puts the inputs and parameters on cuda:0:
- * through the daemon at --server, or without it through a daemon this program starts in
- * process on a free port; without a usable CUDA device the run prints why and exits with
- * status 77 (skipped). --benefit-runs N (default 5, the daemon's) sets how many first runs
- * time each fused group both ways before a group not faster fused is left unfused ([Note:
- * Numerics and benefit of fused groups]) in process and in the daemon this program starts;
+ * when M is 0. The replay goes through a backend ([Note: Graph backends] in graph_runner.h):
+ * in process, or with --server URL through the daemon there (the same report). --device cuda puts
+ * the inputs and parameters on cuda:0: through the daemon at --server, or without it through a
+ * daemon this program starts in process on a free port; without a usable CUDA device the run prints
+ * why and exits with status 77 (skipped). --benefit-runs N (default 5, the daemon's) sets how many
+ * first runs time each fused group both ways before a group not faster fused is left unfused
+ * ([Note: Numerics and benefit of fused groups]) in process and in the daemon this program starts;
  * a daemon at --server has its own (graph_benefit_runs). The tests pass 0: a decision taken
  * on timings changes the kernel count from run to run on a loaded machine, and the count is
  * what they check.
