@@ -28,53 +28,7 @@
 #include "opd/memory.h"
 #include "opd/server.h"
 #include "admin.h"
-
-/* ---- the failing allocator ---- */
-
-/* Allocations left before the one that fails; 0: none fails; FAIL_ALL: every one fails. */
-enum { FAIL_ALL = -1 };
-static atomic_long countdown;
-static atomic_bool fired;
-
-static bool should_fail(void) {
-  long n = atomic_load(&countdown);
-  if (n == FAIL_ALL) {
-    atomic_store(&fired, true);
-    return true;
-  }
-  while (n > 0) {
-    if (atomic_compare_exchange_weak(&countdown, &n, n - 1)) {
-      if (n == 1) {
-        atomic_store(&fired, true);
-        return true;
-      }
-      return false;
-    }
-  }
-  return false;
-}
-
-static void *fault_malloc(size_t n) {
-  return should_fail() ? NULL : malloc(n);
-}
-static void *fault_realloc(void *p, size_t n) {
-  return should_fail() ? NULL : realloc(p, n);
-}
-static void *fault_calloc(size_t n, size_t size) {
-  return should_fail() ? NULL : calloc(n, size);
-}
-
-/* Arms the failure of the nth allocation from now (FAIL_ALL: of every one). */
-static void arm(long n) {
-  atomic_store(&fired, false);
-  atomic_store(&countdown, n);
-}
-
-/* Disarms; whether the armed failure happened. */
-static bool disarm(void) {
-  atomic_store(&countdown, 0);
-  return atomic_load(&fired);
-}
+#include "fault_alloc.h"
 
 /* ---- the daemon ---- */
 

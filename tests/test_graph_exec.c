@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "compiled.h"
+#include "fault_alloc.h"
 #include "opd/memory.h"
+#include "test_graph_random.h"
 #include "test_graph_util.h"
 
 /* a and b hold the same values: equal within 1e-5 relative (1e-6 absolute), NaN where NaN,
@@ -27,115 +29,10 @@ static void assert_same(const opd_tensor *a, const opd_tensor *b, const char *wh
   }
 }
 
-/* A small deterministic generator. */
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n) {
-  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-  return (uint32_t)(rng_state >> 33) % n;
-}
-
-/* Builds a random graph of pointwise operations (and an occasional reduction or view) on
- * inputs x [4, 6], y [6], z [4, 1], m [4, 6] bool, appending nodes to both graphs. */
-static void random_graph(opd_graph *g[2], uint32_t *noutputs) {
-  int64_t s46[] = {4, 6}, s6[] = {6}, s41[] = {4, 1};
-  for (int k = 0; k < 2; k++) {
-    gin_kind(g[k], OPD_FLOAT32, 2, s46, OPD_GRAPH_INPUT);
-    gin_kind(g[k], OPD_FLOAT32, 1, s6, OPD_GRAPH_INPUT);
-    gin_kind(g[k], OPD_FLOAT32, 2, s41, OPD_GRAPH_PARAMETER);
-    gin_kind(g[k], OPD_BOOL, 2, s46, OPD_GRAPH_INPUT);
-  }
-  int vals[64] = {0, 1, 2}, nvals = 3;
-  static int64_t minus_one[] = {-1};
-  const opd_graph_arg last_dim =
-      V(((opd_ivalue){.tag = OPD_IV_INT_LIST, .len = 1, .u.ints = minus_one}));
-  static const char *const unary[] = {"aten::exp",     "aten::neg",   "aten::tanh",
-                                      "aten::sigmoid", "aten::relu",  "aten::abs",
-                                      "aten::sin",     "aten::rsqrt", "aten::clone"};
-  static const char *const binary[] = {"aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor",
-                                       "aten::div.Tensor", "aten::maximum",    "aten::minimum"};
-  for (int step = 0; step < 14; step++) {
-    int a = vals[rnd((uint32_t)nvals)], b = vals[rnd((uint32_t)nvals)];
-    opd_graph_arg args[4];
-    uint32_t nargs = 1;
-    const char *op;
-    switch (rnd(10)) {
-    case 0:
-    case 1:
-    case 2:
-      op = unary[rnd(9)];
-      args[0] = R(a);
-      if (!strcmp(op, "aten::clone")) args[nargs++] = DEF;
-      break;
-    case 3:
-    case 4:
-    case 5:
-      op = binary[rnd(6)];
-      args[0] = R(a);
-      args[1] = rnd(3) ? R(b) : V(D((double)rnd(5) - 1.5));
-      nargs = 2;
-      if (op[6] == 'a' || op[6] == 's') args[nargs++] = V(I((int64_t)rnd(3) - 1)); /* alpha */
-      break;
-    case 6:
-      op = rnd(2) ? "aten::where.self" : "aten::masked_fill.Scalar";
-      if (op[6] == 'w') {
-        args[0] = R(3), args[1] = R(a), args[2] = R(b);
-        nargs = 3;
-      } else {
-        args[0] = R(a), args[1] = R(3), args[2] = V(D(-0.25));
-        nargs = 3;
-      }
-      break;
-    case 7:
-      op = rnd(2) ? "aten::pow.Tensor_Scalar" : "aten::clamp";
-      args[0] = R(a);
-      if (op[6] == 'p') {
-        args[1] = rnd(2) ? V(I(rnd(2) ? 2 : 3)) : V(D(0.5));
-        nargs = 2;
-      } else {
-        args[1] = V(D(-0.5)), args[2] = V(D(0.75));
-        nargs = 3;
-      }
-      break;
-    case 8:
-      op = rnd(2) ? "aten::t" : "aten::unsqueeze";
-      args[0] = R(a);
-      if (op[6] == 'u') args[nargs++] = V(I(0));
-      break;
-    default:
-      op = "aten::sum.dim_IntList";
-      args[0] = R(a), args[1] = last_dim, args[2] = V(B(true));
-      nargs = 3;
-      break;
-    }
-    int p0 = opd_graph_add_node(g[0], op, args, nargs);
-    if (p0 < 0) continue; /* shapes that do not fit together */
-    ck_assert_int_eq(opd_graph_add_node(g[1], op, args, nargs), p0);
-    if (nvals < 64) vals[nvals++] = p0;
-  }
-  opd_graph_ref outs[2] = {{(uint32_t)vals[nvals - 1], 0}, {(uint32_t)vals[nvals / 2], 0}};
-  *noutputs = 2;
-  for (int k = 0; k < 2; k++) {
-    ck_assert_int_eq(opd_graph_set_outputs(g[k], outs, 2), 0);
-    ck_assert_int_eq(opd_graph_finish(g[k]), 0);
-  }
-}
-
 START_TEST(test_fused_equals_unfused) {
   rng_state = 12345;
-  opd_tensor *x = mk(OPD_FLOAT32, SHAPE(4, 6), NULL), *y = mk(OPD_FLOAT32, SHAPE(6), NULL);
-  opd_tensor *z = mk(OPD_FLOAT32, SHAPE(4, 1), NULL), *m = mk(OPD_BOOL, SHAPE(4, 6), NULL);
-  for (int k = 0; k < 24; k++) {
-    ((float *)opd_tensor_data(x))[k] = (float)(k % 5) * 0.37f - 0.6f;
-    ((bool *)opd_tensor_data(m))[k] = k % 3 == 0;
-  }
-  for (int k = 0; k < 6; k++) ((float *)opd_tensor_data(y))[k] = 0.2f * (float)k - 0.3f;
-  for (int k = 0; k < 4; k++) ((float *)opd_tensor_data(z))[k] = 1.5f - 0.5f * (float)k;
-  /* x also as a transposed buffer, to read in place */
-  opd_tensor *xt_base = mk(OPD_FLOAT32, SHAPE(6, 4), NULL);
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 6; j++)
-      ((float *)opd_tensor_data(xt_base))[j * 4 + i] = ((float *)opd_tensor_data(x))[i * 6 + j];
-  opd_tensor *xt = view(xt_base, SHAPE(4, 6), (int64_t[]){1, 4}, 0);
+  random_inputs r;
+  random_inputs_make(&r);
   uint32_t fused_groups = 0;
   for (int trial = 0; trial < 150; trial++) {
     opd_graph *g[2] = {gnew(), gnew()};
@@ -145,7 +42,7 @@ START_TEST(test_fused_equals_unfused) {
     opd_compiled_graph *ref = GCOMPILE(g[1], "dce"); /* every node its own kernel */
     fused_groups += opt->plan->ngroups;
     for (int layout = 0; layout < 2; layout++) {
-      opd_tensor *in[] = {layout ? xt : x, y, z, m}, *a[2], *b[2];
+      opd_tensor *in[] = {layout ? r.xt : r.x, r.y, r.z, r.m}, *a[2], *b[2];
       for (int rep = 0; rep < 2; rep++) { /* the second run reuses the run context */
         grun(opt, in, 4, a, nout);
         grun(ref, in, 4, b, nout);
@@ -160,12 +57,7 @@ START_TEST(test_fused_equals_unfused) {
     opd_compiled_graph_release(ref);
   }
   ck_assert_uint_gt(fused_groups, 100); /* the programs did fuse */
-  opd_tensor_release(xt);
-  opd_tensor_release(xt_base);
-  opd_tensor_release(x);
-  opd_tensor_release(y);
-  opd_tensor_release(z);
-  opd_tensor_release(m);
+  random_inputs_release(&r);
 }
 END_TEST
 
@@ -460,28 +352,6 @@ END_TEST
 
 /* ---- allocation failures ([Note: The replaceable allocator] in opd/memory.h) ---- */
 
-static atomic_long countdown;
-static atomic_bool fired;
-
-static bool should_fail(void) {
-  long n = atomic_load(&countdown);
-  while (n > 0)
-    if (atomic_compare_exchange_weak(&countdown, &n, n - 1)) {
-      if (n == 1) atomic_store(&fired, true);
-      return n == 1;
-    }
-  return false;
-}
-static void *fault_malloc(size_t n) {
-  return should_fail() ? NULL : malloc(n);
-}
-static void *fault_realloc(void *p, size_t n) {
-  return should_fail() ? NULL : realloc(p, n);
-}
-static void *fault_calloc(size_t n, size_t size) {
-  return should_fail() ? NULL : calloc(n, size);
-}
-
 /* Builds, compiles and runs a graph with a softmax, a fused group, a layer norm, an unbind
  * and a list argument: 0, or the first error. */
 static int build_compile_run(opd_graph_cache *cache) {
@@ -543,12 +413,11 @@ START_TEST(test_allocation_failures) {
   long n = 1;
   for (;; n++) {
     ck_assert_int_eq(opd_graph_cache_new(4, &cache), 0);
-    atomic_store(&fired, false);
-    atomic_store(&countdown, n);
+    arm(n);
     int rc = build_compile_run(cache);
-    atomic_store(&countdown, 0);
+    bool fired = disarm();
     opd_graph_cache_free(cache);
-    if (!atomic_load(&fired)) {
+    if (!fired) {
       ck_assert_int_eq(rc, 0);
       break;
     }

@@ -37,6 +37,8 @@ Suite *opd_test_graph_ops_suite(void);
 Suite *opd_test_graph_passes_suite(void);
 Suite *opd_test_graph_exec_suite(void);
 Suite *opd_test_graph_cache_suite(void);
+Suite *opd_test_graph_cc_suite(void);
+Suite *opd_test_graph_c_tier_suite(void);
 Suite *opd_test_graph_server_suite(void);
 Suite *opd_test_nn_ops_suite(void);
 Suite *opd_test_sched_suite(void);
@@ -66,6 +68,7 @@ static const struct {
     {"vec_math", opd_test_vec_math_suite}, {"graph_plugin", opd_test_graph_plugin_suite},
     {"graph_cuda", opd_test_graph_cuda_suite}, {"reduce_span", opd_test_reduce_span_suite},
     {"sched", opd_test_sched_suite},       {"parallel", opd_test_parallel_suite},
+    {"graph_cc", opd_test_graph_cc_suite}, {"graph_c_tier", opd_test_graph_c_tier_suite},
 };
 /* clang-format on */
 

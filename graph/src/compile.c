@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "c_compiler.h"
 #include "compiled.h"
 #include "graph_print.h"
 #include "opd/clock.h"
@@ -36,8 +37,10 @@ static _Atomic uint64_t next_id = 1;
 
 static void compiled_free(opd_compiled_graph *cg) {
   opd__compiled_free_contexts(cg);
-  for (uint32_t i = 0; cg->states && i < cg->plan->ngroups; i++)
+  for (uint32_t i = 0; cg->states && i < cg->plan->ngroups; i++) {
     opd_nvrtc_function_free(cg->states[i].cuda_fn);
+    if (cg->states[i].c_module) opd__cc_module_release(cg->states[i].c_module);
+  }
   opd__plan_free(cg->plan);
   opd_graph_free(cg->g);
   opd__pipeline_free(&cg->passes);

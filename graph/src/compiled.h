@@ -30,7 +30,25 @@ typedef struct opd__group_state {
    * CUDA]), and whether making it failed */
   struct opd_nvrtc_function *cuda_fn;
   bool cuda_failed;
+  /* a new fused program (the C tier's) restarts the checks; a check run of an older one
+   * counts for nothing */
+  uint32_t generation;
+  /* the C tier ([Note: The C tier of fused programs] in c_tier.c): its state, the module
+   * loaded and its function (kept until the graph is freed: a run may be in it), why not */
+  uint8_t c_state; /* opd__c_state */
+  struct opd__cc_module *c_module;
+  opd__pw_tile_fn c_fn; /* while c_state is OPD__C_READY */
+  char c_why[160];
 } opd__group_state;
+
+typedef enum opd__c_state {
+  OPD__C_UNTRIED,    /* not submitted yet: the tier is off, or the group has not run fused */
+  OPD__C_COMPILING,  /* submitted, not compiled yet */
+  OPD__C_READY,      /* compiled and loaded: the group's fused program */
+  OPD__C_FAILED,     /* the compiler failed (c_why) */
+  OPD__C_DROPPED,    /* compiled, not used: its numerics disagreed, or the group is pinned */
+  OPD__C_INELIGIBLE, /* a CUDA group, or too many operands */
+} opd__c_state;
 
 /* The per-run state: one per concurrent run, kept for the next ([Note: Runs of a compiled
  * graph]). */
@@ -62,6 +80,18 @@ struct opd_compiled_graph {
   opd__group_state *states;
   opd__run_ctx *spare;
 };
+
+/* Starts the checks of a group again for a new fused program (decisions.c; the graph's
+ * lock held). */
+void opd__group_checks_restart(opd__group_state *st);
+/* The C tier (c_tier.c): whether it runs, and submitting group gi's program to it once
+ * (a CPU group's first fused run does). */
+bool opd__c_tier_running(void);
+void opd__c_tier_submit(opd_compiled_graph *cg, uint32_t gi);
+/* Counts a compiled program dropped by its numerics check (opd_graph_c_tier_mismatches). */
+void opd__c_tier_count_mismatch(void);
+/* The name of a state, for introspection. */
+const char *opd__c_state_name(opd__c_state s);
 
 /* Runs group `gi` of a run (decisions.c): fused or unfused as its state says, checking it
  * while the checks last. *kernels receives the kernels it launched. */

@@ -92,8 +92,10 @@ static int cuda_function(opd_compiled_graph *cg, uint32_t gi, const opd_nvrtc_fu
   return rc;
 }
 
-/* The fused program into outs (planned buffers or new tensors; references). */
-static int run_fused(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, opd_tensor **outs) {
+/* The fused program into outs (planned buffers or new tensors; references): on the CPU
+ * through cfn, the program compiled to C, or the interpreter when NULL. */
+static int run_fused(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, opd__pw_tile_fn cfn,
+                     opd_tensor **outs) {
   const opd__group *grp = &cg->plan->groups[gi];
   const opd__pw_program *p = &grp->prog;
   const opd_graph *g = cg->g;
@@ -120,7 +122,7 @@ static int run_fused(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, opd
       rc = opd_tensor_empty(opd_tensor_sizes(m), m->ndim, opd_tensor_dtype(m), dev, &outs[k]);
     }
   }
-  if (rc == 0) rc = fn ? opd__pw_cuda_run(p, fn, ins, outs) : opd__pw_run(p, ins, outs);
+  if (rc == 0) rc = fn ? opd__pw_cuda_run(p, fn, ins, outs) : opd__pw_run(p, cfn, ins, outs);
   if (rc)
     for (uint32_t k = 0; k < p->nstores; k++)
       if (outs[k]) opd_tensor_release(outs[k]), outs[k] = NULL;
@@ -201,6 +203,15 @@ uint64_t opd_graph_numerics_mismatches(void) {
   return atomic_load_explicit(&numerics_mismatches, memory_order_relaxed);
 }
 
+void opd__group_checks_restart(opd__group_state *st) {
+  st->numerics = st->benefit = OPD__PENDING;
+  st->timed = 0;
+  st->fused_ns = st->unfused_ns = 0;
+  st->max_abs_diff = 0;
+  st->why[0] = '\0';
+  st->generation++;
+}
+
 static int64_t measured(const opd_compiled_graph *cg, uint32_t gi, bool fused, int64_t ns) {
   return cg->has_hooks && cg->hooks.measured ? cg->hooks.measured(gi, fused, ns, cg->hooks.data)
                                              : ns;
@@ -214,13 +225,15 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   opd_tensor *outs[n ? n : 1];
   pthread_mutex_lock(&cg->lock);
   bool fused_first = st->timed % 2 == 1;
+  uint32_t generation = st->generation;
+  opd__pw_tile_fn cfn = st->c_fn;
   pthread_mutex_unlock(&cg->lock);
   int64_t tf = 0, tu = 0;
   uint64_t t0;
   int rc = 0, frc = OPD_EINVAL; /* the fused run's result, until it ran */
   if (fused_first) {
     t0 = opd_monotonic_ns();
-    frc = run_fused(cg, ctx, gi, outs);
+    frc = run_fused(cg, ctx, gi, cfn, outs);
     tf = (int64_t)(opd_monotonic_ns() - t0);
   }
   t0 = opd_monotonic_ns();
@@ -228,7 +241,7 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   tu = (int64_t)(opd_monotonic_ns() - t0);
   if (!fused_first && rc == 0) {
     t0 = opd_monotonic_ns();
-    frc = run_fused(cg, ctx, gi, outs);
+    frc = run_fused(cg, ctx, gi, cfn, outs);
     tf = (int64_t)(opd_monotonic_ns() - t0);
   }
   if (rc) {
@@ -237,7 +250,9 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
     return rc;
   }
   pthread_mutex_lock(&cg->lock);
-  if (frc) {
+  if (st->generation != generation) {
+    /* the group's fused program changed during this run: it checked the old one */
+  } else if (frc) {
     snprintf(st->why, sizeof st->why, "%s", opd_last_error());
     opd_clear_error();
   } else {
@@ -251,7 +266,20 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
       }
       st->max_abs_diff = worst;
       /* results that could not be compared (no memory, a device error) decide nothing */
-      if (rc == 0) st->numerics = isinf(worst) ? OPD__UNFUSED : OPD__FUSED;
+      if (rc == 0 && isinf(worst) && cfn) {
+        /* the program compiled to C disagrees: the interpreter's is checked again
+         * ([Note: The C tier of fused programs] in c_tier.c) */
+        st->c_fn = NULL;
+        st->c_state = OPD__C_DROPPED;
+        snprintf(st->c_why, sizeof st->c_why,
+                 "its results differ from the unfused ones past rtol %g, atol %g", NUMERICS_RTOL,
+                 NUMERICS_ATOL);
+        opd__c_tier_count_mismatch();
+        opd__group_checks_restart(st);
+        worst = 0;
+      } else if (rc == 0) {
+        st->numerics = isinf(worst) ? OPD__UNFUSED : OPD__FUSED;
+      }
       if (rc == 0 && isinf(worst)) {
         snprintf(st->why, sizeof st->why,
                  "fused results differ from the unfused ones past rtol %g, atol %g", NUMERICS_RTOL,
@@ -259,6 +287,8 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
         atomic_fetch_add_explicit(&numerics_mismatches, 1, memory_order_relaxed);
       }
     }
+  }
+  if (st->generation == generation && frc == 0) { /* not dropped by the numerics check */
     tf = measured(cg, gi, true, tf);
     tu = measured(cg, gi, false, tu);
     if (st->timed == 0 || tf < st->fused_ns) st->fused_ns = tf;
@@ -287,7 +317,19 @@ int opd__run_group(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, uint3
   bool numerics = cg->options.check_numerics && st->numerics == OPD__PENDING;
   bool benefit = cg->options.benefit_runs && st->benefit == OPD__PENDING;
   bool fused = st->numerics != OPD__UNFUSED && st->benefit != OPD__UNFUSED;
+  bool untried = st->c_state == OPD__C_UNTRIED;
+  opd__pw_tile_fn cfn = st->c_fn;
   pthread_mutex_unlock(&cg->lock);
+  if (untried && fused && opd__c_tier_running()) {
+    if (group_device(cg, grp).type == OPD_DEVICE_CPU) {
+      opd__c_tier_submit(cg, gi);
+    } else {
+      pthread_mutex_lock(&cg->lock);
+      st->c_state = OPD__C_INELIGIBLE;
+      snprintf(st->c_why, sizeof st->c_why, "a CUDA group (NVRTC compiles it)");
+      pthread_mutex_unlock(&cg->lock);
+    }
+  }
   if (fused && (numerics || benefit)) {
     *kernels = grp->ncompute;
     return check_run(cg, ctx, gi, numerics);
@@ -295,7 +337,7 @@ int opd__run_group(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, uint3
   if (fused) {
     uint32_t n = grp->prog.nstores;
     opd_tensor *outs[n ? n : 1];
-    int rc = run_fused(cg, ctx, gi, outs);
+    int rc = run_fused(cg, ctx, gi, cfn, outs);
     if (rc == 0) {
       *kernels = 1;
       pthread_mutex_lock(&cg->lock);

@@ -11,8 +11,8 @@
  * formulas are the CUDA kernels' (kernels/cuda/src/elementwise.cu: expf, tanhf, erff of
  * CUDA's math library, the NaN rules of maximum and clamp), so the numerics check of the
  * first run compares like with like; immediates and constants are written as their exact
- * bits (__int_as_float, __longlong_as_double). Everything the program needs arrives in one
- * struct passed by value: the element count, the coalesced sizes, and per operand its base
+ * bits (pw_source.c; __int_as_float, __longlong_as_double). Everything the program needs arrives in
+ * one struct passed by value: the element count, the coalesced sizes, and per operand its base
  * address and strides, each an 8-byte field (a layout host and device agree on without
  * padding rules), so a program of at most OPD__PW_CUDA_MAX_OPERANDS operands fits a launch's
  * parameter space ([Note: Generated functions] in opd/cuda_nvrtc.h). A group with more runs
@@ -33,7 +33,7 @@
 /* The generator's version: bump it with any change to the source it writes (the prelude,
  * the formulas, the parameters' layout, the operand limit), so that graphs compiled and
  * cached with the old source are not found by the new key (opd_graph_codegen_id). */
-#define OPD__PW_CUDA_VERSION 1
+#define OPD__PW_CUDA_VERSION 2
 
 #define OPD__STR_(x) #x
 #define OPD__STR(x)  OPD__STR_(x)
@@ -69,6 +69,10 @@ static const char prelude[] =
     "  long long sizes[%d];\n"
     "  opd_operand ops[%u];\n"
     "};\n"
+    "__device__ __forceinline__ float opd_f32(unsigned u) { return __int_as_float((int)u); }\n"
+    "__device__ __forceinline__ double opd_f64(unsigned long long u) {\n"
+    "  return __longlong_as_double((long long)u);\n"
+    "}\n"
     "__device__ __forceinline__ float opd_load(const opd_operand &o, long long off) {\n"
     "  return o.is_bool ? (((const unsigned char *)o.base)[off] ? 1.0f : 0.0f)\n"
     "                   : ((const float *)o.base)[off];\n"
@@ -90,18 +94,6 @@ static const char prelude[] =
     "      rest /= a.sizes[d];\n"
     "      for (unsigned k = 0; k < %uu; k++) off[k] += idx * a.ops[k].strides[d];\n"
     "    }\n";
-
-static uint32_t float_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-static uint64_t double_bits(double d) {
-  uint64_t u;
-  memcpy(&u, &d, sizeof u);
-  return u;
-}
 
 /* The expression of an instruction over x, y, z (its operands), c0 and c1 (its constants as
  * float) and e (the first as double), with the CUDA kernels' formulas. */
@@ -162,28 +154,7 @@ static int instruction(opd__sbuf *sb, const opd__pw_program *p, const opd__pw_in
     opd__sbuf_printf(sb, "    opd_store(a.ops[%u], off[%u], r%u);\n", k, k, (unsigned)ins->src[0]);
     return 0;
   }
-  const char *f = formula((opd__pw_opcode)ins->op);
-  if (!f || ins->nsrc > 3)
-    return opd_error(OPD_EINTERNAL, "fused CUDA program: no formula for instruction %s",
-                     opd__pw_opcode_name((opd__pw_opcode)ins->op));
-  opd__sbuf_printf(sb, "    {\n");
-  static const char names[3] = {'x', 'y', 'z'};
-  for (int s = 0; s < ins->nsrc; s++) {
-    if (ins->imm_mask >> s & 1)
-      opd__sbuf_printf(sb, "      const float %c = __int_as_float(0x%08x);\n", names[s],
-                       (unsigned)float_bits(ins->imm[s]));
-    else
-      opd__sbuf_printf(sb, "      const float %c = r%u;\n", names[s], (unsigned)ins->src[s]);
-  }
-  opd__sbuf_printf(sb,
-                   "      const float c0 = __int_as_float(0x%08x), c1 = __int_as_float(0x%08x);\n"
-                   "      const double e = __longlong_as_double(0x%016llxll);\n"
-                   "      (void)c0, (void)c1, (void)e;\n"
-                   "      r%u = %s;\n"
-                   "    }\n",
-                   (unsigned)float_bits((float)ins->c[0]), (unsigned)float_bits((float)ins->c[1]),
-                   (unsigned long long)double_bits(ins->c[0]), (unsigned)ins->dst, f);
-  return 0;
+  return opd__pw_source_compute(sb, ins, formula((opd__pw_opcode)ins->op));
 }
 
 int opd__pw_cuda_source(const opd__pw_program *p, opd__sbuf *sb) {

@@ -21,6 +21,7 @@
 
 #include "opd/error.h"
 #include "plan.h"
+#include "pw_formulas.h"
 #include "src/loops.h"
 #include "src/parallel.h"
 
@@ -31,7 +32,8 @@ typedef struct run_ctx {
   int ndim;
   int64_t sizes[OPD__PW_MAX_DIMS];
   const operand *loads, *stores;
-  bool stream; /* [Note: Streaming the stores of large programs] */
+  opd__pw_tile_fn fn; /* the program's compiled C, or NULL: interpreted */
+  bool stream;        /* [Note: Streaming the stores of large programs] */
 } run_ctx;
 
 /* Reads n elements from p with stride s (elements) as float32. */
@@ -136,13 +138,18 @@ static const float *load_tile(const run_ctx *c, const operand *o, int64_t i0, in
   return reg;
 }
 
-/* The loops of the instructions: A, B, C are operands (a register, or an immediate). */
-#define UNARY(expr)                 \
+/* The loops of the instructions ([Note: One formula per operation] in pw_formulas.h): the
+ * operands x, y and z are registers or immediates, d the destination. */
+#define LOOP_0(expr)                \
+  for (int64_t i = 0; i < n; i++) { \
+    d[i] = (expr);                  \
+  }
+#define LOOP_1(expr)                \
   for (int64_t i = 0; i < n; i++) { \
     const float x = a[i];           \
     d[i] = (expr);                  \
   }
-#define BINARY(expr)                  \
+#define LOOP_2(expr)                  \
   if (!(ins->imm_mask & 3)) {         \
     for (int64_t i = 0; i < n; i++) { \
       const float x = a[i], y = b[i]; \
@@ -161,9 +168,19 @@ static const float *load_tile(const run_ctx *c, const operand *o, int64_t i0, in
       d[i] = (expr);                  \
     }                                 \
   }
-
-/* c10's std::min(std::max(x, lo), hi) of the clamp kernel. */
-#define CLAMP(x, lo, hi) ((hi) < ((x) < (lo) ? (lo) : (x)) ? (hi) : ((x) < (lo) ? (lo) : (x)))
+#define LOOP_3(expr)                                         \
+  {                                                          \
+    float scratch[3][OPD__PW_TILE];                          \
+    const float *xs = operand_of(ins, 0, in, scratch[0], n); \
+    const float *ys = operand_of(ins, 1, in, scratch[1], n); \
+    const float *zs = operand_of(ins, 2, in, scratch[2], n); \
+    for (int64_t i = 0; i < n; i++) {                        \
+      const float x = xs[i], y = ys[i], z = zs[i];           \
+      d[i] = (expr);                                         \
+    }                                                        \
+  }
+#define COMPUTE_CASE(op, arity, expr) \
+  case OPD__PW_##op: LOOP_##arity(expr) break;
 
 /* An operand register, or an immediate filled into scratch (three-operand forms). */
 static const float *operand_of(const opd__pw_instr *ins, int s, const float *const *in,
@@ -181,57 +198,10 @@ OPD__WIDE_VECTORS static void compute(const opd__pw_instr *ins, const float *con
   const float *restrict a = ins->nsrc > 0 && !(ins->imm_mask & 1) ? in[ins->src[0]] : NULL;
   const float *restrict b = ins->nsrc > 1 && !(ins->imm_mask & 2) ? in[ins->src[1]] : NULL;
   const float c0 = (float)ins->c[0], c1 = (float)ins->c[1];
+  const double e = ins->c[0];
+  (void)c0, (void)c1, (void)e;
   switch ((opd__pw_opcode)ins->op) {
-  case OPD__PW_ADD: BINARY(x + y) break;
-  case OPD__PW_ADD_SCALED: BINARY(x + c0 * y) break;
-  case OPD__PW_MUL: BINARY(x * y) break;
-  case OPD__PW_DIV: BINARY(x / y) break;
-  case OPD__PW_MAXIMUM: BINARY(x != x ? x : y != y ? y : x < y ? y : x) break;
-  case OPD__PW_MINIMUM: BINARY(x != x ? x : y != y ? y : y < x ? y : x) break;
-  case OPD__PW_EQ: BINARY(x == y ? 1.0f : 0.0f) break;
-  case OPD__PW_GT: BINARY(x > y ? 1.0f : 0.0f) break;
-  case OPD__PW_LT: BINARY(x < y ? 1.0f : 0.0f) break;
-  case OPD__PW_MASKED_FILL: BINARY(y != 0 ? c0 : x) break;
-  case OPD__PW_NEG: UNARY(-x) break;
-  case OPD__PW_EXP: UNARY(opd__expf(x)) break;
-  case OPD__PW_LOG: UNARY(logf(x)) break;
-  case OPD__PW_SQRT: UNARY(sqrtf(x)) break;
-  case OPD__PW_RSQRT: UNARY(1 / sqrtf(x)) break;
-  case OPD__PW_ABS: UNARY(fabsf(x)) break;
-  case OPD__PW_RELU: UNARY(x < 0 ? 0 : x) break;
-  case OPD__PW_SIGMOID: UNARY(1 / (1 + opd__expf(-x))) break;
-  case OPD__PW_TANH: UNARY(opd__tanhf(x)) break;
-  case OPD__PW_SIN: UNARY(sinf(x)) break;
-  case OPD__PW_COS: UNARY(cosf(x)) break;
-  case OPD__PW_GELU: UNARY(0.5f * x * (1 + erff(x * 0.70710678118654752440f))) break;
-  case OPD__PW_GELU_TANH:
-    UNARY(0.5f * x * (1 + opd__tanhf(0.79788456080286535588f * (x + 0.044715f * (x * x * x)))))
-    break;
-  case OPD__PW_FILL:
-    for (int64_t i = 0; i < n; i++) d[i] = c0;
-    break;
-  case OPD__PW_COPY: UNARY(x) break;
-  case OPD__PW_RECIP: UNARY(1 / x) break;
-  case OPD__PW_SQUARE: UNARY(x * x) break;
-  case OPD__PW_CUBE: UNARY(x * x * x) break;
-  case OPD__PW_RECIP_SQUARE: UNARY(1 / (x * x)) break;
-  case OPD__PW_POW: {
-    double e = ins->c[0];
-    for (int64_t i = 0; i < n; i++) d[i] = (float)pow((double)a[i], e);
-    break;
-  }
-  case OPD__PW_CLAMP: UNARY(CLAMP(x, c0, c1)) break;
-  case OPD__PW_CLAMP_MIN: UNARY(x < c0 ? c0 : x) break;
-  case OPD__PW_CLAMP_MAX: UNARY(c1 < x ? c1 : x) break;
-  case OPD__PW_TO_BOOL: UNARY(x != 0 ? 1.0f : 0.0f) break;
-  case OPD__PW_WHERE: {
-    float scratch[3][OPD__PW_TILE];
-    const float *cond = operand_of(ins, 0, in, scratch[0], n);
-    const float *x = operand_of(ins, 1, in, scratch[1], n);
-    const float *y = operand_of(ins, 2, in, scratch[2], n);
-    for (int64_t i = 0; i < n; i++) d[i] = cond[i] != 0 ? x[i] : y[i];
-    break;
-  }
+    OPD__PW_FORMULAS(COMPUTE_CASE)
   case OPD__PW_LOAD:
   case OPD__PW_STORE:
   case OPD__PW_NUM_OPS: break;
@@ -258,6 +228,21 @@ static void prefetch_tile(const run_ctx *c, const operand *o, int64_t i0, int64_
   for (int64_t i = 0; i < n; i += 64 / (int64_t)sizeof(float)) __builtin_prefetch(base + i);
 }
 
+/* A tile through the program's compiled C ([Note: The C tier of fused programs] in
+ * c_tier.c): its loads as the interpreter's (in place, or gathered into a register's
+ * memory), computed element by element in the function's own registers into the stores'
+ * tiles, which are then written as the interpreter writes them. The stores' tiles are this
+ * thread's registers, never an input's memory, so the function's restrict pointers hold. */
+static void compiled_tile(const run_ctx *c, float (*regs)[OPD__PW_TILE], int64_t i0, int64_t n) {
+  const opd__pw_program *p = c->p;
+  const float *in[OPD__PW_MAX_REGS];
+  float *out[OPD__PW_MAX_REGS];
+  for (uint32_t k = 0; k < p->nloads; k++) in[k] = load_tile(c, &c->loads[k], i0, n, regs[k]);
+  for (uint32_t k = 0; k < p->nstores; k++) out[k] = regs[p->nloads + k];
+  c->fn(in, out, n);
+  for (uint32_t k = 0; k < p->nstores; k++) walk(c, &c->stores[k], i0, n, out[k], true);
+}
+
 static void run_tiles(void *arg, int64_t begin, int64_t end) {
   const run_ctx *c = arg;
   const opd__pw_program *p = c->p;
@@ -270,6 +255,10 @@ static void run_tiles(void *arg, int64_t begin, int64_t end) {
       int64_t nn = p->numel - next < OPD__PW_TILE ? p->numel - next : OPD__PW_TILE;
       for (uint32_t k = 0; k < p->nloads + p->nstores; k++) /* the stores follow the loads */
         prefetch_tile(c, &c->loads[k], next, nn);
+    }
+    if (c->fn) {
+      compiled_tile(c, regs, i0, n);
+      continue;
     }
     for (uint32_t k = 0; k < p->ncode; k++) {
       const opd__pw_instr *ins = &p->code[k];
@@ -338,8 +327,12 @@ int opd__pw_bind(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor
   return 0;
 }
 
-int opd__pw_run(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs) {
+int opd__pw_run(const opd__pw_program *p, opd__pw_tile_fn fn, opd_tensor *const *inputs,
+                opd_tensor *const *outputs) {
   if (p->numel == 0) return 0;
+  if (fn && p->nloads + p->nstores > OPD__PW_C_MAX_OPERANDS)
+    return opd_error(OPD_EINTERNAL, "a compiled fused program with %u operands",
+                     p->nloads + p->nstores);
   operand ops[p->nloads + p->nstores];
   opd__pw_binding b = {.ops = ops};
   int rc = opd__pw_bind(p, inputs, outputs, &b);
@@ -348,6 +341,7 @@ int opd__pw_run(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor 
                .ndim = b.ndim,
                .loads = ops,
                .stores = ops + p->nloads,
+               .fn = fn,
                .stream = p->numel >= OPD__PW_STREAM_ELEMENTS};
   memcpy(c.sizes, b.sizes, sizeof c.sizes);
   int64_t ntiles = (p->numel + OPD__PW_TILE - 1) / OPD__PW_TILE;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "c_compiler.h"
 #include "compiled.h"
 
 static const char *decision_name(uint8_t d, bool checked) {
@@ -61,15 +62,25 @@ static json_t *passes_json(const opd_compiled_graph *cg) {
   return a;
 }
 
-/* A CUDA group's "source", the program as NVRTC compiles it ([Note: Fused programs on
- * CUDA]); CPU groups run the interpreter, whose program the IR after lower shows. */
-static bool set_source(const opd_compiled_graph *cg, const opd__group *grp, json_t *g) {
+/* A group's "device", the "tier" its fused program runs on ("cuda", "c" or "interpreter")
+ * and its "source": on CUDA the program as NVRTC compiles it ([Note: Fused programs on
+ * CUDA]), on the CPU as the C tier compiles it ([Note: The C tier of fused programs]; the
+ * interpreter's program is in the IR after lower), null when it has none; the C tier's
+ * "c_tier" state, "c_module" and "c_why" (the lock held). */
+static bool set_source(const opd_compiled_graph *cg, const opd__group *grp,
+                       const opd__group_state *st, json_t *g) {
   opd_device dev = cg->g->values[grp->prog.stores[0].value].device;
-  if (!set(g, "device", json_string(dev.type == OPD_DEVICE_CUDA ? "cuda" : "cpu"))) return false;
-  if (dev.type != OPD_DEVICE_CUDA) return true;
+  bool cuda = dev.type == OPD_DEVICE_CUDA;
+  const char *tier = cuda ? "cuda" : st->c_fn ? "c" : "interpreter";
+  if (!set(g, "device", json_string(cuda ? "cuda" : "cpu")) || !set(g, "tier", json_string(tier)) ||
+      !set(g, "c_tier", json_string(opd__c_state_name((opd__c_state)st->c_state))) ||
+      !set(g, "c_module",
+           st->c_module ? json_string(opd__cc_module_name(st->c_module)) : json_null()) ||
+      !set(g, "c_why", st->c_why[0] ? json_string(st->c_why) : json_null()))
+    return false;
   opd__sbuf src = {0};
-  bool ok = opd__pw_cuda_source(&grp->prog, &src) == 0 ? set(g, "source", json_string(src.data))
-                                                       : set(g, "source", json_null());
+  int rc = cuda ? opd__pw_cuda_source(&grp->prog, &src) : opd__pw_c_source(&grp->prog, &src);
+  bool ok = rc == 0 ? set(g, "source", json_string(src.data)) : set(g, "source", json_null());
   opd_clear_error();
   opd__sbuf_free(&src);
   return ok;
@@ -101,7 +112,7 @@ static json_t *groups_json(opd_compiled_graph *cg) {
          set(g, "elements", json_integer(grp->prog.numel)) &&
          set(g, "registers", json_integer(grp->prog.nregs)) &&
          set(g, "why_unfused", st->why[0] ? json_string(st->why) : json_null()) &&
-         set_source(cg, grp, g) && json_array_append_new(a, g) == 0;
+         set_source(cg, grp, st, g) && json_array_append_new(a, g) == 0;
     if (!ok) {
       json_decref(g);
       json_decref(a);

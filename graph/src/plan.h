@@ -194,14 +194,34 @@ void opd__plan_print(const opd__plan *p, const opd_graph *g, opd__sbuf *sb);
 int opd__pw_compile(const opd_graph *g, const uint32_t *members, uint32_t n, bool dry,
                     opd__pw_program *out);
 void opd__pw_program_free(opd__pw_program *p);
+/* A program compiled to C (fused_c.c): computes n elements of a tile, in[k] the tile of
+ * load k and out[j] that of store j, none overlapping another. */
+typedef void (*opd__pw_tile_fn)(const float *const *in, float *const *out, int64_t n);
 /* Runs a program: loads[i] reads inputs[i], stores[i] writes outputs[i] (contiguous, made
- * by the caller). 0, or OPD_EINVAL when an input's layout cannot be carried to the
- * iteration space (the caller then runs the group unfused). */
-int opd__pw_run(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs);
+ * by the caller), through fn (the program compiled to C) or, when NULL, the interpreter.
+ * 0, or OPD_EINVAL when an input's layout cannot be carried to the iteration space (the
+ * caller then runs the group unfused). */
+int opd__pw_run(const opd__pw_program *p, opd__pw_tile_fn fn, opd_tensor *const *inputs,
+                opd_tensor *const *outputs);
 /* The operands of a run (b->ops: nloads + nstores of them), shared by the CPU and CUDA
  * runs: 0, or OPD_EINVAL as opd__pw_run. */
 int opd__pw_bind(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs,
                  opd__pw_binding *b);
+
+/* Writes computing instruction ins as a block of source that sets its register to
+ * `formula` (pw_source.c; the prelude defines opd_f32 and opd_f64): 0, or OPD_EINTERNAL when
+ * formula is NULL. */
+int opd__pw_source_compute(opd__sbuf *sb, const opd__pw_instr *ins, const char *formula);
+
+/* ---- fused programs as C (fused_c.c, [Note: The C tier of fused programs] in c_tier.c) ---- */
+
+#define OPD__PW_C_ENTRY        "opd_fused_tile"
+/* The most loads and stores of a program compiled to C: each has a tile of the run's
+ * registers. */
+#define OPD__PW_C_MAX_OPERANDS OPD__PW_MAX_REGS
+/* The C source of a program (entry OPD__PW_C_ENTRY, an opd__pw_tile_fn): 0, or OPD_EINVAL
+ * when it has more than OPD__PW_C_MAX_OPERANDS loads and stores, OPD_ENOMEM. */
+int opd__pw_c_source(const opd__pw_program *p, opd__sbuf *sb);
 
 /* ---- fused programs on CUDA (fused_cuda.c, [Note: Fused programs on CUDA]) ---- */
 

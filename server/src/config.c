@@ -120,6 +120,16 @@ const opd__option opd__options[] = {
     OPT("graph_dump_max_bytes", "BYTES", OPD__OPT_U64, graph_dump_max_bytes, 0, UINT64_C(1) << 40,
         "most bytes the graph dumps may write in all, over the daemon's life; a dump past it is "
         "cut short and later ones are skipped (default 67108864)"),
+    STR_OPT("graph_cc_dir", "DIR", OPD__OPT_PATH, graph_cc_dir,
+            "turns on the C tier of fused CPU groups: their programs are compiled with graph_cc "
+            "off the request path into this private directory (created 0700; refused unless the "
+            "daemon's user owns it and no one else may enter it) and run in place of the "
+            "interpreter once loaded; \"\": off (default \"\")"),
+    STR_OPT("graph_cc", "CC", OPD__OPT_PATH, graph_cc,
+            "the C compiler of the C tier: a path, or a name looked up in PATH (default \"cc\")"),
+    OPT("graph_cc_timeout_ms", "MS", OPD__OPT_U32, graph_cc_timeout_ms, 100, 600000,
+        "wall-clock limit of one compile of the C tier; a compiler still running is killed and "
+        "the group stays interpreted (default 30000)"),
 };
 const size_t opd__num_options = sizeof opd__options / sizeof *opd__options;
 
@@ -149,6 +159,8 @@ void opd_server_config_init(opd_server_config *c) {
       .graph_cache_size = 256,
       .graph_benefit_runs = OPD_GRAPH_BENEFIT_RUNS_DEFAULT,
       .graph_dump_max_bytes = 64 << 20,
+      .graph_cc = "cc",
+      .graph_cc_timeout_ms = 30000,
   };
   /* The default address is a constant known to parse; only memory can fail, and then the
    * server refuses to start for want of a listener. */

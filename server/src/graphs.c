@@ -28,6 +28,11 @@
  * the compiled graph, which is shared, and count in the daemon's max_bytes_total. A graph
  * runs with the default dispatch state, the one its nodes were inferred and compiled with.
  *
+ * The C tier: with graph_cc_dir, the daemon starts the process's C tier of fused programs
+ * ([Note: The C tier of fused programs] in graph/src/c_tier.c), whose compiler runs on the
+ * tier's own thread; a directory that is not private, or a compiler that cannot be run,
+ * stops the daemon from starting, with the reason.
+ *
  * Dumps: with graph_dump_dir, each graph the cache did not hold is written to
  * graph-KEY.txt there (mode 0600): the IR as defined and after every pass, with the pass's
  * version and hits. What all dumps write is bounded by graph_dump_max_bytes: the dump that
@@ -66,6 +71,7 @@ struct opd__graphs {
   _Atomic uint64_t dump_bytes;
   _Atomic bool dump_full_logged;
   _Atomic uint64_t defines, define_errors, cache_hits, runs, run_errors, run_ns;
+  bool c_tier; /* this daemon started the process's C tier (and stops it) */
 };
 
 /* ---- the disabled passes ([Note: Disabling a pass from the admin]) ---- */
@@ -138,6 +144,20 @@ int opd__graphs_start(const opd_server_config *cfg, opd__graphs **out) {
       rc = opd_error(OPD_EINVAL, "graph_dump_dir %s: cannot write there: %s", g->dump_dir,
                      strerror(errno));
   }
+  if (rc == 0 && cfg->graph_cc_dir[0]) {
+    opd_graph_c_tier_options co = {
+        .cc = cfg->graph_cc, .dir = cfg->graph_cc_dir, .timeout_ms = cfg->graph_cc_timeout_ms};
+    rc = opd_graph_c_tier_start(&co);
+    if (rc == OPD_EEXIST) { /* another daemon in this process started it: shared */
+      opd_clear_error();
+      rc = 0;
+    } else if (rc == 0) {
+      g->c_tier = true;
+      opd_log(OPD_LOG_INFO, "graphs: C tier on (cache %s)", cfg->graph_cc_dir);
+    } else {
+      rc = opd_error(rc, "graph_cc_dir: %s", opd_last_error());
+    }
+  }
   if (rc < 0) {
     opd__graphs_stop(g);
     return rc;
@@ -148,6 +168,7 @@ int opd__graphs_start(const opd_server_config *cfg, opd__graphs **out) {
 
 void opd__graphs_stop(opd__graphs *g) {
   if (!g) return;
+  if (g->c_tier) opd_graph_c_tier_stop();
   opd_graph_cache_free(g->cache);
   opd__free(g);
 }

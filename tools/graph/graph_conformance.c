@@ -2,7 +2,8 @@
  * (../shared/graphs/FORMAT.md).
  *
  *   opd-graph-conformance FIXTURE.json [--server URL] [--device cpu|cuda] [--report FILE]
- *                         [--dump FILE] [--runs N] [--benefit-runs N] [--only ID] [-v]
+ *                         [--dump FILE] [--runs N] [--benefit-runs N] [--only ID]
+ *                         [--c-tier DIR] [-v]
  *
  * For each graph: its parameters are uploaded once, it is defined twice (the second
  * definition must be a cache hit), run N times (default 6: past the runs that check its
@@ -26,7 +27,11 @@
  * ([Note: Numerics and benefit of fused groups]) in process and in the daemon this program starts;
  * a daemon at --server has its own (graph_benefit_runs). The tests pass 0: a decision taken
  * on timings changes the kernel count from run to run on a loaded machine, and the count is
- * what they check.
+ * what they check. --c-tier DIR (in process, on the CPU) starts the C tier of fused programs
+ * with the system compiler ("cc", or $CC) and DIR as its cache ([Note: The C tier of fused
+ * programs]), and waits after each graph's first run until its programs are compiled: the
+ * later runs go through them, and a graph passes only if each of its fused groups then runs
+ * its compiled C (its numerics check against the unfused nodes included).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -45,7 +50,7 @@
 #include "opd/server.h"
 
 typedef struct options {
-  const char *fixture, *report, *dump, *only, *server;
+  const char *fixture, *report, *dump, *only, *server, *c_tier;
   bool cuda;
   int runs;
   int benefit_runs;
@@ -107,9 +112,26 @@ typedef struct outcome {
   char why[400];
 } outcome;
 
+/* With --c-tier: whether every fused group of a graph's introspection ran its compiled C
+ * last; false with why (the first group that did not, and the C tier's reason). */
+static bool all_groups_compiled(const json_t *introspection, char *why, size_t wlen) {
+  const json_t *groups = json_object_get(introspection, "groups");
+  if (!groups) return snprintf(why, wlen, "no introspection of its groups"), false;
+  for (size_t i = 0; i < json_array_size(groups); i++) {
+    const json_t *g = json_array_get(groups, i);
+    if (strcmp(str(g, "tier"), "c") != 0) {
+      const char *c_why = str(g, "c_why");
+      snprintf(why, wlen, "group %zu runs on the %s tier (C tier %s%s%s)", i, str(g, "tier"),
+               str(g, "c_tier"), c_why[0] ? ": " : "", c_why);
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Replays one graph; false (with o->why) when it could not even be run. */
 static bool replay(graph_backend *b, const json_t *graph, const json_t *schemas, int runs,
-                   outcome *o) {
+                   bool c_tier, outcome *o) {
   graph_desc d;
   opd_tensor **host = NULL;
   if (graph_desc_read(graph, schemas, &d, &host, o->why, sizeof o->why)) return false;
@@ -139,6 +161,7 @@ static bool replay(graph_backend *b, const json_t *graph, const json_t *schemas,
     for (uint32_t i = 0; ok && i < no; i++) b->release(b, out[i]);
     for (uint32_t i = 0; ok && i < ni; i++)
       if (d.inputs[i].kind == OPD_GRAPH_INPUT) b->release(b, in[i]);
+    if (c_tier && r == 0) opd_graph_c_tier_drain(); /* the next runs go through the C */
   }
   if (ok && b->stats(b, g2, &o->stats)) ok = false;
   if (ok) o->introspection = b->introspect(b, g2);
@@ -155,9 +178,10 @@ static bool replay(graph_backend *b, const json_t *graph, const json_t *schemas,
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: opd-graph-conformance FIXTURE.json [--server URL] [--device cpu|cuda] "
-                  "[--report FILE] [--dump FILE] [--runs N] [--benefit-runs N] [--only ID] "
-                  "[-v]\n");
+  fprintf(stderr,
+          "usage: opd-graph-conformance FIXTURE.json [--server URL] [--device cpu|cuda] "
+          "[--report FILE] [--dump FILE] [--runs N] [--benefit-runs N] [--only ID] [--c-tier DIR] "
+          "[-v]\n");
   return 2;
 }
 
@@ -191,6 +215,8 @@ static int parse_args(int argc, char **argv, options *o) {
     else if (strcmp(argv[i], "--benefit-runs") == 0 && i + 1 < argc &&
              parse_count(argv[i + 1], 0, OPD_GRAPH_BENEFIT_RUNS_MAX, &o->benefit_runs))
       i++;
+    else if (strcmp(argv[i], "--c-tier") == 0 && i + 1 < argc)
+      o->c_tier = argv[++i];
     else if (strcmp(argv[i], "-v") == 0)
       o->verbose = true;
     else if (argv[i][0] != '-' && !o->fixture)
@@ -245,6 +271,12 @@ int main(int argc, char **argv) {
   if (rc == 0 && opt.cuda && !url &&
       (rc = start_embedded((uint32_t)opt.benefit_runs, &embedded)) == 0)
     url = opd_server_listener_url(embedded, 0);
+  if (rc == 0 && opt.c_tier) {
+    const char *cc = getenv("CC");
+    opd_graph_c_tier_options co = {.cc = cc && cc[0] ? cc : "cc", .dir = opt.c_tier};
+    rc = url || opt.cuda ? opd_error(OPD_EINVAL, "--c-tier runs in process, on the CPU")
+                         : opd_graph_c_tier_start(&co);
+  }
   if (rc == 0)
     rc = url ? graph_backend_daemon_open(url, opt.cuda, &b)
              : graph_backend_local_open(64, (uint32_t)opt.benefit_runs, &b);
@@ -255,6 +287,7 @@ int main(int argc, char **argv) {
             opd_last_error());
     if (b) b->close(b);
     if (embedded) opd_server_stop(embedded);
+    opd_graph_c_tier_stop();
     json_decref(doc);
     return skip ? 77 : 2;
   }
@@ -266,7 +299,7 @@ int main(int argc, char **argv) {
     const char *id = str(g, "id");
     if (opt.only && strcmp(opt.only, id) != 0) continue;
     outcome o = {0};
-    bool ran = replay(b, g, schemas, opt.runs, &o);
+    bool ran = replay(b, g, schemas, opt.runs, opt.c_tier != NULL, &o);
     const json_t *expect = json_object_get(g, "expect");
     json_int_t want_sm =
         json_integer_value(json_object_get(json_object_get(expect, "patterns"), "softmax"));
@@ -278,6 +311,7 @@ int main(int argc, char **argv) {
                "softmax patterns %u (expected %lld), kernels %u (at most %lld), second define %s",
                o.stats.softmax_patterns, (long long)want_sm, o.stats.kernels, (long long)max_k,
                o.cache_hit ? "a cache hit" : "not a cache hit");
+    if (ok && opt.c_tier && !all_groups_compiled(o.introspection, o.why, sizeof o.why)) ok = false;
     if (ok) {
       passed++;
       if (opt.verbose)
@@ -316,6 +350,7 @@ int main(int argc, char **argv) {
   json_decref(report);
   b->close(b);
   if (embedded) opd_server_stop(embedded);
+  opd_graph_c_tier_stop();
   json_decref(doc);
   printf("%ld passed, %ld failed\n", passed, failed);
   return status;

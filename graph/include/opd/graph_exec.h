@@ -138,6 +138,30 @@ json_t *opd_graph_pass_totals_json(void);
  * benefit of fused groups] in graph/src/decisions.c). */
 uint64_t opd_graph_numerics_mismatches(void);
 
+/* ---- the C tier of fused programs (graph/src/c_tier.c) ---- */
+
+/* [Note: The C tier of fused programs]: CPU groups' programs compiled by the system compiler
+ * off the request path and swapped in for the interpreter when loaded. */
+typedef struct opd_graph_c_tier_options {
+  const char *cc;      /* the compiler: a path, or a name looked up in PATH ("cc") */
+  const char *dir;     /* its private cache directory: created 0700, refused unless the
+                          process's user owns it and no one else may enter it */
+  uint32_t timeout_ms; /* one compiler run's wall-clock limit, killed past it (0: 30 s) */
+  uint32_t queue_max;  /* most programs waiting to compile, more stay interpreted (0: 256) */
+} opd_graph_c_tier_options;
+/* Starts the process's C tier: 0, OPD_EINVAL when the directory is not private or the
+ * compiler cannot be run (the reason in opd_last_error()), OPD_EEXIST when started. */
+int opd_graph_c_tier_start(const opd_graph_c_tier_options *options);
+/* Stops it: queued programs are cancelled; groups keep the programs loaded before. */
+void opd_graph_c_tier_stop(void);
+/* Waits until no program is queued or compiling (tests, benchmarks, the conformance runner). */
+void opd_graph_c_tier_drain(void);
+/* Compiled programs dropped because their results disagreed with the unfused nodes. */
+uint64_t opd_graph_c_tier_mismatches(void);
+/* {"enabled", "mismatches", and when enabled "compiler" (its identity), "dir", "compiles",
+ * "disk_hits", "failures", "timeouts", "rejected", "queued"}; NULL when out of memory. */
+json_t *opd_graph_c_tier_json(void);
+
 /* The identity of the code generators (part of every cache key), computed once: the CPU
  * interpreter's, the CUDA source generator's (opd_graph_cuda_codegen_id) and the NVRTC
  * version that compiles its source ("nvrtc=none (built without CUDA)" in a build without

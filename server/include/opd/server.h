@@ -86,6 +86,11 @@ typedef struct opd_server_config {
   uint32_t graph_benefit_runs;   /* runs that time fused groups both ways; 0: no benefit check */
   char graph_dump_dir[256];      /* "": no dumps */
   uint64_t graph_dump_max_bytes; /* what the dumps may write in all */
+  /* the C tier of fused CPU groups (docs/GRAPHS.md, "The C tier"): the compiler, its
+   * private cache directory ("": the tier is off, the default) and one compile's limit */
+  char graph_cc[256];
+  char graph_cc_dir[256];
+  uint32_t graph_cc_timeout_ms;
 } opd_server_config;
 
 /* Fills in the defaults (listening on tcp://127.0.0.1:7470). */

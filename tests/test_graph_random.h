@@ -1,0 +1,132 @@
+/* test_graph_random.h: random graphs of pointwise operations for the graph suites that
+ * compare fused programs with unfused nodes (test_graph_exec.c, test_graph_c_tier.c). */
+#ifndef OPD_TESTS_TEST_GRAPH_RANDOM_H
+#define OPD_TESTS_TEST_GRAPH_RANDOM_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "test_graph_util.h"
+
+/* A small deterministic generator. */
+static uint64_t rng_state; /* seeded by each test */
+static uint32_t rnd(uint32_t n) {
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(rng_state >> 33) % n;
+}
+
+/* Builds a random graph of pointwise operations (and an occasional reduction or view) on
+ * inputs x [4, 6], y [6], z [4, 1], m [4, 6] bool, appending nodes to both graphs. */
+static void random_graph(opd_graph *g[2], uint32_t *noutputs) {
+  int64_t s46[] = {4, 6}, s6[] = {6}, s41[] = {4, 1};
+  for (int k = 0; k < 2; k++) {
+    gin_kind(g[k], OPD_FLOAT32, 2, s46, OPD_GRAPH_INPUT);
+    gin_kind(g[k], OPD_FLOAT32, 1, s6, OPD_GRAPH_INPUT);
+    gin_kind(g[k], OPD_FLOAT32, 2, s41, OPD_GRAPH_PARAMETER);
+    gin_kind(g[k], OPD_BOOL, 2, s46, OPD_GRAPH_INPUT);
+  }
+  int vals[64] = {0, 1, 2}, nvals = 3;
+  static int64_t minus_one[] = {-1};
+  const opd_graph_arg last_dim =
+      V(((opd_ivalue){.tag = OPD_IV_INT_LIST, .len = 1, .u.ints = minus_one}));
+  static const char *const unary[] = {"aten::exp",     "aten::neg",   "aten::tanh",
+                                      "aten::sigmoid", "aten::relu",  "aten::abs",
+                                      "aten::sin",     "aten::rsqrt", "aten::clone"};
+  static const char *const binary[] = {"aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor",
+                                       "aten::div.Tensor", "aten::maximum",    "aten::minimum"};
+  for (int step = 0; step < 14; step++) {
+    int a = vals[rnd((uint32_t)nvals)], b = vals[rnd((uint32_t)nvals)];
+    opd_graph_arg args[4];
+    uint32_t nargs = 1;
+    const char *op;
+    switch (rnd(10)) {
+    case 0:
+    case 1:
+    case 2:
+      op = unary[rnd(9)];
+      args[0] = R(a);
+      if (!strcmp(op, "aten::clone")) args[nargs++] = DEF;
+      break;
+    case 3:
+    case 4:
+    case 5:
+      op = binary[rnd(6)];
+      args[0] = R(a);
+      args[1] = rnd(3) ? R(b) : V(D((double)rnd(5) - 1.5));
+      nargs = 2;
+      if (op[6] == 'a' || op[6] == 's') args[nargs++] = V(I((int64_t)rnd(3) - 1)); /* alpha */
+      break;
+    case 6:
+      op = rnd(2) ? "aten::where.self" : "aten::masked_fill.Scalar";
+      if (op[6] == 'w') {
+        args[0] = R(3), args[1] = R(a), args[2] = R(b);
+        nargs = 3;
+      } else {
+        args[0] = R(a), args[1] = R(3), args[2] = V(D(-0.25));
+        nargs = 3;
+      }
+      break;
+    case 7:
+      op = rnd(2) ? "aten::pow.Tensor_Scalar" : "aten::clamp";
+      args[0] = R(a);
+      if (op[6] == 'p') {
+        args[1] = rnd(2) ? V(I(rnd(2) ? 2 : 3)) : V(D(0.5));
+        nargs = 2;
+      } else {
+        args[1] = V(D(-0.5)), args[2] = V(D(0.75));
+        nargs = 3;
+      }
+      break;
+    case 8:
+      op = rnd(2) ? "aten::t" : "aten::unsqueeze";
+      args[0] = R(a);
+      if (op[6] == 'u') args[nargs++] = V(I(0));
+      break;
+    default:
+      op = "aten::sum.dim_IntList";
+      args[0] = R(a), args[1] = last_dim, args[2] = V(B(true));
+      nargs = 3;
+      break;
+    }
+    int p0 = opd_graph_add_node(g[0], op, args, nargs);
+    if (p0 < 0) continue; /* shapes that do not fit together */
+    ck_assert_int_eq(opd_graph_add_node(g[1], op, args, nargs), p0);
+    if (nvals < 64) vals[nvals++] = p0;
+  }
+  opd_graph_ref outs[2] = {{(uint32_t)vals[nvals - 1], 0}, {(uint32_t)vals[nvals / 2], 0}};
+  *noutputs = 2;
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(opd_graph_set_outputs(g[k], outs, 2), 0);
+    ck_assert_int_eq(opd_graph_finish(g[k]), 0);
+  }
+}
+
+/* The inputs of random_graph: x [4, 6], y [6], z [4, 1], m [4, 6] bool, and x's values in a
+ * transposed buffer too (xt, a view of xt_base), to read in place. */
+typedef struct random_inputs {
+  opd_tensor *x, *y, *z, *m, *xt_base, *xt;
+} random_inputs;
+
+static void random_inputs_make(random_inputs *r) {
+  r->x = mk(OPD_FLOAT32, SHAPE(4, 6), NULL), r->y = mk(OPD_FLOAT32, SHAPE(6), NULL);
+  r->z = mk(OPD_FLOAT32, SHAPE(4, 1), NULL), r->m = mk(OPD_BOOL, SHAPE(4, 6), NULL);
+  for (int k = 0; k < 24; k++) {
+    ((float *)opd_tensor_data(r->x))[k] = (float)(k % 5) * 0.37f - 0.6f;
+    ((bool *)opd_tensor_data(r->m))[k] = k % 3 == 0;
+  }
+  for (int k = 0; k < 6; k++) ((float *)opd_tensor_data(r->y))[k] = 0.2f * (float)k - 0.3f;
+  for (int k = 0; k < 4; k++) ((float *)opd_tensor_data(r->z))[k] = 1.5f - 0.5f * (float)k;
+  r->xt_base = mk(OPD_FLOAT32, SHAPE(6, 4), NULL);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 6; j++)
+      ((float *)opd_tensor_data(r->xt_base))[j * 4 + i] =
+          ((float *)opd_tensor_data(r->x))[i * 6 + j];
+  r->xt = view(r->xt_base, SHAPE(4, 6), (int64_t[]){1, 4}, 0);
+}
+
+static void random_inputs_release(random_inputs *r) {
+  opd_tensor *all[] = {r->xt, r->xt_base, r->x, r->y, r->z, r->m};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) opd_tensor_release(all[i]);
+}
+
+#endif
