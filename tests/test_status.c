@@ -8,6 +8,7 @@
  * kernel of aten::add.Tensor is overridden and removed 500 times (run under ASan). */
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +30,7 @@
 #include "opd/clock.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
+#include "opd/graph_exec.h"
 #include "opd/introspect.h"
 #include "opd/server.h"
 #include "opd/tensor.h"
@@ -36,17 +39,26 @@
 #include "metrics.h"
 #include "status.h"
 
-static opd_server *start_status_server(const char *status) {
+/* A daemon with the status endpoint at `status` and, when graph_cc_dir is not NULL, the C
+ * tier of fused programs on: 0 and *out, or opd_server_start's error. */
+static int try_start_server(const char *status, const char *graph_cc_dir, opd_server **out) {
   opd_server_config cfg;
   opd_server_config_init(&cfg);
   opd_server_config_clear_listen(&cfg);
   ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
   ck_assert_int_eq(opd_server_config_set(&cfg, "status", status), 0);
+  if (graph_cc_dir) ck_assert_int_eq(opd_server_config_set(&cfg, "graph_cc_dir", graph_cc_dir), 0);
   cfg.workers = 2;
   cfg.log_level = OPD_LOG_ERROR;
-  opd_server *s = NULL;
-  int rc = opd_server_start(&cfg, &s);
+  *out = NULL;
+  int rc = opd_server_start(&cfg, out);
   opd_server_config_destroy(&cfg);
+  return rc;
+}
+
+static opd_server *start_status_server(const char *status) {
+  opd_server *s;
+  int rc = try_start_server(status, NULL, &s);
   ck_assert_msg(rc == 0, "server start: %s", opd_last_error());
   return s;
 }
@@ -410,6 +422,88 @@ static long long metric_value(const char *body, const char *prefix) {
     if (strncmp(line, prefix, strlen(prefix)) == 0) return atoll(line + strlen(prefix));
   return -1;
 }
+
+/* A daemon with the C tier (graph_cc_dir): a graph's fused group runs its compiled C once
+ * the tier has loaded it, as /v1/graphs/{id} shows with the source; /v1/graphs shows the
+ * tier and /metrics its counters. A directory open to others stops the daemon from
+ * starting, with the reason. Needs a C compiler ("cc"): without one, nothing is checked. */
+START_TEST(test_graphs_c_tier) {
+  if (system("command -v cc >/dev/null 2>&1") != 0) {
+    fprintf(stderr, "test_graphs_c_tier: no C compiler: nothing checked\n");
+    return;
+  }
+  char dir[] = "/tmp/opd-status-c-tier-XXXXXX", cache[64];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_int_eq(chmod(dir, 0777), 0);
+  opd_server *s;
+  ck_assert_int_eq(try_start_server("127.0.0.1:0", dir, &s), OPD_EINVAL);
+  ck_assert_msg(strstr(opd_last_error(), "graph_cc_dir"), "%s", opd_last_error());
+  ck_assert_int_eq(chmod(dir, 0700), 0);
+  snprintf(cache, sizeof cache, "%s/fused", dir); /* created by the daemon */
+  ck_assert_msg(try_start_server("127.0.0.1:0", cache, &s) == 0, "%s", opd_last_error());
+  opd_client *c = NULL;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
+  opd_graph_builder *b;
+  ck_assert_int_eq(opd_graph_builder_new(c, &b), 0);
+  opd_client_tensor x, e, twice, y;
+  ck_assert_int_eq(opd_graph_input(b, OPD_FLOAT32, (int64_t[]){2, 3}, 2, NULL, false, &x), 0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::exp", (opd_client_value[]){opd_cv_tensor(x)}, 1, &e),
+                   0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::mul.Tensor",
+                                  (opd_client_value[]){opd_cv_tensor(e), opd_cv_double(2)}, 2,
+                                  &twice),
+                   0);
+  ck_assert_int_eq(
+      opd_graph_node(b, "aten::add.Tensor",
+                     (opd_client_value[]){opd_cv_tensor(twice), opd_cv_double(1), opd_cv_int(1)}, 3,
+                     &y),
+      0);
+  opd_client_graph g;
+  opd_client_graph_info info;
+  ck_assert_int_eq(opd_graph_define(b, &y, 1, &g, &info), 0);
+  opd_graph_builder_free(b);
+  float v[6] = {-1, 0, 0.5f, 1, 2, 3}, got[6];
+  opd_client_tensor t, out;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, (int64_t[]){2, 3}, 2, v, sizeof v, NULL, &t),
+                   0);
+  for (int run = 0; run < 8; run++) { /* the first submits; the checks take a few more */
+    ck_assert_int_eq(opd_graph_run(c, g, &t, 1, &out, 1, NULL), 0);
+    ck_assert_int_eq(opd_client_download(c, out, got, sizeof got, NULL), 0);
+    for (int i = 0; i < 6; i++) ck_assert_double_eq_tol(got[i], 2 * exp(v[i]) + 1, 1e-5);
+    ck_assert_int_eq(opd_client_release(c, &out, 1), 0);
+    if (run == 0) opd_graph_c_tier_drain(); /* the daemon's tier is this process's */
+  }
+  json_t *j = get_json(s, "/v1/graphs", 200);
+  json_t *tier = json_object_get(j, "c_tier");
+  ck_assert(json_is_true(json_object_get(tier, "enabled")));
+  ck_assert_str_eq(jstr(tier, "dir"), cache);
+  ck_assert_int_eq(json_integer_value(json_object_get(tier, "compiles")), 1);
+  ck_assert_int_eq(json_integer_value(json_object_get(tier, "failures")), 0);
+  ck_assert_ptr_nonnull(strstr(jstr(tier, "compiler"), "-ffp-contract=off"));
+  json_decref(j);
+  char path[64];
+  snprintf(path, sizeof path, "/v1/graphs/%llu", (unsigned long long)info.compiled);
+  j = get_json(s, path, 200);
+  json_t *group = json_array_get(json_object_get(j, "groups"), 0);
+  ck_assert_str_eq(jstr(group, "tier"), "c");
+  ck_assert_str_eq(jstr(group, "c_tier"), "ready");
+  ck_assert_str_eq(jstr(group, "numerics"), "fused");
+  ck_assert_int_eq(strlen(jstr(group, "c_module")), 32);
+  ck_assert_ptr_nonnull(strstr(jstr(group, "source"), "opd_fused_tile"));
+  json_decref(j);
+  http_reply r = http_get(s, "/metrics");
+  ck_assert_int_eq(r.code, 200);
+  ck_assert_int_eq(metric_value(r.body, "opd_graph_c_compiles_total "), 1);
+  ck_assert_int_eq(metric_value(r.body, "opd_graph_c_mismatches_total "), 0);
+  reply_free(&r);
+  ck_assert_int_eq(opd_client_release(c, &t, 1), 0);
+  opd_client_close(c);
+  opd_server_stop(s);
+  char cmd[96];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
 
 /* [Note: The duration clock] in metrics.h: a duration read from it is the one that
  * CLOCK_MONOTONIC reads around it, in nanoseconds (a TSC count left unconverted, or
@@ -1111,6 +1205,7 @@ Suite *opd_test_status_suite(void) {
   tcase_add_test(tc, test_dispatch);
   tcase_add_test(tc, test_fallbacks_memory);
   tcase_add_test(tc, test_graphs);
+  tcase_add_test(tc, test_graphs_c_tier);
   tcase_add_test(tc, test_metrics_key_of_tensor_lists);
   tcase_add_test(tc, test_duration_clock);
   tcase_add_test(tc, test_http_errors);

@@ -24,7 +24,8 @@
  * - The compiler is a subprocess, fork and execvpe without a shell: stdin /dev/null, stdout
  *   and stderr to the log, every other descriptor closed (the daemon's sockets), its own
  *   process group, no signal blocked, an environment of PATH (TMPDIR when set) and LC_ALL=C
- *   (plain ASCII diagnostics), and limits on its memory, CPU time, file size and core dumps.
+ *   (plain ASCII diagnostics), and limits on its memory, CPU time, file size and core dumps
+ *   (where a seccomp filter denies setrlimit, the daemon's own limits and the timeout).
  *   An exec failure comes back as errno over a close-on-exec pipe. The parent polls waitpid
  *   every 2 ms up to timeout_ms, then kills the process group (the driver's cc1 and as too).
  *   A failure's reason is the log from its first line that mentions "error", about 150 bytes.
@@ -199,8 +200,10 @@ static _Noreturn void exec_compiler(const opd__cc *cc, char *const argv[], int n
   report = 3;
   if (fcntl(3, F_SETFD, FD_CLOEXEC) != 0) goto failed;
   closefrom(4);
+  /* A seccomp filter that denies setrlimit (EPERM: the shipped systemd unit filters
+   * @resources) leaves the compiler under the daemon's own limits and the timeout. */
   for (int i = 0; i < 4; i++)
-    if (setrlimit(resources[i], &limits[i]) != 0) goto failed;
+    if (setrlimit(resources[i], &limits[i]) != 0 && errno != EPERM) goto failed;
   execvpe(argv[0], argv, cc->env);
 failed:;
   int err = errno;
