@@ -9,11 +9,14 @@
  * 64 Ki, 1 Mi and 16 Mi float32 elements. For each, three compiled graphs of the same
  * program: unfused (no pointwise_groups pass: one kernel a node), fused and interpreted,
  * fused and compiled to C (the tier started, the program compiled and loaded, the tier
- * stopped again so that the interpreted graph is never submitted). Every round times each
- * graph in turn (the median of repeated runs, about 50 ms of them); the table has the medians
- * of the rounds, in microseconds a run, and the ratios. The intra-op pool is the process's
- * (OPD_NUM_THREADS; pin with taskset for one CPU). The compiler is $CC or "cc"; CACHE_DIR
- * (default a new directory under /tmp, removed after) is the tier's.
+ * stopped again so that the interpreted graph is never submitted; "to C ms" is the time from
+ * the first run, which interprets and submits the program, until its C is loaded: a compile
+ * for a chain's first size; for the others, whose program is the same, a module found built
+ * in the directory). Every round times each graph in turn (the median of repeated runs, about
+ * 50 ms of them); the table has the medians of the rounds, in microseconds a run, and the
+ * ratios. The intra-op pool is the process's (OPD_NUM_THREADS; pin with taskset for one CPU).
+ * The compiler is $CC or "cc"; CACHE_DIR (default a new directory under /tmp, removed after)
+ * is the tier's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -161,8 +164,8 @@ int main(int argc, char **argv) {
     chain_fn chain;
   } chains[] = {{"gelu_tanh", gelu_tanh}, {"relu_chain", relu_chain}};
   static const int64_t sizes[] = {4096, 65536, 1 << 20, 16 << 20};
-  printf("%-11s %9s %11s %11s %11s %9s %9s\n", "chain", "elements", "unfused us", "interp us",
-         "c us", "interp/c", "unfused/c");
+  printf("%-11s %9s %11s %11s %11s %9s %9s %9s\n", "chain", "elements", "unfused us", "interp us",
+         "c us", "interp/c", "unfused/c", "to C ms");
   for (size_t c = 0; c < sizeof chains / sizeof *chains; c++) {
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
       int64_t n = sizes[s];
@@ -174,8 +177,10 @@ int main(int argc, char **argv) {
                                   compile(chains[c].chain, n, true),
                                   compile(chains[c].chain, n, true)};
       if (opd_graph_c_tier_start(&co)) die("the C tier");
+      uint64_t t0 = now_ns();
       run(g[2], in); /* submits its program */
       opd_graph_c_tier_drain();
+      double to_c_ms = (double)(now_ns() - t0) / 1e6;
       opd_graph_c_tier_stop();
       run(g[1], in); /* the tier is stopped: interpreted for good */
       if (strcmp(tier_of(g[1]), "interpreter") || strcmp(tier_of(g[2]), "c"))
@@ -191,8 +196,8 @@ int main(int argc, char **argv) {
       for (int r = 0; r < rounds; r++)
         for (int k = 0; k < 3; k++) by[(k + r) % 3][r] = t[k][r];
       double u = median(by[0], rounds), i = median(by[1], rounds), cc_us = median(by[2], rounds);
-      printf("%-11s %9lld %11.1f %11.1f %11.1f %8.2fx %8.2fx\n", chains[c].name, (long long)n, u, i,
-             cc_us, i / cc_us, u / cc_us);
+      printf("%-11s %9lld %11.1f %11.1f %11.1f %8.2fx %8.2fx %9.1f\n", chains[c].name, (long long)n,
+             u, i, cc_us, i / cc_us, u / cc_us, to_c_ms);
       fflush(stdout);
       for (int k = 0; k < 3; k++) opd_compiled_graph_release(g[k]);
       opd_tensor_release(in);

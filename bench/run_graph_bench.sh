@@ -4,6 +4,9 @@
 # pinned to another; ROUNDS rounds of every part, interleaved, medians of the rounds' medians,
 # and the ratios to the issue's targets. /proc/loadavg is printed before and after: the machine
 # may be shared.
+# With OPD_GRAPH_BENCH_CC=1 the daemon runs the C tier of fused programs (--graph-cc-dir in
+# the run's temporary directory; docs/GRAPHS.md) and each graph warms up for 3 s more, so that
+# its groups are compiled and checked again before they are timed.
 #   bench/run_graph_bench.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 build=${1:-build-release}
@@ -25,8 +28,13 @@ cleanup() {
 }
 trap cleanup EXIT
 url="unix://$tmp/opd.sock"
+cc_args=()
+if [ "${OPD_GRAPH_BENCH_CC:-0}" = 1 ]; then
+  cc_args=(--graph-cc-dir "$tmp/cc")
+  export OPD_GRAPH_WARMUP_S=3
+fi
 taskset -c "$server_cpu" "$opd" --listen "$url" --status "" --admin "" --workers 1 \
-  2>"$tmp/opd.log" &
+  "${cc_args[@]}" 2>"$tmp/opd.log" &
 opd_pid=$!
 for _ in $(seq 200); do
   grep -q ' ready' "$tmp/opd.log" 2>/dev/null && break
@@ -34,6 +42,7 @@ for _ in $(seq 200); do
 done
 grep -q ' ready' "$tmp/opd.log" || { echo "run_graph_bench: opd did not start: $(cat "$tmp/opd.log")" >&2; exit 1; }
 
+echo "C tier: ${OPD_GRAPH_BENCH_CC:-0}"
 echo "loadavg before: $(cat /proc/loadavg)"
 client() { taskset -c "$client_cpu" "$py" "$here/graph_bench.py" "$@"; }
 for r in $(seq "$rounds"); do

@@ -99,6 +99,7 @@ sctl graph 99 2>"$dir/err"; [ $? -eq 1 ] && grep -q "no graph 99" "$dir/err" || 
 sctl graph x 2>/dev/null; [ $? -eq 2 ] || fail "graph x"
 ctl graph-pass softmax_pattern off | grep -qx disabled || fail "graph-pass off"
 sctl graphs | grep -q 'disabled passes \["softmax_pattern"\]' || fail "disabled passes listed"
+sctl graphs | grep -q "^C tier: off (graph_cc_dir)" || fail "the C tier listed as off"
 "$GRAPH_EXAMPLE" "unix://$dir/opd.sock" >"$dir/out" 2>&1 || fail "graph example without the pass"
 grep -q "0 softmax pattern(s)" "$dir/out" && ! grep -q "(cached)" "$dir/out" ||
   fail "a disabled pass gives another graph: $(cat "$dir/out")"

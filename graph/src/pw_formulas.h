@@ -16,10 +16,12 @@
 #ifndef OPD_GRAPH_PW_FORMULAS_H
 #define OPD_GRAPH_PW_FORMULAS_H
 
+/* (unformatted: clang-format takes x * y for a declaration) */
+/* clang-format off */
 #define OPD__PW_FORMULAS(X)                                                               \
   X(ADD, 2, x + y)                                                                        \
   X(ADD_SCALED, 2, x + c0 * y)                                                            \
-  X(MUL, 2, x *y)                                                                         \
+  X(MUL, 2, x * y)                                                                        \
   X(DIV, 2, x / y)                                                                        \
   X(MAXIMUM, 2, x != x ? x : y != y ? y : x < y ? y : x)                                  \
   X(MINIMUM, 2, x != x ? x : y != y ? y : y < x ? y : x)                                  \
@@ -44,8 +46,8 @@
   X(FILL, 0, c0)                                                                          \
   X(COPY, 1, x)                                                                           \
   X(RECIP, 1, 1 / x)                                                                      \
-  X(SQUARE, 1, x *x)                                                                      \
-  X(CUBE, 1, x *x *x)                                                                     \
+  X(SQUARE, 1, x * x)                                                                     \
+  X(CUBE, 1, x * x * x)                                                                   \
   X(RECIP_SQUARE, 1, 1 / (x * x))                                                         \
   X(POW, 1, (float)pow((double)x, e))                                                     \
   X(CLAMP, 1, c1 < (x < c0 ? c0 : x) ? c1 : (x < c0 ? c0 : x))                            \
@@ -53,5 +55,6 @@
   X(CLAMP_MAX, 1, c1 < x ? c1 : x)                                                        \
   X(TO_BOOL, 1, x != 0 ? 1.0f : 0.0f)                                                     \
   X(WHERE, 3, x != 0 ? y : z)
+/* clang-format on */
 
 #endif

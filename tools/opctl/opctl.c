@@ -462,6 +462,19 @@ static int cmd_graphs(const char *id) {
            (long long)json_integer_value(json_object_get(j, "invalidations")),
            disabled ? disabled : "[]");
     free(disabled);
+    json_t *tier = json_object_get(j, "c_tier");
+    if (json_is_true(json_object_get(tier, "enabled")))
+      printf("C tier: %s in %s; %lld compiles, %lld found built, %lld failures (%lld timeouts), "
+             "%lld mismatches, %lld queued\n",
+             str(tier, "compiler"), str(tier, "dir"),
+             (long long)json_integer_value(json_object_get(tier, "compiles")),
+             (long long)json_integer_value(json_object_get(tier, "disk_hits")),
+             (long long)json_integer_value(json_object_get(tier, "failures")),
+             (long long)json_integer_value(json_object_get(tier, "timeouts")),
+             (long long)json_integer_value(json_object_get(tier, "mismatches")),
+             (long long)json_integer_value(json_object_get(tier, "queued")));
+    else
+      printf("C tier: off (graph_cc_dir)\n");
   } else {
     printf("graph %lld, key %s: %lld nodes, %lld after the passes, %lld kernels, %lld runs\n",
            (long long)json_integer_value(json_object_get(j, "id")), str(j, "key"),
@@ -476,8 +489,9 @@ static int cmd_graphs(const char *id) {
              (long long)json_integer_value(json_object_get(g, "hits")), ir ? "" : ": disabled",
              ir ? json_string_value(ir) : "");
     }
-    printf("\ngroups:\n");
+    printf("\ngroups (their generated source: opctl --json graph ID):\n");
     json_array_foreach(json_object_get(j, "groups"), i, g) {
+      json_object_del(g, "source");
       char *d = json_dumps(g, JSON_COMPACT);
       printf("  %s\n", d ? d : "?");
       free(d);
