@@ -14,7 +14,7 @@
 
 #include "compiled.h"
 #include "opd/memory.h"
-#include "test_graph_random.h"
+#include "test_graph_programs.h"
 #include "test_graph_util.h"
 
 static char tier_dir[64];
@@ -179,6 +179,38 @@ START_TEST(test_compiled_gelu_splits_over_the_pool) {
 }
 END_TEST
 
+/* Every instruction the programs have (the chain of test_graph_programs.h) on inputs with
+ * NaN, infinities, signed zeros, subnormals and large values: the compiled C gives the
+ * interpreter's bits for every output, the float ones and the bool ones. */
+START_TEST(test_every_instruction_compiled) {
+  if (!have_compiler()) return;
+  start_tier(compiler());
+  opd_compiled_graph *cg = compile_with_numerics(every_operator_graph(), false);
+  ck_assert_uint_gt(cg->plan->ngroups, 0);
+  static const float specials[] = {NAN,     INFINITY, -INFINITY, 0.0f,  -0.0f,  1e-40f,
+                                   -1e-40f, 88.0f,    -104.5f,   1e30f, -1e30f, 0.625f,
+                                   -0.5f,   3.0f,     9.2f,      -9.2f};
+  opd_tensor *x = mk(OPD_FLOAT32, SHAPE(4, 8), NULL), *b = mk(OPD_FLOAT32, SHAPE(8), NULL);
+  for (int k = 0; k < 32; k++)
+    ((float *)opd_tensor_data(x))[k] = k < 16 ? specials[k] : (float)(k - 24) * 0.37f;
+  for (int k = 0; k < 8; k++) ((float *)opd_tensor_data(b))[k] = specials[(k * 5) % 16];
+  opd_tensor *in[] = {x, b}, *a[3], *c[3];
+  grun(cg, in, 2, a, 3);
+  opd_graph_c_tier_drain();
+  grun(cg, in, 2, c, 3);
+  ck_assert_uint_eq(groups_with(cg, "tier", "c"), cg->plan->ngroups);
+  for (int k = 0; k < 3; k++) {
+    assert_bitwise(a[k], c[k]);
+    opd_tensor_release(a[k]);
+    opd_tensor_release(c[k]);
+  }
+  opd_tensor_release(x);
+  opd_tensor_release(b);
+  opd_compiled_graph_release(cg);
+  stop_tier();
+}
+END_TEST
+
 /* exp(x) * 2 + y on [3, 5]. */
 static opd_graph *small_graph(void) {
   opd_graph *g = gnew();
@@ -291,6 +323,7 @@ Suite *opd_test_graph_c_tier_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_compiled_equals_interpreted);
   tcase_add_test(tc, test_compiled_gelu_splits_over_the_pool);
+  tcase_add_test(tc, test_every_instruction_compiled);
   tcase_add_test(tc, test_failing_compiler_keeps_the_interpreter);
   tcase_add_test(tc, test_miscompiled_program_is_dropped);
   tcase_add_test(tc, test_start_refusals);

@@ -15,57 +15,10 @@
 #include "opd/graph_exec.h"
 #include "opd/memory.h"
 #include "plan.h"
+#include "test_graph_programs.h"
 #include "test_graph_util.h"
 
 Suite *opd_test_graph_cuda_suite(void);
-
-/* A chain through every fusable operator, on x [4, 8], a broadcast row b [8] and a mask. */
-static opd_graph *every_operator_graph(void) {
-  opd_graph *g = gnew();
-  int x = IN(g, 4, 8), b = IN(g, 8);
-  int a = NODE(g, "aten::add.Tensor", R(x), R(b), V(D(2.5)));
-  a = NODE(g, "aten::sub.Tensor", R(a), R(x));
-  a = NODE(g, "aten::mul.Tensor", R(a), V(D(INFINITY)));
-  a = NODE(g, "aten::div.Tensor", R(a), R(b));
-  a = NODE(g, "aten::add.Scalar", R(a), V(D(-0.0)));
-  a = NODE(g, "aten::mul.Scalar", R(a), V(D(NAN)));
-  a = NODE(g, "aten::neg", R(a));
-  int e = NODE(g, "aten::exp", R(x));
-  e = NODE(g, "aten::log", R(e));
-  e = NODE(g, "aten::sqrt", R(e));
-  e = NODE(g, "aten::rsqrt", R(e));
-  e = NODE(g, "aten::abs", R(e));
-  e = NODE(g, "aten::relu", R(e));
-  e = NODE(g, "aten::sigmoid", R(e));
-  e = NODE(g, "aten::tanh", R(e));
-  e = NODE(g, "aten::sin", R(e));
-  e = NODE(g, "aten::cos", R(e));
-  e = NODE(g, "aten::gelu", R(e));
-  e = NODE(g, "aten::gelu", R(e), STR("tanh"));
-  int p2 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(I(2)));
-  int p3 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(I(3)));
-  int pm2 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(D(-2.0)));
-  int pm1 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(D(-1.0)));
-  int ph = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(D(1.7)));
-  int m = NODE(g, "aten::maximum", R(p2), R(p3));
-  m = NODE(g, "aten::minimum", R(m), R(pm2));
-  m = NODE(g, "aten::add.Tensor", R(m), R(pm1));
-  m = NODE(g, "aten::add.Tensor", R(m), R(ph));
-  int gt = NODE(g, "aten::gt.Tensor", R(m), R(a));
-  int eq = NODE(g, "aten::eq.Tensor", R(m), R(x));
-  int lt = NODE(g, "aten::lt.Scalar", R(m), V(D(0.25)));
-  int w = NODE(g, "aten::where.self", R(gt), R(m), R(a));
-  w = NODE(g, "aten::masked_fill.Scalar", R(w), R(eq), V(D(-1.5)));
-  w = NODE(g, "aten::clamp", R(w), V(D(-3.0)), V(D(3.0)));
-  w = NODE(g, "aten::clamp", R(w), V(D(-2.0)), V(NONE));
-  w = NODE(g, "aten::clamp", R(w), V(NONE), V(D(2.0)));
-  w = NODE(g, "aten::clone", R(w));
-  int f = NODE(g, "aten::_to_copy", R(lt), V(opd_iv_dtype(OPD_FLOAT32)));
-  int o = NODE(g, "aten::mul.Tensor", R(w), R(f));
-  int nonzero = NODE(g, "aten::_to_copy", R(o), V(opd_iv_dtype(OPD_BOOL)));
-  OUT(g, o, lt, nonzero);
-  return g;
-}
 
 START_TEST(test_sources_compile_for_sm90) {
   opd_compiled_graph *cg = gcompile_with(every_operator_graph(), NULL, 0, NULL);

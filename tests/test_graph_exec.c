@@ -13,7 +13,7 @@
 #include "compiled.h"
 #include "fault_alloc.h"
 #include "opd/memory.h"
-#include "test_graph_random.h"
+#include "test_graph_programs.h"
 #include "test_graph_util.h"
 
 /* a and b hold the same values: equal within 1e-5 relative (1e-6 absolute), NaN where NaN,

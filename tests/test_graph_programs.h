@@ -1,7 +1,8 @@
-/* test_graph_random.h: random graphs of pointwise operations for the graph suites that
- * compare fused programs with unfused nodes (test_graph_exec.c, test_graph_c_tier.c). */
-#ifndef OPD_TESTS_TEST_GRAPH_RANDOM_H
-#define OPD_TESTS_TEST_GRAPH_RANDOM_H
+/* test_graph_programs.h: graphs of pointwise operations for the suites of fused programs
+ * (test_graph_exec.c, test_graph_c_tier.c, test_graph_cuda.c): random ones with their inputs,
+ * and a chain through every fusable operator. */
+#ifndef OPD_TESTS_TEST_GRAPH_PROGRAMS_H
+#define OPD_TESTS_TEST_GRAPH_PROGRAMS_H
 
 #include <stdint.h>
 #include <string.h>
@@ -10,14 +11,14 @@
 
 /* A small deterministic generator. */
 static uint64_t rng_state; /* seeded by each test */
-static uint32_t rnd(uint32_t n) {
+static inline uint32_t rnd(uint32_t n) {
   rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
   return (uint32_t)(rng_state >> 33) % n;
 }
 
 /* Builds a random graph of pointwise operations (and an occasional reduction or view) on
  * inputs x [4, 6], y [6], z [4, 1], m [4, 6] bool, appending nodes to both graphs. */
-static void random_graph(opd_graph *g[2], uint32_t *noutputs) {
+static inline void random_graph(opd_graph *g[2], uint32_t *noutputs) {
   int64_t s46[] = {4, 6}, s6[] = {6}, s41[] = {4, 1};
   for (int k = 0; k < 2; k++) {
     gin_kind(g[k], OPD_FLOAT32, 2, s46, OPD_GRAPH_INPUT);
@@ -107,7 +108,7 @@ typedef struct random_inputs {
   opd_tensor *x, *y, *z, *m, *xt_base, *xt;
 } random_inputs;
 
-static void random_inputs_make(random_inputs *r) {
+static inline void random_inputs_make(random_inputs *r) {
   r->x = mk(OPD_FLOAT32, SHAPE(4, 6), NULL), r->y = mk(OPD_FLOAT32, SHAPE(6), NULL);
   r->z = mk(OPD_FLOAT32, SHAPE(4, 1), NULL), r->m = mk(OPD_BOOL, SHAPE(4, 6), NULL);
   for (int k = 0; k < 24; k++) {
@@ -124,9 +125,57 @@ static void random_inputs_make(random_inputs *r) {
   r->xt = view(r->xt_base, SHAPE(4, 6), (int64_t[]){1, 4}, 0);
 }
 
-static void random_inputs_release(random_inputs *r) {
+static inline void random_inputs_release(random_inputs *r) {
   opd_tensor *all[] = {r->xt, r->xt_base, r->x, r->y, r->z, r->m};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) opd_tensor_release(all[i]);
+}
+
+/* A chain through every fusable operator, on x [4, 8], a broadcast row b [8] and a mask. */
+static inline opd_graph *every_operator_graph(void) {
+  opd_graph *g = gnew();
+  int x = IN(g, 4, 8), b = IN(g, 8);
+  int a = NODE(g, "aten::add.Tensor", R(x), R(b), V(D(2.5)));
+  a = NODE(g, "aten::sub.Tensor", R(a), R(x));
+  a = NODE(g, "aten::mul.Tensor", R(a), V(D(INFINITY)));
+  a = NODE(g, "aten::div.Tensor", R(a), R(b));
+  a = NODE(g, "aten::add.Scalar", R(a), V(D(-0.0)));
+  a = NODE(g, "aten::mul.Scalar", R(a), V(D(NAN)));
+  a = NODE(g, "aten::neg", R(a));
+  int e = NODE(g, "aten::exp", R(x));
+  e = NODE(g, "aten::log", R(e));
+  e = NODE(g, "aten::sqrt", R(e));
+  e = NODE(g, "aten::rsqrt", R(e));
+  e = NODE(g, "aten::abs", R(e));
+  e = NODE(g, "aten::relu", R(e));
+  e = NODE(g, "aten::sigmoid", R(e));
+  e = NODE(g, "aten::tanh", R(e));
+  e = NODE(g, "aten::sin", R(e));
+  e = NODE(g, "aten::cos", R(e));
+  e = NODE(g, "aten::gelu", R(e));
+  e = NODE(g, "aten::gelu", R(e), STR("tanh"));
+  int p2 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(I(2)));
+  int p3 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(I(3)));
+  int pm2 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(D(-2.0)));
+  int pm1 = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(D(-1.0)));
+  int ph = NODE(g, "aten::pow.Tensor_Scalar", R(e), V(D(1.7)));
+  int m = NODE(g, "aten::maximum", R(p2), R(p3));
+  m = NODE(g, "aten::minimum", R(m), R(pm2));
+  m = NODE(g, "aten::add.Tensor", R(m), R(pm1));
+  m = NODE(g, "aten::add.Tensor", R(m), R(ph));
+  int gt = NODE(g, "aten::gt.Tensor", R(m), R(a));
+  int eq = NODE(g, "aten::eq.Tensor", R(m), R(x));
+  int lt = NODE(g, "aten::lt.Scalar", R(m), V(D(0.25)));
+  int w = NODE(g, "aten::where.self", R(gt), R(m), R(a));
+  w = NODE(g, "aten::masked_fill.Scalar", R(w), R(eq), V(D(-1.5)));
+  w = NODE(g, "aten::clamp", R(w), V(D(-3.0)), V(D(3.0)));
+  w = NODE(g, "aten::clamp", R(w), V(D(-2.0)), V(NONE));
+  w = NODE(g, "aten::clamp", R(w), V(NONE), V(D(2.0)));
+  w = NODE(g, "aten::clone", R(w));
+  int f = NODE(g, "aten::_to_copy", R(lt), V(opd_iv_dtype(OPD_FLOAT32)));
+  int o = NODE(g, "aten::mul.Tensor", R(w), R(f));
+  int nonzero = NODE(g, "aten::_to_copy", R(o), V(opd_iv_dtype(OPD_BOOL)));
+  OUT(g, o, lt, nonzero);
+  return g;
 }
 
 #endif
