@@ -32,6 +32,10 @@
 #include "opd/error.h"
 #include "opd/memory.h"
 
+/* opd_graph_c_tier_options' defaults (graph_exec.h) */
+#define DEFAULT_TIMEOUT_MS 30000
+#define DEFAULT_QUEUE_MAX  256
+
 /* The service: start and stop write it, submits and introspection read it. */
 static pthread_rwlock_t service_lock = PTHREAD_RWLOCK_INITIALIZER;
 static opd__cc *service;
@@ -44,8 +48,8 @@ int opd_graph_c_tier_start(const opd_graph_c_tier_options *o) {
     return opd_error(OPD_EINVAL, "the C tier needs a compiler and a directory");
   opd__cc_options co = {.cc = o->cc,
                         .dir = o->dir,
-                        .timeout_ms = o->timeout_ms ? o->timeout_ms : 30000,
-                        .queue_max = o->queue_max ? o->queue_max : 256};
+                        .timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS,
+                        .queue_max = o->queue_max ? o->queue_max : DEFAULT_QUEUE_MAX};
   pthread_rwlock_wrlock(&service_lock);
   int rc = service ? opd_error(OPD_EEXIST, "the C tier is started already")
                    : opd__cc_start(&co, &service);
