@@ -296,6 +296,63 @@ START_TEST(test_miscompiled_program_is_dropped) {
 }
 END_TEST
 
+/* The times the benefit check sees, forced: the compiled C's (fused) and the unfused nodes'
+ * from `measured`, the interpreter's beside the C from `measured_interpreter`. */
+typedef struct forced {
+  int64_t c_ns, interpreter_ns;
+} forced;
+
+static int64_t forced_time(uint32_t group, bool fused, int64_t ns, void *data) {
+  (void)group, (void)ns;
+  return fused ? ((const forced *)data)->c_ns : 5000000;
+}
+
+static int64_t forced_interpreter(uint32_t group, int64_t ns, void *data) {
+  (void)group, (void)ns;
+  return ((const forced *)data)->interpreter_ns;
+}
+
+/* The tiers' benefit check: compiled C that is not faster than the interpreter beside it is
+ * dropped for the interpreter, which is then judged against the unfused nodes; C that is
+ * faster stays. */
+START_TEST(test_slower_c_gives_way_to_the_interpreter) {
+  if (!have_compiler()) return;
+  start_tier(compiler());
+  static const forced cases[] = {{1000000, 1000}, {1000, 1000000}};
+  for (int k = 0; k < 2; k++) {
+    opd_graph_test_hooks hooks = {.measured = forced_time,
+                                  .measured_interpreter = forced_interpreter,
+                                  .data = (void *)&cases[k]};
+    opd_graph_options o;
+    opd_graph_options_default(&o);
+    o.benefit_runs = 3;
+    o.test_hooks = &hooks;
+    opd_compiled_graph *cg = gcompile_with(small_graph(), NULL, 0, &o);
+    run_small(cg); /* interpreted, then the C checked: numerics, then timed */
+    run_small(cg);
+    bool c_slower = k == 0;
+    ck_assert_uint_eq(groups_with(cg, "tier", c_slower ? "interpreter" : "c"), 1);
+    ck_assert_uint_eq(groups_with(cg, "c_tier", c_slower ? "dropped" : "ready"), 1);
+    ck_assert_uint_eq(groups_with(cg, "benefit", "fused"), 1); /* either beats 5 ms unfused */
+    json_t *j = opd_compiled_graph_json(cg);
+    json_t *g = json_array_get(json_object_get(j, "groups"), 0);
+    const char *why = json_string_value(json_object_get(g, "c_why"));
+    if (c_slower) {
+      ck_assert_msg(why && strstr(why, "slower than the interpreter"), "%s", why ? why : "-");
+      ck_assert_int_eq(json_integer_value(json_object_get(g, "fused_ns")), 1000);
+    } else {
+      ck_assert_ptr_null(why);
+      ck_assert_int_eq(json_integer_value(json_object_get(g, "fused_ns")), 1000);
+    }
+    ck_assert_int_eq(json_integer_value(json_object_get(g, "interpreter_ns")),
+                     cases[k].interpreter_ns);
+    json_decref(j);
+    opd_compiled_graph_release(cg);
+  }
+  stop_tier();
+}
+END_TEST
+
 /* The directory must be private; one tier at a time. */
 START_TEST(test_start_refusals) {
   if (!have_compiler()) return;
@@ -326,6 +383,7 @@ Suite *opd_test_graph_c_tier_suite(void) {
   tcase_add_test(tc, test_every_instruction_compiled);
   tcase_add_test(tc, test_failing_compiler_keeps_the_interpreter);
   tcase_add_test(tc, test_miscompiled_program_is_dropped);
+  tcase_add_test(tc, test_slower_c_gives_way_to_the_interpreter);
   tcase_add_test(tc, test_start_refusals);
   suite_add_tcase(s, tc);
   return s;

@@ -11,10 +11,11 @@
  * content-addressed directory, and loads it; runs go on through the interpreter meanwhile.
  * When the module is loaded, the group's fused program becomes its function, and the
  * group's checks start again ([Note: Numerics and benefit of fused groups] in decisions.c):
- * the generated C is checked against the unfused nodes, and timed against them, like any
- * fused program, so a tier that is not faster, or that a compiler miscompiles, is caught by
- * the same checks. A group whose compiled program disagrees with the unfused nodes drops it
- * (its state "dropped", counted in c_mismatches) and is checked again with the interpreter.
+ * the generated C is checked against the unfused nodes, and timed against them and against
+ * the interpreter, so C that is not faster than the interpreter gives way to it again, and C
+ * that a compiler miscompiled is caught by the same numerics check as any fused program. A
+ * group whose compiled program disagrees with the unfused nodes drops it (its state
+ * "dropped", counted in c_mismatches) and is checked again with the interpreter.
  * A module stays loaded until the compiled graph is freed, since a run may be inside it.
  * What can go wrong with the compiler (missing, failing, hanging: killed at timeout_ms) only
  * leaves the group on the interpreter, with the reason in its introspection.

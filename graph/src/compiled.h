@@ -23,7 +23,10 @@ typedef struct opd__group_state {
   uint8_t numerics, benefit;    /* opd__decision */
   uint32_t timed;               /* runs timed both ways */
   int64_t fused_ns, unfused_ns; /* the fastest of each */
-  double max_abs_diff;          /* fused against unfused, at the numerics check */
+  /* while the fused program is the C tier's, the interpreter timed beside it: runs, fastest */
+  uint32_t interpreter_timed;
+  int64_t interpreter_ns;
+  double max_abs_diff; /* fused against unfused, at the numerics check */
   uint64_t fused_runs, unfused_runs;
   char why[160]; /* why it does not run fused (a mismatch, a layout) */
   /* a CUDA group's compiled program, made by its first fused run ([Note: Fused programs on

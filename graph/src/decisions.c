@@ -21,6 +21,11 @@
  *     a group whose fused and unfused times are within them saves memory traffic and kernel
  *     launches the timer cannot see, so it stays fused. The cost of a wrong "fused" is then
  *     at most 5 us a run.
+ * While a group's fused program is its compiled C ([Note: The C tier of fused programs] in
+ * c_tier.c), the benefit check's runs also time the interpreter beside it (not in the
+ * numerics check's run: the interpreter would write the planned buffers the check reads);
+ * C that is not faster than the interpreter, by the same rule, is dropped for it, and the
+ * interpreter's time is the one judged against the unfused nodes.
  * Once decided, a run computes the group one way only. Both decisions, the times and the
  * difference are in the graph's introspection. A fused run whose inputs have a layout the
  * program cannot read in place (geometry.c) runs unfused instead, and says why.
@@ -205,7 +210,8 @@ uint64_t opd_graph_numerics_mismatches(void) {
 
 void opd__group_checks_restart(opd__group_state *st) {
   st->numerics = st->benefit = OPD__PENDING;
-  st->timed = 0;
+  st->timed = st->interpreter_timed = 0;
+  st->interpreter_ns = 0;
   st->fused_ns = st->unfused_ns = 0;
   st->max_abs_diff = 0;
   st->why[0] = '\0';
@@ -215,6 +221,35 @@ void opd__group_checks_restart(opd__group_state *st) {
 static int64_t measured(const opd_compiled_graph *cg, uint32_t gi, bool fused, int64_t ns) {
   return cg->has_hooks && cg->hooks.measured ? cg->hooks.measured(gi, fused, ns, cg->hooks.data)
                                              : ns;
+}
+
+static int64_t measured_interpreter(const opd_compiled_graph *cg, uint32_t gi, int64_t ns) {
+  return cg->has_hooks && cg->hooks.measured_interpreter
+             ? cg->hooks.measured_interpreter(gi, ns, cg->hooks.data)
+             : ns;
+}
+
+/* Whether a way that took a_ns is not faster than one that took b_ns: slower by more than
+ * BENEFIT_NOISE and by more than BENEFIT_FLOOR_NS ([Note: Numerics and benefit of fused
+ * groups]). */
+static bool slower(int64_t a_ns, int64_t b_ns) {
+  return (double)a_ns > (1 + BENEFIT_NOISE) * (double)b_ns && a_ns - b_ns > BENEFIT_FLOOR_NS;
+}
+
+/* The interpreter's program run and timed beside the compiled C of a checking run (the
+ * tiers' benefit check): its time, or -1 when it could not run (its outputs are dropped). */
+static int64_t time_interpreter(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi) {
+  uint32_t n = cg->plan->groups[gi].prog.nstores;
+  opd_tensor *outs[n ? n : 1];
+  uint64_t t0 = opd_monotonic_ns();
+  int rc = run_fused(cg, ctx, gi, NULL, outs);
+  int64_t ns = (int64_t)(opd_monotonic_ns() - t0);
+  if (rc) {
+    opd_clear_error();
+    return -1;
+  }
+  for (uint32_t k = 0; k < n; k++) opd_tensor_release(outs[k]);
+  return ns;
 }
 
 /* One checking run: both ways, compared and timed. The unfused results go on. */
@@ -227,6 +262,9 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   bool fused_first = st->timed % 2 == 1;
   uint32_t generation = st->generation;
   opd__pw_tile_fn cfn = st->c_fn;
+  /* not beside the numerics check: the interpreter writes the planned buffers the check
+   * reads the compiled C's results from */
+  bool timing_tiers = cfn && !numerics && cg->options.benefit_runs && st->benefit == OPD__PENDING;
   pthread_mutex_unlock(&cg->lock);
   int64_t tf = 0, tu = 0;
   uint64_t t0;
@@ -249,6 +287,7 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
       for (uint32_t k = 0; k < n; k++) opd_tensor_release(outs[k]);
     return rc;
   }
+  int64_t ti = timing_tiers && frc == 0 ? time_interpreter(cg, ctx, gi) : -1;
   pthread_mutex_lock(&cg->lock);
   if (st->generation != generation) {
     /* the group's fused program changed during this run: it checked the old one */
@@ -291,17 +330,29 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   if (st->generation == generation && frc == 0) { /* not dropped by the numerics check */
     tf = measured(cg, gi, true, tf);
     tu = measured(cg, gi, false, tu);
+    if (ti >= 0 && st->c_fn) {
+      ti = measured_interpreter(cg, gi, ti);
+      if (st->interpreter_timed == 0 || ti < st->interpreter_ns) st->interpreter_ns = ti;
+      st->interpreter_timed++;
+    }
     if (st->timed == 0 || tf < st->fused_ns) st->fused_ns = tf;
     if (st->timed == 0 || tu < st->unfused_ns) st->unfused_ns = tu;
     st->timed++;
     if (group_device(cg, grp).type == OPD_DEVICE_CUDA) {
       if (st->benefit == OPD__PENDING) st->benefit = OPD__FUSED; /* not timed: see the Note */
     } else if (cg->options.benefit_runs && st->benefit == OPD__PENDING &&
-               st->timed >= cg->options.benefit_runs) /* 0: no benefit check at all */
-      st->benefit = (double)st->fused_ns <= (1 + BENEFIT_NOISE) * (double)st->unfused_ns ||
-                            st->fused_ns - st->unfused_ns <= BENEFIT_FLOOR_NS
-                        ? OPD__FUSED
-                        : OPD__UNFUSED;
+               st->timed >= cg->options.benefit_runs) { /* 0: no benefit check at all */
+      if (st->c_fn && st->interpreter_timed && slower(st->fused_ns, st->interpreter_ns)) {
+        /* the compiled C is not faster than the interpreter: the interpreter it is */
+        st->c_fn = NULL;
+        st->c_state = OPD__C_DROPPED;
+        snprintf(st->c_why, sizeof st->c_why,
+                 "slower than the interpreter: %lld ns against %lld ns a run",
+                 (long long)st->fused_ns, (long long)st->interpreter_ns);
+        st->fused_ns = st->interpreter_ns;
+      }
+      st->benefit = slower(st->fused_ns, st->unfused_ns) ? OPD__UNFUSED : OPD__FUSED;
+    }
   }
   st->unfused_runs++;
   pthread_mutex_unlock(&cg->lock);

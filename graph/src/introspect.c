@@ -105,6 +105,8 @@ static json_t *groups_json(opd_compiled_graph *cg) {
          set(g, "fused_ns", json_integer(st->fused_ns)) &&
          set(g, "unfused_ns", json_integer(st->unfused_ns)) &&
          set(g, "timed_runs", json_integer(st->timed)) &&
+         set(g, "interpreter_ns",
+             st->interpreter_timed ? json_integer(st->interpreter_ns) : json_null()) &&
          set(g, "max_abs_diff",
              isfinite(st->max_abs_diff) ? json_real(st->max_abs_diff) : json_null()) &&
          set(g, "fused_runs", json_integer((json_int_t)st->fused_runs)) &&

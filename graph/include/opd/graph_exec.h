@@ -37,6 +37,8 @@ typedef struct opd_graph_test_hooks {
   void (*after_fused)(uint32_t group, opd_tensor *const *outputs, uint32_t n, void *data);
   /* Replaces a measured time (nanoseconds) of a group run fused or unfused. */
   int64_t (*measured)(uint32_t group, bool fused, int64_t ns, void *data);
+  /* Replaces a measured time of the interpreter, run beside a group's compiled C. */
+  int64_t (*measured_interpreter)(uint32_t group, int64_t ns, void *data);
   void *data;
 } opd_graph_test_hooks;
 
