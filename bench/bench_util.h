@@ -12,14 +12,14 @@
 #include <string.h>
 #include <time.h>
 
-static uint64_t now_ns(void) {
+static inline uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static _Noreturn void die(const char *fmt, ...) {
+static inline _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline _Noreturn void die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fprintf(stderr, BENCH_NAME ": ");
@@ -36,7 +36,7 @@ typedef struct samples {
   size_t n, cap;
 } samples;
 
-static void samples_add(samples *s, uint64_t ns) {
+static inline void samples_add(samples *s, uint64_t ns) {
   if (s->n == s->cap) {
     s->cap = s->cap ? s->cap * 2 : 1 << 16;
     s->v = realloc(s->v, s->cap * sizeof *s->v);
@@ -45,17 +45,17 @@ static void samples_add(samples *s, uint64_t ns) {
   s->v[s->n++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
-static int cmp_u32(const void *a, const void *b) {
+static inline int cmp_u32(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return (x > y) - (x < y);
 }
 
-static void samples_sort(samples *s) {
+static inline void samples_sort(samples *s) {
   if (s->n) qsort(s->v, s->n, sizeof *s->v, cmp_u32);
 }
 
 /* The q-quantile (nearest rank) of sorted samples, in microseconds. */
-static double quantile_us(const samples *s, double q) {
+static inline double quantile_us(const samples *s, double q) {
   if (s->n == 0) return 0;
   size_t i = (size_t)(q * (double)(s->n - 1) + 0.5);
   return s->v[i] / 1000.0;
@@ -63,7 +63,7 @@ static double quantile_us(const samples *s, double q) {
 
 /* ---- options ---- */
 
-static long parse_long(const char *s, const char *what, long lo, long hi) {
+static inline long parse_long(const char *s, const char *what, long lo, long hi) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
@@ -72,7 +72,7 @@ static long parse_long(const char *s, const char *what, long lo, long hi) {
 }
 
 /* The index of s among the n names; dies naming them (what: the option) if it is none. */
-static int parse_name(const char *s, const char *what, const char *const *names, int n) {
+static inline int parse_name(const char *s, const char *what, const char *const *names, int n) {
   for (int k = 0; k < n; k++)
     if (strcmp(s, names[k]) == 0) return k;
   fprintf(stderr, BENCH_NAME ": unknown %s '%s' (", what, s);
@@ -81,7 +81,7 @@ static int parse_name(const char *s, const char *what, const char *const *names,
   exit(2);
 }
 
-static double parse_seconds(const char *s, const char *what) {
+static inline double parse_seconds(const char *s, const char *what) {
   char *end;
   double v = strtod(s, &end);
   if (*end || !(v >= 0 && v <= 86400)) die("bad %s", what);

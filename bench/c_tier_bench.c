@@ -25,26 +25,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_NAME "opd-bench-c-tier"
+#include "bench_util.h"
 #include "opd/error.h"
 #include "opd/graph.h"
 #include "opd/graph_exec.h"
 #include "opd/kernels.h"
 #include "opd/tensor.h"
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static _Noreturn void die(const char *what) {
-  fprintf(stderr, "opd-bench-c-tier: %s: %s\n", what, opd_last_error());
-  exit(2);
-}
+/* A failed step, with the library's reason. */
+#define fail(what) die("%s: %s", what, opd_last_error())
 
 static int node(opd_graph *g, const char *op, const opd_graph_arg *args, uint32_t n) {
   int p = opd_graph_add_node(g, op, args, n);
-  if (p < 0) die(op);
+  if (p < 0) fail(op);
   return p;
 }
 #define REF(p) opd_graph_arg_ref((uint32_t)(p), 0)
@@ -69,7 +63,7 @@ static void gelu_tanh(opd_graph *g, int x) {
   int half = node(g, "aten::mul.Tensor", a7, 2);
   opd_graph_arg a8[] = {REF(half), REF(one)};
   opd_graph_ref out = {(uint32_t)node(g, "aten::mul.Tensor", a8, 2), 0};
-  if (opd_graph_set_outputs(g, &out, 1)) die("outputs");
+  if (opd_graph_set_outputs(g, &out, 1)) fail("outputs");
 }
 
 static void relu_chain(opd_graph *g, int x) {
@@ -83,19 +77,19 @@ static void relu_chain(opd_graph *g, int x) {
   int r = node(g, "aten::sub.Tensor", a4, 3);
   opd_graph_arg a5[] = {REF(r)};
   opd_graph_ref out = {(uint32_t)node(g, "aten::relu", a5, 1), 0};
-  if (opd_graph_set_outputs(g, &out, 1)) die("outputs");
+  if (opd_graph_set_outputs(g, &out, 1)) fail("outputs");
 }
 
 typedef void (*chain_fn)(opd_graph *g, int x);
 
 static opd_compiled_graph *compile(chain_fn chain, int64_t n, bool fused) {
   opd_graph *g = NULL;
-  if (opd_graph_new(NULL, &g)) die("graph");
+  if (opd_graph_new(NULL, &g)) fail("graph");
   int x = opd_graph_add_input(
       g, &(opd_graph_input_spec){OPD_FLOAT32, &n, 1, {OPD_DEVICE_CPU, -1}, OPD_GRAPH_INPUT});
-  if (x < 0) die("input");
+  if (x < 0) fail("input");
   chain(g, x);
-  if (opd_graph_finish(g)) die("finish");
+  if (opd_graph_finish(g)) fail("finish");
   opd_graph_options o;
   opd_graph_options_default(&o);
   o.check_numerics = false; /* the tests check them; here every group runs fused */
@@ -103,13 +97,13 @@ static opd_compiled_graph *compile(chain_fn chain, int64_t n, bool fused) {
   const char *off[] = {"pointwise_groups"};
   if (!fused) o.disabled_passes = off, o.ndisabled = 1;
   opd_compiled_graph *cg = NULL;
-  if (opd_graph_compile(g, &o, NULL, &cg, NULL)) die("compile");
+  if (opd_graph_compile(g, &o, NULL, &cg, NULL)) fail("compile");
   return cg;
 }
 
 static void run(opd_compiled_graph *cg, opd_tensor *in) {
   opd_tensor *out = NULL;
-  if (opd_compiled_graph_run(cg, &in, 1, &out, 1)) die("run");
+  if (opd_compiled_graph_run(cg, &in, 1, &out, 1)) fail("run");
   opd_tensor_release(out);
 }
 
@@ -124,25 +118,26 @@ static const char *tier_of(opd_compiled_graph *cg) {
   return tier;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* The median of `reps` runs, in microseconds. */
-static double time_runs(opd_compiled_graph *cg, opd_tensor *in, int reps) {
-  double t[64];
+/* The median of `reps` runs, in nanoseconds (added to a round's samples). */
+static void time_runs(opd_compiled_graph *cg, opd_tensor *in, int reps, samples *rounds) {
+  samples runs = {0};
   for (int r = 0; r < reps; r++) {
     uint64_t t0 = now_ns();
     run(cg, in);
-    t[r] = (double)(now_ns() - t0) / 1e3;
+    samples_add(&runs, now_ns() - t0);
   }
-  return median(t, reps);
+  samples_sort(&runs);
+  samples_add(rounds, (uint64_t)(quantile_us(&runs, 0.5) * 1000));
+  free(runs.v);
+}
+
+/* The median of the rounds, in microseconds. */
+static double median_us(samples *rounds) {
+  samples_sort(rounds);
+  double us = quantile_us(rounds, 0.5);
+  free(rounds->v);
+  *rounds = (samples){0};
+  return us;
 }
 
 int main(int argc, char **argv) {
@@ -152,11 +147,11 @@ int main(int argc, char **argv) {
   bool own_dir = argc <= 2;
   if (own_dir) {
     snprintf(dir, sizeof dir, "/tmp/opd-c-tier-bench-XXXXXX");
-    if (!mkdtemp(dir)) die("mkdtemp");
+    if (!mkdtemp(dir)) fail("mkdtemp");
   } else {
     snprintf(dir, sizeof dir, "%s", argv[2]);
   }
-  if (opd_kernels_register()) die("kernels");
+  if (opd_kernels_register()) fail("kernels");
   const char *cc = getenv("CC");
   opd_graph_c_tier_options co = {.cc = cc && cc[0] ? cc : "cc", .dir = dir};
   static const struct {
@@ -170,13 +165,14 @@ int main(int argc, char **argv) {
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
       int64_t n = sizes[s];
       opd_tensor *in = NULL;
-      if (opd_tensor_empty(&n, 1, OPD_FLOAT32, (opd_device){OPD_DEVICE_CPU, -1}, &in)) die("input");
+      if (opd_tensor_empty(&n, 1, OPD_FLOAT32, (opd_device){OPD_DEVICE_CPU, -1}, &in))
+        fail("input");
       float *x = opd_tensor_data(in);
       for (int64_t i = 0; i < n; i++) x[i] = (float)(i % 2001) * 0.01f - 10;
       opd_compiled_graph *g[3] = {compile(chains[c].chain, n, false),
                                   compile(chains[c].chain, n, true),
                                   compile(chains[c].chain, n, true)};
-      if (opd_graph_c_tier_start(&co)) die("the C tier");
+      if (opd_graph_c_tier_start(&co)) fail("the C tier");
       uint64_t t0 = now_ns();
       run(g[2], in); /* submits its program */
       opd_graph_c_tier_drain();
@@ -184,18 +180,14 @@ int main(int argc, char **argv) {
       opd_graph_c_tier_stop();
       run(g[1], in); /* the tier is stopped: interpreted for good */
       if (strcmp(tier_of(g[1]), "interpreter") || strcmp(tier_of(g[2]), "c"))
-        die("the tiers are not the interpreter's and the C's");
+        die("%s", "the tiers are not the interpreter's and the C's");
       /* about 50 ms of runs a measurement, at ~1 ns an element of each of ~6 operations */
       int reps = (int)(50e6 / (6.0 * (double)n));
       reps = reps < 3 ? 3 : reps > 63 ? 63 : reps;
-      double t[3][64];
-      for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < 3; k++) t[k][r] = time_runs(g[(k + r) % 3], in, reps);
-      /* round r timed graph (k + r) % 3 in slot k: gather each graph's times */
-      double by[3][64];
-      for (int r = 0; r < rounds; r++)
-        for (int k = 0; k < 3; k++) by[(k + r) % 3][r] = t[k][r];
-      double u = median(by[0], rounds), i = median(by[1], rounds), cc_us = median(by[2], rounds);
+      samples by[3] = {{0}};           /* each graph's medians, one a round */
+      for (int r = 0; r < rounds; r++) /* the order of the graphs rotates with the round */
+        for (int k = 0; k < 3; k++) time_runs(g[(k + r) % 3], in, reps, &by[(k + r) % 3]);
+      double u = median_us(&by[0]), i = median_us(&by[1]), cc_us = median_us(&by[2]);
       printf("%-11s %9lld %11.1f %11.1f %11.1f %8.2fx %8.2fx %9.1f\n", chains[c].name, (long long)n,
              u, i, cc_us, i / cc_us, u / cc_us, to_c_ms);
       fflush(stdout);

@@ -1,9 +1,14 @@
-/* test_files.h: files in tests (shared by the suites that stage plugins in a directory). */
+/* test_files.h: files in tests (shared by the suites that stage plugins in a directory, and
+ * those that need a C compiler). */
 #ifndef OPD_TESTS_TEST_FILES_H
 #define OPD_TESTS_TEST_FILES_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 /* Copies file `from` to `to` (created or truncated). */
 static inline void opd_test_copy_file(const char *from, const char *to) {
@@ -14,6 +19,24 @@ static inline void opd_test_copy_file(const char *from, const char *to) {
   while ((n = fread(buf, 1, sizeof buf, in)) > 0) ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
   fclose(in);
   fclose(out);
+}
+
+/* True (after printing SKIP) when the compiler `cc` (a path, or a name looked up in PATH)
+ * cannot be run: `test` then checks nothing. */
+static inline bool opd_test_no_compiler(const char *cc, const char *test) {
+  if (strchr(cc, '/')) {
+    if (access(cc, X_OK) == 0) return false;
+  } else {
+    const char *path = getenv("PATH");
+    char dirs[4096], file[4200];
+    snprintf(dirs, sizeof dirs, "%s", path ? path : "");
+    for (char *save, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+      snprintf(file, sizeof file, "%s/%s", d, cc);
+      if (access(file, X_OK) == 0) return false;
+    }
+  }
+  printf("SKIP: %s: no C compiler %s\n", test, cc);
+  return true;
 }
 
 #endif

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "compiled.h"
-#include "opd/memory.h"
+#include "test_files.h"
 #include "test_graph_programs.h"
 #include "test_graph_util.h"
 
@@ -25,11 +25,14 @@ static const char *compiler(void) {
 }
 
 static bool have_compiler(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", compiler());
-  if (system(cmd) == 0) return true;
-  fprintf(stderr, "test_graph_c_tier: no C compiler (%s): nothing checked\n", compiler());
-  return false;
+  return !opd_test_no_compiler(compiler(), "test_graph_c_tier");
+}
+
+/* Compiled programs the tier dropped for their results, in the process. */
+static uint64_t c_mismatches(void) {
+  opd_graph_c_tier_stats s;
+  opd_graph_c_tier_stats_get(&s);
+  return s.mismatches;
 }
 
 /* Starts the tier with compiler cc in a new private directory. */
@@ -47,10 +50,10 @@ static void stop_tier(void) {
   ck_assert_int_eq(system(cmd), 0);
 }
 
-/* A script standing in for the compiler in tier_dir/name: it answers the tier's probe of its
- * version like a compiler and runs `body` for a compile ("$@" the compiler's arguments). */
-static char *script_compiler(const char *name, const char *body) {
-  char *path = opd__malloc(256);
+/* A script standing in for the compiler, written to path (tier_dir/name): it answers the
+ * tier's probe of its version like a compiler and runs `body` for a compile ("$@" the
+ * compiler's arguments). */
+static void script_compiler(char path[256], const char *name, const char *body) {
   snprintf(path, 256, "%s/%s", tier_dir, name);
   FILE *f = fopen(path, "w");
   ck_assert_ptr_nonnull(f);
@@ -61,7 +64,6 @@ static char *script_compiler(const char *name, const char *body) {
           compiler(), body);
   ck_assert_int_eq(fclose(f), 0);
   ck_assert_int_eq(chmod(path, 0700), 0);
-  return path;
 }
 
 /* The compiled graph's groups' field `key`, each compared with `want`; how many matched. */
@@ -132,7 +134,7 @@ START_TEST(test_compiled_equals_interpreted) {
     }
   }
   ck_assert_uint_gt(compiled_groups, 5);
-  ck_assert_uint_eq(opd_graph_c_tier_mismatches(), 0);
+  ck_assert_uint_eq(c_mismatches(), 0);
   json_t *j = opd_graph_c_tier_json();
   ck_assert(json_is_true(json_object_get(j, "enabled")));
   ck_assert_int_ge(json_integer_value(json_object_get(j, "compiles")) +
@@ -247,7 +249,8 @@ START_TEST(test_failing_compiler_keeps_the_interpreter) {
   if (!have_compiler()) return;
   start_tier(compiler()); /* for its directory */
   opd_graph_c_tier_stop();
-  char *cc = script_compiler("failing-cc", "echo 'fatal: out of licences' >&2; exit 3");
+  char cc[256];
+  script_compiler(cc, "failing-cc", "echo 'fatal: out of licences' >&2; exit 3");
   opd_graph_c_tier_options o = {.cc = cc, .dir = tier_dir, .timeout_ms = 60000};
   ck_assert_msg(opd_graph_c_tier_start(&o) == 0, "%s", opd_last_error());
   opd_compiled_graph *cg = compile_with_numerics(small_graph(), true);
@@ -263,7 +266,6 @@ START_TEST(test_failing_compiler_keeps_the_interpreter) {
   ck_assert_int_eq(json_integer_value(json_object_get(j, "failures")), 1);
   json_decref(j);
   opd_compiled_graph_release(cg);
-  opd__free(cc);
   stop_tier();
 }
 END_TEST
@@ -280,18 +282,18 @@ START_TEST(test_miscompiled_program_is_dropped) {
            "sed -i '/^      r[0-9]* = x + /s/ + / - /' \"$src\"\n"
            "exec %s \"$@\"",
            compiler());
-  char *cc = script_compiler("miscompiling-cc", body);
+  char cc[256];
+  script_compiler(cc, "miscompiling-cc", body);
   opd_graph_c_tier_options o = {.cc = cc, .dir = tier_dir, .timeout_ms = 60000};
   ck_assert_msg(opd_graph_c_tier_start(&o) == 0, "%s", opd_last_error());
-  uint64_t mismatches = opd_graph_c_tier_mismatches();
+  uint64_t mismatches = c_mismatches();
   opd_compiled_graph *cg = compile_with_numerics(small_graph(), true);
   run_small(cg); /* interpreted, then the C checked and dropped, then interpreted again */
-  ck_assert_uint_eq(opd_graph_c_tier_mismatches(), mismatches + 1);
+  ck_assert_uint_eq(c_mismatches(), mismatches + 1);
   ck_assert_uint_eq(groups_with(cg, "c_tier", "dropped"), 1);
   ck_assert_uint_eq(groups_with(cg, "tier", "interpreter"), 1);
   ck_assert_uint_eq(groups_with(cg, "numerics", "fused"), 1);
   opd_compiled_graph_release(cg);
-  opd__free(cc);
   stop_tier();
 }
 END_TEST

@@ -30,19 +30,6 @@ static const char triple_source[] = "int opd_entry(int x) { return x * 3 + 1; }\
 
 /* ---- helpers ---- */
 
-/* True (after printing SKIP) when there is no `cc` in PATH to compile with. */
-static bool no_cc(const char *test) {
-  const char *path = getenv("PATH");
-  char dirs[4096], file[4200];
-  snprintf(dirs, sizeof dirs, "%s", path ? path : "");
-  for (char *save, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-    snprintf(file, sizeof file, "%s/cc", d);
-    if (access(file, X_OK) == 0) return false;
-  }
-  printf("SKIP: %s: no cc in PATH\n", test);
-  return true;
-}
-
 static void temp_dir(char dir[64]) {
   snprintf(dir, 64, "/tmp/opd-graph-cc-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -161,7 +148,7 @@ static double seconds_since(const struct timespec *t0) {
 /* ---- building ---- */
 
 START_TEST(test_build_and_reuse) {
-  if (no_cc("test_build_and_reuse")) return;
+  if (opd_test_no_compiler("cc", "test_build_and_reuse")) return;
   char dir[64], path[256], text[256];
   temp_dir(dir);
   opd__cc *cc = start(dir, "cc", 30000, 4);
@@ -231,7 +218,7 @@ END_TEST
  * compile to; or a symlink to the right bytes) is no hit: the source is compiled again and its
  * module is loaded. */
 START_TEST(test_tampered_source_is_recompiled) {
-  if (no_cc("test_tampered_source_is_recompiled")) return;
+  if (opd_test_no_compiler("cc", "test_tampered_source_is_recompiled")) return;
   char dir[64], path[256], copy[256], name[64], why[256], text[256];
   temp_dir(dir);
   /* the same length, another program: its source and object under the name of triple_source */
@@ -276,7 +263,7 @@ START_TEST(test_tampered_source_is_recompiled) {
 END_TEST
 
 START_TEST(test_syntax_error) {
-  if (no_cc("test_syntax_error")) return;
+  if (opd_test_no_compiler("cc", "test_syntax_error")) return;
   char dir[64], why[256];
   temp_dir(dir);
   opd__cc *cc = start(dir, "cc", 30000, 4);
@@ -309,7 +296,7 @@ END_TEST
 /* An entry the module does not define is an error naming it, also when a library the module
  * depends on defines it (dlsym would find libc's strlen). */
 START_TEST(test_missing_entry) {
-  if (no_cc("test_missing_entry")) return;
+  if (opd_test_no_compiler("cc", "test_missing_entry")) return;
   char dir[64], why[256];
   temp_dir(dir);
   opd__cc *cc = start(dir, "cc", 30000, 4);
@@ -497,7 +484,7 @@ static void record(void *arg, int rc, opd__cc_module *mod, void *fn, const char 
 }
 
 START_TEST(test_submit_and_drain) {
-  if (no_cc("test_submit_and_drain")) return;
+  if (opd_test_no_compiler("cc", "test_submit_and_drain")) return;
   char dir[64];
   temp_dir(dir);
   opd__cc *cc = start(dir, "cc", 30000, 4);
@@ -576,7 +563,7 @@ static void *race_build(void *arg) {
 /* Threads building one new source at once all get the one module, and the directory holds its
  * three files and nothing else. */
 START_TEST(test_concurrent_builds) {
-  if (no_cc("test_concurrent_builds")) return;
+  if (opd_test_no_compiler("cc", "test_concurrent_builds")) return;
   char dir[64];
   temp_dir(dir);
   opd__cc *cc = start(dir, "cc", 30000, 4);
@@ -620,7 +607,7 @@ START_TEST(test_allocation_failures) {
   ck_assert_int_eq(opd_replace_allocator(fault_malloc, fault_realloc, fault_calloc, free), 0);
   const char *tmpdir = getenv("TMPDIR");
   if (!tmpdir) setenv("TMPDIR", "/tmp", 1); /* so that every environment entry is made */
-  bool real = !no_cc("test_allocation_failures (a build)");
+  bool real = !opd_test_no_compiler("cc", "test_allocation_failures (a build)");
   fake_cc(compiler, dir, "exit 1");
   opd__cc *cc = NULL;
   long n = 1;

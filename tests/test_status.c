@@ -38,6 +38,7 @@
 
 #include "metrics.h"
 #include "status.h"
+#include "test_files.h"
 
 /* A daemon with the status endpoint at `status` and, when graph_cc_dir is not NULL, the C
  * tier of fused programs on: 0 and *out, or opd_server_start's error. */
@@ -334,18 +335,25 @@ START_TEST(test_dispatch) {
 }
 END_TEST
 
+/* A client of s (*c) building a graph of one [2, 3] float32 input x and *e = exp(x). */
+static opd_graph_builder *exp_graph_builder(opd_server *s, opd_client **c, opd_client_tensor *e) {
+  *c = NULL;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, c), 0);
+  opd_graph_builder *b;
+  ck_assert_int_eq(opd_graph_builder_new(*c, &b), 0);
+  opd_client_tensor x;
+  ck_assert_int_eq(opd_graph_input(b, OPD_FLOAT32, (int64_t[]){2, 3}, 2, NULL, false, &x), 0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::exp", (opd_client_value[]){opd_cv_tensor(x)}, 1, e), 0);
+  return b;
+}
+
 /* GET /v1/graphs and /v1/graphs/{id} after a client defined and ran a graph; /metrics' graph
  * counters. */
 START_TEST(test_graphs) {
   opd_server *s = start_server();
-  opd_client *c = NULL;
-  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
-  opd_graph_builder *b;
-  ck_assert_int_eq(opd_graph_builder_new(c, &b), 0);
-  opd_client_tensor x, e, sum, y;
-  ck_assert_int_eq(opd_graph_input(b, OPD_FLOAT32, (int64_t[]){2, 3}, 2, NULL, false, &x), 0);
-  ck_assert_int_eq(opd_graph_node(b, "aten::exp", (opd_client_value[]){opd_cv_tensor(x)}, 1, &e),
-                   0);
+  opd_client *c;
+  opd_client_tensor e, sum, y;
+  opd_graph_builder *b = exp_graph_builder(s, &c, &e);
   ck_assert_int_eq(
       opd_graph_node(b, "aten::sum.dim_IntList",
                      (opd_client_value[]){opd_cv_tensor(e), opd_cv_ints((int64_t[]){-1}, 1),
@@ -428,10 +436,7 @@ static long long metric_value(const char *body, const char *prefix) {
  * tier and /metrics its counters. A directory open to others stops the daemon from
  * starting, with the reason. Needs a C compiler ("cc"): without one, nothing is checked. */
 START_TEST(test_graphs_c_tier) {
-  if (system("command -v cc >/dev/null 2>&1") != 0) {
-    fprintf(stderr, "test_graphs_c_tier: no C compiler: nothing checked\n");
-    return;
-  }
+  if (opd_test_no_compiler("cc", "test_graphs_c_tier")) return;
   char dir[] = "/tmp/opd-status-c-tier-XXXXXX", cache[64];
   ck_assert_ptr_nonnull(mkdtemp(dir));
   ck_assert_int_eq(chmod(dir, 0777), 0);
@@ -441,14 +446,9 @@ START_TEST(test_graphs_c_tier) {
   ck_assert_int_eq(chmod(dir, 0700), 0);
   snprintf(cache, sizeof cache, "%s/fused", dir); /* created by the daemon */
   ck_assert_msg(try_start_server("127.0.0.1:0", cache, &s) == 0, "%s", opd_last_error());
-  opd_client *c = NULL;
-  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
-  opd_graph_builder *b;
-  ck_assert_int_eq(opd_graph_builder_new(c, &b), 0);
-  opd_client_tensor x, e, twice, y;
-  ck_assert_int_eq(opd_graph_input(b, OPD_FLOAT32, (int64_t[]){2, 3}, 2, NULL, false, &x), 0);
-  ck_assert_int_eq(opd_graph_node(b, "aten::exp", (opd_client_value[]){opd_cv_tensor(x)}, 1, &e),
-                   0);
+  opd_client *c;
+  opd_client_tensor e, twice, y;
+  opd_graph_builder *b = exp_graph_builder(s, &c, &e);
   ck_assert_int_eq(opd_graph_node(b, "aten::mul.Tensor",
                                   (opd_client_value[]){opd_cv_tensor(e), opd_cv_double(2)}, 2,
                                   &twice),

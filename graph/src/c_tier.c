@@ -77,41 +77,37 @@ void opd_graph_c_tier_drain(void) {
   pthread_rwlock_unlock(&service_lock);
 }
 
-uint64_t opd_graph_c_tier_mismatches(void) {
-  return atomic_load_explicit(&c_mismatches, memory_order_relaxed);
-}
-
 void opd__c_tier_count_mismatch(void) {
   atomic_fetch_add_explicit(&c_mismatches, 1, memory_order_relaxed);
 }
 
-static bool set(json_t *o, const char *k, json_t *v) {
-  return v && json_object_set_new(o, k, v) == 0;
-}
-
-json_t *opd_graph_c_tier_json(void) {
-  json_t *o = json_object();
+void opd_graph_c_tier_stats_get(opd_graph_c_tier_stats *out) {
+  *out = (opd_graph_c_tier_stats){.mismatches =
+                                      atomic_load_explicit(&c_mismatches, memory_order_relaxed)};
   pthread_rwlock_rdlock(&service_lock);
-  bool ok = o && set(o, "enabled", json_boolean(service != NULL)) &&
-            set(o, "mismatches", json_integer((json_int_t)opd_graph_c_tier_mismatches()));
-  if (ok && service) {
+  if (service) {
     opd__cc_stats s;
     opd__cc_stats_get(service, &s);
-    ok = set(o, "compiler", json_string(opd__cc_identity(service))) &&
-         set(o, "dir", json_string(service_dir)) &&
-         set(o, "compiles", json_integer((json_int_t)s.compiles)) &&
-         set(o, "disk_hits", json_integer((json_int_t)s.disk_hits)) &&
-         set(o, "failures", json_integer((json_int_t)s.failures)) &&
-         set(o, "timeouts", json_integer((json_int_t)s.timeouts)) &&
-         set(o, "rejected", json_integer((json_int_t)s.rejected)) &&
-         set(o, "queued", json_integer(s.queued));
+    out->enabled = true;
+    out->compiles = s.compiles;
+    out->disk_hits = s.disk_hits;
+    out->failures = s.failures;
+    out->timeouts = s.timeouts;
+    out->rejected = s.rejected;
+    out->queued = s.queued;
   }
   pthread_rwlock_unlock(&service_lock);
-  if (!ok) {
-    json_decref(o);
-    return NULL;
+}
+
+bool opd__c_tier_describe(char *identity, size_t identity_size, char *dir, size_t dir_size) {
+  pthread_rwlock_rdlock(&service_lock);
+  bool on = service != NULL;
+  if (on) {
+    snprintf(identity, identity_size, "%s", opd__cc_identity(service));
+    snprintf(dir, dir_size, "%s", service_dir);
   }
-  return o;
+  pthread_rwlock_unlock(&service_lock);
+  return on;
 }
 
 bool opd__c_tier_running(void) {

@@ -91,7 +91,9 @@ void opd__group_checks_restart(opd__group_state *st);
  * (a CPU group's first fused run does). */
 bool opd__c_tier_running(void);
 void opd__c_tier_submit(opd_compiled_graph *cg, uint32_t gi);
-/* Counts a compiled program dropped by its numerics check (opd_graph_c_tier_mismatches). */
+/* The started tier's compiler identity and directory, copied (false: the tier is off). */
+bool opd__c_tier_describe(char *identity, size_t identity_size, char *dir, size_t dir_size);
+/* Counts a compiled program dropped by its numerics check (opd_graph_c_tier_stats.mismatches). */
 void opd__c_tier_count_mismatch(void);
 /* The name of a state, for introspection. */
 const char *opd__c_state_name(opd__c_state s);

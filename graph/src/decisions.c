@@ -289,12 +289,12 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
   }
   int64_t ti = timing_tiers && frc == 0 ? time_interpreter(cg, ctx, gi) : -1;
   pthread_mutex_lock(&cg->lock);
-  if (st->generation != generation) {
-    /* the group's fused program changed during this run: it checked the old one */
-  } else if (frc) {
+  /* false when the group's fused program changed during this run: it checked the old one */
+  bool current = st->generation == generation;
+  if (current && frc) {
     snprintf(st->why, sizeof st->why, "%s", opd_last_error());
     opd_clear_error();
-  } else {
+  } else if (current) {
     if (cg->has_hooks && cg->hooks.after_fused) cg->hooks.after_fused(gi, outs, n, cg->hooks.data);
     if (numerics && st->numerics == OPD__PENDING) {
       double worst = 0;
@@ -315,19 +315,19 @@ static int check_run(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, boo
                  NUMERICS_ATOL);
         opd__c_tier_count_mismatch();
         opd__group_checks_restart(st);
-        worst = 0;
-      } else if (rc == 0) {
-        st->numerics = isinf(worst) ? OPD__UNFUSED : OPD__FUSED;
-      }
-      if (rc == 0 && isinf(worst)) {
+      } else if (rc == 0 && isinf(worst)) {
+        st->numerics = OPD__UNFUSED;
         snprintf(st->why, sizeof st->why,
                  "fused results differ from the unfused ones past rtol %g, atol %g", NUMERICS_RTOL,
                  NUMERICS_ATOL);
         atomic_fetch_add_explicit(&numerics_mismatches, 1, memory_order_relaxed);
+      } else if (rc == 0) {
+        st->numerics = OPD__FUSED;
       }
     }
   }
-  if (st->generation == generation && frc == 0) { /* not dropped by the numerics check */
+  /* still current: the numerics check above may have dropped the compiled C */
+  if (st->generation == generation && frc == 0) {
     tf = measured(cg, gi, true, tf);
     tu = measured(cg, gi, false, tu);
     if (ti >= 0 && st->c_fn) {

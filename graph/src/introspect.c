@@ -166,3 +166,26 @@ json_t *opd_graph_cache_json(opd_graph_cache *c) {
 void opd__cache_summary(opd_compiled_graph *cg, json_t *graphs, bool *ok) {
   if (*ok) *ok = json_array_append_new(graphs, summary(cg)) == 0;
 }
+
+json_t *opd_graph_c_tier_json(void) {
+  opd_graph_c_tier_stats st;
+  opd_graph_c_tier_stats_get(&st);
+  char identity[1024], dir[4096];
+  bool on = st.enabled && opd__c_tier_describe(identity, sizeof identity, dir, sizeof dir);
+  json_t *o = json_object();
+  bool ok = o && set(o, "enabled", json_boolean(on)) &&
+            set(o, "mismatches", json_integer((json_int_t)st.mismatches));
+  if (ok && on)
+    ok = set(o, "compiler", json_string(identity)) && set(o, "dir", json_string(dir)) &&
+         set(o, "compiles", json_integer((json_int_t)st.compiles)) &&
+         set(o, "disk_hits", json_integer((json_int_t)st.disk_hits)) &&
+         set(o, "failures", json_integer((json_int_t)st.failures)) &&
+         set(o, "timeouts", json_integer((json_int_t)st.timeouts)) &&
+         set(o, "rejected", json_integer((json_int_t)st.rejected)) &&
+         set(o, "queued", json_integer(st.queued));
+  if (!ok) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}

@@ -758,8 +758,8 @@ static void graph_metrics(sbuf *b, opd__status *st) {
   opd__graphs_counters_get(st->srv->graphs, &n);
   opd_graph_cache_stats cs;
   opd_graph_cache_stats_get(opd__graphs_cache(st->srv->graphs), &cs);
-  json_t *c_tier = opd_graph_c_tier_json(); /* counts absent while the tier is off: 0 */
-#define C_TIER(key) ((uint64_t)json_integer_value(json_object_get(c_tier, key)))
+  opd_graph_c_tier_stats ct;
+  opd_graph_c_tier_stats_get(&ct);
   const struct {
     const char *name, *help;
     uint64_t v;
@@ -777,19 +777,17 @@ static void graph_metrics(sbuf *b, opd__status *st) {
       {"graph_numerics_mismatches_total",
        "Fused groups pinned unfused because their results differed from the unfused ones.",
        opd_graph_numerics_mismatches()},
-      {"graph_c_compiles_total", "Fused programs the C tier compiled.", C_TIER("compiles")},
+      {"graph_c_compiles_total", "Fused programs the C tier compiled.", ct.compiles},
       {"graph_c_disk_hits_total", "Fused programs the C tier found compiled in its directory.",
-       C_TIER("disk_hits")},
+       ct.disk_hits},
       {"graph_c_failures_total", "Compiles of the C tier that failed (timeouts included).",
-       C_TIER("failures")},
+       ct.failures},
       {"graph_c_timeouts_total", "Compiles of the C tier killed at graph_cc_timeout_ms.",
-       C_TIER("timeouts")},
+       ct.timeouts},
       {"graph_c_mismatches_total",
        "Compiled fused programs dropped because their results differed from the unfused ones.",
-       C_TIER("mismatches")},
+       ct.mismatches},
   };
-#undef C_TIER
-  json_decref(c_tier);
   for (size_t i = 0; i < sizeof counters / sizeof *counters; i++)
     sb_printf(b, "# HELP opd_%s %s\n# TYPE opd_%s counter\nopd_%s %" PRIu64 "\n", counters[i].name,
               counters[i].help, counters[i].name, counters[i].name, counters[i].v);

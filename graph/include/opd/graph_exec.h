@@ -158,10 +158,21 @@ int opd_graph_c_tier_start(const opd_graph_c_tier_options *options);
 void opd_graph_c_tier_stop(void);
 /* Waits until no program is queued or compiling (tests, benchmarks, the conformance runner). */
 void opd_graph_c_tier_drain(void);
-/* Compiled programs dropped because their results disagreed with the unfused nodes. */
-uint64_t opd_graph_c_tier_mismatches(void);
+typedef struct opd_graph_c_tier_stats {
+  bool enabled;
+  uint64_t compiles;   /* compiler runs that made a module */
+  uint64_t disk_hits;  /* modules found built in the directory */
+  uint64_t failures;   /* compiler runs that failed, timeouts included */
+  uint64_t timeouts;   /* compiler runs killed at timeout_ms */
+  uint64_t rejected;   /* programs left interpreted: the queue was full */
+  uint64_t mismatches; /* compiled programs dropped: results unlike the unfused nodes' */
+  uint32_t queued;     /* programs waiting now */
+} opd_graph_c_tier_stats;
+/* The counts of the tier started now (zeros but mismatches when it is off). */
+void opd_graph_c_tier_stats_get(opd_graph_c_tier_stats *out);
 /* {"enabled", "mismatches", and when enabled "compiler" (its identity), "dir", "compiles",
- * "disk_hits", "failures", "timeouts", "rejected", "queued"}; NULL when out of memory. */
+ * "disk_hits", "failures", "timeouts", "rejected", "queued"}; NULL when out of memory
+ * (introspect.c). */
 json_t *opd_graph_c_tier_json(void);
 
 /* The identity of the code generators (part of every cache key), computed once: the CPU
