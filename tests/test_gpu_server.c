@@ -574,8 +574,7 @@ static uint64_t fake_cuda_tensor(opd__session *s, int d) {
   ck_assert_int_eq(opd_tensor_empty(shape, 1, OPD_FLOAT32, (opd_device){OPD_DEVICE_CUDA, d}, &t),
                    0);
   uint64_t reserved = 0, h;
-  ck_assert_int_eq(opd__session_hold(s, t, &reserved, &h), 0);
-  opd_tensor_release(t);
+  ck_assert_int_eq(opd__session_hold(s, t, &reserved, &h), 0); /* takes t's reference */
   return h;
 }
 

@@ -620,8 +620,7 @@ static uint64_t hold(est *e, const int64_t *sizes, int ndim) {
   ck_assert_int_eq(opd_tensor_empty(sizes, ndim, OPD_FLOAT32, (opd_device){OPD_DEVICE_CPU, -1}, &t),
                    0);
   uint64_t reserved = 0, h;
-  ck_assert_int_eq(opd__session_hold(&e->s, t, &reserved, &h), 0);
-  opd_tensor_release(t);
+  ck_assert_int_eq(opd__session_hold(&e->s, t, &reserved, &h), 0); /* takes t's reference */
   return h;
 }
 
@@ -632,8 +631,7 @@ static uint64_t hold_transposed(est *e, uint64_t h) {
   int64_t sizes[2] = {sz[1], sz[0]}, strides[2] = {st[1], st[0]};
   ck_assert_int_eq(opd_tensor_view_of(t, sizes, strides, 2, 0, &v), 0);
   uint64_t reserved = 0, out;
-  ck_assert_int_eq(opd__session_hold(&e->s, v, &reserved, &out), 0);
-  opd_tensor_release(v);
+  ck_assert_int_eq(opd__session_hold(&e->s, v, &reserved, &out), 0); /* takes v's reference */
   return out;
 }
 

@@ -16,16 +16,6 @@ bool opd_dtype_valid(int t) {
   }
 }
 
-size_t opd_dtype_size(opd_dtype t) {
-  switch (t) {
-#define OPD__DTYPE_SIZE(e, v, size, name, c10) \
-  case OPD_##e: return size;
-    OPD_DTYPES(OPD__DTYPE_SIZE)
-#undef OPD__DTYPE_SIZE
-  default: return 0;
-  }
-}
-
 const char *opd_dtype_name(opd_dtype t) {
   switch (t) {
 #define OPD__DTYPE_NAME(e, v, size, name, c10) \

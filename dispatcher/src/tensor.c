@@ -105,9 +105,11 @@ static int check_geometry(const int64_t *sizes, const int64_t *strides, int ndim
 
 static void set_geometry(opd_tensor *t, const int64_t *sizes, const int64_t *strides,
                          int64_t numel) {
-  if (t->ndim) {
-    memcpy(t->dims, sizes, t->ndim * sizeof *sizes);
-    memcpy(t->dims + t->ndim, strides, t->ndim * sizeof *strides);
+  /* element by element: most tensors have one or two dimensions, and a memcpy of a length
+   * known only here starts up slower than it copies them */
+  for (int d = 0, n = t->ndim; d < n; d++) {
+    t->dims[d] = sizes[d];
+    t->dims[n + d] = strides[d];
   }
   t->numel = numel;
 }
@@ -189,7 +191,7 @@ static int tensor_with_storage(int ndim, size_t nbytes, opd_device device, opd_t
 }
 
 static void storage_release(opd_storage *s) {
-  if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+  if (!opd__last_reference(&s->refcount)) return;
   if (s->charged) opd__budget_refund(s->nbytes); /* an intermediate of the running call */
   if (s->in_slab) {
     opd__cpu_unaccount(s->nbytes);

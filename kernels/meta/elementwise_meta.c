@@ -13,18 +13,21 @@ int opd__broadcast_tensors(opd_tensor *const *t, int n, opd_out_spec *spec) {
   int rc = opd__common_device(t, n, &device);
   if (rc) return rc;
   spec->ndim = 0;
+  /* sizes compared and copied element by element: there are a few, and the start-up of a
+   * memcpy or memcmp of a length known only here costs more (a rep movsq, with GCC) */
   for (int i = 0; i < n; i++) {
     const int64_t *ti = opd_tensor_sizes(t[i]);
-    size_t row = (size_t)t[i]->ndim * sizeof *ti;
+    int nd = t[i]->ndim, d = 0;
     if (i == 0) { /* broadcast with nothing */
-      memcpy(spec->sizes, ti, row);
-      spec->ndim = t[i]->ndim;
+      for (; d < nd; d++) spec->sizes[d] = ti[d];
+      spec->ndim = nd;
       continue;
     }
-    if (t[i]->ndim == spec->ndim && memcmp(ti, spec->sizes, row) == 0) continue; /* with itself */
+    if (nd == spec->ndim)
+      while (d < nd && ti[d] == spec->sizes[d]) d++;
+    if (nd == spec->ndim && d == nd) continue; /* with itself */
     int64_t sizes[OPD_MAX_DIMS];
-    int nd;
-    rc = opd__broadcast_shapes(spec->sizes, spec->ndim, ti, t[i]->ndim, sizes, &nd);
+    rc = opd__broadcast_shapes(spec->sizes, spec->ndim, ti, nd, sizes, &nd);
     if (rc) return rc;
     memcpy(spec->sizes, sizes, (size_t)nd * sizeof *sizes);
     spec->ndim = nd;

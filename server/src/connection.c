@@ -79,10 +79,15 @@
  *    wait, and the connection's own processing is left to on_read);
  *  - the session is not held by a download whose bytes are still being written from its
  *    tensor ([Note: Sessions on workers] in worker.h): a later in-place write must wait;
- *  - the session has no GPU state, and the call's tensors and Device arguments, once it is
- *    prepared, are on the CPU (or Meta): a CUDA call is unprepared again and goes to its
- *    device's workers, as it would have;
- *  - the call's estimate ([Note: The cost of a job] in cost.h) is at most loop_call_ns;
+ *  - the call was decoded into at most LOOP_PREPARE_BYTES: the loop prepares it ([Note:
+ *    Prepared calls] in prepared.h: its operator found, its handles looked up, once) to
+ *    judge it, and a call that goes to a worker after all is unprepared again, so a large
+ *    literal is not copied on the loop only to be thrown away. A call that fails to
+ *    prepare (an unknown operator or handle, a bad argument) is answered by the loop;
+ *  - the session has no GPU state, and the call's tensors and Device arguments are on the
+ *    CPU (or Meta): a CUDA call goes to its device's workers, as it would have;
+ *  - the call's estimate ([Note: The cost of a job] in cost.h), read from its prepared
+ *    stack, is at most loop_call_ns;
  *  - its operator has shown itself to be as fast as its estimates: a call of it estimated
  *    within loop_call_ns ran on a worker within LOOP_FIT_FACTOR (execute.c) times that.
  *    OPD__LOOP_STRIKES (3) of its calls in a row on the loop that take longer than
@@ -130,19 +135,21 @@
 #include "opd/utf8.h"
 #include "opd_wire.h"
 
-#define READ_CHUNK       (64 * 1024)
-#define MAX_WRITE_JOBS   256         /* a 64-deep pipeline of calls and releases answered at once */
-#define JOINED_BYTES     (16 * 1024) /* frames of one write copied together, at most */
-#define MAX_FREE_JOBS    128         /* its jobs, and those of the pipeline before, reused */
-#define KEEP_OUT_BYTES   (64 * 1024)
-#define MAX_RAW_READ     ((size_t)1 << 30)
-#define PROTOCOL_VERSION 1
+#define READ_CHUNK         (64 * 1024)
+#define MAX_WRITE_JOBS     256 /* a 64-deep pipeline of calls and releases answered at once */
+#define JOINED_BYTES       (16 * 1024) /* frames of one write copied together, at most */
+#define MAX_FREE_JOBS      128         /* its jobs, and those of the pipeline before, reused */
+#define KEEP_OUT_BYTES     (64 * 1024)
+#define MAX_RAW_READ       ((size_t)1 << 30)
+#define PROTOCOL_VERSION   1
 /* the decoded requests on workers may take this many maximal frames of memory */
-#define DECODED_FRAMES   32
+#define DECODED_FRAMES     32
 /* requests with more arguments are read by protobuf-c (schemas have far fewer) */
-#define WIRE_MAX_ARGS    64
+#define WIRE_MAX_ARGS      64
 /* kernel time one read's calls may take on the loop ([Note: Tiny calls on the loop]) */
-#define LOOP_TURN_NS     100000
+#define LOOP_TURN_NS       100000
+/* calls decoded into more bytes are not prepared on the loop (same Note) */
+#define LOOP_PREPARE_BYTES 4096
 
 struct opd__write {
   uv_write_t req;
@@ -315,16 +322,20 @@ static bool run_on_loop(opd__conn *c, opd__job *j) {
       (j->kind != OPD__JOB_CALL && j->kind != OPD__JOB_RELEASE))
     return false;
   if (j->kind == OPD__JOB_CALL) {
-    opd__server_loop_online(c->server); /* the estimate reads the operator's schema */
-    /* a call that goes to a worker keeps its estimate: the session has nothing before it */
-    j->cost_ns = opd__job_estimate(j);
-    j->costed = true;
-    if (j->cost_ns > k->loop_call_ns || j->waits || !j->op || !opd__metrics_loop_fits(j->op))
-      return false;
-    if (opd__call_prepare(j) == 0 &&
-        (j->call.device.type == OPD_DEVICE_CUDA || j->call.cuda_devices)) {
-      opd__call_unprepare(j);
-      return false;
+    if (j->arena.total > LOOP_PREPARE_BYTES) return false;
+    opd__server_loop_online(c->server); /* preparing reads the operator's schema */
+    if (opd__call_prepare(j) == 0) {    /* failed: its error is answered here */
+      if (j->call.device.type == OPD_DEVICE_CUDA || j->call.cuda_devices) {
+        opd__call_unprepare(j);
+        return false;
+      }
+      /* a call that goes to a worker keeps its estimate: the session has nothing before it */
+      j->cost_ns = opd__prepared_estimate(j);
+      j->costed = true;
+      if (j->cost_ns > k->loop_call_ns || j->waits || !opd__metrics_loop_fits(j->call.op)) {
+        opd__call_unprepare(j);
+        return false;
+      }
     }
   }
   j->on_loop = true;
@@ -336,7 +347,7 @@ static bool run_on_loop(opd__conn *c, opd__job *j) {
   j->counted = false;
   j->done = true;
   c->ndone++;
-  atomic_fetch_add_explicit(&c->server->loop_calls, 1, memory_order_relaxed);
+  opd__count(&c->server->loop_calls, 1); /* [Note: Counters with one writer at a time] */
   return true;
 }
 

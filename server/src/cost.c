@@ -1,6 +1,7 @@
 /* cost.c: a job's estimated cost before it runs (see [Note: The cost of a job] in cost.h). */
 #include "cost.h"
 
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -152,11 +153,26 @@ static inline void add_shape(call_sum *c, const int64_t *sizes, int ndim, size_t
   if (ndim > c->bdims) c->bdims = ndim > 64 ? 64 : ndim;
 }
 
+static inline void add_tensor(call_sum *c, const opd_tensor *t) {
+  add_shape(c, opd_tensor_sizes(t), t->ndim, opd_dtype_size(opd_tensor_dtype(t)), t,
+            opd_tensor_device(t).type == OPD_DEVICE_CUDA);
+}
+
 static inline void add_handle(call_sum *c, opd__session *s, uint64_t handle) {
   opd_tensor *t = handle ? opd__session_lookup(s, handle) : NULL;
-  if (t)
-    add_shape(c, opd_tensor_sizes(t), t->ndim, opd_dtype_size(opd_tensor_dtype(t)), t,
-              opd_tensor_device(t).type == OPD_DEVICE_CUDA);
+  if (t) add_tensor(c, t);
+}
+
+static void add_scalar(call_sum *c, double v) {
+  if (c->nscalars < 3) c->scalars[c->nscalars++] = v;
+}
+
+/* The element count of the broadcast shape. */
+static void sum_broadcast(call_sum *c) {
+  uint64_t numel = c->bdims ? 1 : 0;
+  for (int d = 64 - c->bdims; d < 64; d++)
+    numel = sat_mul(numel, c->bcast[d] > 0 ? (uint64_t)c->bcast[d] : 0);
+  c->numel = numel;
 }
 
 static void sum_args(call_sum *c, opd__session *s, const Opd__V1__Call *call) {
@@ -186,19 +202,39 @@ static void sum_args(call_sum *c, opd__session *s, const Opd__V1__Call *call) {
     case OPD__V1__IVALUE__VALUE_DEVICE:
       c->to_cpu = c->to_cpu || (w->device && w->device->type == OPD_DEVICE_CPU);
       break;
-    case OPD__V1__IVALUE__VALUE_I:
-      if (c->nscalars < 3) c->scalars[c->nscalars++] = (double)w->i;
-      break;
-    case OPD__V1__IVALUE__VALUE_D:
-      if (c->nscalars < 3) c->scalars[c->nscalars++] = w->d;
-      break;
+    case OPD__V1__IVALUE__VALUE_I: add_scalar(c, (double)w->i); break;
+    case OPD__V1__IVALUE__VALUE_D: add_scalar(c, w->d); break;
     default: break;
     }
   }
-  uint64_t numel = c->bdims ? 1 : 0;
-  for (int d = 64 - c->bdims; d < 64; d++)
-    numel = sat_mul(numel, c->bcast[d] > 0 ? (uint64_t)c->bcast[d] : 0);
-  c->numel = numel;
+  sum_broadcast(c);
+}
+
+/* The same from a prepared call's stack (schema order, defaults filled in: the leading
+ * numbers are the same ones, a literal is a tensor). */
+static void sum_stack(call_sum *c, const opd_stack *st) {
+  for (uint32_t i = 0; i < st->size; i++) {
+    const opd_ivalue *v = &st->items[i];
+    switch ((opd_iv_tag)v->tag) {
+    case OPD_IV_TENSOR: add_tensor(c, v->u.t); break;
+    case OPD_IV_TENSOR_LIST:
+    case OPD_IV_OPT_TENSOR_LIST:
+      for (uint32_t k = 0; k < v->len; k++)
+        if (v->u.tensors[k]) add_tensor(c, v->u.tensors[k]);
+      break;
+    case OPD_IV_INT_LIST:
+      if (!c->first_ints) {
+        c->first_ints = v->u.ints;
+        c->n_first_ints = v->len;
+      }
+      break;
+    case OPD_IV_DEVICE: c->to_cpu = c->to_cpu || v->u.device.type == OPD_DEVICE_CPU; break;
+    case OPD_IV_INT: add_scalar(c, (double)v->u.i); break;
+    case OPD_IV_DOUBLE: add_scalar(c, v->u.d); break;
+    default: break;
+    }
+  }
+  sum_broadcast(c);
 }
 
 /* Size ndim - d of a shape (d = 1: the last), 1 past its rank (a 1-d operand of a
@@ -229,44 +265,35 @@ static void product(const shape *a, const shape *b, size_t esize, uint64_t *byte
   *flops = sat_mul(2, sat_mul(out, k));
 }
 
-/* Bytes and operations of a call ([Note: The cost of a job]); a call that copies CUDA
- * tensors to the CPU waits for their stream. */
-static void call_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu) {
-  const Opd__V1__Call *call = job->req->call;
-  const opd_operator *op = opd_find_op(call->op);
-  const opd_schema *schema = op ? opd_op_schema(op) : NULL;
-  *bytes = *flops = 0;
-  if (!schema) return; /* an unknown operator: the call fails at once */
-  job->op = op;
-  rule r = rule_of(op, schema);
-  call_sum c;
-  memset(&c, 0, offsetof(call_sum, shapes));
-  sum_args(&c, job->session, call);
-  *gpu = c.gpu;
-  job->waits = c.gpu && c.to_cpu;
-  const shape *sh = c.shapes;
+/* Bytes and operations of a call of rule r whose arguments sum to c ([Note: The cost of a
+ * job]); a call that copies CUDA tensors to the CPU waits for their stream. */
+static void call_cost(opd__job *job, rule r, const call_sum *c, uint64_t *bytes, uint64_t *flops,
+                      bool *gpu) {
+  *gpu = c->gpu;
+  job->waits = c->gpu && c->to_cpu;
+  const shape *sh = c->shapes;
   switch (r) {
   case RULE_MM:
   case RULE_BMM:
   case RULE_MATMUL:
-    *bytes = c.bytes;
-    if (c.ntensors >= 2) product(&sh[0], &sh[1], c.elem_max, bytes, flops);
+    *bytes = c->bytes;
+    if (c->ntensors >= 2) product(&sh[0], &sh[1], c->elem_max, bytes, flops);
     return;
   case RULE_ADDMM:
-    *bytes = c.bytes;
-    if (c.ntensors >= 3) product(&sh[1], &sh[2], c.elem_max, bytes, flops);
+    *bytes = c->bytes;
+    if (c->ntensors >= 3) product(&sh[1], &sh[2], c->elem_max, bytes, flops);
     return;
   case RULE_LINEAR:
-    *bytes = c.bytes;
-    if (c.ntensors >= 2 && sh[1].ndim == 2) {
+    *bytes = c->bytes;
+    if (c->ntensors >= 2 && sh[1].ndim == 2) {
       shape w_t = {(const int64_t[]){sh[1].sizes[1], sh[1].sizes[0]}, 2, NULL};
-      product(&sh[0], &w_t, c.elem_max, bytes, flops);
+      product(&sh[0], &w_t, c->elem_max, bytes, flops);
     }
     return;
   case RULE_COPY_IF_STRIDED:
-    if (c.ntensors >= 1 && sh[0].tensor && !opd_tensor_is_contiguous(sh[0].tensor)) {
-      *bytes = sat_mul(c.bytes, 2);
-      *flops = c.numel;
+    if (c->ntensors >= 1 && sh[0].tensor && !opd_tensor_is_contiguous(sh[0].tensor)) {
+      *bytes = sat_mul(c->bytes, 2);
+      *flops = c->numel;
     }
     return;
   case RULE_INDEX_SELECT:
@@ -274,16 +301,16 @@ static void call_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu
     /* index_select(self, dim, index): index's count of self's slices along dim;
      * embedding(weight, indices): indices' count of weight's rows. The rows are read and
      * written once each. */
-    if (c.ntensors < 2) return;
+    if (c->ntensors < 2) return;
     const shape *src = &sh[0];
     int d = 0;
-    if (r == RULE_INDEX_SELECT && c.nscalars >= 1 && src->ndim > 0) {
-      double dim = c.scalars[0] < 0 ? c.scalars[0] + src->ndim : c.scalars[0];
+    if (r == RULE_INDEX_SELECT && c->nscalars >= 1 && src->ndim > 0) {
+      double dim = c->scalars[0] < 0 ? c->scalars[0] + src->ndim : c->scalars[0];
       d = dim >= 0 && dim < src->ndim ? (int)dim : 0;
     }
     uint64_t along = src->ndim ? dim_from_end(src, src->ndim - d) : 1;
     uint64_t out = sat_mul(numel_of(&sh[1]), along ? numel_of(src) / along : 0);
-    *bytes = sat_mul(out, 2 * c.elem_max);
+    *bytes = sat_mul(out, 2 * c->elem_max);
     *flops = out;
     return;
   }
@@ -294,11 +321,11 @@ static void call_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu
      * numbers after them (a layout) are not theirs */
     double start = 0, end = 0, step = 1;
     if (r == RULE_ARANGE_END) {
-      if (c.nscalars >= 1) end = c.scalars[0];
-    } else if (c.nscalars >= 2) {
-      start = c.scalars[0];
-      end = c.scalars[1];
-      if (r == RULE_ARANGE && c.nscalars >= 3) step = c.scalars[2];
+      if (c->nscalars >= 1) end = c->scalars[0];
+    } else if (c->nscalars >= 2) {
+      start = c->scalars[0];
+      end = c->scalars[1];
+      if (r == RULE_ARANGE && c->nscalars >= 3) step = c->scalars[2];
     }
     double n = step != 0 ? (end - start) / step : 0;
     uint64_t elems = !(n > 0) ? 0 : n >= 0x1p62 ? UINT64_C(1) << 62 : (uint64_t)ceil(n);
@@ -309,16 +336,16 @@ static void call_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu
   case RULE_VIEW: return;
   case RULE_DEFAULT: break;
   }
-  if (c.ntensors == 0) { /* a factory: its size list */
-    uint64_t elems = c.first_ints ? 1 : 0;
-    for (size_t i = 0; i < c.n_first_ints; i++)
-      elems = sat_mul(elems, c.first_ints[i] > 0 ? (uint64_t)c.first_ints[i] : 0);
+  if (c->ntensors == 0) { /* a factory: its size list */
+    uint64_t elems = c->first_ints ? 1 : 0;
+    for (size_t i = 0; i < c->n_first_ints; i++)
+      elems = sat_mul(elems, c->first_ints[i] > 0 ? (uint64_t)c->first_ints[i] : 0);
     *bytes = sat_mul(elems, FACTORY_ELEMENT_BYTES);
     *flops = elems;
     return;
   }
-  *bytes = sat_add(c.bytes, sat_mul(c.numel, c.elem_max));
-  *flops = c.numel;
+  *bytes = sat_add(c->bytes, sat_mul(c->numel, c->elem_max));
+  *flops = c->numel;
 }
 
 /* A graph run: each element its kernels write (opd_compiled_graph_cost) as one of a default
@@ -334,12 +361,40 @@ static void graph_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gp
     *gpu = *gpu || opd_compiled_graph_input_device(cg, i).type == OPD_DEVICE_CUDA;
 }
 
+/* Nanoseconds of one thread of the device for these bytes and operations. */
+static uint64_t estimate_ns(uint64_t bytes, uint64_t flops, bool gpu) {
+  if (gpu) return sat_add(bytes / GPU_BYTES_PER_NS, flops / GPU_FLOPS_PER_NS);
+  return sat_add(bytes / CPU_BYTES_PER_NS, flops / CPU_FLOPS_PER_NS);
+}
+
+uint64_t opd__prepared_estimate(opd__job *job) {
+  const opd__prepared_call *call = &job->call;
+  assert(call->state == OPD__CALL_READY);
+  uint64_t bytes = 0, flops = 0;
+  bool gpu = false;
+  call_sum c;
+  memset(&c, 0, offsetof(call_sum, shapes));
+  sum_stack(&c, &call->stack);
+  call_cost(job, rule_of(call->op, opd_op_schema(call->op)), &c, &bytes, &flops, &gpu);
+  return estimate_ns(bytes, flops, gpu);
+}
+
 uint64_t opd__job_estimate(opd__job *job) {
   uint64_t bytes = 0, flops = 0;
   bool gpu = job->device.type == OPD_DEVICE_CUDA && job->kind == OPD__JOB_UPLOAD;
   job->waits = false;
   switch (job->kind) {
-  case OPD__JOB_CALL: call_cost(job, &bytes, &flops, &gpu); break;
+  case OPD__JOB_CALL: {
+    const opd_operator *op = opd_find_op(job->req->call->op);
+    const opd_schema *schema = op ? opd_op_schema(op) : NULL;
+    if (!schema) break; /* an unknown operator: the call fails at once */
+    job->op = op;
+    call_sum c;
+    memset(&c, 0, offsetof(call_sum, shapes));
+    sum_args(&c, job->session, job->req->call);
+    call_cost(job, rule_of(op, schema), &c, &bytes, &flops, &gpu);
+    break;
+  }
   case OPD__JOB_UPLOAD: /* copied to the device by its worker */
     if (gpu && job->tensor) {
       bytes = sat_mul((uint64_t)job->tensor->numel, opd_dtype_size(opd_tensor_dtype(job->tensor)));
@@ -358,6 +413,5 @@ uint64_t opd__job_estimate(opd__job *job) {
   case OPD__JOB_RUN_GRAPH: graph_cost(job, &bytes, &flops, &gpu); break;
   default: break;
   }
-  if (gpu) return sat_add(bytes / GPU_BYTES_PER_NS, flops / GPU_FLOPS_PER_NS);
-  return sat_add(bytes / CPU_BYTES_PER_NS, flops / CPU_FLOPS_PER_NS);
+  return estimate_ns(bytes, flops, gpu);
 }

@@ -6,7 +6,9 @@
  * job runs: to keep cheap work from queueing behind expensive work, and to bound the work a
  * session has in flight. A worker that owns the session (its running job's worker, which
  * alone may read the handle table) estimates each queued job once, from its request and
- * the tensors its handles name; nothing runs and nothing is allocated. The estimate is a
+ * the tensors its handles name; nothing runs and nothing is allocated. (The loop, judging
+ * a call it may run itself, reads the same from the call it prepared: [Note: Tiny calls on
+ * the loop] in connection.c.) The estimate is a
  * count of bytes touched and of arithmetic operations (multiply-adds count two), turned
  * into nanoseconds of one thread of the device the job's tensors are on, at a rate
  * measured on this project's 2-core machine (4 bytes/ns, 32 flop/ns: a 1024^3 float32 mm
@@ -43,5 +45,8 @@
  * job]). On a worker that owns the job's session, as a dispatcher reader online (a call's
  * schema is read); sets job->op for a call of a known operator. */
 uint64_t opd__job_estimate(opd__job *job);
+/* The same for a call prepared on this thread ([Note: Prepared calls] in prepared.h), from
+ * its stack: no handle or operator is looked up again. */
+uint64_t opd__prepared_estimate(opd__job *job);
 
 #endif

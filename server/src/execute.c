@@ -140,13 +140,22 @@ static void drop_handles(opd__session *s, const uint64_t *handles, size_t n) {
   for (size_t i = 0; i < n; i++) opd__session_drop(s, handles[i]);
 }
 
-/* Gives a result a handle; its storage's charge to the session's budget, if the call made
- * it, becomes the bytes its handle holds ([Note: Memory reserved before it is allocated]). */
+/* Gives a result a handle, which takes over the caller's reference on success; its
+ * storage's charge to the session's budget, if the call made it, becomes the bytes its
+ * handle holds ([Note: Memory reserved before it is allocated]). */
 static int hold_result(opd__session *s, opd_tensor *t, uint64_t *handles, size_t *nheld) {
   uint64_t charge = opd_tensor_take_charge(t);
   int rc = opd__session_hold(s, t, &charge, &handles[*nheld]);
   if (charge) opd__session_unreserve(s, charge); /* not consumed: the hold failed */
   if (rc == 0) ++*nheld;
+  return rc;
+}
+
+/* hold_result for a tensor whose holder keeps its own reference. */
+static int hold_shared_result(opd__session *s, opd_tensor *t, uint64_t *handles, size_t *nheld) {
+  opd_tensor_retain(t);
+  int rc = hold_result(s, t, handles, nheld);
+  if (rc) opd_tensor_release(t);
   return rc;
 }
 
@@ -164,14 +173,20 @@ static int pack_held(opd__job *job, const uint64_t *handles, size_t nheld, int r
   return rc;
 }
 
-/* The common reply, a few tensors and nothing else, as new handles. */
+/* The common reply, a few tensors and nothing else, as new handles: each result's reference
+ * moves from the stack to its handle (a borrowed one is retained for it). */
 #define HANDLES_REPLY_MAX 8
-static int pack_handles_reply(opd__job *job, const opd_stack *st) {
+static int pack_handles_reply(opd__job *job, opd_stack *st) {
   uint64_t handles[HANDLES_REPLY_MAX];
   size_t nheld = 0;
   int rc = 0;
-  for (uint32_t i = 0; i < st->size && rc == 0; i++)
-    rc = hold_result(job->session, st->items[i].u.t, handles, &nheld);
+  for (uint32_t i = 0; i < st->size && rc == 0; i++) {
+    opd_ivalue *v = &st->items[i];
+    if (v->len == OPD_IV_BORROWED)
+      rc = hold_shared_result(job->session, v->u.t, handles, &nheld);
+    else if ((rc = hold_result(job->session, v->u.t, handles, &nheld)) == 0)
+      *v = opd_iv_none();
+  }
   return pack_held(job, handles, nheld, rc);
 }
 
@@ -179,10 +194,10 @@ int opd__job_reply_tensors(opd__job *job, opd_tensor *const *ts, size_t n) {
   uint64_t few[HANDLES_REPLY_MAX];
   uint64_t *handles =
       n <= HANDLES_REPLY_MAX ? few : opd__arena_alloc(&job->arena, n * sizeof *handles);
-  if (!handles) return opd_error(OPD_ENOMEM, "out of memory encoding %zu results", n);
   size_t nheld = 0;
-  int rc = 0;
+  int rc = handles ? 0 : opd_error(OPD_ENOMEM, "out of memory encoding %zu results", n);
   for (size_t i = 0; i < n && rc == 0; i++) rc = hold_result(job->session, ts[i], handles, &nheld);
+  for (size_t i = nheld; i < n; i++) opd_tensor_release(ts[i]); /* not taken by a handle */
   return pack_held(job, handles, nheld, rc);
 }
 
@@ -240,7 +255,7 @@ static int encode_results(opd__job *job, opd_stack *st, Opd__V1__Response *resp)
       break;
     case OPD_IV_TENSOR:
       w->value_case = OPD__V1__IVALUE__VALUE_TENSOR;
-      rc = hold_result(s, v->u.t, handles, &nheld);
+      rc = hold_shared_result(s, v->u.t, handles, &nheld);
       w->tensor = rc == 0 ? handles[nheld - 1] : 0;
       break;
     case OPD_IV_INT_LIST: {
@@ -315,7 +330,7 @@ static int encode_results(opd__job *job, opd_stack *st, Opd__V1__Response *resp)
       }
       for (uint32_t k = 0; k < v->len && rc == 0; k++) {
         hs[k] = 0;
-        if (v->u.tensors[k] && (rc = hold_result(s, v->u.tensors[k], handles, &nheld)) == 0)
+        if (v->u.tensors[k] && (rc = hold_shared_result(s, v->u.tensors[k], handles, &nheld)) == 0)
           hs[k] = handles[nheld - 1];
       }
       break;
@@ -380,7 +395,7 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
   job->kernel_ns = opd__metrics_ticks_ns(t0, opd__metrics_ticks());
   opd__metrics_call(call->op, key, rc, job->kernel_ns, loop_lesson(job, rc));
   opd_tls_set(opd_default_dispatch_state);
-  atomic_fetch_add_explicit(&job->session->calls, 1, memory_order_relaxed);
+  opd__count(&job->session->calls, 1); /* [Note: Counters with one writer at a time] */
   if (rc == 0) rc = encode_results(job, &call->stack, resp);
   opd_stack_destroy(&call->stack);
   opd_mem_budget_uninstall();
@@ -402,8 +417,7 @@ static int finish_upload(opd__job *job, Opd__V1__Response *resp) {
   Opd__V1__UploadReply reply = OPD__V1__UPLOAD_REPLY__INIT;
   rc = opd__session_hold(job->session, t, &job->reserved, &reply.handle);
   if (rc < 0) return rc;
-  opd_tensor_release(t); /* the handle table has its own reference */
-  job->tensor = NULL;
+  job->tensor = NULL; /* its reference is the handle table's */
   resp->body_case = OPD__V1__RESPONSE__BODY_UPLOAD;
   resp->upload = &reply;
   rc = opd__job_pack(job, resp);

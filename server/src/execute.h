@@ -31,7 +31,7 @@ int opd__checked_nbytes(opd_dtype dtype, const int64_t *shape, size_t ndim, uint
                         const char *what);
 /* Gives each tensor of ts a new handle (all or none: [Note: Memory reserved before it is
  * allocated], a result's charge becomes its handle's bytes) and packs the CallReply of
- * them: 0 or an error (no handle made). */
+ * them: 0 or an error (no handle made). Takes over the references of ts either way. */
 int opd__job_reply_tensors(opd__job *job, opd_tensor *const *ts, size_t n);
 /* The protocol's code for an opd error code. */
 Opd__V1__ErrorCode opd__error_code(int err);

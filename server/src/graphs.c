@@ -506,10 +506,9 @@ int opd__graph_run(opd__job *job) {
   job->kernel_ns = opd__metrics_ticks_ns(t0, opd__metrics_ticks());
   atomic_fetch_add_explicit(&gs->runs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&gs->run_ns, job->kernel_ns, memory_order_relaxed);
-  atomic_fetch_add_explicit(&s->calls, 1, memory_order_relaxed); /* a run is one call */
+  opd__count(&s->calls, 1); /* a run is one call ([Note: Counters with one writer at a time]) */
   if (rc == 0) {
-    rc = opd__job_reply_tensors(job, out, nout);
-    for (uint32_t i = 0; i < nout; i++) opd_tensor_release(out[i]);
+    rc = opd__job_reply_tensors(job, out, nout); /* takes the outputs' references */
   } else {
     char msg[600];
     snprintf(msg, sizeof msg, "%s", opd_last_error());

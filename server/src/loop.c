@@ -186,7 +186,9 @@ static void *loop_main(void *arg) {
   opd__sched_latency_thread(); /* [Note: Fair sharing of workers] in worker.h */
   opd_reader_register();       /* [Note: Tiny calls on the loop] in connection.c */
   opd_reader_offline();
+  opd__metrics_claim_counters(); /* [Note: Call metrics] in metrics.h: it runs tiny calls */
   uv_run(&s->loop, UV_RUN_DEFAULT);
+  opd__metrics_unclaim_counters();
   if (s->loop_online) opd_reader_offline();
   s->loop_online = false;
   opd_reader_unregister();

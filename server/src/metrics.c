@@ -14,13 +14,19 @@
 
 #define TABLE_SIZE 1024 /* a power of two; opd defines a few hundred operators */
 
-typedef struct op_metrics {
-  _Atomic(const opd_operator *) op; /* NULL: free */
+/* The counters every call adds to: one set for the thread that owns the single-writer
+ * counters, one for the others ([Note: Call metrics] in metrics.h). */
+typedef struct call_counts {
   _Atomic uint64_t calls_by_slot[OPD_NUM_RUNTIME_SLOTS];
-  _Atomic uint64_t errors_by_slot[OPD_NUM_RUNTIME_SLOTS];
-  _Atomic uint64_t errors_by_code[OPD__METRICS_CODES];
   _Atomic uint64_t buckets[OPD__METRICS_BUCKETS];
   _Atomic uint64_t sum_ns;
+} call_counts;
+
+typedef struct op_metrics {
+  _Atomic(const opd_operator *) op; /* NULL: free */
+  call_counts shared, owned;
+  _Atomic uint64_t errors_by_slot[OPD_NUM_RUNTIME_SLOTS];
+  _Atomic uint64_t errors_by_code[OPD__METRICS_CODES];
   /* [Note: Tiny calls on the loop] in connection.c: 1 + the operator's generation when a call
    * of it FITS (0: none yet; a registration since voids it), and its overruns on the loop in
    * a row since (OPD__LOOP_STRIKES: not under this generation) */
@@ -30,6 +36,22 @@ typedef struct op_metrics {
 
 static op_metrics table[TABLE_SIZE];
 static _Atomic uint64_t overflow;
+/* the single-writer counters are claimed by a thread; this one has them */
+static atomic_bool owned_claimed;
+static _Thread_local bool owns_counters;
+
+bool opd__metrics_claim_counters(void) {
+  bool expected = false;
+  owns_counters = atomic_compare_exchange_strong_explicit(
+      &owned_claimed, &expected, true, memory_order_acquire, memory_order_relaxed);
+  return owns_counters;
+}
+
+void opd__metrics_unclaim_counters(void) {
+  if (!owns_counters) return;
+  owns_counters = false;
+  atomic_store_explicit(&owned_claimed, false, memory_order_release); /* after its writes */
+}
 static _Atomic uint64_t response_errors[OPD__METRICS_RESPONSE_CODES];
 
 void opd__metrics_response_error(int code) {
@@ -157,14 +179,20 @@ void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uin
     return;
   }
   unsigned slot = opd_key_is_runtime(key) ? opd_key_slot(key) : 0;
-  atomic_fetch_add_explicit(&m->calls_by_slot[slot], 1, memory_order_relaxed);
+  if (owns_counters) {
+    opd__count(&m->owned.calls_by_slot[slot], 1);
+    opd__count(&m->owned.buckets[bucket_of(ns)], 1);
+    opd__count(&m->owned.sum_ns, ns);
+  } else {
+    atomic_fetch_add_explicit(&m->shared.calls_by_slot[slot], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->shared.buckets[bucket_of(ns)], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->shared.sum_ns, ns, memory_order_relaxed);
+  }
   if (rc < 0) {
     atomic_fetch_add_explicit(&m->errors_by_code[-rc < OPD__METRICS_CODES ? -rc : 0], 1,
                               memory_order_relaxed);
     atomic_fetch_add_explicit(&m->errors_by_slot[slot], 1, memory_order_relaxed);
   }
-  atomic_fetch_add_explicit(&m->buckets[bucket_of(ns)], 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&m->sum_ns, ns, memory_order_relaxed);
   switch (lesson) {
   case OPD__LOOP_NOTHING: break;
   case OPD__LOOP_FITS: { /* a verdict of an older generation starts over */
@@ -195,20 +223,25 @@ bool opd__metrics_loop_fits(const opd_operator *op) {
          atomic_load_explicit(&m->loop_strikes, memory_order_relaxed) < OPD__LOOP_STRIKES;
 }
 
+static uint64_t sum_of(_Atomic uint64_t *shared, _Atomic uint64_t *owned) {
+  return atomic_load_explicit(shared, memory_order_relaxed) +
+         atomic_load_explicit(owned, memory_order_relaxed);
+}
+
 void opd__metrics_for_each(void (*fn)(const opd__op_metrics_snapshot *m, void *arg), void *arg) {
   static _Thread_local opd__op_metrics_snapshot snap;
   for (size_t i = 0; i < TABLE_SIZE; i++) {
     op_metrics *m = &table[i];
     if (!(snap.op = atomic_load_explicit(&m->op, memory_order_acquire))) continue;
     for (int s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++) {
-      snap.calls_by_slot[s] = atomic_load_explicit(&m->calls_by_slot[s], memory_order_relaxed);
+      snap.calls_by_slot[s] = sum_of(&m->shared.calls_by_slot[s], &m->owned.calls_by_slot[s]);
       snap.errors_by_slot[s] = atomic_load_explicit(&m->errors_by_slot[s], memory_order_relaxed);
     }
     for (int c = 0; c < OPD__METRICS_CODES; c++)
       snap.errors_by_code[c] = atomic_load_explicit(&m->errors_by_code[c], memory_order_relaxed);
     for (int b = 0; b < OPD__METRICS_BUCKETS; b++)
-      snap.buckets[b] = atomic_load_explicit(&m->buckets[b], memory_order_relaxed);
-    snap.sum_ns = atomic_load_explicit(&m->sum_ns, memory_order_relaxed);
+      snap.buckets[b] = sum_of(&m->shared.buckets[b], &m->owned.buckets[b]);
+    snap.sum_ns = sum_of(&m->shared.sum_ns, &m->owned.sum_ns);
     fn(&snap, arg);
   }
 }

@@ -5,7 +5,10 @@
  * Workers record every dispatched call with opd__metrics_call: one relaxed atomic add for
  * the (operator, dispatch key) counter, one for the latency bucket, one for the latency sum
  * and, on error, one each for the (operator, error code) and (operator, dispatch key)
- * error counters. Every error response (of any request) also counts by its protocol code. An
+ * error counters. The first three have a second copy that one thread at a time may claim
+ * (opd__metrics_claim_counters: the event loop, which runs the tiny calls) and add to
+ * without a locked instruction ([Note: Counters with one writer at a time]); a scrape adds
+ * the two copies. Every error response (of any request) also counts by its protocol code. An
  * operator's counters live in a fixed, process-wide open-addressing table keyed by the operator
  * pointer (operators are never freed); a slot is claimed once with a compare-and-swap, so the call
  * path takes no lock and allocates nothing. When the table is full, calls of further operators are
@@ -15,6 +18,7 @@
 #ifndef OPD_SERVER_METRICS_H
 #define OPD_SERVER_METRICS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -22,6 +26,18 @@
 
 #define OPD__METRICS_BUCKETS 13 /* upper bounds 1 us * 4^i for i < 12, then +Inf */
 #define OPD__METRICS_CODES   32 /* opd error codes are -1..-31 */
+
+/* [Note: Counters with one writer at a time]
+ * A counter that one thread at a time writes, each writer's writes ordered before the
+ * next writer's (a session's calls run one at a time and pass from thread to thread under
+ * the scheduler's lock; the loop's own counters have the loop alone), is added to by a
+ * relaxed load and store: a reader on another thread sees a recent value, never a torn
+ * one, and the writer spends no locked instruction (an atomic add is one, and the tiny
+ * call's path had sixteen, an eighth of the daemon's CPU: docs/PERFORMANCE.md). */
+static inline void opd__count(_Atomic uint64_t *counter, uint64_t n) {
+  atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + n,
+                        memory_order_relaxed);
+}
 
 /* [Note: The duration clock]
  * Every call's duration is read twice (its metrics, the loop's verdicts on it, the fair
@@ -55,6 +71,12 @@ typedef enum opd__loop_lesson {
 /* Overruns in a row after which an operator runs on workers for good (one alone may be a
  * preemption). */
 #define OPD__LOOP_STRIKES 3
+
+/* Claims the single-writer copy of the call counters for this thread ([Note: Call metrics]):
+ * false when another thread has it (this one then adds atomically). Unclaiming gives it
+ * back, this thread's additions ordered before the next owner's. */
+bool opd__metrics_claim_counters(void);
+void opd__metrics_unclaim_counters(void);
 
 /* Records one call: `key` is the runtime key it dispatched to (opd_call_boxed_keys reports
  * it: [Note: Prepared calls] in prepared.h), rc its result (0 or a negative opd error), ns

@@ -200,8 +200,7 @@ int opd__session_hold(opd__session *s, opd_tensor *t, uint64_t *reserved, uint64
     ++*count;
   else if (skey)
     map_insert_fresh(&s->storages, skey, 1);
-  opd_tensor_retain(t);
-  *handle = s->next_handle++;
+  *handle = s->next_handle++; /* the caller's reference is the table's now */
   map_insert_fresh(&s->handles, *handle, (uint64_t)(uintptr_t)t);
   atomic_store_explicit(&s->num_handles, s->handles.count, memory_order_relaxed);
   return 0;

@@ -83,7 +83,8 @@ void opd__session_init(opd__session *s, uint64_t id, const opd_server_config *cf
 void opd__session_destroy(opd__session *s);
 /* The tensor of a handle (borrowed), or NULL. */
 opd_tensor *opd__session_lookup(opd__session *s, uint64_t handle);
-/* Gives t (retained) a new handle. `*reserved` bytes reserved by an upload count towards
+/* Gives t a new handle, which takes over the caller's reference on success (the caller's
+ * stays the caller's on failure). `*reserved` bytes reserved by an upload count towards
  * t's storage and are consumed (zeroed) on success. 0, OPD_ERESOURCE (a limit) or
  * OPD_ENOMEM, with a message. */
 int opd__session_hold(opd__session *s, opd_tensor *t, uint64_t *reserved, uint64_t *handle);

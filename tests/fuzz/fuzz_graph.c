@@ -113,8 +113,8 @@ static uint64_t input_for(opd__session *s, const Opd__V1__ValueSpec *spec) {
   for (size_t i = 0; i < n; i++) /* the low byte of each element: small, positive values */
     p[i] = i % esize == 0 ? (uint8_t)(spec->dtype == OPD__V1__DTYPE__BOOL ? i & 1 : i % 5) : 0;
   uint64_t reserved = 0, handle = 0;
-  int rc = opd__session_hold(s, t, &reserved, &handle);
-  opd_tensor_release(t);
+  int rc = opd__session_hold(s, t, &reserved, &handle); /* takes t's reference if it holds it */
+  if (rc) opd_tensor_release(t);
   return rc == 0 ? handle : 0;
 }
 

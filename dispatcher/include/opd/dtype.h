@@ -35,7 +35,17 @@ typedef enum opd_dtype {
 #define OPD_DEFAULT_DTYPE OPD_FLOAT32
 
 bool opd_dtype_valid(int dtype);
-size_t opd_dtype_size(opd_dtype t);
+/* Bytes per element; 0 for a value that is not a supported dtype. Inline: every call path
+ * reads it several times. */
+static inline size_t opd_dtype_size(opd_dtype t) {
+  switch (t) {
+#define OPD__DTYPE_SIZE(e, v, size, name, c10) \
+  case OPD_##e: return size;
+    OPD_DTYPES(OPD__DTYPE_SIZE)
+#undef OPD__DTYPE_SIZE
+  default: return 0;
+  }
+}
 /* "float32"; "invalid" for a value that is not a supported dtype. */
 const char *opd_dtype_name(opd_dtype t);
 /* c10's name: "Float" for float32 (as PyTorch's error messages spell dtypes). */

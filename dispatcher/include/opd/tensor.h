@@ -146,6 +146,9 @@ uint64_t opd_tensor_take_charge(opd_tensor *t);
 
 /* Bytes of memory the tensor slab holds from the system (its pages, in use or kept). */
 uint64_t opd_tensor_slab_bytes(void);
+/* Gives this thread's cache of free slab slots back to the slab's pages ([Note: The slab's
+ * thread caches] in tensor_slab.c); a thread's end does it too. */
+void opd_tensor_slab_flush_thread(void);
 
 static inline void opd_tensor_bump_version(opd_tensor *t) {
   if (t->storage) atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
@@ -157,12 +160,24 @@ static inline bool opd_tensor_shares_storage(const opd_tensor *a, const opd_tens
   return a->storage && a->storage == b->storage;
 }
 
+/* [Note: The last reference]
+ * A reference count that reads 1 to the holder of a reference is the holder's alone: no
+ * other thread holds one, so none can take one, and the count can only be dropped by the
+ * holder. Releasing it frees the object without the atomic decrement, the one locked
+ * instruction of the common case (a result made, handed out, released). The load acquires,
+ * as the decrement does, so the frees that others' releases published are seen. Nothing in
+ * opd takes a reference from a pointer it holds no reference through (no weak references). */
+static inline bool opd__last_reference(atomic_uint *refcount) {
+  return atomic_load_explicit(refcount, memory_order_acquire) == 1 ||
+         atomic_fetch_sub_explicit(refcount, 1, memory_order_acq_rel) == 1;
+}
+
 static inline void opd_tensor_retain(opd_tensor *t) {
   atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
 }
 void opd__tensor_free(opd_tensor *t);
 static inline void opd_tensor_release(opd_tensor *t) {
-  if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) == 1) opd__tensor_free(t);
+  if (opd__last_reference(&t->refcount)) opd__tensor_free(t);
 }
 
 #ifdef __cplusplus
