@@ -295,7 +295,7 @@ uint64_t opd_tensor_take_charge(opd_tensor *t) {
   return opd__budget_take(s->nbytes);
 }
 
-bool opd_tensor_is_contiguous(const opd_tensor *t) {
+bool opd__tensor_is_contiguous_nd(const opd_tensor *t) {
   if (t->numel == 0) return true;
   const int64_t *sizes = opd_tensor_sizes(t), *strides = opd_tensor_strides(t);
   int64_t expected = 1;

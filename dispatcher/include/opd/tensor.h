@@ -132,8 +132,14 @@ static inline void *opd_tensor_data(const opd_tensor *t) {
 static inline opd_keyset opd_tensor_key_set(const opd_tensor *t) {
   return t->key_set;
 }
-/* Row-major contiguity, ignoring the strides of size-1 dimensions (as c10 does). */
-bool opd_tensor_is_contiguous(const opd_tensor *t);
+/* Row-major contiguity, ignoring the strides of size-1 dimensions (as c10 does); inline for
+ * the 0-d and 1-d tensors of the tiny calls. */
+bool opd__tensor_is_contiguous_nd(const opd_tensor *t);
+static inline bool opd_tensor_is_contiguous(const opd_tensor *t) {
+  if (t->ndim == 0) return true;
+  if (t->ndim == 1) return t->dims[0] <= 1 || t->dims[1] == 1; /* size 0 or 1, or stride 1 */
+  return opd__tensor_is_contiguous_nd(t);
+}
 /* Fills strides for a contiguous row-major tensor of these sizes (a size of 0 strides as 1,
  * as in c10); returns numel (0 when a size is 0, whatever the others multiply to), or -1
  * when a stride or a nonzero numel overflows int64. */
