@@ -33,13 +33,10 @@ enum {
 
 /* ---- writing ---- */
 
+/* 7 bits a byte: the bits of v (at least 1), rounded up to sevens */
 static size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
-  return n;
+  unsigned bits = 64 - (unsigned)__builtin_clzll(v | 1);
+  return (bits + 6) / 7;
 }
 
 static uint8_t *put_varint(uint8_t *p, uint64_t v) {
