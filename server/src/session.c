@@ -32,9 +32,8 @@ static void map_insert_fresh(opd__map *m, uint64_t key, uint64_t val) {
   m->count++;
 }
 
-/* Makes room for one more entry (load at most 3/4): 0 or OPD_ENOMEM. */
-static int map_reserve(opd__map *m) {
-  if ((m->count + 1) * 4 <= m->cap * 3) return 0;
+/* Doubles the map (64 entries at first): 0 or OPD_ENOMEM. */
+static int map_grow(opd__map *m) {
   size_t cap = m->cap ? m->cap * 2 : 64;
   unsigned shift = 64;
   for (size_t c = cap; c > 1; c >>= 1) shift--;
@@ -51,6 +50,11 @@ static int map_reserve(opd__map *m) {
   opd__free(m->vals);
   *m = bigger;
   return 0;
+}
+
+/* Makes room for one more entry (load at most 3/4): 0 or OPD_ENOMEM. */
+static inline int map_reserve(opd__map *m) {
+  return (m->count + 1) * 4 <= m->cap * 3 ? 0 : map_grow(m);
 }
 
 static void map_delete(opd__map *m, uint64_t *val) {
