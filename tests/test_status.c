@@ -32,6 +32,7 @@
 #include "opd/error.h"
 #include "opd/graph_exec.h"
 #include "opd/introspect.h"
+#include "opd/kernels.h"
 #include "opd/server.h"
 #include "opd/tensor.h"
 #include "opd/utf8.h"
@@ -921,6 +922,70 @@ START_TEST(test_registered_bytes_escaped) {
 }
 END_TEST
 
+/* ---- the single-writer copy of the call counters ---- */
+
+typedef struct op_counts {
+  const opd_operator *op;
+  uint64_t calls, sum_ns, bucketed;
+} op_counts;
+
+static void count_op(const opd__op_metrics_snapshot *m, void *arg) {
+  op_counts *c = arg;
+  if (m->op != c->op) return;
+  c->calls = m->calls_by_slot[opd_key_slot(OPD_KEY_CPU)];
+  c->sum_ns = m->sum_ns;
+  c->bucketed = 0;
+  for (int b = 0; b < OPD__METRICS_BUCKETS; b++) c->bucketed += m->buckets[b];
+}
+
+static op_counts counts_of(const opd_operator *op) {
+  op_counts c = {op, 0, 0, 0};
+  opd__metrics_for_each(count_op, &c);
+  return c;
+}
+
+typedef struct recorder {
+  const opd_operator *op;
+  int calls;
+  bool claimed;
+} recorder;
+
+/* Records r->calls calls of 1 us, with the counters claimed if it can. */
+static void *record_calls(void *arg) {
+  recorder *r = arg;
+  r->claimed = opd__metrics_claim_counters();
+  for (int i = 0; i < r->calls; i++)
+    opd__metrics_call(r->op, OPD_KEY_CPU, 0, 1000, OPD__LOOP_NOTHING);
+  opd__metrics_unclaim_counters();
+  return NULL;
+}
+
+/* [Note: Call metrics]: one thread at a time has the counters it adds to without an atomic
+ * add; a scrape sees the calls of both copies. */
+START_TEST(test_metrics_owned_counters) {
+  ck_assert_int_eq(opd_kernels_register(), 0);
+  const opd_operator *op = opd_find_op("aten::add.Tensor");
+  ck_assert_ptr_nonnull(op);
+  op_counts before = counts_of(op);
+  ck_assert(opd__metrics_claim_counters()); /* this thread has them */
+  recorder other = {op, 300, true};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, record_calls, &other), 0);
+  for (int i = 0; i < 200; i++) opd__metrics_call(op, OPD_KEY_CPU, 0, 2000, OPD__LOOP_NOTHING);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  ck_assert(!other.claimed); /* taken: its calls were added atomically */
+  opd__metrics_unclaim_counters();
+  recorder next = {op, 100, false};
+  ck_assert_int_eq(pthread_create(&th, NULL, record_calls, &next), 0);
+  ck_assert_int_eq(pthread_join(th, NULL), 0);
+  ck_assert(next.claimed); /* given back, then claimed by the next thread */
+  op_counts after = counts_of(op);
+  ck_assert_uint_eq(after.calls - before.calls, 600);
+  ck_assert_uint_eq(after.bucketed - before.bucketed, 600);
+  ck_assert_uint_eq(after.sum_ns - before.sum_ns, 300 * 1000 + 200 * 2000 + 100 * 1000);
+}
+END_TEST
+
 /* ---- the request target, without a socket ---- */
 
 static int parse(const char *target, opd__status_target *t) {
@@ -1215,6 +1280,7 @@ Suite *opd_test_status_suite(void) {
   tcase_add_test(tc, test_bad_encoding_is_400);
   tcase_add_test(tc, test_registered_bytes_escaped);
   tcase_add_test(tc, test_parse_target);
+  tcase_add_test(tc, test_metrics_owned_counters);
   tcase_add_test(tc, test_parse_target_random);
   suite_add_tcase(s, tc);
   TCase *churn = tcase_create("churn");

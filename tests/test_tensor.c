@@ -3,6 +3,7 @@
  * promotion and half-precision conversions. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +256,44 @@ START_TEST(test_views_keep_tiny_storage_alive) {
 }
 END_TEST
 
+/* Makes tiny tensors on this thread and frees them on it, half of them after the other
+ * thread made its own; the cache of free slots it keeps is given back when it ends. */
+enum { PER_THREAD = 3000 };
+typedef struct slab_worker {
+  opd_tensor **mine;
+  pthread_barrier_t *made;
+} slab_worker;
+
+static void *make_and_free(void *arg) {
+  slab_worker *w = arg;
+  for (int i = 0; i < PER_THREAD; i++)
+    ck_assert_int_eq(opd_tensor_empty(NULL, 0, OPD_INT32, cpu, &w->mine[i]), 0);
+  for (int i = 0; i < PER_THREAD / 2; i++) opd_tensor_release(w->mine[i]);
+  pthread_barrier_wait(w->made);
+  for (int i = PER_THREAD / 2; i < PER_THREAD; i++) {
+    *(int32_t *)opd_tensor_data(w->mine[i]) = i; /* each slot its own */
+    ck_assert_int_eq(*(int32_t *)opd_tensor_data(w->mine[i]), i);
+    opd_tensor_release(w->mine[i]);
+  }
+  return NULL;
+}
+
+/* [Note: The slab's thread caches]: the slots two threads kept are back when they end. */
+START_TEST(test_slab_thread_caches_go_back) {
+  static opd_tensor *made[2][PER_THREAD];
+  uint64_t before = opd_tensor_slab_bytes();
+  pthread_barrier_t barrier;
+  ck_assert_int_eq(pthread_barrier_init(&barrier, NULL, 2), 0);
+  slab_worker w[2] = {{made[0], &barrier}, {made[1], &barrier}};
+  pthread_t th[2];
+  for (int k = 0; k < 2; k++)
+    ck_assert_int_eq(pthread_create(&th[k], NULL, make_and_free, &w[k]), 0);
+  for (int k = 0; k < 2; k++) ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+  pthread_barrier_destroy(&barrier);
+  ck_assert_uint_le(opd_tensor_slab_bytes(), before + 65536); /* at most the kept page */
+}
+END_TEST
+
 START_TEST(test_slab_pages_go_back) {
   enum { N = 5000 }; /* several pages of slots */
   static opd_tensor *t[N];
@@ -445,6 +484,7 @@ Suite *opd_test_tensor_suite(void) {
   tcase_add_test(tc, test_tiny_tensor_limit_and_accounting);
   tcase_add_test(tc, test_views_keep_tiny_storage_alive);
   tcase_add_test(tc, test_slab_pages_go_back);
+  tcase_add_test(tc, test_slab_thread_caches_go_back);
   tcase_add_test(tc, test_view_shares_storage_and_outlives_base);
   tcase_add_test(tc, test_view_bounds_checked);
   tcase_add_test(tc, test_view_of_hostile_geometry);

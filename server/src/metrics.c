@@ -36,6 +36,7 @@ typedef struct op_metrics {
 
 static op_metrics table[TABLE_SIZE];
 static _Atomic uint64_t overflow;
+static _Atomic uint64_t response_errors[OPD__METRICS_RESPONSE_CODES];
 /* the single-writer counters are claimed by a thread; this one has them */
 static atomic_bool owned_claimed;
 static _Thread_local bool owns_counters;
@@ -52,7 +53,6 @@ void opd__metrics_unclaim_counters(void) {
   owns_counters = false;
   atomic_store_explicit(&owned_claimed, false, memory_order_release); /* after its writes */
 }
-static _Atomic uint64_t response_errors[OPD__METRICS_RESPONSE_CODES];
 
 void opd__metrics_response_error(int code) {
   if (code < 0 || code >= OPD__METRICS_RESPONSE_CODES) code = 0;
