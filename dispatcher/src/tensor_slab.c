@@ -47,7 +47,7 @@ static struct {
   uint64_t pages; /* mapped */
 } slab = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-#define CACHE_SLOTS 32
+#define CACHE_SLOTS 128 /* a pipeline of 64 tiny calls, and their release, without the lock */
 typedef struct thread_cache {
   void *slots[CACHE_SLOTS];
   unsigned n;

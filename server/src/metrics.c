@@ -7,7 +7,6 @@
 #include <stdatomic.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
-#include <x86intrin.h>
 #endif
 
 #include "opd/clock.h"
@@ -73,8 +72,9 @@ uint64_t opd__metrics_response_errors(int code) {
 
 /* Written once, by clock_measure: pthread_once orders it before the reads of every thread
  * that called opd__metrics_clock_init or was started after such a call (only a duration
- * that a thread began before the measurement and ends after it would mix the clocks). */
-static _Atomic(double) ns_per_tick; /* 0: ticks are CLOCK_MONOTONIC's nanoseconds */
+ * that a thread began before the measurement and ends after it would mix the clocks). At
+ * 32.32 fixed point, a tick of a 100 GHz counter (MAX_TICKS_PER_US) keeps 6 digits. */
+_Atomic uint64_t opd__metrics_ns_per_tick;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 
 #if defined(__x86_64__)
@@ -84,17 +84,9 @@ static bool tsc_invariant(void) {
   __get_cpuid(0x80000007u, &a, &b, &c, &d);
   return d & (1u << 8);
 }
-
-static uint64_t tsc(void) {
-  return __rdtsc();
-}
 #else
 static bool tsc_invariant(void) {
   return false;
-}
-
-static uint64_t tsc(void) {
-  return 0;
 }
 #endif
 
@@ -105,7 +97,7 @@ static uint64_t tsc(void) {
 static void paired_reading(uint64_t *mono, uint64_t *ticks) {
   uint64_t tightest = UINT64_MAX;
   for (int i = 0; i < PAIR_TRIES; i++) {
-    uint64_t before = tsc(), m = opd_monotonic_ns(), after = tsc();
+    uint64_t before = opd__tsc(), m = opd_monotonic_ns(), after = opd__tsc();
     if (after >= before && after - before < tightest) {
       tightest = after - before;
       *mono = m;
@@ -123,21 +115,12 @@ static void clock_measure(void) {
   if (t1 <= t0 || m1 <= m0) return;
   uint64_t ticks = t1 - t0, us = (m1 - m0) / 1000;
   if (ticks / us < MIN_TICKS_PER_US || ticks / us > MAX_TICKS_PER_US) return;
-  atomic_store_explicit(&ns_per_tick, (double)(m1 - m0) / (double)ticks, memory_order_release);
+  uint64_t fixed = (uint64_t)((double)(m1 - m0) / (double)ticks * 0x1p32);
+  atomic_store_explicit(&opd__metrics_ns_per_tick, fixed ? fixed : 1, memory_order_release);
 }
 
 void opd__metrics_clock_init(void) {
   pthread_once(&clock_once, clock_measure);
-}
-
-uint64_t opd__metrics_ticks(void) {
-  return atomic_load_explicit(&ns_per_tick, memory_order_relaxed) > 0 ? tsc() : opd_monotonic_ns();
-}
-
-uint64_t opd__metrics_ticks_ns(uint64_t from, uint64_t to) {
-  if (to <= from) return 0;
-  double f = atomic_load_explicit(&ns_per_tick, memory_order_relaxed);
-  return f > 0 ? (uint64_t)((double)(to - from) * f) : to - from;
 }
 
 static op_metrics *find(const opd_operator *op) {

@@ -21,6 +21,11 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "opd/clock.h"
 
 #include "opd/dispatcher.h"
 
@@ -56,10 +61,29 @@ static inline void opd__count(_Atomic uint64_t *counter, uint64_t n) {
 /* Measures the TSC's rate, once per process (later calls return at once); before it has
  * run, durations come from CLOCK_MONOTONIC. */
 void opd__metrics_clock_init(void);
+#if defined(__x86_64__)
+static inline uint64_t opd__tsc(void) {
+  return __rdtsc();
+}
+#else
+static inline uint64_t opd__tsc(void) {
+  return 0;
+}
+#endif
+/* Set once by opd__metrics_clock_init: nanoseconds per TSC tick in 32.32 fixed point, 0
+ * while durations come from CLOCK_MONOTONIC. Read by the inline functions below. */
+extern _Atomic uint64_t opd__metrics_ns_per_tick;
 /* A reading of the duration clock: the start or the end of a duration. */
-uint64_t opd__metrics_ticks(void);
+static inline uint64_t opd__metrics_ticks(void) {
+  return atomic_load_explicit(&opd__metrics_ns_per_tick, memory_order_relaxed) ? opd__tsc()
+                                                                               : opd_monotonic_ns();
+}
 /* Nanoseconds from reading `from` to reading `to` (0 when `to` is earlier). */
-uint64_t opd__metrics_ticks_ns(uint64_t from, uint64_t to);
+static inline uint64_t opd__metrics_ticks_ns(uint64_t from, uint64_t to) {
+  if (to <= from) return 0;
+  uint64_t f = atomic_load_explicit(&opd__metrics_ns_per_tick, memory_order_relaxed);
+  return f ? (uint64_t)(((unsigned __int128)(to - from) * f) >> 32) : to - from;
+}
 /* What one call showed about running its operator on the event-loop thread ([Note: Tiny
  * calls on the loop] in connection.c); the verdict is kept beside the operator's counters. */
 typedef enum opd__loop_lesson {
