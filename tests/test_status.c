@@ -49,7 +49,11 @@ static int try_start_server(const char *status, const char *graph_cc_dir, opd_se
   opd_server_config_clear_listen(&cfg);
   ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
   ck_assert_int_eq(opd_server_config_set(&cfg, "status", status), 0);
-  if (graph_cc_dir) ck_assert_int_eq(opd_server_config_set(&cfg, "graph_cc_dir", graph_cc_dir), 0);
+  if (graph_cc_dir) { /* the C tier kept on its numerics alone: no decision on timings, which
+                       * a loaded machine (CI's sanitizer builds) can turn against the C */
+    ck_assert_int_eq(opd_server_config_set(&cfg, "graph_cc_dir", graph_cc_dir), 0);
+    ck_assert_int_eq(opd_server_config_set(&cfg, "graph_benefit_runs", "0"), 0);
+  }
   cfg.workers = 2;
   cfg.log_level = OPD_LOG_ERROR;
   *out = NULL;
@@ -486,7 +490,9 @@ START_TEST(test_graphs_c_tier) {
   snprintf(path, sizeof path, "/v1/graphs/%llu", (unsigned long long)info.compiled);
   j = get_json(s, path, 200);
   json_t *group = json_array_get(json_object_get(j, "groups"), 0);
-  ck_assert_str_eq(jstr(group, "tier"), "c");
+  const char *why = json_string_value(json_object_get(group, "c_why")); /* null: none */
+  ck_assert_msg(strcmp(jstr(group, "tier"), "c") == 0, "tier %s: %s", jstr(group, "tier"),
+                why ? why : "(no reason)");
   ck_assert_str_eq(jstr(group, "c_tier"), "ready");
   ck_assert_str_eq(jstr(group, "numerics"), "fused");
   ck_assert_int_eq(strlen(jstr(group, "c_module")), 32);
