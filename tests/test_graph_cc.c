@@ -133,8 +133,8 @@ static bool mapped(const char *dir) {
   return found;
 }
 
-static opd__cc_stats stats_of(opd__cc *cc) {
-  opd__cc_stats s;
+static opd_graph_c_tier_stats stats_of(opd__cc *cc) {
+  opd_graph_c_tier_stats s;
   opd__cc_stats_get(cc, &s);
   return s;
 }
@@ -175,7 +175,7 @@ START_TEST(test_build_and_reuse) {
   ck_assert(S_ISREG(mode_of(path_of(path, dir, name, ".so"))));
   ck_assert_uint_eq(mode_of(path_of(path, dir, name, ".log")) & 07777, 0600);
   ck_assert_int_eq(count_files(dir, ""), 3);
-  opd__cc_stats s = stats_of(cc);
+  opd_graph_c_tier_stats s = stats_of(cc);
   ck_assert_uint_eq(s.compiles, 1);
   ck_assert_uint_eq(s.disk_hits + s.failures + s.timeouts + s.rejected + s.queued, 0);
   /* again: the loaded module, no compile */
@@ -279,7 +279,7 @@ START_TEST(test_syntax_error) {
                     !strchr(why, '\n'),
                 "%s", why);
   ck_assert_str_eq(opd_last_error(), why);
-  opd__cc_stats s = stats_of(cc);
+  opd_graph_c_tier_stats s = stats_of(cc);
   ck_assert_uint_eq(s.failures, 1);
   ck_assert_uint_eq(s.compiles, 0);
   ck_assert_uint_eq(s.timeouts, 0);
@@ -343,7 +343,7 @@ START_TEST(test_timeout) {
   ck_assert_msg(took >= 0.29 && took < 2.0, "%.3f s", took);
   ck_assert_ptr_null(m);
   ck_assert_msg(strstr(why, "ran past its timeout of 300 ms and was killed"), "%s", why);
-  opd__cc_stats s = stats_of(cc);
+  opd_graph_c_tier_stats s = stats_of(cc);
   ck_assert_uint_eq(s.timeouts, 1);
   ck_assert_uint_eq(s.failures, 1);
   ck_assert_uint_eq(s.compiles, 0);
@@ -496,7 +496,7 @@ START_TEST(test_submit_and_drain) {
     sources[i][0] = 'X'; /* submit copied it */
   }
   opd__cc_drain(cc);
-  opd__cc_stats s = stats_of(cc);
+  opd_graph_c_tier_stats s = stats_of(cc);
   ck_assert_uint_eq(s.compiles, 3);
   ck_assert_uint_eq(s.queued, 0);
   for (int i = 0; i < 3; i++) {
@@ -529,7 +529,7 @@ START_TEST(test_queue_full_and_stop) {
   ck_assert_int_eq(opd__cc_submit(cc, "int b;", "b", record, &waiting), 0);
   ck_assert_int_eq(opd__cc_submit(cc, "int c;", "c", record, &refused), OPD_EBUSY);
   ck_assert_msg(strstr(opd_last_error(), "queue is full"), "%s", opd_last_error());
-  opd__cc_stats s = stats_of(cc);
+  opd_graph_c_tier_stats s = stats_of(cc);
   ck_assert_uint_eq(s.rejected, 1);
   ck_assert_uint_eq(s.queued, 1);
   opd__cc_stop(cc);
@@ -579,7 +579,7 @@ START_TEST(test_concurrent_builds) {
     ck_assert_ptr_eq(racers[i].mod, racers[0].mod);
     ck_assert_int_eq(((int_fn)racers[i].fn)(2), 7);
   }
-  opd__cc_stats s = stats_of(cc);
+  opd_graph_c_tier_stats s = stats_of(cc);
   ck_assert_uint_ge(s.compiles, 1);
   ck_assert_uint_le(s.compiles + s.disk_hits, 4);
   ck_assert_uint_eq(s.failures, 0);

@@ -103,7 +103,7 @@ struct opd__cc {
   pthread_cond_t idle;  /* nothing queued and nothing running */
   job *head, *tail;
   bool busy, stopping;
-  opd__cc_stats counts; /* counts.queued: the queue's length */
+  opd_graph_c_tier_stats counts; /* the compiler's counts; counts.queued: the queue's length */
 };
 
 struct opd__cc_module {
@@ -813,7 +813,7 @@ void opd__cc_drain(opd__cc *cc) {
   pthread_mutex_unlock(&cc->lock);
 }
 
-void opd__cc_stats_get(opd__cc *cc, opd__cc_stats *out) {
+void opd__cc_stats_get(opd__cc *cc, opd_graph_c_tier_stats *out) {
   pthread_mutex_lock(&cc->lock);
   *out = cc->counts;
   pthread_mutex_unlock(&cc->lock);

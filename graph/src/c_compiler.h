@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "opd/graph_exec.h"
+
 typedef struct opd__cc opd__cc;               /* a compiler service: its directory, thread, queue */
 typedef struct opd__cc_module opd__cc_module; /* a loaded shared object, reference counted */
 
@@ -53,14 +55,9 @@ void opd__cc_module_retain(opd__cc_module *m);
 void opd__cc_module_release(opd__cc_module *m);           /* dlclose at the last reference */
 const char *opd__cc_module_name(const opd__cc_module *m); /* its content address (hex) */
 
-typedef struct opd__cc_stats {
-  uint64_t compiles;  /* compiler runs that produced a module */
-  uint64_t disk_hits; /* modules found already built in the directory */
-  uint64_t failures;  /* compiler runs that failed (timeouts included) */
-  uint64_t timeouts;  /* compiler runs killed at timeout_ms */
-  uint64_t rejected;  /* submits refused with OPD_EBUSY */
-  uint32_t queued;    /* compiles waiting now */
-} opd__cc_stats;
-void opd__cc_stats_get(opd__cc *cc, opd__cc_stats *out);
+/* The service's counts, in the tier's stats (graph_exec.h): compiles, disk_hits, failures,
+ * timeouts, rejected (submits refused with OPD_EBUSY), queued; `enabled` and `mismatches`
+ * are the tier's (c_tier.c), false and 0 here. */
+void opd__cc_stats_get(opd__cc *cc, opd_graph_c_tier_stats *out);
 
 #endif

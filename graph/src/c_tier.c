@@ -82,21 +82,12 @@ void opd__c_tier_count_mismatch(void) {
 }
 
 void opd_graph_c_tier_stats_get(opd_graph_c_tier_stats *out) {
-  *out = (opd_graph_c_tier_stats){.mismatches =
-                                      atomic_load_explicit(&c_mismatches, memory_order_relaxed)};
+  *out = (opd_graph_c_tier_stats){0};
   pthread_rwlock_rdlock(&service_lock);
-  if (service) {
-    opd__cc_stats s;
-    opd__cc_stats_get(service, &s);
-    out->enabled = true;
-    out->compiles = s.compiles;
-    out->disk_hits = s.disk_hits;
-    out->failures = s.failures;
-    out->timeouts = s.timeouts;
-    out->rejected = s.rejected;
-    out->queued = s.queued;
-  }
+  if (service) opd__cc_stats_get(service, out);
+  out->enabled = service != NULL;
   pthread_rwlock_unlock(&service_lock);
+  out->mismatches = atomic_load_explicit(&c_mismatches, memory_order_relaxed);
 }
 
 bool opd__c_tier_describe(char *identity, size_t identity_size, char *dir, size_t dir_size) {

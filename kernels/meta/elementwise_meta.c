@@ -23,9 +23,10 @@ int opd__broadcast_tensors(opd_tensor *const *t, int n, opd_out_spec *spec) {
       spec->ndim = nd;
       continue;
     }
-    if (nd == spec->ndim)
+    if (nd == spec->ndim) {
       while (d < nd && ti[d] == spec->sizes[d]) d++;
-    if (nd == spec->ndim && d == nd) continue; /* with itself */
+      if (d == nd) continue; /* with itself */
+    }
     int64_t sizes[OPD_MAX_DIMS];
     rc = opd__broadcast_shapes(spec->sizes, spec->ndim, ti, nd, sizes, &nd);
     if (rc) return rc;

@@ -79,7 +79,8 @@
  *    wait, and the connection's own processing is left to on_read);
  *  - the session is not held by a download whose bytes are still being written from its
  *    tensor ([Note: Sessions on workers] in worker.h): a later in-place write must wait;
- *  - the call was decoded into at most LOOP_PREPARE_BYTES: the loop prepares it ([Note:
+ *  - the call was decoded into at most LOOP_PREPARE_BYTES, and its operator fits the loop
+ *    (below; checked first, by the operator's name alone): the loop prepares it ([Note:
  *    Prepared calls] in prepared.h: its operator found, its handles looked up, once) to
  *    judge it, and a call that goes to a worker after all is unprepared again, so a large
  *    literal is not copied on the loop only to be thrown away. A call that fails to
@@ -324,7 +325,10 @@ static bool run_on_loop(opd__conn *c, opd__job *j) {
   if (j->kind == OPD__JOB_CALL) {
     if (j->arena.total > LOOP_PREPARE_BYTES) return false;
     opd__server_loop_online(c->server); /* preparing reads the operator's schema */
-    if (opd__call_prepare(j) == 0) {    /* failed: its error is answered here */
+    /* an operator not (yet) fit for the loop: not prepared here only to be unprepared (the
+     * prepare takes the operator found; an unknown one fails it, answered here) */
+    if ((j->op = opd_find_op(j->req->call->op)) && !opd__metrics_loop_fits(j->op)) return false;
+    if (opd__call_prepare(j) == 0) { /* failed: its error is answered here */
       if (j->call.device.type == OPD_DEVICE_CUDA || j->call.cuda_devices) {
         opd__call_unprepare(j);
         return false;
@@ -332,7 +336,7 @@ static bool run_on_loop(opd__conn *c, opd__job *j) {
       /* a call that goes to a worker keeps its estimate: the session has nothing before it */
       j->cost_ns = opd__prepared_estimate(j);
       j->costed = true;
-      if (j->cost_ns > k->loop_call_ns || j->waits || !opd__metrics_loop_fits(j->call.op)) {
+      if (j->cost_ns > k->loop_call_ns || j->waits) {
         opd__call_unprepare(j);
         return false;
       }

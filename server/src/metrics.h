@@ -26,7 +26,6 @@
 #endif
 
 #include "opd/clock.h"
-
 #include "opd/dispatcher.h"
 
 #define OPD__METRICS_BUCKETS 13 /* upper bounds 1 us * 4^i for i < 12, then +Inf */
