@@ -671,6 +671,9 @@ START_TEST(test_keyset_slot_agrees) {
     ck_assert(opd_key_is_runtime(hi));
     ck_assert_uint_eq(opd_keyset_slot(s), opd_key_slot(hi));
     ck_assert(opd_keyset_has(s, hi));
+    /* a redispatch's set, from one bit scan, is the set below the highest key */
+    ck_assert_uint_eq(opd_keyset_below_highest(s).repr,
+                      opd_keyset_intersect(s, opd_keyset_after(hi)).repr);
     /* and after removing a random other set (backend bits stay) */
     opd_dispatch_key other[3];
     for (int j = 0; j < 3; j++) other[j] = runtime[rng_next() % (uint64_t)n];
@@ -679,7 +682,12 @@ START_TEST(test_keyset_slot_agrees) {
     opd_dispatch_key dh = opd_keyset_highest_key(d);
     ck_assert(opd_key_is_runtime(dh));
     ck_assert_uint_eq(opd_keyset_slot(d), opd_key_slot(dh));
+    ck_assert_uint_eq(opd_keyset_below_highest(d).repr,
+                      opd_keyset_intersect(d, opd_keyset_after(dh)).repr);
   }
+  /* backend bits alone, or nothing: nothing below */
+  ck_assert(opd_keyset_is_empty(opd_keyset_below_highest((opd_keyset){OPD_BACKEND_BITS_MASK})));
+  ck_assert(opd_keyset_is_empty(opd_keyset_below_highest(opd_keyset_empty())));
 }
 END_TEST
 

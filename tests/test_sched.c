@@ -1109,17 +1109,22 @@ static float first_float(opd_client *c, opd_client_tensor t) {
  * below take 50 us, not the default 2 us: an operator shows itself fit for the loop by a call on a
  * worker within four times the bound, which a loaded machine (sanitizers, a parallel build) may
  * deny a worker whose thread waits for a CPU, however fast the kernel. */
-static opd_server *start_loop_server(uint32_t loop_ns, const char *listen) {
+static opd_server *start_loop_server_held(uint32_t loop_ns, const char *listen,
+                                          uint64_t max_bytes_held) {
   opd_server_config cfg;
   opd_server_config_init(&cfg);
   opd_server_config_clear_listen(&cfg);
   ck_assert_int_eq(opd_server_config_add_listen(&cfg, listen), 0);
   cfg.workers = 1;
   cfg.loop_call_ns = loop_ns;
+  if (max_bytes_held) cfg.max_bytes_held = max_bytes_held;
   opd_server *s;
   ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
   opd_server_config_destroy(&cfg);
   return s;
+}
+static opd_server *start_loop_server(uint32_t loop_ns, const char *listen) {
+  return start_loop_server_held(loop_ns, listen, 0);
 }
 #define LOOP_NS 50000
 
@@ -1202,6 +1207,38 @@ START_TEST(test_loop_calls_only_tiny_and_in_order) {
   ck_assert_uint_eq(loop_requests(s), before);
   opd_future_free(product);
   for (int i = 0; i < 8; i++) opd_future_free(adds[i]);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* Calls on the loop charge the session's budget as calls on workers do ([Note: A budget with
+ * one writer] in opd/allocator.h): with max_bytes_held 64 and a 4-byte input held, fifteen
+ * 4-byte results fit and the sixteenth is refused; a release makes room for one more, and
+ * after releasing them all the same fifteen fit again. */
+START_TEST(test_loop_calls_charge_the_session) {
+  opd_server *s = start_loop_server_held(LOOP_NS, "tcp://127.0.0.1:0", 64);
+  opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
+  opd_client_tensor one = upload_floats(c, 1, 1), r[16];
+  for (int i = 0; i < 100 && loop_requests(s) == 0; i++) {
+    ck_assert_int_eq(opd_add(c, one, one, NULL, &r[0]), 0);
+    settle();
+    ck_assert_int_eq(opd_client_release(c, &r[0], 1), 0);
+  }
+  ck_assert_uint_gt(loop_requests(s), 0);
+  for (int round = 0; round < 2; round++) {
+    uint64_t before = loop_requests(s);
+    for (int i = 0; i < 15; i++) ck_assert_int_eq(opd_add(c, one, one, NULL, &r[i]), 0);
+    ck_assert_int_eq(opd_add(c, one, one, NULL, &r[15]), OPD_ERESOURCE);
+    ck_assert_ptr_nonnull(strstr(opd_client_last_error(), "max_bytes_held"));
+    ck_assert_int_eq(opd_client_release(c, &r[14], 1), 0);
+    ck_assert_int_eq(opd_add(c, one, one, NULL, &r[14]), 0);
+    ck_assert_int_eq(opd_add(c, one, one, NULL, &r[15]), OPD_ERESOURCE);
+    /* on the loop (but for an operator sent to workers by preemptions on a loaded machine) */
+    ck_assert_uint_gt(loop_requests(s), before);
+    ck_assert(first_float(c, r[14]) == 2);
+    ck_assert_int_eq(opd_client_release(c, r, 15), 0);
+  }
   opd_client_close(c);
   opd_server_stop(s);
 }
@@ -1360,6 +1397,7 @@ Suite *opd_test_sched_suite(void) {
   tcase_add_test(l, test_loop_calls_off);
   tcase_add_test(l, test_loop_calls_only_tiny_and_in_order);
   tcase_add_test(l, test_loop_call_waits_for_a_download);
+  tcase_add_test(l, test_loop_calls_charge_the_session);
   tcase_add_test(l, test_slow_operator_leaves_the_loop);
   suite_add_tcase(s, l);
   return s;

@@ -913,7 +913,8 @@ START_TEST(test_registered_bytes_escaped) {
   ck_assert_ptr_nonnull(strstr(dump, "CPU: kernel\\xfe [kernel]"));
   free(dump);
   /* a call of the oddly named operator in the metrics: its label escaped */
-  opd__metrics_call(opd_find_op("t_status_bytes::g\xff"), OPD_KEY_CPU, 0, 1000, OPD__LOOP_NOTHING);
+  opd__metrics_call(opd_find_op("t_status_bytes::g\xff"), opd_key_slot(OPD_KEY_CPU), 0, 1000,
+                    OPD__LOOP_NOTHING);
   http_reply r = http_get(s, "/metrics");
   ck_assert_int_eq(r.code, 200);
   ck_assert(opd_utf8_valid(r.body, r.body_len));
@@ -961,7 +962,7 @@ static void *record_calls(void *arg) {
   recorder *r = arg;
   r->claimed = opd__metrics_claim_counters();
   for (int i = 0; i < r->calls; i++)
-    opd__metrics_call(r->op, OPD_KEY_CPU, 0, 1000, OPD__LOOP_NOTHING);
+    opd__metrics_call(r->op, opd_key_slot(OPD_KEY_CPU), 0, 1000, OPD__LOOP_NOTHING);
   opd__metrics_unclaim_counters();
   return NULL;
 }
@@ -977,7 +978,8 @@ START_TEST(test_metrics_owned_counters) {
   recorder other = {op, 300, true};
   pthread_t th;
   ck_assert_int_eq(pthread_create(&th, NULL, record_calls, &other), 0);
-  for (int i = 0; i < 200; i++) opd__metrics_call(op, OPD_KEY_CPU, 0, 2000, OPD__LOOP_NOTHING);
+  for (int i = 0; i < 200; i++)
+    opd__metrics_call(op, opd_key_slot(OPD_KEY_CPU), 0, 2000, OPD__LOOP_NOTHING);
   ck_assert_int_eq(pthread_join(th, NULL), 0);
   ck_assert(!other.claimed); /* taken: its calls were added atomically */
   opd__metrics_unclaim_counters();

@@ -294,6 +294,45 @@ START_TEST(test_slab_thread_caches_go_back) {
 }
 END_TEST
 
+/* Makes PER_THREAD 8-byte tiny tensors, frees the first half and leaves the rest to the
+ * main thread. */
+static void *make_and_leave_half(void *arg) {
+  opd_tensor **mine = arg;
+  for (int i = 0; i < PER_THREAD; i++)
+    ck_assert_int_eq(opd_tensor_empty(NULL, 0, OPD_FLOAT64, cpu, &mine[i]), 0);
+  for (int i = 0; i < PER_THREAD / 2; i++) opd_tensor_release(mine[i]);
+  return NULL;
+}
+
+/* [Note: The threads' credit for tiny tensors]: tensors made on two threads and freed on
+ * them or on another count exactly, and the credits of the threads are back when they end:
+ * a limit 8 bytes over the bytes in use then fits one more 8-byte tensor, and no second. */
+START_TEST(test_tiny_credits_go_back) {
+  static opd_tensor *made[2][PER_THREAD];
+  opd_memory_stats s0, s;
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s0);
+  pthread_t th[2];
+  for (int k = 0; k < 2; k++)
+    ck_assert_int_eq(pthread_create(&th[k], NULL, make_and_leave_half, made[k]), 0);
+  for (int k = 0; k < 2; k++) ck_assert_int_eq(pthread_join(th[k], NULL), 0);
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s);
+  ck_assert_uint_eq(s.in_use - s0.in_use, 2 * (PER_THREAD - PER_THREAD / 2) * 8);
+  for (int k = 0; k < 2; k++)
+    for (int i = PER_THREAD / 2; i < PER_THREAD; i++) opd_tensor_release(made[k][i]);
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s);
+  ck_assert_uint_eq(s.in_use, s0.in_use);
+  opd_cpu_allocator_set_limit(s0.in_use + 8);
+  opd_tensor *one, *two = NULL;
+  ck_assert_int_eq(opd_tensor_empty(NULL, 0, OPD_FLOAT64, cpu, &one), 0);
+  ck_assert_int_eq(opd_tensor_empty(NULL, 0, OPD_FLOAT64, cpu, &two), OPD_ERESOURCE);
+  ck_assert_ptr_null(two);
+  opd_cpu_allocator_set_limit(0);
+  opd_tensor_release(one);
+  opd_memory_stats_get(OPD_DEVICE_CPU, &s);
+  ck_assert_uint_eq(s.in_use, s0.in_use);
+}
+END_TEST
+
 START_TEST(test_slab_pages_go_back) {
   enum { N = 5000 }; /* several pages of slots */
   static opd_tensor *t[N];
@@ -485,6 +524,7 @@ Suite *opd_test_tensor_suite(void) {
   tcase_add_test(tc, test_views_keep_tiny_storage_alive);
   tcase_add_test(tc, test_slab_pages_go_back);
   tcase_add_test(tc, test_slab_thread_caches_go_back);
+  tcase_add_test(tc, test_tiny_credits_go_back);
   tcase_add_test(tc, test_view_shares_storage_and_outlives_base);
   tcase_add_test(tc, test_view_bounds_checked);
   tcase_add_test(tc, test_view_of_hostile_geometry);

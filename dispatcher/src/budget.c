@@ -10,20 +10,34 @@
 
 static _Thread_local opd_mem_budget *installed;
 
+static int over_limit(const opd_mem_budget *b, uint64_t bytes, uint64_t cur) {
+  return opd_error(OPD_ERESOURCE,
+                   "%s limit reached: %" PRIu64 " more tensor bytes would take the %s past %s "
+                   "(%" PRIu64 " held, limit %" PRIu64 ")",
+                   b->owner, bytes, b->owner, b->limit_name, cur, b->limit);
+}
+
 int opd_mem_budget_reserve(opd_mem_budget *b, uint64_t bytes) {
   uint64_t cur = atomic_load_explicit(b->held, memory_order_relaxed);
+  if (b->one_writer) { /* [Note: A budget with one writer] */
+    if (bytes > b->limit || cur > b->limit - bytes) return over_limit(b, bytes, cur);
+    atomic_store_explicit(b->held, cur + bytes, memory_order_relaxed);
+    return 0;
+  }
   do {
-    if (bytes > b->limit || cur > b->limit - bytes)
-      return opd_error(OPD_ERESOURCE,
-                       "%s limit reached: %" PRIu64 " more tensor bytes would take the %s past %s "
-                       "(%" PRIu64 " held, limit %" PRIu64 ")",
-                       b->owner, bytes, b->owner, b->limit_name, cur, b->limit);
+    if (bytes > b->limit || cur > b->limit - bytes) return over_limit(b, bytes, cur);
   } while (!atomic_compare_exchange_weak_explicit(b->held, &cur, cur + bytes, memory_order_relaxed,
                                                   memory_order_relaxed));
   return 0;
 }
 
 void opd_mem_budget_release(opd_mem_budget *b, uint64_t bytes) {
+  if (b->one_writer) { /* [Note: A budget with one writer] */
+    uint64_t cur = atomic_load_explicit(b->held, memory_order_relaxed);
+    assert(cur >= bytes);
+    atomic_store_explicit(b->held, cur - bytes, memory_order_relaxed);
+    return;
+  }
   uint64_t old = atomic_fetch_sub_explicit(b->held, bytes, memory_order_relaxed);
   assert(old >= bytes);
   (void)old;

@@ -136,9 +136,9 @@ int opd_call_boxed_with_keyset(const opd_operator *op, opd_keyset ks, opd_stack 
 }
 
 /* A boxed call on the keys of its arguments (`args`, or NULL: those of the stack's tensors),
- * reporting the key it dispatched to when asked; inlined into both entry points. */
+ * reporting the table slot it dispatched to when asked; inlined into both entry points. */
 static inline int call_checked(const opd_operator *op, const opd_keyset *args, opd_stack *stack,
-                               opd_dispatch_key *dispatched) {
+                               unsigned *dispatched_slot) {
   if (__builtin_expect(!schema_of(op), 0)) {
     opd_stack_clear(stack);
     return opd_error(OPD_ENOENT, "operator '%s' has kernels but no schema (it was never defined)",
@@ -151,7 +151,7 @@ static inline int call_checked(const opd_operator *op, const opd_keyset *args, o
                      op->num_args, have);
   }
   opd_keyset ks = opd__call_keyset(op, args ? *args : boxed_argument_keys(op, stack));
-  if (dispatched) *dispatched = opd_keyset_highest_key(ks);
+  if (dispatched_slot) *dispatched_slot = opd_keyset_slot(ks);
   int rc = opd_call_boxed_with_keyset(op, ks, stack);
   if (rc == 0) opd__own_results(op, stack);
   return rc;
@@ -162,15 +162,13 @@ int opd_call_boxed(const opd_operator *op, opd_stack *stack) {
 }
 
 int opd_call_boxed_keys(const opd_operator *op, opd_keyset args, opd_stack *stack,
-                        opd_dispatch_key *dispatched) {
-  *dispatched = OPD_KEY_Undefined;
-  return call_checked(op, &args, stack, dispatched);
+                        unsigned *dispatched_slot) {
+  *dispatched_slot = 0;
+  return call_checked(op, &args, stack, dispatched_slot);
 }
 
 int opd_redispatch_boxed(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  opd_keyset below =
-      opd_keyset_intersect(ctx->ks, opd_keyset_after(opd_keyset_highest_key(ctx->ks)));
-  return opd_call_boxed_with_keyset(ctx->op, below, stack);
+  return opd_call_boxed_with_keyset(ctx->op, opd_keyset_below_highest(ctx->ks), stack);
 }
 
 const opd_kernel *opd_op_lookup(const opd_operator *op, opd_keyset ks) {

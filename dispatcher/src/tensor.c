@@ -122,11 +122,11 @@ _Static_assert(sizeof(opd_storage) + OPD_TINY_TENSOR_BYTES + sizeof(opd_tensor) 
                "a tensor slab slot holds a storage, its data and a 1-d tensor");
 
 static int tiny_tensor_new(int ndim, size_t nbytes, opd_tensor **out) {
-  int rc = opd__cpu_account(nbytes);
+  int rc = opd__cpu_account_tiny(nbytes);
   if (rc) return rc;
   char *slot = opd__tensor_slab_alloc();
   if (!slot) {
-    opd__cpu_unaccount(nbytes);
+    opd__cpu_unaccount_tiny(nbytes);
     return OPD_ENOMEM;
   }
   bool data_first = (uintptr_t)slot % OPD_CPU_ALIGNMENT == 0;
@@ -194,7 +194,7 @@ static void storage_release(opd_storage *s) {
   if (!opd__last_reference(&s->refcount)) return;
   if (s->charged) opd__budget_refund(s->nbytes); /* an intermediate of the running call */
   if (s->in_slab) {
-    opd__cpu_unaccount(s->nbytes);
+    opd__cpu_unaccount_tiny(s->nbytes);
     opd__tensor_slab_free(opd__tensor_slab_slot_of(s));
     return;
   }

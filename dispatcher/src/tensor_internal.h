@@ -16,10 +16,11 @@ void opd__tensor_slab_free(void *slot);
 /* The slot an address inside a slot belongs to. */
 void *opd__tensor_slab_slot_of(const void *inside);
 
-/* Counts bytes of CPU data held outside the allocator's blocks as in use: 0, or
- * OPD_ERESOURCE past the limit. */
-int opd__cpu_account(size_t nbytes);
-void opd__cpu_unaccount(size_t nbytes);
+/* Counts the bytes of a slab tensor's data (held outside the allocator's blocks) as in use,
+ * against the thread's credit ([Note: The threads' credit for tiny tensors] in
+ * cpu_allocator.c): 0, or OPD_ERESOURCE past the limit. */
+int opd__cpu_account_tiny(size_t nbytes);
+void opd__cpu_unaccount_tiny(size_t nbytes);
 
 /* [Note: Memory reserved before it is allocated] (budget.c): charges a new storage's bytes
  * to this thread's budget, if one is installed (*charged says whether it was): 0, or

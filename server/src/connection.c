@@ -313,15 +313,10 @@ static void to_worker(opd__conn *c, opd__job *j) {
   c->pending_tail = j;
 }
 
-/* Runs a counted call or release of the response order on the loop if [Note: Tiny calls on
- * the loop] allows, answering it; false when it must go to a worker. */
-static bool run_on_loop(opd__conn *c, opd__job *j) {
+/* run_on_loop's judgement of a call by its operator and estimate, and the run: false when
+ * the job goes to a worker after all. */
+static bool run_here(opd__conn *c, opd__job *j) {
   const opd_server_config *k = cfg(c);
-  /* with nothing on workers, only the loop writes the state: it is IDLE, or HELD */
-  if (!k->loop_call_ns || c->outstanding || c->npending || c->loop_ns >= LOOP_TURN_NS ||
-      c->session.sched.state != OPD__SESSION_IDLE || c->session.gpu ||
-      (j->kind != OPD__JOB_CALL && j->kind != OPD__JOB_RELEASE))
-    return false;
   if (j->kind == OPD__JOB_CALL) {
     if (j->arena.total > LOOP_PREPARE_BYTES) return false;
     opd__server_loop_online(c->server); /* preparing reads the operator's schema */
@@ -353,6 +348,23 @@ static bool run_on_loop(opd__conn *c, opd__job *j) {
   c->ndone++;
   opd__count(&c->server->loop_calls, 1); /* [Note: Counters with one writer at a time] */
   return true;
+}
+
+/* Runs a counted call or release of the response order on the loop if [Note: Tiny calls on
+ * the loop] allows, answering it; false when it must go to a worker. */
+static bool run_on_loop(opd__conn *c, opd__job *j) {
+  const opd_server_config *k = cfg(c);
+  /* with nothing on workers, only the loop writes the state: it is IDLE, or HELD */
+  if (!k->loop_call_ns || c->outstanding || c->npending || c->loop_ns >= LOOP_TURN_NS ||
+      c->session.sched.state != OPD__SESSION_IDLE || c->session.gpu ||
+      (j->kind != OPD__JOB_CALL && j->kind != OPD__JOB_RELEASE))
+    return false;
+  /* so the loop alone changes the session's bytes held ([Note: A budget with one writer] in
+   * opd/allocator.h) until it hands a job to a worker */
+  c->session.budget.one_writer = true;
+  bool ran = run_here(c, j);
+  c->session.budget.one_writer = false;
+  return ran;
 }
 
 static void submit_pending(opd__conn *c) {

@@ -152,7 +152,7 @@ double opd__metrics_bucket_bound(int i) {
   return b;
 }
 
-void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns,
+void opd__metrics_call(const opd_operator *op, unsigned slot, int rc, uint64_t ns,
                        opd__loop_lesson lesson) {
   _Static_assert((TABLE_SIZE & (TABLE_SIZE - 1)) == 0 && TABLE_SIZE == 1 << 10,
                  "the hash takes the top 10 bits");
@@ -161,7 +161,7 @@ void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uin
     atomic_fetch_add_explicit(&overflow, 1, memory_order_relaxed);
     return;
   }
-  unsigned slot = opd_key_is_runtime(key) ? opd_key_slot(key) : 0;
+  assert(slot < OPD_NUM_RUNTIME_SLOTS);
   if (owns_counters) {
     opd__count(&m->owned.calls_by_slot[slot], 1);
     opd__count(&m->owned.buckets[bucket_of(ns)], 1);

@@ -101,10 +101,11 @@ typedef enum opd__loop_lesson {
 bool opd__metrics_claim_counters(void);
 void opd__metrics_unclaim_counters(void);
 
-/* Records one call: `key` is the runtime key it dispatched to (opd_call_boxed_keys reports
- * it: [Note: Prepared calls] in prepared.h), rc its result (0 or a negative opd error), ns
- * its duration, `lesson` what it showed of the operator's fit for the loop. */
-void opd__metrics_call(const opd_operator *op, opd_dispatch_key key, int rc, uint64_t ns,
+/* Records one call: `slot` is the dispatch-table slot of the runtime key it dispatched to
+ * (opd_call_boxed_keys reports it: [Note: Prepared calls] in prepared.h), rc its result (0
+ * or a negative opd error), ns its duration, `lesson` what it showed of the operator's fit
+ * for the loop. */
+void opd__metrics_call(const opd_operator *op, unsigned slot, int rc, uint64_t ns,
                        opd__loop_lesson lesson);
 /* Whether the operator may run on the loop: a call of it FITS under its current generation
  * ([Note: Operator generations] in opd/dispatcher.h: a hot registration voids the verdict,

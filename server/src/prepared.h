@@ -9,14 +9,14 @@
  * dispatcher/src/call.c), and the CUDA devices among its tensors and Device arguments.
  * Everything after reads it, and nothing looks a handle up again: the route to a worker
  * pool is the first CUDA device (gpu.c), the call dispatches on the key set without
- * extracting it again (opd_call_boxed_keys), which reports the runtime key it dispatched
- * to, and the call metrics count that key (metrics.c), so they see the tensors inside a
- * Tensor[] (aten::cat) as the dispatcher does. The decoder (decode.c) is the one a graph's
- * nodes go through too, with value references in place of handles. While it is READY the
- * session's memory budget is installed on the worker ([Note: Memory reserved before it is
- * allocated] in opd/allocator.h): literals made by the decoding are charged with the
- * call's outputs and intermediates; a job that must move to another pool is unprepared
- * (the budget uninstalled) and prepared again there.
+ * extracting it again (opd_call_boxed_keys), which reports the table slot of the runtime
+ * key it dispatched to, and the call metrics count that key (metrics.c), so they see the
+ * tensors inside a Tensor[] (aten::cat) as the dispatcher does. The decoder (decode.c) is
+ * the one a graph's nodes go through too, with value references in place of handles.
+ * While it is READY the session's memory budget is installed on the worker ([Note: Memory
+ * reserved before it is allocated] in opd/allocator.h): literals made by the decoding are
+ * charged with the call's outputs and intermediates; a job that must move to another pool
+ * is unprepared (the budget uninstalled) and prepared again there.
  */
 #ifndef OPD_SERVER_PREPARED_H
 #define OPD_SERVER_PREPARED_H

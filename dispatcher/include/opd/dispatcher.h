@@ -179,10 +179,11 @@ int opd_call_boxed(const opd_operator *op, opd_stack *stack);
 /* opd_call_boxed for a caller that extracted the key set of the tensor arguments itself
  * (`args`: the union of the key sets of every Tensor and every element of a Tensor[] or
  * Tensor?[] argument, as opd_call_boxed computes it; the server's prepared calls do, as
- * they decode): the same call, and *dispatched receives the runtime key whose kernel it
- * ran (the highest key of the call's key set; Undefined when it has none). */
+ * they decode): the same call, and *dispatched_slot receives the dispatch-table slot whose
+ * kernel it ran (that of the highest key of the call's key set, the slot the table lookup
+ * read; opd_slot_key names its runtime key, and slot 0 is Undefined's). */
 int opd_call_boxed_keys(const opd_operator *op, opd_keyset args, opd_stack *stack,
-                        opd_dispatch_key *dispatched);
+                        unsigned *dispatched_slot);
 /* From inside a kernel: calls the next kernel below the current key. */
 int opd_redispatch_boxed(const opd_kernel_ctx *ctx, opd_stack *stack);
 /* Calls the kernel that key set `ks` selects, as is (no TLS, no masking). */

@@ -137,6 +137,12 @@ static inline opd_backend opd_keyset_highest_backend(opd_keyset s) {
 /* The functionality bits strictly below k's functionality, plus every backend bit:
  * what a kernel at k redispatches to (c10's FULL_AFTER). */
 opd_keyset opd_keyset_after(opd_dispatch_key k);
+/* s less its highest functionality and everything above it: s & opd_keyset_after(
+ * opd_keyset_highest_key(s)), as a redispatch from s's kernel reads it, from one bit scan. */
+static inline opd_keyset opd_keyset_below_highest(opd_keyset s) {
+  unsigned f = opd__bit_index_plus1(s.repr >> OPD_NUM_BACKENDS);
+  return (opd_keyset){f ? s.repr & (OPD_FUNCTIONALITY_BIT(f) - 1) : 0};
+}
 
 /* Runtime key <-> slot. */
 unsigned opd_key_slot(opd_dispatch_key runtime_key);
