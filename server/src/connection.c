@@ -35,6 +35,17 @@
  * connections pipelined 64 deep did 2 sends per read, a writev of 64 pieces and a write of
  * the 65th).
  *
+ * [Note: Responses written after the poll]
+ * The responses of the requests one read answered on the loop are written once the loop
+ * has run the reads of every connection its poll found ready (a uv_check handle,
+ * opd__conn_flush_read), as redis writes its replies before it sleeps, not at the end of
+ * each read. A client sleeping between its replies (the kernel wakes it through the
+ * hypervisor, on a virtual machine an interrupt to another CPU) is then woken once for the
+ * replies of a poll's connections, not once for each; the first reply waits at most for the
+ * other reads of that poll. A read after which the connection must stop reading (the limits
+ * of [Note: Back-pressure]) writes at once, as before, so that reading stops before libuv
+ * reads on.
+ *
  * [Note: Responses written by workers]
  * When a worker hands a batch back, it first sends, for each connection of the batch, the
  * responses of that connection's jobs that come next in the response order (after the
@@ -166,6 +177,7 @@ static void process(opd__conn *c);
 static void flush(opd__conn *c);
 static void on_write(uv_write_t *req, int status);
 static void update_reading(opd__conn *c);
+static bool wants_reading(opd__conn *c);
 
 static const opd_server_config *cfg(const opd__conn *c) {
   return &c->server->cfg;
@@ -381,6 +393,7 @@ static void submit_pending(opd__conn *c) {
 
 static void finalize(opd__conn *c) {
   if (!c->closing || !c->handle_closed || c->outstanding || c->writes) return;
+  assert(!c->flush_queued); /* the check after the poll ran before the handle closed */
   opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s) closed: %" PRIu64 " calls, %" PRIu64 " errors",
           c->session.id, c->peer, (uint64_t)c->session.calls, (uint64_t)c->session.errors);
   opd__session_unregister(&c->server->sessions, &c->session);
@@ -1073,10 +1086,34 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     c->rlen += (size_t)nread;
     process(c);
   }
-  if (!c->closing) {
+  if (c->closing) return;
+  if (wants_reading(c)) { /* [Note: Responses written after the poll] */
+    if (!c->flush_queued) {
+      c->flush_queued = true;
+      c->flush_next = c->server->read_conns;
+      c->server->read_conns = c;
+    }
+    return;
+  }
+  flush(c);
+  if (!c->closing) update_reading(c);
+}
+
+void opd__conn_flush_read(opd_server *s) {
+  while (s->read_conns) {
+    opd__conn *c = s->read_conns;
+    s->read_conns = c->flush_next;
+    c->flush_queued = false;
+    c->flush_next = NULL;
+    if (c->closing) continue;
     flush(c);
     if (!c->closing) update_reading(c);
   }
+}
+
+/* Whether the connection's state lets it read more. */
+static bool wants_reading(opd__conn *c) {
+  return c->mode == OPD__READ_RAW ? !c->close_after_flush : frames_allowed(c);
 }
 
 /* Starts or stops reading as the connection's state asks, processing buffered frames a
@@ -1094,7 +1131,7 @@ static void update_reading(opd__conn *c) {
      * written at once, leave the response order within this call) */
     if (c->rpos == before || !frames_allowed(c)) break;
   }
-  bool want = c->mode == OPD__READ_RAW ? !c->close_after_flush : frames_allowed(c);
+  bool want = wants_reading(c);
   if (want && !c->reading) {
     int rc = uv_read_start(&c->h.stream, on_alloc, on_read);
     if (rc < 0) {

@@ -63,6 +63,8 @@ struct opd__conn {
   opd__write *free_writes;
   opd__conn *dirty_next;
   bool dirty;
+  opd__conn *flush_next; /* [Note: Responses written after the poll] in connection.c */
+  bool flush_queued;
   /* state */
   bool hello_done;
   bool wait_idle;         /* an upload waits for the session's requests to finish */
@@ -75,6 +77,9 @@ struct opd__conn {
 
 /* Accepts a pending connection on a listener. */
 void opd__conn_accept(opd_server *s, opd__listener *l);
+/* Writes the responses of the connections read since the poll returned, and reads on
+ * ([Note: Responses written after the poll] in connection.c). */
+void opd__conn_flush_read(opd_server *s);
 /* Jobs back from the workers (linked by qnext): marks them done, writes what is ready. */
 void opd__conn_jobs_back(opd__job *jobs);
 /* Reads no new requests; closes once every request in flight is answered. */

@@ -137,6 +137,12 @@ static void on_prepare(uv_prepare_t *prepare) {
   }
 }
 
+/* After the poll's callbacks: the responses of the connections read ([Note: Responses
+ * written after the poll] in connection.c). */
+static void on_check(uv_check_t *check) {
+  opd__conn_flush_read(check->data);
+}
+
 /* ---- stopping ---- */
 
 static void close_if_open(uv_handle_t *h) {
@@ -147,6 +153,7 @@ static void maybe_finish(opd_server *s) {
   if (!s->stopping || s->nconns) return;
   close_if_open((uv_handle_t *)&s->done_poll);
   close_if_open((uv_handle_t *)&s->done_prepare);
+  close_if_open((uv_handle_t *)&s->flush_check);
   close_if_open((uv_handle_t *)&s->stop_async);
   close_if_open((uv_handle_t *)&s->drain_timer);
 }
@@ -430,6 +437,9 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
   uv_prepare_init(&s->loop, &s->done_prepare);
   uv_prepare_start(&s->done_prepare, on_prepare);
   s->done_prepare.data = s;
+  uv_check_init(&s->loop, &s->flush_check);
+  uv_check_start(&s->flush_check, on_check);
+  s->flush_check.data = s;
   uv_async_init(&s->loop, &s->stop_async, on_stop);
   uv_timer_init(&s->loop, &s->drain_timer);
   s->done_poll.data = s->stop_async.data = s->drain_timer.data = s;
