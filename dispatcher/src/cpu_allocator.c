@@ -101,12 +101,12 @@ static int account(size_t nbytes, size_t rounded) {
  * instruction: it takes CREDIT_BYTES at a time from in_use (so the limit and the peak count
  * them as in use) and gives back what passes twice that. Near the limit, where the credit
  * cannot be taken, the tensor's own bytes are counted as before, and a limit lowered under
- * the bytes counted makes the thread give its credit back first. So the limit refuses at most
- * 2 * CREDIT_BYTES per other thread early. The bytes in use that cpu_stats
- * reports are in_use less every thread's credit (the credits are listed for it), so they are
- * the bytes tensors use, exact when no thread is allocating; the peak may hold a credit. A
- * thread's credit goes back when it ends (a pthread key's destructor); a free after that, by
- * a later destructor, is counted off in_use directly. */
+ * the bytes counted makes the thread give its credit back first. So the limit refuses at
+ * most 2 * CREDIT_BYTES per other thread early. The bytes in use that cpu_stats reports are
+ * in_use less every thread's credit (the credits are listed for it), so they are the bytes
+ * tensors use, exact when no thread is allocating; the peak may hold a credit. A thread's
+ * credit goes back when it ends (a pthread key's destructor); a free after that, by a later
+ * destructor, is counted off in_use directly. */
 #define CREDIT_BYTES 1024
 
 typedef struct credit {
