@@ -36,12 +36,14 @@
  * the 65th).
  *
  * [Note: Responses written after the poll]
- * The responses of the requests one read answered on the loop are written once the loop
- * has run the reads of every connection its poll found ready (a uv_check handle,
- * opd__conn_flush_read), as redis writes its replies before it sleeps, not at the end of
- * each read. A client sleeping between its replies (the kernel wakes it through the
- * hypervisor, on a virtual machine an interrupt to another CPU) is then woken once for the
- * replies of a poll's connections, not once for each; the first reply waits at most for the
+ * The responses of the requests one read answered on the loop, and of the jobs the
+ * workers handed back, are written once the loop has run the callbacks of everything its
+ * poll found ready: the connections are queued (queue_flush) and written from a uv_check
+ * handle after the poll, and from the uv_prepare handle before the loop sleeps for jobs
+ * taken back there (opd__conn_flush_queued), as redis writes its replies before it
+ * sleeps, not at the end of each read. A client sleeping between its replies (the kernel wakes it
+ * through the hypervisor, on a virtual machine an interrupt to another CPU) is then woken once for
+ * the replies of a poll's connections, not once for each; the first reply waits at most for the
  * other reads of that poll. A read after which the connection must stop reading (the limits
  * of [Note: Back-pressure]) writes at once, as before, so that reading stops before libuv
  * reads on.
@@ -178,6 +180,7 @@ static void flush(opd__conn *c);
 static void on_write(uv_write_t *req, int status);
 static void update_reading(opd__conn *c);
 static bool wants_reading(opd__conn *c);
+static void queue_flush(opd__conn *c);
 
 static const opd_server_config *cfg(const opd__conn *c) {
   return &c->server->cfg;
@@ -1088,26 +1091,31 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   }
   if (c->closing) return;
   if (wants_reading(c)) { /* [Note: Responses written after the poll] */
-    if (!c->flush_queued) {
-      c->flush_queued = true;
-      c->flush_next = c->server->read_conns;
-      c->server->read_conns = c;
-    }
+    queue_flush(c);
     return;
   }
   flush(c);
-  if (!c->closing) update_reading(c);
+  update_reading(c);
 }
 
-void opd__conn_flush_read(opd_server *s) {
-  while (s->read_conns) {
-    opd__conn *c = s->read_conns;
-    s->read_conns = c->flush_next;
+/* Queues the connection's responses for opd__conn_flush_queued ([Note: Responses written
+ * after the poll]). */
+static void queue_flush(opd__conn *c) {
+  if (c->flush_queued) return;
+  c->flush_queued = true;
+  c->flush_next = c->server->to_flush;
+  c->server->to_flush = c;
+}
+
+void opd__conn_flush_queued(opd_server *s) {
+  while (s->to_flush) {
+    opd__conn *c = s->to_flush;
+    s->to_flush = c->flush_next;
     c->flush_queued = false;
     c->flush_next = NULL;
     if (c->closing) continue;
     flush(c);
-    if (!c->closing) update_reading(c);
+    update_reading(c);
   }
 }
 
@@ -1152,7 +1160,6 @@ static void update_reading(opd__conn *c) {
 /* ---- the loop's entry points ---- */
 
 void opd__conn_jobs_back(opd__job *jobs) {
-  opd__conn *dirty = NULL;
   for (opd__job *j = jobs, *next; j; j = next) {
     next = j->qnext;
     j->qnext = NULL;
@@ -1173,19 +1180,8 @@ void opd__conn_jobs_back(opd__job *jobs) {
     }
     j->done = true;
     c->ndone++;
-    if (!c->dirty) {
-      c->dirty = true;
-      c->dirty_next = dirty;
-      dirty = c;
-    }
-  }
-  while (dirty) {
-    opd__conn *c = dirty;
-    dirty = c->dirty_next;
-    c->dirty = false;
     if (c->wait_idle && c->in_flight == 0) c->wait_idle = false;
-    flush(c);
-    update_reading(c);
+    queue_flush(c);
   }
 }
 

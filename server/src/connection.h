@@ -61,8 +61,6 @@ struct opd__conn {
   opd__job *free_jobs;
   uint32_t nfree_jobs;
   opd__write *free_writes;
-  opd__conn *dirty_next;
-  bool dirty;
   opd__conn *flush_next; /* [Note: Responses written after the poll] in connection.c */
   bool flush_queued;
   /* state */
@@ -77,10 +75,11 @@ struct opd__conn {
 
 /* Accepts a pending connection on a listener. */
 void opd__conn_accept(opd_server *s, opd__listener *l);
-/* Writes the responses of the connections read since the poll returned, and reads on
- * ([Note: Responses written after the poll] in connection.c). */
-void opd__conn_flush_read(opd_server *s);
-/* Jobs back from the workers (linked by qnext): marks them done, writes what is ready. */
+/* Writes the responses of the queued connections (read, or with jobs back, since the last
+ * call), and reads on ([Note: Responses written after the poll] in connection.c). */
+void opd__conn_flush_queued(opd_server *s);
+/* Jobs back from the workers (linked by qnext): marks them done and queues their
+ * connections' responses for opd__conn_flush_queued. */
 void opd__conn_jobs_back(opd__job *jobs);
 /* Reads no new requests; closes once every request in flight is answered. */
 void opd__conn_drain(opd__conn *c);

@@ -126,21 +126,22 @@ void opd__server_loop_online(opd_server *s) {
   s->loop_online = true;
 }
 
-/* Before the loop sleeps: jobs back quietly are recycled, and the loop stops being an online
- * reader (a grace period waits for no thread that sleeps). */
+/* Before the loop sleeps: jobs back quietly are recycled (their connections written), and
+ * the loop stops being an online reader (a grace period waits for no thread that sleeps). */
 static void on_prepare(uv_prepare_t *prepare) {
   opd_server *s = prepare->data;
   opd__server_take_done(s);
+  opd__conn_flush_queued(s); /* [Note: Responses written after the poll] in connection.c */
   if (s->loop_online) {
     opd_reader_offline();
     s->loop_online = false;
   }
 }
 
-/* After the poll's callbacks: the responses of the connections read ([Note: Responses
- * written after the poll] in connection.c). */
+/* After the poll's callbacks: the responses they queued ([Note: Responses written after
+ * the poll] in connection.c). */
 static void on_check(uv_check_t *check) {
-  opd__conn_flush_read(check->data);
+  opd__conn_flush_queued(check->data);
 }
 
 /* ---- stopping ---- */

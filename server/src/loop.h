@@ -40,8 +40,8 @@ struct opd_server {
   uv_poll_t done_poll;       /* workers: jobs are back (done_fd is readable) */
   int done_fd;               /* an eventfd; -1 before start */
   uv_prepare_t done_prepare; /* takes jobs back quietly before the loop sleeps */
-  uv_check_t flush_check;    /* writes what the poll's reads answered (read_conns) */
-  opd__conn *read_conns;     /* [Note: Responses written after the poll] in connection.c */
+  uv_check_t flush_check;    /* writes the responses queued in the poll (to_flush) */
+  opd__conn *to_flush;       /* [Note: Responses written after the poll] in connection.c */
   uv_async_t stop_async;     /* opd_server_stop: drain */
   uv_timer_t drain_timer;
   opd__listener *listeners;
