@@ -26,7 +26,8 @@
 #      compiler or toolkit may warn); an existing one is built with its own configuration
 #   3. the conformance fixtures on CUDA tensors, in process (opd-conformance --device cuda):
 #      the shared one and tests/fixtures/graph_ops_conformance.json
-#   4. the unit suites (the CUDA ones run on the device; the no-device ones say SKIP)
+#   4. the unit suites (the CUDA ones run on the device; without a GPU only the CUDA suites,
+#      which must skip cleanly: the others are what `tools/dev.sh test` runs)
 #   5. a daemon started here: the RPC checks on CUDA tensors (opd-bench-cuda --rpc-check), the
 #      conformance fixture through it (--server URL --device cuda), NVRTC hot registration
 #      through opctl (an elementwise and a rows kernel called over the protocol, a compile
@@ -40,9 +41,9 @@
 # longest file, elementwise.cu, 12 s of nvcc; 5 minutes when the machine was loaded 7x), so
 # about 20 s on 16 cores; the unit suites 39 s (unit.rpc alone 16 s), 55 to 76 s loaded; the
 # conformance fixture < 1 s in process and 1 s through a daemon on the CPU; the whole dry run
-# (OPD_SKIP_GPU=1 on an existing build) 63 s. The GPU steps could not be timed here (no
-# device); each has a timeout, cut to what is left of the budget, so the whole run ends
-# within 7.5 minutes even when a step hangs.
+# (OPD_SKIP_GPU=1 on an existing build, the three CUDA suites) 13 s. The GPU steps could not
+# be timed here (no device); each has a timeout, cut to what is left of the budget, so the
+# whole run ends within 7.5 minutes even when a step hangs.
 # Exit status: 0 when no check failed (SKIP is not a failure; benchmark targets are reported,
 # not enforced); 1 otherwise.
 set -u
@@ -261,12 +262,15 @@ fi
 run_gpu_step "graph views conformance --device cuda" "$LOG/conformance-graph-ops.log" 60 \
   "$bin/tools/conformance/opd-conformance" tests/fixtures/graph_ops_conformance.json --device cuda
 
-# 4. unit suites
+# 4. unit suites: all of them on a GPU; without one, only the suites of the device (which
+# must skip cleanly), since the others ran no differently under `tools/dev.sh test`
 begin
+suites='^unit\.'
+[ "$gpu" = yes ] || suites='^unit\.(cuda|gpu_server|graph_cuda)$'
 if ! has_time; then
   record "unit suites (out of time)" SKIP
 else
-  nogpu timeout "$(limit 240)" ctest --test-dir "$BUILD" -j"$jobs" -R '^unit\.' --output-on-failure \
+  nogpu timeout "$(limit 240)" ctest --test-dir "$BUILD" -j"$jobs" -R "$suites" --output-on-failure \
     >"$LOG/ctest.log" 2>&1
   rc=$?
   if [ $rc -eq 0 ]; then
