@@ -41,6 +41,26 @@
 
 #include "opd.pb-c.h"
 
+/* A call's argument of a plain kind, as the hand packer takes it: kind is NONE (u.b: the
+ * none flag, 1 as clients send it), B, I, D or TENSOR. */
+typedef struct opd__wire_arg {
+  Opd__V1__IValue__ValueCase kind;
+  union {
+    bool b;
+    int64_t i;
+    double d;
+    uint64_t tensor;
+  } u;
+} opd__wire_arg;
+
+/* A Call{op (oplen bytes), args} of plain arguments: the size of the message, then the size
+ * of the Request{id, call} that carries it, and that Request's bytes written to out. The
+ * client's typed calls pack their frames so, with no protobuf-c structures in between. */
+size_t opd__wire_call_size(size_t oplen, const opd__wire_arg *args, size_t n);
+size_t opd__wire_call_request_size(uint64_t id, size_t call_size);
+void opd__wire_call_request_pack(uint8_t *out, uint64_t id, size_t call_size, const char *op,
+                                 size_t oplen, const opd__wire_arg *args, size_t n);
+
 /* The packed size of a Request of the hand-packed kinds, or 0 for any other request. */
 size_t opd__wire_request_size(const Opd__V1__Request *r);
 /* Writes a request for which opd__wire_request_size gave n > 0 into out[0, n). */

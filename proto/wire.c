@@ -68,42 +68,85 @@ static uint8_t *put_id(uint8_t *p, uint8_t tag, uint64_t id) {
   return put_varint(p, id);
 }
 
-/* An IValue of a plain kind (a oneof member is written even when 0): its size, 0 for the
- * other kinds. */
-static size_t plain_value_size(const Opd__V1__IValue *v) {
+/* An IValue of a plain kind as an opd__wire_arg: false for the other kinds. */
+static bool plain_arg(const Opd__V1__IValue *v, opd__wire_arg *a) {
+  a->kind = v->value_case;
   switch (v->value_case) {
-  case OPD__V1__IVALUE__VALUE_NONE: return 1 + varint_size(v->none != 0);
-  case OPD__V1__IVALUE__VALUE_B: return 1 + varint_size(v->b != 0);
-  case OPD__V1__IVALUE__VALUE_I: return 1 + varint_size((uint64_t)v->i);
-  case OPD__V1__IVALUE__VALUE_D: return 1 + 8;
-  case OPD__V1__IVALUE__VALUE_TENSOR: return 1 + varint_size(v->tensor);
-  default: return 0;
+  case OPD__V1__IVALUE__VALUE_NONE: a->u.b = v->none != 0; return true;
+  case OPD__V1__IVALUE__VALUE_B: a->u.b = v->b != 0; return true;
+  case OPD__V1__IVALUE__VALUE_I: a->u.i = v->i; return true;
+  case OPD__V1__IVALUE__VALUE_D: a->u.d = v->d; return true;
+  case OPD__V1__IVALUE__VALUE_TENSOR: a->u.tensor = v->tensor; return true;
+  default: return false;
   }
 }
 
-static uint8_t *put_plain_value(uint8_t *p, const Opd__V1__IValue *v) {
-  switch (v->value_case) {
-  case OPD__V1__IVALUE__VALUE_NONE: *p++ = TAG_IVALUE_NONE; return put_varint(p, v->none != 0);
-  case OPD__V1__IVALUE__VALUE_B: *p++ = TAG_IVALUE_B; return put_varint(p, v->b != 0);
-  case OPD__V1__IVALUE__VALUE_I: *p++ = TAG_IVALUE_I; return put_varint(p, (uint64_t)v->i);
+/* The IValue of a plain argument (a oneof member is written even when 0): its size */
+static size_t arg_size(const opd__wire_arg *a) {
+  switch (a->kind) {
+  case OPD__V1__IVALUE__VALUE_NONE:
+  case OPD__V1__IVALUE__VALUE_B: return 2; /* tag, and a varint of 0 or 1 */
+  case OPD__V1__IVALUE__VALUE_I: return 1 + varint_size((uint64_t)a->u.i);
+  case OPD__V1__IVALUE__VALUE_D: return 1 + 8;
+  default: return 1 + varint_size(a->u.tensor);
+  }
+}
+
+static uint8_t *put_arg(uint8_t *p, const opd__wire_arg *a) {
+  switch (a->kind) {
+  case OPD__V1__IVALUE__VALUE_NONE: *p++ = TAG_IVALUE_NONE; return put_varint(p, a->u.b);
+  case OPD__V1__IVALUE__VALUE_B: *p++ = TAG_IVALUE_B; return put_varint(p, a->u.b);
+  case OPD__V1__IVALUE__VALUE_I: *p++ = TAG_IVALUE_I; return put_varint(p, (uint64_t)a->u.i);
   case OPD__V1__IVALUE__VALUE_D: {
     uint64_t bits;
-    memcpy(&bits, &v->d, sizeof bits);
+    memcpy(&bits, &a->u.d, sizeof bits);
     *p++ = TAG_IVALUE_D;
     for (int i = 0; i < 8; i++) *p++ = (uint8_t)(bits >> (8 * i)); /* little-endian */
     return p;
   }
-  default: *p++ = TAG_IVALUE_TENSOR; return put_varint(p, v->tensor);
+  default: *p++ = TAG_IVALUE_TENSOR; return put_varint(p, a->u.tensor);
   }
 }
 
+static uint8_t *put_call_head(uint8_t *p, uint64_t id, size_t call_size, const char *op,
+                              size_t oplen) {
+  p = put_id(p, TAG_REQUEST_ID, id);
+  p = put_len(p, TAG_REQUEST_CALL, call_size);
+  if (oplen) {
+    p = put_len(p, TAG_CALL_OP, oplen);
+    memcpy(p, op, oplen);
+    p += oplen;
+  }
+  return p;
+}
+
+size_t opd__wire_call_size(size_t oplen, const opd__wire_arg *args, size_t n) {
+  size_t size = oplen ? field_size(oplen) : 0;
+  for (size_t i = 0; i < n; i++) size += field_size(arg_size(&args[i]));
+  return size;
+}
+
+size_t opd__wire_call_request_size(uint64_t id, size_t call_size) {
+  return id_size(id) + field_size(call_size);
+}
+
+void opd__wire_call_request_pack(uint8_t *out, uint64_t id, size_t call_size, const char *op,
+                                 size_t oplen, const opd__wire_arg *args, size_t n) {
+  uint8_t *p = put_call_head(out, id, call_size, op, oplen);
+  for (size_t i = 0; i < n; i++) {
+    p = put_len(p, TAG_CALL_ARG, arg_size(&args[i]));
+    p = put_arg(p, &args[i]);
+  }
+}
+
+/* A Call of plain arguments: its size, or 0 when an argument is of another kind. */
 static size_t call_size(const Opd__V1__Call *c) {
   size_t oplen = c->op ? strlen(c->op) : 0;
   size_t size = oplen ? field_size(oplen) : 0;
   for (size_t i = 0; i < c->n_args; i++) {
-    size_t v = plain_value_size(c->args[i]);
-    if (!v) return 0;
-    size += field_size(v);
+    opd__wire_arg a;
+    if (!plain_arg(c->args[i], &a)) return 0;
+    size += field_size(arg_size(&a));
   }
   return size;
 }
@@ -124,8 +167,8 @@ size_t opd__wire_request_size(const Opd__V1__Request *r) {
 }
 
 void opd__wire_request_pack(const Opd__V1__Request *r, uint8_t *out) {
-  uint8_t *p = put_id(out, TAG_REQUEST_ID, r->id);
   if (r->body_case == OPD__V1__REQUEST__BODY_PING) {
+    uint8_t *p = put_id(out, TAG_REQUEST_ID, r->id);
     size_t len = r->ping->payload.len;
     p = put_len(p, TAG_REQUEST_PING, len ? field_size(len) : 0);
     if (len) {
@@ -135,16 +178,13 @@ void opd__wire_request_pack(const Opd__V1__Request *r, uint8_t *out) {
     return;
   }
   const Opd__V1__Call *c = r->call;
-  p = put_len(p, TAG_REQUEST_CALL, call_size(c));
   size_t oplen = c->op ? strlen(c->op) : 0;
-  if (oplen) {
-    p = put_len(p, TAG_CALL_OP, oplen);
-    memcpy(p, c->op, oplen);
-    p += oplen;
-  }
+  uint8_t *p = put_call_head(out, r->id, call_size(c), c->op, oplen);
   for (size_t i = 0; i < c->n_args; i++) {
-    p = put_len(p, TAG_CALL_ARG, plain_value_size(c->args[i]));
-    p = put_plain_value(p, c->args[i]);
+    opd__wire_arg a;
+    plain_arg(c->args[i], &a); /* (opd__wire_request_size said they all are) */
+    p = put_len(p, TAG_CALL_ARG, arg_size(&a));
+    p = put_arg(p, &a);
   }
 }
 

@@ -850,6 +850,20 @@ START_TEST(test_bad_arguments_rejected_locally) {
                    OPD_EINVAL);
   ck_assert_ptr_null(f);
   ck_assert_str_eq(opd_client_last_error(), "argument 0: tensor handle 0 (None is opd_cv_none())");
+  /* a graph's value is not a handle, in a call of plain arguments or with a list */
+  opd_client_tensor value = OPD_CLIENT_GRAPH_VALUE_BIT | 1;
+  ck_assert_int_eq(opd_client_call_async(c, "test::echo",
+                                         (opd_client_value[]){opd_cv_int(1), opd_cv_tensor(value)},
+                                         2, NULL, NULL, &f),
+                   OPD_EINVAL);
+  ck_assert_str_eq(opd_client_last_error(),
+                   "argument 1: a value of a graph being built, not a tensor handle: it is an "
+                   "argument only of calls captured into its graph");
+  ck_assert_int_eq(opd_client_call_async(
+                       c, "test::echo", (opd_client_value[]){opd_cv_tensor(value), opd_cv_str("x")},
+                       2, NULL, NULL, &f),
+                   OPD_EINVAL);
+  ck_assert_ptr_nonnull(strstr(opd_client_last_error(), "argument 0: a value of a graph"));
   ck_assert_int_eq(opd_client_call_async(c, "test::echo",
                                          (opd_client_value[]){opd_cv_ints(NULL, 2)}, 1, NULL, NULL,
                                          &f),
@@ -877,6 +891,16 @@ START_TEST(test_bad_arguments_rejected_locally) {
   ck_assert_ptr_nonnull(
       strstr(opd_client_last_error(), "exceeds the server's max_frame_bytes (4096)"));
   free(big);
+  /* so is a call of plain arguments ([Note: Typed calls packed directly]) */
+  char *long_op = malloc(5000);
+  memset(long_op, 'x', 4999);
+  long_op[4999] = 0;
+  ck_assert_int_eq(
+      opd_client_call_async(c, long_op, (opd_client_value[]){opd_cv_tensor(1)}, 1, NULL, NULL, &f),
+      OPD_ERESOURCE);
+  ck_assert_ptr_nonnull(
+      strstr(opd_client_last_error(), "exceeds the server's max_frame_bytes (4096)"));
+  free(long_op);
   /* typed calls check required arguments */
   opd_client_tensor r = 5;
   ck_assert_int_eq(opd_add(c, 0, 1, NULL, &r), OPD_EINVAL);
@@ -1078,6 +1102,88 @@ START_TEST(test_pipelining_64_deep) {
   }
   ck_assert_int_eq(log.count, 64);
   fake_finish(&fs, c);
+}
+END_TEST
+
+/* [Note: Replies taken in a batch]: 150 replies that arrive in one write, where runs of
+ * the usual reply (tensor handles: echo of a tensor) are broken by errors and by replies
+ * of other values, and the last 70 are one run, longer than a batch. Each request gets its
+ * own outcome and the callbacks run in request order. */
+typedef struct mixed_slot {
+  order_log *log;
+  int index;
+} mixed_slot;
+
+static void record_mixed(opd_future *f, void *user) {
+  mixed_slot *s = user;
+  ck_assert(opd_future_done(f));
+  s->log->seen[s->log->count++] = s->index;
+}
+
+START_TEST(test_replies_batched_in_order) {
+  enum { N = 150 };
+  fake_server fs = {.hold = N, .max_in_flight = 256};
+  opd_client *c = fake_connect(&fs);
+  order_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  mixed_slot slots[N];
+  opd_future *f[N];
+  for (int i = 0; i < N; i++) {
+    slots[i] = (mixed_slot){&log, i};
+    bool fail = i < 80 && i % 7 == 3, echo_int = i < 80 && i % 11 == 5;
+    opd_client_value fail_args[] = {opd_cv_int(OPD__V1__ERROR_CODE__INVALID_ARGUMENT),
+                                    opd_cv_str("no")};
+    opd_client_value arg = echo_int ? opd_cv_int(i) : opd_cv_tensor((opd_client_tensor)i + 1);
+    ck_assert_int_eq(
+        fail ? opd_client_call_async(c, "test::fail", fail_args, 2, record_mixed, &slots[i], &f[i])
+             : opd_client_call_async(c, "test::echo", &arg, 1, record_mixed, &slots[i], &f[i]),
+        0);
+  }
+  ck_assert_int_eq(opd_client_wait_all(c), 0);
+  ck_assert_int_eq(log.count, N);
+  for (int i = 0; i < N; i++) {
+    ck_assert_int_eq(log.seen[i], i);
+    bool fail = i < 80 && i % 7 == 3, echo_int = i < 80 && i % 11 == 5;
+    size_t n;
+    const opd_client_value *v = opd_future_results(f[i], &n);
+    if (fail) {
+      ck_assert_int_eq(opd_future_status(f[i]), OPD_EINVAL);
+      ck_assert_str_eq(opd_future_error(f[i]), "no");
+      ck_assert_uint_eq(n, 0);
+    } else if (echo_int) {
+      ck_assert_int_eq(opd_future_status(f[i]), 0);
+      ck_assert(n == 1 && v[0].kind == OPD_CV_INT && v[0].u.i == i);
+    } else {
+      ck_assert_int_eq(opd_future_status(f[i]), 0);
+      ck_assert_uint_eq(n, 1);
+      ck_assert_uint_eq(opd_future_tensor(f[i], 0), (opd_client_tensor)i + 1);
+    }
+    opd_future_free(f[i]);
+  }
+  ck_assert_uint_eq(opd_client_pending(c), 0);
+  fake_finish(&fs, c);
+
+  /* a reply to no request inside a run: the ones before it complete, then the connection
+   * fails every request after it */
+  fake_server fs2 = {.hold = 10};
+  c = fake_connect(&fs2);
+  for (int i = 0; i < 10; i++) {
+    opd_client_value arg = opd_cv_tensor((opd_client_tensor)i + 1);
+    ck_assert_int_eq(opd_client_call_async(c, i == 5 ? "test::wrong_id" : "test::echo", &arg, 1,
+                                           NULL, NULL, &f[i]),
+                     0);
+  }
+  for (int i = 0; i < 10; i++) {
+    int rc = opd_future_wait(f[i]);
+    if (i < 5) {
+      ck_assert_int_eq(rc, 0);
+      ck_assert_uint_eq(opd_future_tensor(f[i], 0), (opd_client_tensor)i + 1);
+    } else {
+      ck_assert_int_eq(rc, OPD_EINTERNAL);
+      ck_assert_ptr_nonnull(strstr(opd_future_error(f[i]), "a response to no pending request"));
+    }
+    opd_future_free(f[i]);
+  }
+  fake_finish(&fs2, c);
 }
 END_TEST
 
@@ -1756,6 +1862,7 @@ Suite *opd_test_client_suite(void) {
   tcase_add_test(fake, test_server_errors_map);
   tcase_add_test(fake, test_dispatch_state);
   tcase_add_test(fake, test_pipelining_64_deep);
+  tcase_add_test(fake, test_replies_batched_in_order);
   tcase_add_test(fake, test_in_flight_limit);
   tcase_add_test(fake, test_callbacks_chain);
   tcase_add_test(fake, test_futures_reused);

@@ -235,6 +235,33 @@ static void check_request(const Opd__V1__Request *req) {
   ck_assert_uint_eq(got[got_n], 0xa5);
 }
 
+/* The plain argument v as the typed calls' packer takes it. */
+static opd__wire_arg wire_arg_of(const Opd__V1__IValue *v) {
+  opd__wire_arg a = {.kind = v->value_case};
+  switch (v->value_case) {
+  case OPD__V1__IVALUE__VALUE_NONE: a.u.b = v->none; break;
+  case OPD__V1__IVALUE__VALUE_B: a.u.b = v->b; break;
+  case OPD__V1__IVALUE__VALUE_I: a.u.i = v->i; break;
+  case OPD__V1__IVALUE__VALUE_D: a.u.d = v->d; break;
+  default: a.u.tensor = v->tensor;
+  }
+  return a;
+}
+
+/* opd__wire_call_request_* write the bytes protobuf-c writes for the same call. */
+static void check_call_request(const Opd__V1__Request *req, const opd__wire_arg *args, size_t n) {
+  static uint8_t want[4096], got[4096];
+  size_t want_n = opd__v1__request__pack(req, want);
+  const char *op = req->call->op;
+  size_t call_size = opd__wire_call_size(strlen(op), args, n);
+  size_t got_n = opd__wire_call_request_size(req->id, call_size);
+  ck_assert_uint_eq(got_n, want_n);
+  memset(got, 0xa5, got_n + 1);
+  opd__wire_call_request_pack(got, req->id, call_size, op, strlen(op), args, n);
+  ck_assert_mem_eq(got, want, want_n);
+  ck_assert_uint_eq(got[got_n], 0xa5);
+}
+
 START_TEST(request_call_random) {
   unsigned seed = 4242;
   static const char *ops[] = {"aten::add.Tensor", "", "x", "aten::_softmax"};
@@ -247,6 +274,9 @@ START_TEST(request_call_random) {
     set_call(&req, &call, ops[rand_r(&seed) % 4], ptrs, n);
     req.id = round % 7 ? rnd(&seed) : 0;
     check_request(&req);
+    opd__wire_arg wire_args[16];
+    for (size_t i = 0; i < n; i++) wire_args[i] = wire_arg_of(&values[i]);
+    check_call_request(&req, wire_args, n);
   }
 }
 END_TEST

@@ -9,6 +9,7 @@
 
 #include "opd.pb-c.h"
 #include "opd/client.h"
+#include "opd_wire.h"
 
 #define OPD__CLIENT_MSG_MAX        1024 /* bytes kept of an error message */
 #define OPD__CLIENT_DEFAULT_FRAME  (1u << 20)
@@ -126,11 +127,6 @@ int opd__client_error(int err, const char *fmt, ...) __attribute__((format(print
 /* Frees what the values of results own (strings, lists), not the array itself. */
 void opd__client_free_values(opd_client_value *v, size_t n);
 
-/* Packs `req` (id filled in by the caller) behind a 4-byte length prefix into f's frame
- * (its own storage when it fits, else malloc'd): 0, or OPD_ERESOURCE (over `limit`) /
- * OPD_ENOMEM, with the thread's message set. */
-int opd__client_pack(const Opd__V1__Request *req, uint64_t limit, opd_future *f);
-
 /* Makes a future for a request of `kind` (the frame is packed at submission). */
 opd_future *opd__future_new(opd_client *c, opd__req_kind kind, opd_future_cb cb, void *user,
                             bool user_owned);
@@ -140,6 +136,17 @@ void opd__future_discard(opd_future *f);
  * On failure f is discarded and the thread's message set. After success, f may already be
  * complete (and, if not user-owned, freed). */
 int opd__client_submit(opd_client *c, opd_future *f, Opd__V1__Request *req);
+/* A call of plain arguments, packed straight into its frame ([Note: Typed calls packed
+ * directly], requests.c). */
+typedef struct opd__client_plain_call {
+  const char *op;
+  size_t oplen;
+  const opd__wire_arg *args;
+  size_t nargs;
+  size_t call_size; /* opd__wire_call_size(oplen, args, nargs) */
+} opd__client_plain_call;
+/* opd__client_submit for such a call. */
+int opd__client_submit_call(opd_client *c, opd_future *f, const opd__client_plain_call *call);
 /* 0, or OPD_EBUSY (with the message) on a thread running c's callbacks, which cannot wait. */
 int opd__client_may_block(opd_client *c);
 /* Waits for a user-owned f: the request's result code, with its message copied to the
@@ -149,6 +156,8 @@ int opd__future_wait_sync(opd_future *f);
 /* Deep-copies a reply's values into f's results (its own storage for a few, else
  * malloc'd): 0 or OPD_ENOMEM / OPD_EINTERNAL (unknown kind), with no results then. */
 int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_future *f);
+/* The same for a reply of n tensor handles: 0 or OPD_ENOMEM. */
+int opd__client_results_handles(const uint64_t *handles, size_t n, opd_future *f);
 
 typedef union opd__client_sub_message {
   Opd__V1__IntList ints;
