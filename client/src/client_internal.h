@@ -5,6 +5,7 @@
 #define OPD_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "opd.pb-c.h"
@@ -97,6 +98,12 @@ struct opd_client {
   /* requests: head..tail in submission order; send: the first not fully written */
   opd_future *head, *tail, *send;
   size_t pending;
+  /* requests taken off the list so far (polls count completions by it) */
+  uint64_t completions;
+  /* requests taken off the list whose callbacks have not returned yet ([Note: Replies taken
+   * in a batch]): still pending for opd_client_pending and opd_client_wait_all. Written by
+   * the pump only, so a relaxed store is enough; read under mu. */
+  _Atomic size_t completing;
   uint64_t next_id;
   uint64_t next_graph; /* the last graph id this client chose */
   uint32_t max_in_flight;

@@ -212,6 +212,13 @@ static void unlink_locked(opd_client *c, opd_future *f, opd_future *prev) {
   if (c->tail == f) c->tail = prev;
   if (c->send == f) c->send = f->next;
   c->pending--;
+  c->completions++;
+}
+
+/* Requests not yet completed: pending, and those of a batch whose callbacks wait. With
+ * c->mu held. */
+static size_t outstanding(opd_client *c) {
+  return c->pending + atomic_load_explicit(&c->completing, memory_order_relaxed);
 }
 
 /* Runs the callback of f, already off the list, and publishes it. Called by the pump (or
@@ -248,8 +255,10 @@ static void complete(opd_client *c, opd_future *f) {
   opd_future *prev = NULL;
   for (opd_future *p = c->head; p != f; p = p->next) prev = p;
   unlink_locked(c, f, prev);
+  atomic_store_explicit(&c->completing, 1, memory_order_relaxed);
   pthread_mutex_unlock(&c->mu);
   finish(c, f);
+  atomic_store_explicit(&c->completing, 0, memory_order_relaxed);
 }
 
 /* The connection is unusable: every pending request fails with rc (an early error response
@@ -553,9 +562,16 @@ static int dispatch_response(opd_client *c, const Opd__V1__Response *r) {
   opd_future *f = find_locked(c, r->id, &prev, &unsent);
   /* the usual reply leaves the list in this critical section */
   bool taken = completes_at_once(f, unsent, r->body_case);
-  if (taken) unlink_locked(c, f, prev);
+  if (taken) {
+    unlink_locked(c, f, prev);
+    atomic_store_explicit(&c->completing, 1, memory_order_relaxed);
+  }
   pthread_mutex_unlock(&c->mu);
-  if (taken) return take_reply(c, f, r);
+  if (taken) {
+    int rc = take_reply(c, f, r);
+    atomic_store_explicit(&c->completing, 0, memory_order_relaxed);
+    return rc;
+  }
   if (!f && r->id == 0 && r->body_case == OPD__V1__RESPONSE__BODY_ERROR) {
     const Opd__V1__Error *e = r->error;
     return fail_all(c, map_server_code(e->code), "the server closed the session: %s",
@@ -670,7 +686,12 @@ static int refuse_length(opd_client *c, const uint8_t *p, size_t avail, uint32_t
  * the lock (their callbacks may submit). The batch ends before the first reply that is not
  * the usual one (an error, a reply to a request not yet written whole, to no request, or of
  * the wrong kind): handle_frame takes that one as before, so completions keep the order of
- * the replies and every other path is unchanged. */
+ * the replies and every other path is unchanged.
+ * A request taken off the list still counts (c->completing, outstanding()) until its
+ * callback has returned: opd_client_wait_all in another thread, woken when one of the
+ * batch's futures is published but running later, must not return while a later one's
+ * callback still runs. Every path that takes a request off the list and completes it
+ * (dispatch_response and complete too) keeps that count, so the rule holds for all. */
 #define REPLY_BATCH 64
 
 typedef struct handles_reply {
@@ -712,14 +733,18 @@ static size_t take_reply_batch(opd_client *c) {
     unlink_locked(c, f, prev);
     taken[k] = f;
   }
+  /* until its callback has returned, each request still counts (outstanding) */
+  atomic_store_explicit(&c->completing, k, memory_order_relaxed);
   pthread_mutex_unlock(&c->mu);
   if (k == 0) return 0;
   c->rpos = batch[k - 1].end;
   for (size_t i = 0; i < k; i++) {
+    atomic_store_explicit(&c->completing, k - i, memory_order_relaxed);
     if (opd__client_results_handles(batch[i].handles, batch[i].n, taken[i]) != 0)
       future_set_error(taken[i], OPD_ENOMEM, "out of memory copying call results", NULL);
     finish(c, taken[i]);
   }
+  atomic_store_explicit(&c->completing, 0, memory_order_relaxed);
   return k;
 }
 
@@ -965,7 +990,7 @@ static bool has_room(opd_client *c, const void *arg) {
 
 static bool nothing_pending(opd_client *c, const void *arg) {
   (void)arg;
-  return c->pending == 0;
+  return outstanding(c) == 0;
 }
 
 /* ---- submitting ---- */
@@ -1175,11 +1200,11 @@ void *opd_future_take_data(opd_future *f) {
 /* ---- polling ---- */
 
 typedef struct completion_count {
-  size_t pending_before;
+  uint64_t before; /* c->completions when the poll began */
 } completion_count;
 
-static bool fewer_pending(opd_client *c, const void *arg) {
-  return c->pending < ((const completion_count *)arg)->pending_before;
+static bool completed_since(opd_client *c, const void *arg) {
+  return c->completions != ((const completion_count *)arg)->before;
 }
 
 int opd_client_poll(opd_client *c, int timeout_ms) {
@@ -1189,9 +1214,10 @@ int opd_client_poll(opd_client *c, int timeout_ms) {
     pthread_mutex_unlock(&c->mu);
     return rc;
   }
-  completion_count before = {c->pending};
-  int rc = progress(c, fewer_pending, &before, deadline_after(timeout_ms));
-  size_t done = before.pending_before - c->pending;
+  /* counted by completions, not by what is pending: callbacks may submit more */
+  completion_count since = {c->completions};
+  int rc = progress(c, completed_since, &since, deadline_after(timeout_ms));
+  uint64_t done = c->completions - since.before;
   pthread_mutex_unlock(&c->mu);
   if (done > 0) return (int)(done > INT32_MAX ? INT32_MAX : done);
   return rc == OPD_EBUSY ? 0 : rc;
@@ -1208,7 +1234,7 @@ int opd_client_wait_all(opd_client *c) {
 
 size_t opd_client_pending(opd_client *c) {
   pthread_mutex_lock(&c->mu);
-  size_t n = c->pending;
+  size_t n = outstanding(c);
   pthread_mutex_unlock(&c->mu);
   return n;
 }
