@@ -1109,8 +1109,9 @@ static float first_float(opd_client *c, opd_client_tensor t) {
  * below take 50 us, not the default 2 us: an operator shows itself fit for the loop by a call on a
  * worker within four times the bound, which a loaded machine (sanitizers, a parallel build) may
  * deny a worker whose thread waits for a CPU, however fast the kernel. */
+/* max_bytes_held, short_job_us: 0 for the defaults */
 static opd_server *start_loop_server_held(uint32_t loop_ns, const char *listen,
-                                          uint64_t max_bytes_held) {
+                                          uint64_t max_bytes_held, uint32_t short_job_us) {
   opd_server_config cfg;
   opd_server_config_init(&cfg);
   opd_server_config_clear_listen(&cfg);
@@ -1118,13 +1119,14 @@ static opd_server *start_loop_server_held(uint32_t loop_ns, const char *listen,
   cfg.workers = 1;
   cfg.loop_call_ns = loop_ns;
   if (max_bytes_held) cfg.max_bytes_held = max_bytes_held;
+  if (short_job_us) cfg.short_job_us = short_job_us;
   opd_server *s;
   ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
   opd_server_config_destroy(&cfg);
   return s;
 }
 static opd_server *start_loop_server(uint32_t loop_ns, const char *listen) {
-  return start_loop_server_held(loop_ns, listen, 0);
+  return start_loop_server_held(loop_ns, listen, 0, 0);
 }
 #define LOOP_NS 50000
 
@@ -1217,7 +1219,10 @@ END_TEST
  * 4-byte results fit and the sixteenth is refused; a release makes room for one more, and
  * after releasing them all the same fifteen fit again. */
 START_TEST(test_loop_calls_charge_the_session) {
-  opd_server *s = start_loop_server_held(LOOP_NS, "tcp://127.0.0.1:0", 64);
+  /* short_job_us at 1 s: three adds on the loop slower than it would send add to the
+   * workers for good ([Note: Tiny calls on the loop] in connection.c), which a loaded
+   * machine under ThreadSanitizer did at the default 100 us */
+  opd_server *s = start_loop_server_held(LOOP_NS, "tcp://127.0.0.1:0", 64, 1000000);
   opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
   opd_client_tensor one = upload_floats(c, 1, 1), r[16];
   for (int i = 0; i < 100 && loop_requests(s) == 0; i++) {
@@ -1234,7 +1239,7 @@ START_TEST(test_loop_calls_charge_the_session) {
     ck_assert_int_eq(opd_client_release(c, &r[14], 1), 0);
     ck_assert_int_eq(opd_add(c, one, one, NULL, &r[14]), 0);
     ck_assert_int_eq(opd_add(c, one, one, NULL, &r[15]), OPD_ERESOURCE);
-    /* on the loop (but for an operator sent to workers by preemptions on a loaded machine) */
+    /* on the loop */
     ck_assert_uint_gt(loop_requests(s), before);
     ck_assert(first_float(c, r[14]) == 2);
     ck_assert_int_eq(opd_client_release(c, r, 15), 0);
