@@ -2,10 +2,11 @@
  * everything the server sends on the connection: its first frame answers the hello of
  * opd_client_connect_fd, the rest answers a fixed script of pipelined requests (a call, an
  * upload, a download into a buffer and one the library allocates, a ping, a release, a
- * dispatch state, a call with results of any kind, a call with a literal and a string:
- * request ids 2 to 10, in that order). The client reads these frames by hand or through
- * protobuf-c ([Note: Hand-packed messages], [Note: Decoding responses]) and raw download
- * bytes straight into the caller's buffer.
+ * dispatch state, a call with results of any kind, a call with a literal and a string,
+ * then three adds in a row: request ids 2 to 13, in that order). The client reads these
+ * frames by hand (several result-handle replies at once: [Note: Replies taken in a batch])
+ * or through protobuf-c ([Note: Hand-packed messages], [Note: Decoding responses]) and raw
+ * download bytes straight into the caller's buffer.
  *
  * The driver is one thread over a socketpair: it writes the first frame, connects, submits
  * as many requests as the server's max_in_flight lets it without waiting (a request over
@@ -30,7 +31,7 @@
 #include "fuzz_common.h"
 #include "opd/client.h"
 
-#define NREQ 9
+#define NREQ 12
 
 static const int64_t shape2[] = {2};
 static const float upload_data[2] = {1.0f, 2.0f};
@@ -57,7 +58,8 @@ static int submit(opd_client *c, int i, opd_future **f) {
   case 5: return opd_client_release_async(c, release_handles, 1, NULL, NULL, f);
   case 6: return opd_client_set_dispatch_state_async(c, meta, 1, NULL, 0, NULL, NULL, f);
   case 7: return opd_client_call_async(c, "aten::split.Tensor", split, 2, NULL, NULL, f);
-  default: return opd_client_call_async(c, "aten::div.Tensor_mode", div, 3, NULL, NULL, f);
+  case 8: return opd_client_call_async(c, "aten::div.Tensor_mode", div, 3, NULL, NULL, f);
+  default: return opd_client_call_async(c, "aten::add.Tensor", add, 2, NULL, NULL, f);
   }
 }
 
@@ -107,7 +109,7 @@ static void check_future(opd_future *f, int i) {
   fuzz_check(rc <= 0, "request %d completed with %d", i + 2, rc);
   if (rc != 0) return;
   const opd_client_tensor_info *info = opd_future_tensor_info(f);
-  if (i == 0 || i == 7 || i == 8) check_results(f);
+  if (i == 0 || i >= 7) check_results(f);
   if (i == 1) fuzz_check(opd_future_handle(f) != 0, "an upload without a handle");
   if (i == 2 || i == 3) {
     fuzz_check(info && info->ndim >= 0 && info->ndim <= OPD_CLIENT_MAX_DIMS, "a download's rank");

@@ -550,7 +550,7 @@ static void session_corpus(void) {
   put_stream(t, "malformed_then_call");
 }
 
-/* ---- client: what a server sends: the hello reply (id 1), then answers to ids 2 to 10 ---- */
+/* ---- client: what a server sends: the hello reply (id 1), then answers to ids 2 to 13 ---- */
 
 static Opd__V1__Response *response(uint64_t id, Opd__V1__Response__BodyCase body) {
   Opd__V1__Response *r = NEW(Opd__V1__Response, opd__v1__response__init);
@@ -631,6 +631,9 @@ static void all_answers(void) {
   ack(8);
   call_reply(9, ARGS(iv_tensors(false, HANDS(5, 6))));
   call_reply(10, ARGS(iv_t(7)));
+  call_reply(11, ARGS(iv_t(8)));
+  call_reply(12, ARGS(iv_t(9)));
+  call_reply(13, ARGS(iv_t(10)));
 }
 
 static void client_corpus(void) {
@@ -696,6 +699,20 @@ static void client_corpus(void) {
   download_reply(5, F32, INTS((int64_t)1 << 31), (uint64_t)1 << 33); /* an 8 GiB buffer */
   bytes(64, 0);
   put_stream(t, "download_alloc_huge");
+  /* the three adds (every_answer has them in one run of result-handle replies) in another
+   * order, and with a reply to a request that does not exist among them ([Note: Replies
+   * taken in a batch]) */
+  hello_reply(1, 1024);
+  call_reply(2, ARGS(iv_t(3)));
+  call_reply(13, ARGS(iv_t(10)));
+  call_reply(11, ARGS(iv_t(8), iv_t(11)));
+  call_reply(12, ARGS(iv_t(9)));
+  put_stream(t, "adds_out_of_order");
+  hello_reply(1, 1024);
+  call_reply(11, ARGS(iv_t(8)));
+  call_reply(99, ARGS(iv_t(9)));
+  call_reply(12, ARGS(iv_t(10)));
+  put_stream(t, "reply_to_no_request_in_a_run");
 }
 
 /* ---- admin: one request per line ---- */
