@@ -320,14 +320,15 @@ opd_client_tensor opd_future_handle(const opd_future *f);
 
 /* Runs the connection's I/O until a request completes or timeout_ms passes (0: only what
  * is ready; negative: no limit), running callbacks: the number of requests completed (0 on
- * timeout, or when another thread runs the I/O meanwhile), or the connection's error once it
- * is lost and nothing completed. */
+ * timeout, or when another thread runs the I/O meanwhile; requests the callbacks submit do
+ * not change it), or the connection's error once it is lost and nothing completed. */
 int opd_client_poll(opd_client *c, int timeout_ms);
 /* Waits until every request submitted so far has completed: 0, or the connection's error
  * once it is lost (its requests then fail: OPD_ECANCELED, or the server's code when it
  * closed the session with an error). */
 int opd_client_wait_all(opd_client *c);
-/* Requests submitted and not yet completed. */
+/* Requests submitted and not yet completed (one whose callback is running counts until it
+ * returns). */
 size_t opd_client_pending(opd_client *c);
 /* For an application that waits on several clients (or other descriptors) in its own
  * event loop: the connection's socket, to be watched for readability, and for
