@@ -8,7 +8,7 @@
  * allocated structures. The messages of the hot path have a fixed, simple shape, so this
  * file writes and reads them directly:
  *   - a Request whose body is a Call of plain arguments (None, bool, int, float, tensor
- *     handle) or a Ping (client);
+ *     handle), a Release or a Ping (client);
  *   - a Response whose body is a CallReply of tensor handles only, or a Pong (daemon);
  *   - the same two Responses, read by the client, and the same Requests, read by the
  *     daemon.
@@ -89,7 +89,7 @@ size_t opd__wire_pong_size(uint64_t id, size_t payload_len);
 void opd__wire_pong(uint8_t *out, uint64_t id, const uint8_t *payload, size_t payload_len);
 
 /* Reads a Request in the canonical form opd__wire_request_pack writes (a Call of plain
- * arguments, or a Ping), allocating its structures, as protobuf-c's unpack would, from
+ * arguments, a Release or a Ping), allocating its structures, as protobuf-c's unpack would, from
  * `alloc` (nothing is freed on failure: meant for an arena). 1 and *out, 0 for anything
  * else (left to protobuf-c), -1 if an allocation failed. At most `max_args` arguments. */
 int opd__wire_parse_request(const uint8_t *p, size_t len, ProtobufCAllocator *alloc,

@@ -15,10 +15,12 @@ enum {
   LEN = 2,
   TAG_REQUEST_ID = 1 << 3 | VARINT,
   TAG_REQUEST_CALL = 3 << 3 | LEN,
+  TAG_REQUEST_RELEASE = 6 << 3 | LEN,
   TAG_REQUEST_PING = 9 << 3 | LEN,
   TAG_CALL_OP = 1 << 3 | LEN,
   TAG_CALL_ARG = 2 << 3 | LEN,
   TAG_PING_PAYLOAD = 1 << 3 | LEN,
+  TAG_RELEASE_HANDLES = 1 << 3 | LEN, /* packed, as proto3's repeated scalars are */
   TAG_RESPONSE_ID = 1 << 3 | VARINT,
   TAG_RESPONSE_CALL = 4 << 3 | LEN,
   TAG_RESPONSE_PONG = 8 << 3 | LEN,
@@ -151,9 +153,21 @@ static size_t call_size(const Opd__V1__Call *c) {
   return size;
 }
 
+/* The packed list of a Release's handles: its bytes (0: no handles, and no field). */
+static size_t handles_size(const Opd__V1__Release *r) {
+  size_t size = 0;
+  for (size_t i = 0; i < r->n_handles; i++) size += varint_size(r->handles[i]);
+  return size;
+}
+
 size_t opd__wire_request_size(const Opd__V1__Request *r) {
   size_t body;
   switch (r->body_case) {
+  case OPD__V1__REQUEST__BODY_RELEASE: {
+    size_t list = handles_size(r->release);
+    body = list ? field_size(list) : 0;
+    break;
+  }
   case OPD__V1__REQUEST__BODY_CALL:
     body = call_size(r->call);
     if (!body && r->call->n_args) return 0; /* an argument of another kind */
@@ -167,6 +181,15 @@ size_t opd__wire_request_size(const Opd__V1__Request *r) {
 }
 
 void opd__wire_request_pack(const Opd__V1__Request *r, uint8_t *out) {
+  if (r->body_case == OPD__V1__REQUEST__BODY_RELEASE) {
+    const Opd__V1__Release *rel = r->release;
+    size_t list = handles_size(rel);
+    uint8_t *p = put_id(out, TAG_REQUEST_ID, r->id);
+    p = put_len(p, TAG_REQUEST_RELEASE, list ? field_size(list) : 0);
+    if (list) p = put_len(p, TAG_RELEASE_HANDLES, list);
+    for (size_t i = 0; i < rel->n_handles; i++) p = put_varint(p, rel->handles[i]);
+    return;
+  }
   if (r->body_case == OPD__V1__REQUEST__BODY_PING) {
     uint8_t *p = put_id(out, TAG_REQUEST_ID, r->id);
     size_t len = r->ping->payload.len;
@@ -393,15 +416,53 @@ static Opd__V1__Request *read_call(reader body, reader op, size_t n, ProtobufCAl
   return &b->req;
 }
 
+/* A release request's messages in one allocation: the Request, its Release, the handles. */
+typedef struct release_block {
+  Opd__V1__Request req;
+  Opd__V1__Release release;
+  uint64_t handles[];
+} release_block;
+
+/* The body of a Release request (its handles, packed): 1 and *out, 0, or -1 (memory). */
+static int read_release(reader body, uint64_t id, ProtobufCAllocator *alloc,
+                        Opd__V1__Request **out) {
+  reader list = {body.p, body.p};
+  if (body.p < body.end && (!get_len(&body, TAG_RELEASE_HANDLES, &list) || body.p != body.end ||
+                            list.p == list.end)) /* an empty list is never written */
+    return 0;
+  size_t n = 0, size;
+  for (reader scan = list; scan.p < scan.end; n++) {
+    uint64_t handle;
+    if (!get_varint(&scan, &handle)) return 0;
+  }
+  /* n is at most the list's bytes: checked all the same, since it comes from the request */
+  if (opd_ckd_mul(&size, n, sizeof(uint64_t)) || opd_ckd_add(&size, size, sizeof(release_block)))
+    return -1;
+  release_block *b = alloc->alloc(alloc->allocator_data, size);
+  if (!b) return -1;
+  b->req = (Opd__V1__Request)OPD__V1__REQUEST__INIT;
+  b->req.id = id;
+  b->req.body_case = OPD__V1__REQUEST__BODY_RELEASE;
+  b->req.release = &b->release;
+  b->release = (Opd__V1__Release)OPD__V1__RELEASE__INIT;
+  b->release.n_handles = n;
+  b->release.handles = n ? b->handles : NULL;
+  for (size_t i = 0; i < n; i++) get_varint(&list, &b->handles[i]); /* checked by the scan */
+  *out = &b->req;
+  return 1;
+}
+
 int opd__wire_parse_request(const uint8_t *p, size_t len, ProtobufCAllocator *alloc,
                             size_t max_args, Opd__V1__Request **out) {
   reader r = {p, p + len}, body, data = {NULL, NULL};
   uint64_t id;
   _Static_assert(TAG_REQUEST_ID == TAG_RESPONSE_ID, "both ids are field 1");
   if (!get_id(&r, &id)) return 0;
-  bool call = r.p < r.end && *r.p == TAG_REQUEST_CALL;
-  if (!get_len(&r, call ? TAG_REQUEST_CALL : TAG_REQUEST_PING, &body) || r.p != r.end) return 0;
-  if (call) {
+  uint8_t tag = r.p < r.end ? *r.p : 0;
+  if (tag != TAG_REQUEST_CALL && tag != TAG_REQUEST_RELEASE && tag != TAG_REQUEST_PING) return 0;
+  if (!get_len(&r, tag, &body) || r.p != r.end) return 0;
+  if (tag == TAG_REQUEST_RELEASE) return read_release(body, id, alloc, out);
+  if (tag == TAG_REQUEST_CALL) {
     reader op;
     size_t n;
     bool nomem = false;

@@ -281,7 +281,7 @@ START_TEST(request_call_random) {
 }
 END_TEST
 
-START_TEST(request_ping_and_declined) {
+START_TEST(request_ping_release_and_declined) {
   uint8_t payload[300];
   for (size_t i = 0; i < sizeof payload; i++) payload[i] = (uint8_t)(i * 7);
   for (size_t i = 0; i < NEDGE; i++)
@@ -293,6 +293,20 @@ START_TEST(request_ping_and_declined) {
       req.id = edge[i];
       req.body_case = OPD__V1__REQUEST__BODY_PING;
       req.ping = &ping;
+      check_request(&req);
+    }
+  /* releases of 0 to NEDGE handles, every edge value among them */
+  for (size_t i = 0; i < NEDGE; i++)
+    for (size_t n = 0; n <= NEDGE; n++) {
+      uint64_t handles[NEDGE];
+      for (size_t k = 0; k < n; k++) handles[k] = edge[(i + k) % NEDGE];
+      Opd__V1__Release release = OPD__V1__RELEASE__INIT;
+      release.n_handles = n;
+      release.handles = n ? handles : NULL;
+      Opd__V1__Request req = OPD__V1__REQUEST__INIT;
+      req.id = edge[i];
+      req.body_case = OPD__V1__REQUEST__BODY_RELEASE;
+      req.release = &release;
       check_request(&req);
     }
   /* a call with one argument of another kind, and other requests: left to protobuf-c */
@@ -353,6 +367,13 @@ static void assert_same_request(const Opd__V1__Request *a, const Opd__V1__Reques
       ck_assert_mem_eq(a->ping->payload.data, b->ping->payload.data, a->ping->payload.len);
     return;
   }
+  if (a->body_case == OPD__V1__REQUEST__BODY_RELEASE) {
+    ck_assert_uint_eq(a->release->n_handles, b->release->n_handles);
+    ck_assert(a->release->n_handles ? a->release->handles != NULL : a->release->handles == NULL);
+    for (size_t i = 0; i < a->release->n_handles; i++)
+      ck_assert_uint_eq(a->release->handles[i], b->release->handles[i]);
+    return;
+  }
   ck_assert_int_eq(a->body_case, OPD__V1__REQUEST__BODY_CALL);
   ck_assert_str_eq(a->call->op, b->call->op);
   ck_assert_uint_eq(a->call->n_args, b->call->n_args);
@@ -389,9 +410,17 @@ START_TEST(request_reader) {
     Opd__V1__IValue values[12], *ptrs[12];
     Opd__V1__Call call;
     Opd__V1__Ping ping = OPD__V1__PING__INIT;
+    Opd__V1__Release release = OPD__V1__RELEASE__INIT;
+    uint64_t handles[20];
     Opd__V1__Request req = OPD__V1__REQUEST__INIT;
     req.id = round % 5 ? rnd(&seed) : 0;
-    if (round % 3) {
+    if (round % 4 == 3) {
+      release.n_handles = (size_t)(rand_r(&seed) % 21);
+      for (size_t i = 0; i < release.n_handles; i++) handles[i] = rnd(&seed);
+      release.handles = release.n_handles ? handles : NULL;
+      req.body_case = OPD__V1__REQUEST__BODY_RELEASE;
+      req.release = &release;
+    } else if (round % 3) {
       size_t n = (size_t)(rand_r(&seed) % 13);
       random_args(&seed, values, ptrs, n);
       set_call(&req, &call, round % 7 ? "aten::add.Tensor" : "", ptrs, n);
@@ -1010,7 +1039,7 @@ Suite *opd_test_wire_suite(void) {
   tcase_add_test(tc, call_reply_random);
   tcase_add_test(tc, pong_edges_and_random);
   tcase_add_test(tc, request_call_random);
-  tcase_add_test(tc, request_ping_and_declined);
+  tcase_add_test(tc, request_ping_release_and_declined);
   tcase_add_test(tc, readers_on_mutated_frames);
   tcase_add_test(tc, request_reader);
   tcase_add_test(tc, graph_nodes_counted_as_protobuf_c_reads);

@@ -47,6 +47,14 @@ static void check_same_request(const Opd__V1__Request *hand, const Opd__V1__Requ
                "ping payloads differ");
     return;
   }
+  if (hand->body_case == OPD__V1__REQUEST__BODY_RELEASE) {
+    const Opd__V1__Release *a = hand->release, *b = pb->release;
+    fuzz_check(a->n_handles == b->n_handles,
+               "release counts differ: %zu by hand, %zu by protobuf-c", a->n_handles, b->n_handles);
+    for (size_t i = 0; i < a->n_handles; i++)
+      fuzz_check(a->handles[i] == b->handles[i], "released handle %zu differs", i);
+    return;
+  }
   fuzz_check(hand->body_case == OPD__V1__REQUEST__BODY_CALL, "the hand reader read a body %d",
              (int)hand->body_case);
   const Opd__V1__Call *a = hand->call, *b = pb->call;
