@@ -403,8 +403,8 @@ int opd__client_submit_request(opd_client *c, opd__req_kind kind, Opd__V1__Reque
 
 /* [Note: Typed calls packed directly]
  * A call's arguments used to become protobuf-c IValues (opd__client_args_build), which the
- * hand packer then read twice, once for the size and once for the bytes: 800 of the
- * library's 1,900 instructions a call in opd-bench's 16 x 64 add. A call whose arguments
+ * hand packer then read twice, once for the size and once for the bytes: 800 of the 2,400
+ * instructions a call that callgrind counted in opd-bench's 16 x 64 add. A call whose arguments
  * are all plain (None, bool, int, float, tensor handle: every typed call of tensors and
  * scalars) now goes from opd_client_value to opd__wire_arg on the stack and is packed from
  * there into the future's frame ([Note: Hand-packed messages]), with the same checks and
