@@ -602,16 +602,11 @@ static int dispatch_response(opd_client *c, const Opd__V1__Response *r) {
 }
 
 /* The common responses, read by hand ([Note: Hand-packed messages]): true if this was one
- * (*rc is then dispatch_response's). */
+ * (*rc is then dispatch_response's). A pong is tried first: the result handles of a call
+ * come here only when take_reply_batch, which read them already, could not complete their
+ * request (an error path). */
 static bool handle_common_frame(opd_client *c, const uint8_t *data, uint32_t len, int *rc) {
   Opd__V1__Response r = OPD__V1__RESPONSE__INIT;
-  uint64_t handles[OPD__WIRE_VIEW_HANDLES];
-  size_t n;
-  if (opd__wire_parse_call_handles(data, len, &r.id, handles, OPD__WIRE_VIEW_HANDLES, &n)) {
-    opd__wire_handles_view view;
-    *rc = dispatch_response(c, opd__wire_handles_view_init(&view, r.id, handles, n));
-    return true;
-  }
   Opd__V1__Pong pong = OPD__V1__PONG__INIT;
   const uint8_t *payload;
   if (opd__wire_parse_pong(data, len, &r.id, &payload, &pong.payload.len)) {
@@ -619,6 +614,13 @@ static bool handle_common_frame(opd_client *c, const uint8_t *data, uint32_t len
     r.body_case = OPD__V1__RESPONSE__BODY_PONG;
     r.pong = &pong;
     *rc = dispatch_response(c, &r);
+    return true;
+  }
+  uint64_t handles[OPD__WIRE_VIEW_HANDLES];
+  size_t n;
+  if (opd__wire_parse_call_handles(data, len, &r.id, handles, OPD__WIRE_VIEW_HANDLES, &n)) {
+    opd__wire_handles_view view;
+    *rc = dispatch_response(c, opd__wire_handles_view_init(&view, r.id, handles, n));
     return true;
   }
   return false;
@@ -1001,13 +1003,13 @@ static bool nothing_pending(opd_client *c, const void *arg) {
  * / OPD_ENOMEM, with the thread's message set. */
 static int pack(Opd__V1__Request *req, const opd__client_plain_call *call, uint64_t id,
                 uint64_t limit, opd_future *f) {
-  size_t hand, n;
+  size_t hand = 0, n;
   if (req) {
     req->id = id;
     hand = opd__wire_request_size(req); /* [Note: Hand-packed messages] */
     n = hand ? hand : opd__v1__request__get_packed_size(req);
   } else {
-    n = hand = opd__wire_call_request_size(id, call->call_size);
+    n = opd__wire_call_request_size(id, call->call_size);
   }
   if (n > limit || n > UINT32_MAX)
     return opd__client_error(OPD_ERESOURCE,

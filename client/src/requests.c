@@ -339,8 +339,13 @@ static int copy_result(const Opd__V1__IValue *in, opd_client_value *out) {
   return 0;
 }
 
+/* Room for n results: f's own storage for a few, else calloc'd; NULL when out of memory. */
+static opd_client_value *results_storage(opd_future *f, size_t n) {
+  return n <= OPD__FUTURE_RESULTS ? f->results_inline : calloc(n, sizeof(opd_client_value));
+}
+
 int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_future *f) {
-  opd_client_value *v = n <= OPD__FUTURE_RESULTS ? f->results_inline : calloc(n, sizeof *v);
+  opd_client_value *v = results_storage(f, n);
   if (!v) return OPD_ENOMEM;
   for (size_t i = 0; i < n; i++) {
     int rc = copy_result(in[i], &v[i]);
@@ -356,7 +361,7 @@ int opd__client_results_copy(Opd__V1__IValue **in, size_t n, opd_future *f) {
 }
 
 int opd__client_results_handles(const uint64_t *handles, size_t n, opd_future *f) {
-  opd_client_value *v = n <= OPD__FUTURE_RESULTS ? f->results_inline : calloc(n, sizeof *v);
+  opd_client_value *v = results_storage(f, n);
   if (!v) return OPD_ENOMEM;
   for (size_t i = 0; i < n; i++) v[i] = opd_cv_tensor(handles[i]);
   f->results = v;
