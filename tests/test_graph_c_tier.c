@@ -189,13 +189,8 @@ START_TEST(test_every_instruction_compiled) {
   start_tier(compiler());
   opd_compiled_graph *cg = compile_with_numerics(every_operator_graph(), false);
   ck_assert_uint_gt(cg->plan->ngroups, 0);
-  static const float specials[] = {NAN,     INFINITY, -INFINITY, 0.0f,  -0.0f,  1e-40f,
-                                   -1e-40f, 88.0f,    -104.5f,   1e30f, -1e30f, 0.625f,
-                                   -0.5f,   3.0f,     9.2f,      -9.2f};
-  opd_tensor *x = mk(OPD_FLOAT32, SHAPE(4, 8), NULL), *b = mk(OPD_FLOAT32, SHAPE(8), NULL);
-  for (int k = 0; k < 32; k++)
-    ((float *)opd_tensor_data(x))[k] = k < 16 ? specials[k] : (float)(k - 24) * 0.37f;
-  for (int k = 0; k < 8; k++) ((float *)opd_tensor_data(b))[k] = specials[(k * 5) % 16];
+  opd_tensor *x, *b;
+  every_operator_inputs(&x, &b);
   opd_tensor *in[] = {x, b}, *a[3], *c[3];
   grun(cg, in, 2, a, 3);
   opd_graph_c_tier_drain();

@@ -41,7 +41,7 @@ START_TEST(test_sources_compile_for_sm90) {
     ck_assert_msg(rc == 0, "group %u: %s\n%s\n%s", gi, opd_last_error(), log ? log : "", src.data);
     ck_assert_uint_gt(size, 0);
     opd__free(image);
-    free(log);
+    opd__free(log);
     opd__sbuf_free(&src);
   }
   /* the chain reached every instruction but the fill (no operator in the table makes it) */
@@ -73,7 +73,7 @@ START_TEST(test_compile_errors_come_back) {
   ck_assert_ptr_null(image);
   ck_assert_ptr_nonnull(log);
   ck_assert_ptr_nonnull(strstr(log, "undeclared"));
-  free(log);
+  opd__free(log);
   ck_assert_int_eq(opd_nvrtc_compile_cubin("", "f", 7, &image, &size, &log), OPD_EINVAL);
 }
 END_TEST

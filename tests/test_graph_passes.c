@@ -317,6 +317,40 @@ START_TEST(test_pointwise_views_and_dtypes) {
 }
 END_TEST
 
+/* The values after a _to_copy to another device are on that device ([Note: The device of a
+ * node's outputs] in graph/src/builder.c): relu and mul of a CUDA copy of a CPU input are
+ * not fused into a CPU program (which would read CUDA memory on the host), nor is a copy
+ * back to the CPU fused into a CUDA one. Only compiled: no device is needed. */
+START_TEST(test_pointwise_follows_to_copy_device) {
+  opd_graph *g = gnew();
+  int x = IN(g, 4);
+  opd_ivalue cuda = opd_iv_device((opd_device){OPD_DEVICE_CUDA, 0});
+  opd_ivalue cpu = opd_iv_device((opd_device){OPD_DEVICE_CPU, -1});
+  int y = NODE(g, "aten::_to_copy", R(x), DEF, DEF, V(cuda));
+  int r = NODE(g, "aten::relu", R(y));
+  int m = NODE(g, "aten::mul.Tensor", R(r), R(r));
+  int back = NODE(g, "aten::_to_copy", R(m), DEF, DEF, V(cpu));
+  int n = NODE(g, "aten::neg", R(back));
+  OUT(g, n);
+  opd_compiled_graph *cg = GCOMPILE(g, "pointwise_groups");
+  ck_assert_int_eq(cg->g->values[y].device.type, OPD_DEVICE_CUDA);
+  ck_assert_int_eq(cg->g->values[m].device.type, OPD_DEVICE_CUDA);
+  ck_assert_int_eq(cg->g->values[back].device.type, OPD_DEVICE_CPU);
+  for (uint32_t i = 0; i < cg->plan->ngroups; i++) {
+    const opd__group *grp = &cg->plan->groups[i];
+    opd_device dev = cg->g->values[grp->prog.stores[0].value].device;
+    for (uint32_t k = 0; k < grp->nmembers; k++) {
+      const opd__gnode *node = &cg->g->nodes[grp->members[k]];
+      ck_assert_int_eq(cg->g->values[node->first_out].device.type, dev.type);
+      for (uint32_t a = 0; a < node->nargs; a++)
+        if (node->args[a].kind == OPD__GA_REF)
+          ck_assert_int_eq(cg->g->values[node->args[a].ref].device.type, dev.type);
+    }
+  }
+  opd_compiled_graph_release(cg);
+}
+END_TEST
+
 /* A pointwise node whose CPU kernel a plugin replaced does not fuse: its kernel runs. */
 static int doubled_neg(const opd_kernel_ctx *ctx, opd_stack *st) {
   (void)ctx;
@@ -486,6 +520,7 @@ Suite *opd_test_graph_passes_suite(void) {
   tcase_add_test(tc, test_cse);
   tcase_add_test(tc, test_pointwise_groups);
   tcase_add_test(tc, test_pointwise_views_and_dtypes);
+  tcase_add_test(tc, test_pointwise_follows_to_copy_device);
   tcase_add_test(tc, test_replaced_kernel_not_fused);
   tcase_add_test(tc, test_buffer_plan);
   tcase_add_test(tc, test_lower_and_disabled_passes);

@@ -4,6 +4,7 @@
 #ifndef OPD_TESTS_TEST_GRAPH_PROGRAMS_H
 #define OPD_TESTS_TEST_GRAPH_PROGRAMS_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -176,6 +177,18 @@ static inline opd_graph *every_operator_graph(void) {
   int nonzero = NODE(g, "aten::_to_copy", R(o), V(opd_iv_dtype(OPD_BOOL)));
   OUT(g, o, lt, nonzero);
   return g;
+}
+
+/* Inputs of every_operator_graph with NaN, infinities, signed zeros, subnormals and large
+ * values: x [4, 8] and the row b [8] (new references). */
+static inline void every_operator_inputs(opd_tensor **x, opd_tensor **b) {
+  static const float specials[] = {NAN,     INFINITY, -INFINITY, 0.0f,  -0.0f,  1e-40f,
+                                   -1e-40f, 88.0f,    -104.5f,   1e30f, -1e30f, 0.625f,
+                                   -0.5f,   3.0f,     9.2f,      -9.2f};
+  *x = mk(OPD_FLOAT32, SHAPE(4, 8), NULL), *b = mk(OPD_FLOAT32, SHAPE(8), NULL);
+  for (int k = 0; k < 32; k++)
+    ((float *)opd_tensor_data(*x))[k] = k < 16 ? specials[k] : (float)(k - 24) * 0.37f;
+  for (int k = 0; k < 8; k++) ((float *)opd_tensor_data(*b))[k] = specials[(k * 5) % 16];
 }
 
 #endif

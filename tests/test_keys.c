@@ -22,10 +22,7 @@
 #include "opd/ivalue.h"
 #include "opd/keyset.h"
 #include "opd/tensor.h"
-
-#ifndef OPD_SHARED_DIR_DEFAULT
-#define OPD_SHARED_DIR_DEFAULT OPD_SOURCE_DIR "/../shared"
-#endif
+#include "test_files.h"
 
 Suite *opd_test_keys_suite(void);
 
@@ -164,13 +161,7 @@ static void listing_by_iter(opd_keyset s, char *buf, size_t len) {
 }
 
 static json_t *load_oracle(void) {
-  const char *dir = getenv("OPD_SHARED_DIR");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/oracle/public.json", dir ? dir : OPD_SHARED_DIR_DEFAULT);
-  json_error_t jerr;
-  json_t *root = json_load_file(path, 0, &jerr);
-  ck_assert_msg(root != NULL, "cannot load %s: %s", path, jerr.text);
-  return root;
+  return opd_test_load_shared("oracle/public.json");
 }
 
 /* The union (or for minus, the difference) of a JSON array of key names. */

@@ -32,6 +32,7 @@ Suite *opd_test_checked_suite(void);
 Suite *opd_test_vec_math_suite(void);
 Suite *opd_test_graph_plugin_suite(void);
 Suite *opd_test_graph_cuda_suite(void);
+Suite *opd_test_graph_cuda_host_suite(void);
 Suite *opd_test_graph_ir_suite(void);
 Suite *opd_test_graph_ops_suite(void);
 Suite *opd_test_graph_passes_suite(void);
@@ -66,7 +67,8 @@ static const struct {
     {"graph_exec", opd_test_graph_exec_suite}, {"graph_cache", opd_test_graph_cache_suite},
     {"graph_server", opd_test_graph_server_suite}, {"nn_ops", opd_test_nn_ops_suite},
     {"vec_math", opd_test_vec_math_suite}, {"graph_plugin", opd_test_graph_plugin_suite},
-    {"graph_cuda", opd_test_graph_cuda_suite}, {"reduce_span", opd_test_reduce_span_suite},
+    {"graph_cuda", opd_test_graph_cuda_suite},
+    {"graph_cuda_host", opd_test_graph_cuda_host_suite}, {"reduce_span", opd_test_reduce_span_suite},
     {"sched", opd_test_sched_suite},       {"parallel", opd_test_parallel_suite},
     {"graph_cc", opd_test_graph_cc_suite}, {"graph_c_tier", opd_test_graph_c_tier_suite},
 };

@@ -24,10 +24,7 @@
 #include "opd/log.h"
 #include "opd/tensor.h"
 #include "opd/unboxed.h"
-
-#ifndef OPD_SHARED_DIR_DEFAULT
-#define OPD_SHARED_DIR_DEFAULT OPD_SOURCE_DIR "/../shared"
-#endif
+#include "test_files.h"
 
 Suite *opd_test_registry_suite(void);
 
@@ -574,12 +571,7 @@ END_TEST
 START_TEST(test_default_fallbacks_match_oracle) {
   def("t_reg_dflt", "op(Tensor a) -> Tensor");
   const opd_operator *op = find("t_reg_dflt::op");
-  const char *dir = getenv("OPD_SHARED_DIR");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/oracle/public.json", dir ? dir : OPD_SHARED_DIR_DEFAULT);
-  json_error_t jerr;
-  json_t *root = json_load_file(path, 0, &jerr);
-  ck_assert_msg(root != NULL, "cannot load %s: %s", path, jerr.text);
+  json_t *root = opd_test_load_shared("oracle/public.json");
   json_t *fallbacks = json_object_get(root, "all_backend_fallbacks");
   int fallthroughs = 0, missing = 0;
   for (unsigned s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++) {

@@ -14,6 +14,7 @@
 
 #include "opd/error.h"
 #include "opd/schema.h"
+#include "test_files.h"
 
 #ifndef OPD_SOURCE_DIR
 #error "OPD_SOURCE_DIR must be defined as the repository root"
@@ -98,13 +99,7 @@ static void check_round_trip(const char *text) {
 }
 
 START_TEST(test_conformance_round_trip) {
-  const char *dir = getenv("OPD_SHARED_DIR");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/conformance/public.json",
-           dir ? dir : OPD_SOURCE_DIR "/../shared");
-  json_error_t jerr;
-  json_t *root = json_load_file(path, 0, &jerr);
-  ck_assert_msg(root != NULL, "cannot load %s: %s", path, jerr.text);
+  json_t *root = opd_test_load_shared("conformance/public.json");
   json_t *schemas = json_object_get(root, "schemas");
   ck_assert(json_is_object(schemas));
   ck_assert_uint_ge(json_object_size(schemas), 1);

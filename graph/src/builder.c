@@ -285,16 +285,21 @@ static int wrap_numbers(opd_graph *g, opd__garg *args, uint32_t nargs) {
   return 0;
 }
 
-/* The device a node's outputs live on: its first tensor argument's, else its Device
- * argument's, else the CPU. */
+/* The device a node's outputs live on: its Device argument's when it has one (not None),
+ * else its first tensor argument's, else the CPU. [Note: The device of a node's outputs]
+ * The operators with a Device argument are the factories and _to_copy, whose result is on
+ * that device whatever their tensor argument's: `_to_copy(x, device=cuda)` of a CPU x is a
+ * CUDA tensor. Taking x's device instead would record it as a CPU value, and the pointwise
+ * nodes after it would be fused into a CPU program reading CUDA memory on the host (and the
+ * other way round, a CUDA program reading host memory on the device). */
 static opd_device node_device(const opd_graph *g, const opd__garg *args, uint32_t nargs) {
+  for (uint32_t i = 0; i < nargs; i++)
+    if (args[i].kind == OPD__GA_CONST && args[i].value.tag == OPD_IV_DEVICE)
+      return args[i].value.u.device;
   for (uint32_t i = 0; i < nargs; i++) {
     if (args[i].kind == OPD__GA_REF) return g->values[args[i].ref].device;
     if (args[i].kind == OPD__GA_REFS && args[i].nrefs) return g->values[args[i].refs[0]].device;
   }
-  for (uint32_t i = 0; i < nargs; i++)
-    if (args[i].kind == OPD__GA_CONST && args[i].value.tag == OPD_IV_DEVICE)
-      return args[i].value.u.device;
   return (opd_device){OPD_DEVICE_CPU, -1};
 }
 

@@ -103,6 +103,11 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
     for (uint32_t k = 0; !node->dead && !node->is_view && k < node->nouts; k++)
       cg->cost += (uint64_t)g->values[node->first_out + k].meta->numel;
   }
+  for (uint32_t v = 0; v < g->nvalues; v++) {
+    opd_device d = g->values[v].device;
+    int index = d.index < 0 ? 0 : d.index;
+    if (d.type == OPD_DEVICE_CUDA && index < 64) cg->cuda_devices |= (uint64_t)1 << index;
+  }
   if (rc) {
     char msg[400];
     snprintf(msg, sizeof msg, "%s", opd_last_error());
@@ -186,6 +191,10 @@ opd_graph_input_kind opd_compiled_graph_input_kind(const opd_compiled_graph *cg,
 
 opd_device opd_compiled_graph_input_device(const opd_compiled_graph *cg, uint32_t i) {
   return i < cg->g->ninputs ? cg->g->values[i].device : (opd_device){OPD_DEVICE_CPU, -1};
+}
+
+uint64_t opd_compiled_graph_cuda_devices(const opd_compiled_graph *cg) {
+  return cg->cuda_devices;
 }
 
 uint64_t opd_compiled_graph_cost(const opd_compiled_graph *cg) {

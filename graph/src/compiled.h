@@ -74,6 +74,7 @@ struct opd_compiled_graph {
   uint32_t nodes_before, nodes_after, softmax_patterns;
   uint64_t compile_ns;
   uint64_t cost;             /* opd_graph_stats.cost */
+  uint64_t cuda_devices;     /* opd_compiled_graph_cuda_devices */
   opd_graph_options options; /* disabled_passes not kept */
   opd_graph_test_hooks hooks;
   bool has_hooks;

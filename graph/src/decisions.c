@@ -65,7 +65,11 @@ static opd_device group_device(const opd_compiled_graph *cg, const opd__group *g
 }
 
 /* A CUDA group's compiled program, compiled by the first run that needs it: 0 with *fn, or
- * OPD_EINVAL (the group is then pinned unfused) or another error. */
+ * OPD_EINVAL (the group is then pinned unfused, and the caller runs it unfused) or another
+ * error. A program that does not compile (OPD_EINVAL) or whose image the runtime does not
+ * load (OPD_EINTERNAL: the same image fails the same way again) is pinned: trying again
+ * would compile it with NVRTC on every run, and a fused run would fail instead of running
+ * the nodes. Running out of memory, or an unhealthy device, decides nothing. */
 static int cuda_function(opd_compiled_graph *cg, uint32_t gi, const opd_nvrtc_function **fn) {
   opd__group_state *st = &cg->states[gi];
   pthread_mutex_lock(&cg->lock);
@@ -73,28 +77,32 @@ static int cuda_function(opd_compiled_graph *cg, uint32_t gi, const opd_nvrtc_fu
   bool failed = st->cuda_failed;
   pthread_mutex_unlock(&cg->lock);
   if (*fn) return 0;
-  if (failed) return opd_error(OPD_EINVAL, "its CUDA program did not compile");
+  if (failed) return opd_error(OPD_EINVAL, "its CUDA program did not compile or load");
   opd__sbuf src = {0};
   char *log = NULL;
   opd_nvrtc_function *made = NULL;
   int rc = opd__pw_cuda_source(&cg->plan->groups[gi].prog, &src);
   if (rc == 0) rc = opd_nvrtc_function_create(src.data, OPD__PW_CUDA_ENTRY, &made, &log);
   opd__sbuf_free(&src);
+  char why[sizeof st->why];
+  bool pinned = rc == OPD_EINVAL || rc == OPD_EINTERNAL;
+  if (pinned)
+    snprintf(why, sizeof why, "its CUDA program did not %s: %.100s",
+             rc == OPD_EINVAL ? "compile" : "load", log ? log : opd_last_error());
   pthread_mutex_lock(&cg->lock);
   if (rc == 0 && !st->cuda_fn) {
     st->cuda_fn = made;
     made = NULL;
-  } else if (rc == OPD_EINVAL) {
+  } else if (pinned) {
     st->cuda_failed = true;
     st->benefit = OPD__UNFUSED;
-    snprintf(st->why, sizeof st->why, "its CUDA program did not compile: %.100s",
-             log ? log : opd_last_error());
+    snprintf(st->why, sizeof st->why, "%s", why);
   }
   *fn = st->cuda_fn;
   pthread_mutex_unlock(&cg->lock);
-  free(log);                     /* NVRTC's log is malloc'ed */
+  opd__free(log);                /* the log's copy is opd__malloc'ed (nvrtc_kernel.c) */
   opd_nvrtc_function_free(made); /* another run installed one first */
-  return rc;
+  return pinned ? opd_error(OPD_EINVAL, "%s", why) : rc;
 }
 
 /* The fused program into outs (planned buffers or new tensors; references): on the CPU

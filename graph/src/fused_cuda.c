@@ -16,8 +16,10 @@
  * address and strides, each an 8-byte field (a layout host and device agree on without
  * padding rules), so a program of at most OPD__PW_CUDA_MAX_OPERANDS operands fits a launch's
  * parameter space ([Note: Generated functions] in opd/cuda_nvrtc.h). A group with more runs
- * unfused. CI compiles the source of every fixture's groups for sm_90 without a device
- * (tests/test_graph_cuda.c).
+ * unfused. Without a device, CI compiles for sm_90 the source of a chain through every
+ * instruction (tests/test_graph_cuda.c) and of every group of the graph fixture, and runs
+ * these and random programs on the host against the interpreter, with the launch's own
+ * parameters ([Note: The CUDA source run on the host] in tests/test_graph_cuda_host.c).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -27,8 +29,6 @@
 #include "opd/error.h"
 #include "opd/graph_exec.h"
 #include "plan.h"
-
-#define OPD__PW_CUDA_MAX_OPERANDS 48
 
 /* The generator's version: bump it with any change to the source it writes (the prelude,
  * the formulas, the parameters' layout, the operand limit), so that graphs compiled and
@@ -55,6 +55,7 @@ typedef struct cuda_params {
   cuda_operand ops[OPD__PW_CUDA_MAX_OPERANDS];
 } cuda_params;
 _Static_assert(sizeof(cuda_params) <= OPD_NVRTC_MAX_PARAMS, "fits one launch");
+_Static_assert(sizeof(cuda_params) == OPD__PW_CUDA_PARAMS_SIZE, "plan.h's size is this layout's");
 
 /* What every program declares: the parameters (cuda_params with the program's operand
  * count) and its loads and stores. */
@@ -172,9 +173,8 @@ int opd__pw_cuda_source(const opd__pw_program *p, opd__sbuf *sb) {
   return rc;
 }
 
-int opd__pw_cuda_run(const opd__pw_program *p, const struct opd_nvrtc_function *fn,
-                     opd_tensor *const *inputs, opd_tensor *const *outputs) {
-  if (p->numel == 0) return 0;
+int opd__pw_cuda_params(const opd__pw_program *p, opd_tensor *const *inputs,
+                        opd_tensor *const *outputs, void *params, size_t *size) {
   uint32_t nops = p->nloads + p->nstores;
   if (nops > OPD__PW_CUDA_MAX_OPERANDS)
     return opd_error(OPD_EINVAL, "a fused CUDA program reads and writes %u tensors, past %d", nops,
@@ -183,14 +183,26 @@ int opd__pw_cuda_run(const opd__pw_program *p, const struct opd_nvrtc_function *
   opd__pw_binding b = {.ops = ops};
   int rc = opd__pw_bind(p, inputs, outputs, &b);
   if (rc) return rc;
-  cuda_params a = {.numel = p->numel, .ndim = b.ndim};
-  memcpy(a.sizes, b.sizes, sizeof a.sizes);
+  cuda_params *a = params;
+  a->numel = p->numel;
+  a->ndim = b.ndim;
+  memcpy(a->sizes, b.sizes, sizeof a->sizes);
   for (uint32_t k = 0; k < nops; k++) {
-    a.ops[k].base = (uint64_t)(uintptr_t)ops[k].base;
-    a.ops[k].is_bool = ops[k].dtype == OPD_BOOL;
-    memcpy(a.ops[k].strides, ops[k].strides, sizeof a.ops[k].strides);
+    a->ops[k].base = (uint64_t)(uintptr_t)ops[k].base;
+    a->ops[k].is_bool = ops[k].dtype == OPD_BOOL;
+    memcpy(a->ops[k].strides, ops[k].strides, sizeof a->ops[k].strides);
   }
-  int device = opd_tensor_device(nops > p->nloads ? outputs[0] : inputs[0]).index;
-  size_t size = offsetof(cuda_params, ops) + (size_t)nops * sizeof(cuda_operand);
+  *size = offsetof(cuda_params, ops) + (size_t)nops * sizeof(cuda_operand);
+  return 0;
+}
+
+int opd__pw_cuda_run(const opd__pw_program *p, const struct opd_nvrtc_function *fn,
+                     opd_tensor *const *inputs, opd_tensor *const *outputs) {
+  if (p->numel == 0) return 0;
+  cuda_params a;
+  size_t size = 0;
+  int rc = opd__pw_cuda_params(p, inputs, outputs, &a, &size);
+  if (rc) return rc;
+  int device = opd_tensor_device(p->nstores ? outputs[0] : inputs[0]).index;
   return opd_nvrtc_function_launch(fn, device < 0 ? 0 : device, &a, size, p->numel);
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "opd/cuda.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 #include "plan.h"
@@ -44,6 +45,12 @@ static int make_wrapped(opd_graph *g) {
       opd_stack_push(&st, a->value);
       rc = opd_call_boxed(fill, &st);
       opd_stack_destroy(&st);
+      /* [Note: Wrapped numbers on CUDA] The fill is queued on this thread's current stream
+       * (a define runs on a CPU worker: its per-thread default stream), but every run reads
+       * the tensor from its own session's stream, which does not wait for this one: the
+       * compilation waits for the fill, so the tensor holds its number before any run. */
+      if (rc == 0 && dev.type == OPD_DEVICE_CUDA)
+        rc = opd_cuda_stream_synchronize(dev.index < 0 ? 0 : dev.index, NULL);
       if (rc) return rc;
     }
   }

@@ -16,6 +16,7 @@
 #include "opd/checked.h"
 #include "opd/cuda.h"
 #include "opd/error.h"
+#include "opd/graph_exec.h"
 #include "opd/log.h"
 #include "opd/memory.h"
 #include "session.h"
@@ -37,6 +38,7 @@ void opd__gpu_set_stream_ops(const opd__gpu_stream_ops *o) {
 struct opd__gpu_session {
   opd__gpu *g;
   opd__map handles; /* at the reaper: the session's handle table, taken over at its end */
+  opd__map graphs;  /* and its compiled graphs */
   opd__gpu_session *next;
   unsigned ndev;
   void *streams[]; /* per device; NULL until a job runs there */
@@ -60,6 +62,11 @@ static void reap(opd__gpu_session *gs) {
     if (gs->handles.keys[i]) opd_tensor_release((opd_tensor *)(uintptr_t)gs->handles.vals[i]);
   opd__free(gs->handles.keys);
   opd__free(gs->handles.vals);
+  for (size_t i = 0; i < gs->graphs.cap; i++)
+    if (gs->graphs.keys[i])
+      opd_compiled_graph_release((opd_compiled_graph *)(uintptr_t)gs->graphs.vals[i]);
+  opd__free(gs->graphs.keys);
+  opd__free(gs->graphs.vals);
   for (unsigned d = 0; d < gs->ndev; d++)
     if (gs->streams[d]) ops->destroy((int)d, gs->streams[d]);
   opd__free(gs);
@@ -85,9 +92,14 @@ void opd__gpu_session_end(opd__session *s) {
   opd__gpu_session *gs = s->gpu;
   if (!gs) return;
   s->gpu = NULL;
-  /* the tensors go with the streams: their memory is freed by the reaper, not the loop */
+  /* the tensors go with the streams: their memory is freed by the reaper, not the loop; so
+   * do the compiled graphs, whose CUDA constants the streams may still read and whose
+   * generated functions are unloaded only once the devices are idle (opd_nvrtc_function_free
+   * waits for them) */
   gs->handles = s->handles;
   s->handles = (opd__map){0};
+  gs->graphs = s->graphs;
+  s->graphs = (opd__map){0};
   opd__gpu *g = gs->g;
   pthread_mutex_lock(&g->mu);
   gs->next = g->head;
@@ -279,6 +291,8 @@ int opd__gpu_enter(opd__job *job) {
   if ((rc = install_stream(gs, dev)) < 0 || gs->ndev == 1) return rc;
   uint64_t touched = (uint64_t)1 << dev;
   if (job->kind == OPD__JOB_CALL) touched |= job->call.cuda_devices;
+  if (job->kind == OPD__JOB_RUN_GRAPH && job->graph)
+    touched |= opd_compiled_graph_cuda_devices(job->graph);
   for (unsigned d = 0; d < gs->ndev && rc == 0; d++) {
     if ((int)d == dev) continue;
     if (!((touched >> d) & 1))

@@ -17,16 +17,18 @@
  * of the session drop it, and the cache keeps its own until it evicts the graph.
  *
  * A run is routed, like a call, before it runs: the worker that takes it finds the graph
- * and sends it to the pool of its inputs' device (a CUDA input spec's; the CPU otherwise),
- * and records the graph's estimated cost on the job for the scheduler. Then each input
- * handle is looked up and checked against its spec (the count, dtype, sizes, device; any
- * layout), and the plan runs with the session's memory budget installed, as a call's
- * kernels do ([Note: Memory reserved before it is allocated]): its intermediates and
- * outputs are charged to the session before they are allocated, the outputs' charge
- * becomes their handles' bytes, and a run that would pass max_bytes_held fails with
- * RESOURCE_EXHAUSTED having kept nothing. The planned buffers of fused groups belong to
- * the compiled graph, which is shared, and count in the daemon's max_bytes_total. A graph
- * runs with the default dispatch state, the one its nodes were inferred and compiled with.
+ * and sends it to the pool of its inputs' device (a CUDA input spec's; else the first CUDA
+ * device its nodes compute on; the CPU otherwise), where it runs on the session's stream of
+ * every CUDA device it touches, and records the graph's estimated cost on the job for the
+ * scheduler. Then each input handle is looked up and checked against its spec (the count,
+ * dtype, sizes, device; any layout), and the plan runs with the session's memory budget
+ * installed, as a call's kernels do ([Note: Memory reserved before it is allocated]): its
+ * intermediates and outputs are charged to the session before they are allocated, the
+ * outputs' charge becomes their handles' bytes, and a run that would pass max_bytes_held
+ * fails with RESOURCE_EXHAUSTED having kept nothing. The planned buffers of fused groups
+ * belong to the compiled graph, which is shared, and count in the daemon's
+ * max_bytes_total. A graph runs with the default dispatch state, the one its nodes were
+ * inferred and compiled with.
  *
  * The C tier: with graph_cc_dir, the daemon starts the process's C tier of fused programs
  * ([Note: The C tier of fused programs] in graph/src/c_tier.c), whose compiler runs on the
@@ -473,9 +475,15 @@ int opd__graph_route(opd__job *job, opd_device *device) {
     opd_device d = opd_compiled_graph_input_device(cg, i);
     if (d.type == OPD_DEVICE_CUDA) {
       *device = d;
-      break;
+      return 0;
     }
   }
+  /* no CUDA input, but CUDA work (a _to_copy to a GPU, a factory on one): on a CPU worker
+   * it would run on the per-thread default stream, not ordered with the session's stream
+   * that later calls on its outputs use ([Note: A session's streams on every device a job
+   * touches] in gpu.c) */
+  uint64_t cuda = opd_compiled_graph_cuda_devices(cg);
+  if (cuda) *device = (opd_device){OPD_DEVICE_CUDA, (int16_t)__builtin_ctzll(cuda)};
   return 0;
 }
 

@@ -53,22 +53,8 @@ static int upload(graph_backend *b, opd_tensor *host, uint64_t *handle) {
 static int define(graph_backend *b, const graph_desc *d, uint64_t *graph, bool *cache_hit) {
   local *l = (local *)b;
   opd_graph *g;
-  int rc = opd_graph_new(NULL, &g);
+  int rc = graph_desc_build(d, (opd_device){OPD_DEVICE_CPU, -1}, &g);
   if (rc) return rc;
-  for (uint32_t i = 0; i < d->ninputs && rc >= 0; i++)
-    rc = opd_graph_add_input(g, &(opd_graph_input_spec){d->inputs[i].dtype,
-                                                        d->inputs[i].sizes,
-                                                        d->inputs[i].ndim,
-                                                        {OPD_DEVICE_CPU, -1},
-                                                        d->inputs[i].kind});
-  for (uint32_t j = 0; j < d->nnodes && rc >= 0; j++)
-    rc = opd_graph_add_node(g, d->nodes[j].op, d->nodes[j].args, d->nodes[j].nargs);
-  if (rc >= 0) rc = opd_graph_set_outputs(g, d->outputs, d->noutputs);
-  if (rc >= 0) rc = opd_graph_finish(g);
-  if (rc < 0) {
-    opd_graph_free(g);
-    return rc;
-  }
   opd_graph_options options;
   opd_graph_options_default(&options);
   options.benefit_runs = l->benefit_runs;

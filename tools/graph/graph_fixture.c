@@ -252,3 +252,23 @@ int graph_desc_read(const json_t *graph, const json_t *schemas, graph_desc *d,
   *inputs_out = ts;
   return 0;
 }
+
+int graph_desc_build(const graph_desc *d, opd_device device, opd_graph **out) {
+  opd_graph *g;
+  int rc = opd_graph_new(NULL, &g);
+  if (rc) return rc;
+  for (uint32_t i = 0; i < d->ninputs && rc >= 0; i++)
+    rc = opd_graph_add_input(g,
+                             &(opd_graph_input_spec){d->inputs[i].dtype, d->inputs[i].sizes,
+                                                     d->inputs[i].ndim, device, d->inputs[i].kind});
+  for (uint32_t j = 0; j < d->nnodes && rc >= 0; j++)
+    rc = opd_graph_add_node(g, d->nodes[j].op, d->nodes[j].args, d->nodes[j].nargs);
+  if (rc >= 0) rc = opd_graph_set_outputs(g, d->outputs, d->noutputs);
+  if (rc >= 0) rc = opd_graph_finish(g);
+  if (rc < 0) {
+    opd_graph_free(g);
+    return rc;
+  }
+  *out = g;
+  return 0;
+}

@@ -50,6 +50,9 @@ typedef struct graph_desc {
 int graph_desc_read(const json_t *graph, const json_t *schemas, graph_desc *d, opd_tensor ***inputs,
                     char *why, size_t wlen);
 void graph_desc_free(graph_desc *d);
+/* The graph d describes, its inputs on `device`, finished: 0 with *out (opd_graph_compile
+ * takes it), or the builder's error. */
+int graph_desc_build(const graph_desc *d, opd_device device, opd_graph **out);
 
 /* kernels: the kernels the graph's last run launched (views and removed nodes launch none;
  * opd_graph_stats.kernels_last_run), not those the groups' current decisions would. */

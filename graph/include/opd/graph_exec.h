@@ -83,6 +83,11 @@ uint32_t opd_compiled_graph_num_outputs(const opd_compiled_graph *cg);
 opd_graph_input_kind opd_compiled_graph_input_kind(const opd_compiled_graph *cg, uint32_t i);
 /* The device of input i (as its spec gave it). */
 opd_device opd_compiled_graph_input_device(const opd_compiled_graph *cg, uint32_t i);
+/* The CUDA devices a run touches, as a mask (bit d: cuda:d; index -1 is 0; devices past 63
+ * are left out): those of its inputs and of every value its nodes make (a _to_copy to a
+ * device, a factory on one), so that a graph whose inputs are all on the CPU but which
+ * computes on a GPU is routed to it too. */
+uint64_t opd_compiled_graph_cuda_devices(const opd_compiled_graph *cg);
 /* opd_graph_stats.cost, without the lock opd_compiled_graph_stats takes. */
 uint64_t opd_compiled_graph_cost(const opd_compiled_graph *cg);
 

@@ -40,8 +40,14 @@ static void param_kinds(const opd_schema *s, opd_nvrtc_kernel *k) {
   k->nargs = s->num_args;
 }
 
+/* A failed runtime call of the library API, as opd__cuda_error words it: the runtime also
+ * records the error as the thread's last one, which the next kernel launch's check
+ * (opd__cuda_check_launch: cudaGetLastError) would report as its own failure unless it is
+ * taken here; a sticky one marks the current device unhealthy. */
 static int cuda_fail(cudaError_t e, const char *what) {
-  return opd_error(OPD_EINTERNAL, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) dev = 0;
+  return opd__cuda_error(dev, e, what);
 }
 
 /* The options' architecture: the devices' common one as a cubin, else PTX of the lowest. */

@@ -77,9 +77,9 @@ int opd_nvrtc_check_call(const opd_nvrtc_dtypes *d, const opd_ivalue *a, const c
 
 /* Checks the inputs (opd_nvrtc_check), then compiles
  * `source`, loads it and finds the entry. 0 with *out; or OPD_EINVAL (bad input; a compile
- * error, with the compiler's log verbatim in *log, malloc'ed, which the caller frees),
- * OPD_EUNAVAILABLE (no device), OPD_ENOMEM, OPD_EINTERNAL (a CUDA error loading it). *log
- * is NULL unless compiling failed. */
+ * error, with the compiler's log verbatim in *log, opd__malloc'ed, which the caller frees with
+ * opd__free), OPD_EUNAVAILABLE (no device), OPD_ENOMEM, OPD_EINTERNAL (a CUDA error loading it).
+ * *log is NULL unless compiling failed. */
 int opd_nvrtc_kernel_create(const char *source, size_t len, const char *entry,
                             const opd_schema *schema, opd_nvrtc_launch launch, const char *dtypes,
                             opd_nvrtc_kernel **out, char **log);
@@ -102,8 +102,8 @@ typedef struct opd_nvrtc_function opd_nvrtc_function;
 /* Compiles `source` (NUL-terminated) to a cubin for compute capability `capability` (90:
  * sm_90) without loading it, so that generated code can be checked where no device is:
  * 0 with the image (*image, *size; opd__malloc'ed, the caller frees), OPD_EINVAL with the
- * compiler's log in *log (malloc'ed) when it does not compile, OPD_EUNAVAILABLE in a build
- * without CUDA. */
+ * compiler's log in *log (opd__malloc'ed: opd__free) when it does not compile, OPD_EUNAVAILABLE in
+ * a build without CUDA. */
 int opd_nvrtc_compile_cubin(const char *source, const char *entry, int capability, void **image,
                             size_t *size, char **log);
 /* Compiles `source` for the devices (as opd_nvrtc_kernel_create does) and loads `entry`:
