@@ -84,8 +84,9 @@ static const char *cxx(void) {
   return c && c[0] ? c : "c++";
 }
 
-/* Compiles a unit into a shared object and loads it: its handle. */
-static void *load_unit(const opd__sbuf *unit) {
+/* Compiles a unit into a shared object, with the compiler's `flags`, and loads it: its
+ * handle. */
+static void *load_unit(const opd__sbuf *unit, const char *flags) {
   char dir[] = "/tmp/opd-cuda-host-XXXXXX", src[64], lib[64], cmd[512];
   ck_assert_ptr_nonnull(mkdtemp(dir));
   snprintf(src, sizeof src, "%s/programs.cpp", dir);
@@ -94,7 +95,7 @@ static void *load_unit(const opd__sbuf *unit) {
   ck_assert_ptr_nonnull(f);
   ck_assert_uint_eq(fwrite(unit->data, 1, unit->len, f), unit->len);
   ck_assert_int_eq(fclose(f), 0);
-  snprintf(cmd, sizeof cmd, "%s -std=c++17 -O1 -fPIC -shared -o %s %s", cxx(), lib, src);
+  snprintf(cmd, sizeof cmd, "%s -std=c++17 -O1 -fPIC -shared %s -o %s %s", cxx(), flags, lib, src);
   ck_assert_msg(system(cmd) == 0, "%s failed on:\n%s", cmd, unit->data);
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   ck_assert_msg(h != NULL, "%s", dlerror());
@@ -197,14 +198,17 @@ static void make_outputs(const opd_compiled_graph *cg, const opd__pw_program *p,
 
 /* Each case's program run by the interpreter and by its CUDA source on the host, on grids of
  * `grid` blocks of `block` threads (0 blocks: as opd_nvrtc_function_launch sizes it, 256
- * threads a block and enough blocks for one element a thread). */
+ * threads a block and enough blocks for one element a thread). INDEX64 as `flags` sends
+ * every program of more than one dimension through its 64-bit index arithmetic, which
+ * otherwise only iteration spaces past 2^32 elements take. */
+#define INDEX64 "-DOPD_INDEX32_MAX=0"
 static void run_cases(const opd_compiled_graph *const *cgs, const host_case *cases, uint32_t n,
-                      unsigned grid, unsigned block) {
+                      unsigned grid, unsigned block, const char *flags) {
   opd__sbuf unit = {0};
   opd__sbuf_printf(&unit, "%s", shim);
   for (uint32_t k = 0; k < n; k++) append_program(&unit, k, cases[k].p);
   ck_assert(!unit.failed);
-  void *h = load_unit(&unit);
+  void *h = load_unit(&unit, flags);
   opd__sbuf_free(&unit);
   for (uint32_t k = 0; k < n; k++) {
     const opd__pw_program *p = cases[k].p;
@@ -262,8 +266,8 @@ START_TEST(test_random_programs_on_the_host) {
   }
   ck_assert_uint_eq(n, ngroups);
   ck_assert_uint_ge(n, 12);
-  run_cases(cgs, cases, n, 2, 3);
-  run_cases(cgs, cases, n, 0, 0);
+  run_cases(cgs, cases, n, 2, 3, "");
+  run_cases(cgs, cases, n, 0, 0, INDEX64);
   for (uint32_t k = 0; k < n; k++) host_case_free(&cases[k]);
   for (int k = 0; k < TRIALS * 2; k++) opd_compiled_graph_release(owned[k]);
   random_inputs_release(&r);
@@ -291,7 +295,8 @@ START_TEST(test_every_instruction_on_the_host) {
   for (int op = 0; op < OPD__PW_NUM_OPS; op++)
     if (op != OPD__PW_FILL)
       ck_assert_msg(seen[op], "no program has instruction %s", opd__pw_opcode_name(op));
-  run_cases(cgs, cases, n, 3, 5);
+  run_cases(cgs, cases, n, 3, 5, "");
+  run_cases(cgs, cases, n, 0, 0, INDEX64);
   opd_tensor_release(x);
   opd_tensor_release(b);
   opd_compiled_graph_release(cg);
@@ -320,8 +325,8 @@ START_TEST(test_long_program_on_the_host) {
   const opd_compiled_graph *cgs[] = {cg};
   ck_assert_uint_eq(cases_of(cg, in, cases, 0, 1), 1);
   ck_assert_int_eq(cases[0].p->numel, xs->numel);
-  run_cases(cgs, cases, 1, 0, 0);
-  run_cases(cgs, cases, 1, 2, 5);
+  run_cases(cgs, cases, 1, 0, 0, "");
+  run_cases(cgs, cases, 1, 2, 5, INDEX64);
   opd_tensor_release(xs);
   opd_tensor_release(ys);
   opd_compiled_graph_release(cg);
@@ -386,7 +391,7 @@ START_TEST(test_fixture_programs_on_the_host) {
     ck_assert_msg(compiles_for_sm90(cases[k].p, &log), "program %u: %s", k, log ? log : "");
     opd__free(log);
   }
-  run_cases(cgs, cases, n, 0, 0);
+  run_cases(cgs, cases, n, 0, 0, "");
   for (uint32_t k = 0; k < n; k++) host_case_free(&cases[k]);
   for (size_t i = 0; i < ngraphs; i++) {
     opd_compiled_graph_release(owned[i]);

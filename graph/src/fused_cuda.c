@@ -7,7 +7,14 @@
  * fused_codegen.c), written out: one thread per element of the iteration space, in a loop
  * with the grid's stride; each thread finds its offset in every operand from the coalesced
  * sizes and strides (opd__pw_bind, the same binding the CPU run uses), loads into float
- * registers, runs the instructions as straight-line code and stores. The operation's
+ * registers, runs the instructions as straight-line code and stores. The offsets cost no
+ * division where the operands coalesce to one dimension (every contiguous group, and one
+ * broadcasting a scalar): element i is at i times each stride. Otherwise the index is split
+ * dimension by dimension in 32-bit arithmetic while the space has at most 2^32 - 1
+ * elements (each size then fits too), and in 64-bit arithmetic past that: a GPU has no
+ * 64-bit integer divider, and the compiler's emulation of one costs dozens of instructions
+ * per dimension and element, which would make a memory-bound program compute-bound. The
+ * branch is uniform across a launch. The operation's
  * formulas are the CUDA kernels' (kernels/cuda/src/elementwise.cu: expf, tanhf, erff of
  * CUDA's math library, the NaN rules of maximum and clamp), so the numerics check of the
  * first run compares like with like; immediates and constants are written as their exact
@@ -33,7 +40,7 @@
 /* The generator's version: bump it with any change to the source it writes (the prelude,
  * the formulas, the parameters' layout, the operand limit), so that graphs compiled and
  * cached with the old source are not found by the new key (opd_graph_codegen_id). */
-#define OPD__PW_CUDA_VERSION 2
+#define OPD__PW_CUDA_VERSION 3
 
 #define OPD__STR_(x) #x
 #define OPD__STR(x)  OPD__STR_(x)
@@ -84,16 +91,32 @@ static const char prelude[] =
     "  else\n"
     "    ((float *)o.base)[off] = v;\n"
     "}\n"
+    "#ifndef OPD_INDEX32_MAX\n"
+    "#define OPD_INDEX32_MAX 0xffffffffll\n"
+    "#endif\n"
     "extern \"C\" __global__ void " OPD__PW_CUDA_ENTRY "(const opd_params a) {\n"
     "  const long long step = (long long)gridDim.x * blockDim.x;\n"
     "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.numel;\n"
     "       i += step) {\n"
-    "    long long off[%u], rest = i;\n"
-    "    for (unsigned k = 0; k < %uu; k++) off[k] = 0;\n"
-    "    for (int d = (int)a.ndim - 1; d >= 0; d--) {\n"
-    "      const long long idx = rest %% a.sizes[d];\n"
-    "      rest /= a.sizes[d];\n"
-    "      for (unsigned k = 0; k < %uu; k++) off[k] += idx * a.ops[k].strides[d];\n"
+    "    long long off[%u];\n"
+    "    if (a.ndim == 1) {\n"
+    "      for (unsigned k = 0; k < %uu; k++) off[k] = i * a.ops[k].strides[0];\n"
+    "    } else if (a.numel <= OPD_INDEX32_MAX) {\n"
+    "      unsigned rest = (unsigned)i;\n"
+    "      for (unsigned k = 0; k < %uu; k++) off[k] = 0;\n"
+    "      for (int d = (int)a.ndim - 1; d >= 0; d--) {\n"
+    "        const unsigned size = (unsigned)a.sizes[d], idx = rest %% size;\n"
+    "        rest /= size;\n"
+    "        for (unsigned k = 0; k < %uu; k++) off[k] += (long long)idx * a.ops[k].strides[d];\n"
+    "      }\n"
+    "    } else {\n"
+    "      long long rest = i;\n"
+    "      for (unsigned k = 0; k < %uu; k++) off[k] = 0;\n"
+    "      for (int d = (int)a.ndim - 1; d >= 0; d--) {\n"
+    "        const long long idx = rest %% a.sizes[d];\n"
+    "        rest /= a.sizes[d];\n"
+    "        for (unsigned k = 0; k < %uu; k++) off[k] += idx * a.ops[k].strides[d];\n"
+    "      }\n"
     "    }\n";
 
 /* The expression of an instruction over x, y, z (its operands), c0 and c1 (its constants as
@@ -164,7 +187,8 @@ int opd__pw_cuda_source(const opd__pw_program *p, opd__sbuf *sb) {
     return opd_error(OPD_EINVAL, "a fused CUDA program reads and writes %u tensors, past %d", nops,
                      OPD__PW_CUDA_MAX_OPERANDS);
   uint32_t n = nops ? nops : 1;
-  opd__sbuf_printf(sb, prelude, OPD__PW_MAX_DIMS, OPD__PW_MAX_DIMS, n, n, nops, nops);
+  opd__sbuf_printf(sb, prelude, OPD__PW_MAX_DIMS, OPD__PW_MAX_DIMS, n, n, nops, nops, nops, nops,
+                   nops);
   for (uint32_t r = 0; r < p->nregs; r++) opd__sbuf_printf(sb, "    float r%u = 0.0f;\n", r);
   int rc = 0;
   for (uint32_t k = 0; k < p->ncode && rc == 0; k++) rc = instruction(sb, p, &p->code[k]);
