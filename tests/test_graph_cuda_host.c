@@ -7,7 +7,8 @@
  * blockIdx and the rest, __int_as_float, __longlong_as_double), loads it, and runs every
  * thread of a grid in turn on CPU tensors. The parameters are the launch's own: the bytes
  * opd__pw_cuda_params writes, checked against the size of the struct the source declares.
- * So this covers the index arithmetic of the grid-stride loop, the offsets of broadcast and
+ * So this covers the index arithmetic of the grid-stride loop (its three paths: one
+ * dimension, 32-bit and, forced by INDEX64, 64-bit), the offsets of broadcast and
  * transposed operands, bool loads and stores, immediates' bits, the parameters' layout
  * against the host's struct, and the formulas, compared with the CPU interpreter within the
  * numerics check's tolerance ([Note: Numerics and benefit of fused groups] in
@@ -28,8 +29,8 @@
 #include "graph_runner.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
-#include "opd/memory.h"
 #include "opd/graph_exec.h"
+#include "opd/memory.h"
 #include "plan.h"
 #include "sbuf.h"
 #include "test_files.h"

@@ -192,13 +192,8 @@ else
 fi
 configured=$?
 cuda_build=$(sed -n 's/^OPD_CUDA:BOOL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
-targets=(opd opctl opd-conformance opd_tests)
+targets=(opd opctl opd-conformance opd-graph-conformance opd_tests)
 [ "$cuda_build" = ON ] && targets+=(opd-bench-cuda)
-graph_target=
-if [ $configured -eq 0 ] && cmake --build "$BUILD" --target help 2>/dev/null | grep -q ' opd-graph-conformance$'; then
-  graph_target=opd-graph-conformance
-  targets+=("$graph_target")
-fi
 jobs=$(nproc 2>/dev/null || echo 4)
 if [ $configured -eq 0 ] && timeout "$(limit 300)" cmake --build "$BUILD" -j"$jobs" --target "${targets[@]}" \
   >"$LOG/build.log" 2>&1; then
@@ -365,11 +360,8 @@ else
   record "NVRTC registration through opctl (elementwise, rows, compile error)" $nv
 fi
 
-if [ -z "$graph_target" ]; then
-  begin
-  record "graph fixture --device cuda (no opd-graph-conformance in this build)" SKIP
-elif [ -n "$SHARED" ]; then
-  graph_bin=$(find "$bin" -name "$graph_target" -type f -perm -u+x | head -1)
+if [ -n "$SHARED" ]; then
+  graph_bin=$(find "$bin" -name opd-graph-conformance -type f -perm -u+x | head -1)
   run_gpu_step "graph fixture --device cuda" "$LOG/graphs.log" 120 \
     "$graph_bin" "$SHARED/graphs/public.json" --device cuda
 fi
