@@ -229,14 +229,16 @@ int opd__pw_c_source(const opd__pw_program *p, opd__sbuf *sb);
 /* The CUDA C++ source of a program (entry OPD__PW_CUDA_ENTRY): 0, or OPD_EINVAL when the
  * program has more operands than one launch's parameters hold, OPD_ENOMEM. */
 int opd__pw_cuda_source(const opd__pw_program *p, opd__sbuf *sb);
+/* The most loads and stores of a program on CUDA (a program with more runs unfused), and
+ * the bytes of the parameters of a program with that many (fused_cuda.c's cuda_params). */
+#define OPD__PW_CUDA_MAX_OPERANDS 48
+#define OPD__PW_CUDA_PARAMS_SIZE \
+  (16 + 8 * OPD__PW_MAX_DIMS + OPD__PW_CUDA_MAX_OPERANDS * (16 + 8 * OPD__PW_MAX_DIMS))
 /* The parameters of a launch of a program on its operands, the struct its source declares
  * with the program's operand count: written to params (OPD__PW_CUDA_PARAMS_SIZE bytes,
  * 8-byte aligned), its first *size bytes the launch's. 0, or OPD_EINVAL as
  * opd__pw_cuda_source and as opd__pw_run. Shared by the launch and the tests that run the
- * source on the host (tests/test_graph_cuda.c). */
-#define OPD__PW_CUDA_MAX_OPERANDS 48 /* loads and stores: a program with more runs unfused */
-#define OPD__PW_CUDA_PARAMS_SIZE \
-  (16 + 8 * OPD__PW_MAX_DIMS + OPD__PW_CUDA_MAX_OPERANDS * (16 + 8 * OPD__PW_MAX_DIMS))
+ * source on the host (tests/test_graph_cuda_host.c). */
 int opd__pw_cuda_params(const opd__pw_program *p, opd_tensor *const *inputs,
                         opd_tensor *const *outputs, void *params, size_t *size);
 /* Runs a program on CUDA tensors with its compiled function (opd_nvrtc_function): the

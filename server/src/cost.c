@@ -349,16 +349,16 @@ static void call_cost(opd__job *job, rule r, const call_sum *c, uint64_t *bytes,
 }
 
 /* A graph run: each element its kernels write (opd_compiled_graph_cost) as one of a default
- * operator's outputs, written and read once at 4 bytes, one operation; on the device of its
- * first CUDA input, if any. A graph that is not defined costs nothing (the run fails). */
+ * operator's outputs, written and read once at 4 bytes, one operation; on a GPU when it
+ * computes on one (opd_compiled_graph_cuda_devices, as it is routed). A graph that is not
+ * defined costs nothing (the run fails). */
 static void graph_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu) {
   opd_compiled_graph *cg = opd__session_graph(job->session, job->req->run_graph->graph);
   if (!cg) return;
   uint64_t elems = opd_compiled_graph_cost(cg);
   *bytes = sat_mul(elems, 2 * FACTORY_ELEMENT_BYTES);
   *flops = elems;
-  for (uint32_t i = 0; i < opd_compiled_graph_num_inputs(cg); i++)
-    *gpu = *gpu || opd_compiled_graph_input_device(cg, i).type == OPD_DEVICE_CUDA;
+  *gpu = opd_compiled_graph_cuda_devices(cg) != 0;
 }
 
 /* Nanoseconds of one thread of the device for these bytes and operations. */
