@@ -282,7 +282,9 @@ nogpu "$bin/server/opd" --listen "unix://$dir/opd.sock" --status "" --admin "$di
   --log-level info >"$LOG/opd.log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do
+# up to 30 s: the daemon starts CUDA before it listens, which takes seconds on a GPU
+# without persistence mode (the loop ends at once if the daemon exits)
+for _ in $(seq 300); do
   [ -S "$dir/admin.sock" ] && [ -S "$dir/opd.sock" ] && break
   kill -0 $pid 2>/dev/null || break
   sleep 0.1
