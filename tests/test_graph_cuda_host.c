@@ -217,7 +217,7 @@ static void run_cases(const opd_compiled_graph *const *cgs, const host_case *cas
     make_outputs(cgs[k], p, want);
     make_outputs(cgs[k], p, got);
     ck_assert_msg(opd__pw_run(p, NULL, cases[k].ins, want) == 0, "%s", opd_last_error());
-    static uint64_t params[OPD__PW_CUDA_PARAMS_SIZE / 8];
+    uint64_t params[OPD__PW_CUDA_PARAMS_SIZE / 8];
     size_t size = 0;
     ck_assert_msg(opd__pw_cuda_params(p, cases[k].ins, got, params, &size) == 0, "%s",
                   opd_last_error());

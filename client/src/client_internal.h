@@ -150,7 +150,7 @@ typedef struct opd__client_plain_call {
   size_t oplen;
   const opd__wire_arg *args;
   size_t nargs;
-  size_t call_size; /* opd__wire_call_size(oplen, args, nargs) */
+  size_t call_size; /* opd__wire_call_size(oplen, args, nargs), by the caller: not under mu */
 } opd__client_plain_call;
 /* opd__client_submit for such a call. */
 int opd__client_submit_call(opd_client *c, opd_future *f, const opd__client_plain_call *call);

@@ -103,11 +103,8 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
     for (uint32_t k = 0; !node->dead && !node->is_view && k < node->nouts; k++)
       cg->cost += (uint64_t)g->values[node->first_out + k].meta->numel;
   }
-  for (uint32_t v = 0; v < g->nvalues; v++) {
-    opd_device d = g->values[v].device;
-    int index = d.index < 0 ? 0 : d.index;
-    if (d.type == OPD_DEVICE_CUDA && index < 64) cg->cuda_devices |= (uint64_t)1 << index;
-  }
+  for (uint32_t v = 0; v < g->nvalues; v++)
+    cg->cuda_devices |= opd_device_cuda_bit(g->values[v].device);
   if (rc) {
     char msg[400];
     snprintf(msg, sizeof msg, "%s", opd_last_error());

@@ -91,6 +91,18 @@ static const char prelude[] =
     "  else\n"
     "    ((float *)o.base)[off] = v;\n"
     "}\n"
+    "/* the offsets of element i in the first n operands, the index split in I's arithmetic */\n"
+    "template <typename I>\n"
+    "__device__ __forceinline__ void opd_offsets(const opd_params &a, long long i, unsigned n,\n"
+    "                                            long long *off) {\n"
+    "  I rest = (I)i;\n"
+    "  for (unsigned k = 0; k < n; k++) off[k] = 0;\n"
+    "  for (int d = (int)a.ndim - 1; d >= 0; d--) {\n"
+    "    const I size = (I)a.sizes[d], idx = rest %% size;\n"
+    "    rest /= size;\n"
+    "    for (unsigned k = 0; k < n; k++) off[k] += (long long)idx * a.ops[k].strides[d];\n"
+    "  }\n"
+    "}\n"
     "#ifndef OPD_INDEX32_MAX\n"
     "#define OPD_INDEX32_MAX 0xffffffffll\n"
     "#endif\n"
@@ -99,25 +111,12 @@ static const char prelude[] =
     "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.numel;\n"
     "       i += step) {\n"
     "    long long off[%u];\n"
-    "    if (a.ndim == 1) {\n"
+    "    if (a.ndim == 1)\n"
     "      for (unsigned k = 0; k < %uu; k++) off[k] = i * a.ops[k].strides[0];\n"
-    "    } else if (a.numel <= OPD_INDEX32_MAX) {\n"
-    "      unsigned rest = (unsigned)i;\n"
-    "      for (unsigned k = 0; k < %uu; k++) off[k] = 0;\n"
-    "      for (int d = (int)a.ndim - 1; d >= 0; d--) {\n"
-    "        const unsigned size = (unsigned)a.sizes[d], idx = rest %% size;\n"
-    "        rest /= size;\n"
-    "        for (unsigned k = 0; k < %uu; k++) off[k] += (long long)idx * a.ops[k].strides[d];\n"
-    "      }\n"
-    "    } else {\n"
-    "      long long rest = i;\n"
-    "      for (unsigned k = 0; k < %uu; k++) off[k] = 0;\n"
-    "      for (int d = (int)a.ndim - 1; d >= 0; d--) {\n"
-    "        const long long idx = rest %% a.sizes[d];\n"
-    "        rest /= a.sizes[d];\n"
-    "        for (unsigned k = 0; k < %uu; k++) off[k] += idx * a.ops[k].strides[d];\n"
-    "      }\n"
-    "    }\n";
+    "    else if (a.numel <= OPD_INDEX32_MAX)\n"
+    "      opd_offsets<unsigned>(a, i, %uu, off);\n"
+    "    else\n"
+    "      opd_offsets<unsigned long long>(a, i, %uu, off);\n";
 
 /* The expression of an instruction over x, y, z (its operands), c0 and c1 (its constants as
  * float) and e (the first as double), with the CUDA kernels' formulas. */
@@ -187,8 +186,7 @@ int opd__pw_cuda_source(const opd__pw_program *p, opd__sbuf *sb) {
     return opd_error(OPD_EINVAL, "a fused CUDA program reads and writes %u tensors, past %d", nops,
                      OPD__PW_CUDA_MAX_OPERANDS);
   uint32_t n = nops ? nops : 1;
-  opd__sbuf_printf(sb, prelude, OPD__PW_MAX_DIMS, OPD__PW_MAX_DIMS, n, n, nops, nops, nops, nops,
-                   nops);
+  opd__sbuf_printf(sb, prelude, OPD__PW_MAX_DIMS, OPD__PW_MAX_DIMS, n, n, nops, nops, nops);
   for (uint32_t r = 0; r < p->nregs; r++) opd__sbuf_printf(sb, "    float r%u = 0.0f;\n", r);
   int rc = 0;
   for (uint32_t k = 0; k < p->ncode && rc == 0; k++) rc = instruction(sb, p, &p->code[k]);

@@ -92,10 +92,9 @@ static int type_mismatch(const arg_ctx *a, const Opd__V1__IValue *w) {
 /* A tensor of the call joins its key set and, on a CUDA device, its devices. */
 static void join(opd__prepared_call *call, opd_device d) {
   if (d.type != OPD_DEVICE_CUDA) return;
-  int index = d.index < 0 ? 0 : d.index;
   if (call->device.type != OPD_DEVICE_CUDA)
-    call->device = (opd_device){OPD_DEVICE_CUDA, (int16_t)index};
-  if (index < 64) call->cuda_devices |= (uint64_t)1 << index;
+    call->device = (opd_device){OPD_DEVICE_CUDA, (int16_t)(d.index < 0 ? 0 : d.index)};
+  call->cuda_devices |= opd_device_cuda_bit(d);
 }
 
 static void join_tensor(opd__prepared_call *call, const opd_tensor *t) {

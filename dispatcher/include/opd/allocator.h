@@ -49,6 +49,13 @@ typedef struct opd_device {
   int16_t index;
 } opd_device;
 
+/* A CUDA device's bit in a mask of devices (bit d: cuda:d, index -1 being device 0); 0 for
+ * another type, and for devices past 63. */
+static inline uint64_t opd_device_cuda_bit(opd_device d) {
+  int index = d.index < 0 ? 0 : d.index;
+  return d.type == OPD_DEVICE_CUDA && index < 64 ? (uint64_t)1 << index : 0;
+}
+
 typedef struct opd_memory_stats {
   uint64_t in_use; /* bytes of live storage */
   uint64_t peak;   /* highest in_use since start (or the last reset) */
