@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Paired A/B of two daemon builds on the tiny call: opd-bench --workload add, 16 connections
-# pipelined 64 deep over TCP (the row of bench/run_rpc_bench.sh that issue 13's 0.6x is read
+# pipelined 64 deep over TCP (the row of bench/run_rpc_bench.sh that the tiny-call ratio is read
 # on), daemon and client pinned as there. For a change of a few percent, not for targets.
 #
 # Why layouts: on the Zen 5 of docs/PERFORMANCE.md, the same daemon with 72 bytes of padding

@@ -250,7 +250,7 @@ print()
 print("%-22s %5s %4s %10s %8s %8s %10s %8s %8s %6s  %s" %
       ("calls/s", "conns", "pipe", "opd", "p50 us", "p99 us", "redis", "p50 us", "p99 us",
        "ratio", "target"))
-# through the client library and over raw sockets alike; issue 13's through the library only
+# through the client library and over raw sockets alike; the graph rows through the library only
 both = {("add", "1", "1"): 0.8, ("add", "1", "64"): 0.5, ("ping", "1", "1"): 1.0,
         ("ping", "1", "64"): 1.0, ("ping", "16", "1"): 1.0, ("ping", "16", "64"): 1.0}
 targets = {(w + raw, c, p): t for (w, c, p), t in both.items() for raw in ("", "-raw")}

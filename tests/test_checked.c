@@ -1,6 +1,6 @@
 /* test_checked.c: overflow-checked arithmetic (opd/checked.h, [Note: Checked arithmetic]) and
  * the operators that turn a request's integers into sizes, strides and offsets, called boxed
- * through the dispatcher as the daemon calls them: the hostile cases of issue 12 (as_strided
+ * through the dispatcher as the daemon calls them: the hostile cases found by a review (as_strided
  * past its storage, slice with a step near INT64_MAX) and the same classes found elsewhere
  * (views of empty tensors at huge offsets, new strides that overflow, expanded indices,
  * factories with overflowing sizes, doubles that do not fit an int64). Each must end in a
@@ -140,7 +140,7 @@ START_TEST(test_geometry) {
   ck_assert_int_eq(opd_ckd_geometry(NULL, NULL, 0, 8, &numel, &extent, "t"), 0);
   ck_assert_int_eq(numel, 1);
   ck_assert_int_eq(extent, 1);
-  /* issue 12: [2] with stride 2^62 - 1 reaches element 2^62 - 1: fine for bytes, not floats */
+  /* [2] with stride 2^62 - 1 reaches element 2^62 - 1: fine for bytes, not floats */
   ck_assert_int_eq(
       opd_ckd_geometry((int64_t[]){2}, (int64_t[]){P62 - 1}, 1, 1, &numel, &extent, "t"), 0);
   ck_assert_int_eq(extent, P62);
@@ -169,7 +169,7 @@ START_TEST(test_view_bounds) {
   ck_assert_int_eq(opd_ckd_view_bounds(1, 2, 4, 12, "v"), 0);
   expect_error(opd_ckd_view_bounds(1, 3, 4, 12, "v"), OPD_EINVAL,
                "v: a view of 3 elements at offset 1 is out of bounds for a storage of 12 bytes");
-  /* issue 12: 19 elements at 2^62 - 16 wrap to a small byte count in uint64 */
+  /* 19 elements at 2^62 - 16 wrap to a small byte count in uint64 */
   expect_error(opd_ckd_view_bounds(P62 - 16, 19, 4, 12, "v"), OPD_EINVAL, "out of bounds");
   expect_error(opd_ckd_view_bounds(INT64_MAX, 1, 1, UINT64_MAX, "v"), OPD_EINVAL, "out of bounds");
   expect_error(opd_ckd_view_bounds(INT64_MAX / 2, INT64_MAX / 2 + 2, 1, UINT64_MAX, "v"),

@@ -475,8 +475,8 @@ START_TEST(test_copy_round_trip) {
 }
 END_TEST
 
-/* issue 14's operators on the device against the CPU kernels (tests/test_nn_ops.c checks
- * the CPU ones against PyTorch) */
+/* torch.nn's building-block operators on the device against the CPU kernels
+ * (tests/test_nn_ops.c checks the CPU ones against PyTorch) */
 START_TEST(test_nn_ops_match_cpu) {
   if (skip_without_device("test_nn_ops_match_cpu")) return;
   int64_t shape[2] = {33, 65};

@@ -1,4 +1,4 @@
-/* test_nn_ops.c: the operators issue 14 added for torch.nn's building blocks (silu,
+/* test_nn_ops.c: the operators for torch.nn's building blocks (silu,
  * eq.Scalar, split.Tensor, detach) through the dispatcher, on the CPU and Meta. The expected
  * values and errors were computed with PyTorch 1.13 (Debian's python3-torch), e.g.
  *   torch.nn.functional.silu(torch.tensor([-3., -1., -.5, 0., .5, 1., 2., 10.]))

@@ -227,7 +227,7 @@ OPD__BOOLS(OPD__PRED2_LOOP, gt, x > y)
 OPD__FLOATS(OPD__PRED1_LOOP, lt_scalar, x < c0)
 OPD__INTS(OPD__PRED1_LOOP, lt_scalar, x < c0)
 OPD__BOOLS(OPD__PRED1_LOOP, lt_scalar, x < c0)
-/* issue 14: eq.Scalar */
+/* eq.Scalar */
 OPD__FLOATS(OPD__PRED1_LOOP, eq_scalar, x == c0)
 OPD__INTS(OPD__PRED1_LOOP, eq_scalar, x == c0)
 OPD__BOOLS(OPD__PRED1_LOOP, eq_scalar, x == c0)

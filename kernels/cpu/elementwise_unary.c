@@ -28,7 +28,7 @@ OPD__FLOATS(OPD__UNARY_LOOP, sqrt, sqrt(x))
 OPD__FLOATS(OPD__UNARY_LOOP, rsqrt, 1 / sqrt(x))
 OPD__UNARY_WIDE_LOOP(F32, sigmoid, 1 / (1 + EXP(-x)))
 OPD__UNARY_LOOP(F64, sigmoid, 1 / (1 + EXP(-x)))
-/* issue 14: silu, x * sigmoid(x) written as ATen's CPU kernel writes it */
+/* silu, x * sigmoid(x) written as ATen's CPU kernel writes it */
 OPD__UNARY_WIDE_LOOP(F32, silu, x / (1 + EXP(-x)))
 OPD__UNARY_LOOP(F64, silu, x / (1 + EXP(-x)))
 OPD__UNARY_WIDE_LOOP(F32, tanh, TANH(x))

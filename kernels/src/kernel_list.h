@@ -137,10 +137,15 @@
   X("aten::detach", CompositeExplicitAutograd, opd__cea_detach, Tensor, Tensor) \
   X("aten::as_strided", CPU, opd__as_strided, Tensor, Tensor, IntList, IntList, OptInt) \
   X("aten::as_strided", Meta, opd__as_strided_meta, Tensor, Tensor, IntList, IntList, OptInt) \
-  OPD_NN_UNBOXED_KERNELS(X)
+  OPD_NN_UNBOXED_KERNELS(X) \
+  OPD_CONV_UNBOXED_KERNELS(X) \
+  OPD_NORM_UNBOXED_KERNELS(X) \
+  OPD_POINTWISE_UNBOXED_KERNELS(X) \
+  OPD_INDEX_UNBOXED_KERNELS(X) \
+  OPD_REDUCE_UNBOXED_KERNELS(X)
 
-/* issue 14 (the Python bridge): kernels/cpu/elementwise_*.c, kernels/meta/elementwise_meta.c,
- * kernels/src/views_split.c */
+/* what torch.nn's building blocks decompose to: kernels/cpu/elementwise_*.c,
+ * kernels/meta/elementwise_meta.c, kernels/src/views_split.c */
 #define OPD_NN_UNBOXED_KERNELS(X) \
   X("aten::silu", CPU, opd__cpu_silu, Tensor, Tensor) \
   X("aten::silu", Meta, opd__meta_silu, Tensor, Tensor) \
@@ -149,11 +154,36 @@
 #define OPD_NN_BOXED_KERNELS(X) \
   X("aten::split.Tensor", CompositeExplicitAutograd, opd__cea_split_tensor)
 
+/* convolution, pooling, padding */
+#define OPD_CONV_UNBOXED_KERNELS(X)
+#define OPD_CONV_BOXED_KERNELS(X)
+
+/* normalization, losses, activations and their backward operators */
+#define OPD_NORM_UNBOXED_KERNELS(X)
+#define OPD_NORM_BOXED_KERNELS(X)
+
+/* pointwise math, factories, random operators */
+#define OPD_POINTWISE_UNBOXED_KERNELS(X)
+#define OPD_POINTWISE_BOXED_KERNELS(X)
+
+/* indexing, joining, shapes, sorting */
+#define OPD_INDEX_UNBOXED_KERNELS(X)
+#define OPD_INDEX_BOXED_KERNELS(X)
+
+/* reductions and linear algebra */
+#define OPD_REDUCE_UNBOXED_KERNELS(X)
+#define OPD_REDUCE_BOXED_KERNELS(X)
+
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \
   X("aten::native_layer_norm", Meta, opd__meta_native_layer_norm) \
   X("aten::unbind.int", CompositeExplicitAutograd, opd__cea_unbind_int) \
-  OPD_NN_BOXED_KERNELS(X)
+  OPD_NN_BOXED_KERNELS(X) \
+  OPD_CONV_BOXED_KERNELS(X) \
+  OPD_NORM_BOXED_KERNELS(X) \
+  OPD_POINTWISE_BOXED_KERNELS(X) \
+  OPD_INDEX_BOXED_KERNELS(X) \
+  OPD_REDUCE_BOXED_KERNELS(X)
 /* clang-format on */
 
 #endif

@@ -1,4 +1,4 @@
-/* opd_soak.c: the soak test of the daemon (issue 12; tests/soak/README.md).
+/* opd_soak.c: the soak test of the daemon (tests/soak/README.md).
  *
  *   opd_soak --opd PATH [--seconds N] [--clients N] [--rounds N] [--workers N] [--seed S]
  *            [--rss-slack-mib M] [--keep-log]

@@ -406,7 +406,7 @@ UNARY_KERNEL(sin, OPD__UNARY_FLOAT, OPD_CUDA_EW_SIN)
 UNARY_KERNEL(cos, OPD__UNARY_FLOAT, OPD_CUDA_EW_COS)
 #undef UNARY_KERNEL
 
-/* issue 14: silu keeps its dtype, and only floating dtypes have it (as in ATen) */
+/* silu keeps its dtype, and only floating dtypes have it (as in ATen) */
 int opd__cuda_silu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
   if (!opd_dtype_is_floating(opd_tensor_dtype(self)))

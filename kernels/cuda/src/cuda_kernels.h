@@ -57,7 +57,7 @@
   /* views: the device-independent kernels of kernels/src/views.c */ \
   X("aten::view", opd__view, Tensor, Tensor, IntList) \
   X("aten::as_strided", opd__as_strided, Tensor, Tensor, IntList, IntList, OptInt) \
-  /* issue 14 (the Python bridge): cuda_kernels.c, elementwise.cu */ \
+  /* torch.nn building blocks: cuda_kernels.c, elementwise.cu */ \
   X("aten::silu", opd__cuda_silu, Tensor, Tensor) \
   X("aten::eq.Scalar", opd__cuda_eq_scalar, Tensor, Tensor, Scalar)
 

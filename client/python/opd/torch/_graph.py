@@ -1,5 +1,5 @@
 """How a traced graph runs in the daemon: the one place opd.torch.compile reaches the
-daemon's graph API (issue 13: define a graph once, run it in one request per call, release
+daemon's graph API (define a graph once, run it in one request per call, release
 it).
 
 [Note: compile's two forms]
