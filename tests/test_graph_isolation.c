@@ -366,13 +366,13 @@ START_TEST(test_graph_counts_in_cpu_memory) {
   ck_assert_uint_ge(st.in_use, before + cg->host_bytes);
   opd_compiled_graph_release(cg);
   opd_memory_stats_get(OPD_DEVICE_CPU, &st);
-  uint64_t after = st.in_use;
+  uint64_t after = st.in_use, limit = st.limit;
   opd_cpu_allocator_set_limit(after + 4096);
   opd_graph *g = chain_graph(200);
   opd_compiled_graph *none = NULL;
   ck_assert_int_eq(opd_graph_compile(g, NULL, NULL, &none, NULL), OPD_ERESOURCE);
   ck_assert_msg(strstr(opd_last_error(), "max_bytes_total"), "%s", opd_last_error());
-  opd_cpu_allocator_set_limit(0);
+  opd_cpu_allocator_set_limit(limit);
   opd_memory_stats_get(OPD_DEVICE_CPU, &st);
   ck_assert_uint_eq(st.in_use, after);
 }

@@ -27,8 +27,10 @@
  * outputs' charge becomes their handles' bytes, and a run that would pass max_bytes_held
  * fails with RESOURCE_EXHAUSTED having kept nothing. The planned buffers of fused groups
  * belong to the compiled graph, which is shared, and count in the daemon's
- * max_bytes_total. A graph runs with the default dispatch state, the one its nodes were
- * inferred and compiled with.
+ * max_bytes_total; a define is charged for them and the rest the graph holds ([Note: The
+ * charge of a graph definition]), and a run never hands a session the graph's memory
+ * ([Note: A compiled graph's memory never reaches a caller] in graph/src/outputs.c). A graph runs
+ * with the default dispatch state, the one its nodes were inferred and compiled with.
  *
  * The C tier: with graph_cc_dir, the daemon starts the process's C tier of fused programs
  * ([Note: The C tier of fused programs] in graph/src/c_tier.c), whose compiler runs on the
