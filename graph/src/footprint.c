@@ -19,6 +19,11 @@
  * what an allocator that counts every block sees, so a structure added without its count
  * fails there.
  *
+ * Not counted: what later runs add, the contexts of runs in flight beside the first (one per
+ * concurrent run, at most the workers'; their buffers are CPU storage, which max_bytes_total
+ * counts), the C tier's modules (shared by content, loaded once per program) and a CUDA
+ * group's compiled program.
+ *
  * The daemon-wide limit (the CPU allocator's, max_bytes_total in the daemon) is charged once
  * per compiled graph, by compiling it (compile.c: its host bytes, reserved with the
  * estimate before the passes run, trued up after, released when it is freed; its tensors

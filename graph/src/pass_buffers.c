@@ -74,7 +74,7 @@ static int check_buffers(const opd_graph *g, const opd__plan *p, const busy *liv
   }
   /* the values of one buffer, by start: each starts after the previous one's last use */
   for (uint32_t b = 0; b < p->nbuffers && rc == 0; b++) last[b].value = UINT32_MAX;
-  if (rc == 0) {
+  if (rc == 0 && n) {
     memcpy(by_start, lives, n * sizeof *lives);
     qsort(by_start, n, sizeof *by_start, busy_order);
   }
