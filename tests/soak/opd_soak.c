@@ -185,6 +185,12 @@ static bool quiesce(soak_daemon *d, uint64_t baseline, soak_memory *m, const cha
   return true;
 }
 
+/* VmRSS less the allocator's cache, in MiB: what malloc's heap holds. Signed: cached blocks
+ * need not be resident (pages never touched, or reclaimed), so the cache can exceed RSS. */
+static double heap_mib(uint64_t rss, const soak_memory *m) {
+  return ((double)rss - (double)m->cached) / MIB;
+}
+
 static void print_round(unsigned round, double seconds, uint64_t rss, const soak_memory *m) {
   soak_stats *t = &soak_totals;
   printf("round %u (%.1f s), totals so far: %" PRIu64 " episodes (%" PRIu64
@@ -194,7 +200,7 @@ static void print_round(unsigned round, double seconds, uint64_t rss, const soak
          " values checked; daemon RSS %.1f MiB, CPU cache %.1f MiB, RSS - cache %.1f MiB\n",
          round, seconds, t->episodes, t->lib_sessions, t->raw_episodes, t->killed_children,
          t->calls, t->pipelined, t->uploads, t->downloads, t->expected_errors, t->values_checked,
-         (double)rss / MIB, (double)m->cached / MIB, (double)(rss - m->cached) / MIB);
+         (double)rss / MIB, (double)m->cached / MIB, heap_mib(rss, m));
   printf("  cut: %" PRIu64 " mid-frame, %" PRIu64 " mid-upload, %" PRIu64 " mid-download, %" PRIu64
          " with work queued; %" PRIu64 " never-reading clients (%" PRIu64
          " saw the daemon stop reading); %.1f MiB up, %.1f MiB down\n",
@@ -327,12 +333,11 @@ int main(int argc, char **argv) {
     print_round(round, soak_now() - start, rss, &m);
     if (round == 1) warm_rss = rss, warm = m;
   }
-  if (!soak_stopped() && rss - m.cached > warm_rss - warm.cached + o.rss_slack)
+  if (!soak_stopped() && heap_mib(rss, &m) > heap_mib(warm_rss, &warm) + (double)o.rss_slack / MIB)
     soak_fail(NULL,
               "the daemon's RSS - cache grew from %.1f MiB after round 1 to %.1f MiB after "
               "round %u, more than the %.0f MiB slack ([Note: The soak's memory bound])",
-              (double)(warm_rss - warm.cached) / MIB, (double)(rss - m.cached) / MIB, o.rounds,
-              (double)o.rss_slack / MIB);
+              heap_mib(warm_rss, &warm), heap_mib(rss, &m), o.rounds, (double)o.rss_slack / MIB);
   if (!soak_stopped() && !soak_status_healthy(&d, why, sizeof why))
     soak_fail(NULL, "after the load: %s", why);
   if (!soak_stopped() && fresh_client(&d)) quiesce(&d, base.in_use, &m, "after the fresh client");
@@ -366,8 +371,7 @@ int main(int argc, char **argv) {
   printf("opd_soak: PASS: no session left, CPU bytes in use back to %" PRIu64
          ", RSS - cache %.1f MiB after round 1 and %.1f MiB at the end (slack %.0f MiB), a fresh "
          "client served, exit status 0 after SIGTERM\n",
-         base.in_use, (double)(warm_rss - warm.cached) / MIB, (double)(rss - m.cached) / MIB,
-         (double)o.rss_slack / MIB);
+         base.in_use, heap_mib(warm_rss, &warm), heap_mib(rss, &m), (double)o.rss_slack / MIB);
   if (o.keep_log)
     printf("opd_soak: the daemon's log is in %s\n", d.log_path);
   else
