@@ -177,7 +177,7 @@ class Runner:
 
     # ---- one sample ----
 
-    def run(self, opinfo, sample, rule):
+    def run(self, fn, sample, rule):
         """("pass" | "wrong" | "error" | "skip", detail)."""
         torch, opd = self.torch, self.opd
         inp, args, kwargs = sample.input, tuple(sample.args), dict(sample.kwargs)
@@ -189,7 +189,7 @@ class Runner:
         except Exception as e:  # noqa: BLE001 (a tensor the bridge cannot hold)
             return "error", f"remote(): {type(e).__name__}: {str(e)[:200]}"
         try:
-            expected = opinfo(inp, *args, **kwargs)
+            expected = fn(inp, *args, **kwargs)
         except Exception:  # PyTorch itself refuses the sample
             return "skip", "eager raised"
         expected_after = [v.clone() for v in self.sample_tensors(inp, args, kwargs)]
@@ -199,9 +199,9 @@ class Runner:
                 warnings.simplefilter("ignore")
                 if self.fallback:
                     with opd.torch.cpu_fallback():
-                        got = opinfo(rinp, *rargs, **rkwargs)
+                        got = fn(rinp, *rargs, **rkwargs)
                 else:
-                    got = opinfo(rinp, *rargs, **rkwargs)
+                    got = fn(rinp, *rargs, **rkwargs)
                 got = self.local(got)
                 got_after = [v.cpu() if isinstance(v, opd.torch.OpdTensor) else v
                              for v in self.sample_tensors(rinp, rargs, rkwargs)]
@@ -214,7 +214,7 @@ class Runner:
         why = self.compare(got, expected, None, rule or "")
         if why is not None and pristine is not None:
             try:
-                ref = opinfo(pristine[0], *pristine[1], **pristine[2])
+                ref = fn(pristine[0], *pristine[1], **pristine[2])
             except Exception:  # noqa: BLE001 (no float64 reference)
                 ref = None
             if ref is not None:
@@ -243,6 +243,8 @@ def main(argv=None):
     ap.add_argument("--deadline", type=float, default=110,
                     help="seconds: past them the run stops, and a hang ends the process")
     ap.add_argument("--verbose", action="store_true", help="a line per operator")
+    ap.add_argument("--no-inplace", dest="inplace", action="store_false",
+                    help="only the function variants (not also the in-place ones)")
     a = ap.parse_args(argv)
     if not a.daemon:
         ap.error("no daemon: --daemon or $OPD_DAEMON")
@@ -275,55 +277,62 @@ def main(argv=None):
             if time.monotonic() - start > a.deadline:
                 unfinished = True
                 break
-            reason, rule = UNSPECIFIED.get(name, (None, None))
-            op_start = time.monotonic()
-            counts = {"pass": 0, "wrong": 0, "error": 0, "skip": 0, "errors": {}, "wrong_samples": []}
-            supported = opinfo.supported_dtypes("cpu")
-            for dname in DTYPES:
-                dtype = getattr(torch, dname)
-                if dtype not in supported:
-                    continue
-                torch.manual_seed(0)
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        samples = []
-                        for s in opinfo.sample_inputs("cpu", dtype):
-                            samples.append(s)
-                            if len(samples) == a.samples:
-                                break
-                except Exception:  # noqa: BLE001 (PyTorch's own sample generator)
-                    continue
-                for i, sample in enumerate(samples):
+            base_name = name
+            variants = [(name, opinfo)]
+            if a.inplace and opinfo.inplace_variant is not None:
+                variants.append((name + " (in-place)", opinfo.inplace_variant))
+            for name, fn in variants:
+                reason, rule = UNSPECIFIED.get(base_name, (None, None))
+                op_start = time.monotonic()
+                counts = {"pass": 0, "wrong": 0, "error": 0, "skip": 0, "errors": {},
+                          "wrong_samples": []}
+                supported = opinfo.supported_dtypes("cpu")
+                for dname in DTYPES:
+                    dtype = getattr(torch, dname)
+                    if dtype not in supported:
+                        continue
+                    torch.manual_seed(0)
                     try:
-                        outcome, detail = runner.run(opinfo, sample, rule)
-                    except opd.ConnectionLost as e:
-                        outcome, detail = "error", f"ConnectionLost: {e}"
-                        if proc.poll() is not None:
-                            crashes.append(f"{name} {dname} sample {i}")
-                            proc, url, tmp = start_daemon(a.daemon)
-                        client.close()
-                        client = opd.connect(url)
-                        runner.client = client
-                    counts[outcome] += 1
-                    if outcome == "error":
-                        counts["errors"][detail] = counts["errors"].get(detail, 0) + 1
-                    elif outcome == "wrong":
-                        counts["wrong_samples"].append(f"{dname} sample {i}: {detail}")
-            done = counts["pass"] + counts["wrong"] + counts["error"]
-            counts["status"] = ("wrong" if counts["wrong"] else "untested" if not done else
-                                "all" if counts["pass"] == done else
-                                "none" if not counts["pass"] else "some")
-            counts["seconds"] = round(time.monotonic() - op_start, 3)
-            if reason:
-                counts["unspecified"] = f"{reason}: {rule} compared"
-            results[name] = counts
-            if a.verbose:
-                first_error = next(iter(counts["errors"]), "")
-                print(f"{counts['status']:8} {name}: {counts['pass']} pass, {counts['wrong']} wrong, "
-                      f"{counts['error']} error {first_error[:120]}", flush=True)
-                for w in counts["wrong_samples"]:
-                    print(f"         {w[:300]}", flush=True)
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            samples = []
+                            for s in opinfo.sample_inputs("cpu", dtype):
+                                samples.append(s)
+                                if len(samples) == a.samples:
+                                    break
+                    except Exception:  # noqa: BLE001 (PyTorch's own sample generator)
+                        continue
+                    for i, sample in enumerate(samples):
+                        try:
+                            outcome, detail = runner.run(fn, sample, rule)
+                        except opd.ConnectionLost as e:
+                            outcome, detail = "error", f"ConnectionLost: {e}"
+                            if proc.poll() is not None:
+                                crashes.append(f"{name} {dname} sample {i}")
+                                proc, url, tmp = start_daemon(a.daemon)
+                            client.close()
+                            client = opd.connect(url)
+                            runner.client = client
+                        counts[outcome] += 1
+                        if outcome == "error":
+                            counts["errors"][detail] = counts["errors"].get(detail, 0) + 1
+                        elif outcome == "wrong":
+                            counts["wrong_samples"].append(f"{dname} sample {i}: {detail}")
+                done = counts["pass"] + counts["wrong"] + counts["error"]
+                counts["status"] = ("wrong" if counts["wrong"] else "untested" if not done else
+                                    "all" if counts["pass"] == done else
+                                    "none" if not counts["pass"] else "some")
+                counts["seconds"] = round(time.monotonic() - op_start, 3)
+                if reason:
+                    counts["unspecified"] = f"{reason}: {rule} compared"
+                results[name] = counts
+                if a.verbose:
+                    first_error = next(iter(counts["errors"]), "")
+                    print(f"{counts['status']:8} {name}: {counts['pass']} pass, "
+                          f"{counts['wrong']} wrong, {counts['error']} error {first_error[:120]}",
+                          flush=True)
+                    for w in counts["wrong_samples"]:
+                        print(f"         {w[:300]}", flush=True)
     finally:
         client.close()
         stop_daemon(proc)
@@ -339,7 +348,8 @@ def main(argv=None):
     if a.json:
         with open(a.json, "w") as f:
             json.dump({**summary, "results": results}, f, indent=1, sort_keys=True)
-    print(f"opinfo {a.mode}: {len(results)} OpInfos: {totals['all']} all samples pass, "
+    print(f"opinfo {a.mode}: {len(results)} OpInfos and in-place variants: "
+          f"{totals['all']} all samples pass, "
           f"{totals['some']} some, {totals['none']} none (errors only), {totals['wrong']} WRONG, "
           f"{totals['untested']} untested; samples {samples['pass']} pass, {samples['error']} "
           f"error, {samples['wrong']} WRONG, {samples['skip']} eager refused; "

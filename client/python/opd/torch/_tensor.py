@@ -421,7 +421,24 @@ def _decomposition(func):
         inexact = _INEXACT_DECOMPOSITIONS.get(func)
         return d if inexact is None else (
             lambda *a, **k: NotImplemented if inexact(*a, **k) else d(*a, **k))
-    return getattr(func, "prim_impl", None)
+    prim = getattr(func, "prim_impl", None)
+    if prim is not None:
+        return prim
+    return _functional_form(func)
+
+
+def _functional_form(func):
+    """An in-place operator (``addcmul_``) as its functional form (``addcmul``), whose result
+    _settle_written copies into the written tensor, as functionalization does; None when it
+    has none."""
+    name = func._schema.name
+    if not name.endswith("_") or name.endswith("__"):
+        return None
+    packet = getattr(torch.ops.aten, name.split("::")[-1][:-1], None)
+    functional = getattr(packet, func._overloadname, None) if packet is not None else None
+    if functional is None or any(a.alias_info is not None for a in functional._schema.arguments):
+        return None
+    return functional
 
 
 def _copy_into(client, target, source):
@@ -449,6 +466,43 @@ def _as_views(func, info, client, args, kwargs):
     return views[0] if isinstance(meta_out, torch.Tensor) else type(meta_out)(views)
 
 
+def _made_in_daemon(func, info, client, args, kwargs):
+    """The *_like and new_* factories, which take an OpdTensor for its geometry only: made in
+    the daemon (aten::empty_strided with PyTorch's geometry from meta, then aten::fill_), so
+    that autograd's ones_like and an optimizer's zeros_like stay there."""
+    value = _LIKE_VALUES.get(func)
+    if value is None or client.schema("aten::empty_strided") is None:
+        return None
+    _, _, m = _meta_call(func, info, args, kwargs)
+    if not isinstance(m, torch.Tensor) or m.layout != torch.strided:
+        return None
+    first = _first_opd(args, kwargs)
+    schema = client.schema("aten::empty_strided")
+    ref = client._submit(schema.op, (list(m.size()), list(m.stride()), m.dtype), 1).outputs[0]
+    out = OpdTensor(ref, m, client, first.device)
+    fill = value(args, kwargs)
+    if fill is not None:
+        _dispatch(torch.ops.aten.fill_.Scalar, (out, fill), {})
+    return out
+
+
+def _like_fill(position):
+    return lambda args, kwargs: kwargs["fill_value"] if "fill_value" in kwargs else args[position]
+
+
+_LIKE_VALUES = {
+    torch.ops.aten.zeros_like.default: lambda a, k: 0,
+    torch.ops.aten.ones_like.default: lambda a, k: 1,
+    torch.ops.aten.full_like.default: _like_fill(1),
+    torch.ops.aten.empty_like.default: lambda a, k: None,
+    torch.ops.aten.new_zeros.default: lambda a, k: 0,
+    torch.ops.aten.new_ones.default: lambda a, k: 1,
+    torch.ops.aten.new_full.default: _like_fill(2),
+    torch.ops.aten.new_empty.default: lambda a, k: None,
+    torch.ops.aten.new_empty_strided.default: lambda a, k: None,
+}
+
+
 # [Note: What runs where]
 # An operator the daemon defines runs there. One it does not: a view operator becomes
 # aten::as_strided of the tensor it views (geometry from meta), so that writes through the view
@@ -467,10 +521,20 @@ def _without_kernel(func, info, client, args, kwargs):
         out = _as_views(func, info, client, args, kwargs)
         if out is not None:
             return out
+    if func in _LIKE_VALUES:
+        out = _made_in_daemon(func, info, client, args, kwargs)
+        if out is not None:
+            return out
     # an operator met again inside its own decomposition (a primitive's ATen implementation
     # is the ATen operator that decomposed into it) has no other way left
     active = _state.__dict__.setdefault("decomposing", set())
     decomposition = _decomposition(func) if func not in active else None
+    if decomposition is not None and info.written:
+        try:  # PyTorch's checks of the written tensor (dtype, shape), as the kernel makes them
+            _meta_call(func, info, args, kwargs)
+        except NotImplementedError as e:
+            if isinstance(e, OpdUnsupported):
+                raise
     if decomposition is not None:
         decomposed.add(info.qualname)
         active.add(func)
