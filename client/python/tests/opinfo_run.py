@@ -179,7 +179,7 @@ class Runner:
 
     def run(self, fn, sample, rule):
         """("pass" | "wrong" | "error" | "skip", detail)."""
-        torch, opd = self.torch, self.opd
+        opd = self.opd
         inp, args, kwargs = sample.input, tuple(sample.args), dict(sample.kwargs)
         pristine = self.float64((inp, args, kwargs)) if rule is None else None
         try:
@@ -254,7 +254,7 @@ def main(argv=None):
 
     import torch
     try:
-        import expecttest  # noqa: F401
+        import expecttest  # noqa: F401 (PyTorch's test helpers import it)
     except ImportError:
         sys.path.insert(0, os.path.join(HERE, "opinfo_stub"))
     with warnings.catch_warnings():

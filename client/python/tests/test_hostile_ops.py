@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import opd
-from opd import _schema
 
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # each, if it reached the generated source, would set opd._pwned
@@ -29,7 +28,7 @@ HOSTILE = [
     "evil::f(Tensor _call) -> Tensor",
     "evil::f(Tensor _op, Tensor x__d) -> Tensor",
     "evil::f(Tensor a\u00e9) -> Tensor",
-    "evil::f(Tensor a=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[) -> Tensor",
+    "evil::f(Tensor a=" + "[" * 200 + ") -> Tensor",
     "evil::f(Tensor a={1: 2}) -> Tensor",
     "evil::f(Tensor a=" + "1" * 5000 + ") -> Tensor",
 ]

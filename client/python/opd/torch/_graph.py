@@ -9,10 +9,10 @@ protocol's graph messages): the daemon validates it, optimises it (no-ops, CSE, 
 pattern, fused pointwise groups) and compiles it once, and ``DaemonGraph.run`` is one
 request per call. A graph the graph API cannot express (an operator the client has no schema
 for, a constant the daemon does not hold: ``_define_graph`` raises NotImplementedError) runs
-op by op instead (``OpByOpGraph``), said once per compiled callable with an
-OpdFallbackWarning naming why, and in its ``fallback_reason``: every node an ATen call through opd.torch.remote's
-dispatch, pipelined, correct, one request per operator. Errors the daemon reports for a
-graph it can express are raised: they are the graph's.
+op by op instead (``OpByOpGraph``): every node an ATen call through opd.torch.remote's
+dispatch, pipelined, correct, one request per operator; said once per compiled callable
+with an OpdFallbackWarning naming why, and kept in its ``fallback_reason``. Errors the
+daemon reports for a graph it can express are raised: they are the graph's.
 """
 
 
