@@ -85,18 +85,32 @@ def test_view_operators_the_daemon_lacks_are_views(client):
 
 def test_unsupported_uses_raise(client):
     r = remote(torch.zeros(2, 3), client)
-    with pytest.raises(NotImplementedError, match="aten::unsqueeze_"):
-        r.unsqueeze_(0)
+    with pytest.raises(NotImplementedError, match="aten::resize_"):
+        r.resize_(3, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", opd.torch.OpdFallbackWarning)
         with opd.torch.cpu_fallback(), pytest.raises(NotImplementedError,
                                                      match="shape of an OpdTensor"):
-            r.unsqueeze_(0)
+            r.resize_(3, 3)
     assert r.shape == (2, 3) and r.cpu().shape == (2, 3)
     with pytest.raises(NotImplementedError, match="complex"):
         remote(torch.zeros(2, dtype=torch.complex64), client)
     with pytest.raises(NotImplementedError, match="opd has no kernel for aten::"):
         torch.special.zeta(r, r)
+
+
+def test_in_place_views_change_an_opd_tensor(client):
+    x = torch.arange(6.0).view(2, 3)
+    r = remote(x.clone(), client)
+    r.unsqueeze_(0).transpose_(1, 2)
+    assert r.shape == (1, 3, 2) and r.stride() == x.unsqueeze(0).transpose(1, 2).stride()
+    torch.testing.assert_close(r.cpu(), x.unsqueeze(0).transpose(1, 2))
+    r.squeeze_(0).t_()
+    torch.testing.assert_close(r.cpu(), x)
+    v, m = torch.randn(3), torch.randn(3, 4)
+    torch.testing.assert_close((remote(v, client) @ remote(m, client)).cpu(), v @ m)  # squeeze_
+    torch.testing.assert_close(F.linear(remote(v, client), remote(m.t(), client)).cpu(),
+                               F.linear(v, m.t()))
 
 
 def test_to_with_copy(client):

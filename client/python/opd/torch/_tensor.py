@@ -11,6 +11,7 @@ import warnings
 import torch
 import torch._refs
 from torch._decomp import decomposition_table
+from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_map
 
 from .. import _C
@@ -337,7 +338,7 @@ def _run_here(func, args, kwargs):
 def _meta_call(func, info, args, kwargs):
     """The operator on meta tensors: the result's geometry and PyTorch's argument checks. A
     written OpdTensor is given as a fresh meta alias, so that an operator that would change its
-    shape or strides (resize_, unsqueeze_, an out= that must be resized) is refused, naming
+    shape or strides (resize_, an out= that must be resized) is refused, naming
     itself, instead of leaving the OpdTensor's geometry and the daemon's apart."""
     meta_args = _map_args(_to_meta, args)
     meta_kwargs = {k: v for k, v in zip(kwargs, _map_args(_to_meta, kwargs.values()))}
@@ -364,6 +365,30 @@ def _meta_call(func, info, args, kwargs):
     return tuple(meta_args), meta_kwargs, meta_out
 
 
+_aten = torch.ops.aten
+# in-place operators that make a tensor a view of itself, and the view they make
+_INPLACE_VIEWS = {
+    _aten.squeeze_.default: _aten.squeeze.default, _aten.squeeze_.dim: _aten.squeeze.dim,
+    _aten.unsqueeze_.default: _aten.unsqueeze.default, _aten.t_.default: _aten.t.default,
+    _aten.transpose_.default: _aten.transpose.int,
+    _aten.as_strided_.default: _aten.as_strided.default,
+}
+
+
+def _rebind(t, view):
+    """``t.squeeze_()`` and the like: t becomes the view (the daemon's tensor of the view, and
+    its geometry here: the wrapper's own sizes and strides are set without dispatch)."""
+    try:
+        with no_dispatch():
+            torch.ops.aten.as_strided_.default(t, view.size(), view.stride(),
+                                               view.storage_offset())
+    except RuntimeError as e:
+        raise OpdUnsupported(f"cannot give an OpdTensor the geometry {tuple(view.shape)} in "
+                             f"place: {e}") from None
+    t._opd, t._meta = view._opd, view._meta
+    return t
+
+
 def _dispatch(func, args, kwargs):
     first = _first_opd(args, kwargs)
     client = first._client
@@ -379,6 +404,8 @@ def _dispatch(func, args, kwargs):
     if info.written and any(isinstance(w, torch.Tensor) and not isinstance(w, OpdTensor)
                             for w in _written_args(info, args, kwargs)):
         return _run_here(func, args, kwargs)
+    if func in _INPLACE_VIEWS and isinstance(args[0], OpdTensor):
+        return _rebind(args[0], _INPLACE_VIEWS[func](*args, **kwargs))
     if info.schema is None:
         return _without_kernel(func, info, client, args, kwargs)
     meta_args, meta_kwargs, meta_out = _meta_call(func, info, args, kwargs)
