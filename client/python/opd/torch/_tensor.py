@@ -465,6 +465,10 @@ def _functional_form(func):
     functional = getattr(packet, func._overloadname, None) if packet is not None else None
     if functional is None or any(a.alias_info is not None for a in functional._schema.arguments):
         return None
+    # the same arguments in the same order (polygamma_(self, n) is polygamma(n, self))
+    if [(a.name, str(a.type)) for a in functional._schema.arguments] != \
+            [(a.name, str(a.type)) for a in func._schema.arguments]:
+        return None
     return functional
 
 
