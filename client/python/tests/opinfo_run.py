@@ -10,7 +10,9 @@ an OpdTensor, the results and the sample's own tensors after the call compared.
 A sample passes when it matches eager (torch.testing.assert_close's defaults, NaNs equal, or a
 float result whose error against a float64 eager reference is at most twice eager float32's
 own), or raises an exception (an operator the daemon lacks, something the bridge does not
-support): both are honest. A result that differs is WRONG, and the tool exits with status 1.
+support): both are honest. A result that differs is WRONG, and the tool exits with status 1;
+so is an OpdTensor result whose geometry here is not the daemon's (read through
+aten::as_strided with it, its elements differ), which views made later would trust.
 Values PyTorch leaves unspecified are compared as far as they are specified (UNSPECIFIED).
 An operator is counted as "all" (every sample passes), "some", "none" (every sample raised)
 or "wrong"; --verbose prints each operator's line, --json writes everything.
@@ -175,6 +177,21 @@ class Runner:
                 return f"value {i}: {why}"
         return None
 
+    def layout_mismatch(self, got):
+        """Why an OpdTensor result's geometry here (sizes, strides, offset) is not the daemon's,
+        or None: its elements read through aten::as_strided with that geometry must be its
+        values (views made later trust that geometry)."""
+        torch, opd = self.torch, self.opd
+        for v in self.leaves(got, []):
+            if isinstance(v, opd.torch.OpdTensor) and v.numel() and \
+                    self.client.schema("aten::as_strided") is not None:
+                via = torch.ops.aten.as_strided.default(v, v.shape, v.stride(),
+                                                        v.storage_offset())
+                if not torch.equal(via.cpu().nan_to_num(), v.cpu().nan_to_num()):
+                    return f"the daemon's layout of a {tuple(v.shape)} result is not " \
+                           f"{v.stride()} here"
+        return None
+
     # ---- one sample ----
 
     def run(self, fn, sample, rule):
@@ -202,6 +219,7 @@ class Runner:
                         got = fn(rinp, *rargs, **rkwargs)
                 else:
                     got = fn(rinp, *rargs, **rkwargs)
+                layout = self.layout_mismatch(got)
                 got = self.local(got)
                 got_after = [v.cpu() if isinstance(v, opd.torch.OpdTensor) else v
                              for v in self.sample_tensors(rinp, rargs, rkwargs)]
@@ -210,6 +228,8 @@ class Runner:
         except Exception as e:  # noqa: BLE001 (any exception is an honest answer)
             return "error", f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}" \
                 if str(e).strip() else type(e).__name__
+        if layout is not None:
+            return "wrong", layout
         ref = None
         why = self.compare(got, expected, None, rule or "")
         if why is not None and pristine is not None:

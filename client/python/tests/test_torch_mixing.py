@@ -131,3 +131,17 @@ def test_softmax_with_dtype(client):
     x = torch.randn(3, 4)
     torch.testing.assert_close(torch.softmax(remote(x, client), 1, dtype=torch.float64).cpu(),
                                torch.softmax(x, 1, dtype=torch.float64))
+
+
+def test_result_layout_is_the_daemons(client):
+    # native_layer_norm's meta kernel keeps a permuted input's layout; the CPU kernel (and the
+    # daemon) give a contiguous result: views of it must read what eager's views read
+    x = torch.randn(1, 4, 3, 5)
+    ln = torch.nn.LayerNorm(4)
+    expected = ln(x.permute(0, 2, 3, 1)).detach()
+    remote(ln, client)
+    with torch.no_grad():
+        got = ln(remote(x, client).permute(0, 2, 3, 1))
+    assert got.stride() == expected.stride()
+    torch.testing.assert_close(got.view(-1).cpu(), expected.view(-1))
+    torch.testing.assert_close(got.diagonal(0, 1, 2).cpu(), expected.diagonal(0, 1, 2))

@@ -335,6 +335,19 @@ def _run_here(func, args, kwargs):
     return func(*local_args, **local_kwargs)
 
 
+# operators whose meta kernel gives some results other strides than the CPU kernel (and the
+# daemon, which follows it) does: those results are contiguous. native_layer_norm's meta
+# output keeps a permuted input's layout where the CPU kernel's is contiguous.
+_CONTIGUOUS_RESULTS = {torch.ops.aten.native_layer_norm.default: (0,)}
+
+
+def _contiguous_results(meta_out, which):
+    out = list(meta_out)
+    for i in which:
+        out[i] = torch.empty(out[i].shape, dtype=out[i].dtype, device="meta")
+    return type(meta_out)(out)
+
+
 def _meta_call(func, info, args, kwargs):
     """The operator on meta tensors: the result's geometry and PyTorch's argument checks. A
     written OpdTensor is given as a fresh meta alias, so that an operator that would change its
@@ -345,7 +358,10 @@ def _meta_call(func, info, args, kwargs):
     if meta_kwargs.get("device") is not None:  # the daemon's tensors are meta tensors here
         meta_kwargs["device"] = _META
     if not info.written:
-        return meta_args, meta_kwargs, func(*meta_args, **meta_kwargs)
+        meta_out = func(*meta_args, **meta_kwargs)
+        if func in _CONTIGUOUS_RESULTS:
+            meta_out = _contiguous_results(meta_out, _CONTIGUOUS_RESULTS[func])
+        return meta_args, meta_kwargs, meta_out
     meta_args, meta_kwargs = list(meta_args), dict(meta_kwargs)
     checks = []
     for i, name in info.written:
