@@ -6,11 +6,33 @@ import json
 import urllib.request
 
 from . import _C, _dtypes, _ops, _schema
+from . import _errors as opd_errors
 
 DEFAULT_URL = _C.DEFAULT_URL
 Tensor = _C.Tensor
 Future = _C.Future
 Literal = _C.Literal
+
+
+_MAX_LISTING = 16 << 20
+
+
+def _listed_schemas(listing):
+    """The schema strings of a /v1/ops listing ({"ops": [{"name", "schema"}, ...]}): only
+    entries whose name is their schema's own operator name (a listing cannot file a schema
+    under another operator's name)."""
+    ops = listing.get("ops") if isinstance(listing, dict) else None
+    if not isinstance(ops, list):
+        raise opd_errors.InvalidArgument("the operator listing has no list 'ops'")
+    out = []
+    for entry in ops:
+        if not isinstance(entry, dict):
+            continue
+        name, text = entry.get("name"), entry.get("schema")
+        if isinstance(name, str) and isinstance(text, str) and \
+                text.partition("(")[0].strip() == name:
+            out.append(text)
+    return out
 
 
 def _infer_kind(value):
@@ -96,16 +118,35 @@ class Client(_C.Client):
         """Adds the operators the daemon lists at its status endpoint (``/v1/ops``, e.g. the
         ones a plugin defined) to ``ops``; returns how many it has."""
         with urllib.request.urlopen(status_url.rstrip("/") + "/v1/ops", timeout=10) as r:
-            listing = json.load(r)
-        for entry in listing["ops"]:
-            if entry.get("schema") and entry["name"] not in self._schemas:
-                try:
-                    self._schemas[entry["name"]] = _schema.Schema(entry["schema"])
-                except _schema.SchemaError:
-                    continue  # a type the client cannot pass: call it by name
-        self._ops = None
-        self._by_name.clear()
+            body = r.read(_MAX_LISTING + 1)
+        if len(body) > _MAX_LISTING:
+            raise opd_errors.InvalidArgument(f"the operator listing at {status_url} is larger "
+                                             f"than {_MAX_LISTING} bytes")
+        try:
+            listing = json.loads(body)
+        except (ValueError, RecursionError) as e:
+            raise opd_errors.InvalidArgument(f"the operator listing at {status_url} is not "
+                                             f"JSON: {e}") from None
+        self.add_schemas(_listed_schemas(listing))
         return len(self._schemas)
+
+    def add_schemas(self, schemas):
+        """Adds schema strings ("ns::op.overload(...) -> ...") as typed calls. An operator the
+        client already has keeps its binding; a schema the client cannot parse or pass is
+        skipped (the operator stays callable by name). Returns how many were added."""
+        added = 0
+        for text in schemas:
+            try:
+                schema = _schema.Schema(text)
+            except _schema.SchemaError:
+                continue
+            if schema.qualname not in self._schemas:
+                self._schemas[schema.qualname] = schema
+                added += 1
+        if added:
+            self._ops = None
+            self._by_name.clear()
+        return added
 
     def _typed(self, op):
         fn = self._by_name.get(op)

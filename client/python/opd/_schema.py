@@ -2,7 +2,18 @@
 ("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor") into its
 arguments, and the typed function generated from it, with the schema's positional and
 keyword-only arguments and defaults, so that Python binds the arguments and
-opd._C converts them by the kinds the schema gives (see docs/PYTHON.md)."""
+opd._C converts them by the kinds the schema gives (see docs/PYTHON.md).
+
+[Note: Generated source from checked names only]
+Schemas also come from a daemon's status endpoint (Client.load_ops), which is as hostile as
+any other input. The typed function is generated as Python source, so every name that goes
+into that source is checked here first: the namespace, operator, overload and argument names
+must be plain ASCII identifiers (``[A-Za-z_][A-Za-z0-9_]*``, keywords renamed with a trailing
+``_``), argument names unique, and none of the generator's own names (``_call``, ``_op``,
+anything ending in ``__d``). Defaults never enter
+the source: they are parsed with ast.literal_eval and passed as values. The function's own
+name is fixed; its ``__name__`` is set afterwards. A schema that fails a check is a
+SchemaError, and its operator is not bound."""
 import ast
 import keyword
 import re
@@ -20,10 +31,20 @@ _NAMED = {"contiguous_format": 0, "preserve_format": 1, "strided": 0, "Mean": 1,
 RET_SINGLE, RET_TUPLE, RET_LIST = 0, 1, 2
 
 _TYPE = re.compile(r"(\w+)(?:\([^)]*\))?(\?)?(\[(\d*)\])?(\?)?$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_MAX_SCHEMA = 4096
 
 
 class SchemaError(ValueError):
     pass
+
+
+def _checked_name(name, what):
+    """name when it is a plain ASCII identifier that cannot clash with the generated code's
+    own names ([Note: Generated source from checked names only])."""
+    if not isinstance(name, str) or not _IDENT.match(name) or name.endswith("__d"):
+        raise SchemaError(f"invalid {what} name {name!r}")
+    return name
 
 
 def _split(text):
@@ -48,7 +69,12 @@ def _split(text):
 def _default(text):
     if text in _NAMED:
         return _NAMED[text]
-    value = ast.literal_eval(text)
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+        raise SchemaError(f"invalid default {text!r}") from e
+    if not isinstance(value, (bool, int, float, str, list, tuple, type(None))):
+        raise SchemaError(f"invalid default {text!r}")
     return tuple(value) if isinstance(value, list) else value
 
 
@@ -71,7 +97,7 @@ class Argument:
             optional = bool(list_opt)
         else:
             optional = bool(elem_opt or list_opt)
-        self.name = name
+        self.name = _checked_name(name, "argument")
         self.pyname = name + "_" if keyword.iskeyword(name) else name
         self.type = type_text
         self.kind = kind
@@ -86,6 +112,8 @@ class Schema:
     ``name`` "add", ``overload`` "Tensor" ("default" when it has none)."""
 
     def __init__(self, text):
+        if not isinstance(text, str) or len(text) > _MAX_SCHEMA:
+            raise SchemaError("a schema is a string of at most 4096 characters")
         self.text = text
         head, arrow, returns = text.rpartition(") -> ")
         if not arrow:
@@ -95,9 +123,10 @@ class Schema:
         ns, sep, rest = self.qualname.partition("::")
         if not sep or not paren:
             raise SchemaError(f"cannot parse '{text}'")
-        self.namespace = ns
-        self.name, _, overload = rest.partition(".")
-        self.overload = overload or "default"
+        self.namespace = _checked_name(ns, "namespace")
+        name, _, overload = rest.partition(".")
+        self.name = _checked_name(name, "operator")
+        self.overload = _checked_name(overload, "overload") if overload else "default"
         self.arguments = []
         kwarg_only = False
         for decl in _split(args):
@@ -105,6 +134,9 @@ class Schema:
                 kwarg_only = True
             else:
                 self.arguments.append(Argument(decl, kwarg_only))
+        pynames = [a.pyname for a in self.arguments]
+        if len(set(pynames)) != len(pynames) or set(pynames) & _GENERATED_NAMES:
+            raise SchemaError(f"repeated or reserved argument names in '{self.qualname}'")
         self.nouts, self.ret_form = _returns(returns.strip())
         self.op = _C.Op(self.qualname, "".join(a.kind + ("?" if a.optional else "")
                                                for a in self.arguments),
@@ -129,6 +161,8 @@ def _returns(text):
 
 
 _FACTORIES = {}
+# the names the generated source defines itself: no argument may take one
+_GENERATED_NAMES = {"_make", "_call", "_submit", "_op", "call", "future"}
 
 
 def _factory(schema):
@@ -151,14 +185,13 @@ def _factory(schema):
         params.append("*")
         params += [f"{a.pyname}={a.pyname}__d" if a.has_default else a.pyname for a in kwonly]
     names = ", ".join(a.pyname for a in schema.arguments)
-    fname = re.sub(r"\W", "_", f"{schema.name}_{schema.overload}")
     defaults = ", ".join(f"{a.pyname}__d" for a in schema.arguments if a.has_default)
     src = (f"def _make(_call, _submit, _op, {defaults}):\n"
-           f"    def {fname}({', '.join(params)}):\n"
+           f"    def call({', '.join(params)}):\n"
            f"        return _call(_op, ({names}{',' if names else ''}))\n"
            f"    def future({', '.join(params)}):\n"
            f"        return _submit(_op, ({names}{',' if names else ''}))\n"
-           f"    return {fname}, future\n")
+           f"    return call, future\n")
     scope = {}
     exec(compile(src, f"<opd schema {schema.qualname}>", "exec"), scope)
     make = scope["_make"]

@@ -2,6 +2,7 @@
 signature with a bounded cache, run in the daemon as one graph per call."""
 import gc
 import time
+import warnings
 
 import pytest
 
@@ -149,3 +150,22 @@ def test_outputs_are_released_when_they_die(daemon):
         finally:
             if enabled:
                 gc.enable()
+
+
+def test_a_graph_run_op_by_op_says_why_once(client):
+    def f(x):
+        return torch.addcmul(x, x, x, value=0.5).relu()  # addcmul: no schema in the client
+
+    compiled = opd.torch.compile(f, client)
+    x = torch.randn(3, 4)
+    with pytest.warns(opd.torch.OpdFallbackWarning, match="op by op.*addcmul"):
+        got = compiled(x)
+    torch.testing.assert_close(got.cpu(), f(x))
+    assert "addcmul" in compiled.fallback_reason
+    assert not compiled.graph_for(x).one_request
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", opd.torch.OpdFallbackWarning)
+        compiled(torch.randn(5, 4))  # another signature, traced again: said once already
+    ok = opd.torch.compile(lambda x: x.relu(), client)
+    ok(x)
+    assert ok.fallback_reason is None

@@ -11,6 +11,7 @@ compile(fn_or_module, client): traced with make_fx and run in the daemon;
 cpu_fallback(): operators opd lacks run on the local CPU with a warning.
 """
 from ._compile import compile
-from ._tensor import OpdFallbackWarning, OpdTensor, cpu_fallback, remote
+from ._tensor import OpdFallbackWarning, OpdTensor, OpdUnsupported, cpu_fallback, remote
 
-__all__ = ["remote", "compile", "OpdTensor", "cpu_fallback", "OpdFallbackWarning"]
+__all__ = ["remote", "compile", "OpdTensor", "cpu_fallback", "OpdFallbackWarning",
+           "OpdUnsupported"]

@@ -3,13 +3,14 @@ graph fixtures were made), its parameters uploaded once, the graph run in the da
 ([Note: compile's two forms] in _graph.py), re-traced when the inputs' shapes or dtypes
 change, the graphs of the last `cache_size` signatures kept."""
 import collections
+import warnings
 
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils.stateless import functional_call
 
 from . import _graph
-from ._tensor import OpdTensor, _remote_tensor, remote
+from ._tensor import OpdFallbackWarning, OpdTensor, _remote_tensor, remote
 
 __all__ = ["compile", "CompiledFunction"]
 
@@ -44,6 +45,8 @@ class CompiledFunction:
         self._fn = fn
         self._graphs = collections.OrderedDict()
         self.traces = 0
+        #: why a graph of this callable runs op by op (the first such reason), or None
+        self.fallback_reason = None
         self._names, self._params, self._examples = [], [], []
         if isinstance(fn, torch.nn.Module):
             seen = {}
@@ -73,7 +76,12 @@ class CompiledFunction:
             if "." not in name and not isinstance(value, OpdTensor):
                 setattr(gm, name, remote(value, self.client))
         self.traces += 1
-        return _graph.define_graph(self.client, gm) or _graph.OpByOpGraph(gm)
+        graph = _graph.define_graph(self.client, gm)
+        if graph.fallback_reason is not None and self.fallback_reason is None:
+            self.fallback_reason = graph.fallback_reason
+            warnings.warn(f"opd.torch.compile runs this graph op by op, one request per "
+                          f"operator: {graph.fallback_reason}", OpdFallbackWarning, stacklevel=4)
+        return graph
 
     def graph_for(self, *args):
         """The graph that runs these arguments (traced now if their signature is new)."""

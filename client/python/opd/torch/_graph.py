@@ -10,8 +10,9 @@ pattern, fused pointwise groups) and compiles it once, and ``DaemonGraph.run`` i
 request per call. A graph the graph API cannot express (an operator the client has no schema
 for, a constant the daemon does not hold: ``_define_graph`` raises NotImplementedError) runs
 op by op instead (``OpByOpGraph``): every node an ATen call through opd.torch.remote's
-dispatch, pipelined, correct, one request per operator. Errors the daemon reports for a
-graph it can express are raised: they are the graph's.
+dispatch, pipelined, correct, one request per operator; said once per compiled callable
+with an OpdFallbackWarning naming why, and kept in its ``fallback_reason``. Errors the
+daemon reports for a graph it can express are raised: they are the graph's.
 """
 
 
@@ -20,8 +21,9 @@ class OpByOpGraph:
 
     one_request = False
 
-    def __init__(self, gm):
+    def __init__(self, gm, fallback_reason):
         self.gm = gm
+        self.fallback_reason = fallback_reason
 
     def run(self, inputs):
         return self.gm(*inputs)
@@ -31,18 +33,19 @@ class OpByOpGraph:
 
 
 def define_graph(client, gm):
-    """The daemon's graph of gm (run in one request per call), or None when the graph API
-    cannot express it."""
+    """The daemon's graph of gm (run in one request per call), or an OpByOpGraph whose
+    ``fallback_reason`` says why the graph API cannot express it."""
     try:
         return DaemonGraph(client, client._define_graph(gm.graph))
-    except NotImplementedError:
-        return None
+    except NotImplementedError as e:
+        return OpByOpGraph(gm, str(e))
 
 
 class DaemonGraph:
     """A graph held by the daemon: run(inputs) is one request."""
 
     one_request = True
+    fallback_reason = None
 
     def __init__(self, client, graph):
         self.client = client

@@ -9,12 +9,14 @@ import threading
 import warnings
 
 import torch
+import torch._refs
 from torch._decomp import decomposition_table
+from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_map
 
 from .. import _C
 
-__all__ = ["OpdTensor", "remote", "cpu_fallback", "OpdFallbackWarning"]
+__all__ = ["OpdTensor", "remote", "cpu_fallback", "OpdFallbackWarning", "OpdUnsupported"]
 
 
 class OpdFallbackWarning(UserWarning):
@@ -47,6 +49,7 @@ _MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1,
                    torch.channels_last: 2, torch.channels_last_3d: 3}
 _LAYOUTS = {torch.strided: 0}
 _MISSING = object()
+_META = torch.device("meta")
 
 
 class OpdTensor(torch.Tensor):
@@ -93,9 +96,13 @@ class OpdTensor(torch.Tensor):
     def to(self, *args, **kwargs):
         """``.to("cpu")`` brings the value here (as ``.cpu()``); a dtype alone converts in the
         daemon."""
-        device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
+        # _parse_to knows no copy argument (keyword, or the second positional bool)
+        parse_kwargs = {k: v for k, v in kwargs.items() if k != "copy"}
+        bools = [i for i, a in enumerate(args) if isinstance(a, bool)]
+        parse_args = [a for i, a in enumerate(args) if i not in bools[1:2]]
+        device, dtype, _, _ = torch._C._nn._parse_to(*parse_args, **parse_kwargs)
         if device is not None and device.type == "cpu":
-            local = self.cpu()
+            local = self.cpu()  # a new tensor: copy=True holds already
             return local.to(dtype) if dtype is not None else local
         return super().to(*args, **kwargs)
 
@@ -134,7 +141,7 @@ def _to_meta(x):
 
 class _OpInfo:
     """What the dispatch of one ATen overload needs, computed once per overload."""
-    __slots__ = ("qualname", "schema", "aliased_outputs", "tensor_args")
+    __slots__ = ("qualname", "schema", "aliased_outputs", "written", "views")
 
     def __init__(self, func, client):
         s = func._schema
@@ -145,6 +152,12 @@ class _OpInfo:
                    if a.alias_info is not None and a.alias_info.is_write}
         self.aliased_outputs = [written.get(r.alias_info) if r.alias_info is not None and
                                 r.alias_info.is_write else None for r in s.returns]
+        # the written arguments: (position, name)
+        self.written = tuple((i, a.name) for i, a in enumerate(s.arguments)
+                             if a.alias_info is not None and a.alias_info.is_write)
+        # a view operator: results that alias an argument without writing it
+        self.views = not self.written and any(
+            r.alias_info is not None and not r.alias_info.is_write for r in s.returns)
 
 
 _INFOS = {}
@@ -291,10 +304,105 @@ def _count_tensors(meta_out):
     return 0
 
 
+class OpdUnsupported(NotImplementedError):
+    """What opd cannot do with OpdTensors, named: an operator the daemon lacks (and PyTorch has
+    no decomposition of that the daemon can run), or a use the bridge does not support."""
+
+
 def _not_implemented(qualname, client):
-    return NotImplementedError(
+    return OpdUnsupported(
         f"opd has no kernel for {qualname}: the daemon at {client.url} does not define it "
         f"(wrap the code in opd.torch.cpu_fallback() to run such operators on the local CPU)")
+
+
+def _written_args(info, args, kwargs):
+    return [args[i] if i < len(args) else kwargs.get(name) for i, name in info.written]
+
+
+def _here(x):
+    return x.cpu() if isinstance(x, OpdTensor) else x
+
+
+# [Note: Mixing local tensors and OpdTensors]
+# An operator computes where the tensor it writes lives. One that writes a local tensor
+# (out.copy_(r), out.add_(r), out= a local tensor) runs here on the local CPU, its OpdTensor
+# arguments downloaded, so the local tensor holds the result (sending it to the daemon would
+# write the daemon's copy of it and leave the local one as it was). One that writes an
+# OpdTensor, or nothing, runs in the daemon, local tensors uploaded for the call.
+def _run_here(func, args, kwargs):
+    """An operator that writes a local tensor, run on the local CPU."""
+    local_args, local_kwargs = tree_map(_here, (args, kwargs))
+    return func(*local_args, **local_kwargs)
+
+
+# operators whose meta kernel gives some results other strides than the CPU kernel (and the
+# daemon, which follows it) does: those results are contiguous. native_layer_norm's meta
+# output keeps a permuted input's layout where the CPU kernel's is contiguous.
+_CONTIGUOUS_RESULTS = {torch.ops.aten.native_layer_norm.default: (0,)}
+
+
+def _contiguous_results(meta_out, which):
+    out = list(meta_out)
+    for i in which:
+        out[i] = torch.empty(out[i].shape, dtype=out[i].dtype, device="meta")
+    return type(meta_out)(out)
+
+
+def _meta_call(func, info, args, kwargs):
+    """The operator on meta tensors: the result's geometry and PyTorch's argument checks. A
+    written OpdTensor is given as a fresh meta alias, so that an operator that would change its
+    shape or strides (resize_, an out= that must be resized) is refused, naming
+    itself, instead of leaving the OpdTensor's geometry and the daemon's apart."""
+    meta_args = _map_args(_to_meta, args)
+    meta_kwargs = {k: v for k, v in zip(kwargs, _map_args(_to_meta, kwargs.values()))}
+    if meta_kwargs.get("device") is not None:  # the daemon's tensors are meta tensors here
+        meta_kwargs["device"] = _META
+    if not info.written:
+        meta_out = func(*meta_args, **meta_kwargs)
+        if func in _CONTIGUOUS_RESULTS:
+            meta_out = _contiguous_results(meta_out, _CONTIGUOUS_RESULTS[func])
+        return meta_args, meta_kwargs, meta_out
+    meta_args, meta_kwargs = list(meta_args), dict(meta_kwargs)
+    checks = []
+    for i, name in info.written:
+        holder, key = (meta_args, i) if i < len(meta_args) else (meta_kwargs, name)
+        m = holder[key] if (i < len(meta_args) or name in meta_kwargs) else None
+        if isinstance(m, torch.Tensor):
+            alias = m.as_strided(m.size(), m.stride(), m.storage_offset())
+            holder[key] = alias
+            checks.append((alias, m))
+    meta_out = func(*meta_args, **meta_kwargs)
+    for alias, m in checks:
+        if alias.size() != m.size() or alias.stride() != m.stride() or \
+                alias.storage_offset() != m.storage_offset():
+            raise OpdUnsupported(
+                f"{info.qualname} would change the shape of an OpdTensor in place "
+                f"({tuple(m.shape)} to {tuple(alias.shape)}): opd does not support that")
+    return tuple(meta_args), meta_kwargs, meta_out
+
+
+_aten = torch.ops.aten
+# in-place operators that make a tensor a view of itself, and the view they make
+_INPLACE_VIEWS = {
+    _aten.squeeze_.default: _aten.squeeze.default, _aten.squeeze_.dim: _aten.squeeze.dim,
+    _aten.unsqueeze_.default: _aten.unsqueeze.default, _aten.t_.default: _aten.t.default,
+    _aten.transpose_.default: _aten.transpose.int,
+    _aten.as_strided_.default: _aten.as_strided.default,
+}
+
+
+def _rebind(t, view):
+    """``t.squeeze_()`` and the like: t becomes the view (the daemon's tensor of the view, and
+    its geometry here: the wrapper's own sizes and strides are set without dispatch)."""
+    try:
+        with no_dispatch():
+            torch.ops.aten.as_strided_.default(t, view.size(), view.stride(),
+                                               view.storage_offset())
+    except RuntimeError as e:
+        raise OpdUnsupported(f"cannot give an OpdTensor the geometry {tuple(view.shape)} in "
+                             f"place: {e}") from None
+    t._opd, t._meta = view._opd, view._meta
+    return t
 
 
 def _dispatch(func, args, kwargs):
@@ -309,55 +417,253 @@ def _dispatch(func, args, kwargs):
             args[0].device.type != "cpu":
         local = args[0].cpu()
         return local.to(kwargs.get("dtype") or local.dtype)
+    if info.written and any(isinstance(w, torch.Tensor) and not isinstance(w, OpdTensor)
+                            for w in _written_args(info, args, kwargs)):
+        return _run_here(func, args, kwargs)
+    if func in _INPLACE_VIEWS and isinstance(args[0], OpdTensor):
+        return _rebind(args[0], _INPLACE_VIEWS[func](*args, **kwargs))
     if info.schema is None:
         return _without_kernel(func, info, client, args, kwargs)
-    meta_args = _map_args(_to_meta, args)
-    meta_kwargs = {k: v for k, v in zip(kwargs, _map_args(_to_meta, kwargs.values()))}
-    meta_out = func(*meta_args, **meta_kwargs)  # shapes and PyTorch's argument errors, here
+    meta_args, meta_kwargs, meta_out = _meta_call(func, info, args, kwargs)
     values = _call_args(client, info.schema, args, kwargs, meta_args, meta_kwargs)
     refs = client._submit(info.schema.op, values, _count_tensors(meta_out)).outputs
     result = _wrap(client, refs, meta_out, first.device)
     if any(info.aliased_outputs):  # in-place and out=: the written argument itself
-        names = [a.name for a in func._schema.arguments]
-        written = [args[names.index(n)] if names.index(n) < len(args) else kwargs[n]
-                   for n in info.aliased_outputs if n is not None]
-        return written[0] if len(written) == 1 and not isinstance(result, tuple) else \
-            tuple(written)
+        return _written_result(func, info, args, kwargs, result)
     return result
 
 
+def _written_result(func, info, args, kwargs, result):
+    names = [a.name for a in func._schema.arguments]
+    written = [args[names.index(n)] if names.index(n) < len(args) else kwargs[n]
+               for n in info.aliased_outputs if n is not None]
+    return written[0] if len(written) == 1 and not isinstance(result, tuple) else \
+        tuple(written)
+
+
+# decompositions of PyTorch's table that give other values than its kernels, and the ones used
+# instead: aten::logsumexp's subtracts an infinite maximum (NaN where eager gives -inf)
+_DECOMPOSITION_FIXES = {torch.ops.aten.logsumexp.default: torch._refs.logsumexp}
+# decompositions that are less precise than the kernels for some arguments: not used for them
+# (upsample_bicubic2d's computes its source positions in float32, also for float64 images)
+_INEXACT_DECOMPOSITIONS = {
+    torch.ops.aten.upsample_bicubic2d.default: lambda a, *_, **__: a.dtype == torch.float64,
+    torch.ops.aten.upsample_bicubic2d.vec: lambda a, *_, **__: a.dtype == torch.float64,
+}
+
+
+def _decomposition(func):
+    """PyTorch's own way of writing func in other operators: its CompositeImplicitAutograd
+    kernel (what eager itself runs: aten::to.dtype is _to_copy), its decomposition table, a
+    primitive's ATen implementation (prims::*); None when it has none."""
+    if torch._C._dispatch_has_kernel_for_dispatch_key(
+            func.name(), torch._C.DispatchKey.CompositeImplicitAutograd):
+        return func.decompose
+    d = _DECOMPOSITION_FIXES.get(func) or decomposition_table.get(func)
+    if d is not None:
+        inexact = _INEXACT_DECOMPOSITIONS.get(func)
+        return d if inexact is None else (
+            lambda *a, **k: NotImplemented if inexact(*a, **k) else d(*a, **k))
+    prim = getattr(func, "prim_impl", None)
+    if prim is not None:
+        return prim
+    return _functional_form(func)
+
+
+def _functional_form(func):
+    """An in-place operator (``addcmul_``) as its functional form (``addcmul``), whose result
+    _settle_written copies into the written tensor, as functionalization does; None when it
+    has none."""
+    name = func._schema.name
+    if not name.endswith("_") or name.endswith("__"):
+        return None
+    packet = getattr(torch.ops.aten, name.split("::")[-1][:-1], None)
+    functional = getattr(packet, func._overloadname, None) if packet is not None else None
+    if functional is None or any(a.alias_info is not None for a in functional._schema.arguments):
+        return None
+    # the same arguments in the same order (polygamma_(self, n) is polygamma(n, self))
+    if [(a.name, str(a.type)) for a in functional._schema.arguments] != \
+            [(a.name, str(a.type)) for a in func._schema.arguments]:
+        return None
+    return functional
+
+
+def _copy_into(client, target, source):
+    """target's memory in the daemon gets source's values (views write through)."""
+    client.call_async("aten::copy_", target._opd, _convert(client, "T", source, lambda: ()))
+
+
+def _as_views(func, info, client, args, kwargs):
+    """A view operator the daemon lacks: each result is aten::as_strided of the argument it
+    views, with the geometry PyTorch gives it on meta, so that writes through it reach the
+    viewed tensor as they do in PyTorch. None when PyTorch has no meta kernel for it."""
+    base = args[0] if args and isinstance(args[0], OpdTensor) else None
+    if base is None or client.schema("aten::as_strided") is None:
+        return None
+    try:
+        _, _, meta_out = _meta_call(func, info, args, kwargs)
+    except NotImplementedError:
+        return None
+    outs = [meta_out] if isinstance(meta_out, torch.Tensor) else list(meta_out)
+    if not all(isinstance(m, torch.Tensor) and m.dtype == base.dtype for m in outs):
+        return None
+    views = [_dispatch(torch.ops.aten.as_strided.default,
+                       (base, list(m.size()), list(m.stride()), m.storage_offset()), {})
+             for m in outs]
+    return views[0] if isinstance(meta_out, torch.Tensor) else type(meta_out)(views)
+
+
+def _made_in_daemon(func, info, client, args, kwargs):
+    """The *_like and new_* factories, which take an OpdTensor for its geometry only: made in
+    the daemon (aten::empty_strided with PyTorch's geometry from meta, then aten::fill_), so
+    that autograd's ones_like and an optimizer's zeros_like stay there."""
+    value = _LIKE_VALUES.get(func)
+    if value is None or client.schema("aten::empty_strided") is None:
+        return None
+    _, _, m = _meta_call(func, info, args, kwargs)
+    if not isinstance(m, torch.Tensor) or m.layout != torch.strided:
+        return None
+    first = _first_opd(args, kwargs)
+    schema = client.schema("aten::empty_strided")
+    ref = client._submit(schema.op, (list(m.size()), list(m.stride()), m.dtype), 1).outputs[0]
+    out = OpdTensor(ref, m, client, first.device)
+    fill = value(args, kwargs)
+    if fill is not None:
+        _dispatch(torch.ops.aten.fill_.Scalar, (out, fill), {})
+    return out
+
+
+def _like_fill(position):
+    return lambda args, kwargs: kwargs["fill_value"] if "fill_value" in kwargs else args[position]
+
+
+_LIKE_VALUES = {
+    torch.ops.aten.zeros_like.default: lambda a, k: 0,
+    torch.ops.aten.ones_like.default: lambda a, k: 1,
+    torch.ops.aten.full_like.default: _like_fill(1),
+    torch.ops.aten.empty_like.default: lambda a, k: None,
+    torch.ops.aten.new_zeros.default: lambda a, k: 0,
+    torch.ops.aten.new_ones.default: lambda a, k: 1,
+    torch.ops.aten.new_full.default: _like_fill(2),
+    torch.ops.aten.new_empty.default: lambda a, k: None,
+    torch.ops.aten.new_empty_strided.default: lambda a, k: None,
+}
+
+
+# [Note: What runs where]
+# An operator the daemon defines runs there. One it does not: a view operator becomes
+# aten::as_strided of the tensor it views (geometry from meta), so that writes through the view
+# reach the viewed tensor; else PyTorch's own way of writing it in other operators
+# (_decomposition: CompositeImplicitAutograd kernel, decomposition table with its known-bad
+# entries corrected or skipped, a primitive's ATen implementation), whose pieces come back here;
+# an operator met again inside its own decomposition has no way left. Then the CPU fallback when
+# enabled (_on_cpu), else OpdUnsupported naming the operator. Nothing is computed locally in
+# silence: the fallback warns, and the one other local computation is an operator that writes a
+# local tensor ([Note: Mixing local tensors and OpdTensors]).
 def _without_kernel(func, info, client, args, kwargs):
-    """An operator the daemon does not define: PyTorch's decomposition of it into others
-    (they run in the daemon), else the CPU fallback when enabled, else NotImplementedError."""
-    decomposition = decomposition_table.get(func)
+    """An operator the daemon does not define: a view as as_strided, else PyTorch's own
+    decomposition of it into others (they run in the daemon), else the CPU fallback when
+    enabled, else OpdUnsupported naming the operator ([Note: What runs where])."""
+    if info.views:
+        out = _as_views(func, info, client, args, kwargs)
+        if out is not None:
+            return out
+    if func in _LIKE_VALUES:
+        out = _made_in_daemon(func, info, client, args, kwargs)
+        if out is not None:
+            return out
+    # an operator met again inside its own decomposition (a primitive's ATen implementation
+    # is the ATen operator that decomposed into it) has no other way left
+    active = _state.__dict__.setdefault("decomposing", set())
+    decomposition = _decomposition(func) if func not in active else None
+    if decomposition is not None and info.written:
+        try:  # PyTorch's checks of the written tensor (dtype, shape), as the kernel makes them
+            _meta_call(func, info, args, kwargs)
+        except NotImplementedError as e:
+            if isinstance(e, OpdUnsupported):
+                raise
     if decomposition is not None:
         decomposed.add(info.qualname)
+        active.add(func)
         try:
-            return decomposition(*args, **kwargs)
-        except NotImplementedError as e:
-            raise _not_implemented(info.qualname, client) from e
+            out = decomposition(*args, **kwargs)
+        except OpdUnsupported as e:
+            if "in the decomposition of" not in str(e):
+                raise OpdUnsupported(f"{e} (in the decomposition of {info.qualname})") from e
+            raise
+        finally:
+            active.discard(func)
+        if out is not NotImplemented:
+            if info.written:
+                return _settle_written(func, info, client, args, kwargs, out)
+            return out
     if not _fallback_enabled():
         raise _not_implemented(info.qualname, client)
+    return _on_cpu(func, info, client, args, kwargs)
+
+
+def _settle_written(func, info, client, args, kwargs, out):
+    """After a decomposition of an in-place or out= operator: the written argument holds the
+    result (a decomposition that computed it functionally gets it copied in)."""
+    written = [w for w in _written_args(info, args, kwargs) if isinstance(w, OpdTensor)]
+    results = [out] if isinstance(out, torch.Tensor) else [
+        o for o in (out if isinstance(out, (list, tuple)) else ()) if isinstance(o, torch.Tensor)]
+    for w, r in zip(written, results):
+        if r is not w:
+            if tuple(r.shape) != tuple(w.shape):
+                raise OpdUnsupported(f"{info.qualname} would change the shape of an OpdTensor "
+                                     f"in place: opd does not support that")
+            _copy_into(client, w, r)
+    return _written_result(func, info, args, kwargs, out) if any(info.aliased_outputs) else out
+
+
+def _on_cpu(func, info, client, args, kwargs):
+    """cpu_fallback(): the operator on the local CPU, its OpdTensor arguments downloaded; a
+    written OpdTensor gets its new value copied into it in the daemon (through views too), its
+    other results are uploaded."""
+    if info.views:
+        raise OpdUnsupported(f"{info.qualname} is a view operator the daemon lacks and PyTorch "
+                             f"has no meta kernel for: the CPU fallback cannot make it a view")
     warnings.warn(f"opd has no kernel for {info.qualname}: running it on the local CPU",
-                  OpdFallbackWarning, stacklevel=3)
-    local_args, local_kwargs = tree_map(lambda x: x.cpu() if isinstance(x, OpdTensor) else x,
-                                        (args, kwargs))
+                  OpdFallbackWarning, stacklevel=4)
+    local_args, local_kwargs = tree_map(_here, (args, kwargs))
     out = func(*local_args, **local_kwargs)
-    # written arguments get their new value in the daemon
-    for a, la in zip(func._schema.arguments, local_args):
-        if a.alias_info is not None and a.alias_info.is_write and isinstance(la, torch.Tensor):
-            target = args[[x.name for x in func._schema.arguments].index(a.name)]
-            target._opd = client.upload(la)
-    return tree_map(lambda x: _from_local(client, x) if isinstance(x, torch.Tensor) else x, out)
+    written = {}
+    for (i, name), target in zip(info.written, _written_args(info, args, kwargs)):
+        if not isinstance(target, OpdTensor):
+            continue
+        local = local_args[i] if i < len(local_args) else local_kwargs[name]
+        if tuple(local.shape) != tuple(target.shape):
+            raise OpdUnsupported(f"{info.qualname} would change the shape of an OpdTensor in "
+                                 f"place ({tuple(target.shape)} to {tuple(local.shape)}): opd "
+                                 f"does not support that")
+        _copy_into(client, target, local)
+        written[id(local)] = target
+    device = _first_opd(args, kwargs).device
+
+    def back(x):
+        if not isinstance(x, torch.Tensor):
+            return x
+        if id(x) in written:
+            return written[id(x)]
+        return _from_local(client, x, device)
+
+    return tree_map(back, out)
 
 
-def _from_local(client, t):
-    t = t.contiguous()
-    return OpdTensor(client.upload(t), torch.empty(t.shape, dtype=t.dtype, device="meta"), client,
-                     t.device)
+def _from_local(client, t, device):
+    """A result of the CPU fallback as an OpdTensor, uploaded without waiting (the tensor is the
+    fallback's own: nothing else changes it while the upload holds its memory)."""
+    t = t.detach().contiguous()
+    return OpdTensor(client.upload_async(t).outputs[0],
+                     torch.empty(t.shape, dtype=t.dtype, device="meta"), client, device)
 
 
 def _remote_tensor(client, t, device):
+    if t.layout != torch.strided:
+        raise OpdUnsupported(f"opd holds strided tensors only, not {t.layout} ones")
+    if t.is_complex() or t.is_quantized:
+        raise OpdUnsupported(f"opd has no {t.dtype} tensors")
     t = t.detach()
     if t.device.type != "cpu":
         t = t.cpu()
@@ -371,7 +677,11 @@ def remote(obj, client, device=None):
     """The daemon's copy of ``obj``: a torch.Tensor becomes an OpdTensor; an nn.Module gets
     every parameter and buffer uploaded once (tensors shared by several modules once) and held
     in the daemon, in place, and is returned; lists, tuples and dicts are converted item by
-    item. ``device``: where the daemon keeps them ("cpu", "cuda", "cuda:1")."""
+    item. ``device``: where the daemon keeps them ("cpu", "cuda", "cuda:1").
+
+    A parameter stays a parameter: an OpdTensor that is a leaf and requires grad as the local
+    one did, and the module's own bookkeeping runs as in ``module.to(...)`` (its ``_apply``:
+    an RNN's flat weights)."""
     done = {}
 
     def convert(t):
@@ -379,7 +689,11 @@ def remote(obj, client, device=None):
             return t
         key = id(t)
         if key not in done:
-            done[key] = (t, _remote_tensor(client, t, device))
+            r = _remote_tensor(client, t, device)
+            if isinstance(t, torch.nn.Parameter):
+                r.requires_grad_(t.requires_grad)
+                r._is_param = True
+            done[key] = (t, r)
         return done[key][1]
 
     if isinstance(obj, torch.nn.Module):
@@ -388,6 +702,8 @@ def remote(obj, client, device=None):
                 for name, t in list(table.items()):
                     if t is not None:
                         table[name] = convert(t)
+        # the modules' own bookkeeping (RNNBase._apply: _flat_weights), tensors kept as they are
+        obj._apply(lambda t: t)
         result = obj
     elif isinstance(obj, torch.Tensor):
         result = convert(obj)
