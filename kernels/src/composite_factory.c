@@ -1,0 +1,297 @@
+/* composite_factory.c: the factories of the pointwise family, written with empty, fill_ and
+ * _to_copy called through the dispatcher (so they work on every backend): empty_like,
+ * zeros_like, ones_like, full_like, new_empty, new_zeros, new_ones, new_full, scalar_tensor,
+ * lift_fresh, the aten::to overloads (CompositeImplicitAutograd: self itself when nothing
+ * changes, else _to_copy), and the in-place fills zero_ and fill_.Tensor. */
+#include <string.h>
+
+#include "kernel_util.h"
+#include "loops.h"
+
+/* c10::MemoryFormat */
+enum { FORMAT_CONTIGUOUS, FORMAT_PRESERVE };
+
+static int fill_scalar(opd_tensor *t, opd_scalar value) {
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_Tensor(&s, t);
+  if (rc == 0) rc = OPD__PUSH_Scalar(&s, value);
+  return opd__call_inplace(rc, &op, "aten::fill_.Scalar", &s);
+}
+
+/* *out, filled with value (or left as it is when value's tag is OPD_IV_NONE); released on
+ * failure. */
+static int then_fill(int rc, opd_scalar value, opd_tensor **out) {
+  if (rc || value.tag == OPD_IV_NONE) return rc;
+  if ((rc = fill_scalar(*out, value))) {
+    opd_tensor_release(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* ATen's empty_like: self's dtype and device unless given; memory_format Preserve (the
+ * default) keeps a dense self's strides and otherwise gives dense strides in self's
+ * dimension order, as _to_copy does. */
+static int empty_like(opd_tensor *self, opd_dtype dtype, int64_t layout, opd_device device,
+                      opd_opt_bool pin_memory, int64_t memory_format, opd_tensor **out) {
+  if (dtype == OPD_DTYPE_UNDEFINED) dtype = opd_tensor_dtype(self);
+  if (device.type < 0) device = opd_tensor_device(self);
+  if (memory_format < 0) memory_format = FORMAT_PRESERVE;
+  opd_int_list size = {opd_tensor_sizes(self), self->ndim};
+  if (memory_format != FORMAT_PRESERVE)
+    return opd__call_empty(size, dtype, layout, device, pin_memory, memory_format, out);
+  int64_t strides[OPD_MAX_DIMS];
+  int rc = 0;
+  if (opd__is_non_overlapping_and_dense(self))
+    memcpy(strides, opd_tensor_strides(self), (size_t)self->ndim * sizeof *strides);
+  else
+    rc = opd__infer_dense_strides(opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim,
+                                  strides);
+  return rc ? rc
+            : opd__call_empty_strided(size, (opd_int_list){strides, self->ndim}, dtype, layout,
+                                      device, pin_memory, out);
+}
+
+static const opd_scalar no_fill = {.tag = OPD_IV_NONE};
+
+int opd__cea_empty_like(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype,
+                        int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                        int64_t memory_format, opd_tensor **out) {
+  (void)ctx;
+  return empty_like(self, dtype, layout, device, pin_memory, memory_format, out);
+}
+
+int opd__cea_zeros_like(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype,
+                        int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                        int64_t memory_format, opd_tensor **out) {
+  (void)ctx;
+  return then_fill(empty_like(self, dtype, layout, device, pin_memory, memory_format, out),
+                   opd__scalar_int(0), out);
+}
+
+int opd__cea_ones_like(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype, int64_t layout,
+                       opd_device device, opd_opt_bool pin_memory, int64_t memory_format,
+                       opd_tensor **out) {
+  (void)ctx;
+  return then_fill(empty_like(self, dtype, layout, device, pin_memory, memory_format, out),
+                   opd__scalar_int(1), out);
+}
+
+int opd__cea_full_like(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar fill_value,
+                       opd_dtype dtype, int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                       int64_t memory_format, opd_tensor **out) {
+  (void)ctx;
+  return then_fill(empty_like(self, dtype, layout, device, pin_memory, memory_format, out),
+                   fill_value, out);
+}
+
+/* new_*: a contiguous tensor of `size` with self's dtype and device unless given. */
+static int new_filled(opd_tensor *self, opd_int_list size, opd_scalar value, opd_dtype dtype,
+                      int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                      opd_tensor **out) {
+  if (dtype == OPD_DTYPE_UNDEFINED) dtype = opd_tensor_dtype(self);
+  if (device.type < 0) device = opd_tensor_device(self);
+  return then_fill(opd__call_empty(size, dtype, layout, device, pin_memory, -1, out), value, out);
+}
+
+int opd__cea_new_empty(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list size,
+                       opd_dtype dtype, int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                       opd_tensor **out) {
+  (void)ctx;
+  return new_filled(self, size, no_fill, dtype, layout, device, pin_memory, out);
+}
+
+int opd__cea_new_zeros(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list size,
+                       opd_dtype dtype, int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                       opd_tensor **out) {
+  (void)ctx;
+  return new_filled(self, size, opd__scalar_int(0), dtype, layout, device, pin_memory, out);
+}
+
+int opd__cea_new_ones(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list size,
+                      opd_dtype dtype, int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                      opd_tensor **out) {
+  (void)ctx;
+  return new_filled(self, size, opd__scalar_int(1), dtype, layout, device, pin_memory, out);
+}
+
+int opd__cea_new_full(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list size,
+                      opd_scalar fill_value, opd_dtype dtype, int64_t layout, opd_device device,
+                      opd_opt_bool pin_memory, opd_tensor **out) {
+  (void)ctx;
+  return new_filled(self, size, fill_value, dtype, layout, device, pin_memory, out);
+}
+
+/* scalar_tensor: a 0-d tensor of the default dtype unless given */
+int opd__cea_scalar_tensor(const opd_kernel_ctx *ctx, opd_scalar s, opd_dtype dtype, int64_t layout,
+                           opd_device device, opd_opt_bool pin_memory, opd_tensor **out) {
+  (void)ctx;
+  return then_fill(
+      opd__call_empty((opd_int_list){NULL, 0}, dtype, layout, device, pin_memory, -1, out), s, out);
+}
+
+/* lift_fresh is the identity outside functionalization */
+int opd__cea_lift_fresh(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  opd_tensor_retain(self);
+  *out = self;
+  return 0;
+}
+
+/* ---- in-place fills ---- */
+
+static int zero_(opd_tensor *self, opd_tensor **out) {
+  int rc = fill_scalar(self, opd__scalar_int(0));
+  if (rc) return rc;
+  opd_tensor_retain(self);
+  *out = self;
+  return 0;
+}
+
+int opd__cpu_zero_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return zero_(self, out);
+}
+
+int opd__meta_zero_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return zero_(self, out);
+}
+
+/* The one element of a CPU tensor as a Scalar of its dtype's kind. */
+static opd_scalar item(const opd_tensor *t) {
+  const char *p = opd_tensor_data(t);
+  union {
+    float f32;
+    double f64;
+    int64_t i64;
+    int32_t i32;
+    int16_t i16;
+    int8_t i8;
+    uint8_t u8;
+    uint16_t u16;
+  } v;
+  memcpy(&v, p, opd_dtype_size(opd_tensor_dtype(t)));
+  switch (opd_tensor_dtype(t)) {
+  case OPD_FLOAT32: return opd__scalar_double(v.f32);
+  case OPD_FLOAT64: return opd__scalar_double(v.f64);
+  case OPD_FLOAT16: return opd__scalar_double(opd_half_to_float(v.u16));
+  case OPD_BFLOAT16: return opd__scalar_double(opd_bf16_to_float(v.u16));
+  case OPD_INT64: return opd__scalar_int(v.i64);
+  case OPD_INT32: return opd__scalar_int(v.i32);
+  case OPD_INT16: return opd__scalar_int(v.i16);
+  case OPD_INT8: return opd__scalar_int(v.i8);
+  case OPD_UINT8: return opd__scalar_int(v.u8);
+  default: return (opd_scalar){.tag = OPD_IV_BOOL, .u.b = v.u8 != 0};
+  }
+}
+
+static int check_fill_value(opd_tensor *value) {
+  if (value->ndim != 0)
+    return opd_error(OPD_EINVAL,
+                     "fill_ only supports 0-dimension value tensor but got tensor with %d "
+                     "dimensions.",
+                     value->ndim);
+  return 0;
+}
+
+/* fill_.Tensor: fill_.Scalar with the value's element (a CPU value: its data is read here) */
+int opd__cpu_fill__tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *value,
+                          opd_tensor **out) {
+  (void)ctx;
+  int rc = check_fill_value(value);
+  if (rc) return rc;
+  if (opd_tensor_device(value).type != OPD_DEVICE_CPU)
+    return opd_error(OPD_ENOTIMPL, "fill_: the value tensor must be on the CPU here");
+  if ((rc = fill_scalar(self, item(value)))) return rc;
+  opd_tensor_retain(self);
+  *out = self;
+  return 0;
+}
+
+int opd__meta_fill__tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *value,
+                           opd_tensor **out) {
+  (void)ctx;
+  int rc = check_fill_value(value);
+  if (rc) return rc;
+  opd_tensor_bump_version(self);
+  opd_tensor_retain(self);
+  *out = self;
+  return 0;
+}
+
+/* ---- aten::to (CompositeImplicitAutograd) ---- */
+
+/* ATen's to_impl: self itself when dtype, device and memory format already are self's and no
+ * copy is asked for, else _to_copy. */
+static int to_impl(opd_tensor *self, opd_dtype dtype, int64_t layout, opd_device device,
+                   opd_opt_bool pin_memory, bool non_blocking, bool copy, int64_t memory_format,
+                   opd_tensor **out) {
+  static const opd_operator *op;
+  opd_device d = opd_tensor_device(self);
+  bool same_device =
+      device.type < 0 || (device.type == d.type && (device.index < 0 || device.index == d.index));
+  bool same_format = memory_format < 0 || memory_format == FORMAT_PRESERVE ||
+                     (memory_format == FORMAT_CONTIGUOUS && opd_tensor_is_contiguous(self));
+  if (!copy && same_device && same_format &&
+      (dtype == OPD_DTYPE_UNDEFINED || dtype == opd_tensor_dtype(self)) && layout <= 0) {
+    opd_tensor_retain(self);
+    *out = self;
+    return 0;
+  }
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_Tensor(&s, self);
+  if (rc == 0) rc = OPD__PUSH_OptDType(&s, dtype);
+  if (rc == 0) rc = OPD__PUSH_OptLayout(&s, layout);
+  if (rc == 0) rc = OPD__PUSH_OptDevice(&s, device);
+  if (rc == 0) rc = OPD__PUSH_OptBool(&s, pin_memory);
+  if (rc == 0) rc = OPD__PUSH_Bool(&s, non_blocking);
+  if (rc == 0) rc = OPD__PUSH_OptMemoryFormat(&s, memory_format);
+  return opd__call_tensor(rc, &op, "aten::_to_copy", &s, out);
+}
+
+static const opd_opt_bool no_bool = {false, false};
+static const opd_device no_device = {-1, -1};
+
+int opd__cia_to_dtype(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype,
+                      bool non_blocking, bool copy, int64_t memory_format, opd_tensor **out) {
+  (void)ctx;
+  return to_impl(self, dtype, -1, no_device, no_bool, non_blocking, copy, memory_format, out);
+}
+
+int opd__cia_to_dtype_layout(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype,
+                             int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                             bool non_blocking, bool copy, int64_t memory_format,
+                             opd_tensor **out) {
+  (void)ctx;
+  return to_impl(self, dtype, layout, device, pin_memory, non_blocking, copy, memory_format, out);
+}
+
+/* aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False,
+ * bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a): boxed (no unboxed tag
+ * holds a Device that is not optional) */
+int opd__cia_to_device(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *a = opd_stack_last(stack, 6);
+  if (a[0].tag != OPD_IV_TENSOR || a[1].tag != OPD_IV_DEVICE || a[3].tag != OPD_IV_BOOL ||
+      a[4].tag != OPD_IV_BOOL) {
+    opd_stack_drop(stack, 6);
+    return opd_error(OPD_EINVAL, "to.device: expected (Tensor, Device, ScalarType, bool, bool, "
+                                 "MemoryFormat?) arguments");
+  }
+  opd_tensor *r = NULL;
+  int rc = to_impl(a[0].u.t, OPD__FROM_OptDType(&a[2]), -1, a[1].u.device, no_bool, a[3].u.b,
+                   a[4].u.b, OPD__FROM_OptMemoryFormat(&a[5]), &r);
+  opd_stack_drop(stack, 6);
+  return rc ? rc : opd_stack_push(stack, opd_iv_tensor_steal(r));
+}
+
+int opd__cia_to_other(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                      bool non_blocking, bool copy, int64_t memory_format, opd_tensor **out) {
+  (void)ctx;
+  return to_impl(self, opd_tensor_dtype(other), -1, opd_tensor_device(other), no_bool, non_blocking,
+                 copy, memory_format, out);
+}
