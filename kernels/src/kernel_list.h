@@ -471,9 +471,35 @@
   X("aten::fill_.Tensor", Meta, opd__meta_fill__tensor, Tensor, Tensor, Tensor) \
   X("aten::to.dtype", CompositeImplicitAutograd, opd__cia_to_dtype, Tensor, Tensor, DType, Bool, Bool, OptMemoryFormat) \
   X("aten::to.dtype_layout", CompositeImplicitAutograd, opd__cia_to_dtype_layout, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, Bool, Bool, OptMemoryFormat) \
-  X("aten::to.other", CompositeImplicitAutograd, opd__cia_to_other, Tensor, Tensor, Tensor, Bool, Bool, OptMemoryFormat)
+  X("aten::to.other", CompositeImplicitAutograd, opd__cia_to_other, Tensor, Tensor, Tensor, Bool, Bool, OptMemoryFormat) \
+  /* random factories: kernels/cpu/random.c */ \
+  X("aten::rand", CompositeExplicitAutograd, opd__cea_rand, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::randn", CompositeExplicitAutograd, opd__cea_randn, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::rand_like", CompositeExplicitAutograd, opd__cea_rand_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::randn_like", CompositeExplicitAutograd, opd__cea_randn_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::randint", CompositeExplicitAutograd, opd__cea_randint, Tensor, Int, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::randint.low", CompositeExplicitAutograd, opd__cea_randint_low, Tensor, Int, Int, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::randperm", CompositeExplicitAutograd, opd__cea_randperm, Tensor, Int, OptDType, OptLayout, OptDevice, OptBool)
 #define OPD_POINTWISE_BOXED_KERNELS(X) \
-  X("aten::to.device", CompositeImplicitAutograd, opd__cia_to_device)
+  X("aten::to.device", CompositeImplicitAutograd, opd__cia_to_device) \
+  /* random operators (a Generator? argument): kernels/cpu/random.c */ \
+  X("aten::uniform_", CPU, opd__cpu_uniform_) \
+  X("aten::uniform_", Meta, opd__meta_uniform_) \
+  X("aten::normal_", CPU, opd__cpu_normal_) \
+  X("aten::normal_", Meta, opd__meta_normal_) \
+  X("aten::exponential_", CPU, opd__cpu_exponential_) \
+  X("aten::exponential_", Meta, opd__meta_exponential_) \
+  X("aten::bernoulli_.float", CPU, opd__cpu_bernoulli__float) \
+  X("aten::bernoulli_.float", Meta, opd__meta_bernoulli__float) \
+  X("aten::bernoulli_.Tensor", CPU, opd__cpu_bernoulli__tensor) \
+  X("aten::bernoulli_.Tensor", Meta, opd__meta_bernoulli__tensor) \
+  X("aten::random_", CPU, opd__cpu_random_) \
+  X("aten::random_", Meta, opd__meta_random_) \
+  X("aten::random_.from", CPU, opd__cpu_random__from) \
+  X("aten::random_.from", Meta, opd__meta_random__from) \
+  X("aten::random_.to", CPU, opd__cpu_random__to) \
+  X("aten::random_.to", Meta, opd__meta_random__to) \
+  X("aten::bernoulli", CompositeExplicitAutograd, opd__cea_bernoulli)
 
 /* indexing, joining, shapes, sorting */
 #define OPD_INDEX_UNBOXED_KERNELS(X)
