@@ -1,8 +1,8 @@
 /* composite_factory.c: the factories of the pointwise family, written with empty, fill_ and
  * _to_copy called through the dispatcher (so they work on every backend): empty_like,
  * zeros_like, ones_like, full_like, new_empty, new_zeros, new_ones, new_full, scalar_tensor,
- * lift_fresh, the aten::to overloads (CompositeImplicitAutograd: self itself when nothing
- * changes, else _to_copy), and the in-place fills zero_ and fill_.Tensor. */
+ * lift_fresh, eye, the aten::to overloads (CompositeImplicitAutograd: self itself when
+ * nothing changes, else _to_copy), and the in-place fills zero_ and fill_.Tensor. */
 #include <string.h>
 
 #include "kernel_util.h"
@@ -294,4 +294,63 @@ int opd__cia_to_other(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *o
   (void)ctx;
   return to_impl(self, opd_tensor_dtype(other), -1, opd_tensor_device(other), no_bool, non_blocking,
                  copy, memory_format, out);
+}
+
+/* ---- eye (CompositeExplicitAutograd): arange(n)[:, None] == arange(m), in dtype ---- */
+
+static int arange_int64(int64_t n, opd_device device, opd_tensor **out) {
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_Scalar(&s, opd__scalar_int(n));
+  if (rc == 0) rc = OPD__PUSH_OptDType(&s, OPD_INT64);
+  if (rc == 0) rc = OPD__PUSH_OptLayout(&s, -1);
+  if (rc == 0) rc = OPD__PUSH_OptDevice(&s, device);
+  if (rc == 0) rc = OPD__PUSH_OptBool(&s, no_bool);
+  return opd__call_tensor(rc, &op, "aten::arange", &s, out);
+}
+
+int opd__cea_eye_m(const opd_kernel_ctx *ctx, int64_t n, int64_t m, opd_dtype dtype, int64_t layout,
+                   opd_device device, opd_opt_bool pin_memory, opd_tensor **out) {
+  (void)ctx;
+  (void)pin_memory;
+  static const opd_operator *unsqueeze_op, *eq_op;
+  if (n < 0)
+    return opd_error(OPD_EINVAL, "n must be greater or equal to 0, got %lld", (long long)n);
+  if (m < 0)
+    return opd_error(OPD_EINVAL, "m must be greater or equal to 0, got %lld", (long long)m);
+  if (layout > 0) return opd_error(OPD_EINVAL, "eye: only the strided layout is supported");
+  if (dtype == OPD_DTYPE_UNDEFINED) dtype = OPD_DEFAULT_DTYPE;
+  opd_tensor *rows = NULL, *cols = NULL, *col = NULL, *eq = NULL;
+  int rc = arange_int64(n, device, &rows);
+  if (rc == 0) rc = arange_int64(m, device, &cols);
+  opd_stack s;
+  if (rc == 0) {
+    opd_stack_init(&s);
+    rc = OPD__PUSH_Tensor(&s, rows);
+    if (rc == 0) rc = OPD__PUSH_Int(&s, 1);
+    rc = opd__call_tensor(rc, &unsqueeze_op, "aten::unsqueeze", &s, &col);
+  }
+  if (rc == 0) {
+    opd_stack_init(&s);
+    rc = OPD__PUSH_Tensor(&s, col);
+    if (rc == 0) rc = OPD__PUSH_Tensor(&s, cols);
+    rc = opd__call_tensor(rc, &eq_op, "aten::eq.Tensor", &s, &eq);
+  }
+  if (rc == 0 && dtype == OPD_BOOL) {
+    *out = eq;
+    eq = NULL;
+  } else if (rc == 0) {
+    rc = to_impl(eq, dtype, -1, no_device, no_bool, false, false, -1, out);
+  }
+  if (rows) opd_tensor_release(rows);
+  if (cols) opd_tensor_release(cols);
+  if (col) opd_tensor_release(col);
+  if (eq) opd_tensor_release(eq);
+  return rc;
+}
+
+int opd__cea_eye(const opd_kernel_ctx *ctx, int64_t n, opd_dtype dtype, int64_t layout,
+                 opd_device device, opd_opt_bool pin_memory, opd_tensor **out) {
+  return opd__cea_eye_m(ctx, n, n, dtype, layout, device, pin_memory, out);
 }

@@ -479,7 +479,9 @@
   X("aten::randn_like", CompositeExplicitAutograd, opd__cea_randn_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
   X("aten::randint", CompositeExplicitAutograd, opd__cea_randint, Tensor, Int, IntList, OptDType, OptLayout, OptDevice, OptBool) \
   X("aten::randint.low", CompositeExplicitAutograd, opd__cea_randint_low, Tensor, Int, Int, IntList, OptDType, OptLayout, OptDevice, OptBool) \
-  X("aten::randperm", CompositeExplicitAutograd, opd__cea_randperm, Tensor, Int, OptDType, OptLayout, OptDevice, OptBool)
+  X("aten::randperm", CompositeExplicitAutograd, opd__cea_randperm, Tensor, Int, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::eye", CompositeExplicitAutograd, opd__cea_eye, Tensor, Int, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::eye.m", CompositeExplicitAutograd, opd__cea_eye_m, Tensor, Int, Int, OptDType, OptLayout, OptDevice, OptBool)
 #define OPD_POINTWISE_BOXED_KERNELS(X) \
   X("aten::to.device", CompositeImplicitAutograd, opd__cia_to_device) \
   /* random operators (a Generator? argument): kernels/cpu/random.c */ \
@@ -499,7 +501,12 @@
   X("aten::random_.from", Meta, opd__meta_random__from) \
   X("aten::random_.to", CPU, opd__cpu_random__to) \
   X("aten::random_.to", Meta, opd__meta_random__to) \
-  X("aten::bernoulli", CompositeExplicitAutograd, opd__cea_bernoulli)
+  X("aten::bernoulli", CompositeExplicitAutograd, opd__cea_bernoulli) \
+  /* nan_to_num (a float? argument): kernels/cpu/pointwise_unary.c */ \
+  X("aten::nan_to_num", CPU, opd__cpu_nan_to_num) \
+  X("aten::nan_to_num", Meta, opd__meta_nan_to_num) \
+  X("aten::nan_to_num_", CPU, opd__cpu_nan_to_num_) \
+  X("aten::nan_to_num_", Meta, opd__meta_nan_to_num_)
 
 /* indexing, joining, shapes, sorting */
 #define OPD_INDEX_UNBOXED_KERNELS(X)

@@ -350,6 +350,30 @@ add("to.other", [
     ("int64", lambda g: ([("self", g.T(small(g), "float32")), ("other", g.T([2], "int64"))], ["dtype"])),
     ("same", lambda g: ([("self", g.T(small(g), "float32")), ("other", g.T([], "float32"))], ["view"])),
 ])
+for op in ["eye"]:
+    add(op, [
+        ("n3", lambda g: ([("n", 3)], ["float32"])),
+        ("n0", lambda g: ([("n", 0)], ["empty"])),
+        ("int64", lambda g: ([("n", 2), ("dtype", torch.int64)], ["integer"])),
+        ("negative", lambda g: ([("n", -1)], [])),
+    ])
+add("eye.m", [
+    ("wide", lambda g: ([("n", 2), ("m", 4)], ["float32"])),
+    ("tall_bool", lambda g: ([("n", 4), ("m", 3), ("dtype", torch.bool)], ["bool"])),
+    ("f64_empty", lambda g: ([("n", 3), ("m", 0), ("dtype", torch.float64)], ["empty"])),
+    ("negative_m", lambda g: ([("n", 2), ("m", -1)], [])),
+])
+for op in ["nan_to_num", "nan_to_num_"]:
+    add(op, [
+        ("f32_defaults", lambda g: ([("self", g.T(small(g), "float32", "special"))], ["special"])),
+        ("f64_given", lambda g: ([("self", g.T(small(g), "float64", "special")), ("nan", 1.5), ("posinf", 100.0),
+                                  ("neginf", -7.0)], ["special"])),
+        ("f32_nan_only", lambda g: ([("self", g.T([3, 4], "float32", "special", view="transpose")), ("nan", -1.0)],
+                                    ["noncontig"])),
+        ("int64", lambda g: ([("self", g.T(small(g), "int64")), ("nan", 1.0)], ["integer"])),
+        ("bool", lambda g: ([("self", g.T(small(g), "bool"))], ["bool"])),
+        ("zero_dim", lambda g: ([("self", g.T([], "float32", "special"))], ["zero_dim"])),
+    ])
 
 if __name__ == "__main__":
     fam.main()
