@@ -354,3 +354,113 @@ int opd__cea_eye(const opd_kernel_ctx *ctx, int64_t n, opd_dtype dtype, int64_t 
                  opd_device device, opd_opt_bool pin_memory, opd_tensor **out) {
   return opd__cea_eye_m(ctx, n, n, dtype, layout, device, pin_memory, out);
 }
+
+/* ---- linspace and logspace (CompositeExplicitAutograd) ---- */
+
+/* Calls `name` with args (borrowed tensors, scalars, None) and takes the Tensor it returns. */
+static int call(const opd_operator **cache, const char *name, const opd_ivalue *args, int n,
+                opd_tensor **out) {
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++) rc = opd_stack_push(&s, args[i]);
+  return opd__call_tensor(rc, cache, name, &s, out);
+}
+
+/* ATen's linspace kernel, as operators on a computing dtype c (the dtype, or float64 for
+ * integers): with step = (end - start) / (steps - 1), element i < steps / 2 is start + step *
+ * i and the others end - step * (steps - 1 - i), so that both ends are exact. */
+static int linspace_values(opd_scalar start, opd_scalar end, int64_t steps, opd_dtype c,
+                           opd_device device, opd_tensor **out) {
+  static const opd_operator *arange_op, *mul_op, *add_op, *rsub_op, *lt_op, *where_op;
+  double s = opd__scalar_to_double(start), e = opd__scalar_to_double(end);
+  /* the step in the computing type, as the kernel computes it */
+  double step = c == OPD_FLOAT32 ? (double)(((float)e - (float)s) / (float)(steps - 1))
+                                 : (e - s) / (double)(steps - 1);
+  opd_tensor *idx = NULL, *lo = NULL, *lo2 = NULL, *rev = NULL, *hi = NULL, *hi2 = NULL,
+             *mask = NULL;
+  opd_ivalue arange_args[] = {opd_iv_scalar(opd__scalar_int(steps)), opd_iv_dtype(c), opd_iv_none(),
+                              device.type < 0 ? opd_iv_none() : opd_iv_device(device),
+                              opd_iv_none()};
+  int rc = call(&arange_op, "aten::arange", arange_args, 5, &idx);
+  if (rc == 0) {
+    opd_ivalue a[] = {opd_iv_tensor_borrow(idx), opd_iv_double(step)};
+    rc = call(&mul_op, "aten::mul.Scalar", a, 2, &lo);
+  }
+  if (rc == 0) {
+    opd_ivalue a[] = {opd_iv_tensor_borrow(lo), opd_iv_double(s), opd_iv_int(1)};
+    rc = call(&add_op, "aten::add.Scalar", a, 3, &lo2);
+  }
+  if (rc == 0) { /* steps - 1 - i */
+    opd_ivalue a[] = {opd_iv_tensor_borrow(idx), opd_iv_int(steps - 1), opd_iv_int(1)};
+    rc = call(&rsub_op, "aten::rsub.Scalar", a, 3, &rev);
+  }
+  if (rc == 0) {
+    opd_ivalue a[] = {opd_iv_tensor_borrow(rev), opd_iv_double(step)};
+    rc = call(&mul_op, "aten::mul.Scalar", a, 2, &hi);
+  }
+  if (rc == 0) {
+    opd_ivalue a[] = {opd_iv_tensor_borrow(hi), opd_iv_double(e), opd_iv_int(1)};
+    rc = call(&rsub_op, "aten::rsub.Scalar", a, 3, &hi2);
+  }
+  if (rc == 0) {
+    opd_ivalue a[] = {opd_iv_tensor_borrow(idx), opd_iv_int(steps / 2)};
+    rc = call(&lt_op, "aten::lt.Scalar", a, 2, &mask);
+  }
+  if (rc == 0) {
+    opd_ivalue a[] = {opd_iv_tensor_borrow(mask), opd_iv_tensor_borrow(lo2),
+                      opd_iv_tensor_borrow(hi2)};
+    rc = call(&where_op, "aten::where.self", a, 3, out);
+  }
+  opd_tensor *all[] = {idx, lo, lo2, rev, hi, hi2, mask};
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+    if (all[k]) opd_tensor_release(all[k]);
+  return rc;
+}
+
+/* linspace or logspace (base^linspace) of `steps` values in dtype (float32 by default). */
+static int spaced(opd_scalar start, opd_scalar end, int64_t steps, const double *base,
+                  opd_dtype dtype, int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                  opd_tensor **out) {
+  static const opd_operator *pow_op;
+  if (steps < 0) return opd_error(OPD_EINVAL, "number of steps must be non-negative");
+  if (dtype == OPD_DTYPE_UNDEFINED) dtype = OPD_DEFAULT_DTYPE;
+  opd_dtype c = opd_dtype_is_floating(dtype) ? opd__compute_dtype(dtype) : OPD_FLOAT64;
+  if (steps <= 1) { /* empty, or the one value start (base^start) */
+    double v = opd__scalar_to_double(start);
+    opd_scalar value = base ? opd__scalar_double(pow(*base, v)) : start;
+    return then_fill(
+        opd__call_empty((opd_int_list){&steps, 1}, dtype, layout, device, pin_memory, -1, out),
+        steps ? value : no_fill, out);
+  }
+  opd_tensor *v = NULL, *p = NULL;
+  int rc = linspace_values(start, end, steps, c, device, &v);
+  if (rc == 0 && base) {
+    opd_ivalue a[] = {opd_iv_double(*base), opd_iv_tensor_borrow(v)};
+    rc = call(&pow_op, "aten::pow.Scalar", a, 2, &p);
+    opd_tensor_release(v);
+    v = p;
+  }
+  if (rc) return rc;
+  if (opd_tensor_dtype(v) == dtype) {
+    *out = v;
+    return 0;
+  }
+  rc = to_impl(v, dtype, -1, no_device, no_bool, false, false, -1, out);
+  opd_tensor_release(v);
+  return rc;
+}
+
+int opd__cea_linspace(const opd_kernel_ctx *ctx, opd_scalar start, opd_scalar end, int64_t steps,
+                      opd_dtype dtype, int64_t layout, opd_device device, opd_opt_bool pin_memory,
+                      opd_tensor **out) {
+  (void)ctx;
+  return spaced(start, end, steps, NULL, dtype, layout, device, pin_memory, out);
+}
+
+int opd__cea_logspace(const opd_kernel_ctx *ctx, opd_scalar start, opd_scalar end, int64_t steps,
+                      double base, opd_dtype dtype, int64_t layout, opd_device device,
+                      opd_opt_bool pin_memory, opd_tensor **out) {
+  (void)ctx;
+  return spaced(start, end, steps, &base, dtype, layout, device, pin_memory, out);
+}

@@ -481,7 +481,9 @@
   X("aten::randint.low", CompositeExplicitAutograd, opd__cea_randint_low, Tensor, Int, Int, IntList, OptDType, OptLayout, OptDevice, OptBool) \
   X("aten::randperm", CompositeExplicitAutograd, opd__cea_randperm, Tensor, Int, OptDType, OptLayout, OptDevice, OptBool) \
   X("aten::eye", CompositeExplicitAutograd, opd__cea_eye, Tensor, Int, OptDType, OptLayout, OptDevice, OptBool) \
-  X("aten::eye.m", CompositeExplicitAutograd, opd__cea_eye_m, Tensor, Int, Int, OptDType, OptLayout, OptDevice, OptBool)
+  X("aten::eye.m", CompositeExplicitAutograd, opd__cea_eye_m, Tensor, Int, Int, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::linspace", CompositeExplicitAutograd, opd__cea_linspace, Tensor, Scalar, Scalar, Int, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::logspace", CompositeExplicitAutograd, opd__cea_logspace, Tensor, Scalar, Scalar, Int, Double, OptDType, OptLayout, OptDevice, OptBool)
 #define OPD_POINTWISE_BOXED_KERNELS(X) \
   X("aten::to.device", CompositeImplicitAutograd, opd__cia_to_device) \
   /* random operators (a Generator? argument): kernels/cpu/random.c */ \

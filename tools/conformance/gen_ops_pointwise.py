@@ -374,6 +374,22 @@ for op in ["nan_to_num", "nan_to_num_"]:
         ("bool", lambda g: ([("self", g.T(small(g), "bool"))], ["bool"])),
         ("zero_dim", lambda g: ([("self", g.T([], "float32", "special"))], ["zero_dim"])),
     ])
+add("linspace", [
+    ("f32", lambda g: ([("start", 0), ("end", 1), ("steps", 5)], ["float32"])),
+    ("f32_odd", lambda g: ([("start", -3.25), ("end", 7.5), ("steps", 11)], ["float32"])),
+    ("f64_down", lambda g: ([("start", 2.5), ("end", -1.0), ("steps", 8), ("dtype", torch.float64)], ["float64"])),
+    ("int64", lambda g: ([("start", 0), ("end", 10), ("steps", 4), ("dtype", torch.int64)], ["integer"])),
+    ("int32_neg", lambda g: ([("start", -7), ("end", 3), ("steps", 6), ("dtype", torch.int32)], ["integer"])),
+    ("one", lambda g: ([("start", 1.5), ("end", 3.0), ("steps", 1)], ["zero_dim"])),
+    ("none", lambda g: ([("start", 1.5), ("end", 3.0), ("steps", 0)], ["empty"])),
+    ("negative", lambda g: ([("start", 0), ("end", 1), ("steps", -1)], [])),
+])
+add("logspace", [
+    ("f32", lambda g: ([("start", 0), ("end", 2), ("steps", 5)], ["float32"])),
+    ("base2_f64", lambda g: ([("start", -2.0), ("end", 3.0), ("steps", 6), ("base", 2.0), ("dtype", torch.float64)],
+                             ["float64"])),
+    ("one", lambda g: ([("start", 1.0), ("end", 3.0), ("steps", 1)], ["zero_dim"])),
+], tol=(1e-5, 1e-5))
 
 if __name__ == "__main__":
     fam.main()
