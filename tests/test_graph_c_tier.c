@@ -191,12 +191,12 @@ START_TEST(test_every_instruction_compiled) {
   ck_assert_uint_gt(cg->plan->ngroups, 0);
   opd_tensor *x, *b;
   every_operator_inputs(&x, &b);
-  opd_tensor *in[] = {x, b}, *a[3], *c[3];
-  grun(cg, in, 2, a, 3);
+  opd_tensor *in[] = {x, b}, *a[4], *c[4];
+  grun(cg, in, 2, a, 4);
   opd_graph_c_tier_drain();
-  grun(cg, in, 2, c, 3);
+  grun(cg, in, 2, c, 4);
   ck_assert_uint_eq(groups_with(cg, "tier", "c"), cg->plan->ngroups);
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
     assert_bitwise(a[k], c[k]);
     opd_tensor_release(a[k]);
     opd_tensor_release(c[k]);

@@ -175,7 +175,30 @@ static inline opd_graph *every_operator_graph(void) {
   int f = NODE(g, "aten::_to_copy", R(lt), V(opd_iv_dtype(OPD_FLOAT32)));
   int o = NODE(g, "aten::mul.Tensor", R(w), R(f));
   int nonzero = NODE(g, "aten::_to_copy", R(o), V(opd_iv_dtype(OPD_BOOL)));
-  OUT(g, o, lt, nonzero);
+  /* the pointwise family's operators: the unary ones on -x folded with fmax (which skips
+   * NaN), the binary ones chained with -b, the comparisons picking between the two (-x and -b
+   * are registers: each use of x itself would be a load, and the C tier takes programs of at
+   * most 24 loads and stores) */
+  static const char *const unary[] = {
+      "aten::acos",  "aten::asin",  "aten::atan",  "aten::acosh", "aten::asinh", "aten::atanh",
+      "aten::sinh",  "aten::cosh",  "aten::tan",   "aten::erf",   "aten::erfc",  "aten::log1p",
+      "aten::expm1", "aten::log2",  "aten::log10", "aten::exp2",  "aten::floor", "aten::ceil",
+      "aten::round", "aten::trunc", "aten::frac",  "aten::sign"};
+  int xr = NODE(g, "aten::neg", R(x));
+  int br = NODE(g, "aten::neg", R(b));
+  int u = NODE(g, "aten::atan2", R(xr), R(br));
+  for (size_t k = 0; k < sizeof unary / sizeof *unary; k++)
+    u = NODE(g, "aten::fmax", R(u), R(NODE(g, unary[k], R(xr))));
+  static const char *const binary[] = {
+      "aten::fmod.Tensor", "aten::remainder.Tensor", "aten::hypot",     "aten::copysign.Tensor",
+      "aten::fmin",        "aten::xlogy.Tensor",     "aten::logaddexp", "aten::pow.Tensor_Tensor"};
+  int v = xr;
+  for (size_t k = 0; k < sizeof binary / sizeof *binary; k++) v = NODE(g, binary[k], R(v), R(br));
+  static const char *const compare[] = {"aten::ne.Tensor", "aten::le.Tensor", "aten::ge.Tensor",
+                                        "aten::lt.Tensor"};
+  for (size_t k = 0; k < sizeof compare / sizeof *compare; k++)
+    v = NODE(g, "aten::where.self", R(NODE(g, compare[k], R(v), R(u))), R(v), R(u));
+  OUT(g, o, lt, nonzero, v);
   return g;
 }
 

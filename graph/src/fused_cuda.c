@@ -158,6 +158,44 @@ static const char *formula(opd__pw_opcode op) {
   case OPD__PW_CLAMP_MAX: return "c1 < x ? c1 : x";
   case OPD__PW_TO_BOOL: return "x != 0.0f ? 1.0f : 0.0f";
   case OPD__PW_WHERE: return "x != 0.0f ? y : z";
+  case OPD__PW_ACOS: return "acosf(x)";
+  case OPD__PW_ASIN: return "asinf(x)";
+  case OPD__PW_ATAN: return "atanf(x)";
+  case OPD__PW_ACOSH: return "acoshf(x)";
+  case OPD__PW_ASINH: return "asinhf(x)";
+  case OPD__PW_ATANH: return "atanhf(x)";
+  case OPD__PW_SINH: return "sinhf(x)";
+  case OPD__PW_COSH: return "coshf(x)";
+  case OPD__PW_TAN: return "tanf(x)";
+  case OPD__PW_ERF: return "erff(x)";
+  case OPD__PW_ERFC: return "erfcf(x)";
+  case OPD__PW_LOG1P: return "log1pf(x)";
+  case OPD__PW_EXPM1: return "expm1f(x)";
+  case OPD__PW_LOG2: return "log2f(x)";
+  case OPD__PW_LOG10: return "log10f(x)";
+  case OPD__PW_EXP2: return "exp2f(x)";
+  case OPD__PW_FLOOR: return "floorf(x)";
+  case OPD__PW_CEIL: return "ceilf(x)";
+  case OPD__PW_ROUND: return "nearbyintf(x)";
+  case OPD__PW_TRUNC: return "truncf(x)";
+  case OPD__PW_FRAC: return "x - truncf(x)";
+  case OPD__PW_SIGN: return "(float)((0 < x) - (x < 0))";
+  case OPD__PW_ATAN2: return "atan2f(x, y)";
+  case OPD__PW_FMOD: return "fmodf(x, y)";
+  case OPD__PW_REMAINDER:
+    return "fmodf(x, y) != 0 && (y < 0) != (fmodf(x, y) < 0) ? fmodf(x, y) + y : fmodf(x, y)";
+  case OPD__PW_HYPOT: return "hypotf(x, y)";
+  case OPD__PW_COPYSIGN: return "copysignf(x, y)";
+  case OPD__PW_FMAX: return "fmaxf(x, y)";
+  case OPD__PW_FMIN: return "fminf(x, y)";
+  case OPD__PW_XLOGY: return "y != y ? nanf(\"\") : x == 0.0f ? 0.0f : x * logf(y)";
+  case OPD__PW_LOGADDEXP:
+    return "isinf(x) && x == y ? x : (x < y ? y : x) + log1pf(expf(-fabsf(x - y)))";
+  case OPD__PW_POW_TENSOR: return "powf(x, y)";
+  case OPD__PW_NE: return "x != y ? 1.0f : 0.0f";
+  case OPD__PW_LE: return "x <= y ? 1.0f : 0.0f";
+  case OPD__PW_GE: return "x >= y ? 1.0f : 0.0f";
+  case OPD__PW_LT_TENSOR: return "x < y ? 1.0f : 0.0f";
   case OPD__PW_LOAD:
   case OPD__PW_STORE:
   case OPD__PW_NUM_OPS: break;

@@ -59,6 +59,44 @@ typedef enum opd__pw_opcode {
   OPD__PW_CLAMP_MIN, /* a < c0 ? c0 : a */
   OPD__PW_CLAMP_MAX, /* c1 < a ? c1 : a */
   OPD__PW_TO_BOOL,   /* a != 0 */
+  /* the pointwise family's operators (kernels/cpu/pointwise_*.c): unary */
+  OPD__PW_ACOS,
+  OPD__PW_ASIN,
+  OPD__PW_ATAN,
+  OPD__PW_ACOSH,
+  OPD__PW_ASINH,
+  OPD__PW_ATANH,
+  OPD__PW_SINH,
+  OPD__PW_COSH,
+  OPD__PW_TAN,
+  OPD__PW_ERF,
+  OPD__PW_ERFC,
+  OPD__PW_LOG1P,
+  OPD__PW_EXPM1,
+  OPD__PW_LOG2,
+  OPD__PW_LOG10,
+  OPD__PW_EXP2,
+  OPD__PW_FLOOR,
+  OPD__PW_CEIL,
+  OPD__PW_ROUND,
+  OPD__PW_TRUNC,
+  OPD__PW_FRAC,
+  OPD__PW_SIGN,
+  /* binary */
+  OPD__PW_ATAN2,
+  OPD__PW_FMOD,
+  OPD__PW_REMAINDER,
+  OPD__PW_HYPOT,
+  OPD__PW_COPYSIGN,
+  OPD__PW_FMAX,
+  OPD__PW_FMIN,
+  OPD__PW_XLOGY,
+  OPD__PW_LOGADDEXP,
+  OPD__PW_POW_TENSOR,
+  OPD__PW_NE,
+  OPD__PW_LE,
+  OPD__PW_GE,
+  OPD__PW_LT_TENSOR,
   OPD__PW_NUM_OPS
 } opd__pw_opcode;
 

@@ -21,6 +21,7 @@
 
 #include "meta/elementwise_meta.h"
 #include "plan.h"
+#include "pw_formulas.h"
 
 typedef struct pw_def pw_def;
 /* Fills the instruction of node n; false when this use of the operator does not fuse. */
@@ -63,13 +64,12 @@ static bool plain(const pw_def *d, const opd_graph *g, const opd__gnode *n, opd_
   (void)g;
   (void)n;
   ins->op = d->opcode;
-  uint32_t count = d->opcode == OPD__PW_WHERE ? 3
-                   : d->opcode == OPD__PW_MUL || d->opcode == OPD__PW_DIV ||
-                           d->opcode == OPD__PW_MAXIMUM || d->opcode == OPD__PW_MINIMUM ||
-                           d->opcode == OPD__PW_EQ || d->opcode == OPD__PW_GT
-                       ? 2
-                       : 1;
-  return operands_from(operands, noperands, 0, count);
+  static const uint8_t arity[OPD__PW_NUM_OPS] = {
+#define ARITY(opcode, n, expr) [OPD__PW_##opcode] = n,
+      OPD__PW_FORMULAS(ARITY)
+#undef ARITY
+  };
+  return operands_from(operands, noperands, 0, arity[d->opcode]);
 }
 
 /* add.Tensor / sub.Tensor: self + alpha * other (sub negates alpha first, as the kernel). */
@@ -205,6 +205,43 @@ static const pw_def table[] = {
     {"aten::clamp", "opd__cpu_clamp", OPD__PW_CLAMP, clamp},
     {"aten::clone", "opd__cea_clone", OPD__PW_COPY, plain},
     {"aten::_to_copy", "opd__cea_to_copy", OPD__PW_COPY, to_copy},
+    /* the pointwise family's (kernels/cpu/pointwise_*.c) */
+    {"aten::acos", "opd__cpu_acos", OPD__PW_ACOS, plain},
+    {"aten::asin", "opd__cpu_asin", OPD__PW_ASIN, plain},
+    {"aten::atan", "opd__cpu_atan", OPD__PW_ATAN, plain},
+    {"aten::acosh", "opd__cpu_acosh", OPD__PW_ACOSH, plain},
+    {"aten::asinh", "opd__cpu_asinh", OPD__PW_ASINH, plain},
+    {"aten::atanh", "opd__cpu_atanh", OPD__PW_ATANH, plain},
+    {"aten::sinh", "opd__cpu_sinh", OPD__PW_SINH, plain},
+    {"aten::cosh", "opd__cpu_cosh", OPD__PW_COSH, plain},
+    {"aten::tan", "opd__cpu_tan", OPD__PW_TAN, plain},
+    {"aten::erf", "opd__cpu_erf", OPD__PW_ERF, plain},
+    {"aten::erfc", "opd__cpu_erfc", OPD__PW_ERFC, plain},
+    {"aten::log1p", "opd__cpu_log1p", OPD__PW_LOG1P, plain},
+    {"aten::expm1", "opd__cpu_expm1", OPD__PW_EXPM1, plain},
+    {"aten::log2", "opd__cpu_log2", OPD__PW_LOG2, plain},
+    {"aten::log10", "opd__cpu_log10", OPD__PW_LOG10, plain},
+    {"aten::exp2", "opd__cpu_exp2", OPD__PW_EXP2, plain},
+    {"aten::floor", "opd__cpu_floor", OPD__PW_FLOOR, plain},
+    {"aten::ceil", "opd__cpu_ceil", OPD__PW_CEIL, plain},
+    {"aten::round", "opd__cpu_round", OPD__PW_ROUND, plain},
+    {"aten::trunc", "opd__cpu_trunc", OPD__PW_TRUNC, plain},
+    {"aten::frac", "opd__cpu_frac", OPD__PW_FRAC, plain},
+    {"aten::sign", "opd__cpu_sign", OPD__PW_SIGN, plain},
+    {"aten::atan2", "opd__cpu_atan2", OPD__PW_ATAN2, plain},
+    {"aten::fmod.Tensor", "opd__cpu_fmod_tensor", OPD__PW_FMOD, plain},
+    {"aten::remainder.Tensor", "opd__cpu_remainder_tensor", OPD__PW_REMAINDER, plain},
+    {"aten::hypot", "opd__cpu_hypot", OPD__PW_HYPOT, plain},
+    {"aten::copysign.Tensor", "opd__cpu_copysign_tensor", OPD__PW_COPYSIGN, plain},
+    {"aten::fmax", "opd__cpu_fmax", OPD__PW_FMAX, plain},
+    {"aten::fmin", "opd__cpu_fmin", OPD__PW_FMIN, plain},
+    {"aten::xlogy.Tensor", "opd__cpu_xlogy_tensor", OPD__PW_XLOGY, plain},
+    {"aten::logaddexp", "opd__cpu_logaddexp", OPD__PW_LOGADDEXP, plain},
+    {"aten::pow.Tensor_Tensor", "opd__cpu_pow_tensor_tensor", OPD__PW_POW_TENSOR, plain},
+    {"aten::ne.Tensor", "opd__cpu_ne_tensor", OPD__PW_NE, plain},
+    {"aten::le.Tensor", "opd__cpu_le_tensor", OPD__PW_LE, plain},
+    {"aten::ge.Tensor", "opd__cpu_ge_tensor", OPD__PW_GE, plain},
+    {"aten::lt.Tensor", "opd__cpu_lt_tensor", OPD__PW_LT_TENSOR, plain},
 };
 
 static bool fusable_dtype(opd_dtype t) {
@@ -244,7 +281,8 @@ bool opd__pw_encode(const opd_graph *g, const opd__gnode *n, opd__pw_instr *ins,
   bool bool_result = opd__gvalue_dtype(g, out) == OPD_BOOL;
   bool makes_bool = ins->op == OPD__PW_EQ || ins->op == OPD__PW_GT || ins->op == OPD__PW_LT ||
                     ins->op == OPD__PW_TO_BOOL || ins->op == OPD__PW_COPY ||
-                    ins->op == OPD__PW_WHERE;
+                    ins->op == OPD__PW_WHERE || ins->op == OPD__PW_NE || ins->op == OPD__PW_LE ||
+                    ins->op == OPD__PW_GE || ins->op == OPD__PW_LT_TENSOR;
   if (bool_result && !makes_bool) return false;
   for (uint32_t i = 0; i < *noperands; i++) {
     if (operands[i] == UINT32_MAX) continue; /* an immediate the encoder set */
@@ -271,10 +309,18 @@ bool opd__pw_encode(const opd_graph *g, const opd__gnode *n, opd__pw_instr *ins,
 
 const char *opd__pw_opcode_name(opd__pw_opcode op) {
   static const char *const names[OPD__PW_NUM_OPS] = {
-      "load",         "store", "add",       "add_scaled", "mul",    "div",         "neg",    "exp",
-      "log",          "sqrt",  "rsqrt",     "abs",        "relu",   "sigmoid",     "tanh",   "sin",
-      "cos",          "gelu",  "gelu_tanh", "fill",       "copy",   "recip",       "square", "cube",
-      "recip_square", "pow",   "maximum",   "minimum",    "where",  "masked_fill", "eq",     "gt",
-      "lt",           "clamp", "clamp_min", "clamp_max",  "to_bool"};
+      "load",         "store",     "add",        "add_scaled", "mul",       "div",
+      "neg",          "exp",       "log",        "sqrt",       "rsqrt",     "abs",
+      "relu",         "sigmoid",   "tanh",       "sin",        "cos",       "gelu",
+      "gelu_tanh",    "fill",      "copy",       "recip",      "square",    "cube",
+      "recip_square", "pow",       "maximum",    "minimum",    "where",     "masked_fill",
+      "eq",           "gt",        "lt",         "clamp",      "clamp_min", "clamp_max",
+      "to_bool",      "acos",      "asin",       "atan",       "acosh",     "asinh",
+      "atanh",        "sinh",      "cosh",       "tan",        "erf",       "erfc",
+      "log1p",        "expm1",     "log2",       "log10",      "exp2",      "floor",
+      "ceil",         "round",     "trunc",      "frac",       "sign",      "atan2",
+      "fmod",         "remainder", "hypot",      "copysign",   "fmax",      "fmin",
+      "xlogy",        "logaddexp", "pow_tensor", "ne",         "le",        "ge",
+      "lt_tensor"};
   return op < OPD__PW_NUM_OPS ? names[op] : "?";
 }

@@ -162,9 +162,353 @@
 #define OPD_NORM_UNBOXED_KERNELS(X)
 #define OPD_NORM_BOXED_KERNELS(X)
 
-/* pointwise math, factories, random operators */
-#define OPD_POINTWISE_UNBOXED_KERNELS(X)
-#define OPD_POINTWISE_BOXED_KERNELS(X)
+/* pointwise math, factories, random operators: kernels/cpu/pointwise_*.c,
+ * kernels/meta/pointwise_meta.c ([Note: Pointwise operator lists]) */
+#define OPD_POINTWISE_UNBOXED_KERNELS(X) \
+  X("aten::acos", CPU, opd__cpu_acos, Tensor, Tensor) \
+  X("aten::acos", Meta, opd__meta_acos, Tensor, Tensor) \
+  X("aten::acos_", CPU, opd__cpu_acos_, Tensor, Tensor) \
+  X("aten::acos_", Meta, opd__meta_acos_, Tensor, Tensor) \
+  X("aten::asin", CPU, opd__cpu_asin, Tensor, Tensor) \
+  X("aten::asin", Meta, opd__meta_asin, Tensor, Tensor) \
+  X("aten::asin_", CPU, opd__cpu_asin_, Tensor, Tensor) \
+  X("aten::asin_", Meta, opd__meta_asin_, Tensor, Tensor) \
+  X("aten::atan", CPU, opd__cpu_atan, Tensor, Tensor) \
+  X("aten::atan", Meta, opd__meta_atan, Tensor, Tensor) \
+  X("aten::atan_", CPU, opd__cpu_atan_, Tensor, Tensor) \
+  X("aten::atan_", Meta, opd__meta_atan_, Tensor, Tensor) \
+  X("aten::acosh", CPU, opd__cpu_acosh, Tensor, Tensor) \
+  X("aten::acosh", Meta, opd__meta_acosh, Tensor, Tensor) \
+  X("aten::acosh_", CPU, opd__cpu_acosh_, Tensor, Tensor) \
+  X("aten::acosh_", Meta, opd__meta_acosh_, Tensor, Tensor) \
+  X("aten::asinh", CPU, opd__cpu_asinh, Tensor, Tensor) \
+  X("aten::asinh", Meta, opd__meta_asinh, Tensor, Tensor) \
+  X("aten::asinh_", CPU, opd__cpu_asinh_, Tensor, Tensor) \
+  X("aten::asinh_", Meta, opd__meta_asinh_, Tensor, Tensor) \
+  X("aten::atanh", CPU, opd__cpu_atanh, Tensor, Tensor) \
+  X("aten::atanh", Meta, opd__meta_atanh, Tensor, Tensor) \
+  X("aten::atanh_", CPU, opd__cpu_atanh_, Tensor, Tensor) \
+  X("aten::atanh_", Meta, opd__meta_atanh_, Tensor, Tensor) \
+  X("aten::sinh", CPU, opd__cpu_sinh, Tensor, Tensor) \
+  X("aten::sinh", Meta, opd__meta_sinh, Tensor, Tensor) \
+  X("aten::sinh_", CPU, opd__cpu_sinh_, Tensor, Tensor) \
+  X("aten::sinh_", Meta, opd__meta_sinh_, Tensor, Tensor) \
+  X("aten::cosh", CPU, opd__cpu_cosh, Tensor, Tensor) \
+  X("aten::cosh", Meta, opd__meta_cosh, Tensor, Tensor) \
+  X("aten::cosh_", CPU, opd__cpu_cosh_, Tensor, Tensor) \
+  X("aten::cosh_", Meta, opd__meta_cosh_, Tensor, Tensor) \
+  X("aten::tan", CPU, opd__cpu_tan, Tensor, Tensor) \
+  X("aten::tan", Meta, opd__meta_tan, Tensor, Tensor) \
+  X("aten::tan_", CPU, opd__cpu_tan_, Tensor, Tensor) \
+  X("aten::tan_", Meta, opd__meta_tan_, Tensor, Tensor) \
+  X("aten::erf", CPU, opd__cpu_erf, Tensor, Tensor) \
+  X("aten::erf", Meta, opd__meta_erf, Tensor, Tensor) \
+  X("aten::erf_", CPU, opd__cpu_erf_, Tensor, Tensor) \
+  X("aten::erf_", Meta, opd__meta_erf_, Tensor, Tensor) \
+  X("aten::erfc", CPU, opd__cpu_erfc, Tensor, Tensor) \
+  X("aten::erfc", Meta, opd__meta_erfc, Tensor, Tensor) \
+  X("aten::erfc_", CPU, opd__cpu_erfc_, Tensor, Tensor) \
+  X("aten::erfc_", Meta, opd__meta_erfc_, Tensor, Tensor) \
+  X("aten::erfinv", CPU, opd__cpu_erfinv, Tensor, Tensor) \
+  X("aten::erfinv", Meta, opd__meta_erfinv, Tensor, Tensor) \
+  X("aten::erfinv_", CPU, opd__cpu_erfinv_, Tensor, Tensor) \
+  X("aten::erfinv_", Meta, opd__meta_erfinv_, Tensor, Tensor) \
+  X("aten::lgamma", CPU, opd__cpu_lgamma, Tensor, Tensor) \
+  X("aten::lgamma", Meta, opd__meta_lgamma, Tensor, Tensor) \
+  X("aten::lgamma_", CPU, opd__cpu_lgamma_, Tensor, Tensor) \
+  X("aten::lgamma_", Meta, opd__meta_lgamma_, Tensor, Tensor) \
+  X("aten::digamma", CPU, opd__cpu_digamma, Tensor, Tensor) \
+  X("aten::digamma", Meta, opd__meta_digamma, Tensor, Tensor) \
+  X("aten::digamma_", CPU, opd__cpu_digamma_, Tensor, Tensor) \
+  X("aten::digamma_", Meta, opd__meta_digamma_, Tensor, Tensor) \
+  X("aten::log1p", CPU, opd__cpu_log1p, Tensor, Tensor) \
+  X("aten::log1p", Meta, opd__meta_log1p, Tensor, Tensor) \
+  X("aten::log1p_", CPU, opd__cpu_log1p_, Tensor, Tensor) \
+  X("aten::log1p_", Meta, opd__meta_log1p_, Tensor, Tensor) \
+  X("aten::expm1", CPU, opd__cpu_expm1, Tensor, Tensor) \
+  X("aten::expm1", Meta, opd__meta_expm1, Tensor, Tensor) \
+  X("aten::expm1_", CPU, opd__cpu_expm1_, Tensor, Tensor) \
+  X("aten::expm1_", Meta, opd__meta_expm1_, Tensor, Tensor) \
+  X("aten::log2", CPU, opd__cpu_log2, Tensor, Tensor) \
+  X("aten::log2", Meta, opd__meta_log2, Tensor, Tensor) \
+  X("aten::log2_", CPU, opd__cpu_log2_, Tensor, Tensor) \
+  X("aten::log2_", Meta, opd__meta_log2_, Tensor, Tensor) \
+  X("aten::log10", CPU, opd__cpu_log10, Tensor, Tensor) \
+  X("aten::log10", Meta, opd__meta_log10, Tensor, Tensor) \
+  X("aten::log10_", CPU, opd__cpu_log10_, Tensor, Tensor) \
+  X("aten::log10_", Meta, opd__meta_log10_, Tensor, Tensor) \
+  X("aten::exp2", CPU, opd__cpu_exp2, Tensor, Tensor) \
+  X("aten::exp2", Meta, opd__meta_exp2, Tensor, Tensor) \
+  X("aten::exp2_", CPU, opd__cpu_exp2_, Tensor, Tensor) \
+  X("aten::exp2_", Meta, opd__meta_exp2_, Tensor, Tensor) \
+  X("aten::reciprocal", CPU, opd__cpu_reciprocal, Tensor, Tensor) \
+  X("aten::reciprocal", Meta, opd__meta_reciprocal, Tensor, Tensor) \
+  X("aten::reciprocal_", CPU, opd__cpu_reciprocal_, Tensor, Tensor) \
+  X("aten::reciprocal_", Meta, opd__meta_reciprocal_, Tensor, Tensor) \
+  X("aten::floor", CPU, opd__cpu_floor, Tensor, Tensor) \
+  X("aten::floor", Meta, opd__meta_floor, Tensor, Tensor) \
+  X("aten::floor_", CPU, opd__cpu_floor_, Tensor, Tensor) \
+  X("aten::floor_", Meta, opd__meta_floor_, Tensor, Tensor) \
+  X("aten::ceil", CPU, opd__cpu_ceil, Tensor, Tensor) \
+  X("aten::ceil", Meta, opd__meta_ceil, Tensor, Tensor) \
+  X("aten::ceil_", CPU, opd__cpu_ceil_, Tensor, Tensor) \
+  X("aten::ceil_", Meta, opd__meta_ceil_, Tensor, Tensor) \
+  X("aten::round", CPU, opd__cpu_round, Tensor, Tensor) \
+  X("aten::round", Meta, opd__meta_round, Tensor, Tensor) \
+  X("aten::round_", CPU, opd__cpu_round_, Tensor, Tensor) \
+  X("aten::round_", Meta, opd__meta_round_, Tensor, Tensor) \
+  X("aten::trunc", CPU, opd__cpu_trunc, Tensor, Tensor) \
+  X("aten::trunc", Meta, opd__meta_trunc, Tensor, Tensor) \
+  X("aten::trunc_", CPU, opd__cpu_trunc_, Tensor, Tensor) \
+  X("aten::trunc_", Meta, opd__meta_trunc_, Tensor, Tensor) \
+  X("aten::frac", CPU, opd__cpu_frac, Tensor, Tensor) \
+  X("aten::frac", Meta, opd__meta_frac, Tensor, Tensor) \
+  X("aten::frac_", CPU, opd__cpu_frac_, Tensor, Tensor) \
+  X("aten::frac_", Meta, opd__meta_frac_, Tensor, Tensor) \
+  X("aten::sign", CPU, opd__cpu_sign, Tensor, Tensor) \
+  X("aten::sign", Meta, opd__meta_sign, Tensor, Tensor) \
+  X("aten::sign_", CPU, opd__cpu_sign_, Tensor, Tensor) \
+  X("aten::sign_", Meta, opd__meta_sign_, Tensor, Tensor) \
+  X("aten::sgn", CPU, opd__cpu_sgn, Tensor, Tensor) \
+  X("aten::sgn", Meta, opd__meta_sgn, Tensor, Tensor) \
+  X("aten::sgn_", CPU, opd__cpu_sgn_, Tensor, Tensor) \
+  X("aten::sgn_", Meta, opd__meta_sgn_, Tensor, Tensor) \
+  X("aten::bitwise_not", CPU, opd__cpu_bitwise_not, Tensor, Tensor) \
+  X("aten::bitwise_not", Meta, opd__meta_bitwise_not, Tensor, Tensor) \
+  X("aten::bitwise_not_", CPU, opd__cpu_bitwise_not_, Tensor, Tensor) \
+  X("aten::bitwise_not_", Meta, opd__meta_bitwise_not_, Tensor, Tensor) \
+  X("aten::isnan", CPU, opd__cpu_isnan, Tensor, Tensor) \
+  X("aten::isnan", Meta, opd__meta_isnan, Tensor, Tensor) \
+  X("aten::signbit", CPU, opd__cpu_signbit, Tensor, Tensor) \
+  X("aten::signbit", Meta, opd__meta_signbit, Tensor, Tensor) \
+  X("aten::round.decimals", CPU, opd__cpu_round_decimals, Tensor, Tensor, Int) \
+  X("aten::round.decimals", Meta, opd__meta_round_decimals, Tensor, Tensor, Int) \
+  X("aten::round_.decimals", CPU, opd__cpu_round__decimals, Tensor, Tensor, Int) \
+  X("aten::round_.decimals", Meta, opd__meta_round__decimals, Tensor, Tensor, Int) \
+  X("aten::atan2", CPU, opd__cpu_atan2, Tensor, Tensor, Tensor) \
+  X("aten::atan2", Meta, opd__meta_atan2, Tensor, Tensor, Tensor) \
+  X("aten::atan2_", CPU, opd__cpu_atan2_inplace, Tensor, Tensor, Tensor) \
+  X("aten::atan2_", Meta, opd__meta_atan2_inplace, Tensor, Tensor, Tensor) \
+  X("aten::fmod.Tensor", CPU, opd__cpu_fmod_tensor, Tensor, Tensor, Tensor) \
+  X("aten::fmod.Tensor", Meta, opd__meta_fmod_tensor, Tensor, Tensor, Tensor) \
+  X("aten::fmod_.Tensor", CPU, opd__cpu_fmod_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::fmod_.Tensor", Meta, opd__meta_fmod_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::remainder.Tensor", CPU, opd__cpu_remainder_tensor, Tensor, Tensor, Tensor) \
+  X("aten::remainder.Tensor", Meta, opd__meta_remainder_tensor, Tensor, Tensor, Tensor) \
+  X("aten::remainder_.Tensor", CPU, opd__cpu_remainder_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::remainder_.Tensor", Meta, opd__meta_remainder_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::hypot", CPU, opd__cpu_hypot, Tensor, Tensor, Tensor) \
+  X("aten::hypot", Meta, opd__meta_hypot, Tensor, Tensor, Tensor) \
+  X("aten::hypot_", CPU, opd__cpu_hypot_inplace, Tensor, Tensor, Tensor) \
+  X("aten::hypot_", Meta, opd__meta_hypot_inplace, Tensor, Tensor, Tensor) \
+  X("aten::copysign.Tensor", CPU, opd__cpu_copysign_tensor, Tensor, Tensor, Tensor) \
+  X("aten::copysign.Tensor", Meta, opd__meta_copysign_tensor, Tensor, Tensor, Tensor) \
+  X("aten::copysign_.Tensor", CPU, opd__cpu_copysign_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::copysign_.Tensor", Meta, opd__meta_copysign_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::xlogy.Tensor", CPU, opd__cpu_xlogy_tensor, Tensor, Tensor, Tensor) \
+  X("aten::xlogy.Tensor", Meta, opd__meta_xlogy_tensor, Tensor, Tensor, Tensor) \
+  X("aten::xlogy_.Tensor", CPU, opd__cpu_xlogy_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::xlogy_.Tensor", Meta, opd__meta_xlogy_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::pow.Tensor_Tensor", CPU, opd__cpu_pow_tensor_tensor, Tensor, Tensor, Tensor) \
+  X("aten::pow.Tensor_Tensor", Meta, opd__meta_pow_tensor_tensor, Tensor, Tensor, Tensor) \
+  X("aten::pow_.Tensor", CPU, opd__cpu_pow_tensor_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::pow_.Tensor", Meta, opd__meta_pow_tensor_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_and.Tensor", CPU, opd__cpu_bitwise_and_tensor, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_and.Tensor", Meta, opd__meta_bitwise_and_tensor, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_and_.Tensor", CPU, opd__cpu_bitwise_and_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_and_.Tensor", Meta, opd__meta_bitwise_and_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_or.Tensor", CPU, opd__cpu_bitwise_or_tensor, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_or.Tensor", Meta, opd__meta_bitwise_or_tensor, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_or_.Tensor", CPU, opd__cpu_bitwise_or_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_or_.Tensor", Meta, opd__meta_bitwise_or_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_xor.Tensor", CPU, opd__cpu_bitwise_xor_tensor, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_xor.Tensor", Meta, opd__meta_bitwise_xor_tensor, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_xor_.Tensor", CPU, opd__cpu_bitwise_xor_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::bitwise_xor_.Tensor", Meta, opd__meta_bitwise_xor_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::clamp_min.Tensor", CPU, opd__cpu_clamp_min_tensor, Tensor, Tensor, Tensor) \
+  X("aten::clamp_min.Tensor", Meta, opd__meta_clamp_min_tensor, Tensor, Tensor, Tensor) \
+  X("aten::clamp_min_.Tensor", CPU, opd__cpu_clamp_min_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::clamp_min_.Tensor", Meta, opd__meta_clamp_min_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::clamp_max.Tensor", CPU, opd__cpu_clamp_max_tensor, Tensor, Tensor, Tensor) \
+  X("aten::clamp_max.Tensor", Meta, opd__meta_clamp_max_tensor, Tensor, Tensor, Tensor) \
+  X("aten::clamp_max_.Tensor", CPU, opd__cpu_clamp_max_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::clamp_max_.Tensor", Meta, opd__meta_clamp_max_tensor_inplace, Tensor, Tensor, Tensor) \
+  X("aten::fmax", CPU, opd__cpu_fmax, Tensor, Tensor, Tensor) \
+  X("aten::fmax", Meta, opd__meta_fmax, Tensor, Tensor, Tensor) \
+  X("aten::fmin", CPU, opd__cpu_fmin, Tensor, Tensor, Tensor) \
+  X("aten::fmin", Meta, opd__meta_fmin, Tensor, Tensor, Tensor) \
+  X("aten::logaddexp", CPU, opd__cpu_logaddexp, Tensor, Tensor, Tensor) \
+  X("aten::logaddexp", Meta, opd__meta_logaddexp, Tensor, Tensor, Tensor) \
+  X("aten::ne.Tensor", CPU, opd__cpu_ne_tensor, Tensor, Tensor, Tensor) \
+  X("aten::ne.Tensor", Meta, opd__meta_ne_tensor, Tensor, Tensor, Tensor) \
+  X("aten::lt.Tensor", CPU, opd__cpu_lt_tensor, Tensor, Tensor, Tensor) \
+  X("aten::lt.Tensor", Meta, opd__meta_lt_tensor, Tensor, Tensor, Tensor) \
+  X("aten::le.Tensor", CPU, opd__cpu_le_tensor, Tensor, Tensor, Tensor) \
+  X("aten::le.Tensor", Meta, opd__meta_le_tensor, Tensor, Tensor, Tensor) \
+  X("aten::ge.Tensor", CPU, opd__cpu_ge_tensor, Tensor, Tensor, Tensor) \
+  X("aten::ge.Tensor", Meta, opd__meta_ge_tensor, Tensor, Tensor, Tensor) \
+  X("aten::gt.Scalar", CPU, opd__cpu_gt_scalar, Tensor, Tensor, Scalar) \
+  X("aten::gt.Scalar", Meta, opd__meta_gt_scalar, Tensor, Tensor, Scalar) \
+  X("aten::le.Scalar", CPU, opd__cpu_le_scalar, Tensor, Tensor, Scalar) \
+  X("aten::le.Scalar", Meta, opd__meta_le_scalar, Tensor, Tensor, Scalar) \
+  X("aten::ge.Scalar", CPU, opd__cpu_ge_scalar, Tensor, Tensor, Scalar) \
+  X("aten::ge.Scalar", Meta, opd__meta_ge_scalar, Tensor, Tensor, Scalar) \
+  X("aten::ne.Scalar", CPU, opd__cpu_ne_scalar, Tensor, Tensor, Scalar) \
+  X("aten::ne.Scalar", Meta, opd__meta_ne_scalar, Tensor, Tensor, Scalar) \
+  X("aten::addcmul", CPU, opd__cpu_addcmul, Tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::addcmul", Meta, opd__meta_addcmul, Tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::addcmul_", CPU, opd__cpu_addcmul_, Tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::addcmul_", Meta, opd__meta_addcmul_, Tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::addcdiv", CPU, opd__cpu_addcdiv, Tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::addcdiv", Meta, opd__meta_addcdiv, Tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::addcdiv_", CPU, opd__cpu_addcdiv_, Tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::addcdiv_", Meta, opd__meta_addcdiv_, Tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::lerp.Scalar", CPU, opd__cpu_lerp_scalar, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::lerp.Scalar", Meta, opd__meta_lerp_scalar, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::lerp_.Scalar", CPU, opd__cpu_lerp__scalar, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::lerp_.Scalar", Meta, opd__meta_lerp__scalar, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::lerp.Tensor", CPU, opd__cpu_lerp_tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::lerp.Tensor", Meta, opd__meta_lerp_tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::lerp_.Tensor", CPU, opd__cpu_lerp__tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::lerp_.Tensor", Meta, opd__meta_lerp__tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::clamp_min", CPU, opd__cpu_clamp_min, Tensor, Tensor, Scalar) \
+  X("aten::clamp_min", Meta, opd__meta_clamp_min, Tensor, Tensor, Scalar) \
+  X("aten::clamp_min_", CPU, opd__cpu_clamp_min_, Tensor, Tensor, Scalar) \
+  X("aten::clamp_min_", Meta, opd__meta_clamp_min_, Tensor, Tensor, Scalar) \
+  X("aten::clamp_max", CPU, opd__cpu_clamp_max, Tensor, Tensor, Scalar) \
+  X("aten::clamp_max", Meta, opd__meta_clamp_max, Tensor, Tensor, Scalar) \
+  X("aten::clamp_max_", CPU, opd__cpu_clamp_max_, Tensor, Tensor, Scalar) \
+  X("aten::clamp_max_", Meta, opd__meta_clamp_max_, Tensor, Tensor, Scalar) \
+  X("aten::clamp.Tensor", CPU, opd__cpu_clamp_tensor, Tensor, Tensor, OptTensor, OptTensor) \
+  X("aten::clamp.Tensor", Meta, opd__meta_clamp_tensor, Tensor, Tensor, OptTensor, OptTensor) \
+  X("aten::clamp_", CPU, opd__cpu_clamp_, Tensor, Tensor, OptScalar, OptScalar) \
+  X("aten::clamp_", Meta, opd__meta_clamp_, Tensor, Tensor, OptScalar, OptScalar) \
+  /* in-place variants, Scalar overloads and composites: kernels/src/composite_pointwise.c */ \
+  X("aten::exp_", CPU, opd__cpu_exp_, Tensor, Tensor) \
+  X("aten::exp_", Meta, opd__meta_exp_, Tensor, Tensor) \
+  X("aten::log_", CPU, opd__cpu_log_, Tensor, Tensor) \
+  X("aten::log_", Meta, opd__meta_log_, Tensor, Tensor) \
+  X("aten::sqrt_", CPU, opd__cpu_sqrt_, Tensor, Tensor) \
+  X("aten::sqrt_", Meta, opd__meta_sqrt_, Tensor, Tensor) \
+  X("aten::rsqrt_", CPU, opd__cpu_rsqrt_, Tensor, Tensor) \
+  X("aten::rsqrt_", Meta, opd__meta_rsqrt_, Tensor, Tensor) \
+  X("aten::sigmoid_", CPU, opd__cpu_sigmoid_, Tensor, Tensor) \
+  X("aten::sigmoid_", Meta, opd__meta_sigmoid_, Tensor, Tensor) \
+  X("aten::tanh_", CPU, opd__cpu_tanh_, Tensor, Tensor) \
+  X("aten::tanh_", Meta, opd__meta_tanh_, Tensor, Tensor) \
+  X("aten::sin_", CPU, opd__cpu_sin_, Tensor, Tensor) \
+  X("aten::sin_", Meta, opd__meta_sin_, Tensor, Tensor) \
+  X("aten::cos_", CPU, opd__cpu_cos_, Tensor, Tensor) \
+  X("aten::cos_", Meta, opd__meta_cos_, Tensor, Tensor) \
+  X("aten::neg_", CPU, opd__cpu_neg_, Tensor, Tensor) \
+  X("aten::neg_", Meta, opd__meta_neg_, Tensor, Tensor) \
+  X("aten::abs_", CompositeExplicitAutograd, opd__cea_abs_, Tensor, Tensor) \
+  X("aten::mul_.Tensor", CPU, opd__cpu_mul__tensor, Tensor, Tensor, Tensor) \
+  X("aten::mul_.Tensor", Meta, opd__meta_mul__tensor, Tensor, Tensor, Tensor) \
+  X("aten::sub_.Tensor", CPU, opd__cpu_sub__tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::sub_.Tensor", Meta, opd__meta_sub__tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::div_.Tensor", CPU, opd__cpu_div__tensor, Tensor, Tensor, Tensor) \
+  X("aten::div_.Tensor", Meta, opd__meta_div__tensor, Tensor, Tensor, Tensor) \
+  X("aten::div_.Tensor_mode", CPU, opd__cpu_div__tensor_mode, Tensor, Tensor, Tensor, OptStr) \
+  X("aten::div_.Tensor_mode", Meta, opd__meta_div__tensor_mode, Tensor, Tensor, Tensor, OptStr) \
+  X("aten::floor_divide", CPU, opd__cpu_floor_divide, Tensor, Tensor, Tensor) \
+  X("aten::floor_divide", Meta, opd__meta_floor_divide, Tensor, Tensor, Tensor) \
+  X("aten::floor_divide_.Tensor", CPU, opd__cpu_floor_divide__tensor, Tensor, Tensor, Tensor) \
+  X("aten::floor_divide_.Tensor", Meta, opd__meta_floor_divide__tensor, Tensor, Tensor, Tensor) \
+  X("aten::add_.Tensor", CPU, opd__cpu_add__tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::add_.Tensor", Meta, opd__meta_add__tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::pow_.Scalar", CPU, opd__cpu_pow__scalar, Tensor, Tensor, Scalar) \
+  X("aten::pow_.Scalar", Meta, opd__meta_pow__scalar, Tensor, Tensor, Scalar) \
+  X("aten::rsub.Tensor", CPU, opd__cpu_rsub_tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::rsub.Tensor", Meta, opd__meta_rsub_tensor, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::pow.Scalar", CPU, opd__cpu_pow_scalar, Tensor, Scalar, Tensor) \
+  X("aten::pow.Scalar", Meta, opd__meta_pow_scalar, Tensor, Scalar, Tensor) \
+  X("aten::remainder.Scalar_Tensor", CPU, opd__cpu_remainder_scalar_tensor, Tensor, Scalar, Tensor) \
+  X("aten::remainder.Scalar_Tensor", Meta, opd__meta_remainder_scalar_tensor, Tensor, Scalar, Tensor) \
+  X("aten::div.Scalar", CompositeExplicitAutograd, opd__cea_div_scalar, Tensor, Tensor, Scalar) \
+  X("aten::fmod.Scalar", CompositeExplicitAutograd, opd__cea_fmod_scalar, Tensor, Tensor, Scalar) \
+  X("aten::remainder.Scalar", CompositeExplicitAutograd, opd__cea_remainder_scalar, Tensor, Tensor, Scalar) \
+  X("aten::copysign.Scalar", CompositeExplicitAutograd, opd__cea_copysign_scalar, Tensor, Tensor, Scalar) \
+  X("aten::xlogy.Scalar_Other", CompositeExplicitAutograd, opd__cea_xlogy_scalar_other, Tensor, Tensor, Scalar) \
+  X("aten::bitwise_and.Scalar", CompositeExplicitAutograd, opd__cea_bitwise_and_scalar, Tensor, Tensor, Scalar) \
+  X("aten::bitwise_or.Scalar", CompositeExplicitAutograd, opd__cea_bitwise_or_scalar, Tensor, Tensor, Scalar) \
+  X("aten::bitwise_xor.Scalar", CompositeExplicitAutograd, opd__cea_bitwise_xor_scalar, Tensor, Tensor, Scalar) \
+  X("aten::mul_.Scalar", CompositeExplicitAutograd, opd__cea_mul__scalar, Tensor, Tensor, Scalar) \
+  X("aten::div_.Scalar", CompositeExplicitAutograd, opd__cea_div__scalar, Tensor, Tensor, Scalar) \
+  X("aten::fmod_.Scalar", CompositeExplicitAutograd, opd__cea_fmod__scalar, Tensor, Tensor, Scalar) \
+  X("aten::remainder_.Scalar", CompositeExplicitAutograd, opd__cea_remainder__scalar, Tensor, Tensor, Scalar) \
+  X("aten::xlogy.Scalar_Self", CompositeExplicitAutograd, opd__cea_xlogy_scalar_self, Tensor, Scalar, Tensor) \
+  X("aten::sub.Scalar", CompositeExplicitAutograd, opd__cea_sub_scalar, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::rsub.Scalar", CompositeExplicitAutograd, opd__cea_rsub_scalar, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::add_.Scalar", CompositeExplicitAutograd, opd__cea_add__scalar, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::sub_.Scalar", CompositeExplicitAutograd, opd__cea_sub__scalar, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::div.Scalar_mode", CompositeExplicitAutograd, opd__cea_div_scalar_mode, Tensor, Tensor, Scalar, OptStr) \
+  X("aten::logical_not", CompositeExplicitAutograd, opd__cea_logical_not, Tensor, Tensor) \
+  X("aten::logical_and", CompositeExplicitAutograd, opd__cea_logical_and, Tensor, Tensor, Tensor) \
+  X("aten::logical_or", CompositeExplicitAutograd, opd__cea_logical_or, Tensor, Tensor, Tensor) \
+  X("aten::logical_xor", CompositeExplicitAutograd, opd__cea_logical_xor, Tensor, Tensor, Tensor) \
+  X("aten::isinf", CompositeExplicitAutograd, opd__cea_isinf, Tensor, Tensor) \
+  X("aten::floor_divide.Scalar", CompositeImplicitAutograd, opd__cia_floor_divide_scalar, Tensor, Tensor, Scalar) \
+  X("aten::square", CompositeImplicitAutograd, opd__cia_square, Tensor, Tensor) \
+  X("aten::isfinite", CompositeImplicitAutograd, opd__cia_isfinite, Tensor, Tensor) \
+  X("aten::where.ScalarOther", CompositeImplicitAutograd, opd__cia_where_scalarother, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::where.ScalarSelf", CompositeImplicitAutograd, opd__cia_where_scalarself, Tensor, Tensor, Scalar, Tensor) \
+  X("aten::where.Scalar", CompositeImplicitAutograd, opd__cia_where_scalar, Tensor, Tensor, Scalar, Scalar) \
+  /* factories and aten::to: kernels/src/composite_factory.c */ \
+  X("aten::empty_like", CompositeExplicitAutograd, opd__cea_empty_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::zeros_like", CompositeExplicitAutograd, opd__cea_zeros_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::ones_like", CompositeExplicitAutograd, opd__cea_ones_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::full_like", CompositeExplicitAutograd, opd__cea_full_like, Tensor, Tensor, Scalar, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::new_empty", CompositeExplicitAutograd, opd__cea_new_empty, Tensor, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::new_zeros", CompositeExplicitAutograd, opd__cea_new_zeros, Tensor, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::new_ones", CompositeExplicitAutograd, opd__cea_new_ones, Tensor, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::new_full", CompositeExplicitAutograd, opd__cea_new_full, Tensor, Tensor, IntList, Scalar, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::scalar_tensor", CompositeExplicitAutograd, opd__cea_scalar_tensor, Tensor, Scalar, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::lift_fresh", CompositeExplicitAutograd, opd__cea_lift_fresh, Tensor, Tensor) \
+  X("aten::zero_", CPU, opd__cpu_zero_, Tensor, Tensor) \
+  X("aten::zero_", Meta, opd__meta_zero_, Tensor, Tensor) \
+  X("aten::fill_.Tensor", CPU, opd__cpu_fill__tensor, Tensor, Tensor, Tensor) \
+  X("aten::fill_.Tensor", Meta, opd__meta_fill__tensor, Tensor, Tensor, Tensor) \
+  X("aten::to.dtype", CompositeImplicitAutograd, opd__cia_to_dtype, Tensor, Tensor, DType, Bool, Bool, OptMemoryFormat) \
+  X("aten::to.dtype_layout", CompositeImplicitAutograd, opd__cia_to_dtype_layout, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, Bool, Bool, OptMemoryFormat) \
+  X("aten::to.other", CompositeImplicitAutograd, opd__cia_to_other, Tensor, Tensor, Tensor, Bool, Bool, OptMemoryFormat) \
+  /* random factories: kernels/cpu/random.c */ \
+  X("aten::rand", CompositeExplicitAutograd, opd__cea_rand, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::randn", CompositeExplicitAutograd, opd__cea_randn, Tensor, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::rand_like", CompositeExplicitAutograd, opd__cea_rand_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::randn_like", CompositeExplicitAutograd, opd__cea_randn_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
+  X("aten::randint", CompositeExplicitAutograd, opd__cea_randint, Tensor, Int, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::randint.low", CompositeExplicitAutograd, opd__cea_randint_low, Tensor, Int, Int, IntList, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::randperm", CompositeExplicitAutograd, opd__cea_randperm, Tensor, Int, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::eye", CompositeExplicitAutograd, opd__cea_eye, Tensor, Int, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::eye.m", CompositeExplicitAutograd, opd__cea_eye_m, Tensor, Int, Int, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::linspace", CompositeExplicitAutograd, opd__cea_linspace, Tensor, Scalar, Scalar, Int, OptDType, OptLayout, OptDevice, OptBool) \
+  X("aten::logspace", CompositeExplicitAutograd, opd__cea_logspace, Tensor, Scalar, Scalar, Int, Double, OptDType, OptLayout, OptDevice, OptBool)
+#define OPD_POINTWISE_BOXED_KERNELS(X) \
+  X("aten::to.device", CompositeImplicitAutograd, opd__cia_to_device) \
+  /* random operators (a Generator? argument): kernels/cpu/random.c */ \
+  X("aten::uniform_", CPU, opd__cpu_uniform_) \
+  X("aten::uniform_", Meta, opd__meta_uniform_) \
+  X("aten::normal_", CPU, opd__cpu_normal_) \
+  X("aten::normal_", Meta, opd__meta_normal_) \
+  X("aten::exponential_", CPU, opd__cpu_exponential_) \
+  X("aten::exponential_", Meta, opd__meta_exponential_) \
+  X("aten::bernoulli_.float", CPU, opd__cpu_bernoulli__float) \
+  X("aten::bernoulli_.float", Meta, opd__meta_bernoulli__float) \
+  X("aten::bernoulli_.Tensor", CPU, opd__cpu_bernoulli__tensor) \
+  X("aten::bernoulli_.Tensor", Meta, opd__meta_bernoulli__tensor) \
+  X("aten::random_", CPU, opd__cpu_random_) \
+  X("aten::random_", Meta, opd__meta_random_) \
+  X("aten::random_.from", CPU, opd__cpu_random__from) \
+  X("aten::random_.from", Meta, opd__meta_random__from) \
+  X("aten::random_.to", CPU, opd__cpu_random__to) \
+  X("aten::random_.to", Meta, opd__meta_random__to) \
+  X("aten::bernoulli", CompositeExplicitAutograd, opd__cea_bernoulli) \
+  /* nan_to_num (a float? argument): kernels/cpu/pointwise_unary.c */ \
+  X("aten::nan_to_num", CPU, opd__cpu_nan_to_num) \
+  X("aten::nan_to_num", Meta, opd__meta_nan_to_num) \
+  X("aten::nan_to_num_", CPU, opd__cpu_nan_to_num_) \
+  X("aten::nan_to_num_", Meta, opd__meta_nan_to_num_)
 
 /* indexing, joining, shapes, sorting */
 #define OPD_INDEX_UNBOXED_KERNELS(X)

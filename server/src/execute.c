@@ -389,11 +389,13 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
     return 0;
   }
   opd_tls_set(job->session->dispatch);
+  opd_generator *rng = opd_generator_swap(&job->session->rng);
   unsigned slot;
   uint64_t t0 = opd__metrics_ticks();
   int rc = opd_call_boxed_keys(call->op, call->keys, &call->stack, &slot);
   job->kernel_ns = opd__metrics_ticks_ns(t0, opd__metrics_ticks());
   opd__metrics_call(call->op, slot, rc, job->kernel_ns, loop_lesson(job, rc));
+  opd_generator_swap(rng);
   opd_tls_set(opd_default_dispatch_state);
   opd__count(&job->session->calls, 1); /* [Note: Counters with one writer at a time] */
   if (rc == 0) rc = encode_results(job, &call->stack, resp);

@@ -87,6 +87,7 @@ void opd__session_init(opd__session *s, uint64_t id, const opd_server_config *cf
                                .limit_name = "max_bytes_held",
                                .owner = "session"};
   s->dispatch = opd_default_dispatch_state;
+  opd_generator_init(&s->rng, OPD_DEFAULT_SEED);
   opd__session_publish_dispatch(s);
 }
 

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "opd/dispatcher.h"
+#include "opd/random.h"
 #include "opd/server.h"
 #include "opd/tensor.h"
 #include "worker.h"
@@ -51,6 +52,9 @@ struct opd__session {
   struct opd__graphs *graph_ctx; /* the server's (graphs.h): its cache, counters, dumps */
   uint64_t next_handle;
   opd_local_dispatch_state dispatch;
+  /* the random operators' generator, installed while the session's calls run ([Note: Random
+   * generators] in opd/random.h) */
+  opd_generator rng;
   _Atomic uint64_t calls, errors, bytes_held;
   /* bytes_held against max_bytes_held; installed while the session's calls run ([Note:
    * Memory reserved before it is allocated] in opd/allocator.h) */
