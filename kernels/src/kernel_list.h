@@ -159,7 +159,50 @@
 #define OPD_CONV_BOXED_KERNELS(X)
 
 /* normalization, losses, activations and their backward operators */
-#define OPD_NORM_UNBOXED_KERNELS(X)
+#define OPD_NORM_UNBOXED_KERNELS(X) \
+  /* activations and their backward operators: kernels/cpu/norm_activation.c, kernels/meta/norm_meta.c */ \
+  X("aten::hardtanh", CPU, opd__cpu_hardtanh, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::hardtanh", Meta, opd__meta_hardtanh, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::leaky_relu", CPU, opd__cpu_leaky_relu, Tensor, Tensor, Scalar) \
+  X("aten::leaky_relu", Meta, opd__meta_leaky_relu, Tensor, Tensor, Scalar) \
+  X("aten::elu", CPU, opd__cpu_elu, Tensor, Tensor, Scalar, Scalar, Scalar) \
+  X("aten::elu", Meta, opd__meta_elu, Tensor, Tensor, Scalar, Scalar, Scalar) \
+  X("aten::mish", CPU, opd__cpu_mish, Tensor, Tensor) \
+  X("aten::mish", Meta, opd__meta_mish, Tensor, Tensor) \
+  X("aten::softplus", CPU, opd__cpu_softplus, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::softplus", Meta, opd__meta_softplus, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::hardswish", CPU, opd__cpu_hardswish, Tensor, Tensor) \
+  X("aten::hardswish", Meta, opd__meta_hardswish, Tensor, Tensor) \
+  X("aten::hardsigmoid", CPU, opd__cpu_hardsigmoid, Tensor, Tensor) \
+  X("aten::hardsigmoid", Meta, opd__meta_hardsigmoid, Tensor, Tensor) \
+  X("aten::threshold", CPU, opd__cpu_threshold, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::threshold", Meta, opd__meta_threshold, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::glu", CPU, opd__cpu_glu, Tensor, Tensor, Int) \
+  X("aten::glu", Meta, opd__meta_glu, Tensor, Tensor, Int) \
+  X("aten::threshold_backward", CPU, opd__cpu_threshold_backward, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::threshold_backward", Meta, opd__meta_threshold_backward, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::gelu_backward", CPU, opd__cpu_gelu_backward, Tensor, Tensor, Tensor, Str) \
+  X("aten::gelu_backward", Meta, opd__meta_gelu_backward, Tensor, Tensor, Tensor, Str) \
+  X("aten::silu_backward", CPU, opd__cpu_silu_backward, Tensor, Tensor, Tensor) \
+  X("aten::silu_backward", Meta, opd__meta_silu_backward, Tensor, Tensor, Tensor) \
+  X("aten::sigmoid_backward", CPU, opd__cpu_sigmoid_backward, Tensor, Tensor, Tensor) \
+  X("aten::sigmoid_backward", Meta, opd__meta_sigmoid_backward, Tensor, Tensor, Tensor) \
+  X("aten::tanh_backward", CPU, opd__cpu_tanh_backward, Tensor, Tensor, Tensor) \
+  X("aten::tanh_backward", Meta, opd__meta_tanh_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardswish_backward", CPU, opd__cpu_hardswish_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardswish_backward", Meta, opd__meta_hardswish_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardsigmoid_backward", CPU, opd__cpu_hardsigmoid_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardsigmoid_backward", Meta, opd__meta_hardsigmoid_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardtanh_backward", CPU, opd__cpu_hardtanh_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::hardtanh_backward", Meta, opd__meta_hardtanh_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::leaky_relu_backward", CPU, opd__cpu_leaky_relu_backward, Tensor, Tensor, Tensor, Scalar, Bool) \
+  X("aten::leaky_relu_backward", Meta, opd__meta_leaky_relu_backward, Tensor, Tensor, Tensor, Scalar, Bool) \
+  X("aten::elu_backward", CPU, opd__cpu_elu_backward, Tensor, Tensor, Scalar, Scalar, Scalar, Bool, Tensor) \
+  X("aten::elu_backward", Meta, opd__meta_elu_backward, Tensor, Tensor, Scalar, Scalar, Scalar, Bool, Tensor) \
+  X("aten::softplus_backward", CPU, opd__cpu_softplus_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::softplus_backward", Meta, opd__meta_softplus_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::mish_backward", CPU, opd__cpu_mish_backward, Tensor, Tensor, Tensor) \
+  X("aten::mish_backward", Meta, opd__meta_mish_backward, Tensor, Tensor, Tensor)
 #define OPD_NORM_BOXED_KERNELS(X)
 
 /* pointwise math, factories, random operators */

@@ -1,0 +1,367 @@
+/* norm_meta.c: meta functions of the normalization, loss and activation operators and their
+ * backward operators (see norm_meta.h), and their Meta kernels. */
+#include "norm_meta.h"
+
+#include <string.h>
+
+#include "elementwise_meta.h"
+#include "src/loops.h"
+
+static const opd_device meta_device = {OPD_DEVICE_META, -1};
+
+const opd__act_info opd__act_infos[] = {
+    [OPD__ACT_HARDTANH] = {"clamp_scalar_cpu", OPD__ACT_NUMBER},
+    [OPD__ACT_THRESHOLD] = {"threshold_cpu", OPD__ACT_NUMBER},
+    [OPD__ACT_LEAKY_RELU] = {"leaky_relu_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_ELU] = {"elu_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_MISH] = {"mish_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_SOFTPLUS] = {"softplus_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_HARDSWISH] = {"hardswish_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_HARDSIGMOID] = {"hardsigmoid_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_THRESHOLD_BACKWARD] = {"threshold_backward_cpu", OPD__ACT_NUMBER},
+    [OPD__ACT_GELU_BACKWARD] = {"GeluBackwardKernelImpl", OPD__ACT_FLOAT},
+    [OPD__ACT_SILU_BACKWARD] = {"silu_backward_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_SIGMOID_BACKWARD] = {"sigmoid_backward_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_TANH_BACKWARD] = {"tanh_backward_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_HARDSWISH_BACKWARD] = {"hardswish_backward_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_HARDSIGMOID_BACKWARD] = {"hardsigmoid_backward", OPD__ACT_FLOAT},
+    [OPD__ACT_HARDTANH_BACKWARD] = {"hardshrink_backward_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_LEAKY_RELU_BACKWARD] = {"leaky_relu_backward_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_ELU_BACKWARD] = {"elu_backward_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_SOFTPLUS_BACKWARD] = {"softplus_backward_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_MISH_BACKWARD] = {"mish_backward_cpu", OPD__ACT_FLOAT},
+};
+
+static void same_as(opd_tensor *self, opd_out_spec *spec) {
+  spec->ndim = self->ndim;
+  spec->dtype = opd_tensor_dtype(self);
+  memcpy(spec->sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof *spec->sizes);
+}
+
+static int check_dtype(opd_dtype dt, opd__act_dtypes dtypes, const char *name, int n,
+                       const opd_scalar *params) {
+  if (dtypes == OPD__ACT_FLOAT ? !opd_dtype_is_floating(dt) : dt == OPD_BOOL)
+    return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", name, opd_dtype_c10_name(dt));
+  for (int i = 0; i < n; i++) {
+    opd__value v;
+    int rc = opd__scalar_to(params[i], dt, &v);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int opd__activation_meta(opd_tensor *self, opd__act act, int n, const opd_scalar *params,
+                         opd_out_spec *spec) {
+  same_as(self, spec);
+  return check_dtype(spec->dtype, opd__act_infos[act].dtypes, opd__act_infos[act].name, n, params);
+}
+
+static opd_dtype promote(opd_tensor *const *t, int n) {
+  opd_result_type_state s = opd_result_type_init();
+  for (int i = 0; i < n; i++)
+    if (t[i]) opd_result_type_add_tensor(&s, opd_tensor_dtype(t[i]), t[i]->ndim);
+  return opd_result_type(&s);
+}
+
+int opd__activation_backward_meta(opd_tensor *grad, opd_tensor *self, opd__act act, int n,
+                                  const opd_scalar *params, opd_out_spec *spec) {
+  int rc = opd__binary_meta(grad, self, spec);
+  return rc ? rc
+            : check_dtype(spec->dtype, opd__act_infos[act].dtypes, opd__act_infos[act].name, n,
+                          params);
+}
+
+int opd__gelu_approximate(const char *approximate, bool *tanh_approx) {
+  *tanh_approx = strcmp(approximate, "tanh") == 0;
+  if (!*tanh_approx && strcmp(approximate, "none") != 0)
+    return opd_error(OPD_EINVAL, "approximate argument must be either none or tanh.");
+  return 0;
+}
+
+int opd__leaky_relu_backward_check(opd_scalar negative_slope, bool self_is_result) {
+  if (self_is_result && opd__scalar_to_double(negative_slope) < 0)
+    return opd_error(OPD_EINVAL,
+                     "In-place leakyReLu backward calculation is triggered with a negative slope "
+                     "which is not supported. This is caused by calling in-place forward function "
+                     "with a negative slope, please call out-of-place version instead.");
+  return 0;
+}
+
+int opd__elu_backward_check(opd_scalar alpha, bool is_result) {
+  if (is_result && opd__scalar_to_double(alpha) < 0)
+    return opd_error(OPD_EINVAL,
+                     "In-place elu backward calculation is triggered with a negative slope which "
+                     "is not supported. This is caused by calling in-place forward function with "
+                     "a negative slope, please call out-of-place version instead.");
+  return 0;
+}
+
+int opd__glu_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec *spec) {
+  if (self->ndim == 0) return opd_error(OPD_EINVAL, "glu does not support 0-dimensional tensors");
+  int rc = opd__wrap_dim(dim, self->ndim, wrapped);
+  if (rc) return rc;
+  same_as(self, spec);
+  if ((rc = check_dtype(spec->dtype, OPD__ACT_FLOAT, "glu_cpu", 0, NULL))) return rc;
+  if (spec->sizes[*wrapped] % 2)
+    return opd_error(OPD_EINVAL, "Halving dimension must be even, but dimension %lld is size %lld",
+                     (long long)*wrapped, (long long)spec->sizes[*wrapped]);
+  spec->sizes[*wrapped] /= 2;
+  return 0;
+}
+
+static bool same_shape(const opd_tensor *a, const opd_tensor *b) {
+  return a->ndim == b->ndim &&
+         !memcmp(opd_tensor_sizes(a), opd_tensor_sizes(b), (size_t)a->ndim * sizeof(int64_t));
+}
+
+int opd__softmax_backward_meta(opd_tensor *grad, opd_tensor *output, int64_t dim,
+                               opd_dtype input_dtype, int64_t *wrapped, opd_out_spec *spec) {
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){grad, output}, 2, &device);
+  if (rc) return rc;
+  if (!same_shape(grad, output)) {
+    char a[256], b[256];
+    return opd_error(OPD_EINVAL,
+                     "Expected tensor for argument #1 'grad' to have same size as tensor for "
+                     "argument #2 'output'; but %s does not equal %s (while checking arguments "
+                     "for softmax_backward)",
+                     opd__format_sizes(opd_tensor_sizes(grad), grad->ndim, a, sizeof a),
+                     opd__format_sizes(opd_tensor_sizes(output), output->ndim, b, sizeof b));
+  }
+  if ((rc = opd__wrap_dim(dim, grad->ndim, wrapped))) return rc;
+  opd_dtype gdt = opd_tensor_dtype(grad), odt = opd_tensor_dtype(output);
+  if (gdt != odt)
+    return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(gdt),
+                     opd_dtype_c10_name(odt));
+  bool half_to_float = gdt != input_dtype;
+  if (half_to_float && !(gdt == OPD_FLOAT32 && input_dtype == OPD_FLOAT16))
+    return opd_error(OPD_EINVAL, "expected input and grad types to match, or input to be at::Half "
+                                 "and grad to be at::Float");
+  same_as(grad, spec);
+  spec->dtype = half_to_float ? OPD_FLOAT16 : gdt;
+  return 0;
+}
+
+static int check_reduction(int64_t reduction) {
+  if (reduction < OPD__REDUCTION_NONE || reduction > OPD__REDUCTION_SUM)
+    return opd_error(OPD_EINVAL,
+                     "reduction == Reduction::Mean || reduction == Reduction::Sum: "
+                     "unknown reduction %lld",
+                     (long long)reduction);
+  return 0;
+}
+
+int opd__pointwise_loss_meta(opd_tensor *self, opd_tensor *target, int64_t reduction,
+                             opd_out_spec *spec) {
+  int rc = opd__binary_meta(self, target, spec);
+  if (!rc) rc = check_reduction(reduction);
+  if (!rc && reduction != OPD__REDUCTION_NONE) spec->ndim = 0;
+  return rc;
+}
+
+int opd__pointwise_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
+                                      opd_out_spec *spec) {
+  opd_tensor *t[3] = {self, target, grad};
+  int rc = opd__broadcast_tensors(t, 3, spec);
+  if (rc) return rc;
+  if ((rc = opd__check_inplace_shape(self, target)) || (rc = opd__check_inplace_shape(self, grad)))
+    return rc;
+  opd_dtype common = promote(t, 3), dt = opd_tensor_dtype(self);
+  if (common != dt)
+    return opd_error(OPD_EINVAL, "Found dtype %s but expected %s", opd_dtype_c10_name(common),
+                     opd_dtype_c10_name(dt));
+  spec->dtype = dt;
+  return 0;
+}
+
+int opd__nll_loss_check(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t reduction,
+                        int64_t *batch, int64_t *classes) {
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){self, target, weight}, 3, &device);
+  if (rc) return rc;
+  if (self->ndim < 1 || self->ndim > 2)
+    return opd_error(OPD_EINVAL, "input tensor should be 1D or 2D");
+  if (target->ndim > 1)
+    return opd_error(OPD_EINVAL, "0D or 1D target tensor expected, multi-target not supported");
+  const int64_t *s = opd_tensor_sizes(self);
+  bool no_batch = self->ndim == 1 && target->ndim == 0;
+  if (!no_batch && (target->ndim != 1 || s[0] != opd_tensor_sizes(target)[0])) {
+    char a[256], b[256];
+    return opd_error(OPD_EINVAL, "size mismatch (got input: %s, target: %s)",
+                     opd__format_sizes(s, self->ndim, a, sizeof a),
+                     opd__format_sizes(opd_tensor_sizes(target), target->ndim, b, sizeof b));
+  }
+  *classes = s[self->ndim - 1];
+  *batch = self->ndim == 2 ? s[0] : 1;
+  if (weight && (weight->ndim > 1 || weight->numel != *classes)) {
+    char a[256];
+    return opd_error(OPD_EINVAL,
+                     "weight tensor should be defined either for all %lld classes or no classes "
+                     "but got weight tensor of shape: %s",
+                     (long long)*classes,
+                     opd__format_sizes(opd_tensor_sizes(weight), weight->ndim, a, sizeof a));
+  }
+  (void)reduction;
+  return 0;
+}
+
+/* ---- Meta kernels ---- */
+
+static int meta_out(int rc, const opd_out_spec *spec, opd_tensor *const *inputs, int n,
+                    opd_tensor **out) {
+  return rc ? rc : opd__alloc_elementwise_output(spec, inputs, n, meta_device, out);
+}
+
+static int meta_activation(opd_tensor *self, opd__act act, int n, const opd_scalar *params,
+                           opd_tensor **out) {
+  opd_out_spec spec;
+  return meta_out(opd__activation_meta(self, act, n, params, &spec), &spec, &self, 1, out);
+}
+
+static int meta_activation_backward(opd_tensor *grad, opd_tensor *self, opd__act act, int n,
+                                    const opd_scalar *params, opd_tensor **out) {
+  opd_out_spec spec;
+  return meta_out(opd__activation_backward_meta(grad, self, act, n, params, &spec), &spec,
+                  (opd_tensor *[]){grad, self}, 2, out);
+}
+
+int opd__meta_hardtanh(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar min_val,
+                       opd_scalar max_val, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation(self, OPD__ACT_HARDTANH, 2, (opd_scalar[]){min_val, max_val}, out);
+}
+
+int opd__meta_threshold(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar threshold,
+                        opd_scalar value, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation(self, OPD__ACT_THRESHOLD, 2, (opd_scalar[]){threshold, value}, out);
+}
+
+int opd__meta_leaky_relu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar negative_slope,
+                         opd_tensor **out) {
+  (void)ctx;
+  return meta_activation(self, OPD__ACT_LEAKY_RELU, 1, &negative_slope, out);
+}
+
+int opd__meta_elu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar alpha, opd_scalar scale,
+                  opd_scalar input_scale, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation(self, OPD__ACT_ELU, 3, (opd_scalar[]){alpha, scale, input_scale}, out);
+}
+
+int opd__meta_mish(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation(self, OPD__ACT_MISH, 0, NULL, out);
+}
+
+int opd__meta_softplus(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar beta,
+                       opd_scalar threshold, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation(self, OPD__ACT_SOFTPLUS, 2, (opd_scalar[]){beta, threshold}, out);
+}
+
+int opd__meta_hardswish(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation(self, OPD__ACT_HARDSWISH, 0, NULL, out);
+}
+
+int opd__meta_hardsigmoid(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation(self, OPD__ACT_HARDSIGMOID, 0, NULL, out);
+}
+
+int opd__meta_threshold_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                 opd_tensor *self, opd_scalar threshold, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation_backward(grad_output, self, OPD__ACT_THRESHOLD_BACKWARD, 1, &threshold,
+                                  out);
+}
+
+int opd__meta_gelu_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,
+                            const char *approximate, opd_tensor **out) {
+  (void)ctx;
+  bool tanh_approx;
+  int rc = opd__gelu_approximate(approximate, &tanh_approx);
+  if (rc) return rc;
+  return meta_activation_backward(grad_output, self, OPD__ACT_GELU_BACKWARD, 0, NULL, out);
+}
+
+int opd__meta_silu_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,
+                            opd_tensor **out) {
+  (void)ctx;
+  return meta_activation_backward(grad_output, self, OPD__ACT_SILU_BACKWARD, 0, NULL, out);
+}
+
+int opd__meta_sigmoid_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                               opd_tensor *output, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation_backward(grad_output, output, OPD__ACT_SIGMOID_BACKWARD, 0, NULL, out);
+}
+
+int opd__meta_tanh_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *output,
+                            opd_tensor **out) {
+  (void)ctx;
+  return meta_activation_backward(grad_output, output, OPD__ACT_TANH_BACKWARD, 0, NULL, out);
+}
+
+int opd__meta_hardswish_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                 opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation_backward(grad_output, self, OPD__ACT_HARDSWISH_BACKWARD, 0, NULL, out);
+}
+
+int opd__meta_hardsigmoid_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                   opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_activation_backward(grad_output, self, OPD__ACT_HARDSIGMOID_BACKWARD, 0, NULL, out);
+}
+
+int opd__meta_hardtanh_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                opd_tensor *self, opd_scalar min_val, opd_scalar max_val,
+                                opd_tensor **out) {
+  (void)ctx;
+  return meta_activation_backward(grad_output, self, OPD__ACT_HARDTANH_BACKWARD, 2,
+                                  (opd_scalar[]){min_val, max_val}, out);
+}
+
+int opd__meta_leaky_relu_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                  opd_tensor *self, opd_scalar negative_slope, bool self_is_result,
+                                  opd_tensor **out) {
+  (void)ctx;
+  int rc = opd__leaky_relu_backward_check(negative_slope, self_is_result);
+  if (rc) return rc;
+  return meta_activation_backward(grad_output, self, OPD__ACT_LEAKY_RELU_BACKWARD, 1,
+                                  &negative_slope, out);
+}
+
+int opd__meta_elu_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_scalar alpha,
+                           opd_scalar scale, opd_scalar input_scale, bool is_result,
+                           opd_tensor *self_or_result, opd_tensor **out) {
+  (void)ctx;
+  int rc = opd__elu_backward_check(alpha, is_result);
+  return rc ? rc
+            : meta_activation_backward(grad_output, self_or_result, OPD__ACT_ELU_BACKWARD, 3,
+                                       (opd_scalar[]){alpha, scale, input_scale}, out);
+}
+
+int opd__meta_softplus_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                opd_tensor *self, opd_scalar beta, opd_scalar threshold,
+                                opd_tensor **out) {
+  (void)ctx;
+  return meta_activation_backward(grad_output, self, OPD__ACT_SOFTPLUS_BACKWARD, 2,
+                                  (opd_scalar[]){beta, threshold}, out);
+}
+
+int opd__meta_mish_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,
+                            opd_tensor **out) {
+  (void)ctx;
+  return meta_activation_backward(grad_output, self, OPD__ACT_MISH_BACKWARD, 0, NULL, out);
+}
+
+int opd__meta_glu(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int64_t d;
+  int rc = opd__glu_meta(self, dim, &d, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}

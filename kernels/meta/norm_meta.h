@@ -1,0 +1,81 @@
+/* norm_meta.h: the meta functions of the normalization, loss and activation operators and
+ * their backward operators (internal): PyTorch's argument checks and errors, the outputs'
+ * shapes and dtypes. Shared by their Meta kernels (norm_meta.c) and CPU kernels
+ * (kernels/cpu/norm_*.c). */
+#ifndef OPD_KERNELS_NORM_META_H
+#define OPD_KERNELS_NORM_META_H
+
+#include <stdbool.h>
+
+#include "src/kernel_util.h"
+
+/* The dtypes an activation's CPU kernel computes in: floating ones, or every one but bool.
+ * Others fail with PyTorch's dispatch error, "\"name\" not implemented for 'Long'". */
+typedef enum opd__act_dtypes { OPD__ACT_FLOAT, OPD__ACT_NUMBER } opd__act_dtypes;
+/* The activations and their backward operators, each with the name of its ATen CPU kernel
+ * (in the dispatch error) and its dtypes. */
+typedef enum opd__act {
+  OPD__ACT_HARDTANH,
+  OPD__ACT_THRESHOLD,
+  OPD__ACT_LEAKY_RELU,
+  OPD__ACT_ELU,
+  OPD__ACT_MISH,
+  OPD__ACT_SOFTPLUS,
+  OPD__ACT_HARDSWISH,
+  OPD__ACT_HARDSIGMOID,
+  OPD__ACT_THRESHOLD_BACKWARD,
+  OPD__ACT_GELU_BACKWARD,
+  OPD__ACT_SILU_BACKWARD,
+  OPD__ACT_SIGMOID_BACKWARD,
+  OPD__ACT_TANH_BACKWARD,
+  OPD__ACT_HARDSWISH_BACKWARD,
+  OPD__ACT_HARDSIGMOID_BACKWARD,
+  OPD__ACT_HARDTANH_BACKWARD,
+  OPD__ACT_LEAKY_RELU_BACKWARD,
+  OPD__ACT_ELU_BACKWARD,
+  OPD__ACT_SOFTPLUS_BACKWARD,
+  OPD__ACT_MISH_BACKWARD,
+} opd__act;
+typedef struct opd__act_info {
+  const char *name;
+  opd__act_dtypes dtypes;
+} opd__act_info;
+extern const opd__act_info opd__act_infos[];
+/* An activation's output: self's shape and dtype; its n Scalar parameters must convert to
+ * that dtype (c10's checked conversion). */
+int opd__activation_meta(opd_tensor *self, opd__act act, int n, const opd_scalar *params,
+                         opd_out_spec *spec);
+/* An activation's backward (grad_output and self or the forward's result): the shape they
+ * broadcast to and their promoted dtype, as TensorIterator's binary operations compute it. */
+int opd__activation_backward_meta(opd_tensor *grad, opd_tensor *self, opd__act act, int n,
+                                  const opd_scalar *params, opd_out_spec *spec);
+/* gelu's approximate: "none" or "tanh" (*tanh_approx says which). */
+int opd__gelu_approximate(const char *approximate, bool *tanh_approx);
+/* leaky_relu_backward / elu_backward of an in-place forward (self_is_result) with a negative
+ * slope: PyTorch's error. */
+int opd__leaky_relu_backward_check(opd_scalar negative_slope, bool self_is_result);
+int opd__elu_backward_check(opd_scalar alpha, bool is_result);
+/* glu: self's shape with dim halved (its size must be even); *wrapped the dim. */
+int opd__glu_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec *spec);
+
+/* _softmax_backward_data / _log_softmax_backward_data: grad_output and output of one shape;
+ * the result has input_dtype (output's dtype, or Float for a Half output). */
+int opd__softmax_backward_meta(opd_tensor *grad, opd_tensor *output, int64_t dim,
+                               opd_dtype input_dtype, int64_t *wrapped, opd_out_spec *spec);
+
+/* The reductions of the losses (at::Reduction). */
+enum { OPD__REDUCTION_NONE = 0, OPD__REDUCTION_MEAN = 1, OPD__REDUCTION_SUM = 2 };
+/* mse_loss and the other pointwise losses: self and target broadcast; the result is that
+ * shape (reduction none) or 0-d. */
+int opd__pointwise_loss_meta(opd_tensor *self, opd_tensor *target, int64_t reduction,
+                             opd_out_spec *spec);
+/* Their backward: grad_output, self and target broadcast to the result's shape. */
+int opd__pointwise_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
+                                      opd_out_spec *spec);
+
+/* nll_loss_forward / nll_loss_backward: self (C) or (N, C), target () or (N) of int64,
+ * weight (C) or absent; ATen's checks. *batch is N (1 for a 1-d self), *classes C. */
+int opd__nll_loss_check(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t reduction,
+                        int64_t *batch, int64_t *classes);
+
+#endif
