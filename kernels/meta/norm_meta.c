@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "elementwise_meta.h"
+#include "meta/reduce_meta.h"
 #include "src/loops.h"
 
 static const opd_device meta_device = {OPD_DEVICE_META, -1};
@@ -142,6 +143,12 @@ int opd__softmax_backward_meta(opd_tensor *grad, opd_tensor *output, int64_t dim
   return 0;
 }
 
+static int floating(opd_dtype dt, const char *name) {
+  if (!opd_dtype_is_floating(dt))
+    return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", name, opd_dtype_c10_name(dt));
+  return 0;
+}
+
 static int check_reduction(int64_t reduction) {
   if (reduction < OPD__REDUCTION_NONE || reduction > OPD__REDUCTION_SUM)
     return opd_error(OPD_EINVAL,
@@ -155,6 +162,7 @@ int opd__pointwise_loss_meta(opd_tensor *self, opd_tensor *target, int64_t reduc
                              opd_out_spec *spec) {
   int rc = opd__binary_meta(self, target, spec);
   if (!rc) rc = check_reduction(reduction);
+  if (!rc) rc = floating(spec->dtype, "mse_cpu");
   if (!rc && reduction != OPD__REDUCTION_NONE) spec->ndim = 0;
   return rc;
 }
@@ -171,11 +179,11 @@ int opd__pointwise_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_te
     return opd_error(OPD_EINVAL, "Found dtype %s but expected %s", opd_dtype_c10_name(common),
                      opd_dtype_c10_name(dt));
   spec->dtype = dt;
-  return 0;
+  return floating(dt, "mse_backward_cpu");
 }
 
-int opd__nll_loss_check(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t reduction,
-                        int64_t *batch, int64_t *classes) {
+static int nll_loss_check(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t *batch,
+                          int64_t *classes) {
   opd_device device;
   int rc = opd__common_device((opd_tensor *const[]){self, target, weight}, 3, &device);
   if (rc) return rc;
@@ -191,6 +199,13 @@ int opd__nll_loss_check(opd_tensor *self, opd_tensor *target, opd_tensor *weight
                      opd__format_sizes(s, self->ndim, a, sizeof a),
                      opd__format_sizes(opd_tensor_sizes(target), target->ndim, b, sizeof b));
   }
+  opd_dtype dt = opd_tensor_dtype(self), tdt = opd_tensor_dtype(target);
+  if ((rc = floating(dt, "nll_loss_out_frame"))) return rc;
+  if (tdt != OPD_INT64)
+    return opd_error(OPD_EINVAL, "expected scalar type Long but found %s", opd_dtype_c10_name(tdt));
+  if (weight && opd_tensor_dtype(weight) != dt)
+    return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(dt),
+                     opd_dtype_c10_name(opd_tensor_dtype(weight)));
   *classes = s[self->ndim - 1];
   *batch = self->ndim == 2 ? s[0] : 1;
   if (weight && (weight->ndim > 1 || weight->numel != *classes)) {
@@ -201,8 +216,84 @@ int opd__nll_loss_check(opd_tensor *self, opd_tensor *target, opd_tensor *weight
                      (long long)*classes,
                      opd__format_sizes(opd_tensor_sizes(weight), weight->ndim, a, sizeof a));
   }
-  (void)reduction;
   return 0;
+}
+
+int opd__nll_loss_meta(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t reduction,
+                       int64_t *batch, int64_t *classes, opd_out_spec *out,
+                       opd_out_spec *total_weight_spec) {
+  int rc = nll_loss_check(self, target, weight, batch, classes);
+  if (rc) return rc;
+  out->dtype = total_weight_spec->dtype = opd_tensor_dtype(self);
+  total_weight_spec->ndim = 0;
+  out->ndim = reduction == OPD__REDUCTION_NONE && self->ndim == 2 ? 1 : 0;
+  out->sizes[0] = *batch;
+  return 0;
+}
+
+int opd__nll_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
+                                opd_tensor *weight, int64_t reduction, opd_tensor *total_weight,
+                                int64_t *batch, int64_t *classes, opd_out_spec *spec) {
+  int rc = nll_loss_check(self, target, weight, batch, classes);
+  opd_device device;
+  if (!rc) rc = opd__common_device((opd_tensor *const[]){grad, self, total_weight}, 3, &device);
+  if (rc) return rc;
+  char a[256];
+  if (total_weight->numel != 1)
+    return opd_error(
+        OPD_EINVAL,
+        "expected total_weight to be a  single element tensor, got: %s (%lld "
+        "elements)",
+        opd__format_sizes(opd_tensor_sizes(total_weight), total_weight->ndim, a, sizeof a),
+        (long long)total_weight->numel);
+  if (reduction == OPD__REDUCTION_NONE && self->ndim == 2) {
+    if (grad->ndim != 1 || opd_tensor_sizes(grad)[0] != *batch)
+      return opd_error(OPD_EINVAL,
+                       "Expected a tensor of dimension 1 and tensor.size[0] == %lld but got: "
+                       "dimension %d and tensor.size[0] = %lld",
+                       (long long)*batch, grad->ndim,
+                       (long long)(grad->ndim > 0 ? opd_tensor_sizes(grad)[0] : 1));
+  } else if (grad->numel != 1) {
+    return opd_error(OPD_EINVAL, "Expected a single element grad_output tensor, but got: %s",
+                     opd__format_sizes(opd_tensor_sizes(grad), grad->ndim, a, sizeof a));
+  }
+  same_as(self, spec);
+  return 0;
+}
+
+/* target and weight broadcast to self's shape */
+static int bce_shapes(opd_tensor *self, opd_tensor *target, opd_tensor *weight) {
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){self, target, weight}, 3, &device);
+  opd_tensor *others[2] = {target, weight};
+  for (int i = 0; i < 2 && !rc; i++) {
+    if (!others[i]) continue;
+    int64_t sizes[OPD_MAX_DIMS];
+    int nd;
+    rc = opd__broadcast_shapes(opd_tensor_sizes(self), self->ndim, opd_tensor_sizes(others[i]),
+                               others[i]->ndim, sizes, &nd);
+    if (!rc) rc = opd__check_inplace_shape(self, others[i]);
+  }
+  return rc;
+}
+
+int opd__bce_meta(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t reduction,
+                  opd_out_spec *spec) {
+  int rc = bce_shapes(self, target, weight);
+  if (!rc) rc = check_reduction(reduction);
+  if (rc) return rc;
+  same_as(self, spec);
+  if (reduction != OPD__REDUCTION_NONE) spec->ndim = 0;
+  return floating(spec->dtype, "binary_cross_entropy");
+}
+
+int opd__bce_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
+                           opd_tensor *weight, opd_out_spec *spec) {
+  int rc = bce_shapes(self, target, weight);
+  if (!rc) rc = opd__check_inplace_shape(self, grad);
+  if (rc) return rc;
+  same_as(self, spec);
+  return floating(spec->dtype, "binary_cross_entropy_backward");
 }
 
 /* ---- Meta kernels ---- */
@@ -364,4 +455,93 @@ int opd__meta_glu(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_
   int64_t d;
   int rc = opd__glu_meta(self, dim, &d, &spec);
   return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                    opd_tensor *output, int64_t dim, opd_dtype input_dtype,
+                                    opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int64_t d;
+  int rc = opd__softmax_backward_meta(grad_output, output, dim, input_dtype, &d, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(grad_output), out);
+}
+
+int opd__meta_mse_loss(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *target,
+                       int64_t reduction, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__pointwise_loss_meta(self, target, reduction, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_mse_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                opd_tensor *self, opd_tensor *target, int64_t reduction,
+                                opd_tensor **out) {
+  (void)ctx;
+  (void)reduction;
+  opd_out_spec spec;
+  int rc = opd__pointwise_loss_backward_meta(grad_output, self, target, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_binary_cross_entropy(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *target,
+                                   opd_tensor *weight, int64_t reduction, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__bce_meta(self, target, weight, reduction, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_binary_cross_entropy_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                            opd_tensor *self, opd_tensor *target,
+                                            opd_tensor *weight, int64_t reduction,
+                                            opd_tensor **out) {
+  (void)ctx;
+  (void)reduction;
+  opd_out_spec spec;
+  int rc = opd__bce_backward_meta(grad_output, self, target, weight, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_nll_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                opd_tensor *self, opd_tensor *target, opd_tensor *weight,
+                                int64_t reduction, int64_t ignore_index, opd_tensor *total_weight,
+                                opd_tensor **out) {
+  (void)ctx;
+  (void)ignore_index;
+  int64_t batch, classes;
+  opd_out_spec spec;
+  int rc = opd__nll_loss_backward_meta(grad_output, self, target, weight, reduction, total_weight,
+                                       &batch, &classes, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_nll_loss_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *args = opd_stack_last(stack, 5);
+  opd_tensor *res[2] = {NULL, NULL};
+  int rc = 0;
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
+      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
+      args[4].tag != OPD_IV_INT)
+    rc = opd_error(OPD_EINVAL,
+                   "nll_loss_forward: expected (Tensor, Tensor, Tensor?, int, int) arguments");
+  int64_t batch, classes;
+  opd_out_spec out, tw;
+  if (!rc)
+    rc = opd__nll_loss_meta(args[0].u.t, args[1].u.t,
+                            args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL, args[3].u.i, &batch,
+                            &classes, &out, &tw);
+  opd_device device = rc ? (opd_device){OPD_DEVICE_META, -1} : opd_tensor_device(args[0].u.t);
+  if (!rc) rc = opd__alloc_output(&out, device, &res[0]);
+  if (!rc) rc = opd__alloc_output(&tw, device, &res[1]);
+  opd_stack_drop(stack, 5);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__meta_log_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                        opd_tensor *output, int64_t dim, opd_dtype input_dtype,
+                                        opd_tensor **out) {
+  return opd__meta_softmax_backward_data(ctx, grad_output, output, dim, input_dtype, out);
 }

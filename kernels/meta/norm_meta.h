@@ -73,9 +73,24 @@ int opd__pointwise_loss_meta(opd_tensor *self, opd_tensor *target, int64_t reduc
 int opd__pointwise_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
                                       opd_out_spec *spec);
 
-/* nll_loss_forward / nll_loss_backward: self (C) or (N, C), target () or (N) of int64,
- * weight (C) or absent; ATen's checks. *batch is N (1 for a 1-d self), *classes C. */
-int opd__nll_loss_check(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t reduction,
-                        int64_t *batch, int64_t *classes);
+/* binary_cross_entropy: target and weight broadcast to self's shape; the result is that
+ * shape (reduction none) or 0-d, of self's dtype. */
+int opd__bce_meta(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t reduction,
+                  opd_out_spec *spec);
+/* Its backward: self's shape and dtype; grad_output, target and weight broadcast to it. */
+int opd__bce_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
+                           opd_tensor *weight, opd_out_spec *spec);
+
+/* nll_loss_forward: self (C) or (N, C), target () or (N), weight (C) or absent; ATen's
+ * checks. *batch is N (1 for a 1-d self), *classes C. The output is (N) for reduction none
+ * of a 2-d self, else 0-d; total_weight 0-d; both of self's dtype. */
+int opd__nll_loss_meta(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t reduction,
+                       int64_t *batch, int64_t *classes, opd_out_spec *out,
+                       opd_out_spec *total_weight_spec);
+/* nll_loss_backward: the same checks, grad_output of the forward output's shape, a
+ * one-element total_weight; the result has self's shape and dtype. */
+int opd__nll_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
+                                opd_tensor *weight, int64_t reduction, opd_tensor *total_weight,
+                                int64_t *batch, int64_t *classes, opd_out_spec *spec);
 
 #endif

@@ -202,8 +202,26 @@
   X("aten::softplus_backward", CPU, opd__cpu_softplus_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
   X("aten::softplus_backward", Meta, opd__meta_softplus_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
   X("aten::mish_backward", CPU, opd__cpu_mish_backward, Tensor, Tensor, Tensor) \
-  X("aten::mish_backward", Meta, opd__meta_mish_backward, Tensor, Tensor, Tensor)
-#define OPD_NORM_BOXED_KERNELS(X)
+  X("aten::mish_backward", Meta, opd__meta_mish_backward, Tensor, Tensor, Tensor) \
+  /* softmax's backward operators: kernels/cpu/norm_softmax_backward.c */ \
+  X("aten::_softmax_backward_data", CPU, opd__cpu_softmax_backward_data, Tensor, Tensor, Tensor, Int, DType) \
+  X("aten::_softmax_backward_data", Meta, opd__meta_softmax_backward_data, Tensor, Tensor, Tensor, Int, DType) \
+  X("aten::_log_softmax_backward_data", CPU, opd__cpu_log_softmax_backward_data, Tensor, Tensor, Tensor, Int, DType) \
+  X("aten::_log_softmax_backward_data", Meta, opd__meta_log_softmax_backward_data, Tensor, Tensor, Tensor, Int, DType) \
+  /* losses: kernels/cpu/norm_loss.c */ \
+  X("aten::mse_loss", CPU, opd__cpu_mse_loss, Tensor, Tensor, Tensor, Int) \
+  X("aten::mse_loss", Meta, opd__meta_mse_loss, Tensor, Tensor, Tensor, Int) \
+  X("aten::mse_loss_backward", CPU, opd__cpu_mse_loss_backward, Tensor, Tensor, Tensor, Tensor, Int) \
+  X("aten::mse_loss_backward", Meta, opd__meta_mse_loss_backward, Tensor, Tensor, Tensor, Tensor, Int) \
+  X("aten::binary_cross_entropy", CPU, opd__cpu_binary_cross_entropy, Tensor, Tensor, Tensor, OptTensor, Int) \
+  X("aten::binary_cross_entropy", Meta, opd__meta_binary_cross_entropy, Tensor, Tensor, Tensor, OptTensor, Int) \
+  X("aten::binary_cross_entropy_backward", CPU, opd__cpu_binary_cross_entropy_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int) \
+  X("aten::binary_cross_entropy_backward", Meta, opd__meta_binary_cross_entropy_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int) \
+  X("aten::nll_loss_backward", CPU, opd__cpu_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
+  X("aten::nll_loss_backward", Meta, opd__meta_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor)
+#define OPD_NORM_BOXED_KERNELS(X) \
+  X("aten::nll_loss_forward", CPU, opd__cpu_nll_loss_forward) \
+  X("aten::nll_loss_forward", Meta, opd__meta_nll_loss_forward)
 
 /* pointwise math, factories, random operators */
 #define OPD_POINTWISE_UNBOXED_KERNELS(X)

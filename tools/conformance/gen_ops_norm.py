@@ -8,8 +8,11 @@ embedding's backward), recorded from PyTorch 1.13 into tests/fixtures/ops_norm.j
 See opgen.py for the format and the helpers. Every operator gets float32 and float64 cases,
 strided views, 0-d and empty inputs where the operator accepts them, and PyTorch's errors.
 """
+import numpy as np
+import torch
+
 import opgen
-from opgen import S, ERR
+from opgen import S, ERR, TSpec
 
 fam = opgen.Family("norm", seed=21)
 
@@ -161,6 +164,222 @@ fam.op("elu_backward", named("self_or_result", backward_cases(
 fam.op("softplus_backward", named("self", backward_cases([("beta", 1.5), ("threshold", 3.0)], x_kind="wide")),
        tol=LOOSE)
 fam.op("mish_backward", named("self", backward_cases()), tol=LOOSE)
+
+
+# ---- softmax's backward operators ----
+def softmax_out(g, shape, dim, log, dtype="float32"):
+    """The forward's output of a random input (what the backward operator is given)."""
+    x = torch.from_numpy(g.data(int(np.prod(shape)), dtype).reshape(shape))
+    y = torch.log_softmax(x, dim) if log else torch.softmax(x, dim)
+    return TSpec(dtype, list(shape), y.numpy().reshape(-1))
+
+
+# PyTorch 1.13's _softmax_backward_data gives wrong values for a transposed grad_output or
+# output (autograd passes it contiguous ones): the strided cases are slices.
+for op, log in (("_softmax_backward_data", False), ("_log_softmax_backward_data", True)):
+    fam.op(op, [
+        S("f32_last", lambda g, log=log: ([("grad_output", g.T([3, 5])), ("output", softmax_out(g, [3, 5], 1, log)),
+                                           ("dim", -1), ("input_dtype", torch.float32)], ["float32"])),
+        S("f64_mid", lambda g, log=log: ([("grad_output", g.T([2, 4, 3], "float64")),
+                                          ("output", softmax_out(g, [2, 4, 3], 1, log, "float64")),
+                                          ("dim", 1), ("input_dtype", torch.float64)], ["float64"])),
+        S("f32_first", lambda g, log=log: ([("grad_output", g.T([6, 2])), ("output", softmax_out(g, [6, 2], 0, log)),
+                                            ("dim", 0), ("input_dtype", torch.float32)], ["float32"])),
+        S("strided", lambda g, log=log: ([("grad_output", g.T([4, 3], view="slice")),
+                                          ("output", softmax_out(g, [4, 3], 1, log)),
+                                          ("dim", 1), ("input_dtype", torch.float32)], ["noncontig"])),
+        S("zero_dim", lambda g, log=log: ([("grad_output", g.T([])), ("output", softmax_out(g, [], 0, log)),
+                                           ("dim", 0), ("input_dtype", torch.float32)], ["0d"])),
+        S("empty", lambda g, log=log: ([("grad_output", g.T([0, 3])), ("output", g.T([0, 3])),
+                                        ("dim", 1), ("input_dtype", torch.float32)], ["empty"])),
+    ], errors=([] if log else [  # (PyTorch's log_softmax backward does not check the shapes)
+        ERR("err_shape", lambda g: ([("grad_output", g.T([3, 4])), ("output", g.T([2, 4])), ("dim", 1),
+                                     ("input_dtype", torch.float32)], ["error"]),
+            "RuntimeError", "to have same size as tensor for argument #2 'output'")]) + [
+        ERR("err_dim", lambda g: ([("grad_output", g.T([3, 4])), ("output", g.T([3, 4])), ("dim", 2),
+                                   ("input_dtype", torch.float32)], ["error"]),
+            "IndexError", "Dimension out of range"),
+        ERR("err_dtype", lambda g: ([("grad_output", g.T([3, 4])), ("output", g.T([3, 4], "float64")), ("dim", 1),
+                                     ("input_dtype", torch.float32)], ["error"]),
+            "RuntimeError", "expected scalar type Float but found Double"),
+    ], tol=LOOSE)
+
+# ---- losses ----
+REDUCTIONS = ((0, "none"), (1, "mean"), (2, "sum"))
+
+
+def mse_cases():
+    sc = []
+    for r, rn in REDUCTIONS:
+        sc += [
+            S("f32_" + rn, lambda g, r=r: ([("self", g.T(sh := g.shape(2))), ("target", g.T(sh)), ("reduction", r)],
+                                           ["float32"])),
+            S("f64_" + rn, lambda g, r=r: ([("self", g.T(sh := g.shape(3), "float64")),
+                                            ("target", g.T(sh, "float64")), ("reduction", r)], ["float64"])),
+            S("strided_" + rn, lambda g, r=r: ([("self", g.T([4, 5], view="any")), ("target", g.T([4, 5], view="any")),
+                                                ("reduction", r)], ["noncontig"])),
+        ]
+    sc += [
+        S("broadcast", lambda g: ([("self", g.T([3, 4])), ("target", g.T([4])), ("reduction", 0)], ["broadcast"])),
+        S("promote", lambda g: ([("self", g.T([3, 4])), ("target", g.T([3, 4], "float64")), ("reduction", 1)],
+                                ["promotion"])),
+        S("zero_dim", lambda g: ([("self", g.T([])), ("target", g.T([])), ("reduction", 1)], ["0d"])),
+        S("empty_sum", lambda g: ([("self", g.T([0, 3])), ("target", g.T([0, 3])), ("reduction", 2)], ["empty"])),
+        S("empty_mean", lambda g: ([("self", g.T([0, 3])), ("target", g.T([0, 3])), ("reduction", 1)], ["empty"])),
+    ]
+    return sc
+
+
+fam.op("mse_loss", mse_cases(), errors=[
+    ERR("err_shape", lambda g: ([("self", g.T([3, 4])), ("target", g.T([5])), ("reduction", 1)], ["error"]),
+        "RuntimeError", "must match the size of tensor b"),
+    ERR("err_int", lambda g: ([("self", g.T([3], "int64")), ("target", g.T([3], "int64")), ("reduction", 1)],
+                              ["error"]), "RuntimeError", "not implemented for"),
+], tol=LOOSE)
+
+
+def mse_backward(scen, dtype, shape, r, view=None, target_shape=None, grad_shape=None, tdtype=None):
+    def fn(g):
+        gs = grad_shape if grad_shape is not None else (shape if r == 0 else [])
+        return [("grad_output", g.T(gs, dtype)), ("self", g.T(shape, dtype, view=view)),
+                ("target", g.T(target_shape or shape, tdtype or dtype, view=view)), ("reduction", r)], [dtype]
+    return S(scen, fn)
+
+
+fam.op("mse_loss_backward", [
+    mse_backward("f32_" + rn, "float32", [3, 4], r) for r, rn in REDUCTIONS] + [
+    mse_backward("f64_" + rn, "float64", [2, 3, 2], r) for r, rn in REDUCTIONS] + [
+    mse_backward("strided_mean", "float32", [4, 3], 1, view="any"),
+    mse_backward("broadcast_target", "float32", [3, 4], 0, target_shape=[4]),
+    mse_backward("grad_scalar_none", "float32", [3, 4], 0, grad_shape=[]),
+    mse_backward("zero_dim", "float32", [], 1),
+    mse_backward("empty", "float32", [0, 2], 1),
+], errors=[
+    ERR("err_promote", lambda g: ([("grad_output", g.T([])), ("self", g.T([3])), ("target", g.T([3], "float64")),
+                                   ("reduction", 1)], ["error"]), "RuntimeError", "Found dtype Double but expected Float"),
+], tol=LOOSE)
+
+
+def probs(g, shape, dtype, view=None):
+    """Values in (0, 1): a view of a base of probabilities."""
+    n = int(np.prod(shape))
+    data = (g.rng.random(n) * 0.98 + 0.01).astype(np.float32 if dtype == "float32" else np.float64)
+    if view is None:
+        return TSpec(dtype, list(shape), data)
+    base = list(shape[::-1])
+    return TSpec(dtype, base, data, [["transpose", 0, len(shape) - 1]])
+
+
+def bce_case(scen, dtype, shape, r, weight=None, view=None, backward=False):
+    def fn(g):
+        a = [("self", probs(g, shape, dtype, view)), ("target", probs(g, shape, dtype)), ("reduction", r)]
+        if weight is not None:
+            a.append(("weight", g.T(weight, dtype, kind="pos")))
+        if backward:
+            a.append(("grad_output", g.T(shape if r == 0 else [], dtype)))
+        return a, [dtype]
+    return S(scen, fn)
+
+
+for op, bw in (("binary_cross_entropy", False), ("binary_cross_entropy_backward", True)):
+    fam.op(op, [bce_case("f32_" + rn, "float32", [3, 4], r, backward=bw) for r, rn in REDUCTIONS] +
+           [bce_case("f64_" + rn, "float64", [5], r, backward=bw) for r, rn in REDUCTIONS] + [
+        bce_case("weight", "float32", [3, 4], 1, weight=[4], backward=bw),
+        bce_case("weight_none", "float64", [2, 3], 0, weight=[2, 3], backward=bw),
+        bce_case("transposed", "float32", [4, 3], 2, view="transpose", backward=bw),
+        bce_case("zero_dim", "float32", [], 1, backward=bw),
+        bce_case("empty", "float32", [0], 2, backward=bw),
+    ], errors=[] if bw else [
+        ERR("err_shape", lambda g: ([("self", probs(g, [3], "float32")), ("target", probs(g, [4], "float32"))],
+                                    ["error"]), "RuntimeError", "must match the size of tensor b"),
+        ERR("err_range", lambda g: ([("self", TSpec("float32", [3], np.array([0.5, 1.5, 0.2], np.float32))),
+                                     ("target", probs(g, [3], "float32"))], ["error"]),
+            "RuntimeError", "all elements of input should be between 0 and 1"),
+    ], tol=LOOSE)
+
+
+def nll_args(g, dtype, batch, classes, r, weight=False, ignore=-100, with_ignored=False, view=None, grad=None):
+    shape = [batch, classes] if batch is not None else [classes]
+    x = g.T(shape, dtype, view=view)
+    n = batch if batch is not None else 1
+    t = g.rng.integers(0, classes, n)
+    if with_ignored and n > 1:
+        t[g.rng.integers(0, n)] = ignore
+    target = TSpec("int64", [n] if batch is not None else [], t.astype(np.int64))
+    w = g.T([classes], dtype, kind="pos") if weight else None
+    a = [("self", x), ("target", target), ("weight", w), ("reduction", r), ("ignore_index", ignore)]
+    if grad is not None:
+        per_sample = r == 0 and batch is not None
+        a.append(("grad_output", g.T([batch] if per_sample else [], dtype)))
+        # total_weight as the forward computes it
+        _, tw = torch.ops.aten.nll_loss_forward(gc_decode(x), gc_decode(target), gc_decode(w) if w else None, r,
+                                                ignore)
+        a.append(("total_weight", TSpec(dtype, [], tw.reshape(1).numpy())))
+    return a
+
+
+def gc_decode(spec):
+    return opgen.gc.dec_tensor(spec.to_json())
+
+
+def nll_cases(backward):
+    gr = True if backward else None
+    sc = []
+    for r, rn in REDUCTIONS:
+        sc += [
+            S("f32_" + rn, lambda g, r=r: (nll_args(g, "float32", 4, 5, r, grad=gr), ["float32"])),
+            S("f64_weight_" + rn, lambda g, r=r: (nll_args(g, "float64", 6, 3, r, weight=True, with_ignored=True,
+                                                           grad=gr), ["float64"])),
+            S("one_d_" + rn, lambda g, r=r: (nll_args(g, "float32", None, 4, r, grad=gr), ["1d"])),
+        ]
+    sc += [
+        S("ignore_index", lambda g: (nll_args(g, "float32", 5, 3, 1, ignore=1, with_ignored=True, grad=gr),
+                                     ["ignore_index"])),
+        S("strided", lambda g: (nll_args(g, "float32", 3, 4, 1, weight=True, view="transpose", grad=gr),
+                                ["noncontig"])),
+        S("empty_sum", lambda g: (nll_args(g, "float32", 0, 3, 2, grad=gr), ["empty"])),
+    ]
+    return sc
+
+
+fam.op("nll_loss_backward", nll_cases(True), errors=[
+    ERR("err_grad_shape", lambda g: ([("grad_output", g.T([2])), ("self", g.T([3, 4])),
+                                      ("target", TSpec("int64", [3], np.array([0, 1, 3], np.int64))),
+                                      ("weight", None), ("reduction", 0), ("ignore_index", -100), ("total_weight", g.T([]))], ["error"]),
+        "RuntimeError", "Expected a tensor of dimension 1 and tensor.size[0] == 3"),
+    ERR("err_grad_numel", lambda g: ([("grad_output", g.T([3])), ("self", g.T([3, 4])),
+                                      ("target", TSpec("int64", [3], np.array([0, 1, 3], np.int64))),
+                                      ("weight", None), ("reduction", 1), ("ignore_index", -100), ("total_weight", g.T([]))], ["error"]),
+        "RuntimeError", "Expected a single element grad_output tensor"),
+    ERR("err_total_weight", lambda g: ([("grad_output", g.T([])), ("self", g.T([3, 4])),
+                                        ("target", TSpec("int64", [3], np.array([0, 1, 3], np.int64))),
+                                        ("weight", None), ("reduction", 1), ("ignore_index", -100), ("total_weight", g.T([2]))],
+                                       ["error"]),
+        "RuntimeError", "expected total_weight to be a  single element tensor"),
+    ERR("err_target_dtype", lambda g: ([("grad_output", g.T([])), ("self", g.T([3, 4])),
+                                        ("target", TSpec("int32", [3], np.array([0, 1, 3], np.int32))),
+                                        ("weight", None), ("reduction", 1), ("ignore_index", -100), ("total_weight", g.T([]))],
+                                       ["error"]),
+        "RuntimeError", "expected scalar type Long but found Int"),
+    ERR("err_size", lambda g: ([("grad_output", g.T([])), ("self", g.T([3, 4])),
+                                ("target", TSpec("int64", [2], np.array([0, 1], np.int64))),
+                                ("weight", None), ("reduction", 1), ("ignore_index", -100), ("total_weight", g.T([]))], ["error"]),
+        "RuntimeError", "size mismatch (got input: [3, 4], target: [2])"),
+    ERR("err_weight", lambda g: ([("grad_output", g.T([])), ("self", g.T([3, 4])),
+                                  ("target", TSpec("int64", [3], np.array([0, 1, 3], np.int64))),
+                                  ("weight", g.T([3])), ("reduction", 1), ("ignore_index", -100),
+                                  ("total_weight", g.T([]))], ["error"]),
+        "RuntimeError", "weight tensor should be defined either for all"),
+    ERR("err_3d", lambda g: ([("grad_output", g.T([])), ("self", g.T([2, 3, 4])),
+                              ("target", TSpec("int64", [2], np.array([0, 1], np.int64))),
+                              ("weight", None), ("reduction", 1), ("ignore_index", -100), ("total_weight", g.T([]))], ["error"]),
+        "RuntimeError", "input tensor should be 1D or 2D"),
+    ERR("err_target_range", lambda g: ([("grad_output", g.T([])), ("self", g.T([3, 4])),
+                                        ("target", TSpec("int64", [3], np.array([0, 5, 3], np.int64))),
+                                        ("weight", None), ("reduction", 1), ("ignore_index", -100), ("total_weight", g.T([]))],
+                                       ["error"]),
+        "IndexError", "Target 5 is out of bounds."),
+])
 
 if __name__ == "__main__":
     fam.main()
