@@ -296,6 +296,97 @@ int opd__bce_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *targe
   return floating(spec->dtype, "binary_cross_entropy_backward");
 }
 
+/* OPD_EINVAL unless every tensor given has dtype dt (PyTorch's error) */
+static int same_dtype(opd_dtype dt, opd_tensor *const *t, int n) {
+  for (int i = 0; i < n; i++)
+    if (t[i] && opd_tensor_dtype(t[i]) != dt)
+      return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(dt),
+                       opd_dtype_c10_name(opd_tensor_dtype(t[i])));
+  return 0;
+}
+
+/* t's sizes equal to sizes[0..n) */
+static bool has_shape(const opd_tensor *t, const int64_t *sizes, int64_t n) {
+  if (t->ndim != n) return false;
+  for (int k = 0; k < t->ndim; k++)
+    if (opd_tensor_sizes(t)[k] != sizes[k]) return false;
+  return true;
+}
+
+static opd_tensor *opt_tensor(const opd_ivalue *v) {
+  return v->tag == OPD_IV_TENSOR ? v->u.t : NULL;
+}
+
+/* A bool[3] output_mask into mask. */
+static int output_mask(const opd_ivalue *v, bool *mask) {
+  if (v->tag != OPD_IV_BOOL_LIST || v->len != 3)
+    return opd_error(OPD_EINVAL, "output_mask: expected a bool[3]");
+  for (int k = 0; k < 3; k++) mask[k] = v->u.bools[k];
+  return 0;
+}
+
+int opd__push_optional_results(opd_stack *stack, opd_tensor **res, int n, int rc) {
+  int pushed = 0;
+  for (; !rc && pushed < n; pushed++)
+    rc = opd_stack_push(stack, res[pushed] ? opd_iv_tensor_steal(res[pushed]) : opd_iv_none());
+  if (!rc) return 0;
+  if (pushed > 0)
+    opd_stack_drop(stack, (uint32_t)(pushed - 1)); /* the failed push destroyed its value */
+  for (int i = pushed; i < n; i++)
+    if (res[i]) opd_tensor_release(res[i]);
+  return rc;
+}
+
+int opd__layer_norm_backward_args(opd_ivalue *args, opd__norm_backward_args *a) {
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
+      args[2].tag != OPD_IV_INT_LIST || args[3].tag != OPD_IV_TENSOR ||
+      args[4].tag != OPD_IV_TENSOR)
+    return opd_error(OPD_EINVAL, "native_layer_norm_backward: expected (Tensor, Tensor, int[], "
+                                 "Tensor, Tensor, Tensor?, Tensor?, bool[3]) arguments");
+  *a = (opd__norm_backward_args){.grad = args[0].u.t,
+                                 .input = args[1].u.t,
+                                 .mean = args[3].u.t,
+                                 .rstd = args[4].u.t,
+                                 .weight = opt_tensor(&args[5]),
+                                 .bias = opt_tensor(&args[6]),
+                                 .normalized_shape = opd__iv_int_list(&args[2])};
+  int rc = output_mask(&args[7], a->mask);
+  if (rc) return rc;
+  opd_tensor *all[6] = {a->grad, a->input, a->mean, a->rstd, a->weight, a->bias};
+  opd_device device;
+  if ((rc = opd__common_device(all, 6, &device))) return rc;
+  opd_out_spec out, stat;
+  if ((rc = opd__layer_norm_meta(a->input, a->normalized_shape, a->weight, a->bias, &out, &stat,
+                                 &a->rows, &a->cols)))
+    return rc;
+  opd_dtype dt = opd_tensor_dtype(a->input);
+  if ((rc = floating(dt, "layer_norm_backward_cpu")) || (rc = same_dtype(dt, all, 6))) return rc;
+  char x[256], y[256];
+  if (!has_shape(a->grad, opd_tensor_sizes(a->input), a->input->ndim))
+    return opd_error(OPD_EINVAL, "layer_norm_backward: grad_out has shape %s, input %s",
+                     opd__format_sizes(opd_tensor_sizes(a->grad), a->grad->ndim, x, sizeof x),
+                     opd__format_sizes(opd_tensor_sizes(a->input), a->input->ndim, y, sizeof y));
+  if (a->mean->numel != a->rows || a->rstd->numel != a->rows)
+    return opd_error(OPD_EINVAL,
+                     "layer_norm_backward: mean and rstd must have %lld elements, got %lld and "
+                     "%lld",
+                     (long long)a->rows, (long long)a->mean->numel, (long long)a->rstd->numel);
+  return 0;
+}
+
+int opd__layer_norm_backward_meta(const opd__norm_backward_args *a, opd_out_spec *specs) {
+  same_as(a->input, &specs[0]);
+  const opd_tensor *affine[2] = {a->weight, a->bias};
+  for (int k = 0; k < 2; k++) {
+    opd_out_spec *s = &specs[k + 1];
+    s->dtype = opd_tensor_dtype(a->input);
+    s->ndim = (int)a->normalized_shape.len;
+    memcpy(s->sizes, affine[k] ? opd_tensor_sizes(affine[k]) : a->normalized_shape.data,
+           (size_t)s->ndim * sizeof *s->sizes);
+  }
+  return 0;
+}
+
 /* ---- Meta kernels ---- */
 
 static int meta_out(int rc, const opd_out_spec *spec, opd_tensor *const *inputs, int n,
@@ -544,4 +635,25 @@ int opd__meta_log_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *g
                                         opd_tensor *output, int64_t dim, opd_dtype input_dtype,
                                         opd_tensor **out) {
   return opd__meta_softmax_backward_data(ctx, grad_output, output, dim, input_dtype, out);
+}
+
+/* Allocates on `device` the results of specs that mask asks for and pushes them (None for the
+ * others); the n arguments are dropped first. */
+static int meta_optional_results(opd_stack *stack, int nargs, int rc, const opd_out_spec *specs,
+                                 const bool *mask, opd_device device) {
+  opd_tensor *res[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < 3 && !rc; k++)
+    if (mask[k]) rc = opd__alloc_output(&specs[k], device, &res[k]);
+  opd_stack_drop(stack, (uint32_t)nargs);
+  return opd__push_optional_results(stack, res, 3, rc);
+}
+
+int opd__meta_native_layer_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd__norm_backward_args a;
+  opd_out_spec specs[3];
+  int rc = opd__layer_norm_backward_args(opd_stack_last(stack, 8), &a);
+  if (!rc) rc = opd__layer_norm_backward_meta(&a, specs);
+  return meta_optional_results(stack, 8, rc, specs, a.mask,
+                               rc ? (opd_device){OPD_DEVICE_META, -1} : opd_tensor_device(a.input));
 }

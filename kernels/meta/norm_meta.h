@@ -93,4 +93,23 @@ int opd__nll_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *
                                 opd_tensor *weight, int64_t reduction, opd_tensor *total_weight,
                                 int64_t *batch, int64_t *classes, opd_out_spec *spec);
 
+/* Pushes a backward operator's n results, None for a NULL one (an output_mask false), if rc
+ * is 0; otherwise releases them and pushes nothing. Returns rc or the push error. */
+int opd__push_optional_results(opd_stack *stack, opd_tensor **res, int n, int rc);
+
+/* native_layer_norm_backward's arguments (grad_out, input, normalized_shape, mean, rstd,
+ * weight?, bias?, output_mask), read from the stack and checked: the geometry of
+ * native_layer_norm (rows groups of cols elements), grad_out of input's shape, mean and rstd
+ * of rows elements, floating tensors of one dtype. */
+typedef struct opd__norm_backward_args {
+  opd_tensor *grad, *input, *mean, *rstd, *weight, *bias; /* weight, bias NULL when absent */
+  bool mask[3];
+  int64_t rows, cols;
+  opd_int_list normalized_shape;
+} opd__norm_backward_args;
+int opd__layer_norm_backward_args(opd_ivalue *args, opd__norm_backward_args *a);
+/* The specs of its three results: input's, and weight's (bias's) or normalized_shape for
+ * grad_weight (grad_bias). */
+int opd__layer_norm_backward_meta(const opd__norm_backward_args *a, opd_out_spec *specs);
+
 #endif

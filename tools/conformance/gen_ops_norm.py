@@ -381,5 +381,49 @@ fam.op("nll_loss_backward", nll_cases(True), errors=[
         "IndexError", "Target 5 is out of bounds."),
 ])
 
+fam.op("nll_loss_forward", nll_cases(False), errors=[
+    ERR("err_target_range", lambda g: ([("self", g.T([3, 4])), ("target", TSpec("int64", [3], np.array([0, 5, 3], np.int64))),
+                                        ("weight", None), ("reduction", 1), ("ignore_index", -100)], ["error"]),
+        "IndexError", "Target 5 is out of bounds."),
+    ERR("err_negative_target", lambda g: ([("self", g.T([3, 4])),
+                                           ("target", TSpec("int64", [3], np.array([0, -1, 3], np.int64))),
+                                           ("weight", None), ("reduction", 1), ("ignore_index", -100)], ["error"]),
+        "IndexError", "Target -1 is out of bounds."),
+    ERR("err_size", lambda g: ([("self", g.T([3, 4])), ("target", TSpec("int64", [2], np.array([0, 1], np.int64))),
+                                ("weight", None), ("reduction", 1), ("ignore_index", -100)], ["error"]),
+        "RuntimeError", "size mismatch (got input: [3, 4], target: [2])"),
+    ERR("err_weight_dtype", lambda g: ([("self", g.T([3, 4], "float64")),
+                                        ("target", TSpec("int64", [3], np.array([0, 1, 3], np.int64))),
+                                        ("weight", g.T([4])), ("reduction", 1), ("ignore_index", -100)], ["error"]),
+        "RuntimeError", "expected scalar type Double but found Float"),
+], tol=LOOSE)
+
+
+# ---- norms ----
+def layer_norm_backward(scen, dtype, shape, nshape, weight=True, bias=True, mask=(True, True, True), view=None):
+    def fn(g):
+        x = g.T(shape, dtype, view=view)
+        w = g.T(nshape, dtype) if weight else None
+        b = g.T(nshape, dtype) if bias else None
+        xt = gc_decode(x)
+        _, mean, rstd = torch.ops.aten.native_layer_norm(xt, nshape, gc_decode(w) if w else None,
+                                                         gc_decode(b) if b else None, 1e-5)
+        return [("grad_out", g.T(shape, dtype, view=view)), ("input", x), ("normalized_shape", nshape),
+                ("mean", TSpec(dtype, list(mean.shape), mean.numpy().reshape(-1))),
+                ("rstd", TSpec(dtype, list(rstd.shape), rstd.numpy().reshape(-1))),
+                ("weight", w), ("bias", b), ("output_mask", list(mask))], [dtype]
+    return S(scen, fn)
+
+
+fam.op("native_layer_norm_backward", [
+    layer_norm_backward("f32", "float32", [4, 6], [6]),
+    layer_norm_backward("f64_two_dims", "float64", [2, 3, 4], [3, 4]),
+    layer_norm_backward("no_affine", "float32", [3, 5], [5], weight=False, bias=False, mask=(True, False, False)),
+    layer_norm_backward("mask_input_only", "float32", [3, 5], [5], mask=(True, False, False)),
+    layer_norm_backward("mask_params_only", "float64", [3, 5], [5], mask=(False, True, True)),
+    layer_norm_backward("strided", "float32", [5, 4], [4], view="transpose"),
+    layer_norm_backward("empty_rows", "float32", [0, 4], [4]),
+], tol=(1e-4, 1e-5))
+
 if __name__ == "__main__":
     fam.main()
