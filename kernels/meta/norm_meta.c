@@ -387,6 +387,101 @@ int opd__layer_norm_backward_meta(const opd__norm_backward_args *a, opd_out_spec
   return 0;
 }
 
+static bool is_double(const opd_ivalue *v) {
+  return v->tag == OPD_IV_DOUBLE || v->tag == OPD_IV_INT;
+}
+static double as_double(const opd_ivalue *v) {
+  return v->tag == OPD_IV_DOUBLE ? v->u.d : (double)v->u.i;
+}
+
+/* The checks of batch norm's tensors (a->input set, the others NULL or given). */
+static int batch_norm_check(opd__batch_norm_args *a, opd_tensor *const *more, int nmore) {
+  opd_tensor *all[8] = {a->input, a->weight, a->bias, a->running_mean, a->running_var};
+  for (int i = 0; i < nmore; i++) all[5 + i] = more[i];
+  opd_device device;
+  int rc = opd__common_device(all, 5 + nmore, &device);
+  if (rc) return rc;
+  opd_tensor *x = a->input;
+  int64_t c;
+  if ((rc = opd__wrap_dim(1, x->ndim, &c))) return rc;
+  a->batch = opd_tensor_sizes(x)[0];
+  a->channels = opd_tensor_sizes(x)[1];
+  a->spatial = 1;
+  for (int k = 2; k < x->ndim; k++) a->spatial *= opd_tensor_sizes(x)[k];
+  opd_dtype dt = opd_tensor_dtype(x);
+  if ((rc = floating(dt, "batch_norm")) || (rc = same_dtype(dt, all + 1, 4 + nmore))) return rc;
+  static const char *const names[] = {"weight",      "bias",      "running_mean",
+                                      "running_var", "save_mean", "save_invstd"};
+  for (int i = 1; i < 5 + nmore; i++)
+    if (all[i] && all[i]->numel != a->channels)
+      return opd_error(OPD_EINVAL, "%s should contain %lld elements not %lld", names[i - 1],
+                       (long long)a->channels, (long long)all[i]->numel);
+  if (!a->training && (!a->running_mean || !a->running_var))
+    return opd_error(OPD_EINVAL, "running_mean and running_var must be defined in evaluation mode");
+  return 0;
+}
+
+int opd__batch_norm_args_read(opd_ivalue *args, opd__batch_norm_args *a) {
+  if (args[0].tag != OPD_IV_TENSOR || args[5].tag != OPD_IV_BOOL || !is_double(&args[6]) ||
+      !is_double(&args[7]))
+    return opd_error(OPD_EINVAL, "native_batch_norm: expected (Tensor, Tensor?, Tensor?, Tensor?, "
+                                 "Tensor?, bool, float, float) arguments");
+  *a = (opd__batch_norm_args){.input = args[0].u.t,
+                              .weight = opt_tensor(&args[1]),
+                              .bias = opt_tensor(&args[2]),
+                              .running_mean = opt_tensor(&args[3]),
+                              .running_var = opt_tensor(&args[4]),
+                              .training = args[5].u.b,
+                              .momentum = as_double(&args[6]),
+                              .eps = as_double(&args[7])};
+  return batch_norm_check(a, NULL, 0);
+}
+
+int opd__batch_norm_meta(const opd__batch_norm_args *a, opd_out_spec *specs) {
+  same_as(a->input, &specs[0]);
+  for (int k = 1; k < 3; k++)
+    specs[k] = (opd_out_spec){
+        .ndim = 1, .dtype = specs[0].dtype, .sizes = {a->training ? a->channels : 0}};
+  return 0;
+}
+
+int opd__batch_norm_backward_args_read(opd_ivalue *args, opd__batch_norm_backward_args *a) {
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR || args[7].tag != OPD_IV_BOOL ||
+      !is_double(&args[8]))
+    return opd_error(OPD_EINVAL, "native_batch_norm_backward: expected (Tensor, Tensor, Tensor?, "
+                                 "Tensor?, Tensor?, Tensor?, Tensor?, bool, float, bool[3]) "
+                                 "arguments");
+  *a = (opd__batch_norm_backward_args){.bn = {.input = args[1].u.t,
+                                              .weight = opt_tensor(&args[2]),
+                                              .running_mean = opt_tensor(&args[3]),
+                                              .running_var = opt_tensor(&args[4]),
+                                              .training = args[7].u.b,
+                                              .eps = as_double(&args[8])},
+                                       .grad = args[0].u.t,
+                                       .save_mean = opt_tensor(&args[5]),
+                                       .save_invstd = opt_tensor(&args[6])};
+  int rc = output_mask(&args[9], a->mask);
+  if (!rc)
+    rc = batch_norm_check(&a->bn, (opd_tensor *[]){a->save_mean, a->save_invstd, a->grad}, 2);
+  if (rc) return rc;
+  if (a->bn.training && (!a->save_mean || !a->save_invstd))
+    return opd_error(OPD_EINVAL, "save_mean and save_invstd must be defined in training mode");
+  char x[256], y[256];
+  opd_tensor *in = a->bn.input;
+  if (!has_shape(a->grad, opd_tensor_sizes(in), in->ndim))
+    return opd_error(OPD_EINVAL, "batch_norm_backward: grad_out has shape %s, input %s",
+                     opd__format_sizes(opd_tensor_sizes(a->grad), a->grad->ndim, x, sizeof x),
+                     opd__format_sizes(opd_tensor_sizes(in), in->ndim, y, sizeof y));
+  return same_dtype(opd_tensor_dtype(in), &a->grad, 1);
+}
+
+int opd__batch_norm_backward_meta(const opd__batch_norm_backward_args *a, opd_out_spec *specs) {
+  same_as(a->bn.input, &specs[0]);
+  for (int k = 1; k < 3; k++)
+    specs[k] = (opd_out_spec){.ndim = 1, .dtype = specs[0].dtype, .sizes = {a->bn.channels}};
+  return 0;
+}
+
 /* ---- Meta kernels ---- */
 
 static int meta_out(int rc, const opd_out_spec *spec, opd_tensor *const *inputs, int n,
@@ -650,10 +745,31 @@ static int meta_optional_results(opd_stack *stack, int nargs, int rc, const opd_
 
 int opd__meta_native_layer_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd__norm_backward_args a;
-  opd_out_spec specs[3];
+  opd__norm_backward_args a = {0};
+  opd_out_spec specs[3] = {{0}};
   int rc = opd__layer_norm_backward_args(opd_stack_last(stack, 8), &a);
   if (!rc) rc = opd__layer_norm_backward_meta(&a, specs);
   return meta_optional_results(stack, 8, rc, specs, a.mask,
                                rc ? (opd_device){OPD_DEVICE_META, -1} : opd_tensor_device(a.input));
+}
+
+int opd__meta_native_batch_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd__batch_norm_args a = {0};
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__batch_norm_args_read(opd_stack_last(stack, 8), &a);
+  if (!rc) rc = opd__batch_norm_meta(&a, specs);
+  return meta_optional_results(stack, 8, rc, specs, (const bool[]){true, true, true},
+                               rc ? (opd_device){OPD_DEVICE_META, -1} : opd_tensor_device(a.input));
+}
+
+int opd__meta_native_batch_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd__batch_norm_backward_args a = {0};
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__batch_norm_backward_args_read(opd_stack_last(stack, 10), &a);
+  if (!rc) rc = opd__batch_norm_backward_meta(&a, specs);
+  return meta_optional_results(stack, 10, rc, specs, a.mask,
+                               rc ? (opd_device){OPD_DEVICE_META, -1}
+                                  : opd_tensor_device(a.bn.input));
 }

@@ -112,4 +112,30 @@ int opd__layer_norm_backward_args(opd_ivalue *args, opd__norm_backward_args *a);
  * grad_weight (grad_bias). */
 int opd__layer_norm_backward_meta(const opd__norm_backward_args *a, opd_out_spec *specs);
 
+/* native_batch_norm's arguments (input, weight?, bias?, running_mean?, running_var?, training,
+ * momentum, eps), read from the stack and checked: input (N, C, *) of a floating dtype; weight,
+ * bias and the running statistics of C elements and its dtype; running statistics given in
+ * evaluation. */
+typedef struct opd__batch_norm_args {
+  opd_tensor *input, *weight, *bias, *running_mean, *running_var; /* NULL when absent */
+  bool training;
+  double momentum, eps;
+  int64_t batch, channels, spatial; /* N, C and the product of the trailing sizes */
+} opd__batch_norm_args;
+int opd__batch_norm_args_read(opd_ivalue *args, opd__batch_norm_args *a);
+/* output (input's shape), save_mean and save_invstd ((C) in training, (0) in evaluation) */
+int opd__batch_norm_meta(const opd__batch_norm_args *a, opd_out_spec *specs);
+
+/* native_batch_norm_backward's arguments (grad_out, input, weight?, running_mean?,
+ * running_var?, save_mean?, save_invstd?, train, eps, output_mask): batch norm's checks,
+ * grad_out of input's shape, save_mean and save_invstd of C elements given in training. */
+typedef struct opd__batch_norm_backward_args {
+  opd__batch_norm_args bn; /* bias absent, momentum 0 */
+  opd_tensor *grad, *save_mean, *save_invstd;
+  bool mask[3];
+} opd__batch_norm_backward_args;
+int opd__batch_norm_backward_args_read(opd_ivalue *args, opd__batch_norm_backward_args *a);
+/* grad_input (input's shape), grad_weight and grad_bias ((C)) */
+int opd__batch_norm_backward_meta(const opd__batch_norm_backward_args *a, opd_out_spec *specs);
+
 #endif

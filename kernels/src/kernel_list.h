@@ -223,7 +223,11 @@
   X("aten::nll_loss_forward", CPU, opd__cpu_nll_loss_forward) \
   X("aten::nll_loss_forward", Meta, opd__meta_nll_loss_forward) \
   X("aten::native_layer_norm_backward", CPU, opd__cpu_native_layer_norm_backward) \
-  X("aten::native_layer_norm_backward", Meta, opd__meta_native_layer_norm_backward)
+  X("aten::native_layer_norm_backward", Meta, opd__meta_native_layer_norm_backward) \
+  X("aten::native_batch_norm", CPU, opd__cpu_native_batch_norm) \
+  X("aten::native_batch_norm", Meta, opd__meta_native_batch_norm) \
+  X("aten::native_batch_norm_backward", CPU, opd__cpu_native_batch_norm_backward) \
+  X("aten::native_batch_norm_backward", Meta, opd__meta_native_batch_norm_backward)
 
 /* pointwise math, factories, random operators */
 #define OPD_POINTWISE_UNBOXED_KERNELS(X)

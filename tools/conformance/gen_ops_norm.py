@@ -425,5 +425,62 @@ fam.op("native_layer_norm_backward", [
     layer_norm_backward("empty_rows", "float32", [0, 4], [4]),
 ], tol=(1e-4, 1e-5))
 
+
+def batch_norm(scen, dtype, shape, training, weight=True, bias=True, running=True, view=None):
+    def fn(g):
+        c = shape[1]
+        return [("input", g.T(shape, dtype, view=view)),
+                ("weight", g.T([c], dtype) if weight else None), ("bias", g.T([c], dtype) if bias else None),
+                ("running_mean", g.T([c], dtype) if running else None),
+                ("running_var", g.T([c], dtype, kind="pos") if running else None),
+                ("training", training), ("momentum", 0.1), ("eps", 1e-5)], [dtype]
+    return S(scen, fn)
+
+
+fam.op("native_batch_norm", [
+    batch_norm("train_f32", "float32", [4, 3, 5], True),
+    batch_norm("train_f64_4d", "float64", [2, 3, 2, 2], True),
+    batch_norm("train_2d_no_running", "float32", [6, 4], True, running=False),
+    batch_norm("train_no_affine", "float32", [3, 2, 4], True, weight=False, bias=False),
+    batch_norm("eval_f32", "float32", [4, 3, 5], False),
+    batch_norm("eval_f64_no_affine", "float64", [2, 3, 4], False, weight=False, bias=False),
+    batch_norm("train_strided", "float32", [4, 3, 5], True, view="any"),
+    batch_norm("eval_strided", "float32", [3, 4, 2], False, view="any"),
+], errors=[
+    ERR("err_1d", lambda g: ([("input", g.T([3])), ("weight", None), ("bias", None), ("running_mean", None),
+                              ("running_var", None), ("training", True), ("momentum", 0.1), ("eps", 1e-5)], ["error"]),
+        "IndexError", "Dimension out of range"),
+    ERR("err_int", lambda g: ([("input", g.T([2, 3], "int64")), ("weight", None), ("bias", None),
+                               ("running_mean", None), ("running_var", None), ("training", True), ("momentum", 0.1),
+                               ("eps", 1e-5)], ["error"]), "RuntimeError", "not implemented for"),
+], tol=(1e-4, 1e-5))
+
+
+def batch_norm_backward(scen, dtype, shape, train, weight=True, mask=(True, True, True), view=None):
+    def fn(g):
+        c = shape[1]
+        x = g.T(shape, dtype, view=view)
+        w = g.T([c], dtype) if weight else None
+        rm, rv = g.T([c], dtype), g.T([c], dtype, kind="pos")
+        _, sm, si = torch.ops.aten.native_batch_norm(gc_decode(x), None, None, gc_decode(rm).clone(),
+                                                     gc_decode(rv).clone(), True, 0.1, 1e-5)
+        return [("grad_out", g.T(shape, dtype, view=view)), ("input", x), ("weight", w),
+                ("running_mean", rm), ("running_var", rv),
+                ("save_mean", TSpec(dtype, [c], sm.numpy()) if train else None),
+                ("save_invstd", TSpec(dtype, [c], si.numpy()) if train else None),
+                ("train", train), ("eps", 1e-5), ("output_mask", list(mask))], [dtype]
+    return S(scen, fn)
+
+
+fam.op("native_batch_norm_backward", [
+    batch_norm_backward("train_f32", "float32", [4, 3, 5], True),
+    batch_norm_backward("train_f64", "float64", [2, 3, 2, 2], True),
+    batch_norm_backward("train_no_weight", "float32", [5, 2], True, weight=False),
+    batch_norm_backward("train_mask_input", "float32", [3, 2, 4], True, mask=(True, False, False)),
+    batch_norm_backward("eval_f32", "float32", [4, 3, 5], False),
+    batch_norm_backward("eval_mask_params", "float64", [2, 3, 4], False, mask=(False, True, True)),
+    batch_norm_backward("train_strided", "float32", [4, 3, 5], True, view="any"),
+], tol=(1e-4, 1e-5))
+
 if __name__ == "__main__":
     fam.main()
