@@ -482,6 +482,81 @@ int opd__batch_norm_backward_meta(const opd__batch_norm_backward_args *a, opd_ou
   return 0;
 }
 
+int opd__dropout_args_read(opd_ivalue *args, opd_tensor **input, double *p, bool *train,
+                           opd_out_spec *out, opd_out_spec *mask) {
+  if (args[0].tag != OPD_IV_TENSOR || !is_double(&args[1]) ||
+      (args[2].tag != OPD_IV_BOOL && args[2].tag != OPD_IV_NONE))
+    return opd_error(OPD_EINVAL, "native_dropout: expected (Tensor, float, bool?) arguments");
+  *input = args[0].u.t;
+  *p = as_double(&args[1]);
+  *train = args[2].tag == OPD_IV_NONE || args[2].u.b;
+  same_as(*input, out);
+  *mask = *out;
+  mask->dtype = OPD_BOOL;
+  int rc = floating(out->dtype, "bernoulli_tensor_cpu_self_");
+  if (rc) return rc;
+  double p1m = 1 - *p;
+  if (*train && (*input)->numel > 0 && !(p1m >= 0 && p1m <= 1))
+    return opd_error(OPD_EINVAL, "bernoulli_ expects p to be in [0, 1], but got p=%g", p1m);
+  return 0;
+}
+
+int opd__dropout_backward_meta(opd_tensor *grad, opd_tensor *mask, opd_out_spec *spec) {
+  int rc = opd__broadcast_tensors((opd_tensor *[]){grad, mask}, 2, spec);
+  if (rc) return rc;
+  spec->dtype = opd_tensor_dtype(grad);
+  return floating(spec->dtype, "mul_cpu");
+}
+
+static int index_dtype(opd_tensor *indices) {
+  opd_dtype dt = opd_tensor_dtype(indices);
+  if (dt != OPD_INT64 && dt != OPD_INT32)
+    return opd_error(OPD_EINVAL,
+                     "Expected tensor for argument #1 'indices' to have one of the following "
+                     "scalar types: Long, Int; but got %s instead",
+                     opd_dtype_c10_name(dt));
+  return 0;
+}
+
+int opd__embedding_backward_meta(opd_tensor *grad, opd_tensor *indices, int64_t num_weights,
+                                 opd_out_spec *spec) {
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){grad, indices}, 2, &device);
+  if (rc || (rc = index_dtype(indices))) return rc;
+  if ((rc = floating(opd_tensor_dtype(grad), "embedding_dense_backward"))) return rc;
+  bool ok = grad->ndim == indices->ndim + 1;
+  for (int k = 0; ok && k < indices->ndim; k++)
+    ok = opd_tensor_sizes(grad)[k] == opd_tensor_sizes(indices)[k];
+  if (!ok) {
+    char a[256], b[256];
+    return opd_error(OPD_EINVAL,
+                     "embedding_dense_backward: grad_output of shape %s does not match indices "
+                     "of shape %s",
+                     opd__format_sizes(opd_tensor_sizes(grad), grad->ndim, a, sizeof a),
+                     opd__format_sizes(opd_tensor_sizes(indices), indices->ndim, b, sizeof b));
+  }
+  if (num_weights < 0)
+    return opd_error(OPD_EINVAL, "Trying to create tensor with negative dimension %lld",
+                     (long long)num_weights);
+  *spec = (opd_out_spec){.ndim = 2,
+                         .dtype = opd_tensor_dtype(grad),
+                         .sizes = {num_weights, opd_tensor_sizes(grad)[grad->ndim - 1]}};
+  return 0;
+}
+
+int opd__embedding_renorm_meta(opd_tensor *self, opd_tensor *indices) {
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){self, indices}, 2, &device);
+  if (rc || (rc = index_dtype(indices))) return rc;
+  if (self->ndim != 2)
+    return opd_error(OPD_EINVAL,
+                     "Expected 2-dimensional tensor, but got %d-dimensional tensor "
+                     "for argument #1 'self' (while checking arguments for "
+                     "embedding_renorm_)",
+                     self->ndim);
+  return floating(opd_tensor_dtype(self), "embedding_renorm_cpu_");
+}
+
 /* ---- Meta kernels ---- */
 
 static int meta_out(int rc, const opd_out_spec *spec, opd_tensor *const *inputs, int n,
@@ -772,4 +847,53 @@ int opd__meta_native_batch_norm_backward(const opd_kernel_ctx *ctx, opd_stack *s
   return meta_optional_results(stack, 10, rc, specs, a.mask,
                                rc ? (opd_device){OPD_DEVICE_META, -1}
                                   : opd_tensor_device(a.bn.input));
+}
+
+int opd__meta_native_dropout(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_tensor *input = NULL;
+  double p;
+  bool train;
+  opd_out_spec specs[2] = {{0}};
+  int rc =
+      opd__dropout_args_read(opd_stack_last(stack, 3), &input, &p, &train, &specs[0], &specs[1]);
+  opd_tensor *res[2] = {NULL, NULL};
+  for (int k = 0; k < 2 && !rc; k++)
+    rc = opd__alloc_output(&specs[k], opd_tensor_device(input), &res[k]);
+  opd_stack_drop(stack, 3);
+  return opd__push_optional_results(stack, res, 2, rc);
+}
+
+int opd__meta_native_dropout_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                      opd_tensor *mask, double scale, opd_tensor **out) {
+  (void)ctx;
+  (void)scale;
+  opd_out_spec spec;
+  return meta_out(opd__dropout_backward_meta(grad_output, mask, &spec), &spec,
+                  (opd_tensor *[]){grad_output, mask}, 2, out);
+}
+
+int opd__meta_embedding_dense_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                       opd_tensor *indices, int64_t num_weights,
+                                       int64_t padding_idx, bool scale_grad_by_freq,
+                                       opd_tensor **out) {
+  (void)ctx;
+  (void)padding_idx;
+  (void)scale_grad_by_freq;
+  opd_out_spec spec;
+  int rc = opd__embedding_backward_meta(grad_output, indices, num_weights, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(grad_output), out);
+}
+
+int opd__meta_embedding_renorm_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *indices,
+                                double max_norm, double norm_type, opd_tensor **out) {
+  (void)ctx;
+  (void)max_norm;
+  (void)norm_type;
+  int rc = opd__embedding_renorm_meta(self, indices);
+  if (rc) return rc;
+  opd_tensor_bump_version(self);
+  opd_tensor_retain(self);
+  *out = self;
+  return 0;
 }

@@ -138,4 +138,20 @@ int opd__batch_norm_backward_args_read(opd_ivalue *args, opd__batch_norm_backwar
 /* grad_input (input's shape), grad_weight and grad_bias ((C)) */
 int opd__batch_norm_backward_meta(const opd__batch_norm_backward_args *a, opd_out_spec *specs);
 
+/* native_dropout's arguments (input, p, train?) read and checked: a floating input, 1 - p in
+ * [0, 1] (PyTorch's bernoulli_ error); the output (input's shape and dtype, contiguous) and
+ * the mask (bool). train is true when absent. */
+int opd__dropout_args_read(opd_ivalue *args, opd_tensor **input, double *p, bool *train,
+                           opd_out_spec *out, opd_out_spec *mask);
+/* native_dropout_backward: grad_output and mask broadcast; the result has grad_output's dtype
+ * (floating). */
+int opd__dropout_backward_meta(opd_tensor *grad, opd_tensor *mask, opd_out_spec *spec);
+
+/* embedding_dense_backward: indices Long or Int, grad_output (*indices.shape, D); the result
+ * (num_weights, D) of grad_output's dtype. */
+int opd__embedding_backward_meta(opd_tensor *grad, opd_tensor *indices, int64_t num_weights,
+                                 opd_out_spec *spec);
+/* embedding_renorm_: self a floating 2-d tensor, indices Long or Int. */
+int opd__embedding_renorm_meta(opd_tensor *self, opd_tensor *indices);
+
 #endif

@@ -218,7 +218,14 @@
   X("aten::binary_cross_entropy_backward", CPU, opd__cpu_binary_cross_entropy_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int) \
   X("aten::binary_cross_entropy_backward", Meta, opd__meta_binary_cross_entropy_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int) \
   X("aten::nll_loss_backward", CPU, opd__cpu_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
-  X("aten::nll_loss_backward", Meta, opd__meta_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor)
+  X("aten::nll_loss_backward", Meta, opd__meta_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
+  /* embedding's backward operators, dropout's: kernels/cpu/norm_embedding.c, kernels/cpu/norm_dropout.c */ \
+  X("aten::embedding_dense_backward", CPU, opd__cpu_embedding_dense_backward, Tensor, Tensor, Tensor, Int, Int, Bool) \
+  X("aten::embedding_dense_backward", Meta, opd__meta_embedding_dense_backward, Tensor, Tensor, Tensor, Int, Int, Bool) \
+  X("aten::embedding_renorm_", CPU, opd__cpu_embedding_renorm_, Tensor, Tensor, Tensor, Double, Double) \
+  X("aten::embedding_renorm_", Meta, opd__meta_embedding_renorm_, Tensor, Tensor, Tensor, Double, Double) \
+  X("aten::native_dropout_backward", CPU, opd__cpu_native_dropout_backward, Tensor, Tensor, Tensor, Double) \
+  X("aten::native_dropout_backward", Meta, opd__meta_native_dropout_backward, Tensor, Tensor, Tensor, Double)
 #define OPD_NORM_BOXED_KERNELS(X) \
   X("aten::nll_loss_forward", CPU, opd__cpu_nll_loss_forward) \
   X("aten::nll_loss_forward", Meta, opd__meta_nll_loss_forward) \
@@ -227,7 +234,9 @@
   X("aten::native_batch_norm", CPU, opd__cpu_native_batch_norm) \
   X("aten::native_batch_norm", Meta, opd__meta_native_batch_norm) \
   X("aten::native_batch_norm_backward", CPU, opd__cpu_native_batch_norm_backward) \
-  X("aten::native_batch_norm_backward", Meta, opd__meta_native_batch_norm_backward)
+  X("aten::native_batch_norm_backward", Meta, opd__meta_native_batch_norm_backward) \
+  X("aten::native_dropout", CPU, opd__cpu_native_dropout) \
+  X("aten::native_dropout", Meta, opd__meta_native_dropout)
 
 /* pointwise math, factories, random operators */
 #define OPD_POINTWISE_UNBOXED_KERNELS(X)

@@ -482,5 +482,62 @@ fam.op("native_batch_norm_backward", [
     batch_norm_backward("train_strided", "float32", [4, 3, 5], True, view="any"),
 ], tol=(1e-4, 1e-5))
 
+
+# ---- embedding's backward operators ----
+def indices(g, shape, n, dtype="int64"):
+    return TSpec(dtype, list(shape), g.rng.integers(0, n, int(np.prod(shape))).astype(
+        np.int64 if dtype == "int64" else np.int32))
+
+
+fam.op("embedding_dense_backward", [
+    S("f32", lambda g: ([("grad_output", g.T([5, 3])), ("indices", indices(g, [5], 4)), ("num_weights", 4),
+                         ("padding_idx", -1), ("scale_grad_by_freq", False)], ["float32"])),
+    S("f64_2d_indices", lambda g: ([("grad_output", g.T([2, 3, 4], "float64")), ("indices", indices(g, [2, 3], 3)),
+                                    ("num_weights", 5), ("padding_idx", -1), ("scale_grad_by_freq", False)],
+                                   ["float64"])),
+    S("padding_idx", lambda g: ([("grad_output", g.T([6, 2])), ("indices", TSpec("int64", [6], np.array(
+        [0, 1, 1, 2, 1, 0], np.int64))), ("num_weights", 3), ("padding_idx", 1), ("scale_grad_by_freq", False)],
+        ["padding"])),
+    S("scale_grad_by_freq", lambda g: ([("grad_output", g.T([6, 2])), ("indices", TSpec("int32", [6], np.array(
+        [0, 1, 1, 2, 1, 0], np.int32))), ("num_weights", 4), ("padding_idx", -1), ("scale_grad_by_freq", True)],
+        ["int32"])),
+    S("strided", lambda g: ([("grad_output", g.T([4, 3], view="transpose")), ("indices", indices(g, [4], 2)),
+                             ("num_weights", 2), ("padding_idx", -1), ("scale_grad_by_freq", False)], ["noncontig"])),
+    S("empty", lambda g: ([("grad_output", g.T([0, 3])), ("indices", indices(g, [0], 2)), ("num_weights", 2),
+                           ("padding_idx", -1), ("scale_grad_by_freq", False)], ["empty"])),
+], tol=LOOSE)
+fam.op("embedding_renorm_", [
+    S("f32_l2", lambda g: ([("self", g.T([5, 3], kind="wide")), ("indices", TSpec("int64", [4], np.array(
+        [0, 2, 2, 4], np.int64))), ("max_norm", 1.5), ("norm_type", 2.0)], ["float32"])),
+    S("f64_l1", lambda g: ([("self", g.T([4, 3], "float64")), ("indices", indices(g, [3], 4)),
+                            ("max_norm", 2.0), ("norm_type", 1.0)], ["float64"])),
+    S("f32_p3", lambda g: ([("self", g.T([4, 2])), ("indices", TSpec("int32", [2], np.array([1, 3], np.int32))),
+                            ("max_norm", 0.5), ("norm_type", 3.0)], ["int32"])),
+], errors=[
+    ERR("err_1d", lambda g: ([("self", g.T([4])), ("indices", indices(g, [2], 4)), ("max_norm", 1.0),
+                              ("norm_type", 2.0)], ["error"]), "RuntimeError", "Expected 2-dimensional tensor"),
+], tol=LOOSE)
+
+# ---- dropout: the deterministic cases (the random ones are checked statistically in
+# tests/test_norm_ops.c) ----
+fam.op("native_dropout", [
+    S("eval", lambda g: ([("input", g.T([3, 4])), ("p", 0.5), ("train", False)], ["float32"])),
+    S("eval_f64_strided", lambda g: ([("input", g.T([3, 4], "float64", view="any")), ("p", 0.3), ("train", False)],
+                                     ["noncontig"])),
+    S("p_zero", lambda g: ([("input", g.T([5])), ("p", 0.0), ("train", True)], ["float32"])),
+    S("p_one", lambda g: ([("input", g.T([2, 3])), ("p", 1.0), ("train", True)], ["float32"])),
+], errors=[
+    ERR("err_p", lambda g: ([("input", g.T([3])), ("p", 1.5), ("train", True)], ["error"]),
+        "RuntimeError", "bernoulli_ expects p to be in [0, 1]"),
+])
+fam.op("native_dropout_backward", [
+    S("f32", lambda g: ([("grad_output", g.T([3, 4])), ("mask", g.T([3, 4], "bool")), ("scale", 2.0)], ["float32"])),
+    S("f64", lambda g: ([("grad_output", g.T([5], "float64")), ("mask", g.T([5], "bool")), ("scale", 1.25)],
+                        ["float64"])),
+    S("strided", lambda g: ([("grad_output", g.T([3, 4], view="any")), ("mask", g.T([3, 4], "bool", view="any")),
+                             ("scale", 1 / 0.7)], ["noncontig"])),
+    S("empty", lambda g: ([("grad_output", g.T([0, 2])), ("mask", g.T([0, 2], "bool")), ("scale", 2.0)], ["empty"])),
+])
+
 if __name__ == "__main__":
     fam.main()
