@@ -6,6 +6,7 @@
 
 #include "elementwise_meta.h"
 #include "meta/reduce_meta.h"
+#include "opd/checked.h"
 #include "src/loops.h"
 
 static const opd_device meta_device = {OPD_DEVICE_META, -1};
@@ -557,6 +558,107 @@ int opd__embedding_renorm_meta(opd_tensor *self, opd_tensor *indices) {
   return floating(opd_tensor_dtype(self), "embedding_renorm_cpu_");
 }
 
+static int group_norm_check(opd__group_norm_args *a, opd_tensor *const *more, int nmore) {
+  opd_tensor *all[6] = {a->input, a->weight, a->bias};
+  for (int i = 0; i < nmore; i++) all[3 + i] = more[i];
+  opd_device device;
+  int rc = opd__common_device(all, 3 + nmore, &device);
+  if (rc) return rc;
+  opd_tensor *x = a->input;
+  int64_t want;
+  if (a->n < 0 || a->c < 0 || a->hxw < 0 || opd_ckd_mul(&want, a->n, a->c) ||
+      opd_ckd_mul(&want, want, a->hxw) || want != x->numel)
+    return opd_error(OPD_EINVAL, "Expected X.numel() == N * C * HxW to be true, but got false.");
+  char s1[256], s2[256];
+  if (a->group <= 0 || a->c % a->group != 0)
+    return opd_error(OPD_EINVAL,
+                     "Expected number of channels in input to be divisible by num_groups, but got "
+                     "input of shape %s and num_groups=%lld",
+                     opd__format_sizes(opd_tensor_sizes(x), x->ndim, s1, sizeof s1),
+                     (long long)a->group);
+  static const char *const names[] = {"weight", "bias"};
+  for (int k = 0; k < 2; k++) {
+    opd_tensor *t = all[1 + k];
+    if (t && (t->ndim != 1 || t->numel != a->c))
+      return opd_error(OPD_EINVAL,
+                       "Expected %s to be a vector of size equal to the number of channels in "
+                       "input, but got %s of shape %s and input of shape %s",
+                       names[k], names[k],
+                       opd__format_sizes(opd_tensor_sizes(t), t->ndim, s1, sizeof s1),
+                       opd__format_sizes(opd_tensor_sizes(x), x->ndim, s2, sizeof s2));
+  }
+  opd_dtype dt = opd_tensor_dtype(x);
+  if ((rc = floating(dt, "GroupNormKernelImpl"))) return rc;
+  return same_dtype(dt, all + 1, 2 + nmore);
+}
+
+static bool group_norm_ints(const opd_ivalue *v, int n) {
+  for (int i = 0; i < n; i++)
+    if (v[i].tag != OPD_IV_INT) return false;
+  return true;
+}
+
+int opd__group_norm_args_read(opd_ivalue *args, opd__group_norm_args *a) {
+  if (args[0].tag != OPD_IV_TENSOR || !group_norm_ints(&args[3], 4) || !is_double(&args[7]))
+    return opd_error(OPD_EINVAL, "native_group_norm: expected (Tensor, Tensor?, Tensor?, int, int, "
+                                 "int, int, float) arguments");
+  *a = (opd__group_norm_args){.input = args[0].u.t,
+                              .weight = opt_tensor(&args[1]),
+                              .bias = opt_tensor(&args[2]),
+                              .n = args[3].u.i,
+                              .c = args[4].u.i,
+                              .hxw = args[5].u.i,
+                              .group = args[6].u.i,
+                              .eps = as_double(&args[7])};
+  return group_norm_check(a, NULL, 0);
+}
+
+int opd__group_norm_meta(const opd__group_norm_args *a, opd_out_spec *specs) {
+  same_as(a->input, &specs[0]);
+  for (int k = 1; k < 3; k++)
+    specs[k] = (opd_out_spec){.ndim = 2, .dtype = specs[0].dtype, .sizes = {a->n, a->group}};
+  return 0;
+}
+
+int opd__group_norm_backward_args_read(opd_ivalue *args, opd__group_norm_backward_args *a) {
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
+      args[2].tag != OPD_IV_TENSOR || args[3].tag != OPD_IV_TENSOR || !group_norm_ints(&args[5], 4))
+    return opd_error(OPD_EINVAL, "native_group_norm_backward: expected (Tensor, Tensor, Tensor, "
+                                 "Tensor, Tensor?, int, int, int, int, bool[3]) arguments");
+  *a = (opd__group_norm_backward_args){.gn = {.input = args[1].u.t,
+                                              .weight = opt_tensor(&args[4]),
+                                              .n = args[5].u.i,
+                                              .c = args[6].u.i,
+                                              .hxw = args[7].u.i,
+                                              .group = args[8].u.i},
+                                       .grad = args[0].u.t,
+                                       .mean = args[2].u.t,
+                                       .rstd = args[3].u.t};
+  int rc = output_mask(&args[9], a->mask);
+  if (!rc) rc = group_norm_check(&a->gn, (opd_tensor *[]){a->grad, a->mean, a->rstd}, 3);
+  if (rc) return rc;
+  opd_tensor *in = a->gn.input;
+  char x[256], y[256];
+  if (!has_shape(a->grad, opd_tensor_sizes(in), in->ndim))
+    return opd_error(OPD_EINVAL, "group_norm_backward: grad_out has shape %s, input %s",
+                     opd__format_sizes(opd_tensor_sizes(a->grad), a->grad->ndim, x, sizeof x),
+                     opd__format_sizes(opd_tensor_sizes(in), in->ndim, y, sizeof y));
+  int64_t rows = a->gn.n * a->gn.group;
+  if (a->mean->numel != rows || a->rstd->numel != rows)
+    return opd_error(OPD_EINVAL,
+                     "group_norm_backward: mean and rstd must have %lld elements, got %lld and "
+                     "%lld",
+                     (long long)rows, (long long)a->mean->numel, (long long)a->rstd->numel);
+  return 0;
+}
+
+int opd__group_norm_backward_meta(const opd__group_norm_backward_args *a, opd_out_spec *specs) {
+  same_as(a->gn.input, &specs[0]);
+  for (int k = 1; k < 3; k++)
+    specs[k] = (opd_out_spec){.ndim = 1, .dtype = specs[0].dtype, .sizes = {a->gn.c}};
+  return 0;
+}
+
 /* ---- Meta kernels ---- */
 
 static int meta_out(int rc, const opd_out_spec *spec, opd_tensor *const *inputs, int n,
@@ -896,4 +998,25 @@ int opd__meta_embedding_renorm_(const opd_kernel_ctx *ctx, opd_tensor *self, opd
   opd_tensor_retain(self);
   *out = self;
   return 0;
+}
+
+int opd__meta_native_group_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd__group_norm_args a = {0};
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__group_norm_args_read(opd_stack_last(stack, 8), &a);
+  if (!rc) rc = opd__group_norm_meta(&a, specs);
+  return meta_optional_results(stack, 8, rc, specs, (const bool[]){true, true, true},
+                               rc ? (opd_device){OPD_DEVICE_META, -1} : opd_tensor_device(a.input));
+}
+
+int opd__meta_native_group_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd__group_norm_backward_args a = {0};
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__group_norm_backward_args_read(opd_stack_last(stack, 10), &a);
+  if (!rc) rc = opd__group_norm_backward_meta(&a, specs);
+  return meta_optional_results(stack, 10, rc, specs, a.mask,
+                               rc ? (opd_device){OPD_DEVICE_META, -1}
+                                  : opd_tensor_device(a.gn.input));
 }

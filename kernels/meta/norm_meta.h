@@ -154,4 +154,27 @@ int opd__embedding_backward_meta(opd_tensor *grad, opd_tensor *indices, int64_t 
 /* embedding_renorm_: self a floating 2-d tensor, indices Long or Int. */
 int opd__embedding_renorm_meta(opd_tensor *self, opd_tensor *indices);
 
+/* native_group_norm's arguments (input, weight?, bias?, N, C, HxW, group, eps) read and
+ * checked as PyTorch checks them: input of N * C * HxW elements of a floating dtype, C
+ * divisible by group, weight and bias of C elements and input's dtype. */
+typedef struct opd__group_norm_args {
+  opd_tensor *input, *weight, *bias; /* NULL when absent */
+  int64_t n, c, hxw, group;
+  double eps;
+} opd__group_norm_args;
+int opd__group_norm_args_read(opd_ivalue *args, opd__group_norm_args *a);
+/* output (input's shape), mean and rstd ((N, group)) */
+int opd__group_norm_meta(const opd__group_norm_args *a, opd_out_spec *specs);
+/* native_group_norm_backward (grad_out, input, mean, rstd, weight?, N, C, HxW, group,
+ * output_mask): the same checks, grad_out of input's shape, mean and rstd of N * group
+ * elements. */
+typedef struct opd__group_norm_backward_args {
+  opd__group_norm_args gn; /* bias absent, eps 0 */
+  opd_tensor *grad, *mean, *rstd;
+  bool mask[3];
+} opd__group_norm_backward_args;
+int opd__group_norm_backward_args_read(opd_ivalue *args, opd__group_norm_backward_args *a);
+/* grad_input (input's shape), grad_weight and grad_bias ((C)) */
+int opd__group_norm_backward_meta(const opd__group_norm_backward_args *a, opd_out_spec *specs);
+
 #endif

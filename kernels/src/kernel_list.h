@@ -236,7 +236,11 @@
   X("aten::native_batch_norm_backward", CPU, opd__cpu_native_batch_norm_backward) \
   X("aten::native_batch_norm_backward", Meta, opd__meta_native_batch_norm_backward) \
   X("aten::native_dropout", CPU, opd__cpu_native_dropout) \
-  X("aten::native_dropout", Meta, opd__meta_native_dropout)
+  X("aten::native_dropout", Meta, opd__meta_native_dropout) \
+  X("aten::native_group_norm", CPU, opd__cpu_native_group_norm) \
+  X("aten::native_group_norm", Meta, opd__meta_native_group_norm) \
+  X("aten::native_group_norm_backward", CPU, opd__cpu_native_group_norm_backward) \
+  X("aten::native_group_norm_backward", Meta, opd__meta_native_group_norm_backward)
 
 /* pointwise math, factories, random operators */
 #define OPD_POINTWISE_UNBOXED_KERNELS(X)

@@ -483,6 +483,59 @@ fam.op("native_batch_norm_backward", [
 ], tol=(1e-4, 1e-5))
 
 
+
+def group_norm_args(g, dtype, shape, group, weight=True, bias=True):
+    n, c = shape[0], shape[1]
+    hxw = int(np.prod(shape[2:])) if len(shape) > 2 else 1
+    return ([("input", g.T(shape, dtype)), ("weight", g.T([c], dtype) if weight else None),
+             ("bias", g.T([c], dtype) if bias else None), ("N", n), ("C", c), ("HxW", hxw), ("group", group),
+             ("eps", 1e-5)], [dtype])
+
+
+# PyTorch's native_group_norm and its backward take contiguous inputs only (opd's accept any
+# layout): no strided cases.
+fam.op("native_group_norm", [
+    S("f32", lambda g: group_norm_args(g, "float32", [2, 6, 5], 3)),
+    S("f64_4d", lambda g: group_norm_args(g, "float64", [3, 4, 2, 3], 2)),
+    S("no_affine", lambda g: group_norm_args(g, "float32", [2, 4], 4, weight=False, bias=False)),
+    S("one_group", lambda g: group_norm_args(g, "float32", [2, 3, 4], 1, bias=False)),
+    S("empty_batch", lambda g: group_norm_args(g, "float32", [0, 6, 5], 3)),
+], errors=[
+    ERR("err_groups", lambda g: (group_norm_args(g, "float32", [2, 6, 5], 4)[0], ["error"]), "RuntimeError",
+        "Expected number of channels in input to be divisible by num_groups"),
+    ERR("err_weight", lambda g: ([("input", g.T([2, 6, 5])), ("weight", g.T([5])), ("bias", None), ("N", 2), ("C", 6),
+                                  ("HxW", 5), ("group", 3), ("eps", 1e-5)], ["error"]), "RuntimeError",
+        "Expected weight to be a vector of size equal to the number of channels in input"),
+    ERR("err_numel", lambda g: ([("input", g.T([2, 6, 5])), ("weight", None), ("bias", None), ("N", 2), ("C", 6),
+                                 ("HxW", 4), ("group", 3), ("eps", 1e-5)], ["error"]), "RuntimeError",
+        "Expected X.numel() == N * C * HxW to be true"),
+    ERR("err_int", lambda g: ([("input", g.T([2, 6, 5], "int64")), ("weight", None), ("bias", None), ("N", 2),
+                               ("C", 6), ("HxW", 5), ("group", 3), ("eps", 1e-5)], ["error"]), "RuntimeError",
+        "not implemented for"),
+], tol=(1e-4, 1e-5))
+
+
+def group_norm_backward(scen, dtype, shape, group, weight=True, mask=(True, True, True)):
+    def fn(g):
+        a, _ = group_norm_args(g, dtype, shape, group, weight=weight, bias=False)
+        d = dict(a)
+        _, mean, rstd = torch.ops.aten.native_group_norm(gc_decode(d["input"]), None, None, d["N"], d["C"],
+                                                         d["HxW"], group, 1e-5)
+        return [("grad_out", g.T(shape, dtype)), ("input", d["input"]),
+                ("mean", TSpec(dtype, list(mean.shape), mean.numpy().reshape(-1))),
+                ("rstd", TSpec(dtype, list(rstd.shape), rstd.numpy().reshape(-1))), ("weight", d["weight"]),
+                ("N", d["N"]), ("C", d["C"]), ("HxW", d["HxW"]), ("group", group),
+                ("output_mask", list(mask))], [dtype]
+    return S(scen, fn)
+
+
+fam.op("native_group_norm_backward", [
+    group_norm_backward("f32", "float32", [2, 6, 5], 3),
+    group_norm_backward("f64_4d", "float64", [3, 4, 2, 3], 2),
+    group_norm_backward("mask_input_bias", "float32", [2, 4, 3], 2, mask=(True, False, True)),
+    group_norm_backward("group_per_channel", "float32", [2, 4, 3], 4),
+], tol=(1e-4, 1e-5))
+
 # ---- embedding's backward operators ----
 def indices(g, shape, n, dtype="int64"):
     return TSpec(dtype, list(shape), g.rng.integers(0, n, int(np.prod(shape))).astype(
