@@ -225,7 +225,15 @@
   X("aten::embedding_renorm_", CPU, opd__cpu_embedding_renorm_, Tensor, Tensor, Tensor, Double, Double) \
   X("aten::embedding_renorm_", Meta, opd__meta_embedding_renorm_, Tensor, Tensor, Tensor, Double, Double) \
   X("aten::native_dropout_backward", CPU, opd__cpu_native_dropout_backward, Tensor, Tensor, Tensor, Double) \
-  X("aten::native_dropout_backward", Meta, opd__meta_native_dropout_backward, Tensor, Tensor, Tensor, Double)
+  X("aten::native_dropout_backward", Meta, opd__meta_native_dropout_backward, Tensor, Tensor, Tensor, Double) \
+  /* composites: kernels/src/composite_norm.c */ \
+  X("aten::relu6", CompositeImplicitAutograd, opd__cia_relu6, Tensor, Tensor) \
+  X("aten::batch_norm", CompositeImplicitAutograd, opd__cia_batch_norm, Tensor, Tensor, OptTensor, OptTensor, OptTensor, OptTensor, Bool, Double, Double, Bool) \
+  X("aten::group_norm", CompositeImplicitAutograd, opd__cia_group_norm, Tensor, Tensor, Int, OptTensor, OptTensor, Double, Bool) \
+  X("aten::dropout", CompositeImplicitAutograd, opd__cia_dropout, Tensor, Tensor, Double, Bool) \
+  X("aten::nll_loss", CompositeImplicitAutograd, opd__cia_nll_loss, Tensor, Tensor, Tensor, OptTensor, Int, Int) \
+  X("aten::nll_loss_nd", CompositeImplicitAutograd, opd__cia_nll_loss_nd, Tensor, Tensor, Tensor, OptTensor, Int, Int) \
+  X("aten::cross_entropy_loss", CompositeImplicitAutograd, opd__cia_cross_entropy_loss, Tensor, Tensor, Tensor, OptTensor, Int, Int, Double)
 #define OPD_NORM_BOXED_KERNELS(X) \
   X("aten::nll_loss_forward", CPU, opd__cpu_nll_loss_forward) \
   X("aten::nll_loss_forward", Meta, opd__meta_nll_loss_forward) \

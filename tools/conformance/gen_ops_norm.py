@@ -592,5 +592,77 @@ fam.op("native_dropout_backward", [
     S("empty", lambda g: ([("grad_output", g.T([0, 2])), ("mask", g.T([0, 2], "bool")), ("scale", 2.0)], ["empty"])),
 ])
 
+
+# ---- the composites PyTorch decomposes these into (CompositeImplicitAutograd) ----
+fam.op("relu6", [
+    S("f32", lambda g: ([("self", g.T([4, 5], kind="wide"))], ["float32"])),
+    S("int64", lambda g: ([("self", g.T([7], "int64"))], ["integer"])),
+    S("strided", lambda g: ([("self", g.T([3, 4], "float64", kind="wide", view="any"))], ["noncontig"])),
+])
+fam.op("batch_norm", [
+    S("train", lambda g: ([("input", g.T([4, 3, 2])), ("weight", g.T([3])), ("bias", g.T([3])),
+                           ("running_mean", g.T([3])), ("running_var", g.T([3], kind="pos")), ("training", True),
+                           ("momentum", 0.1), ("eps", 1e-5), ("cudnn_enabled", True)], ["float32"])),
+    S("eval_f64", lambda g: ([("input", g.T([2, 3], "float64")), ("weight", None), ("bias", None),
+                              ("running_mean", g.T([3], "float64")), ("running_var", g.T([3], "float64", kind="pos")),
+                              ("training", False), ("momentum", 0.1), ("eps", 1e-5), ("cudnn_enabled", True)],
+                             ["float64"])),
+], tol=(1e-4, 1e-5))
+fam.op("group_norm", [
+    S("f32", lambda g: ([("input", g.T([2, 6, 3])), ("num_groups", 2), ("weight", g.T([6])), ("bias", g.T([6]))],
+                        ["float32"])),
+    S("f64_4d_defaults", lambda g: ([("input", g.T([2, 4, 2, 2], "float64")), ("num_groups", 4)], ["float64"])),
+    S("strided", lambda g: ([("input", g.T([3, 4, 2], view="any")), ("num_groups", 2)], ["noncontig"])),
+], errors=[
+    ERR("err_groups", lambda g: ([("input", g.T([2, 6, 3])), ("num_groups", 4)], ["error"]), "RuntimeError",
+        "Expected number of channels in input to be divisible by num_groups"),
+], tol=(1e-4, 1e-5))
+fam.op("dropout", [
+    S("eval", lambda g: ([("input", g.T([3, 4])), ("p", 0.5), ("train", False)], ["float32"])),
+    S("p_zero", lambda g: ([("input", g.T([5])), ("p", 0.0), ("train", True)], ["float32"])),
+    S("p_one", lambda g: ([("input", g.T([2, 3], "float64")), ("p", 1.0), ("train", True)], ["float64"])),
+], errors=[
+    ERR("err_p", lambda g: ([("input", g.T([3])), ("p", -0.5), ("train", True)], ["error"]),
+        "RuntimeError", "dropout probability has to be between 0 and 1"),
+])
+
+
+def nll_nd_args(g, dtype, shape, r, weight=False, ignore=-100, with_ignored=False):
+    c = shape[1] if len(shape) > 1 else shape[0]
+    tshape = [shape[0]] + list(shape[2:]) if len(shape) > 1 else []
+    t = g.rng.integers(0, c, int(np.prod(tshape)))
+    if with_ignored and t.size > 1:
+        t[g.rng.integers(0, t.size)] = ignore
+    return [("self", g.T(shape, dtype)), ("target", TSpec("int64", tshape, t.astype(np.int64))),
+            ("weight", g.T([c], dtype, kind="pos") if weight else None), ("reduction", r),
+            ("ignore_index", ignore)]
+
+
+for op in ("nll_loss", "nll_loss_nd", "cross_entropy_loss"):
+    sc = []
+    for r, rn in REDUCTIONS:
+        sc += [S("f32_" + rn, lambda g, r=r: (nll_nd_args(g, "float32", [4, 5], r), ["float32"])),
+               S("f64_weight_" + rn, lambda g, r=r: (nll_nd_args(g, "float64", [6, 3], r, weight=True,
+                                                                 with_ignored=True), ["float64"])),
+               S("one_d_" + rn, lambda g, r=r: (nll_nd_args(g, "float32", [4], r), ["1d"]))]
+        if op != "nll_loss":
+            sc += [S("three_d_" + rn, lambda g, r=r: (nll_nd_args(g, "float32", [2, 3, 4], r, with_ignored=True),
+                                                      ["nd"])),
+                   S("four_d_weight_" + rn, lambda g, r=r: (nll_nd_args(g, "float32", [2, 3, 2, 2], r, weight=True),
+                                                            ["nd"]))]
+    sc.append(S("ignore_index", lambda g: (nll_nd_args(g, "float32", [5, 3], 1, ignore=1, with_ignored=True),
+                                           ["ignore_index"])))
+    errs = [ERR("err_size", lambda g: ([("self", g.T([3, 4])), ("target", TSpec("int64", [2], np.array(
+        [0, 1], np.int64)))], ["error"]), *(("RuntimeError", "size mismatch (got input: [3, 4], target: [2])")
+                                           if op == "nll_loss" else
+                                           ("ValueError", "Expected input batch_size (3) to match target batch_size (2)")))]
+    if op != "nll_loss":
+        errs.append(ERR("err_target_shape", lambda g: ([("self", g.T([2, 3, 4])), ("target", TSpec(
+            "int64", [2, 5], np.zeros(10, np.int64)))], ["error"]), "RuntimeError", "Expected target size [2, 4], got [2, 5]"))
+    if op == "cross_entropy_loss":
+        errs.append(ERR("err_target_range", lambda g: ([("self", g.T([3, 4])), ("target", TSpec(
+            "int64", [3], np.array([0, 7, 1], np.int64)))], ["error"]), "IndexError", "Target 7 is out of bounds."))
+    fam.op(op, sc, errors=errs, tol=LOOSE)
+
 if __name__ == "__main__":
     fam.main()
