@@ -83,8 +83,14 @@ OPD__FLOATS(ACT_LOOP, hardsigmoid, MIN_NAN(MAX_NAN(x + 3, (T)0), (T)6) / 6)
 /* glu: the first half times the sigmoid of the second (g: the first, x: the second) */
 OPD__FLOATS(ACT_BACKWARD_LOOP, glu, g *(1 / (1 + exp(-x))))
 
+/* log_sigmoid_forward's output and buffer: min(x, 0) - log1p(e^-|x|), and e^-|x| */
+OPD__FLOATS(ACT_LOOP, log_sigmoid, (x < 0 ? x : 0) - log1p(exp(-fabs(x))))
+OPD__FLOATS(ACT_LOOP, log_sigmoid_buffer, exp(-fabs(x)))
+
 NUMBER_TABLE(hardtanh)
 NUMBER_TABLE(threshold)
+FLOAT_TABLE(log_sigmoid)
+FLOAT_TABLE(log_sigmoid_buffer)
 FLOAT_TABLE(leaky_relu)
 FLOAT_TABLE(elu)
 FLOAT_TABLE(mish)
@@ -127,7 +133,22 @@ OPD__FLOATS(ACT_BACKWARD_LOOP, mish_backward,
             g *(tanh(log1p(exp(x))) +
                 x / (1 + exp(-x)) * (1 - tanh(log1p(exp(x))) * tanh(log1p(exp(x))))))
 
+/* log_sigmoid_backward: (x < 0 ? 1 - z / (1 + z) : z / (1 + z)) * g with z = buffer */
+#define LOG_SIGMOID_BACKWARD_LOOP(tag, name)                                             \
+  static void name##_##tag(char *out_, char *const *in, int64_t n, opd__loop_ctx *ctx) { \
+    (void)ctx;                                                                           \
+    typedef OPD__T_##tag T;                                                              \
+    T *out = (T *)out_;                                                                  \
+    const T *g = (const T *)in[0], *x = (const T *)in[1], *z = (const T *)in[2];         \
+    for (int64_t i = 0; i < n; i++) {                                                    \
+      const T q = z[i] / (1 + z[i]);                                                     \
+      out[i] = (x[i] < 0 ? 1 - q : q) * g[i];                                            \
+    }                                                                                    \
+  }
+OPD__FLOATS(LOG_SIGMOID_BACKWARD_LOOP, log_sigmoid_backward)
+
 NUMBER_TABLE(threshold_backward)
+FLOAT_TABLE(log_sigmoid_backward)
 FLOAT_TABLE(gelu_backward)
 FLOAT_TABLE(gelu_tanh_backward)
 FLOAT_TABLE(silu_backward)
@@ -373,4 +394,55 @@ int opd__cpu_mish_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output, o
                            opd_tensor **out) {
   (void)ctx;
   return binary(grad_output, self, mish_backward_loops, OPD__ACT_MISH_BACKWARD, 0, NULL, out);
+}
+
+/* Runs table's loop for spec over in (n operands) into r (already allocated). */
+static int run_into(const opd_out_spec *spec, opd_tensor *const *in, int n,
+                    const opd__loop_fn *table, const char *name, opd_tensor *r) {
+  opd__loop_fn fn;
+  int rc = opd__loop_select(table, spec->dtype, name, &fn);
+  if (rc) return rc;
+  opd_dtype cd = opd__compute_dtype(spec->dtype);
+  act_ctx none = {0};
+  opd__loop loop = {
+      .fn = fn, .ninputs = n, .in_dtype = {cd, cd, cd}, .out_dtype = cd, .ctx = &none.base};
+  opd__loop_run(r, in, &loop);
+  return 0;
+}
+
+static int log_sigmoid_forward(opd_tensor *self, opd_tensor **res) {
+  opd_out_spec spec;
+  int rc = opd__activation_meta(self, OPD__ACT_LOG_SIGMOID, 0, NULL, &spec);
+  for (int k = 0; k < 2 && !rc; k++)
+    rc = opd__alloc_elementwise_output(&spec, &self, 1, cpu_device, &res[k]);
+  const char *name = opd__act_infos[OPD__ACT_LOG_SIGMOID].name;
+  if (!rc) rc = run_into(&spec, &self, 1, log_sigmoid_loops, name, res[0]);
+  if (!rc) rc = run_into(&spec, &self, 1, log_sigmoid_buffer_loops, name, res[1]);
+  return rc;
+}
+
+int opd__cpu_log_sigmoid_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_tensor *res[2] = {NULL, NULL};
+  opd_ivalue *args = opd_stack_last(stack, 1);
+  int rc = args[0].tag == OPD_IV_TENSOR
+               ? log_sigmoid_forward(args[0].u.t, res)
+               : opd_error(OPD_EINVAL, "log_sigmoid_forward: expected a Tensor argument");
+  opd_stack_drop(stack, 1);
+  return opd__push_optional_results(stack, res, 2, rc);
+}
+
+int opd__cpu_log_sigmoid_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                  opd_tensor *self, opd_tensor *buffer, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_tensor *in[3] = {grad_output, self, buffer}, *r = NULL;
+  int rc = opd__log_sigmoid_backward_meta(grad_output, self, buffer, &spec);
+  if (!rc) rc = opd__alloc_elementwise_output(&spec, in, 3, cpu_device, &r);
+  if (!rc)
+    rc = run_into(&spec, in, 3, log_sigmoid_backward_loops,
+                  opd__act_infos[OPD__ACT_LOG_SIGMOID_BACKWARD].name, r);
+  if (rc && r) opd_tensor_release(r);
+  if (!rc) *out = r;
+  return rc;
 }

@@ -32,6 +32,8 @@ const opd__act_info opd__act_infos[] = {
     [OPD__ACT_ELU_BACKWARD] = {"elu_backward_cpu", OPD__ACT_FLOAT},
     [OPD__ACT_SOFTPLUS_BACKWARD] = {"softplus_backward_cpu", OPD__ACT_FLOAT},
     [OPD__ACT_MISH_BACKWARD] = {"mish_backward_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_LOG_SIGMOID] = {"log_sigmoid_cpu", OPD__ACT_FLOAT},
+    [OPD__ACT_LOG_SIGMOID_BACKWARD] = {"log_sigmoid_backward_cpu", OPD__ACT_FLOAT},
 };
 
 static void same_as(opd_tensor *self, opd_out_spec *spec) {
@@ -96,6 +98,15 @@ int opd__elu_backward_check(opd_scalar alpha, bool is_result) {
                      "is not supported. This is caused by calling in-place forward function with "
                      "a negative slope, please call out-of-place version instead.");
   return 0;
+}
+
+int opd__log_sigmoid_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *buffer,
+                                   opd_out_spec *spec) {
+  opd_tensor *t[3] = {grad, self, buffer};
+  int rc = opd__broadcast_tensors(t, 3, spec);
+  if (rc) return rc;
+  spec->dtype = promote(t, 3);
+  return check_dtype(spec->dtype, OPD__ACT_FLOAT, "log_sigmoid_backward_cpu", 0, NULL);
 }
 
 int opd__glu_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec *spec) {
@@ -1019,4 +1030,25 @@ int opd__meta_native_group_norm_backward(const opd_kernel_ctx *ctx, opd_stack *s
   return meta_optional_results(stack, 10, rc, specs, a.mask,
                                rc ? (opd_device){OPD_DEVICE_META, -1}
                                   : opd_tensor_device(a.gn.input));
+}
+
+int opd__meta_log_sigmoid_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *args = opd_stack_last(stack, 1);
+  opd_out_spec spec;
+  opd_tensor *res[2] = {NULL, NULL};
+  int rc = args[0].tag == OPD_IV_TENSOR
+               ? opd__activation_meta(args[0].u.t, OPD__ACT_LOG_SIGMOID, 0, NULL, &spec)
+               : opd_error(OPD_EINVAL, "log_sigmoid_forward: expected a Tensor argument");
+  for (int k = 0; k < 2 && !rc; k++) rc = meta_out(0, &spec, &args[0].u.t, 1, &res[k]);
+  opd_stack_drop(stack, 1);
+  return opd__push_optional_results(stack, res, 2, rc);
+}
+
+int opd__meta_log_sigmoid_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                   opd_tensor *self, opd_tensor *buffer, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  return meta_out(opd__log_sigmoid_backward_meta(grad_output, self, buffer, &spec), &spec,
+                  (opd_tensor *[]){grad_output, self, buffer}, 3, out);
 }

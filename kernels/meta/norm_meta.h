@@ -35,6 +35,8 @@ typedef enum opd__act {
   OPD__ACT_ELU_BACKWARD,
   OPD__ACT_SOFTPLUS_BACKWARD,
   OPD__ACT_MISH_BACKWARD,
+  OPD__ACT_LOG_SIGMOID,
+  OPD__ACT_LOG_SIGMOID_BACKWARD,
 } opd__act;
 typedef struct opd__act_info {
   const char *name;
@@ -55,6 +57,9 @@ int opd__gelu_approximate(const char *approximate, bool *tanh_approx);
  * slope: PyTorch's error. */
 int opd__leaky_relu_backward_check(opd_scalar negative_slope, bool self_is_result);
 int opd__elu_backward_check(opd_scalar alpha, bool is_result);
+/* log_sigmoid_backward: grad_output, self and buffer broadcast and promoted. */
+int opd__log_sigmoid_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *buffer,
+                                   opd_out_spec *spec);
 /* glu: self's shape with dim halved (its size must be even); *wrapped the dim. */
 int opd__glu_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec *spec);
 

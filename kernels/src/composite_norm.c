@@ -2,6 +2,7 @@
  * activation family, written in terms of other operators called through the dispatcher (so
  * they work on every backend and in graphs), as PyTorch 1.13 decomposes them:
  *   relu6              = hardtanh(self, 0, 6)
+ *   log_sigmoid        = log_sigmoid_forward(self)[0]
  *   batch_norm         = native_batch_norm(...)[0]  (through _batch_norm_impl_index in PyTorch)
  *   group_norm         = native_group_norm(input, weight, bias, N, C, HxW, groups, eps)[0]
  *   dropout            = input when not training, p = 0 or empty; input * 0 for p = 1;
@@ -51,6 +52,13 @@ int opd__cia_relu6(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out
   static const opd_operator *op;
   opd_ivalue args[] = {opd_iv_tensor_borrow(self), opd_iv_int(0), opd_iv_int(6)};
   return call_first(&op, "aten::hardtanh", args, 3, 1, out);
+}
+
+int opd__cia_log_sigmoid(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  opd_ivalue args[] = {opd_iv_tensor_borrow(self)};
+  return call_first(&op, "aten::log_sigmoid_forward", args, 1, 2, out);
 }
 
 int opd__cia_batch_norm(const opd_kernel_ctx *ctx, opd_tensor *input, opd_tensor *weight,

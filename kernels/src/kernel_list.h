@@ -228,6 +228,9 @@
   X("aten::native_dropout_backward", Meta, opd__meta_native_dropout_backward, Tensor, Tensor, Tensor, Double) \
   /* composites: kernels/src/composite_norm.c */ \
   X("aten::relu6", CompositeImplicitAutograd, opd__cia_relu6, Tensor, Tensor) \
+  X("aten::log_sigmoid", CompositeImplicitAutograd, opd__cia_log_sigmoid, Tensor, Tensor) \
+  X("aten::log_sigmoid_backward", CPU, opd__cpu_log_sigmoid_backward, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::log_sigmoid_backward", Meta, opd__meta_log_sigmoid_backward, Tensor, Tensor, Tensor, Tensor) \
   X("aten::batch_norm", CompositeImplicitAutograd, opd__cia_batch_norm, Tensor, Tensor, OptTensor, OptTensor, OptTensor, OptTensor, Bool, Double, Double, Bool) \
   X("aten::group_norm", CompositeImplicitAutograd, opd__cia_group_norm, Tensor, Tensor, Int, OptTensor, OptTensor, Double, Bool) \
   X("aten::dropout", CompositeImplicitAutograd, opd__cia_dropout, Tensor, Tensor, Double, Bool) \
@@ -248,7 +251,9 @@
   X("aten::native_group_norm", CPU, opd__cpu_native_group_norm) \
   X("aten::native_group_norm", Meta, opd__meta_native_group_norm) \
   X("aten::native_group_norm_backward", CPU, opd__cpu_native_group_norm_backward) \
-  X("aten::native_group_norm_backward", Meta, opd__meta_native_group_norm_backward)
+  X("aten::native_group_norm_backward", Meta, opd__meta_native_group_norm_backward) \
+  X("aten::log_sigmoid_forward", CPU, opd__cpu_log_sigmoid_forward) \
+  X("aten::log_sigmoid_forward", Meta, opd__meta_log_sigmoid_forward)
 
 /* pointwise math, factories, random operators */
 #define OPD_POINTWISE_UNBOXED_KERNELS(X)

@@ -120,6 +120,9 @@ fam.op("glu", [
     ERR("err_0d", lambda g: ([("self", g.T([])), ("dim", 0)], ["error"]), "RuntimeError",
         "glu does not support 0-dimensional tensors"),
 ], tol=LOOSE)
+fam.op("log_sigmoid_forward", unary_cases(kind="wide"), errors=not_impl(lambda g: [("self", g.T([3], "int64"))]),
+       tol=LOOSE)
+fam.op("log_sigmoid", unary_cases(kind="wide"), tol=LOOSE)
 
 # ---- activations' backward operators ----
 fam.op("threshold_backward", named("self", backward_cases([("threshold", 0.0)], ints=True)))
@@ -164,6 +167,21 @@ fam.op("elu_backward", named("self_or_result", backward_cases(
 fam.op("softplus_backward", named("self", backward_cases([("beta", 1.5), ("threshold", 3.0)], x_kind="wide")),
        tol=LOOSE)
 fam.op("mish_backward", named("self", backward_cases()), tol=LOOSE)
+
+
+def log_sigmoid_backward(scen, dtype, shape, view=None):
+    def fn(g):
+        x = g.T(shape, dtype, kind="wide", view=view)
+        _, buf = torch.ops.aten.log_sigmoid_forward(gc_decode(x))
+        return [("grad_output", g.T(shape, dtype, view=view)), ("self", x),
+                ("buffer", TSpec(dtype, list(shape), buf.contiguous().numpy().reshape(-1)))], [dtype]
+    return S(scen, fn)
+
+
+fam.op("log_sigmoid_backward", [log_sigmoid_backward("f32", "float32", [3, 4]),
+                                log_sigmoid_backward("f64", "float64", [5]),
+                                log_sigmoid_backward("strided", "float32", [4, 3], view="transpose"),
+                                log_sigmoid_backward("zero_dim", "float32", [])], tol=LOOSE)
 
 
 # ---- softmax's backward operators ----
