@@ -1,6 +1,7 @@
 /* norm_loss.c: CPU kernels of the losses and their backward operators: mse_loss,
- * binary_cross_entropy, nll_loss_forward (boxed: output and total_weight) and their backward
- * operators, in double ([Note: Normalization and losses in double]). */
+ * smooth_l1_loss, huber_loss, binary_cross_entropy, nll_loss_forward (boxed: output and
+ * total_weight) and their backward operators, in double ([Note: Normalization and losses in
+ * double]). */
 #include <math.h>
 
 #include "meta/elementwise_meta.h"
@@ -41,7 +42,7 @@ int opd__cpu_mse_loss(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t
                       int64_t reduction, opd_tensor **out) {
   (void)ctx;
   opd_out_spec spec, each;
-  int rc = opd__pointwise_loss_meta(self, target, reduction, &spec);
+  int rc = opd__pointwise_loss_meta(self, target, reduction, "mse_cpu", &spec);
   if (rc) return rc;
   opd__binary_meta(self, target, &each);
   int64_t n = 1;
@@ -63,7 +64,7 @@ int opd__cpu_mse_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_outpu
                                opd_tensor *target, int64_t reduction, opd_tensor **out) {
   (void)ctx;
   opd_out_spec spec;
-  int rc = opd__pointwise_loss_backward_meta(grad_output, self, target, &spec);
+  int rc = opd__pointwise_loss_backward_meta(grad_output, self, target, "mse_backward_cpu", &spec);
   if (rc) return rc;
   bufs b = {{NULL}};
   opd_tensor *r = NULL;
@@ -78,6 +79,103 @@ int opd__cpu_mse_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_outpu
   }
   bufs_free(&b);
   return rc;
+}
+
+/* ---- smooth_l1_loss, huber_loss ---- */
+
+/* The per-element loss of z = |x - t|: smooth L1 (z < beta ? z^2 / (2 beta) : z - beta / 2; L1
+ * for beta 0) or Huber (z < delta ? z^2 / 2 : delta (z - delta / 2)). */
+static double smooth_l1(double z, double beta) {
+  return z < beta ? 0.5 * z * z / beta : z - 0.5 * beta;
+}
+static double huber(double z, double delta) {
+  return z < delta ? 0.5 * z * z : delta * (z - 0.5 * delta);
+}
+
+static int robust_loss(opd_tensor *self, opd_tensor *target, int64_t reduction, double k,
+                       bool is_huber, opd_tensor **out) {
+  if (is_huber ? !(k > 0) : k < 0)
+    return opd_error(OPD_EINVAL, is_huber
+                                     ? "huber_loss does not support non-positive values for delta."
+                                     : "smooth_l1_loss does not support negative values for beta.");
+  opd_out_spec spec, each;
+  int rc = opd__pointwise_loss_meta(self, target, reduction,
+                                    is_huber ? "huber_cpu" : "smooth_l1_cpu", &spec);
+  if (rc) return rc;
+  if (is_huber) spec.dtype = opd_tensor_dtype(self); /* into empty_like(self), as PyTorch */
+  opd__binary_meta(self, target, &each);
+  int64_t n = 1;
+  for (int d = 0; d < each.ndim; d++) n *= each.sizes[d];
+  bufs b = {{NULL}};
+  if (!(rc = opd__norm_load_as(self, each.sizes, each.ndim, &b.b[0])) &&
+      !(rc = opd__norm_load_as(target, each.sizes, each.ndim, &b.b[1]))) {
+    for (int64_t i = 0; i < n; i++) {
+      double z = fabs(b.b[0][i] - b.b[1][i]);
+      b.b[0][i] = is_huber ? huber(z, k) : smooth_l1(z, k);
+    }
+    rc = reduce_loss(&spec, reduction, b.b[0], n, out);
+  }
+  bufs_free(&b);
+  return rc;
+}
+
+int opd__cpu_smooth_l1_loss(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *target,
+                            int64_t reduction, double beta, opd_tensor **out) {
+  (void)ctx;
+  return robust_loss(self, target, reduction, beta, false, out);
+}
+
+int opd__cpu_huber_loss(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *target,
+                        int64_t reduction, double delta, opd_tensor **out) {
+  (void)ctx;
+  return robust_loss(self, target, reduction, delta, true, out);
+}
+
+/* d loss / d x of x - t: smooth L1 clamps x / beta to [-1, 1] (the sign of x for beta 0), Huber
+ * clamps x to [-delta, delta]. */
+static int robust_loss_backward(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
+                                int64_t reduction, double k, bool is_huber, opd_tensor **out) {
+  opd_out_spec spec;
+  int rc = opd__pointwise_loss_backward_meta(
+      grad, self, target, is_huber ? "huber_backward_cpu_out" : "smooth_l1_backward_cpu_out",
+      &spec);
+  if (rc) return rc;
+  bufs b = {{NULL}};
+  opd_tensor *r = NULL;
+  if (!(rc = opd__norm_load_as(self, spec.sizes, spec.ndim, &b.b[0])) &&
+      !(rc = opd__norm_load_as(target, spec.sizes, spec.ndim, &b.b[1])) &&
+      !(rc = opd__norm_load_as(grad, spec.sizes, spec.ndim, &b.b[2])) &&
+      !(rc = opd__norm_result(&spec, &r))) {
+    double norm = reduction == OPD__REDUCTION_MEAN ? 1. / (double)self->numel : 1.;
+    for (int64_t i = 0; i < r->numel; i++) {
+      double x = b.b[0][i] - b.b[1][i], g = b.b[2][i], d;
+      if (is_huber)
+        d = x < -k ? -k : x > k ? k : x;
+      else if (k == 0)
+        d = (x > 0) - (x < 0);
+      else
+        d = x <= -k ? -1 : x >= k ? 1 : x / k;
+      b.b[0][i] = norm * d * g;
+    }
+    opd__norm_store(r, b.b[0]);
+    *out = r;
+  }
+  bufs_free(&b);
+  return rc;
+}
+
+int opd__cpu_smooth_l1_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                     opd_tensor *self, opd_tensor *target, int64_t reduction,
+                                     double beta, opd_tensor **out) {
+  (void)ctx;
+  return robust_loss_backward(grad_output, self, target, reduction, beta, false, out);
+}
+
+int opd__cpu_huber_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                 opd_tensor *self, opd_tensor *target, int64_t reduction,
+                                 double delta, opd_tensor **out) {
+  (void)ctx;
+  return robust_loss_backward(grad_output, self, target, reduction, delta, true, out);
 }
 
 /* ---- binary_cross_entropy ---- */

@@ -171,16 +171,16 @@ static int check_reduction(int64_t reduction) {
 }
 
 int opd__pointwise_loss_meta(opd_tensor *self, opd_tensor *target, int64_t reduction,
-                             opd_out_spec *spec) {
+                             const char *name, opd_out_spec *spec) {
   int rc = opd__binary_meta(self, target, spec);
   if (!rc) rc = check_reduction(reduction);
-  if (!rc) rc = floating(spec->dtype, "mse_cpu");
+  if (!rc) rc = floating(spec->dtype, name);
   if (!rc && reduction != OPD__REDUCTION_NONE) spec->ndim = 0;
   return rc;
 }
 
 int opd__pointwise_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
-                                      opd_out_spec *spec) {
+                                      const char *name, opd_out_spec *spec) {
   opd_tensor *t[3] = {self, target, grad};
   int rc = opd__broadcast_tensors(t, 3, spec);
   if (rc) return rc;
@@ -191,7 +191,7 @@ int opd__pointwise_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_te
     return opd_error(OPD_EINVAL, "Found dtype %s but expected %s", opd_dtype_c10_name(common),
                      opd_dtype_c10_name(dt));
   spec->dtype = dt;
-  return floating(dt, "mse_backward_cpu");
+  return floating(dt, name);
 }
 
 static int nll_loss_check(opd_tensor *self, opd_tensor *target, opd_tensor *weight, int64_t *batch,
@@ -845,7 +845,7 @@ int opd__meta_mse_loss(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *
                        int64_t reduction, opd_tensor **out) {
   (void)ctx;
   opd_out_spec spec;
-  int rc = opd__pointwise_loss_meta(self, target, reduction, &spec);
+  int rc = opd__pointwise_loss_meta(self, target, reduction, "mse_cpu", &spec);
   return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
 }
 
@@ -855,7 +855,7 @@ int opd__meta_mse_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_outp
   (void)ctx;
   (void)reduction;
   opd_out_spec spec;
-  int rc = opd__pointwise_loss_backward_meta(grad_output, self, target, &spec);
+  int rc = opd__pointwise_loss_backward_meta(grad_output, self, target, "mse_backward_cpu", &spec);
   return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
 }
 
@@ -1051,4 +1051,49 @@ int opd__meta_log_sigmoid_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_o
   opd_out_spec spec;
   return meta_out(opd__log_sigmoid_backward_meta(grad_output, self, buffer, &spec), &spec,
                   (opd_tensor *[]){grad_output, self, buffer}, 3, out);
+}
+
+int opd__meta_smooth_l1_loss(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *target,
+                             int64_t reduction, double beta, opd_tensor **out) {
+  (void)ctx;
+  if (beta < 0)
+    return opd_error(OPD_EINVAL, "smooth_l1_loss does not support negative values for beta.");
+  opd_out_spec spec;
+  int rc = opd__pointwise_loss_meta(self, target, reduction, "smooth_l1_cpu", &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_huber_loss(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *target,
+                         int64_t reduction, double delta, opd_tensor **out) {
+  (void)ctx;
+  if (!(delta > 0))
+    return opd_error(OPD_EINVAL, "huber_loss does not support non-positive values for delta.");
+  opd_out_spec spec;
+  int rc = opd__pointwise_loss_meta(self, target, reduction, "huber_cpu", &spec);
+  spec.dtype = opd_tensor_dtype(self); /* into empty_like(self), as PyTorch */
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_smooth_l1_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                      opd_tensor *self, opd_tensor *target, int64_t reduction,
+                                      double beta, opd_tensor **out) {
+  (void)ctx;
+  (void)reduction;
+  (void)beta;
+  opd_out_spec spec;
+  int rc = opd__pointwise_loss_backward_meta(grad_output, self, target,
+                                             "smooth_l1_backward_cpu_out", &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_huber_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                  opd_tensor *self, opd_tensor *target, int64_t reduction,
+                                  double delta, opd_tensor **out) {
+  (void)ctx;
+  (void)reduction;
+  (void)delta;
+  opd_out_spec spec;
+  int rc =
+      opd__pointwise_loss_backward_meta(grad_output, self, target, "huber_backward_cpu_out", &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
 }

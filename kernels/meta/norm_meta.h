@@ -71,12 +71,13 @@ int opd__softmax_backward_meta(opd_tensor *grad, opd_tensor *output, int64_t dim
 /* The reductions of the losses (at::Reduction). */
 enum { OPD__REDUCTION_NONE = 0, OPD__REDUCTION_MEAN = 1, OPD__REDUCTION_SUM = 2 };
 /* mse_loss and the other pointwise losses: self and target broadcast; the result is that
- * shape (reduction none) or 0-d. */
+ * shape (reduction none) or 0-d, of a floating dtype (else the dispatch error of the ATen
+ * kernel `name`). */
 int opd__pointwise_loss_meta(opd_tensor *self, opd_tensor *target, int64_t reduction,
-                             opd_out_spec *spec);
-/* Their backward: grad_output, self and target broadcast to the result's shape. */
+                             const char *name, opd_out_spec *spec);
+/* Their backward: grad_output and target broadcast to self's shape, the result's. */
 int opd__pointwise_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
-                                      opd_out_spec *spec);
+                                      const char *name, opd_out_spec *spec);
 
 /* binary_cross_entropy: target and weight broadcast to self's shape; the result is that
  * shape (reduction none) or 0-d, of self's dtype. */

@@ -213,6 +213,14 @@
   X("aten::mse_loss", Meta, opd__meta_mse_loss, Tensor, Tensor, Tensor, Int) \
   X("aten::mse_loss_backward", CPU, opd__cpu_mse_loss_backward, Tensor, Tensor, Tensor, Tensor, Int) \
   X("aten::mse_loss_backward", Meta, opd__meta_mse_loss_backward, Tensor, Tensor, Tensor, Tensor, Int) \
+  X("aten::smooth_l1_loss", CPU, opd__cpu_smooth_l1_loss, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::smooth_l1_loss", Meta, opd__meta_smooth_l1_loss, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::smooth_l1_loss_backward", CPU, opd__cpu_smooth_l1_loss_backward, Tensor, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::smooth_l1_loss_backward", Meta, opd__meta_smooth_l1_loss_backward, Tensor, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::huber_loss", CPU, opd__cpu_huber_loss, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::huber_loss", Meta, opd__meta_huber_loss, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::huber_loss_backward", CPU, opd__cpu_huber_loss_backward, Tensor, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::huber_loss_backward", Meta, opd__meta_huber_loss_backward, Tensor, Tensor, Tensor, Tensor, Int, Double) \
   X("aten::binary_cross_entropy", CPU, opd__cpu_binary_cross_entropy, Tensor, Tensor, Tensor, OptTensor, Int) \
   X("aten::binary_cross_entropy", Meta, opd__meta_binary_cross_entropy, Tensor, Tensor, Tensor, OptTensor, Int) \
   X("aten::binary_cross_entropy_backward", CPU, opd__cpu_binary_cross_entropy_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int) \

@@ -255,6 +255,29 @@ fam.op("mse_loss", mse_cases(), errors=[
                               ["error"]), "RuntimeError", "not implemented for"),
 ], tol=LOOSE)
 
+for op, k, kv in (("smooth_l1_loss", "beta", 0.7), ("huber_loss", "delta", 1.5)):
+    fam.op(op, [S(c.scen_name, lambda g, c=c, k=k, kv=kv: (c(g)[0] + [(k, kv)], c(g)[1])) for c in mse_cases()] + [
+        S("default_" + k, lambda g: ([("self", g.T([3, 4])), ("target", g.T([3, 4])), ("reduction", 1)], ["float32"])),
+    ] + ([S("beta_zero", lambda g: ([("self", g.T([3, 4])), ("target", g.T([3, 4])), ("reduction", 2),
+                                     ("beta", 0.0)], ["edge"]))] if op == "smooth_l1_loss" else []),
+        errors=[ERR("err_" + k, lambda g, k=k: ([("self", g.T([3])), ("target", g.T([3])), ("reduction", 1),
+                                                   (k, -1.0)], ["error"]), "RuntimeError",
+                    "does not support n")], tol=LOOSE)
+
+
+def robust_backward(op, scen, dtype, shape, r, k, kv, target_shape=None):
+    def fn(g):
+        return [("grad_output", g.T(shape if r == 0 else [], dtype)), ("self", g.T(shape, dtype, kind="halfint")),
+                ("target", g.T(target_shape or shape, dtype, kind="halfint")), ("reduction", r), (k, kv)], [dtype]
+    return S(scen, fn)
+
+
+for op, k, kv in (("smooth_l1_loss_backward", "beta", 1.0), ("huber_loss_backward", "delta", 1.5)):
+    fam.op(op, [robust_backward(op, "f32_" + rn, "float32", [3, 4], r, k, kv) for r, rn in REDUCTIONS] +
+           [robust_backward(op, "f64_" + rn, "float64", [5], r, k, kv) for r, rn in REDUCTIONS] +
+           [robust_backward(op, "broadcast_target", "float32", [3, 4], 0, k, kv, target_shape=[4])] +
+           ([robust_backward(op, "beta_zero", "float32", [6], 2, k, 0.0)] if k == "beta" else []), tol=LOOSE)
+
 
 def mse_backward(scen, dtype, shape, r, view=None, target_shape=None, grad_shape=None, tdtype=None):
     def fn(g):
