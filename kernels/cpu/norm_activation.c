@@ -83,6 +83,8 @@ OPD__FLOATS(ACT_LOOP, hardsigmoid, MIN_NAN(MAX_NAN(x + 3, (T)0), (T)6) / 6)
 /* glu: the first half times the sigmoid of the second (g: the first, x: the second) */
 OPD__FLOATS(ACT_BACKWARD_LOOP, glu, g *(1 / (1 + exp(-x))))
 
+/* prelu: x > 0 ? x : weight * x (g: x, x: the weight broadcast over the channels) */
+OPD__FLOATS(ACT_BACKWARD_LOOP, prelu, g > 0 ? g : x * g)
 /* log_sigmoid_forward's output and buffer: min(x, 0) - log1p(e^-|x|), and e^-|x| */
 OPD__FLOATS(ACT_LOOP, log_sigmoid, (x < 0 ? x : 0) - log1p(exp(-fabs(x))))
 OPD__FLOATS(ACT_LOOP, log_sigmoid_buffer, exp(-fabs(x)))
@@ -90,6 +92,7 @@ OPD__FLOATS(ACT_LOOP, log_sigmoid_buffer, exp(-fabs(x)))
 NUMBER_TABLE(hardtanh)
 NUMBER_TABLE(threshold)
 FLOAT_TABLE(log_sigmoid)
+FLOAT_TABLE(prelu)
 FLOAT_TABLE(log_sigmoid_buffer)
 FLOAT_TABLE(leaky_relu)
 FLOAT_TABLE(elu)
@@ -444,5 +447,20 @@ int opd__cpu_log_sigmoid_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_ou
                   opd__act_infos[OPD__ACT_LOG_SIGMOID_BACKWARD].name, r);
   if (rc && r) opd_tensor_release(r);
   if (!rc) *out = r;
+  return rc;
+}
+
+int opd__cpu_prelu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *weight,
+                   opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
+  int rc = opd__prelu_meta(self, weight, &spec, sizes, strides);
+  if (rc) return rc;
+  opd_tensor *w = NULL; /* the weight as a view broadcast to self's dims */
+  if ((rc = opd_tensor_view_of(weight, sizes, strides, self->ndim, weight->storage_offset, &w)))
+    return rc;
+  rc = run(&spec, (opd_tensor *[]){self, w}, 2, prelu_loops, "prelu_cpu", NULL, out);
+  opd_tensor_release(w);
   return rc;
 }

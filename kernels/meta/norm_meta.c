@@ -109,6 +109,37 @@ int opd__log_sigmoid_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tenso
   return check_dtype(spec->dtype, OPD__ACT_FLOAT, "log_sigmoid_backward_cpu", 0, NULL);
 }
 
+int opd__prelu_meta(opd_tensor *self, opd_tensor *weight, opd_out_spec *spec, int64_t *sizes,
+                    int64_t *strides) {
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){self, weight}, 2, &device);
+  if (rc) return rc;
+  if (weight->ndim > 1)
+    return opd_error(OPD_EINVAL,
+                     "prelu: Expected `weight` to be a scalar or 1D tensor, but got ndim = %d",
+                     weight->ndim);
+  int64_t channels = self->ndim >= 2 ? opd_tensor_sizes(self)[1] : 1;
+  if (weight->numel != 1 && weight->numel != channels)
+    return opd_error(OPD_EINVAL,
+                     "Mismatch of parameter numbers and input channel size. Found parameter "
+                     "numbers = %lld and channel size = %lld.",
+                     (long long)weight->numel, (long long)channels);
+  same_as(self, spec);
+  if (opd_tensor_dtype(weight) != spec->dtype)
+    return opd_error(OPD_EINVAL, "Found dtype %s but expected %s",
+                     opd_dtype_c10_name(opd_tensor_dtype(weight)), opd_dtype_c10_name(spec->dtype));
+  if ((rc = check_dtype(spec->dtype, OPD__ACT_FLOAT, "prelu_cpu", 0, NULL))) return rc;
+  for (int k = 0; k < self->ndim; k++) {
+    sizes[k] = 1;
+    strides[k] = 0;
+  }
+  if (weight->numel > 1) {
+    sizes[1] = channels;
+    strides[1] = opd_tensor_strides(weight)[0];
+  }
+  return 0;
+}
+
 int opd__glu_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec *spec) {
   if (self->ndim == 0) return opd_error(OPD_EINVAL, "glu does not support 0-dimensional tensors");
   int rc = opd__wrap_dim(dim, self->ndim, wrapped);
@@ -1096,4 +1127,12 @@ int opd__meta_huber_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_ou
   int rc =
       opd__pointwise_loss_backward_meta(grad_output, self, target, "huber_backward_cpu_out", &spec);
   return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_prelu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *weight,
+                    opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
+  return meta_out(opd__prelu_meta(self, weight, &spec, sizes, strides), &spec, &self, 1, out);
 }

@@ -60,6 +60,11 @@ int opd__elu_backward_check(opd_scalar alpha, bool is_result);
 /* log_sigmoid_backward: grad_output, self and buffer broadcast and promoted. */
 int opd__log_sigmoid_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *buffer,
                                    opd_out_spec *spec);
+/* prelu: weight a scalar or 1-d, of 1 or C elements (C: self's dim 1, 1 below 2 dims), of
+ * self's dtype; the result self's shape and dtype; sizes and strides of the weight broadcast
+ * to self's dims (a view the kernel reads it through). */
+int opd__prelu_meta(opd_tensor *self, opd_tensor *weight, opd_out_spec *spec, int64_t *sizes,
+                    int64_t *strides);
 /* glu: self's shape with dim halved (its size must be even); *wrapped the dim. */
 int opd__glu_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec *spec);
 

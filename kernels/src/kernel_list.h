@@ -179,6 +179,8 @@
   X("aten::threshold", Meta, opd__meta_threshold, Tensor, Tensor, Scalar, Scalar) \
   X("aten::glu", CPU, opd__cpu_glu, Tensor, Tensor, Int) \
   X("aten::glu", Meta, opd__meta_glu, Tensor, Tensor, Int) \
+  X("aten::prelu", CPU, opd__cpu_prelu, Tensor, Tensor, Tensor) \
+  X("aten::prelu", Meta, opd__meta_prelu, Tensor, Tensor, Tensor) \
   X("aten::threshold_backward", CPU, opd__cpu_threshold_backward, Tensor, Tensor, Tensor, Scalar) \
   X("aten::threshold_backward", Meta, opd__meta_threshold_backward, Tensor, Tensor, Tensor, Scalar) \
   X("aten::gelu_backward", CPU, opd__cpu_gelu_backward, Tensor, Tensor, Tensor, Str) \

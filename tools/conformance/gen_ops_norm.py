@@ -120,6 +120,21 @@ fam.op("glu", [
     ERR("err_0d", lambda g: ([("self", g.T([])), ("dim", 0)], ["error"]), "RuntimeError",
         "glu does not support 0-dimensional tensors"),
 ], tol=LOOSE)
+fam.op("prelu", [
+    S("f32_channels", lambda g: ([("self", g.T([2, 3, 4])), ("weight", g.T([3], kind="pos"))], ["float32"])),
+    S("f64_shared", lambda g: ([("self", g.T([4, 5], "float64")), ("weight", g.T([1], "float64"))], ["float64"])),
+    S("one_d", lambda g: ([("self", g.T([6])), ("weight", g.T([1]))], ["1d"])),
+    S("zero_dim", lambda g: ([("self", g.T([])), ("weight", g.T([]))], ["0d"])),
+    S("strided", lambda g: ([("self", g.T([3, 4, 2], view="any")), ("weight", g.T([4], view="slice"))],
+                            ["noncontig"])),
+], errors=[
+    ERR("err_channels", lambda g: ([("self", g.T([2, 3, 4])), ("weight", g.T([4]))], ["error"]), "RuntimeError",
+        "Mismatch of parameter numbers and input channel size"),
+    ERR("err_weight_2d", lambda g: ([("self", g.T([2, 3, 4])), ("weight", g.T([1, 3]))], ["error"]), "RuntimeError",
+        "Expected `weight` to be a scalar or 1D tensor"),
+    ERR("err_dtype", lambda g: ([("self", g.T([2, 3, 4])), ("weight", g.T([3], "float64"))], ["error"]),
+        "RuntimeError", "Found dtype Double but expected Float"),
+])
 fam.op("log_sigmoid_forward", unary_cases(kind="wide"), errors=not_impl(lambda g: [("self", g.T([3], "int64"))]),
        tol=LOOSE)
 fam.op("log_sigmoid", unary_cases(kind="wide"), tol=LOOSE)
