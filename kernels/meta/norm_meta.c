@@ -701,6 +701,24 @@ int opd__group_norm_backward_meta(const opd__group_norm_backward_args *a, opd_ou
   return 0;
 }
 
+int opd__prelu_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *weight,
+                             opd_out_spec *specs) {
+  int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
+  int rc = opd__prelu_meta(self, weight, &specs[0], sizes, strides);
+  if (rc) return rc;
+  opd_device device;
+  if ((rc = opd__common_device((opd_tensor *const[]){grad, self}, 2, &device))) return rc;
+  if (!has_shape(grad, opd_tensor_sizes(self), self->ndim)) {
+    char a[256], b[256];
+    return opd_error(OPD_EINVAL, "prelu_backward: grad_output has shape %s, self %s",
+                     opd__format_sizes(opd_tensor_sizes(grad), grad->ndim, a, sizeof a),
+                     opd__format_sizes(opd_tensor_sizes(self), self->ndim, b, sizeof b));
+  }
+  if ((rc = same_dtype(specs[0].dtype, &grad, 1))) return rc;
+  same_as(weight, &specs[1]);
+  return 0;
+}
+
 /* ---- Meta kernels ---- */
 
 static int meta_out(int rc, const opd_out_spec *spec, opd_tensor *const *inputs, int n,
@@ -1135,4 +1153,19 @@ int opd__meta_prelu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *wei
   opd_out_spec spec;
   int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
   return meta_out(opd__prelu_meta(self, weight, &spec, sizes, strides), &spec, &self, 1, out);
+}
+
+int opd__meta_prelu_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *args = opd_stack_last(stack, 3);
+  opd_out_spec specs[2] = {{0}};
+  opd_tensor *res[2] = {NULL, NULL};
+  int rc =
+      args[0].tag == OPD_IV_TENSOR && args[1].tag == OPD_IV_TENSOR && args[2].tag == OPD_IV_TENSOR
+          ? opd__prelu_backward_meta(args[0].u.t, args[1].u.t, args[2].u.t, specs)
+          : opd_error(OPD_EINVAL, "prelu_backward: expected (Tensor, Tensor, Tensor) arguments");
+  for (int k = 0; k < 2 && !rc; k++)
+    rc = opd__alloc_output(&specs[k], opd_tensor_device(args[1].u.t), &res[k]);
+  opd_stack_drop(stack, 3);
+  return opd__push_optional_results(stack, res, 2, rc);
 }

@@ -65,6 +65,10 @@ int opd__log_sigmoid_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tenso
  * to self's dims (a view the kernel reads it through). */
 int opd__prelu_meta(opd_tensor *self, opd_tensor *weight, opd_out_spec *spec, int64_t *sizes,
                     int64_t *strides);
+/* prelu_backward: prelu's checks, grad_output of self's shape; grad_input (self's shape) and
+ * grad_weight (weight's). */
+int opd__prelu_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *weight,
+                             opd_out_spec *specs);
 /* glu: self's shape with dim halved (its size must be even); *wrapped the dim. */
 int opd__glu_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec *spec);
 

@@ -263,7 +263,9 @@
   X("aten::native_group_norm_backward", CPU, opd__cpu_native_group_norm_backward) \
   X("aten::native_group_norm_backward", Meta, opd__meta_native_group_norm_backward) \
   X("aten::log_sigmoid_forward", CPU, opd__cpu_log_sigmoid_forward) \
-  X("aten::log_sigmoid_forward", Meta, opd__meta_log_sigmoid_forward)
+  X("aten::log_sigmoid_forward", Meta, opd__meta_log_sigmoid_forward) \
+  X("aten::prelu_backward", CPU, opd__cpu_prelu_backward) \
+  X("aten::prelu_backward", Meta, opd__meta_prelu_backward)
 
 /* pointwise math, factories, random operators */
 #define OPD_POINTWISE_UNBOXED_KERNELS(X)

@@ -135,6 +135,14 @@ fam.op("prelu", [
     ERR("err_dtype", lambda g: ([("self", g.T([2, 3, 4])), ("weight", g.T([3], "float64"))], ["error"]),
         "RuntimeError", "Found dtype Double but expected Float"),
 ])
+fam.op("prelu_backward", [
+    S("f32_channels", lambda g: ([("grad_output", g.T([2, 3, 4])), ("self", g.T([2, 3, 4])),
+                                  ("weight", g.T([3], kind="pos"))], ["float32"])),
+    S("f64_shared", lambda g: ([("grad_output", g.T([4, 5], "float64")), ("self", g.T([4, 5], "float64")),
+                                ("weight", g.T([1], "float64"))], ["float64"])),
+    S("strided", lambda g: ([("grad_output", g.T([3, 4, 2], view="any")), ("self", g.T([3, 4, 2], view="any")),
+                             ("weight", g.T([4]))], ["noncontig"])),
+], tol=LOOSE)
 fam.op("log_sigmoid_forward", unary_cases(kind="wide"), errors=not_impl(lambda g: [("self", g.T([3], "int64"))]),
        tol=LOOSE)
 fam.op("log_sigmoid", unary_cases(kind="wide"), tol=LOOSE)
