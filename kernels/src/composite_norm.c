@@ -7,6 +7,7 @@
  *   group_norm         = native_group_norm(input, weight, bias, N, C, HxW, groups, eps)[0]
  *   dropout            = input when not training, p = 0 or empty; input * 0 for p = 1;
  *                        else native_dropout(input, p, train)[0]
+ *   embedding_backward = embedding_dense_backward(...) (sparse gradients are not supported)
  *   nll_loss           = nll_loss_forward(...)[0]
  *   nll_loss_nd        = nll_loss for 1-d and 2-d inputs; (N, C, d1, ...) inputs with the
  *                        class dim moved last and flattened to (N d1 ..., C) (PyTorch reshapes
@@ -111,6 +112,19 @@ int opd__cia_dropout(const opd_kernel_ctx *ctx, opd_tensor *input, double p, boo
   }
   opd_ivalue args[] = {opd_iv_tensor_borrow(input), opd_iv_double(p), opd_iv_bool(true)};
   return call_first(&dropout, "aten::native_dropout", args, 3, 2, out);
+}
+
+int opd__cia_embedding_backward(const opd_kernel_ctx *ctx, opd_tensor *grad, opd_tensor *indices,
+                                int64_t num_weights, int64_t padding_idx, bool scale_grad_by_freq,
+                                bool sparse, opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  if (sparse)
+    return opd_error(OPD_EINVAL, "embedding_backward: sparse gradients are not supported");
+  opd_ivalue args[] = {opd_iv_tensor_borrow(grad), opd_iv_tensor_borrow(indices),
+                       opd_iv_int(num_weights), opd_iv_int(padding_idx),
+                       opd_iv_bool(scale_grad_by_freq)};
+  return call_first(&op, "aten::embedding_dense_backward", args, 5, 1, out);
 }
 
 int opd__cia_nll_loss(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *target,

@@ -244,6 +244,7 @@
   X("aten::batch_norm", CompositeImplicitAutograd, opd__cia_batch_norm, Tensor, Tensor, OptTensor, OptTensor, OptTensor, OptTensor, Bool, Double, Double, Bool) \
   X("aten::group_norm", CompositeImplicitAutograd, opd__cia_group_norm, Tensor, Tensor, Int, OptTensor, OptTensor, Double, Bool) \
   X("aten::dropout", CompositeImplicitAutograd, opd__cia_dropout, Tensor, Tensor, Double, Bool) \
+  X("aten::embedding_backward", CompositeImplicitAutograd, opd__cia_embedding_backward, Tensor, Tensor, Tensor, Int, Int, Bool, Bool) \
   X("aten::nll_loss", CompositeImplicitAutograd, opd__cia_nll_loss, Tensor, Tensor, Tensor, OptTensor, Int, Int) \
   X("aten::nll_loss_nd", CompositeImplicitAutograd, opd__cia_nll_loss_nd, Tensor, Tensor, Tensor, OptTensor, Int, Int) \
   X("aten::cross_entropy_loss", CompositeImplicitAutograd, opd__cia_cross_entropy_loss, Tensor, Tensor, Tensor, OptTensor, Int, Int, Double)

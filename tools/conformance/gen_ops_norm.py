@@ -623,6 +623,13 @@ fam.op("embedding_dense_backward", [
     S("empty", lambda g: ([("grad_output", g.T([0, 3])), ("indices", indices(g, [0], 2)), ("num_weights", 2),
                            ("padding_idx", -1), ("scale_grad_by_freq", False)], ["empty"])),
 ], tol=LOOSE)
+fam.op("embedding_backward", [
+    S("dense", lambda g: ([("grad", g.T([5, 3])), ("indices", indices(g, [5], 4)), ("num_weights", 4),
+                           ("padding_idx", 0), ("scale_grad_by_freq", True), ("sparse", False)], ["float32"])),
+    S("dense_f64_2d", lambda g: ([("grad", g.T([2, 2, 3], "float64")), ("indices", indices(g, [2, 2], 3)),
+                                  ("num_weights", 3), ("padding_idx", -1), ("scale_grad_by_freq", False),
+                                  ("sparse", False)], ["float64"])),
+], tol=LOOSE)
 fam.op("embedding_renorm_", [
     S("f32_l2", lambda g: ([("self", g.T([5, 3], kind="wide")), ("indices", TSpec("int64", [4], np.array(
         [0, 2, 2, 4], np.int64))), ("max_norm", 1.5), ("norm_type", 2.0)], ["float32"])),
