@@ -159,8 +159,114 @@
 #define OPD_CONV_BOXED_KERNELS(X)
 
 /* normalization, losses, activations and their backward operators */
-#define OPD_NORM_UNBOXED_KERNELS(X)
-#define OPD_NORM_BOXED_KERNELS(X)
+#define OPD_NORM_UNBOXED_KERNELS(X) \
+  /* activations and their backward operators: kernels/cpu/norm_activation.c, kernels/meta/norm_meta.c */ \
+  X("aten::hardtanh", CPU, opd__cpu_hardtanh, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::hardtanh", Meta, opd__meta_hardtanh, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::leaky_relu", CPU, opd__cpu_leaky_relu, Tensor, Tensor, Scalar) \
+  X("aten::leaky_relu", Meta, opd__meta_leaky_relu, Tensor, Tensor, Scalar) \
+  X("aten::elu", CPU, opd__cpu_elu, Tensor, Tensor, Scalar, Scalar, Scalar) \
+  X("aten::elu", Meta, opd__meta_elu, Tensor, Tensor, Scalar, Scalar, Scalar) \
+  X("aten::mish", CPU, opd__cpu_mish, Tensor, Tensor) \
+  X("aten::mish", Meta, opd__meta_mish, Tensor, Tensor) \
+  X("aten::softplus", CPU, opd__cpu_softplus, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::softplus", Meta, opd__meta_softplus, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::hardswish", CPU, opd__cpu_hardswish, Tensor, Tensor) \
+  X("aten::hardswish", Meta, opd__meta_hardswish, Tensor, Tensor) \
+  X("aten::hardsigmoid", CPU, opd__cpu_hardsigmoid, Tensor, Tensor) \
+  X("aten::hardsigmoid", Meta, opd__meta_hardsigmoid, Tensor, Tensor) \
+  X("aten::threshold", CPU, opd__cpu_threshold, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::threshold", Meta, opd__meta_threshold, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::glu", CPU, opd__cpu_glu, Tensor, Tensor, Int) \
+  X("aten::glu", Meta, opd__meta_glu, Tensor, Tensor, Int) \
+  X("aten::prelu", CPU, opd__cpu_prelu, Tensor, Tensor, Tensor) \
+  X("aten::prelu", Meta, opd__meta_prelu, Tensor, Tensor, Tensor) \
+  X("aten::threshold_backward", CPU, opd__cpu_threshold_backward, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::threshold_backward", Meta, opd__meta_threshold_backward, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::gelu_backward", CPU, opd__cpu_gelu_backward, Tensor, Tensor, Tensor, Str) \
+  X("aten::gelu_backward", Meta, opd__meta_gelu_backward, Tensor, Tensor, Tensor, Str) \
+  X("aten::silu_backward", CPU, opd__cpu_silu_backward, Tensor, Tensor, Tensor) \
+  X("aten::silu_backward", Meta, opd__meta_silu_backward, Tensor, Tensor, Tensor) \
+  X("aten::sigmoid_backward", CPU, opd__cpu_sigmoid_backward, Tensor, Tensor, Tensor) \
+  X("aten::sigmoid_backward", Meta, opd__meta_sigmoid_backward, Tensor, Tensor, Tensor) \
+  X("aten::tanh_backward", CPU, opd__cpu_tanh_backward, Tensor, Tensor, Tensor) \
+  X("aten::tanh_backward", Meta, opd__meta_tanh_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardswish_backward", CPU, opd__cpu_hardswish_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardswish_backward", Meta, opd__meta_hardswish_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardsigmoid_backward", CPU, opd__cpu_hardsigmoid_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardsigmoid_backward", Meta, opd__meta_hardsigmoid_backward, Tensor, Tensor, Tensor) \
+  X("aten::hardtanh_backward", CPU, opd__cpu_hardtanh_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::hardtanh_backward", Meta, opd__meta_hardtanh_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::leaky_relu_backward", CPU, opd__cpu_leaky_relu_backward, Tensor, Tensor, Tensor, Scalar, Bool) \
+  X("aten::leaky_relu_backward", Meta, opd__meta_leaky_relu_backward, Tensor, Tensor, Tensor, Scalar, Bool) \
+  X("aten::elu_backward", CPU, opd__cpu_elu_backward, Tensor, Tensor, Scalar, Scalar, Scalar, Bool, Tensor) \
+  X("aten::elu_backward", Meta, opd__meta_elu_backward, Tensor, Tensor, Scalar, Scalar, Scalar, Bool, Tensor) \
+  X("aten::softplus_backward", CPU, opd__cpu_softplus_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::softplus_backward", Meta, opd__meta_softplus_backward, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::mish_backward", CPU, opd__cpu_mish_backward, Tensor, Tensor, Tensor) \
+  X("aten::mish_backward", Meta, opd__meta_mish_backward, Tensor, Tensor, Tensor) \
+  /* softmax's backward operators: kernels/cpu/norm_softmax_backward.c */ \
+  X("aten::_softmax_backward_data", CPU, opd__cpu_softmax_backward_data, Tensor, Tensor, Tensor, Int, DType) \
+  X("aten::_softmax_backward_data", Meta, opd__meta_softmax_backward_data, Tensor, Tensor, Tensor, Int, DType) \
+  X("aten::_log_softmax_backward_data", CPU, opd__cpu_log_softmax_backward_data, Tensor, Tensor, Tensor, Int, DType) \
+  X("aten::_log_softmax_backward_data", Meta, opd__meta_log_softmax_backward_data, Tensor, Tensor, Tensor, Int, DType) \
+  /* losses: kernels/cpu/norm_loss.c */ \
+  X("aten::mse_loss", CPU, opd__cpu_mse_loss, Tensor, Tensor, Tensor, Int) \
+  X("aten::mse_loss", Meta, opd__meta_mse_loss, Tensor, Tensor, Tensor, Int) \
+  X("aten::mse_loss_backward", CPU, opd__cpu_mse_loss_backward, Tensor, Tensor, Tensor, Tensor, Int) \
+  X("aten::mse_loss_backward", Meta, opd__meta_mse_loss_backward, Tensor, Tensor, Tensor, Tensor, Int) \
+  X("aten::smooth_l1_loss", CPU, opd__cpu_smooth_l1_loss, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::smooth_l1_loss", Meta, opd__meta_smooth_l1_loss, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::smooth_l1_loss_backward", CPU, opd__cpu_smooth_l1_loss_backward, Tensor, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::smooth_l1_loss_backward", Meta, opd__meta_smooth_l1_loss_backward, Tensor, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::huber_loss", CPU, opd__cpu_huber_loss, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::huber_loss", Meta, opd__meta_huber_loss, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::huber_loss_backward", CPU, opd__cpu_huber_loss_backward, Tensor, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::huber_loss_backward", Meta, opd__meta_huber_loss_backward, Tensor, Tensor, Tensor, Tensor, Int, Double) \
+  X("aten::binary_cross_entropy", CPU, opd__cpu_binary_cross_entropy, Tensor, Tensor, Tensor, OptTensor, Int) \
+  X("aten::binary_cross_entropy", Meta, opd__meta_binary_cross_entropy, Tensor, Tensor, Tensor, OptTensor, Int) \
+  X("aten::binary_cross_entropy_backward", CPU, opd__cpu_binary_cross_entropy_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int) \
+  X("aten::binary_cross_entropy_backward", Meta, opd__meta_binary_cross_entropy_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int) \
+  X("aten::nll_loss_backward", CPU, opd__cpu_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
+  X("aten::nll_loss_backward", Meta, opd__meta_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
+  /* embedding's backward operators, dropout's: kernels/cpu/norm_embedding.c, kernels/cpu/norm_dropout.c */ \
+  X("aten::embedding_dense_backward", CPU, opd__cpu_embedding_dense_backward, Tensor, Tensor, Tensor, Int, Int, Bool) \
+  X("aten::embedding_dense_backward", Meta, opd__meta_embedding_dense_backward, Tensor, Tensor, Tensor, Int, Int, Bool) \
+  X("aten::embedding_renorm_", CPU, opd__cpu_embedding_renorm_, Tensor, Tensor, Tensor, Double, Double) \
+  X("aten::embedding_renorm_", Meta, opd__meta_embedding_renorm_, Tensor, Tensor, Tensor, Double, Double) \
+  X("aten::native_dropout_backward", CPU, opd__cpu_native_dropout_backward, Tensor, Tensor, Tensor, Double) \
+  X("aten::native_dropout_backward", Meta, opd__meta_native_dropout_backward, Tensor, Tensor, Tensor, Double) \
+  /* composites: kernels/src/composite_norm.c */ \
+  X("aten::relu6", CompositeImplicitAutograd, opd__cia_relu6, Tensor, Tensor) \
+  X("aten::log_sigmoid", CompositeImplicitAutograd, opd__cia_log_sigmoid, Tensor, Tensor) \
+  X("aten::log_sigmoid_backward", CPU, opd__cpu_log_sigmoid_backward, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::log_sigmoid_backward", Meta, opd__meta_log_sigmoid_backward, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::batch_norm", CompositeImplicitAutograd, opd__cia_batch_norm, Tensor, Tensor, OptTensor, OptTensor, OptTensor, OptTensor, Bool, Double, Double, Bool) \
+  X("aten::group_norm", CompositeImplicitAutograd, opd__cia_group_norm, Tensor, Tensor, Int, OptTensor, OptTensor, Double, Bool) \
+  X("aten::dropout", CompositeImplicitAutograd, opd__cia_dropout, Tensor, Tensor, Double, Bool) \
+  X("aten::embedding_backward", CompositeImplicitAutograd, opd__cia_embedding_backward, Tensor, Tensor, Tensor, Int, Int, Bool, Bool) \
+  X("aten::nll_loss", CompositeImplicitAutograd, opd__cia_nll_loss, Tensor, Tensor, Tensor, OptTensor, Int, Int) \
+  X("aten::nll_loss_nd", CompositeImplicitAutograd, opd__cia_nll_loss_nd, Tensor, Tensor, Tensor, OptTensor, Int, Int) \
+  X("aten::cross_entropy_loss", CompositeImplicitAutograd, opd__cia_cross_entropy_loss, Tensor, Tensor, Tensor, OptTensor, Int, Int, Double)
+#define OPD_NORM_BOXED_KERNELS(X) \
+  X("aten::nll_loss_forward", CPU, opd__cpu_nll_loss_forward) \
+  X("aten::nll_loss_forward", Meta, opd__meta_nll_loss_forward) \
+  X("aten::native_layer_norm_backward", CPU, opd__cpu_native_layer_norm_backward) \
+  X("aten::native_layer_norm_backward", Meta, opd__meta_native_layer_norm_backward) \
+  X("aten::native_batch_norm", CPU, opd__cpu_native_batch_norm) \
+  X("aten::native_batch_norm", Meta, opd__meta_native_batch_norm) \
+  X("aten::native_batch_norm_backward", CPU, opd__cpu_native_batch_norm_backward) \
+  X("aten::native_batch_norm_backward", Meta, opd__meta_native_batch_norm_backward) \
+  X("aten::native_dropout", CPU, opd__cpu_native_dropout) \
+  X("aten::native_dropout", Meta, opd__meta_native_dropout) \
+  X("aten::native_group_norm", CPU, opd__cpu_native_group_norm) \
+  X("aten::native_group_norm", Meta, opd__meta_native_group_norm) \
+  X("aten::native_group_norm_backward", CPU, opd__cpu_native_group_norm_backward) \
+  X("aten::native_group_norm_backward", Meta, opd__meta_native_group_norm_backward) \
+  X("aten::log_sigmoid_forward", CPU, opd__cpu_log_sigmoid_forward) \
+  X("aten::log_sigmoid_forward", Meta, opd__meta_log_sigmoid_forward) \
+  X("aten::prelu_backward", CPU, opd__cpu_prelu_backward) \
+  X("aten::prelu_backward", Meta, opd__meta_prelu_backward)
 
 /* pointwise math, factories, random operators: kernels/cpu/pointwise_*.c,
  * kernels/meta/pointwise_meta.c ([Note: Pointwise operator lists]) */

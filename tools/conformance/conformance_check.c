@@ -9,8 +9,10 @@
 #include "opd/error.h"
 
 /* Errors that only data can reveal: a Meta run cannot raise them. */
-static const char *const data_dependent_errors[] = {"ZeroDivisionError",
-                                                    "index out of range in self"};
+static const char *const data_dependent_errors[] = {
+    "ZeroDivisionError", "index out of range in self",
+    /* nll_loss's targets, binary_cross_entropy's inputs */
+    "is out of bounds.", "all elements of input should be between 0 and 1"};
 
 const char *str(const json_t *obj, const char *key) {
   const char *v = json_string_value(json_object_get(obj, key));

@@ -1,0 +1,157 @@
+/* test_norm_ops.c: what the conformance fixture (tests/fixtures/ops_norm.json) cannot check
+ * of the normalization family: native_batch_norm's in-place update of its running statistics,
+ * and native_dropout's random masks, checked statistically (PyTorch's draws differ from opd's:
+ * [Note: Dropout's random numbers] in kernels/cpu/norm_dropout.c). */
+#include <check.h>
+#include <math.h>
+
+#include "opd/dispatcher.h"
+#include "opd/kernels.h"
+#include "opd/tensor.h"
+#include "tensor_helpers.h"
+
+Suite *opd_test_norm_ops_suite(void);
+
+static void setup(void) {
+  ck_assert_int_eq(opd_kernels_register(), 0);
+}
+
+/* Calls `name` boxed with the n arguments; its nres Tensor results into res. */
+static void call_results(const char *name, opd_ivalue *args, int n, opd_tensor **res, int nres) {
+  const opd_operator *op = opd_find_schema(name);
+  ck_assert_ptr_nonnull(op);
+  opd_stack st;
+  opd_stack_init(&st);
+  for (int i = 0; i < n; i++) ck_assert_int_eq(opd_stack_push(&st, args[i]), 0);
+  ck_assert_msg(opd_call_boxed(op, &st) == 0, "%s: %s", name, opd_last_error());
+  ck_assert_uint_eq(st.size, (unsigned)nres);
+  for (int i = 0; i < nres; i++) {
+    ck_assert_uint_eq(st.items[i].tag, OPD_IV_TENSOR);
+    res[i] = st.items[i].u.t;
+    opd_tensor_retain(res[i]);
+  }
+  opd_stack_destroy(&st);
+}
+
+START_TEST(test_batch_norm_running_stats) {
+  /* input (2, 3, 2): channel c holds 4 values; running_mean and running_var (a strided view:
+   * every other element of 6) are updated in place with momentum 0.25 */
+  const double x[12] = {1, 2, -3, 0.5, 4, 4, 7, -1, 2, 2.5, 0, 9};
+  opd_tensor *input = mk(OPD_FLOAT32, SHAPE(2, 3, 2), x);
+  opd_tensor *rm = mk(OPD_FLOAT32, SHAPE(3), VALS(0.5, -1, 2));
+  opd_tensor *rv_base = mk(OPD_FLOAT32, SHAPE(6), VALS(1, 9, 2, 9, 3, 9));
+  opd_tensor *rv = view(rv_base, SHAPE(3), (int64_t[]){2}, 0);
+  const double rm0[3] = {0.5, -1, 2}, rv0[3] = {1, 2, 3}, momentum = 0.25;
+  opd_tensor *res[3];
+  call_results("aten::native_batch_norm",
+               (opd_ivalue[]){T(input), NONE, NONE, T(rm), T(rv), B(true), D(momentum), D(1e-5)}, 8,
+               res, 3);
+  for (int c = 0; c < 3; c++) {
+    /* the channel's mean and unbiased variance, computed here from the input */
+    double v[4] = {x[c * 2], x[c * 2 + 1], x[6 + c * 2], x[6 + c * 2 + 1]}, mean = 0, sq = 0;
+    for (int k = 0; k < 4; k++) mean += v[k] / 4;
+    for (int k = 0; k < 4; k++) sq += (v[k] - mean) * (v[k] - mean);
+    ck_assert_double_eq_tol(at(res[1], c), mean, 1e-6);
+    ck_assert_double_eq_tol(at(res[2], c), 1 / sqrt(sq / 4 + 1e-5), 1e-5);
+    ck_assert_double_eq_tol(at(rm, c), (1 - momentum) * rm0[c] + momentum * mean, 1e-6);
+    ck_assert_double_eq_tol(at(rv, c), (1 - momentum) * rv0[c] + momentum * sq / 3, 1e-5);
+    ck_assert_double_eq(at(rv_base, 2 * c + 1), 9); /* the view's gaps untouched */
+  }
+  /* evaluation leaves them as they are */
+  double before[3] = {at(rm, 0), at(rm, 1), at(rm, 2)};
+  opd_tensor *eval[3];
+  call_results("aten::native_batch_norm",
+               (opd_ivalue[]){T(input), NONE, NONE, T(rm), T(rv), B(false), D(momentum), D(1e-5)},
+               8, eval, 3);
+  for (int c = 0; c < 3; c++) ck_assert_double_eq(at(rm, c), before[c]);
+  ck_assert_int_eq(eval[1]->numel, 0);
+  for (int k = 0; k < 3; k++) {
+    opd_tensor_release(res[k]);
+    opd_tensor_release(eval[k]);
+  }
+  opd_tensor_release(input);
+  opd_tensor_release(rm);
+  opd_tensor_release(rv);
+  opd_tensor_release(rv_base);
+}
+END_TEST
+
+/* The fraction of kept elements of a dropout of n ones with probability p, each kept one
+ * checked to be scaled by 1 / (1 - p) (1 when not training) and each dropped one to be 0. */
+static double dropout_keep_fraction(opd_dtype dt, int64_t n, double p, opd_ivalue train,
+                                    uint64_t *signature) {
+  opd_tensor *ones = NULL;
+  ck_assert_int_eq(opd_tensor_empty((int64_t[]){n}, 1, dt, (opd_device){OPD_DEVICE_CPU, -1}, &ones),
+                   0);
+  for (int64_t i = 0; i < n; i++)
+    opd_test_write(dt, (char *)opd_tensor_data(ones) + i * (int64_t)opd_dtype_size(dt), 1);
+  opd_tensor *res[2];
+  call_results("aten::native_dropout", (opd_ivalue[]){T(ones), D(p), train}, 3, res, 2);
+  ck_assert_int_eq(opd_tensor_dtype(res[0]), dt);
+  ck_assert_int_eq(opd_tensor_dtype(res[1]), OPD_BOOL);
+  int64_t kept = 0, wrong = 0;
+  *signature = 0;
+  for (int64_t i = 0; i < n; i++) { /* (Check's assertions are too slow for a loop this long) */
+    bool keep = at(res[1], i) != 0;
+    kept += keep;
+    if (i < 64 && keep) *signature |= 1ull << i;
+    double scale = train.tag == OPD_IV_BOOL && !train.u.b ? 1 : 1 / (1 - p);
+    wrong += fabs(at(res[0], i) - (keep ? scale : 0)) > 1e-6;
+  }
+  ck_assert_int_eq(wrong, 0);
+  opd_tensor_release(res[0]);
+  opd_tensor_release(res[1]);
+  opd_tensor_release(ones);
+  return (double)kept / (double)n;
+}
+
+START_TEST(test_dropout_statistics) {
+  /* 200,000 draws: the kept fraction's standard deviation is below 0.0011, the bound is 5 of
+   * them */
+  const int64_t n = 200000;
+  uint64_t sig1, sig2, sig3;
+  double f = dropout_keep_fraction(OPD_FLOAT32, n, 0.3, B(true), &sig1);
+  ck_assert_msg(fabs(f - 0.7) < 0.0055, "kept %g, want 0.7", f);
+  f = dropout_keep_fraction(OPD_FLOAT64, n, 0.9, NONE, &sig2); /* train=None trains */
+  ck_assert_msg(fabs(f - 0.1) < 0.0055, "kept %g, want 0.1", f);
+  /* another call draws other numbers */
+  f = dropout_keep_fraction(OPD_FLOAT32, n, 0.3, B(true), &sig3);
+  ck_assert_msg(fabs(f - 0.7) < 0.0055, "kept %g, want 0.7", f);
+  ck_assert_uint_ne(sig1, sig3);
+  /* train=False: the identity, every element kept */
+  ck_assert_double_eq(dropout_keep_fraction(OPD_FLOAT32, 1000, 0.5, B(false), &sig1) * 2, 2);
+}
+END_TEST
+
+START_TEST(test_dropout_errors) {
+  opd_tensor *x = mk(OPD_FLOAT32, SHAPE(3), VALS(1, 2, 3)), *i = mk(OPD_INT64, SHAPE(3), NULL);
+  const opd_operator *op = opd_find_schema("aten::native_dropout");
+  opd_stack st;
+  opd_stack_init(&st);
+  ck_assert_int_eq(opd_stack_push(&st, T(x)), 0);
+  ck_assert_int_eq(opd_stack_push(&st, D(-0.5)), 0);
+  ck_assert_int_eq(opd_stack_push(&st, B(true)), 0);
+  ck_assert_int_eq(opd_call_boxed(op, &st), OPD_EINVAL);
+  ck_assert_str_eq(opd_last_error(), "bernoulli_ expects p to be in [0, 1], but got p=1.5");
+  ck_assert_uint_eq(st.size, 0);
+  ck_assert_int_eq(opd_stack_push(&st, T(i)), 0);
+  ck_assert_int_eq(opd_stack_push(&st, D(0.5)), 0);
+  ck_assert_int_eq(opd_stack_push(&st, B(true)), 0);
+  ck_assert_int_eq(opd_call_boxed(op, &st), OPD_EINVAL);
+  ck_assert_uint_eq(st.size, 0);
+  opd_stack_destroy(&st);
+  opd_tensor_release(x);
+  opd_tensor_release(i);
+}
+END_TEST
+
+Suite *opd_test_norm_ops_suite(void) {
+  Suite *s = suite_create("norm_ops");
+  TCase *tc = tcase_create("norm_ops");
+  tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_add_test(tc, test_batch_norm_running_stats);
+  tcase_add_test(tc, test_dropout_statistics);
+  tcase_add_test(tc, test_dropout_errors);
+  suite_add_tcase(s, tc);
+  return s;
+}
