@@ -9,13 +9,13 @@ What the cases cover: convolution in 1, 2 and 3 spatial dims with stride, paddin
 groups (depthwise too), transposed with output_padding, with and without bias, float32 and
 float64, non-contiguous inputs, an empty batch, and the geometries opd's oneDNN path declines
 (an output padding past the padding); the composites conv1d/2d/3d, conv_transpose1d/2d/3d
-and _convolution; average, adaptive average and max pooling with their backward operators
-(the max ones take the indices PyTorch's forward computed), max_unpool2d and the pooling
+and _convolution; average, adaptive average and max pooling (their indices too, NaN and infinities
+among the values) with their backward operators (the max ones take the indices PyTorch's
+forward computed), max_unpool2d and the pooling
 composites; constant_pad_nd with positive and negative pads, reflection and replication
 padding in 1, 2 and 3 dims with their backward operators; and the errors PyTorch raises for
-wrong channel counts, bad padding, strides and kernels. Operators returning tuples
-(max_pool2d_with_indices, max_pool3d_with_indices, adaptive_max_pool2d,
-convolution_backward) are not recorded here.
+wrong channel counts, bad padding, strides and kernels. convolution_backward is recorded with
+each output_mask combination it is called with (an unrequested gradient is None).
 """
 import os
 import sys
@@ -179,6 +179,45 @@ fam.op("_convolution", [
 ], tol=CONV_TOL)
 
 
+
+def conv_bwd(name, x, w, stride, padding, dilation, transposed, output_padding, groups, mask,
+             dtype="float32", bias=True, view=None, tags=()):
+    def fn(g):
+        xs, ws = t(g, x, dtype, view), t(g, w, dtype, view)
+        y = A.convolution(opgen.dec_value(xs.to_json()), opgen.dec_value(ws.to_json()), None, stride,
+                          padding, dilation, transposed, output_padding, groups)
+        return ([("grad_output", t(g, list(y.shape), dtype)), ("input", xs), ("weight", ws),
+                 ("bias_sizes", [y.shape[1]] if bias else None), ("stride", stride),
+                 ("padding", padding), ("dilation", dilation), ("transposed", transposed),
+                 ("output_padding", output_padding), ("groups", groups), ("output_mask", mask)],
+                list(tags))
+    return S(name, fn)
+
+
+fam.op("convolution_backward", [
+    conv_bwd("2d", [2, 3, 7, 7], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True]),
+    conv_bwd("2d_stride_dilation_groups", [2, 4, 8, 7], [6, 2, 3, 2], [2, 1], [1, 0], [1, 2], False, [0, 0], 2,
+             [True, True, False], bias=False),
+    conv_bwd("depthwise_weight_only", [1, 4, 6, 6], [4, 1, 3, 3], [1, 1], [1, 1], [1, 1], False, [0, 0], 4,
+             [False, True, True]),
+    conv_bwd("1d_input_only", [2, 3, 10], [5, 3, 3], [2], [1], [1], False, [0], 1, [True, False, False],
+             tags=["1d"]),
+    conv_bwd("3d", [1, 2, 4, 5, 4], [3, 2, 2, 3, 2], [1, 2, 1], [1, 1, 0], [1, 1, 1], False, [0, 0, 0], 1,
+             [True, True, True], tags=["3d"]),
+    conv_bwd("transposed", [2, 4, 4, 4], [4, 3, 3, 3], [2, 2], [1, 1], [1, 1], True, [1, 1], 1,
+             [True, True, True], tags=["transposed"]),
+    conv_bwd("transposed_groups_1d", [1, 4, 5], [4, 2, 3], [2], [0], [2], True, [1], 2, [True, True, False],
+             tags=["transposed", "1d"]),
+    conv_bwd("f64", [2, 3, 6, 5], [4, 3, 3, 2], [1, 2], [1, 0], [1, 1], False, [0, 0], 1, [True, True, True],
+             "float64", tags=["float64"]),
+    conv_bwd("f64_transposed", [1, 4, 3, 3], [4, 2, 2, 3], [2, 1], [0, 1], [1, 1], True, [1, 0], 2,
+             [True, True, True], "float64", tags=["float64", "transposed"]),
+    conv_bwd("noncontig", [2, 3, 6, 6], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+             [True, True, True], view="any", tags=["noncontig"]),
+    conv_bwd("empty_batch", [0, 3, 5, 5], [4, 3, 3, 3], [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+             [True, True, True], tags=["empty"]),
+], tol=CONV_TOL)
+
 # ---- pooling ----
 
 def spec_of(x):
@@ -198,6 +237,39 @@ def max_bwd(name, shape, k, s, p, d, ceil, dtype="float32", nd=2):
                  ("indices", spec_of(idx))], [])
     return S(name, fn)
 
+
+def max_fwd(name, shape, k, s, p, d, ceil, dtype="float32", view=None, kind="normal", tags=()):
+    return S(name, lambda g: ([("self", t(g, shape, dtype, view, kind)), ("kernel_size", k), ("stride", s),
+                               ("padding", p), ("dilation", d), ("ceil_mode", ceil)], list(tags)))
+
+
+fam.op("max_pool2d_with_indices", [
+    max_fwd("basic", [2, 3, 6, 6], [2, 2], [], [0], [1], False),
+    max_fwd("overlap_pad_ceil", [1, 2, 7, 6], [3, 3], [2, 2], [1, 1], [1, 1], True),
+    max_fwd("dilation_unbatched", [2, 7, 7], [2, 3], [1, 2], [1, 1], [2, 1], False),
+    max_fwd("nan_inf", [1, 2, 4, 4], [2, 2], [1, 1], [0, 0], [1, 1], False, kind="special", tags=["special"]),
+    max_fwd("f64_noncontig", [2, 2, 5, 6], [2, 3], [2, 1], [1, 1], [1, 1], False, "float64", "any",
+            tags=["float64", "noncontig"]),
+    max_fwd("empty_batch", [0, 2, 4, 4], [2, 2], [2, 2], [0, 0], [1, 1], False, tags=["empty"]),
+], errors=[
+    ERR("err_stride_zero", lambda g: ([("self", t(g, [2, 3, 5, 5])), ("kernel_size", [2, 2]), ("stride", [0])],
+                                      ["error"]), "RuntimeError", "stride should not be zero"),
+    ERR("err_too_small", lambda g: ([("self", t(g, [2, 3, 5, 5])), ("kernel_size", [7, 7])], ["error"]),
+        "RuntimeError", "Output size is too small"),
+])
+fam.op("max_pool3d_with_indices", [
+    max_fwd("basic", [1, 2, 4, 5, 4], [2, 2, 2], [2, 1, 2], [1, 0, 1], [1, 1, 1], False, tags=["3d"]),
+    max_fwd("ceil_dilation_f64", [2, 5, 6, 5], [2, 3, 2], [2, 2, 1], [1, 1, 0], [1, 1, 2], True, "float64",
+            tags=["3d", "float64"]),
+])
+fam.op("adaptive_max_pool2d", [
+    S("uneven", lambda g: ([("self", t(g, [2, 3, 7, 5])), ("output_size", [3, 2])], [])),
+    S("upsample_f64", lambda g: ([("self", t(g, [3, 2, 3], "float64")), ("output_size", [5, 4])], ["float64"])),
+    S("nan", lambda g: ([("self", t(g, [1, 2, 4, 4], kind="special")), ("output_size", [2, 2])], ["special"])),
+], errors=[
+    ERR("err_dims", lambda g: ([("self", t(g, [4, 4])), ("output_size", [2, 2])], ["error"]),
+        "RuntimeError", "Expected 3D or 4D tensor"),
+])
 
 fam.op("max_pool2d_with_indices_backward", [
     max_bwd("basic", [2, 3, 6, 6], [2, 2], [2, 2], [0, 0], [1, 1], False),
