@@ -15,6 +15,10 @@
  * its output, and the gradient of its weight is BWD_WEIGHTS with its input as gy and the grad
  * of its output as x. opd__conv_geom describes that plain convolution (`in` and `out` its
  * spatial sizes); the kernels (kernels/cpu/conv.c) then only pick the operation.
+ * PyTorch registers convolution and convolution_backward at CompositeExplicitAutograd, above
+ * one operator per backend and algorithm (mkldnn_convolution, cudnn_convolution,
+ * slow_conv2d, ...); opd registers them at CPU and Meta and computes there, so that a backend
+ * provides the two operators and nothing else.
  */
 #ifndef OPD_KERNELS_CONV_META_H
 #define OPD_KERNELS_CONV_META_H
