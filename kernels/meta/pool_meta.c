@@ -232,6 +232,10 @@ int opd__adaptive_pool2d_meta(opd_tensor *self, opd_int_list output_size, bool m
                      "%s: elements of output_size must be greater than or equal to 0 but received "
                      "{%lld, %lld}",
                      name, (long long)output_size.data[0], (long long)output_size.data[1]);
+  /* the windows' bounds multiply an output position by an input size */
+  if (output_size.data[0] > INT32_MAX || output_size.data[1] > INT32_MAX)
+    return opd_error(OPD_EINVAL, "%s: output_size {%lld, %lld} out of range", name,
+                     (long long)output_size.data[0], (long long)output_size.data[1]);
   char b[256];
   const int64_t *s = opd_tensor_sizes(self);
   if (self->ndim != 3 && self->ndim != 4)
