@@ -3,8 +3,9 @@
  * operations ([Note: Convolution as three products] in conv_meta.h) on contiguous operands:
  * through oneDNN in float32 (conv_onednn.c), else, and where oneDNN declines a geometry,
  * by im2col and gemm (conv_direct.c). The bias is added, and its gradient summed, here.
- * float32 and float64 are computed; PyTorch's other CPU dtypes (bfloat16 through mkldnn,
- * integers through its slow path) are refused with a clear error.
+ * float32 and float64 are computed, and the forward of bfloat16 in float32 (as PyTorch's
+ * mkldnn path does); PyTorch's other CPU dtypes (bfloat16 gradients, integers through its
+ * slow path) are refused with a clear error.
  */
 #include <string.h>
 
@@ -25,6 +26,21 @@ static int check_dtype(opd_dtype t, const char *op) {
   if (t == OPD_FLOAT32 || t == OPD_FLOAT64) return 0;
   return opd_error(OPD_EINVAL, "%s: dtype %s is not supported on the CPU (float32 and float64 are)",
                    op, opd_dtype_name(t));
+}
+
+/* aten::_to_copy(t, dtype) through the dispatcher. */
+static int to_dtype(opd_tensor *t, opd_dtype dtype, opd_tensor **out) {
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_Tensor(&s, t);
+  if (!rc) rc = OPD__PUSH_OptDType(&s, dtype);
+  if (!rc) rc = OPD__PUSH_OptLayout(&s, -1);
+  if (!rc) rc = OPD__PUSH_OptDevice(&s, ((opd_device){-1, -1}));
+  if (!rc) rc = OPD__PUSH_OptBool(&s, ((opd_opt_bool){false, false}));
+  if (!rc) rc = OPD__PUSH_Bool(&s, false);
+  if (!rc) rc = OPD__PUSH_OptMemoryFormat(&s, -1);
+  return opd__call_tensor(rc, &op, "aten::_to_copy", &s, out);
 }
 
 static int run(opd__conv_op op, const opd__conv_geom *g, void *x, void *w, void *y) {
@@ -82,6 +98,21 @@ int opd__cpu_convolution(const opd_kernel_ctx *ctx, opd_tensor *input, opd_tenso
   opd_out_spec spec;
   opd_device device;
   int rc = opd__conv_meta(input, weight, bias, &a, &g, &spec, &device);
+  if (!rc && g.dtype == OPD_BFLOAT16) {
+    /* as PyTorch's mkldnn path: float32 products, the result rounded once */
+    opd_tensor *xf = NULL, *wf = NULL, *bf = NULL, *yf = NULL;
+    rc = to_dtype(input, OPD_FLOAT32, &xf);
+    if (!rc) rc = to_dtype(weight, OPD_FLOAT32, &wf);
+    if (!rc && bias) rc = to_dtype(bias, OPD_FLOAT32, &bf);
+    if (!rc)
+      rc = opd__cpu_convolution(ctx, xf, wf, bf, stride, padding, dilation, transposed,
+                                output_padding, groups, &yf);
+    if (!rc) rc = to_dtype(yf, OPD_BFLOAT16, out);
+    opd_tensor *held[] = {xf, wf, bf, yf};
+    for (int i = 0; i < 4; i++)
+      if (held[i]) opd_tensor_release(held[i]);
+    return rc;
+  }
   if (!rc) rc = check_dtype(g.dtype, "convolution");
   if (rc) return rc;
   opd_tensor *x = NULL, *w = NULL, *y = NULL;

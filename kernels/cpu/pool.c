@@ -10,8 +10,8 @@
  * a larger value or a NaN (which then wins, the last NaN of the window) replaces it; an
  * average window's divisor counts the padding it covers when count_include_pad, adaptive
  * windows are [floor(o * in / out), ceil((o + 1) * in / out)). Values are accumulated in
- * double and rounded once. Indices read by backward operators and max_unpool2d come from
- * the caller: each is checked against its plane before it is used.
+ * double and rounded once (bfloat16 through float). Indices read by backward operators and
+ * max_unpool2d come from the caller: each is checked against its plane before it is used.
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -21,20 +21,28 @@
 #include "meta/pool_meta.h"
 #include "src/parallel.h"
 
+/* The poolings take float32, float64 and bfloat16 (as PyTorch's CPU kernels do; bfloat16
+ * through float), max_unpool2d the first two. */
 static int check_dtype(opd_dtype t, const char *op) {
-  if (t == OPD_FLOAT32 || t == OPD_FLOAT64) return 0;
+  if (t == OPD_FLOAT32 || t == OPD_FLOAT64 || (t == OPD_BFLOAT16 && strcmp(op, "max_unpool2d")))
+    return 0;
   return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", op, opd_dtype_c10_name(t));
 }
 
-static inline double ld(const void *p, bool dbl, int64_t i) {
-  return dbl ? ((const double *)p)[i] : (double)((const float *)p)[i];
+static inline double ld(const void *p, opd_dtype t, int64_t i) {
+  switch (t) {
+  case OPD_FLOAT64: return ((const double *)p)[i];
+  case OPD_BFLOAT16: return opd_bf16_to_float(((const uint16_t *)p)[i]);
+  default: return ((const float *)p)[i];
+  }
 }
 
-static inline void st(void *p, bool dbl, int64_t i, double v) {
-  if (dbl)
-    ((double *)p)[i] = v;
-  else
-    ((float *)p)[i] = (float)v;
+static inline void st(void *p, opd_dtype t, int64_t i, double v) {
+  switch (t) {
+  case OPD_FLOAT64: ((double *)p)[i] = v; break;
+  case OPD_BFLOAT16: ((uint16_t *)p)[i] = opd_float_to_bf16((float)v); break;
+  default: ((float *)p)[i] = (float)v; break;
+  }
 }
 
 static inline int64_t start_index(int64_t a, int64_t b, int64_t c) {
@@ -80,7 +88,9 @@ static window window_of(const opd__pool_geom *g, int d, int64_t o) {
 
 typedef struct pool_ctx {
   const opd__pool_geom *g;
-  bool dbl, backward;
+  opd_dtype dt;
+  int64_t es; /* element size */
+  bool backward;
   const char *in;      /* forward: the input; backward: grad_output */
   char *out;           /* forward: the output; backward: grad_input */
   int64_t *idx;        /* max forward: the indices written */
@@ -91,10 +101,10 @@ typedef struct pool_ctx {
 static void pool_plane(pool_ctx *c, int64_t p) {
   const opd__pool_geom *g = c->g;
   int64_t in_n = g->in[0] * g->in[1] * g->in[2], out_n = g->out[0] * g->out[1] * g->out[2];
-  const char *src = c->in + p * (c->backward ? out_n : in_n) * (c->dbl ? 8 : 4);
-  char *dst = c->out + p * (c->backward ? in_n : out_n) * (c->dbl ? 8 : 4);
+  const char *src = c->in + p * (c->backward ? out_n : in_n) * c->es;
+  char *dst = c->out + p * (c->backward ? in_n : out_n) * c->es;
   bool max = g->kind == OPD__POOL_MAX || g->kind == OPD__POOL_ADAPTIVE_MAX;
-  if (c->backward) memset(dst, 0, (size_t)(in_n * (c->dbl ? 8 : 4)));
+  if (c->backward) memset(dst, 0, (size_t)(in_n * c->es));
   if (max && c->backward) {
     const int64_t *ix = c->gidx + p * out_n;
     for (int64_t o = 0; o < out_n; o++) {
@@ -102,7 +112,7 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         atomic_store(&c->bad_index, true);
         return;
       }
-      st(dst, c->dbl, ix[o], ld(dst, c->dbl, ix[o]) + ld(src, c->dbl, o));
+      st(dst, c->dt, ix[o], ld(dst, c->dt, ix[o]) + ld(src, c->dt, o));
     }
     return;
   }
@@ -120,13 +130,13 @@ static void pool_plane(pool_ctx *c, int64_t p) {
             for (int64_t ih = wh.lo; ih < wh.hi; ih += wh.step)
               for (int64_t iw = ww.lo; iw < ww.hi; iw += ww.step) {
                 int64_t i = (id * g->in[1] + ih) * g->in[2] + iw;
-                double v = ld(src, c->dbl, i);
+                double v = ld(src, c->dt, i);
                 if (v > mv || isnan(v)) {
                   mv = v;
                   best = i;
                 }
               }
-          st(dst, c->dbl, o, mv);
+          st(dst, c->dt, o, mv);
           c->idx[p * out_n + o] = best;
           continue;
         }
@@ -143,12 +153,12 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         bool empty = wd.lo >= wd.hi || wh.lo >= wh.hi || ww.lo >= ww.hi;
         if (c->backward) {
           if (empty) continue;
-          double gv = ld(src, c->dbl, o) / (double)divisor;
+          double gv = ld(src, c->dt, o) / (double)divisor;
           for (int64_t id = wd.lo; id < wd.hi; id++)
             for (int64_t ih = wh.lo; ih < wh.hi; ih++)
               for (int64_t iw = ww.lo; iw < ww.hi; iw++) {
                 int64_t i = (id * g->in[1] + ih) * g->in[2] + iw;
-                st(dst, c->dbl, i, ld(dst, c->dbl, i) + gv);
+                st(dst, c->dt, i, ld(dst, c->dt, i) + gv);
               }
           continue;
         }
@@ -156,8 +166,8 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         for (int64_t id = wd.lo; id < wd.hi; id++)
           for (int64_t ih = wh.lo; ih < wh.hi; ih++)
             for (int64_t iw = ww.lo; iw < ww.hi; iw++)
-              sum += ld(src, c->dbl, (id * g->in[1] + ih) * g->in[2] + iw);
-        st(dst, c->dbl, o, empty ? 0.0 : sum / (double)divisor);
+              sum += ld(src, c->dt, (id * g->in[1] + ih) * g->in[2] + iw);
+        st(dst, c->dt, o, empty ? 0.0 : sum / (double)divisor);
       }
     }
   }
@@ -175,7 +185,8 @@ static int pool_run(const opd__pool_geom *g, bool backward, opd_tensor *src, opd
   if (!rc && backward && indices) rc = opd__cpu_contiguous(indices, &ix);
   if (!rc) {
     pool_ctx c = {.g = g,
-                  .dbl = g->spec.dtype == OPD_FLOAT64,
+                  .dt = g->spec.dtype,
+                  .es = (int64_t)opd_dtype_size(g->spec.dtype),
                   .backward = backward,
                   .in = opd_tensor_data(x),
                   .out = opd_tensor_data(out),
@@ -334,7 +345,8 @@ int opd__cpu_adaptive_max_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor 
 /* ---- max_unpool2d ---- */
 
 typedef struct unpool_ctx {
-  bool dbl;
+  opd_dtype dt;
+  int64_t es;
   const char *in;
   const int64_t *idx;
   char *out;
@@ -347,15 +359,15 @@ static void unpool_task(void *ctx, int64_t begin, int64_t end) {
   unpool_ctx *c = ctx;
   for (int64_t p = begin; p < end; p++) {
     const int64_t *ix = c->idx + p * c->in_n;
-    const char *src = c->in + p * c->in_n * (c->dbl ? 8 : 4);
-    char *dst = c->out + p * c->out_n * (c->dbl ? 8 : 4);
-    memset(dst, 0, (size_t)(c->out_n * (c->dbl ? 8 : 4)));
+    const char *src = c->in + p * c->in_n * c->es;
+    char *dst = c->out + p * c->out_n * c->es;
+    memset(dst, 0, (size_t)(c->out_n * c->es));
     for (int64_t i = 0; i < c->in_n; i++) {
       if (ix[i] < 0 || ix[i] >= c->out_n) {
         if (!atomic_exchange(&c->any_bad, true)) atomic_store(&c->bad, ix[i]);
         return;
       }
-      st(dst, c->dbl, ix[i], ld(src, c->dbl, i));
+      st(dst, c->dt, ix[i], ld(src, c->dt, i));
     }
   }
 }
@@ -372,7 +384,8 @@ int opd__cpu_max_unpool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tenso
   if (!rc) rc = opd__cpu_contiguous(indices, &ix);
   if (!rc) rc = opd__alloc_output(&g.spec, g.device, &y);
   if (!rc) {
-    unpool_ctx c = {.dbl = g.spec.dtype == OPD_FLOAT64,
+    unpool_ctx c = {.dt = g.spec.dtype,
+                    .es = (int64_t)opd_dtype_size(g.spec.dtype),
                     .in = opd_tensor_data(x),
                     .idx = opd_tensor_data(ix),
                     .out = opd_tensor_data(y),
