@@ -3,8 +3,8 @@
  * backend and in graphs): conv1d/2d/3d and conv_transpose1d/2d/3d (CompositeImplicitAutograd,
  * an unbatched input gets a batch dim of 1), _convolution (CompositeExplicitAutograd here:
  * PyTorch's aten::convolution calls it, opd's computes and _convolution calls it), max_pool2d,
- * max_pool1d, avg_pool1d, adaptive_avg_pool2d (CompositeImplicitAutograd) and constant_pad_nd
- * (CompositeExplicitAutograd).
+ * max_pool1d, avg_pool1d, adaptive_avg_pool2d, pad (CompositeImplicitAutograd) and
+ * constant_pad_nd (CompositeExplicitAutograd).
  */
 #include <stdio.h>
 #include <string.h>
@@ -421,4 +421,68 @@ int opd__cea_constant_pad_nd(const opd_kernel_ctx *ctx, opd_tensor *self, opd_in
   if (rc) return then_release(rc, output);
   *out = output;
   return 0;
+}
+
+/* ---- pad ---- */
+
+/* aten::pad(self, pad, mode, value): constant_pad_nd, or the reflection or replication pad of
+ * as many dims as pad has pairs (PyTorch 1.13's _pad_enum and its checks). Boxed: `float?` has
+ * no unboxed tag. */
+int opd__cia_pad(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  static const opd_operator *constant_op, *pad_ops[2][3];
+  static const char *const pad_names[2][3] = {
+      {"aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d"},
+      {"aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d"}};
+  (void)ctx;
+  if (stack->size < 4) return opd_error(OPD_EINTERNAL, "pad: expected 4 arguments on the stack");
+  opd_ivalue *v = opd_stack_last(stack, 4);
+  if (v[0].tag != OPD_IV_TENSOR || v[2].tag != OPD_IV_STRING ||
+      (v[3].tag != OPD_IV_DOUBLE && v[3].tag != OPD_IV_INT && v[3].tag != OPD_IV_NONE)) {
+    opd_stack_drop(stack, 4);
+    return opd_error(OPD_EINVAL, "pad: unexpected argument types");
+  }
+  opd_tensor *self = v[0].u.t;
+  opd_int_list pad = opd__iv_int_list(&v[1]);
+  const char *mode = v[2].u.s;
+  bool has_value = v[3].tag != OPD_IV_NONE;
+  double value = v[3].tag == OPD_IV_DOUBLE ? v[3].u.d
+                 : v[3].tag == OPD_IV_INT  ? (double)v[3].u.i
+                                           : 0.0;
+  int m = strcmp(mode, "constant") == 0    ? 0
+          : strcmp(mode, "reflect") == 0   ? 1
+          : strcmp(mode, "replicate") == 0 ? 2
+          : strcmp(mode, "circular") == 0  ? 3
+                                           : -1;
+  int rc = 0;
+  if (m < 0)
+    rc = opd_error(OPD_EINVAL, "Unrecognised padding mode %s", mode);
+  else if (pad.len < 0 || pad.len % 2 != 0)
+    rc = opd_error(OPD_EINVAL, "Padding length must be divisible by 2");
+  else if (pad.len > 2 * (int64_t)self->ndim)
+    rc = opd_error(OPD_EINVAL,
+                   "Padding length should be less than or equal to two times the input dimension "
+                   "but got padding length %lld and input of dimension %d",
+                   (long long)pad.len, self->ndim);
+  else if (m != 0 && has_value && value != 0)
+    rc = opd_error(OPD_EINVAL, "Padding mode \"%s\" doesn't take in value argument", mode);
+  int dims = (int)(pad.len / 2);
+  if (!rc && m != 0 && (dims < 1 || dims > 3 || self->ndim < dims + 1 || self->ndim > dims + 2))
+    rc = opd_error(OPD_EINVAL,
+                   "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now");
+  if (!rc && m == 3) rc = opd_error(OPD_EINVAL, "pad: mode \"circular\" is not supported");
+  opd_stack s;
+  opd_stack_init(&s);
+  opd_tensor *out = NULL;
+  if (!rc) {
+    rc = OPD__PUSH_Tensor(&s, self);
+    if (!rc) rc = OPD__PUSH_IntList(&s, pad);
+    if (m == 0) {
+      if (!rc) rc = OPD__PUSH_Scalar(&s, opd__scalar_double(value));
+      rc = opd__call_tensor(rc, &constant_op, "aten::constant_pad_nd", &s, &out);
+    } else {
+      rc = opd__call_tensor(rc, &pad_ops[m - 1][dims - 1], pad_names[m - 1][dims - 1], &s, &out);
+    }
+  }
+  opd_stack_drop(stack, 4);
+  return rc ? rc : opd_stack_push(stack, opd_iv_tensor_steal(out));
 }

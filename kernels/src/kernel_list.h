@@ -214,6 +214,7 @@
   X("aten::replication_pad3d_backward", Meta, opd__meta_replication_pad3d_backward, Tensor, Tensor, Tensor, IntList)
 #define OPD_CONV_BOXED_KERNELS(X) \
   X("aten::_convolution", CompositeExplicitAutograd, opd__cea_convolution_legacy) \
+  X("aten::pad", CompositeImplicitAutograd, opd__cia_pad) \
   X("aten::convolution_backward", CPU, opd__cpu_convolution_backward) \
   X("aten::convolution_backward", Meta, opd__meta_convolution_backward) \
   X("aten::max_pool2d_with_indices", CPU, opd__cpu_max_pool2d_with_indices) \

@@ -448,6 +448,22 @@ fam.op("constant_pad_nd", [
         "RuntimeError", "start (0) + length (-1) exceeds dimension size (2)."),
 ])
 
+fam.op("pad", [
+    S("constant", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [1, 2]), ("mode", "constant"), ("value", 2.5)], [])),
+    S("constant_default", lambda g: ([("self", t(g, [2, 3])), ("pad", [1, 0, -1, 1])], [])),
+    S("reflect_2d", lambda g: ([("self", t(g, [1, 2, 4, 5])), ("pad", [1, 2, 2, 1]), ("mode", "reflect")], [])),
+    S("replicate_1d", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [3, 1]), ("mode", "replicate")], [])),
+    S("replicate_3d_f64", lambda g: ([("self", t(g, [2, 2, 3, 3], "float64")), ("pad", [1, 1, 0, 2, 1, 0]),
+                                      ("mode", "replicate")], ["float64"])),
+], errors=[
+    ERR("err_mode", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [1, 1]), ("mode", "mirror")], ["error"]),
+        "NotImplementedError", "Unrecognised padding mode mirror"),
+    ERR("err_value", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [1, 1]), ("mode", "reflect"), ("value", 1.0)],
+                                ["error"]), "RuntimeError", "doesn't take in value argument"),
+    ERR("err_odd", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [1, 1, 1]), ("mode", "reflect")], ["error"]),
+        "RuntimeError", "Padding length must be divisible by 2"),
+])
+
 
 def pad_case(name, shape, padding, dtype="float32", view=None):
     return S(name, lambda g: ([("self", t(g, shape, dtype, view)), ("padding", padding)], []))
