@@ -191,7 +191,9 @@ def default_value(schema, arg, statics):
             raise GenError(f"{schema.qualified}: unsupported list default '{d}'")
         if not vals:
             return f"{ctor}(NULL, 0)"
-        sym = f"default_{len(statics)}"
+        # per operator: two operators' defaults must not share a name in the one file
+        op = "".join(ch if ch.isalnum() else "_" for ch in schema.qualified)
+        sym = f"default_{op}_{len(statics)}"
         statics.append(f"static const {ctype} {sym}[] = {{{', '.join(vals)}}};")
         return f"{ctor}({sym}, {len(vals)})"
     b = t.base

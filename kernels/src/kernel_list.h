@@ -155,8 +155,74 @@
   X("aten::split.Tensor", CompositeExplicitAutograd, opd__cea_split_tensor)
 
 /* convolution, pooling, padding */
-#define OPD_CONV_UNBOXED_KERNELS(X)
-#define OPD_CONV_BOXED_KERNELS(X)
+#define OPD_CONV_UNBOXED_KERNELS(X) \
+  /* convolution: kernels/cpu/conv*.c, kernels/meta/conv_meta.c, kernels/src/composite_conv.c */ \
+  X("aten::convolution", CPU, opd__cpu_convolution, Tensor, Tensor, Tensor, OptTensor, IntList, IntList, IntList, Bool, IntList, Int) \
+  X("aten::convolution", Meta, opd__meta_convolution, Tensor, Tensor, Tensor, OptTensor, IntList, IntList, IntList, Bool, IntList, Int) \
+  X("aten::conv1d", CompositeImplicitAutograd, opd__cia_conv1d, Tensor, Tensor, Tensor, OptTensor, IntList, IntList, IntList, Int) \
+  X("aten::conv2d", CompositeImplicitAutograd, opd__cia_conv2d, Tensor, Tensor, Tensor, OptTensor, IntList, IntList, IntList, Int) \
+  X("aten::conv3d", CompositeImplicitAutograd, opd__cia_conv3d, Tensor, Tensor, Tensor, OptTensor, IntList, IntList, IntList, Int) \
+  X("aten::conv_transpose1d", CompositeImplicitAutograd, opd__cia_conv_transpose1d, Tensor, Tensor, Tensor, OptTensor, IntList, IntList, IntList, Int, IntList) \
+  X("aten::conv_transpose2d.input", CompositeImplicitAutograd, opd__cia_conv_transpose2d_input, Tensor, Tensor, Tensor, OptTensor, IntList, IntList, IntList, Int, IntList) \
+  X("aten::conv_transpose3d.input", CompositeImplicitAutograd, opd__cia_conv_transpose3d_input, Tensor, Tensor, Tensor, OptTensor, IntList, IntList, IntList, Int, IntList) \
+  /* pooling: kernels/cpu/pool.c, kernels/meta/pool_meta.c, kernels/src/composite_conv.c */ \
+  X("aten::max_pool2d_with_indices_backward", CPU, opd__cpu_max_pool2d_with_indices_backward, Tensor, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool, Tensor) \
+  X("aten::max_pool2d_with_indices_backward", Meta, opd__meta_max_pool2d_with_indices_backward, Tensor, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool, Tensor) \
+  X("aten::max_pool3d_with_indices_backward", CPU, opd__cpu_max_pool3d_with_indices_backward, Tensor, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool, Tensor) \
+  X("aten::max_pool3d_with_indices_backward", Meta, opd__meta_max_pool3d_with_indices_backward, Tensor, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool, Tensor) \
+  X("aten::avg_pool2d", CPU, opd__cpu_avg_pool2d, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool, OptInt) \
+  X("aten::avg_pool2d", Meta, opd__meta_avg_pool2d, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool, OptInt) \
+  X("aten::avg_pool2d_backward", CPU, opd__cpu_avg_pool2d_backward, Tensor, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool, OptInt) \
+  X("aten::avg_pool2d_backward", Meta, opd__meta_avg_pool2d_backward, Tensor, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool, OptInt) \
+  X("aten::_adaptive_avg_pool2d", CPU, opd__cpu_adaptive_avg_pool2d, Tensor, Tensor, IntList) \
+  X("aten::_adaptive_avg_pool2d", Meta, opd__meta_adaptive_avg_pool2d, Tensor, Tensor, IntList) \
+  X("aten::_adaptive_avg_pool2d_backward", CPU, opd__cpu_adaptive_avg_pool2d_backward, Tensor, Tensor, Tensor) \
+  X("aten::_adaptive_avg_pool2d_backward", Meta, opd__meta_adaptive_avg_pool2d_backward, Tensor, Tensor, Tensor) \
+  X("aten::adaptive_max_pool2d_backward", CPU, opd__cpu_adaptive_max_pool2d_backward, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::adaptive_max_pool2d_backward", Meta, opd__meta_adaptive_max_pool2d_backward, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::max_unpool2d", CPU, opd__cpu_max_unpool2d, Tensor, Tensor, Tensor, IntList) \
+  X("aten::max_unpool2d", Meta, opd__meta_max_unpool2d, Tensor, Tensor, Tensor, IntList) \
+  X("aten::max_pool2d", CompositeImplicitAutograd, opd__cia_max_pool2d, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool) \
+  X("aten::max_pool1d", CompositeImplicitAutograd, opd__cia_max_pool1d, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool) \
+  X("aten::avg_pool1d", CompositeImplicitAutograd, opd__cia_avg_pool1d, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool) \
+  X("aten::adaptive_avg_pool2d", CompositeImplicitAutograd, opd__cia_adaptive_avg_pool2d, Tensor, Tensor, IntList) \
+  /* padding: kernels/cpu/pad.c, kernels/meta/pool_meta.c, kernels/src/composite_conv.c */ \
+  X("aten::constant_pad_nd", CompositeExplicitAutograd, opd__cea_constant_pad_nd, Tensor, Tensor, IntList, Scalar) \
+  X("aten::reflection_pad1d", CPU, opd__cpu_reflection_pad1d, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad1d", Meta, opd__meta_reflection_pad1d, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad1d_backward", CPU, opd__cpu_reflection_pad1d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad1d_backward", Meta, opd__meta_reflection_pad1d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad2d", CPU, opd__cpu_reflection_pad2d, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad2d", Meta, opd__meta_reflection_pad2d, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad2d_backward", CPU, opd__cpu_reflection_pad2d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad2d_backward", Meta, opd__meta_reflection_pad2d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad3d", CPU, opd__cpu_reflection_pad3d, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad3d", Meta, opd__meta_reflection_pad3d, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad3d_backward", CPU, opd__cpu_reflection_pad3d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::reflection_pad3d_backward", Meta, opd__meta_reflection_pad3d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::replication_pad1d", CPU, opd__cpu_replication_pad1d, Tensor, Tensor, IntList) \
+  X("aten::replication_pad1d", Meta, opd__meta_replication_pad1d, Tensor, Tensor, IntList) \
+  X("aten::replication_pad1d_backward", CPU, opd__cpu_replication_pad1d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::replication_pad1d_backward", Meta, opd__meta_replication_pad1d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::replication_pad2d", CPU, opd__cpu_replication_pad2d, Tensor, Tensor, IntList) \
+  X("aten::replication_pad2d", Meta, opd__meta_replication_pad2d, Tensor, Tensor, IntList) \
+  X("aten::replication_pad2d_backward", CPU, opd__cpu_replication_pad2d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::replication_pad2d_backward", Meta, opd__meta_replication_pad2d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::replication_pad3d", CPU, opd__cpu_replication_pad3d, Tensor, Tensor, IntList) \
+  X("aten::replication_pad3d", Meta, opd__meta_replication_pad3d, Tensor, Tensor, IntList) \
+  X("aten::replication_pad3d_backward", CPU, opd__cpu_replication_pad3d_backward, Tensor, Tensor, Tensor, IntList) \
+  X("aten::replication_pad3d_backward", Meta, opd__meta_replication_pad3d_backward, Tensor, Tensor, Tensor, IntList)
+#define OPD_CONV_BOXED_KERNELS(X) \
+  X("aten::_convolution", CompositeExplicitAutograd, opd__cea_convolution_legacy) \
+  X("aten::pad", CompositeImplicitAutograd, opd__cia_pad) \
+  X("aten::convolution_backward", CPU, opd__cpu_convolution_backward) \
+  X("aten::convolution_backward", Meta, opd__meta_convolution_backward) \
+  X("aten::max_pool2d_with_indices", CPU, opd__cpu_max_pool2d_with_indices) \
+  X("aten::max_pool2d_with_indices", Meta, opd__meta_max_pool2d_with_indices) \
+  X("aten::max_pool3d_with_indices", CPU, opd__cpu_max_pool3d_with_indices) \
+  X("aten::max_pool3d_with_indices", Meta, opd__meta_max_pool3d_with_indices) \
+  X("aten::adaptive_max_pool2d", CPU, opd__cpu_adaptive_max_pool2d) \
+  X("aten::adaptive_max_pool2d", Meta, opd__meta_adaptive_max_pool2d)
 
 /* normalization, losses, activations and their backward operators */
 #define OPD_NORM_UNBOXED_KERNELS(X) \

@@ -141,6 +141,12 @@ int opd__parallel_threads(void) {
   return pool.threads;
 }
 
+int opd__parallel_threads_now(void) {
+  if (in_region) return 1;
+  return opd__parallel_share(opd__parallel_threads(),
+                             atomic_load_explicit(&busy_threads, memory_order_relaxed));
+}
+
 void opd__parallel_set_threads(int n) {
   pthread_once(&pool.once, init_threads);
   pthread_mutex_lock(&pool.lock);

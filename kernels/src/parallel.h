@@ -38,6 +38,10 @@ typedef void (*opd__range_fn)(void *ctx, int64_t begin, int64_t end);
 void opd__parallel_for(int64_t begin, int64_t end, int64_t grain, opd__range_fn fn, void *ctx);
 /* The pool's size P: the most threads work is split over (1 means inline). */
 int opd__parallel_threads(void);
+/* The threads a region starting now on this thread may use (T of [Note: Kernel threads and
+ * the load]; 1 inside a region): what a library with its own pool (oneDNN's OpenMP) is
+ * given. */
+int opd__parallel_threads_now(void);
 /* Sets it (before first use, or between calls); n < 1 means nproc. */
 void opd__parallel_set_threads(int n);
 /* T of [Note: Kernel threads and the load] for a pool of `pool` threads while `busy`

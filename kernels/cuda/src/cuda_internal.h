@@ -226,6 +226,20 @@ typedef struct opd__cuda_gemm {
 } opd__cuda_gemm;
 int opd__cuda_launch_gemm(int device, const opd__cuda_gemm *d);
 
+/* ---- conv.cu ---- */
+
+/* One image's group of the plain convolution ([Note: Convolution as three products] in
+ * kernels/meta/conv_meta.h), three spatial dims (the missing leading ones of size 1): im2col
+ * (fold 0: col [icg * K, OUT] from x [icg, in...]) or col2im (fold 1: x = the sum of col's
+ * entries that read each position), float32 (dtype 6) or float64 (dtype 7). */
+typedef struct opd__cuda_im2col {
+  int dtype, fold;
+  int64_t icg;
+  int64_t in[3], out[3], k[3], stride[3], pad[3], dil[3];
+  void *x, *col;
+} opd__cuda_im2col;
+int opd__cuda_launch_im2col(int device, const opd__cuda_im2col *d);
+
 #ifdef __cplusplus
 }
 #endif

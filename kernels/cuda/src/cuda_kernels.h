@@ -59,7 +59,9 @@
   X("aten::as_strided", opd__as_strided, Tensor, Tensor, IntList, IntList, OptInt) \
   /* torch.nn building blocks: cuda_kernels.c, elementwise.cu */ \
   X("aten::silu", opd__cuda_silu, Tensor, Tensor) \
-  X("aten::eq.Scalar", opd__cuda_eq_scalar, Tensor, Tensor, Scalar)
+  X("aten::eq.Scalar", opd__cuda_eq_scalar, Tensor, Tensor, Scalar) \
+  /* convolution: cuda_conv.c, conv.cu */ \
+  X("aten::convolution", opd__cuda_convolution, Tensor, Tensor, Tensor, OptTensor, IntList, IntList, IntList, Bool, IntList, Int)
 
 /* factories.c, registered in every build (without CUDA: by cuda_off.c) */
 #define OPD_CUDA_FACTORY_KERNELS(X) \
@@ -67,7 +69,8 @@
   X("aten::empty_strided", opd__cuda_empty_strided, Tensor, IntList, IntList, OptDType, OptLayout, OptDevice, OptBool)
 
 #define OPD_CUDA_BOXED_KERNELS(X) \
-  X("aten::native_layer_norm", opd__cuda_native_layer_norm)
+  X("aten::native_layer_norm", opd__cuda_native_layer_norm) \
+  X("aten::convolution_backward", opd__cuda_convolution_backward)
 /* clang-format on */
 
 #include <stddef.h>

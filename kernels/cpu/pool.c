@@ -1,0 +1,407 @@
+/* pool.c: the CPU kernels of the pooling operators (max, average, adaptive average and
+ * adaptive max pooling, their backward operators, max_unpool2d); checks and shapes in
+ * kernels/meta/pool_meta.c.
+ *
+ * [Note: Pooling on the CPU]
+ * Inputs are made contiguous; each plane (the flattened batch and channel dims) is
+ * independent, so planes are split over the intra-op pool. Windows, their clipping and the
+ * divisors follow PyTorch 1.13's CPU kernels exactly: a max window starts at its first
+ * position inside the input (stepping by the dilation), its index is that position's until
+ * a larger value or a NaN (which then wins, the last NaN of the window) replaces it; an
+ * average window's divisor counts the padding it covers when count_include_pad, adaptive
+ * windows are [floor(o * in / out), ceil((o + 1) * in / out)). Values are accumulated in
+ * double and rounded once (bfloat16 through float). Indices read by backward operators and
+ * max_unpool2d come from the caller: each is checked against its plane before it is used.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "conv_impl.h"
+#include "meta/pool_meta.h"
+#include "src/parallel.h"
+
+/* The poolings take float32, float64 and bfloat16 (as PyTorch's CPU kernels do; bfloat16
+ * through float), max_unpool2d the first two. */
+static int check_dtype(opd_dtype t, const char *op) {
+  if (t == OPD_FLOAT32 || t == OPD_FLOAT64 || (t == OPD_BFLOAT16 && strcmp(op, "max_unpool2d")))
+    return 0;
+  return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", op, opd_dtype_c10_name(t));
+}
+
+static inline double ld(const void *p, opd_dtype t, int64_t i) {
+  switch (t) {
+  case OPD_FLOAT64: return ((const double *)p)[i];
+  case OPD_BFLOAT16: return opd_bf16_to_float(((const uint16_t *)p)[i]);
+  default: return ((const float *)p)[i];
+  }
+}
+
+static inline void st(void *p, opd_dtype t, int64_t i, double v) {
+  switch (t) {
+  case OPD_FLOAT64: ((double *)p)[i] = v; break;
+  case OPD_BFLOAT16: ((uint16_t *)p)[i] = opd_float_to_bf16((float)v); break;
+  default: ((float *)p)[i] = (float)v; break;
+  }
+}
+
+static inline int64_t start_index(int64_t a, int64_t b, int64_t c) {
+  return (a / b) * c + ((a % b) * c) / b;
+}
+
+static inline int64_t end_index(int64_t a, int64_t b, int64_t c) {
+  return 1 + ((a + 1) * c - 1) / b;
+}
+
+/* One window along a dimension: [lo, hi) stepping by step, and its divisor extent. */
+typedef struct window {
+  int64_t lo, hi, step, extent;
+} window;
+
+static window window_of(const opd__pool_geom *g, int d, int64_t o) {
+  window w = {0, 0, 1, 0};
+  int64_t in = g->in[d];
+  switch (g->kind) {
+  case OPD__POOL_MAX:
+    w.lo = o * g->stride[d] - g->pad[d];
+    w.hi = w.lo + (g->k[d] - 1) * g->dil[d] + 1;
+    if (w.hi > in) w.hi = in;
+    w.step = g->dil[d];
+    while (w.lo < 0) w.lo += w.step;
+    break;
+  case OPD__POOL_AVG:
+    w.lo = o * g->stride[d] - g->pad[d];
+    w.hi = w.lo + g->k[d];
+    if (w.hi > in + g->pad[d]) w.hi = in + g->pad[d];
+    w.extent = w.hi - w.lo; /* with the padding */
+    if (w.lo < 0) w.lo = 0;
+    if (w.hi > in) w.hi = in;
+    break;
+  default:
+    w.lo = start_index(o, g->out[d], in);
+    w.hi = end_index(o, g->out[d], in);
+    w.extent = w.hi - w.lo;
+    break;
+  }
+  return w;
+}
+
+typedef struct pool_ctx {
+  const opd__pool_geom *g;
+  opd_dtype dt;
+  int64_t es; /* element size */
+  bool backward;
+  const char *in;      /* forward: the input; backward: grad_output */
+  char *out;           /* forward: the output; backward: grad_input */
+  int64_t *idx;        /* max forward: the indices written */
+  const int64_t *gidx; /* max backward: the indices read */
+  atomic_bool bad_index;
+} pool_ctx;
+
+static void pool_plane(pool_ctx *c, int64_t p) {
+  const opd__pool_geom *g = c->g;
+  int64_t in_n = g->in[0] * g->in[1] * g->in[2], out_n = g->out[0] * g->out[1] * g->out[2];
+  const char *src = c->in + p * (c->backward ? out_n : in_n) * c->es;
+  char *dst = c->out + p * (c->backward ? in_n : out_n) * c->es;
+  bool max = g->kind == OPD__POOL_MAX || g->kind == OPD__POOL_ADAPTIVE_MAX;
+  if (c->backward) memset(dst, 0, (size_t)(in_n * c->es));
+  if (max && c->backward) {
+    const int64_t *ix = c->gidx + p * out_n;
+    for (int64_t o = 0; o < out_n; o++) {
+      if (ix[o] < 0 || ix[o] >= in_n) {
+        atomic_store(&c->bad_index, true);
+        return;
+      }
+      st(dst, c->dt, ix[o], ld(dst, c->dt, ix[o]) + ld(src, c->dt, o));
+    }
+    return;
+  }
+  int64_t o = 0;
+  for (int64_t od = 0; od < g->out[0]; od++) {
+    window wd = window_of(g, 0, od);
+    for (int64_t oh = 0; oh < g->out[1]; oh++) {
+      window wh = window_of(g, 1, oh);
+      for (int64_t ow = 0; ow < g->out[2]; ow++, o++) {
+        window ww = window_of(g, 2, ow);
+        if (max) {
+          int64_t best = (wd.lo * g->in[1] + wh.lo) * g->in[2] + ww.lo;
+          double mv = -INFINITY;
+          for (int64_t id = wd.lo; id < wd.hi; id += wd.step)
+            for (int64_t ih = wh.lo; ih < wh.hi; ih += wh.step)
+              for (int64_t iw = ww.lo; iw < ww.hi; iw += ww.step) {
+                int64_t i = (id * g->in[1] + ih) * g->in[2] + iw;
+                double v = ld(src, c->dt, i);
+                if (v > mv || isnan(v)) {
+                  mv = v;
+                  best = i;
+                }
+              }
+          st(dst, c->dt, o, mv);
+          c->idx[p * out_n + o] = best;
+          continue;
+        }
+        /* average: the divisor as PyTorch computes it */
+        int64_t divisor;
+        if (g->kind == OPD__POOL_ADAPTIVE_AVG)
+          divisor = wd.extent * wh.extent * ww.extent;
+        else if (g->has_divisor)
+          divisor = g->divisor;
+        else if (g->count_include_pad)
+          divisor = wh.extent * ww.extent;
+        else
+          divisor = (wh.hi - wh.lo) * (ww.hi - ww.lo);
+        bool empty = wd.lo >= wd.hi || wh.lo >= wh.hi || ww.lo >= ww.hi;
+        if (c->backward) {
+          if (empty) continue;
+          double gv = ld(src, c->dt, o) / (double)divisor;
+          for (int64_t id = wd.lo; id < wd.hi; id++)
+            for (int64_t ih = wh.lo; ih < wh.hi; ih++)
+              for (int64_t iw = ww.lo; iw < ww.hi; iw++) {
+                int64_t i = (id * g->in[1] + ih) * g->in[2] + iw;
+                st(dst, c->dt, i, ld(dst, c->dt, i) + gv);
+              }
+          continue;
+        }
+        double sum = 0;
+        for (int64_t id = wd.lo; id < wd.hi; id++)
+          for (int64_t ih = wh.lo; ih < wh.hi; ih++)
+            for (int64_t iw = ww.lo; iw < ww.hi; iw++)
+              sum += ld(src, c->dt, (id * g->in[1] + ih) * g->in[2] + iw);
+        st(dst, c->dt, o, empty ? 0.0 : sum / (double)divisor);
+      }
+    }
+  }
+}
+
+static void pool_task(void *ctx, int64_t begin, int64_t end) {
+  for (int64_t p = begin; p < end; p++) pool_plane(ctx, p);
+}
+
+/* Runs the forward (src the input) or backward (src grad_output) pooling of g into out. */
+static int pool_run(const opd__pool_geom *g, bool backward, opd_tensor *src, opd_tensor *out,
+                    opd_tensor *indices, const char *op) {
+  opd_tensor *x = NULL, *ix = NULL;
+  int rc = opd__cpu_contiguous(src, &x);
+  if (!rc && backward && indices) rc = opd__cpu_contiguous(indices, &ix);
+  if (!rc) {
+    pool_ctx c = {.g = g,
+                  .dt = g->spec.dtype,
+                  .es = (int64_t)opd_dtype_size(g->spec.dtype),
+                  .backward = backward,
+                  .in = opd_tensor_data(x),
+                  .out = opd_tensor_data(out),
+                  .idx = !backward && indices ? opd_tensor_data(indices) : NULL,
+                  .gidx = ix ? opd_tensor_data(ix) : NULL};
+    atomic_init(&c.bad_index, false);
+    int64_t work = g->out[0] * g->out[1] * g->out[2] + g->in[0] * g->in[1] * g->in[2];
+    opd__parallel_for(0, g->planes,
+                      work >= OPD_GRAIN_ELEMENTWISE ? 1 : OPD_GRAIN_ELEMENTWISE / (work + 1),
+                      pool_task, &c);
+    if (atomic_load(&c.bad_index))
+      rc = opd_error(OPD_EINVAL, "%s: an index is out of range of its plane", op);
+  }
+  if (x) opd_tensor_release(x);
+  if (ix) opd_tensor_release(ix);
+  return rc;
+}
+
+static int forward(const opd__pool_geom *g, opd_tensor *self, opd_tensor **out, const char *op) {
+  int rc = check_dtype(g->spec.dtype, op);
+  if (!rc) rc = opd__alloc_output(&g->spec, g->device, out);
+  if (!rc && (rc = pool_run(g, false, self, *out, NULL, op)) != 0) {
+    opd_tensor_release(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+static int backward(const opd__pool_geom *g, opd_tensor *grad_output, opd_tensor *self,
+                    opd_tensor *indices, opd_tensor **out, const char *op) {
+  int rc = check_dtype(g->spec.dtype, op);
+  opd_out_spec spec = {.ndim = self->ndim, .dtype = g->spec.dtype};
+  memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof *spec.sizes);
+  if (!rc) rc = opd__alloc_output(&spec, g->device, out);
+  if (!rc && (rc = pool_run(g, true, grad_output, *out, indices, op)) != 0) {
+    opd_tensor_release(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* ---- the kernels ---- */
+
+static int max_pool_boxed(opd_stack *stack, int sdims) {
+  opd__pool_geom g;
+  opd_tensor *self, *out = NULL, *indices = NULL;
+  const char *op = sdims == 2 ? "max_pool2d" : "max_pool3d";
+  int rc = opd__max_pool_args(stack, sdims, &g, &self);
+  if (!rc) rc = check_dtype(g.spec.dtype, op);
+  if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
+  if (!rc) rc = pool_run(&g, false, self, out, indices, op);
+  if (self) opd_tensor_release(self);
+  return opd__push_pool_results(stack, out, indices, rc);
+}
+
+int opd__cpu_max_pool2d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return max_pool_boxed(stack, 2);
+}
+
+int opd__cpu_max_pool3d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return max_pool_boxed(stack, 3);
+}
+
+int opd__cpu_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd__pool_geom g;
+  opd_tensor *self, *out = NULL, *indices = NULL;
+  int rc = opd__adaptive_max_pool2d_args(stack, &g, &self);
+  if (!rc) rc = check_dtype(g.spec.dtype, "adaptive_max_pool2d");
+  if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
+  if (!rc) rc = pool_run(&g, false, self, out, indices, "adaptive_max_pool2d");
+  if (self) opd_tensor_release(self);
+  return opd__push_pool_results(stack, out, indices, rc);
+}
+
+static int max_pool_backward(int sdims, opd_tensor *grad_output, opd_tensor *self,
+                             opd_int_list kernel_size, opd_int_list stride, opd_int_list padding,
+                             opd_int_list dilation, bool ceil_mode, opd_tensor *indices,
+                             opd_tensor **out) {
+  const char *op =
+      sdims == 2 ? "max_pool2d_with_indices_backward" : "max_pool3d_with_indices_backward";
+  opd__pool_geom g;
+  int rc = opd__max_pool_meta(self, sdims, kernel_size, stride, padding, dilation, ceil_mode, &g);
+  if (!rc) rc = opd__pool_backward_check(&g, grad_output, indices, op);
+  return rc ? rc : backward(&g, grad_output, self, indices, out, op);
+}
+
+int opd__cpu_max_pool2d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                              opd_tensor *self, opd_int_list kernel_size,
+                                              opd_int_list stride, opd_int_list padding,
+                                              opd_int_list dilation, bool ceil_mode,
+                                              opd_tensor *indices, opd_tensor **out) {
+  (void)ctx;
+  return max_pool_backward(2, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
+                           indices, out);
+}
+
+int opd__cpu_max_pool3d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                              opd_tensor *self, opd_int_list kernel_size,
+                                              opd_int_list stride, opd_int_list padding,
+                                              opd_int_list dilation, bool ceil_mode,
+                                              opd_tensor *indices, opd_tensor **out) {
+  (void)ctx;
+  return max_pool_backward(3, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
+                           indices, out);
+}
+
+int opd__cpu_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list kernel_size,
+                        opd_int_list stride, opd_int_list padding, bool ceil_mode,
+                        bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {
+  (void)ctx;
+  opd__pool_geom g;
+  int rc = opd__avg_pool2d_meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                divisor_override, &g);
+  return rc ? rc : forward(&g, self, out, "avg_pool2d");
+}
+
+int opd__cpu_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                 opd_tensor *self, opd_int_list kernel_size, opd_int_list stride,
+                                 opd_int_list padding, bool ceil_mode, bool count_include_pad,
+                                 opd_opt_int divisor_override, opd_tensor **out) {
+  (void)ctx;
+  opd__pool_geom g;
+  int rc = opd__avg_pool2d_meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                divisor_override, &g);
+  if (!rc) rc = opd__pool_backward_check(&g, grad_output, NULL, "avg_pool2d_backward");
+  return rc ? rc : backward(&g, grad_output, self, NULL, out, "avg_pool2d_backward");
+}
+
+int opd__cpu_adaptive_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self,
+                                 opd_int_list output_size, opd_tensor **out) {
+  (void)ctx;
+  opd__pool_geom g;
+  int rc = opd__adaptive_pool2d_meta(self, output_size, false, &g);
+  return rc ? rc : forward(&g, self, out, "adaptive_avg_pool2d");
+}
+
+int opd__cpu_adaptive_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                          opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  opd__pool_geom g;
+  int rc = opd__adaptive_backward_meta(grad_output, self, NULL, false, &g);
+  return rc ? rc : backward(&g, grad_output, self, NULL, out, "adaptive_avg_pool2d_backward");
+}
+
+int opd__cpu_adaptive_max_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                          opd_tensor *self, opd_tensor *indices, opd_tensor **out) {
+  (void)ctx;
+  opd__pool_geom g;
+  int rc = opd__adaptive_backward_meta(grad_output, self, indices, true, &g);
+  return rc ? rc : backward(&g, grad_output, self, indices, out, "adaptive_max_pool2d_backward");
+}
+
+/* ---- max_unpool2d ---- */
+
+typedef struct unpool_ctx {
+  opd_dtype dt;
+  int64_t es;
+  const char *in;
+  const int64_t *idx;
+  char *out;
+  int64_t in_n, out_n;
+  _Atomic int64_t bad; /* the first invalid index seen, or -1 */
+  atomic_bool any_bad;
+} unpool_ctx;
+
+static void unpool_task(void *ctx, int64_t begin, int64_t end) {
+  unpool_ctx *c = ctx;
+  for (int64_t p = begin; p < end; p++) {
+    const int64_t *ix = c->idx + p * c->in_n;
+    const char *src = c->in + p * c->in_n * c->es;
+    char *dst = c->out + p * c->out_n * c->es;
+    memset(dst, 0, (size_t)(c->out_n * c->es));
+    for (int64_t i = 0; i < c->in_n; i++) {
+      if (ix[i] < 0 || ix[i] >= c->out_n) {
+        if (!atomic_exchange(&c->any_bad, true)) atomic_store(&c->bad, ix[i]);
+        return;
+      }
+      st(dst, c->dt, ix[i], ld(src, c->dt, i));
+    }
+  }
+}
+
+int opd__cpu_max_unpool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *indices,
+                          opd_int_list output_size, opd_tensor **out) {
+  (void)ctx;
+  opd__pool_geom g;
+  int rc = opd__max_unpool2d_meta(self, indices, output_size, &g);
+  if (!rc) rc = check_dtype(g.spec.dtype, "max_unpool2d");
+  if (rc) return rc;
+  opd_tensor *x = NULL, *ix = NULL, *y = NULL;
+  rc = opd__cpu_contiguous(self, &x);
+  if (!rc) rc = opd__cpu_contiguous(indices, &ix);
+  if (!rc) rc = opd__alloc_output(&g.spec, g.device, &y);
+  if (!rc) {
+    unpool_ctx c = {.dt = g.spec.dtype,
+                    .es = (int64_t)opd_dtype_size(g.spec.dtype),
+                    .in = opd_tensor_data(x),
+                    .idx = opd_tensor_data(ix),
+                    .out = opd_tensor_data(y),
+                    .in_n = g.out[1] * g.out[2],
+                    .out_n = g.in[1] * g.in[2]};
+    atomic_init(&c.bad, -1);
+    atomic_init(&c.any_bad, false);
+    opd__parallel_for(0, g.planes, 1, unpool_task, &c);
+    if (atomic_load(&c.any_bad))
+      rc = opd_error(OPD_EINVAL,
+                     "Found an invalid max index: %lld (output volumes are of size %lldx%lld",
+                     (long long)atomic_load(&c.bad), (long long)g.in[1], (long long)g.in[2]);
+  }
+  if (x) opd_tensor_release(x);
+  if (ix) opd_tensor_release(ix);
+  if (rc && y) opd_tensor_release(y);
+  if (!rc) *out = y;
+  return rc;
+}

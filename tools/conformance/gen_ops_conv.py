@@ -1,0 +1,513 @@
+#!/usr/bin/python3
+"""gen_ops_conv.py: conformance cases of the convolution, pooling and padding family,
+recorded from PyTorch 1.13 into tests/fixtures/ops_conv.json (opgen.py describes the format
+and the replay):
+
+    /usr/bin/python3 tools/conformance/gen_ops_conv.py
+
+What the cases cover: convolution in 1, 2 and 3 spatial dims with stride, padding, dilation,
+groups (depthwise too), transposed with output_padding, with and without bias, float32 and
+float64, non-contiguous inputs, an empty batch, and the geometries opd's oneDNN path declines
+(an output padding past the padding); the composites conv1d/2d/3d, conv_transpose1d/2d/3d
+and _convolution; average, adaptive average and max pooling (their indices too, NaN and infinities
+among the values) with their backward operators (the max ones take the indices PyTorch's
+forward computed), max_unpool2d and the pooling
+composites; constant_pad_nd with positive and negative pads, reflection and replication
+padding in 1, 2 and 3 dims with their backward operators; and the errors PyTorch raises for
+wrong channel counts, bad padding, strides and kernels. convolution_backward is recorded with
+each output_mask combination it is called with (an unrequested gradient is None).
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import opgen  # noqa: E402
+from opgen import S, ERR, TSpec  # noqa: E402
+
+A = torch.ops.aten
+fam = opgen.Family("conv", seed=31)
+
+# a convolution sums K products: float32 rounding grows with K and the values' size
+CONV_TOL = (2e-4, 2e-4)
+
+
+def t(g, shape, dtype="float32", view=None, kind="normal"):
+    return g.T(shape, dtype, kind, view=view)
+
+
+def conv(name, x, w, b, stride, padding, dilation, transposed, output_padding, groups,
+         dtype="float32", view=None, tags=()):
+    def fn(g):
+        return ([("input", t(g, x, dtype, view)), ("weight", t(g, w, dtype, view)),
+                 ("bias", None if b is None else t(g, [b], dtype)), ("stride", stride),
+                 ("padding", padding), ("dilation", dilation), ("transposed", transposed),
+                 ("output_padding", output_padding), ("groups", groups)], list(tags))
+    return S(name, fn)
+
+
+def conv_err(name, x, w, b, stride, padding, dilation, transposed, output_padding, groups, msg,
+             wdtype="float32"):
+    def fn(g):
+        return ([("input", t(g, x)), ("weight", t(g, w, wdtype)),
+                 ("bias", None if b is None else t(g, [b])), ("stride", stride),
+                 ("padding", padding), ("dilation", dilation), ("transposed", transposed),
+                 ("output_padding", output_padding), ("groups", groups)], ["error"])
+    return ERR(name, fn, "RuntimeError", msg)
+
+
+fam.op("convolution", [
+    conv("2d_bias", [2, 3, 7, 7], [4, 3, 3, 3], 4, [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+    conv("2d_stride2_nobias", [2, 3, 8, 7], [5, 3, 3, 3], None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1),
+    conv("2d_dilation", [1, 2, 9, 8], [3, 2, 3, 2], 3, [2, 1], [2, 1], [2, 3], False, [0, 0], 1),
+    conv("2d_single_params", [1, 2, 6, 6], [3, 2, 3, 3], None, [2], [1], [1], False, [0], 1),
+    conv("2d_groups", [2, 4, 6, 6], [6, 2, 3, 3], 6, [1, 1], [1, 1], [1, 1], False, [0, 0], 2),
+    conv("2d_depthwise", [1, 4, 5, 5], [4, 1, 3, 3], 4, [1, 1], [1, 1], [1, 1], False, [0, 0], 4),
+    conv("2d_depthwise_mult", [1, 3, 6, 6], [6, 1, 3, 3], None, [2, 2], [1, 1], [1, 1], False, [0, 0], 3),
+    conv("2d_1x1_stride2", [1, 3, 6, 6], [4, 3, 1, 1], None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1),
+    conv("2d_wide", [2, 16, 8, 8], [16, 16, 3, 3], 16, [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+    conv("1d", [2, 3, 10], [5, 3, 3], 5, [2], [1], [1], False, [0], 1, tags=["1d"]),
+    conv("1d_dilation_groups", [2, 4, 11], [4, 2, 3], None, [1], [2], [2], False, [0], 2, tags=["1d"]),
+    conv("3d", [1, 2, 5, 5, 5], [3, 2, 3, 3, 3], 3, [1, 2, 1], [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1,
+         tags=["3d"]),
+    conv("3d_groups_dilation", [1, 4, 6, 5, 5], [4, 2, 2, 2, 2], None, [1, 1, 1], [0, 1, 0], [2, 1, 2],
+         False, [0, 0, 0], 2, tags=["3d"]),
+    conv("transposed_2d", [2, 4, 4, 4], [4, 3, 3, 3], 3, [2, 2], [1, 1], [1, 1], True, [1, 1], 1,
+         tags=["transposed"]),
+    conv("transposed_groups", [1, 4, 3, 3], [4, 2, 3, 3], None, [2, 1], [0, 1], [1, 1], True, [1, 0], 2,
+         tags=["transposed"]),
+    conv("transposed_1d_dilation", [2, 3, 5], [3, 2, 3], 2, [1], [0], [2], True, [0], 1,
+         tags=["transposed", "1d"]),
+    conv("transposed_3d", [1, 2, 3, 3, 3], [2, 2, 2, 2, 2], 2, [2, 2, 2], [0, 0, 0], [1, 1, 1], True,
+         [1, 0, 1], 1, tags=["transposed", "3d"]),
+    conv("transposed_outpad_past_pad", [1, 2, 4], [2, 2, 3], None, [1], [0], [2], True, [1], 1,
+         tags=["transposed", "1d"]),
+    conv("f64_2d", [2, 3, 6, 6], [4, 3, 3, 3], 4, [1, 2], [1, 0], [1, 1], False, [0, 0], 1, "float64",
+         tags=["float64"]),
+    conv("f64_groups_dilation", [1, 4, 7, 7], [4, 2, 2, 3], None, [2, 1], [1, 1], [2, 2], False, [0, 0], 2,
+         "float64", tags=["float64"]),
+    conv("f64_transposed", [1, 4, 3, 4], [4, 2, 3, 3], 2, [2, 2], [1, 1], [1, 1], True, [1, 0], 1,
+         "float64", tags=["float64", "transposed"]),
+    conv("f64_1d", [2, 2, 7], [3, 2, 2], 3, [1], [0], [1], False, [0], 1, "float64",
+         tags=["float64", "1d"]),
+    conv("noncontig", [2, 3, 6, 6], [4, 3, 3, 3], 4, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+         view="any", tags=["noncontig"]),
+    conv("noncontig_transposed", [1, 3, 4, 4], [3, 2, 2, 2], None, [2, 2], [0, 0], [1, 1], True,
+         [0, 0], 1, view="any", tags=["noncontig", "transposed"]),
+    conv("empty_batch", [0, 3, 5, 5], [4, 3, 3, 3], 4, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+         tags=["empty"]),
+], errors=[
+    conv_err("err_channels", [2, 3, 5, 5], [4, 2, 3, 3], None, [1], [0], [1], False, [0], 1,
+             "expected input[2, 3, 5, 5] to have 2 channels, but got 3 channels instead"),
+    conv_err("err_weight_dims", [2, 3, 5, 5], [4, 3], None, [1], [0], [1], False, [0], 1,
+             "weight should have at least three dimensions"),
+    conv_err("err_input_dims", [2, 3, 5, 5], [4, 3, 3], None, [1], [0], [1], False, [0], 1,
+             "Expected 3-dimensional input for 3-dimensional weight [4, 3, 3]"),
+    conv_err("err_negative_padding", [2, 3, 5, 5], [4, 3, 3, 3], None, [1], [-1], [1], False, [0], 1,
+             "negative padding is not supported"),
+    conv_err("err_stride_zero", [2, 3, 5, 5], [4, 3, 3, 3], None, [0], [0], [1], False, [0], 1,
+             "non-positive stride is not supported"),
+    conv_err("err_dilation_zero", [2, 3, 5, 5], [4, 3, 3, 3], None, [1], [0], [0], False, [0], 1,
+             "non-positive dilation is not supported"),
+    conv_err("err_groups_zero", [2, 3, 5, 5], [4, 3, 3, 3], None, [1], [0], [1], False, [0], 0,
+             "non-positive groups is not supported"),
+    conv_err("err_groups_channels", [2, 3, 5, 5], [4, 3, 3, 3], None, [1], [0], [1], False, [0], 2,
+             "expected input[2, 3, 5, 5] to have 6 channels, but got 3 channels instead"),
+    conv_err("err_kernel_too_big", [2, 3, 5, 5], [4, 3, 7, 7], None, [1], [0], [1], False, [0], 1,
+             "Kernel size can't be greater than actual input size"),
+    conv_err("err_bias_size", [2, 3, 5, 5], [4, 3, 3, 3], 3, [1], [0], [1], False, [0], 1,
+             "expected bias to be 1-dimensional with 4 elements, but got bias of size [3] instead"),
+    conv_err("err_stride_length", [2, 3, 5, 5], [4, 3, 3, 3], None, [1, 1, 1], [0], [1], False, [0], 1,
+             "expected stride to be a single integer value or a list of 2 values"),
+    conv_err("err_dtype_mismatch", [2, 3, 5, 5], [4, 3, 3, 3], None, [1], [0], [1], False, [0], 1,
+             "should be the same", wdtype="float64"),
+    conv_err("err_transposed_channels", [2, 3, 5, 5], [4, 3, 3, 3], None, [1], [0], [1], True, [0], 1,
+             "to have 4 channels, but got 3 channels instead"),
+    conv_err("err_weight_groups", [2, 3, 5, 5], [0, 3, 3, 3], None, [1], [0], [1], False, [0], 1,
+             "expected weight to be at least 1 at dimension 0"),
+], tol=CONV_TOL)
+
+
+def conv_nd_op(op, nd, transposed):
+    def fn(shape_x, shape_w, b, extra, batched=True):
+        def f(g):
+            args = [("input", t(g, shape_x if batched else shape_x[1:])), ("weight", t(g, shape_w)),
+                    ("bias", None if b is None else t(g, [b]))]
+            return args + list(extra.items()), [] if batched else ["unbatched"]
+        return f
+    return fn
+
+
+fam.op("conv1d", [
+    S("basic", conv_nd_op("conv1d", 1, False)([2, 3, 9], [4, 3, 3], 4, {"stride": [2], "padding": [1]})),
+    S("unbatched", conv_nd_op("conv1d", 1, False)([1, 3, 9], [4, 3, 3], None, {"groups": 1}, False)),
+], errors=[
+    ERR("err_dims", lambda g: ([("input", t(g, [2, 3, 4, 4])), ("weight", t(g, [4, 3, 3]))], ["error"]),
+        "RuntimeError", "Expected 2D (unbatched) or 3D (batched) input to conv1d"),
+], tol=CONV_TOL)
+fam.op("conv2d", [
+    S("basic", conv_nd_op("conv2d", 2, False)([2, 3, 6, 6], [4, 3, 3, 3], 4, {"padding": [1, 1]})),
+    S("groups", conv_nd_op("conv2d", 2, False)([1, 4, 6, 5], [4, 1, 3, 3], None,
+                                               {"stride": [2, 1], "dilation": [1, 2], "groups": 4})),
+    S("unbatched", conv_nd_op("conv2d", 2, False)([1, 3, 5, 5], [2, 3, 2, 2], 2, {}, False)),
+], tol=CONV_TOL)
+fam.op("conv3d", [
+    S("basic", conv_nd_op("conv3d", 3, False)([1, 2, 4, 5, 4], [3, 2, 2, 3, 2], 3, {"padding": [1, 0, 1]})),
+], tol=CONV_TOL)
+fam.op("conv_transpose1d", [
+    S("basic", conv_nd_op("conv_transpose1d", 1, True)([2, 3, 5], [3, 2, 3], 2,
+                                                       {"stride": [2], "output_padding": [1]})),
+], tol=CONV_TOL)
+fam.op("conv_transpose2d.input", [
+    S("basic", conv_nd_op("conv_transpose2d", 2, True)([1, 4, 3, 3], [4, 2, 3, 3], None,
+                                                       {"stride": [2, 2], "padding": [1, 1],
+                                                        "output_padding": [1, 1], "groups": 2})),
+    S("unbatched", conv_nd_op("conv_transpose2d", 2, True)([1, 2, 3, 3], [2, 3, 2, 2], 3, {}, False)),
+], tol=CONV_TOL)
+fam.op("conv_transpose3d.input", [
+    S("basic", conv_nd_op("conv_transpose3d", 3, True)([1, 2, 2, 3, 2], [2, 2, 2, 2, 2], 2,
+                                                       {"stride": [1, 2, 1]})),
+], tol=CONV_TOL)
+fam.op("_convolution", [
+    S("basic", lambda g: ([("input", t(g, [1, 3, 5, 5])), ("weight", t(g, [2, 3, 3, 3])),
+                           ("bias", t(g, [2])), ("stride", [1, 1]), ("padding", [1, 1]),
+                           ("dilation", [1, 1]), ("transposed", False), ("output_padding", [0, 0]),
+                           ("groups", 1), ("benchmark", False), ("deterministic", False),
+                           ("cudnn_enabled", True), ("allow_tf32", True)], [])),
+], tol=CONV_TOL)
+
+
+
+def conv_bwd(name, x, w, stride, padding, dilation, transposed, output_padding, groups, mask,
+             dtype="float32", bias=True, view=None, tags=()):
+    def fn(g):
+        xs, ws = t(g, x, dtype, view), t(g, w, dtype, view)
+        y = A.convolution(opgen.dec_value(xs.to_json()), opgen.dec_value(ws.to_json()), None, stride,
+                          padding, dilation, transposed, output_padding, groups)
+        return ([("grad_output", t(g, list(y.shape), dtype)), ("input", xs), ("weight", ws),
+                 ("bias_sizes", [y.shape[1]] if bias else None), ("stride", stride),
+                 ("padding", padding), ("dilation", dilation), ("transposed", transposed),
+                 ("output_padding", output_padding), ("groups", groups), ("output_mask", mask)],
+                list(tags))
+    return S(name, fn)
+
+
+fam.op("convolution_backward", [
+    conv_bwd("2d", [2, 3, 7, 7], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True]),
+    conv_bwd("2d_stride_dilation_groups", [2, 4, 8, 7], [6, 2, 3, 2], [2, 1], [1, 0], [1, 2], False, [0, 0], 2,
+             [True, True, False], bias=False),
+    conv_bwd("depthwise_weight_only", [1, 4, 6, 6], [4, 1, 3, 3], [1, 1], [1, 1], [1, 1], False, [0, 0], 4,
+             [False, True, True]),
+    conv_bwd("1d_input_only", [2, 3, 10], [5, 3, 3], [2], [1], [1], False, [0], 1, [True, False, False],
+             tags=["1d"]),
+    conv_bwd("3d", [1, 2, 4, 5, 4], [3, 2, 2, 3, 2], [1, 2, 1], [1, 1, 0], [1, 1, 1], False, [0, 0, 0], 1,
+             [True, True, True], tags=["3d"]),
+    conv_bwd("transposed", [2, 4, 4, 4], [4, 3, 3, 3], [2, 2], [1, 1], [1, 1], True, [1, 1], 1,
+             [True, True, True], tags=["transposed"]),
+    conv_bwd("transposed_groups_1d", [1, 4, 5], [4, 2, 3], [2], [0], [2], True, [1], 2, [True, True, False],
+             tags=["transposed", "1d"]),
+    conv_bwd("f64", [2, 3, 6, 5], [4, 3, 3, 2], [1, 2], [1, 0], [1, 1], False, [0, 0], 1, [True, True, True],
+             "float64", tags=["float64"]),
+    conv_bwd("f64_transposed", [1, 4, 3, 3], [4, 2, 2, 3], [2, 1], [0, 1], [1, 1], True, [1, 0], 2,
+             [True, True, True], "float64", tags=["float64", "transposed"]),
+    conv_bwd("noncontig", [2, 3, 6, 6], [4, 3, 3, 3], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+             [True, True, True], view="any", tags=["noncontig"]),
+    conv_bwd("empty_batch", [0, 3, 5, 5], [4, 3, 3, 3], [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+             [True, True, True], tags=["empty"]),
+], tol=CONV_TOL)
+
+# ---- pooling ----
+
+def spec_of(x):
+    """A TSpec holding a tensor PyTorch computed (indices of a forward pooling)."""
+    dt = {torch.int64: "int64", torch.float32: "float32", torch.float64: "float64"}[x.dtype]
+    return TSpec(dt, list(x.shape), x.contiguous().numpy().reshape(-1))
+
+
+def max_bwd(name, shape, k, s, p, d, ceil, dtype="float32", nd=2):
+    def fn(g):
+        x = t(g, shape, dtype)
+        xt = opgen.dec_value(x.to_json())
+        fwd = A.max_pool2d_with_indices if nd == 2 else A.max_pool3d_with_indices
+        out, idx = fwd(xt, k, s, p, d, ceil)
+        return ([("grad_output", t(g, list(out.shape), dtype)), ("self", x), ("kernel_size", k),
+                 ("stride", s), ("padding", p), ("dilation", d), ("ceil_mode", ceil),
+                 ("indices", spec_of(idx))], [])
+    return S(name, fn)
+
+
+def max_fwd(name, shape, k, s, p, d, ceil, dtype="float32", view=None, kind="normal", tags=()):
+    return S(name, lambda g: ([("self", t(g, shape, dtype, view, kind)), ("kernel_size", k), ("stride", s),
+                               ("padding", p), ("dilation", d), ("ceil_mode", ceil)], list(tags)))
+
+
+fam.op("max_pool2d_with_indices", [
+    max_fwd("basic", [2, 3, 6, 6], [2, 2], [], [0], [1], False),
+    max_fwd("overlap_pad_ceil", [1, 2, 7, 6], [3, 3], [2, 2], [1, 1], [1, 1], True),
+    max_fwd("dilation_unbatched", [2, 7, 7], [2, 3], [1, 2], [1, 1], [2, 1], False),
+    max_fwd("nan_inf", [1, 2, 4, 4], [2, 2], [1, 1], [0, 0], [1, 1], False, kind="special", tags=["special"]),
+    max_fwd("f64_noncontig", [2, 2, 5, 6], [2, 3], [2, 1], [1, 1], [1, 1], False, "float64", "any",
+            tags=["float64", "noncontig"]),
+    max_fwd("empty_batch", [0, 2, 4, 4], [2, 2], [2, 2], [0, 0], [1, 1], False, tags=["empty"]),
+], errors=[
+    ERR("err_stride_zero", lambda g: ([("self", t(g, [2, 3, 5, 5])), ("kernel_size", [2, 2]), ("stride", [0])],
+                                      ["error"]), "RuntimeError", "stride should not be zero"),
+    ERR("err_too_small", lambda g: ([("self", t(g, [2, 3, 5, 5])), ("kernel_size", [7, 7])], ["error"]),
+        "RuntimeError", "Output size is too small"),
+])
+fam.op("max_pool3d_with_indices", [
+    max_fwd("basic", [1, 2, 4, 5, 4], [2, 2, 2], [2, 1, 2], [1, 0, 1], [1, 1, 1], False, tags=["3d"]),
+    max_fwd("ceil_dilation_f64", [2, 5, 6, 5], [2, 3, 2], [2, 2, 1], [1, 1, 0], [1, 1, 2], True, "float64",
+            tags=["3d", "float64"]),
+])
+fam.op("adaptive_max_pool2d", [
+    S("uneven", lambda g: ([("self", t(g, [2, 3, 7, 5])), ("output_size", [3, 2])], [])),
+    S("upsample_f64", lambda g: ([("self", t(g, [3, 2, 3], "float64")), ("output_size", [5, 4])], ["float64"])),
+    S("nan", lambda g: ([("self", t(g, [1, 2, 4, 4], kind="special")), ("output_size", [2, 2])], ["special"])),
+], errors=[
+    ERR("err_dims", lambda g: ([("self", t(g, [4, 4])), ("output_size", [2, 2])], ["error"]),
+        "RuntimeError", "Expected 3D or 4D tensor"),
+])
+
+fam.op("max_pool2d_with_indices_backward", [
+    max_bwd("basic", [2, 3, 6, 6], [2, 2], [2, 2], [0, 0], [1, 1], False),
+    max_bwd("overlap_pad_ceil", [1, 2, 7, 6], [3, 3], [2, 2], [1, 1], [1, 1], True),
+    max_bwd("dilation_3d_input", [2, 7, 7], [2, 3], [1, 2], [1, 1], [2, 1], False),
+    max_bwd("f64", [1, 2, 5, 5], [3, 3], [1, 1], [1, 1], [1, 1], False, "float64"),
+])
+fam.op("max_pool3d_with_indices_backward", [
+    max_bwd("basic", [1, 2, 4, 5, 4], [2, 2, 2], [2, 1, 2], [1, 0, 1], [1, 1, 1], False, nd=3),
+])
+
+
+def pool_args(g, shape, dtype, view, **kw):
+    return [("self", t(g, shape, dtype, view))] + list(kw.items())
+
+
+fam.op("avg_pool2d", [
+    S("basic", lambda g: (pool_args(g, [2, 3, 6, 6], "float32", None, kernel_size=[2, 2]), [])),
+    S("pad_ceil", lambda g: (pool_args(g, [1, 2, 7, 6], "float32", None, kernel_size=[3, 3], stride=[2, 2],
+                                       padding=[1, 1], ceil_mode=True), [])),
+    S("no_count_pad", lambda g: (pool_args(g, [2, 5, 5], "float32", None, kernel_size=[3, 2], stride=[2, 1],
+                                           padding=[1, 1], ceil_mode=False, count_include_pad=False), [])),
+    S("divisor", lambda g: (pool_args(g, [1, 2, 5, 5], "float32", None, kernel_size=[2], stride=[1],
+                                      padding=[0], ceil_mode=False, count_include_pad=True,
+                                      divisor_override=3), [])),
+    S("ceil_no_count_pad", lambda g: (pool_args(g, [1, 1, 6, 6], "float32", None, kernel_size=[3, 3],
+                                                stride=[2, 2], padding=[1, 1], ceil_mode=True,
+                                                count_include_pad=False), [])),
+    S("f64_noncontig", lambda g: (pool_args(g, [2, 3, 6, 5], "float64", "any", kernel_size=[2, 2],
+                                            stride=[1, 2]), ["float64", "noncontig"])),
+], errors=[
+    ERR("err_pad", lambda g: (pool_args(g, [2, 3, 5, 5], "float32", None, kernel_size=[2, 2], stride=[],
+                                        padding=[2]), ["error"]),
+        "RuntimeError", "pad should be at most half of kernel size"),
+    ERR("err_divisor", lambda g: (pool_args(g, [2, 3, 5, 5], "float32", None, kernel_size=[2, 2], stride=[],
+                                            padding=[0], ceil_mode=False, count_include_pad=True,
+                                            divisor_override=0), ["error"]),
+        "RuntimeError", "divisor must be not zero"),
+    ERR("err_kernel_list", lambda g: (pool_args(g, [2, 3, 5, 5], "float32", None, kernel_size=[2, 2, 2]),
+                                      ["error"]),
+        "RuntimeError", "avg_pool2d: kernel_size must either be a single int, or a tuple of two ints"),
+    ERR("err_too_small", lambda g: (pool_args(g, [1, 2, 3, 3], "float32", None, kernel_size=[4, 4]), ["error"]),
+        "RuntimeError", "Output size is too small"),
+])
+
+
+def avg_bwd(name, shape, k, s, p, ceil, cip, div, dtype="float32"):
+    def fn(g):
+        x = t(g, shape, dtype)
+        out = A.avg_pool2d(opgen.dec_value(x.to_json()), k, s, p, ceil, cip, div)
+        return ([("grad_output", t(g, list(out.shape), dtype)), ("self", x), ("kernel_size", k),
+                 ("stride", s), ("padding", p), ("ceil_mode", ceil), ("count_include_pad", cip),
+                 ("divisor_override", div)], [])
+    return S(name, fn)
+
+
+fam.op("avg_pool2d_backward", [
+    avg_bwd("basic", [2, 3, 6, 6], [2, 2], [2, 2], [0, 0], False, True, None),
+    avg_bwd("pad_ceil", [1, 2, 7, 6], [3, 3], [2, 2], [1, 1], True, False, None),
+    avg_bwd("divisor_f64", [2, 5, 5], [3, 2], [1, 2], [1, 0], False, True, 5, "float64"),
+])
+
+fam.op("_adaptive_avg_pool2d", [
+    S("uneven", lambda g: ([("self", t(g, [2, 3, 7, 5])), ("output_size", [3, 2])], [])),
+    S("upsample", lambda g: ([("self", t(g, [3, 2, 3])), ("output_size", [5, 4])], [])),
+    S("one", lambda g: ([("self", t(g, [1, 2, 4, 4], "float64", "any")), ("output_size", [1, 1])],
+                        ["float64", "noncontig"])),
+    S("zero_size", lambda g: ([("self", t(g, [2, 3, 4, 4])), ("output_size", [0, 2])], ["empty"])),
+], errors=[
+    ERR("err_size_len", lambda g: ([("self", t(g, [2, 3, 4, 4])), ("output_size", [2])], ["error"]),
+        "RuntimeError", "adaptive_avg_pool2d: output_size must be 2"),
+    ERR("err_empty", lambda g: ([("self", t(g, [2, 3, 0, 4])), ("output_size", [2, 2])], ["error"]),
+        "RuntimeError", "Expected input to have non-zero size for non-batch dimensions"),
+])
+fam.op("adaptive_avg_pool2d", [
+    S("mean", lambda g: ([("self", t(g, [2, 3, 5, 5])), ("output_size", [1, 1])], [])),
+    S("pool", lambda g: ([("self", t(g, [2, 3, 5, 6])), ("output_size", [2, 4])], [])),
+])
+
+
+def adaptive_bwd(name, shape, size, dtype="float32", maxpool=False):
+    def fn(g):
+        x = t(g, shape, dtype)
+        xt = opgen.dec_value(x.to_json())
+        if maxpool:
+            out, idx = A.adaptive_max_pool2d(xt, size)
+            return ([("grad_output", t(g, list(out.shape), dtype)), ("self", x),
+                     ("indices", spec_of(idx))], [])
+        out = A._adaptive_avg_pool2d(xt, size)
+        return ([("grad_output", t(g, list(out.shape), dtype)), ("self", x)], [])
+    return S(name, fn)
+
+
+fam.op("_adaptive_avg_pool2d_backward", [
+    adaptive_bwd("uneven", [2, 3, 7, 5], [3, 2]),
+    adaptive_bwd("upsample_f64", [3, 2, 3], [5, 4], "float64"),
+])
+fam.op("adaptive_max_pool2d_backward", [
+    adaptive_bwd("uneven", [2, 3, 7, 5], [3, 2], maxpool=True),
+    adaptive_bwd("f64", [1, 2, 5, 5], [2, 3], "float64", maxpool=True),
+])
+
+
+def unpool(name, shape, k, out_size, dtype="float32"):
+    def fn(g):
+        x = t(g, shape, dtype)
+        out, idx = A.max_pool2d_with_indices(opgen.dec_value(x.to_json()), k, k, [0, 0], [1, 1], False)
+        return ([("self", spec_of(out)), ("indices", spec_of(idx)), ("output_size", out_size)], [])
+    return S(name, fn)
+
+
+fam.op("max_unpool2d", [
+    unpool("basic", [2, 3, 6, 6], [2, 2], [6, 6]),
+    unpool("larger_output", [1, 2, 4, 4], [2, 2], [5, 5], "float64"),
+], errors=[
+    ERR("err_index", lambda g: ([("self", t(g, [1, 2, 2, 2])),
+                                 ("indices", TSpec("int64", [1, 2, 2, 2], np.full(8, 200, dtype=np.int64))),
+                                 ("output_size", [4, 4])], ["error"]),
+        "RuntimeError", "Found an invalid max index: 200"),
+    ERR("err_index_dtype", lambda g: ([("self", t(g, [1, 2, 2, 2])), ("indices", t(g, [1, 2, 2, 2], "int32", kind="small")),
+                                       ("output_size", [4, 4])], ["error"]),
+        "RuntimeError", "elements in indices should be type int64"),
+])
+
+fam.op("max_pool2d", [
+    S("basic", lambda g: (pool_args(g, [2, 3, 6, 6], "float32", None, kernel_size=[3, 3], stride=[2, 2],
+                                    padding=[1, 1]), [])),
+    S("ceil_dilation", lambda g: (pool_args(g, [1, 2, 7, 7], "float32", None, kernel_size=[2, 2], stride=[2, 2],
+                                            padding=[0, 0], dilation=[2, 2], ceil_mode=True), [])),
+    S("special_values", lambda g: ([("self", t(g, [1, 2, 4, 4], kind="special")), ("kernel_size", [2, 2])],
+                                   ["special"])),
+    S("f64_noncontig", lambda g: (pool_args(g, [2, 2, 5, 6], "float64", "any", kernel_size=[2, 3]),
+                                  ["float64", "noncontig"])),
+], errors=[
+    ERR("err_pad", lambda g: (pool_args(g, [2, 3, 5, 5], "float32", None, kernel_size=[2, 2], stride=[],
+                                        padding=[2]), ["error"]),
+        "RuntimeError", "pad should be at most half of kernel size"),
+    ERR("err_dims", lambda g: (pool_args(g, [5, 5], "float32", None, kernel_size=[2, 2]), ["error"]),
+        "RuntimeError", "non-empty 3D or 4D (batch mode) tensor expected for input"),
+    ERR("err_dilation", lambda g: (pool_args(g, [2, 3, 5, 5], "float32", None, kernel_size=[2, 2], stride=[],
+                                             padding=[0], dilation=[0]), ["error"]),
+        "RuntimeError", "dilation should be greater than zero"),
+    ERR("err_dtype", lambda g: (pool_args(g, [2, 3, 5, 5], "int64", None, kernel_size=[2, 2]), ["error"]),
+        "RuntimeError", "\"max_pool2d\" not implemented for 'Long'"),
+])
+fam.op("max_pool1d", [
+    S("basic", lambda g: (pool_args(g, [2, 3, 9], "float32", None, kernel_size=[3], stride=[2],
+                                    padding=[1]), [])),
+    S("unbatched_dilation", lambda g: (pool_args(g, [3, 10], "float32", None, kernel_size=[2], stride=[],
+                                                 padding=[0], dilation=[2]), [])),
+])
+fam.op("avg_pool1d", [
+    S("basic", lambda g: (pool_args(g, [2, 3, 9], "float32", None, kernel_size=[3], stride=[2],
+                                    padding=[1]), [])),
+    S("ceil_no_count_pad", lambda g: (pool_args(g, [3, 8], "float64", None, kernel_size=[3], stride=[2],
+                                                padding=[1], ceil_mode=True, count_include_pad=False),
+                                      ["float64"])),
+])
+
+# ---- padding ----
+
+fam.op("constant_pad_nd", [
+    S("2d", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [1, 2, 0, 1]), ("value", 1.5)], [])),
+    S("negative", lambda g: ([("self", t(g, [2, 3, 5, 5])), ("pad", [-2, 1, 1, -1])], [])),
+    S("all_negative", lambda g: ([("self", t(g, [3, 6])), ("pad", [-1, -2])], [])),
+    S("int64", lambda g: ([("self", t(g, [2, 3], "int64")), ("pad", [1, 1, 1, 1]), ("value", 7)], ["integer"])),
+    S("bool", lambda g: ([("self", t(g, [4], "bool")), ("pad", [2, 0]), ("value", True)], ["bool"])),
+    S("noncontig", lambda g: ([("self", t(g, [3, 4, 2], view="any")), ("pad", [1, 0, 0, 2, 1, 1])],
+                              ["noncontig"])),
+], errors=[
+    ERR("err_odd", lambda g: ([("self", t(g, [2, 3])), ("pad", [1, 2, 3])], ["error"]),
+        "RuntimeError", "Length of pad must be even but instead it equals 3"),
+    ERR("err_too_long", lambda g: ([("self", t(g, [2, 3])), ("pad", [1, 1, 1, 1, 1, 1])], ["error"]),
+        "RuntimeError", "Length of pad should be no more than twice the number of dimensions"),
+    ERR("err_negative_size", lambda g: ([("self", t(g, [2, 5])), ("pad", [-3, -3])], ["error"]),
+        "RuntimeError", "start (0) + length (-1) exceeds dimension size (2)."),
+])
+
+fam.op("pad", [
+    S("constant", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [1, 2]), ("mode", "constant"), ("value", 2.5)], [])),
+    S("constant_default", lambda g: ([("self", t(g, [2, 3])), ("pad", [1, 0, -1, 1])], [])),
+    S("reflect_2d", lambda g: ([("self", t(g, [1, 2, 4, 5])), ("pad", [1, 2, 2, 1]), ("mode", "reflect")], [])),
+    S("replicate_1d", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [3, 1]), ("mode", "replicate")], [])),
+    S("replicate_3d_f64", lambda g: ([("self", t(g, [2, 2, 3, 3], "float64")), ("pad", [1, 1, 0, 2, 1, 0]),
+                                      ("mode", "replicate")], ["float64"])),
+], errors=[
+    ERR("err_mode", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [1, 1]), ("mode", "mirror")], ["error"]),
+        "NotImplementedError", "Unrecognised padding mode mirror"),
+    ERR("err_value", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [1, 1]), ("mode", "reflect"), ("value", 1.0)],
+                                ["error"]), "RuntimeError", "doesn't take in value argument"),
+    ERR("err_odd", lambda g: ([("self", t(g, [2, 3, 4])), ("pad", [1, 1, 1]), ("mode", "reflect")], ["error"]),
+        "RuntimeError", "Padding length must be divisible by 2"),
+])
+
+
+def pad_case(name, shape, padding, dtype="float32", view=None):
+    return S(name, lambda g: ([("self", t(g, shape, dtype, view)), ("padding", padding)], []))
+
+
+def pad_bwd(op, name, shape, padding, dtype="float32"):
+    def fn(g):
+        x = t(g, shape, dtype)
+        out = getattr(A, op)(opgen.dec_value(x.to_json()), padding)
+        return ([("grad_output", t(g, list(out.shape), dtype)), ("self", x), ("padding", padding)], [])
+    return S(name, fn)
+
+
+for mode in ("reflection", "replication"):
+    fam.op("%s_pad1d" % mode, [
+        pad_case("basic", [2, 3, 5], [2, 3]),
+        pad_case("unbatched_f64", [3, 4], [1, 0], "float64"),
+        pad_case("negative", [2, 6], [-2, 1]),
+    ], errors=[
+        ERR("err_dims", lambda g: ([("self", t(g, [2, 3, 0])), ("padding", [1, 1])], ["error"]),
+            "RuntimeError", "2D or 3D (batch mode) tensor expected for input" if mode == "reflection"
+            else "Expected 2D or 3D (batch mode) tensor with possibly 0 batch size"),
+    ])
+    fam.op("%s_pad2d" % mode, [
+        pad_case("basic", [2, 3, 4, 5], [1, 2, 3, 1]),
+        pad_case("unbatched_noncontig", [2, 5, 4], [2, 1, 0, 2], view="any"),
+        pad_case("f64_negative", [1, 2, 5, 5], [-1, 2, 1, -2], "float64"),
+    ], errors=[
+        ERR("err_int", lambda g: ([("self", t(g, [2, 3, 4, 4], "int64")), ("padding", [1, 1, 1, 1])], ["error"]),
+            "RuntimeError", "\"%s\" not implemented for 'Long'" % ("reflection_pad2d" if mode == "reflection"
+                                                                   else "replication_pad2d_cpu")),
+    ] + ([ERR("err_pad_too_big", lambda g: ([("self", t(g, [2, 3, 5, 5])), ("padding", [5, 1, 1, 1])], ["error"]),
+              "RuntimeError", "Padding size should be less than the corresponding input dimension")]
+         if mode == "reflection" else []))
+    fam.op("%s_pad3d" % mode, [
+        pad_case("basic", [1, 2, 3, 4, 3], [1, 2, 2, 1, 1, 2]),
+        pad_case("unbatched", [2, 3, 3, 4], [0, 1, 1, 0, 2, 2], "float64"),
+    ])
+    fam.op("%s_pad1d_backward" % mode, [pad_bwd("%s_pad1d" % mode, "basic", [2, 3, 5], [2, 3])])
+    fam.op("%s_pad2d_backward" % mode, [
+        pad_bwd("%s_pad2d" % mode, "basic", [2, 3, 4, 5], [1, 2, 3, 1]),
+        pad_bwd("%s_pad2d" % mode, "f64_negative", [1, 2, 5, 5], [-1, 2, 1, -2], "float64"),
+    ])
+    fam.op("%s_pad3d_backward" % mode, [pad_bwd("%s_pad3d" % mode, "basic", [1, 2, 3, 4, 3], [1, 2, 2, 1, 1, 2])])
+
+if __name__ == "__main__":
+    fam.main()
