@@ -167,8 +167,78 @@
 #define OPD_POINTWISE_BOXED_KERNELS(X)
 
 /* indexing, joining, shapes, sorting */
-#define OPD_INDEX_UNBOXED_KERNELS(X)
-#define OPD_INDEX_BOXED_KERNELS(X)
+#define OPD_INDEX_UNBOXED_KERNELS(X) \
+  /* views and shapes: kernels/src/views_index.c, kernels/src/composite_index.c */ \
+  X("aten::squeeze", CompositeExplicitAutograd, opd__cea_squeeze, Tensor, Tensor) \
+  X("aten::diagonal", CompositeExplicitAutograd, opd__cea_diagonal, Tensor, Tensor, Int, Int, Int) \
+  X("aten::unfold", CPU, opd__unfold, Tensor, Tensor, Int, Int, Int) \
+  X("aten::unfold", Meta, opd__unfold_meta, Tensor, Tensor, Int, Int, Int) \
+  X("aten::flatten.using_ints", CompositeImplicitAutograd, opd__cia_flatten_using_ints, Tensor, Tensor, Int, Int) \
+  X("aten::unflatten.int", CompositeImplicitAutograd, opd__cia_unflatten_int, Tensor, Tensor, Int, IntList) \
+  X("aten::movedim.int", CompositeImplicitAutograd, opd__cia_movedim_int, Tensor, Tensor, Int, Int) \
+  X("aten::movedim.intlist", CompositeImplicitAutograd, opd__cia_movedim_intlist, Tensor, Tensor, IntList, IntList) \
+  X("aten::narrow", CompositeImplicitAutograd, opd__cia_narrow, Tensor, Tensor, Int, Int, Int) \
+  X("aten::expand_as", CompositeImplicitAutograd, opd__cia_expand_as, Tensor, Tensor, Tensor) \
+  X("aten::view_as", CompositeImplicitAutograd, opd__cia_view_as, Tensor, Tensor, Tensor) \
+  X("aten::reshape_as", CompositeImplicitAutograd, opd__cia_reshape_as, Tensor, Tensor, Tensor) \
+  X("aten::swapaxes", CompositeImplicitAutograd, opd__cia_swapaxes, Tensor, Tensor, Int, Int) \
+  X("aten::tile", CompositeImplicitAutograd, opd__cia_tile, Tensor, Tensor, IntList) \
+  X("aten::repeat", CompositeExplicitAutograd, opd__cea_repeat, Tensor, Tensor, IntList) \
+  X("aten::rot90", CompositeExplicitAutograd, opd__cea_rot90, Tensor, Tensor, Int, IntList) \
+  X("aten::diag_embed", CompositeExplicitAutograd, opd__cea_diag_embed, Tensor, Tensor, Int, Int, Int) \
+  X("aten::diag", CompositeExplicitAutograd, opd__cea_diag, Tensor, Tensor, Int) \
+  X("aten::stack", CompositeExplicitAutograd, opd__cea_stack, Tensor, TensorList, Int) \
+  X("aten::hstack", CompositeImplicitAutograd, opd__cia_hstack, Tensor, TensorList) \
+  X("aten::vstack", CompositeImplicitAutograd, opd__cia_vstack, Tensor, TensorList) \
+  X("aten::select_scatter", CompositeExplicitAutograd, opd__cea_select_scatter, Tensor, Tensor, Tensor, Int, Int) \
+  X("aten::slice_scatter", CompositeExplicitAutograd, opd__cea_slice_scatter, Tensor, Tensor, Tensor, Int, OptInt, OptInt, Int) \
+  X("aten::diagonal_scatter", CompositeExplicitAutograd, opd__cea_diagonal_scatter, Tensor, Tensor, Tensor, Int, Int, Int) \
+  /* flip, roll, tril, triu: kernels/cpu/index_shape.c, kernels/meta/index_shape_meta.c */ \
+  X("aten::flip", CPU, opd__cpu_flip, Tensor, Tensor, IntList) \
+  X("aten::flip", Meta, opd__meta_flip, Tensor, Tensor, IntList) \
+  X("aten::roll", CPU, opd__cpu_roll, Tensor, Tensor, IntList, IntList) \
+  X("aten::roll", Meta, opd__meta_roll, Tensor, Tensor, IntList, IntList) \
+  X("aten::tril", CPU, opd__cpu_tril, Tensor, Tensor, Int) \
+  X("aten::tril", Meta, opd__meta_tril, Tensor, Tensor, Int) \
+  X("aten::triu", CPU, opd__cpu_triu, Tensor, Tensor, Int) \
+  X("aten::triu", Meta, opd__meta_triu, Tensor, Tensor, Int) \
+  /* gather, scatter, index_add/copy/fill: kernels/cpu/index_scatter.c, kernels/meta/index_scatter_meta.c */ \
+  X("aten::gather", CPU, opd__cpu_gather, Tensor, Tensor, Int, Tensor, Bool) \
+  X("aten::gather", Meta, opd__meta_gather, Tensor, Tensor, Int, Tensor, Bool) \
+  X("aten::scatter.src", CPU, opd__cpu_scatter_src, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter.src", Meta, opd__meta_scatter_src, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter.value", CPU, opd__cpu_scatter_value, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::scatter.value", Meta, opd__meta_scatter_value, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::scatter.reduce", CPU, opd__cpu_scatter_reduce, Tensor, Tensor, Int, Tensor, Tensor, Str) \
+  X("aten::scatter.reduce", Meta, opd__meta_scatter_reduce, Tensor, Tensor, Int, Tensor, Tensor, Str) \
+  X("aten::scatter.value_reduce", CPU, opd__cpu_scatter_value_reduce, Tensor, Tensor, Int, Tensor, Scalar, Str) \
+  X("aten::scatter.value_reduce", Meta, opd__meta_scatter_value_reduce, Tensor, Tensor, Int, Tensor, Scalar, Str) \
+  X("aten::scatter_.src", CPU, opd__cpu_scatter__src, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_.src", Meta, opd__meta_scatter__src, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_add", CPU, opd__cpu_scatter_add, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_add", Meta, opd__meta_scatter_add, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_add_", CPU, opd__cpu_scatter_add_, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_add_", Meta, opd__meta_scatter_add_, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_reduce.two", CPU, opd__cpu_scatter_reduce_two, Tensor, Tensor, Int, Tensor, Tensor, Str, Bool) \
+  X("aten::scatter_reduce.two", Meta, opd__meta_scatter_reduce_two, Tensor, Tensor, Int, Tensor, Tensor, Str, Bool) \
+  X("aten::index_add", CPU, opd__cpu_index_add, Tensor, Tensor, Int, Tensor, Tensor, Scalar) \
+  X("aten::index_add", Meta, opd__meta_index_add, Tensor, Tensor, Int, Tensor, Tensor, Scalar) \
+  X("aten::index_copy", CPU, opd__cpu_index_copy, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_copy", Meta, opd__meta_index_copy, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_fill_.int_Scalar", CPU, opd__cpu_index_fill__int_scalar, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::index_fill_.int_Scalar", Meta, opd__meta_index_fill__int_scalar, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::index_fill_.int_Tensor", CPU, opd__cpu_index_fill__int_tensor, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_fill_.int_Tensor", Meta, opd__meta_index_fill__int_tensor, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_fill.int_Scalar", CompositeExplicitAutograd, opd__cea_index_fill_int_scalar, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::index_fill.int_Tensor", CompositeExplicitAutograd, opd__cea_index_fill_int_tensor, Tensor, Tensor, Int, Tensor, Tensor)
+#define OPD_INDEX_BOXED_KERNELS(X) \
+  /* splitting into views: kernels/src/views_index.c */ \
+  X("aten::split_with_sizes", CompositeExplicitAutograd, opd__cea_split_with_sizes) \
+  X("aten::unsafe_split.Tensor", CompositeExplicitAutograd, opd__cea_unsafe_split_tensor) \
+  X("aten::unsafe_split_with_sizes", CompositeExplicitAutograd, opd__cea_unsafe_split_with_sizes) \
+  X("aten::chunk", CompositeImplicitAutograd, opd__cia_chunk) \
+  X("aten::tensor_split.sections", CompositeImplicitAutograd, opd__cia_tensor_split_sections) \
+  X("aten::tensor_split.indices", CompositeImplicitAutograd, opd__cia_tensor_split_indices)
 
 /* reductions and linear algebra */
 #define OPD_REDUCE_UNBOXED_KERNELS(X)

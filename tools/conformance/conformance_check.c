@@ -9,8 +9,8 @@
 #include "opd/error.h"
 
 /* Errors that only data can reveal: a Meta run cannot raise them. */
-static const char *const data_dependent_errors[] = {"ZeroDivisionError",
-                                                    "index out of range in self"};
+static const char *const data_dependent_errors[] = {
+    "ZeroDivisionError", "index out of range in self", "is out of bounds for dimension"};
 
 const char *str(const json_t *obj, const char *key) {
   const char *v = json_string_value(json_object_get(obj, key));
