@@ -107,15 +107,6 @@ static int sliced(const opd_tensor *t, int64_t dim, int64_t *out) {
   return n;
 }
 
-static const char *type_name(opd_dtype t) {
-  static const char *const names[] = {
-      [OPD_UINT8] = "Byte",       [OPD_INT8] = "Char",      [OPD_INT16] = "Short",
-      [OPD_INT32] = "Int",        [OPD_INT64] = "Long",     [OPD_FLOAT16] = "Half",
-      [OPD_FLOAT32] = "Float",    [OPD_FLOAT64] = "Double", [OPD_BOOL] = "Bool",
-      [OPD_BFLOAT16] = "BFloat16"};
-  return (unsigned)t < sizeof names / sizeof *names && names[t] ? names[t] : "Unknown";
-}
-
 int opd__index_add_meta(opd_tensor *self, int64_t dim, opd_tensor *index, opd_tensor *source,
                         int64_t *wrapped) {
   int rc = devices(self, index, source);
@@ -127,15 +118,15 @@ int opd__index_add_meta(opd_tensor *self, int64_t dim, opd_tensor *index, opd_te
     return opd_error(OPD_EINDEX,
                      "index_add_(): Index is supposed to be a vector, but got dim: %d with type: "
                      "%s and size: %s",
-                     index->ndim, type_name(it),
+                     index->ndim, opd_dtype_c10_name(it),
                      opd__format_sizes(opd_tensor_sizes(index), index->ndim, buf, sizeof buf));
   if (it != OPD_INT64 && it != OPD_INT32)
     return opd_error(OPD_EINVAL, "index_add_(): Expected dtype int32/int64 for index but got: %s",
-                     type_name(it));
+                     opd_dtype_c10_name(it));
   if (opd_tensor_dtype(self) != opd_tensor_dtype(source))
-    return opd_error(OPD_EINVAL,
-                     "index_add_(): self (%s) and source (%s) must have the same scalar type",
-                     type_name(opd_tensor_dtype(self)), type_name(opd_tensor_dtype(source)));
+    return opd_error(
+        OPD_EINVAL, "index_add_(): self (%s) and source (%s) must have the same scalar type",
+        opd_dtype_c10_name(opd_tensor_dtype(self)), opd_dtype_c10_name(opd_tensor_dtype(source)));
   if (*wrapped != 0 && *wrapped >= source->ndim)
     return opd_error(OPD_EINDEX,
                      "index_add_(): Indexing dim %lld is out of bounds of the source tensor with "
@@ -192,12 +183,13 @@ int opd__index_copy_meta(opd_tensor *self, int64_t dim, opd_tensor *index, opd_t
                      source->ndim, self->ndim);
   if (opd_tensor_dtype(index) != OPD_INT64)
     return opd_error(OPD_EINVAL, "index_copy_(): Expected a long tensor for index, but got %s",
-                     type_name(opd_tensor_dtype(index)));
+                     opd_dtype_c10_name(opd_tensor_dtype(index)));
   if (opd_tensor_dtype(self) != opd_tensor_dtype(source))
     return opd_error(OPD_EINVAL,
                      "index_copy_(): self and source expected to have the same dtype, but got "
                      "(self) %s and (source) %s",
-                     type_name(opd_tensor_dtype(self)), type_name(opd_tensor_dtype(source)));
+                     opd_dtype_c10_name(opd_tensor_dtype(self)),
+                     opd_dtype_c10_name(opd_tensor_dtype(source)));
   int64_t a[OPD_MAX_DIMS], b[OPD_MAX_DIMS];
   int na = sliced(self, self->ndim ? *wrapped : -1, a);
   int nb = sliced(source, source->ndim ? *wrapped : -1, b);

@@ -230,7 +230,30 @@
   X("aten::index_fill_.int_Tensor", CPU, opd__cpu_index_fill__int_tensor, Tensor, Tensor, Int, Tensor, Tensor) \
   X("aten::index_fill_.int_Tensor", Meta, opd__meta_index_fill__int_tensor, Tensor, Tensor, Int, Tensor, Tensor) \
   X("aten::index_fill.int_Scalar", CompositeExplicitAutograd, opd__cea_index_fill_int_scalar, Tensor, Tensor, Int, Tensor, Scalar) \
-  X("aten::index_fill.int_Tensor", CompositeExplicitAutograd, opd__cea_index_fill_int_tensor, Tensor, Tensor, Int, Tensor, Tensor)
+  X("aten::index_fill.int_Tensor", CompositeExplicitAutograd, opd__cea_index_fill_int_tensor, Tensor, Tensor, Int, Tensor, Tensor) \
+  /* masks, nonzero, take, put: kernels/cpu/index_mask.c, kernels/meta/index_mask_meta.c */ \
+  X("aten::masked_fill.Tensor", CompositeExplicitAutograd, opd__cea_masked_fill_tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_fill_.Tensor", CPU, opd__cpu_masked_fill__tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_fill_.Tensor", Meta, opd__meta_masked_fill__tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_scatter", CompositeExplicitAutograd, opd__cea_masked_scatter, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_scatter_", CPU, opd__cpu_masked_scatter_, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_scatter_", Meta, opd__meta_masked_scatter_, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_select", CPU, opd__cpu_masked_select, Tensor, Tensor, Tensor) \
+  X("aten::nonzero", CPU, opd__cpu_nonzero, Tensor, Tensor) \
+  X("aten::argwhere", CompositeImplicitAutograd, opd__cia_argwhere, Tensor, Tensor) \
+  X("aten::take", CPU, opd__cpu_take, Tensor, Tensor, Tensor) \
+  X("aten::take", Meta, opd__meta_take, Tensor, Tensor, Tensor) \
+  X("aten::put_", CPU, opd__cpu_put_, Tensor, Tensor, Tensor, Tensor, Bool) \
+  X("aten::put_", Meta, opd__meta_put_, Tensor, Tensor, Tensor, Tensor, Bool) \
+  X("aten::put", CompositeExplicitAutograd, opd__cea_put, Tensor, Tensor, Tensor, Tensor, Bool) \
+  X("aten::where.ScalarSelf", CompositeImplicitAutograd, opd__cia_where_scalarself, Tensor, Tensor, Scalar, Tensor) \
+  X("aten::where.ScalarOther", CompositeImplicitAutograd, opd__cia_where_scalarother, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::where.Scalar", CompositeImplicitAutograd, opd__cia_where_scalar, Tensor, Tensor, Scalar, Scalar) \
+  /* cumulative operators: kernels/cpu/index_cum.c, kernels/meta/index_cum_meta.c */ \
+  X("aten::cumsum", CPU, opd__cpu_cumsum, Tensor, Tensor, Int, OptDType) \
+  X("aten::cumsum", Meta, opd__meta_cumsum, Tensor, Tensor, Int, OptDType) \
+  X("aten::cumprod", CPU, opd__cpu_cumprod, Tensor, Tensor, Int, OptDType) \
+  X("aten::cumprod", Meta, opd__meta_cumprod, Tensor, Tensor, Int, OptDType)
 #define OPD_INDEX_BOXED_KERNELS(X) \
   /* splitting into views: kernels/src/views_index.c */ \
   X("aten::split_with_sizes", CompositeExplicitAutograd, opd__cea_split_with_sizes) \

@@ -10,7 +10,8 @@
 
 /* Errors that only data can reveal: a Meta run cannot raise them. */
 static const char *const data_dependent_errors[] = {
-    "ZeroDivisionError", "index out of range in self", "is out of bounds for dimension"};
+    "ZeroDivisionError", "index out of range in self", "is out of bounds for dimension",
+    "out of range: tried to access index", "Number of elements of source < number of ones in mask"};
 
 const char *str(const json_t *obj, const char *key) {
   const char *v = json_string_value(json_object_get(obj, key));

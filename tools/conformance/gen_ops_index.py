@@ -453,5 +453,127 @@ fam.op("index_fill.int_Tensor", [
         "RuntimeError", "index_fill_ only supports a 0-dimensional value tensor"),
 ])
 
+# ---- masks, nonzero, take, put, where with Scalars ----
+
+fam.op("masked_fill.Tensor", [
+    case("f32", lambda g: [("self", g.T([3, 4])), ("mask", g.T([3, 4], "bool")), ("value", g.T([]))], ["0d"]),
+    case("broadcast_i64_float_value", lambda g: [("self", g.T([4], "int64", view="slice")), ("mask", g.T([3, 1], "bool")),
+                                                 ("value", g.T([], "float64"))], ["broadcast", "noncontig"]),
+    case("bool", lambda g: [("self", g.T([2, 3], "bool")), ("mask", g.T([3], "bool")), ("value", g.T([], "bool"))], ["broadcast"]),
+    err("value_1d", lambda g: [("self", g.T([2, 3])), ("mask", g.T([2, 3], "bool")), ("value", g.T([1]))],
+        "RuntimeError", "masked_fill_ only supports a 0-dimensional value tensor"),
+])
+
+fam.op("masked_fill_.Tensor", [
+    case("f32", lambda g: [("self", g.T([3, 4])), ("mask", g.T([4], "bool")), ("value", g.T([]))], ["broadcast"]),
+    err("mask_bigger", lambda g: [("self", g.T([3])), ("mask", g.T([2, 3], "bool")), ("value", g.T([]))],
+        "RuntimeError", "doesn't match the broadcast shape"),
+])
+
+fam.op("masked_scatter", [
+    case("f32", lambda g: [("self", g.T([3, 4])), ("mask", g.T([3, 4], "bool")), ("source", g.T([12]))]),
+    case("broadcast_i64_strided", lambda g: [("self", g.T([4], "int64")), ("mask", g.T([2, 4], "bool")),
+                                             ("source", g.T([3, 4], "int64", view="transpose"))], ["broadcast", "noncontig"]),
+    err("source_small", lambda g: [("self", g.T([2, 3])), ("mask", TSpec("bool", [2, 3], np.ones(6, bool))), ("source", g.T([5]))],
+        "RuntimeError", "Number of elements of source < number of ones in mask"),
+    err("dtype", lambda g: [("self", g.T([2, 3])), ("mask", g.T([2, 3], "bool")), ("source", g.T([6], "float64"))],
+        "RuntimeError", "masked_scatter: expected self and source to have same dtypes"),
+])
+
+fam.op("masked_select", [
+    case("f32", lambda g: [("self", g.T([3, 4])), ("mask", g.T([3, 4], "bool"))], ["data_shape"]),
+    case("broadcast_i64_strided", lambda g: [("self", g.T([4], "int64", view="slice")), ("mask", g.T([3, 1], "bool"))],
+         ["broadcast", "noncontig", "data_shape"]),
+    case("self_broadcast", lambda g: [("self", g.T([2, 3], view="transpose")), ("mask", g.T([4, 2, 3], "bool"))], ["broadcast", "data_shape"]),
+    case("none", lambda g: [("self", g.T([3], "float64")), ("mask", TSpec("bool", [3], np.zeros(3, bool)))], ["empty", "data_shape"]),
+    case("0d", lambda g: [("self", g.T([])), ("mask", TSpec("bool", [], np.ones(1, bool)))], ["0d", "data_shape"]),
+    err("int_mask", lambda g: [("self", g.T([3])), ("mask", g.T([3], "int64"))],
+        "RuntimeError", "masked_select: expected BoolTensor or ByteTensor for mask"),
+    err("shapes", lambda g: [("self", g.T([2, 3])), ("mask", g.T([2, 2], "bool"))],
+        "RuntimeError", "must match the size of tensor b"),
+])
+
+fam.op("nonzero", [
+    case("f32_special", lambda g: [("self", g.T([3, 4], kind="special"))], ["special_values", "data_shape"]),
+    case("i64_strided", lambda g: [("self", g.T([3, 4, 2], "int64", kind="small", view="any"))], ["noncontig", "data_shape"]),
+    case("bool", lambda g: [("self", g.T([5], "bool"))], ["data_shape"]),
+    case("0d", lambda g: [("self", g.T([]))], ["0d", "data_shape"]),
+    case("0d_zero", lambda g: [("self", TSpec("int64", [], np.zeros(1, np.int64)))], ["0d", "data_shape"]),
+    case("empty", lambda g: [("self", g.T([0, 3]))], ["empty", "data_shape"]),
+])
+
+fam.op("argwhere", [
+    case("i64", lambda g: [("self", g.T([3, 4], "int64", kind="small"))], ["data_shape"]),
+])
+
+fam.op("take", [
+    case("f32", lambda g: [("self", g.T([3, 4])), ("index", I([[0, 11], [-1, -12]]))]),
+    case("strided_i64", lambda g: [("self", g.T([3, 4], "int64", view="transpose")), ("index", rand_index(g, [5], 12))], ["noncontig"]),
+    case("0d", lambda g: [("self", g.T([], "bool")), ("index", I([0, -1, 0]))], ["0d"]),
+    case("empty", lambda g: [("self", g.T([0])), ("index", I([], [0]))], ["empty"]),
+    err("out_of_range", lambda g: [("self", g.T([2, 3])), ("index", I([6]))],
+        "IndexError", "out of range: tried to access index 6 on a tensor of 6 elements."),
+    err("negative_out_of_range", lambda g: [("self", g.T([2, 3])), ("index", I([-7]))],
+        "IndexError", "out of range: tried to access index -7 on a tensor of 6 elements."),
+    err("int32_index", lambda g: [("self", g.T([2, 3])), ("index", I32([0]))],
+        "RuntimeError", "take(): Expected a long tensor for index, but got Int"),
+    err("from_empty", lambda g: [("self", g.T([0])), ("index", I([0]))],
+        "IndexError", "take(): tried to take from an empty tensor"),
+])
+
+fam.op("put", [
+    case("f32", lambda g: [("self", g.T([3, 4])), ("index", I([[0, 11], [-1, 5]])), ("source", g.T([4]))]),
+    case("accumulate_dups_f64", lambda g: [("self", g.T([2, 3], "float64", view="transpose")), ("index", I([0, 5, 0, -6])),
+                                           ("source", g.T([2, 2], "float64")), ("accumulate", True)], ["noncontig"]),
+    case("accumulate_i64", lambda g: [("self", g.T([4], "int64")), ("index", I([1, 1, 3])), ("source", g.T([3], "int64")), ("accumulate", True)]),
+    err("out_of_range", lambda g: [("self", g.T([2, 3])), ("index", I([6])), ("source", g.T([1]))],
+        "IndexError", "out of range: tried to access index 6 on a tensor of 6 elements."),
+    err("counts", lambda g: [("self", g.T([2, 3])), ("index", I([0, 1])), ("source", g.T([3]))],
+        "IndexError", "put_(): Expected source and index to have the same number of elements"),
+    err("dtype", lambda g: [("self", g.T([2, 3])), ("index", I([0])), ("source", g.T([1], "float64"))],
+        "RuntimeError", "put_(): self and source expected to have the same dtype"),
+])
+
+fam.op("put_", [
+    case("f32", lambda g: [("self", g.T([3, 4])), ("index", I([2, 3])), ("source", g.T([2]))]),
+])
+
+fam.op("where.ScalarOther", [
+    case("f32", lambda g: [("condition", g.T([3, 4], "bool")), ("self", g.T([3, 4])), ("other", 2.5)]),
+    case("i64_float", lambda g: [("condition", g.T([3, 1], "bool")), ("self", g.T([4], "int64")), ("other", 2.5)], ["promotion", "broadcast"]),
+    case("i32_int", lambda g: [("condition", g.T([4], "bool")), ("self", g.T([4], "int32", view="slice")), ("other", -3)], ["noncontig"]),
+    case("0d_self", lambda g: [("condition", g.T([4], "bool")), ("self", g.T([], "int64")), ("other", True)], ["0d"]),
+    err("int_condition", lambda g: [("condition", g.T([4], "int64")), ("self", g.T([4])), ("other", 1.0)],
+        "RuntimeError", "where expected condition to be a boolean tensor"),
+])
+
+fam.op("where.ScalarSelf", [
+    case("f64", lambda g: [("condition", g.T([3, 4], "bool")), ("self", -1.5), ("other", g.T([3, 4], "float64"))]),
+    case("bool_int", lambda g: [("condition", g.T([4], "bool")), ("self", 7), ("other", g.T([4], "bool"))], ["promotion"]),
+])
+
+fam.op("where.Scalar", [
+    case("ints", lambda g: [("condition", g.T([3, 4], "bool")), ("self", 2), ("other", -3)]),
+    case("float_int", lambda g: [("condition", g.T([4], "bool", view="slice")), ("self", 2.5), ("other", 1)], ["noncontig"]),
+    case("bools", lambda g: [("condition", g.T([2], "bool")), ("self", True), ("other", False)]),
+])
+
+# ---- cumulative ----
+
+for name in ("cumsum", "cumprod"):
+    fam.op(name, [
+        case("f32", lambda g: [("self", g.T([3, 5])), ("dim", 1)]),
+        case("dim0_f64_strided", lambda g: [("self", g.T([4, 3], "float64", view="any")), ("dim", -2)], ["noncontig", "negative_dim"]),
+        case("i64", lambda g: [("self", g.T([6], "int64")), ("dim", 0)]),
+        case("i32_to_i64", lambda g: [("self", g.T([2, 3], "int32")), ("dim", 1)]),
+        case("bool", lambda g: [("self", g.T([5], "bool")), ("dim", 0)]),
+        case("dtype_arg", lambda g: [("self", g.T([2, 4], kind="halfint")), ("dim", 1), ("dtype", opgen.gc.DTYPES["int32"])], ["dtype_arg"]),
+        case("to_f64", lambda g: [("self", g.T([2, 4])), ("dim", 1), ("dtype", opgen.gc.DTYPES["float64"])], ["dtype_arg"]),
+        case("special", lambda g: [("self", g.T([2, 6], kind="special")), ("dim", 1)], ["special_values"]),
+        case("0d", lambda g: [("self", g.T([])), ("dim", -1)], ["0d"]),
+        case("empty", lambda g: [("self", g.T([0, 3])), ("dim", 0)], ["empty"]),
+        err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
+    ], tol=(1e-5, 1e-5))
+
 if __name__ == "__main__":
     fam.main()
