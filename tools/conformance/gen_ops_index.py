@@ -481,12 +481,12 @@ fam.op("masked_scatter", [
 ])
 
 fam.op("masked_select", [
-    case("f32", lambda g: [("self", g.T([3, 4])), ("mask", g.T([3, 4], "bool"))], ["data_shape"]),
+    case("f32", lambda g: [("self", g.T([3, 4])), ("mask", g.T([3, 4], "bool"))], ["data_dependent"]),
     case("broadcast_i64_strided", lambda g: [("self", g.T([4], "int64", view="slice")), ("mask", g.T([3, 1], "bool"))],
-         ["broadcast", "noncontig", "data_shape"]),
-    case("self_broadcast", lambda g: [("self", g.T([2, 3], view="transpose")), ("mask", g.T([4, 2, 3], "bool"))], ["broadcast", "data_shape"]),
-    case("none", lambda g: [("self", g.T([3], "float64")), ("mask", TSpec("bool", [3], np.zeros(3, bool)))], ["empty", "data_shape"]),
-    case("0d", lambda g: [("self", g.T([])), ("mask", TSpec("bool", [], np.ones(1, bool)))], ["0d", "data_shape"]),
+         ["broadcast", "noncontig", "data_dependent"]),
+    case("self_broadcast", lambda g: [("self", g.T([2, 3], view="transpose")), ("mask", g.T([4, 2, 3], "bool"))], ["broadcast", "data_dependent"]),
+    case("none", lambda g: [("self", g.T([3], "float64")), ("mask", TSpec("bool", [3], np.zeros(3, bool)))], ["empty", "data_dependent"]),
+    case("0d", lambda g: [("self", g.T([])), ("mask", TSpec("bool", [], np.ones(1, bool)))], ["0d", "data_dependent"]),
     err("int_mask", lambda g: [("self", g.T([3])), ("mask", g.T([3], "int64"))],
         "RuntimeError", "masked_select: expected BoolTensor or ByteTensor for mask"),
     err("shapes", lambda g: [("self", g.T([2, 3])), ("mask", g.T([2, 2], "bool"))],
@@ -494,16 +494,16 @@ fam.op("masked_select", [
 ])
 
 fam.op("nonzero", [
-    case("f32_special", lambda g: [("self", g.T([3, 4], kind="special"))], ["special_values", "data_shape"]),
-    case("i64_strided", lambda g: [("self", g.T([3, 4, 2], "int64", kind="small", view="any"))], ["noncontig", "data_shape"]),
-    case("bool", lambda g: [("self", g.T([5], "bool"))], ["data_shape"]),
-    case("0d", lambda g: [("self", g.T([]))], ["0d", "data_shape"]),
-    case("0d_zero", lambda g: [("self", TSpec("int64", [], np.zeros(1, np.int64)))], ["0d", "data_shape"]),
-    case("empty", lambda g: [("self", g.T([0, 3]))], ["empty", "data_shape"]),
+    case("f32_special", lambda g: [("self", g.T([3, 4], kind="special"))], ["special_values", "data_dependent"]),
+    case("i64_strided", lambda g: [("self", g.T([3, 4, 2], "int64", kind="small", view="any"))], ["noncontig", "data_dependent"]),
+    case("bool", lambda g: [("self", g.T([5], "bool"))], ["data_dependent"]),
+    case("0d", lambda g: [("self", g.T([]))], ["0d", "data_dependent"]),
+    case("0d_zero", lambda g: [("self", TSpec("int64", [], np.zeros(1, np.int64)))], ["0d", "data_dependent"]),
+    case("empty", lambda g: [("self", g.T([0, 3]))], ["empty", "data_dependent"]),
 ])
 
 fam.op("argwhere", [
-    case("i64", lambda g: [("self", g.T([3, 4], "int64", kind="small"))], ["data_shape"]),
+    case("i64", lambda g: [("self", g.T([3, 4], "int64", kind="small"))], ["data_dependent"]),
 ])
 
 fam.op("take", [

@@ -29,6 +29,8 @@ the operator families need beyond it:
   {"type": "bool[]", "value": [...]}, a list of floats {"type": "float[]", "value": [...]},
   and a list of optional tensors (`Tensor?[] indices`) {"type": "Tensor?[]", "value": [T or
   {"type": "None"}, ...]}; pass Python lists of bools or floats, or `OptTensors([...])`;
+- a case whose result shape depends on the data (nonzero, masked_select, unique) carries
+  the tag "data_dependent": a Meta run skips it;
 - `compare=False` on a tuple element that only shapes and dtypes should be compared for.
 
 Usage:
