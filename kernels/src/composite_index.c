@@ -734,3 +734,33 @@ int opd__cia_where_scalar(const opd_kernel_ctx *ctx, opd_tensor *condition, opd_
   (void)ctx;
   return where_scalars(condition, NULL, &self, NULL, &other, out);
 }
+
+/* ---- index_put ---- */
+
+static int index_put_impl(opd_tensor *self, opd_tensor_list indices, opd_tensor *values,
+                          bool accumulate) {
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_Tensor(&s, self);
+  if (rc == 0) rc = OPD__PUSH_OptTensorList(&s, indices);
+  if (rc == 0) rc = OPD__PUSH_Tensor(&s, values);
+  if (rc == 0) rc = OPD__PUSH_Bool(&s, accumulate);
+  if (rc == 0) rc = OPD__PUSH_Bool(&s, false);
+  return opd__call_inplace(rc, &op, "aten::_index_put_impl_", &s);
+}
+
+int opd__cea_index_put_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor_list indices,
+                        opd_tensor *values, bool accumulate, opd_tensor **out) {
+  (void)ctx;
+  int rc = index_put_impl(self, indices, values, accumulate);
+  return rc ? rc : same_tensor(self, out);
+}
+
+int opd__cea_index_put(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor_list indices,
+                       opd_tensor *values, bool accumulate, opd_tensor **out) {
+  (void)ctx;
+  opd_tensor *r = NULL;
+  int rc = call_clone(self, MEMORY_FORMAT_PRESERVE, &r);
+  return rc ? rc : keep_or_release(index_put_impl(r, indices, values, accumulate), r, out);
+}

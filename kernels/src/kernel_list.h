@@ -253,7 +253,14 @@
   X("aten::cumsum", CPU, opd__cpu_cumsum, Tensor, Tensor, Int, OptDType) \
   X("aten::cumsum", Meta, opd__meta_cumsum, Tensor, Tensor, Int, OptDType) \
   X("aten::cumprod", CPU, opd__cpu_cumprod, Tensor, Tensor, Int, OptDType) \
-  X("aten::cumprod", Meta, opd__meta_cumprod, Tensor, Tensor, Int, OptDType)
+  X("aten::cumprod", Meta, opd__meta_cumprod, Tensor, Tensor, Int, OptDType) \
+  /* advanced indexing: kernels/cpu/index_advanced.c, kernels/meta/index_advanced_meta.c */ \
+  X("aten::index.Tensor", CPU, opd__cpu_index_tensor, Tensor, Tensor, OptTensorList) \
+  X("aten::index.Tensor", Meta, opd__meta_index_tensor, Tensor, Tensor, OptTensorList) \
+  X("aten::_index_put_impl_", CPU, opd__cpu_index_put_impl_, Tensor, Tensor, OptTensorList, Tensor, Bool, Bool) \
+  X("aten::_index_put_impl_", Meta, opd__meta_index_put_impl_, Tensor, Tensor, OptTensorList, Tensor, Bool, Bool) \
+  X("aten::index_put_", CompositeExplicitAutograd, opd__cea_index_put_, Tensor, Tensor, OptTensorList, Tensor, Bool) \
+  X("aten::index_put", CompositeExplicitAutograd, opd__cea_index_put, Tensor, Tensor, OptTensorList, Tensor, Bool)
 #define OPD_INDEX_BOXED_KERNELS(X) \
   /* splitting into views: kernels/src/views_index.c */ \
   X("aten::split_with_sizes", CompositeExplicitAutograd, opd__cea_split_with_sizes) \

@@ -575,5 +575,70 @@ for name in ("cumsum", "cumprod"):
         err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
     ], tol=(1e-5, 1e-5))
 
+# ---- advanced indexing ----
+
+OT = opgen.OptTensors
+
+
+def B(values):
+    a = np.array(values, dtype=bool)
+    return TSpec("bool", list(a.shape), a.reshape(-1))
+
+
+fam.op("index.Tensor", [
+    case("one_f32", lambda g: [("self", g.T([4, 3])), ("indices", OT([I([3, 0, 3, -1])]))]),
+    case("two_adjacent_i64", lambda g: [("self", g.T([2, 3, 4], "int64")), ("indices", OT([None, I([[0], [2]]), I([1, 3, -4])]))],
+         ["broadcast"]),
+    case("split_f64", lambda g: [("self", g.T([2, 3, 4], "float64", view="any")), ("indices", OT([I([1, 0]), None, I([3, 2])]))],
+         ["noncontig"]),
+    case("mask_bool", lambda g: [("self", g.T([3, 4], "bool")), ("indices", OT([B([True, False, True])]))], ["data_dependent"]),
+    case("mask_2d", lambda g: [("self", g.T([3, 4, 2])), ("indices", OT([g.T([3, 4], "bool")]))], ["data_dependent"]),
+    case("mask_after_none", lambda g: [("self", g.T([2, 3])), ("indices", OT([None, B([False, True, True])]))], ["data_dependent"]),
+    case("expanded_index", lambda g: [("self", g.T([5])), ("indices", OT([TSpec("int64", [1], np.array([2]), [["expand", [4]]])]))],
+         ["noncontig"]),
+    case("0d_index", lambda g: [("self", g.T([3, 4])), ("indices", OT([I(1)]))], ["0d"]),
+    case("empty_index", lambda g: [("self", g.T([3, 4])), ("indices", OT([I([], [0])]))], ["empty"]),
+    err("out_of_range", lambda g: [("self", g.T([2, 3])), ("indices", OT([I([0, 2])]))],
+        "IndexError", "index 2 is out of bounds for dimension 0 with size 2"),
+    err("negative_out_of_range", lambda g: [("self", g.T([2, 3])), ("indices", OT([None, I([-4])]))],
+        "IndexError", "index -4 is out of bounds for dimension 0 with size 3"),
+    err("too_many", lambda g: [("self", g.T([2, 3])), ("indices", OT([I([0]), I([0]), I([0])]))],
+        "IndexError", "too many indices for tensor of dimension 2 (got 3)"),
+    err("float_index", lambda g: [("self", g.T([2, 3])), ("indices", OT([g.T([2])]))],
+        "IndexError", "tensors used as indices must be long, byte or bool tensors"),
+    err("int32_index", lambda g: [("self", g.T([2, 3])), ("indices", OT([I32([0])]))],
+        "IndexError", "tensors used as indices must be long, byte or bool tensors"),
+    err("broadcast", lambda g: [("self", g.T([2, 3])), ("indices", OT([I([0, 1]), I([0, 1, 2])]))],
+        "IndexError", "shape mismatch: indexing tensors could not be broadcast together"),
+    err("mask_shape", lambda g: [("self", g.T([2, 3])), ("indices", OT([B([True, False, True])]))],
+        "IndexError", "The shape of the mask [3] at index 0 does not match the shape of the indexed tensor [2, 3] at index 0"),
+])
+
+fam.op("index_put", [
+    case("f32", lambda g: [("self", g.T([4, 3])), ("indices", OT([I([3, 0])])), ("values", g.T([2, 3]))]),
+    case("broadcast_value_i64", lambda g: [("self", g.T([2, 3, 4], "int64", view="any")), ("indices", OT([None, I([2, 0]), I([1, -1])])),
+                                           ("values", g.T([1], "int64"))], ["noncontig", "broadcast"]),
+    case("accumulate_dups_f64", lambda g: [("self", g.T([5], "float64")), ("indices", OT([I([1, 3, 1, 1, -1])])), ("values", g.T([5], "float64")),
+                                           ("accumulate", True)], ["ties"]),
+    case("accumulate_2d", lambda g: [("self", g.T([3, 4])), ("indices", OT([I([0, 0, 2]), I([1, 1, 3])])), ("values", g.T([3])),
+                                     ("accumulate", True)]),
+    case("mask_0d_value", lambda g: [("self", g.T([3, 4])), ("indices", OT([g.T([3, 4], "bool")])), ("values", g.T([]))], ["0d", "data_dependent"]),
+    case("mask_bool", lambda g: [("self", g.T([4], "bool")), ("indices", OT([B([True, False, False, True])])), ("values", g.T([2], "bool"))], ["data_dependent"]),
+    err("out_of_range", lambda g: [("self", g.T([2, 3])), ("indices", OT([I([0, 5])])), ("values", g.T([1]))],
+        "IndexError", "index 5 is out of bounds for dimension 0 with size 2"),
+    err("dtype", lambda g: [("self", g.T([2, 3])), ("indices", OT([I([0])])), ("values", g.T([3], "float64"))],
+        "RuntimeError", "Index put requires the source and destination dtypes match"),
+    err("value_shape", lambda g: [("self", g.T([2, 3])), ("indices", OT([I([0, 1])])), ("values", g.T([2]))],
+        "RuntimeError", "shape mismatch: value tensor of shape [2] cannot be broadcast to indexing result of shape [2, 3]"),
+])
+
+fam.op("index_put_", [
+    case("accumulate_f32", lambda g: [("self", g.T([4, 3])), ("indices", OT([I([3, 3])])), ("values", g.T([3])), ("accumulate", True)]),
+])
+
+fam.op("_index_put_impl_", [
+    case("f32", lambda g: [("self", g.T([4, 3])), ("indices", OT([None, I([2])])), ("values", g.T([4, 1]))]),
+])
+
 if __name__ == "__main__":
     fam.main()
