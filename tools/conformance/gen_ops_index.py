@@ -640,5 +640,55 @@ fam.op("_index_put_impl_", [
     case("f32", lambda g: [("self", g.T([4, 3])), ("indices", OT([None, I([2])])), ("values", g.T([4, 1]))]),
 ])
 
+# ---- splitting into views (Tensor[] results) ----
+
+fam.op("split_with_sizes", [
+    case("f32", lambda g: [("self", g.T([6, 2])), ("split_sizes", [1, 3, 2])]),
+    case("dim_strided_i64", lambda g: [("self", g.T([2, 5], "int64", view="transpose")), ("split_sizes", [0, 5]), ("dim", -1)],
+         ["noncontig", "negative_dim", "empty"]),
+    err("sum", lambda g: [("self", g.T([6])), ("split_sizes", [2, 2])],
+        "RuntimeError", "split_with_sizes expects split_sizes to sum exactly to 6"),
+    err("negative", lambda g: [("self", g.T([6])), ("split_sizes", [7, -1])],
+        "RuntimeError", "split_with_sizes expects split_sizes have only non-negative entries"),
+    err("0d", lambda g: [("self", g.T([])), ("split_sizes", [1])], "RuntimeError", "split expects at least a 1-dimensional tensor"),
+])
+
+fam.op("unsafe_split_with_sizes", [
+    case("f32", lambda g: [("self", g.T([3, 4])), ("split_sizes", [1, 3]), ("dim", 1)]),
+])
+
+fam.op("unsafe_split.Tensor", [
+    case("f32", lambda g: [("self", g.T([7, 2])), ("split_size", 3)]),
+])
+
+fam.op("split.Tensor", [
+    case("bool_strided", lambda g: [("self", g.T([3, 5], "bool", view="any")), ("split_size", 2), ("dim", 1)], ["noncontig"]),
+])
+
+fam.op("chunk", [
+    case("f32", lambda g: [("self", g.T([7, 2])), ("chunks", 3)]),
+    case("more_chunks_than_size", lambda g: [("self", g.T([2, 3], "int64")), ("chunks", 5), ("dim", -1)], ["negative_dim"]),
+    case("empty", lambda g: [("self", g.T([0, 3])), ("chunks", 2)], ["empty"]),
+    err("zero_chunks", lambda g: [("self", g.T([3])), ("chunks", 0)], "RuntimeError", "chunk expects `chunks` to be greater than 0"),
+    err("0d", lambda g: [("self", g.T([])), ("chunks", 1)], "RuntimeError", "chunk expects at least a 1-dimensional tensor"),
+])
+
+fam.op("tensor_split.sections", [
+    case("f32", lambda g: [("self", g.T([7, 2])), ("sections", 3)]),
+    case("more_sections_f64", lambda g: [("self", g.T([2, 3], "float64", view="transpose")), ("sections", 4), ("dim", 1)], ["noncontig"]),
+    err("zero", lambda g: [("self", g.T([3])), ("sections", 0)], "RuntimeError", "number of sections must be larger than 0, got 0"),
+])
+
+fam.op("tensor_split.indices", [
+    case("f32", lambda g: [("self", g.T([7, 2])), ("indices", [1, 4])]),
+    case("unordered_negative_i64", lambda g: [("self", g.T([2, 6], "int64")), ("indices", [4, 2, -1, 9]), ("dim", 1)]),
+    err("0d", lambda g: [("self", g.T([])), ("indices", [1])], "RuntimeError", "tensor_split expected at least a 1-dimensional tensor"),
+])
+
+fam.op("unbind.int", [
+    case("f32", lambda g: [("self", g.T([3, 2]))]),
+    case("dim_strided_bool", lambda g: [("self", g.T([2, 3, 2], "bool", view="any")), ("dim", -2)], ["noncontig", "negative_dim"]),
+])
+
 if __name__ == "__main__":
     fam.main()
