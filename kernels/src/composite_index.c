@@ -10,6 +10,7 @@
 
 #include "kernel_util.h"
 #include "loops.h"
+#include "meta/reduce_meta.h"
 #include "opd/checked.h"
 #include "opd/memory.h"
 
@@ -763,4 +764,95 @@ int opd__cea_index_put(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor_l
   opd_tensor *r = NULL;
   int rc = call_clone(self, MEMORY_FORMAT_PRESERVE, &r);
   return rc ? rc : keep_or_release(index_put_impl(r, indices, values, accumulate), r, out);
+}
+
+/* ---- sorting composites: sort.stable through the dispatcher ---- */
+
+/* sort.stable(self, stable, dim, descending): values in res[0], indices in res[1] */
+static int call_sort_stable(opd_tensor *self, bool stable, int64_t dim, bool descending,
+                            opd_tensor **res) {
+  static const opd_operator *op;
+  res[0] = res[1] = NULL;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_Tensor(&s, self);
+  if (rc == 0) rc = OPD__PUSH_OptBool(&s, ((opd_opt_bool){true, stable}));
+  if (rc == 0) rc = OPD__PUSH_Int(&s, dim);
+  if (rc == 0) rc = OPD__PUSH_Bool(&s, descending);
+  if (rc == 0) rc = opd__call(&op, "aten::sort.stable", &s);
+  if (rc == 0 &&
+      (s.size != 2 || s.items[0].tag != OPD_IV_TENSOR || s.items[1].tag != OPD_IV_TENSOR))
+    rc = opd_error(OPD_EINTERNAL, "sort.stable did not return two Tensors");
+  if (rc == 0) {
+    opd_iv_own(&s.items[0]);
+    opd_iv_own(&s.items[1]);
+    res[1] = opd_stack_pop(&s).u.t;
+    res[0] = opd_stack_pop(&s).u.t;
+  }
+  opd_stack_destroy(&s);
+  return rc;
+}
+
+/* sort(self, dim=-1, descending=False): sort.stable with stable=False */
+int opd__cea_sort(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *args = opd_stack_last(stack, 3);
+  opd_tensor *res[2];
+  int rc = call_sort_stable(args[0].u.t, false, args[1].u.i, args[2].u.b, res);
+  opd_stack_drop(stack, 3);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__cia_argsort(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool descending,
+                     opd_tensor **out) {
+  (void)ctx;
+  opd_tensor *res[2];
+  int rc = call_sort_stable(self, false, dim, descending, res);
+  if (rc) return rc;
+  opd_tensor_release(res[0]);
+  *out = res[1];
+  return 0;
+}
+
+int opd__cia_msort(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  opd_tensor *res[2];
+  int rc = call_sort_stable(self, false, 0, false, res);
+  if (rc) return rc;
+  opd_tensor_release(res[1]);
+  *out = res[0];
+  return 0;
+}
+
+/* kthvalue(self, k, dim=-1, keepdim=False): the k-th smallest of each line (NaN the largest),
+ * from the line sorted ascending (ATen leaves which index a tie gives unspecified). */
+int opd__cea_kthvalue(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  opd_ivalue *args = opd_stack_last(stack, 4);
+  opd_tensor *self = args[0].u.t, *sorted[2] = {NULL, NULL}, *res[2] = {NULL, NULL};
+  int64_t k = args[1].u.i, d = 0;
+  bool keepdim = args[3].u.b;
+  int rc = opd__wrap_dim(args[2].u.i, self->ndim, &d);
+  int64_t size = rc == 0 && self->ndim ? opd_tensor_sizes(self)[d] : 1;
+  if (rc == 0 && size == 0)
+    rc = opd_error(OPD_EINDEX, "kthvalue(): Expected reduction dim %lld to have non-zero size.",
+                   (long long)d);
+  if (rc == 0 && (k < 1 || k > size))
+    rc = opd_error(OPD_EINVAL, "kthvalue(): selected number k out of range for dimension %lld",
+                   (long long)d);
+  if (rc == 0) rc = call_sort_stable(self, true, d, false, sorted);
+  for (int i = 0; rc == 0 && i < 2; i++) {
+    if (self->ndim == 0) {
+      res[i] = sorted[i];
+      sorted[i] = NULL;
+    } else if (keepdim) {
+      rc = opd__cea_slice_tensor(ctx, sorted[i], d, (opd_opt_int){true, k - 1},
+                                 (opd_opt_int){true, k}, 1, &res[i]);
+    } else {
+      rc = opd__cea_select_int(ctx, sorted[i], d, k - 1, &res[i]);
+    }
+  }
+  for (int i = 0; i < 2; i++)
+    if (sorted[i]) opd_tensor_release(sorted[i]);
+  opd_stack_drop(stack, 4);
+  return opd__push_results(stack, res, 2, rc);
 }

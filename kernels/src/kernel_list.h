@@ -260,7 +260,10 @@
   X("aten::_index_put_impl_", CPU, opd__cpu_index_put_impl_, Tensor, Tensor, OptTensorList, Tensor, Bool, Bool) \
   X("aten::_index_put_impl_", Meta, opd__meta_index_put_impl_, Tensor, Tensor, OptTensorList, Tensor, Bool, Bool) \
   X("aten::index_put_", CompositeExplicitAutograd, opd__cea_index_put_, Tensor, Tensor, OptTensorList, Tensor, Bool) \
-  X("aten::index_put", CompositeExplicitAutograd, opd__cea_index_put, Tensor, Tensor, OptTensorList, Tensor, Bool)
+  X("aten::index_put", CompositeExplicitAutograd, opd__cea_index_put, Tensor, Tensor, OptTensorList, Tensor, Bool) \
+  /* sorting: kernels/src/composite_index.c */ \
+  X("aten::argsort", CompositeImplicitAutograd, opd__cia_argsort, Tensor, Tensor, Int, Bool) \
+  X("aten::msort", CompositeImplicitAutograd, opd__cia_msort, Tensor, Tensor)
 #define OPD_INDEX_BOXED_KERNELS(X) \
   /* splitting into views: kernels/src/views_index.c */ \
   X("aten::split_with_sizes", CompositeExplicitAutograd, opd__cea_split_with_sizes) \
@@ -268,7 +271,19 @@
   X("aten::unsafe_split_with_sizes", CompositeExplicitAutograd, opd__cea_unsafe_split_with_sizes) \
   X("aten::chunk", CompositeImplicitAutograd, opd__cia_chunk) \
   X("aten::tensor_split.sections", CompositeImplicitAutograd, opd__cia_tensor_split_sections) \
-  X("aten::tensor_split.indices", CompositeImplicitAutograd, opd__cia_tensor_split_indices)
+  X("aten::tensor_split.indices", CompositeImplicitAutograd, opd__cia_tensor_split_indices) \
+  /* sorting (two results): kernels/cpu/index_sort.c, kernels/meta/index_sort_meta.c, \
+     kernels/src/composite_index.c */ \
+  X("aten::sort.stable", CPU, opd__cpu_sort_stable) \
+  X("aten::sort.stable", Meta, opd__meta_sort_stable) \
+  X("aten::sort", CompositeExplicitAutograd, opd__cea_sort) \
+  X("aten::topk", CPU, opd__cpu_topk) \
+  X("aten::topk", Meta, opd__meta_topk) \
+  X("aten::kthvalue", CompositeExplicitAutograd, opd__cea_kthvalue) \
+  X("aten::cummax", CPU, opd__cpu_cummax) \
+  X("aten::cummax", Meta, opd__meta_cummax_cummin) \
+  X("aten::cummin", CPU, opd__cpu_cummin) \
+  X("aten::cummin", Meta, opd__meta_cummax_cummin)
 
 /* reductions and linear algebra */
 #define OPD_REDUCE_UNBOXED_KERNELS(X)

@@ -690,5 +690,70 @@ fam.op("unbind.int", [
     case("dim_strided_bool", lambda g: [("self", g.T([2, 3, 2], "bool", view="any")), ("dim", -2)], ["noncontig", "negative_dim"]),
 ])
 
+# ---- sorting (ties: indices only where PyTorch specifies them) ----
+
+fam.op("sort.stable", [
+    case("f32", lambda g: [("self", g.T([3, 5])), ("stable", True)]),
+    case("ties_desc_i64", lambda g: [("self", g.T([4, 6], "int64", kind="small")), ("stable", True), ("dim", 0), ("descending", True)],
+         ["ties"]),
+    case("ties_i64_strided", lambda g: [("self", g.T([3, 6], "int64", kind="small", view="any")), ("stable", True)], ["ties", "noncontig"]),
+    case("nan_desc_f64", lambda g: [("self", g.T([8], "float64", kind="special")), ("stable", True), ("descending", True)],
+         ["special_values"]),
+    case("nan_f32", lambda g: [("self", g.T([2, 8], kind="special")), ("stable", True), ("dim", -1)], ["special_values"]),
+    case("bool", lambda g: [("self", g.T([7], "bool")), ("stable", True)]),
+    case("0d", lambda g: [("self", g.T([])), ("stable", True)], ["0d"]),
+    case("empty", lambda g: [("self", g.T([0, 3])), ("stable", True), ("dim", 0)], ["empty"]),
+    err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("stable", True), ("dim", 2)], "IndexError", "Dimension out of range"),
+])
+
+fam.op("sort", [
+    case("f32", lambda g: [("self", g.T([3, 5]))]),
+    case("desc_i64_ties", lambda g: [("self", g.T([3, 6], "int64", kind="small")), ("dim", 0), ("descending", True)], ["ties"]),
+], compare=[True, False])
+
+fam.op("argsort", [
+    case("f32", lambda g: [("self", g.T([3, 5]))]),
+    case("desc_f64_strided", lambda g: [("self", g.T([4, 3], "float64", view="transpose")), ("dim", 0), ("descending", True)], ["noncontig"]),
+])
+
+fam.op("msort", [
+    case("f32", lambda g: [("self", g.T([4, 3]))]),
+    case("i64_ties", lambda g: [("self", g.T([5, 2], "int64", kind="small"))], ["ties"]),
+])
+
+fam.op("topk", [
+    case("f32", lambda g: [("self", g.T([3, 6])), ("k", 3)]),
+    case("smallest_f64_strided", lambda g: [("self", g.T([5, 3], "float64", view="any")), ("k", 2), ("dim", 0), ("largest", False)],
+         ["noncontig"]),
+    case("ties_i64", lambda g: [("self", g.T([2, 8], "int64", kind="small")), ("k", 4)], ["ties"]),
+    case("nan_f32", lambda g: [("self", g.T([8], kind="special")), ("k", 3)], ["special_values"]),
+    case("k0", lambda g: [("self", g.T([2, 3])), ("k", 0)], ["empty"]),
+    case("0d", lambda g: [("self", g.T([])), ("k", 1)], ["0d"]),
+    err("k_too_big", lambda g: [("self", g.T([2, 3])), ("k", 4)], "RuntimeError", "selected index k out of range"),
+    err("k_negative", lambda g: [("self", g.T([2, 3])), ("k", -1)], "RuntimeError", "selected index k out of range"),
+], compare=[True, False])
+
+fam.op("kthvalue", [
+    case("f32", lambda g: [("self", g.T([3, 6])), ("k", 2)]),
+    case("keepdim_i64_ties", lambda g: [("self", g.T([5, 3], "int64", kind="small")), ("k", 5), ("dim", 0), ("keepdim", True)], ["ties"]),
+    case("nan_f64", lambda g: [("self", g.T([6], "float64", kind="special")), ("k", 6)], ["special_values"]),
+    case("0d", lambda g: [("self", g.T([])), ("k", 1)], ["0d"]),
+    err("k_too_big", lambda g: [("self", g.T([2, 3])), ("k", 4)], "RuntimeError", "kthvalue(): selected number k out of range for dimension 1"),
+    err("k_zero", lambda g: [("self", g.T([2, 3])), ("k", 0)], "RuntimeError", "kthvalue(): selected number k out of range"),
+    err("empty_dim", lambda g: [("self", g.T([0, 3])), ("k", 1), ("dim", 0)],
+        "IndexError", "kthvalue(): Expected reduction dim 0 to have non-zero size."),
+], compare=[True, False])
+
+for name in ("cummax", "cummin"):
+    fam.op(name, [
+        case("f32", lambda g: [("self", g.T([3, 6])), ("dim", 1)]),
+        case("ties_i64_strided", lambda g: [("self", g.T([6, 3], "int64", kind="small", view="any")), ("dim", 0)], ["ties", "noncontig"]),
+        case("nan_f64", lambda g: [("self", g.T([9], "float64", kind="special")), ("dim", -1)], ["special_values"]),
+        case("bool", lambda g: [("self", g.T([6], "bool")), ("dim", 0)]),
+        case("0d", lambda g: [("self", g.T([])), ("dim", 0)], ["0d"]),
+        case("empty", lambda g: [("self", g.T([0, 3])), ("dim", 0)], ["empty"]),
+        err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
+    ])
+
 if __name__ == "__main__":
     fam.main()

@@ -1,0 +1,198 @@
+/* index_sort.c: the CPU kernels of sort.stable, topk, cummax and cummin (shapes in
+ * kernels/meta/index_sort_meta.c).
+ *
+ * [Note: Sorting lines]
+ * sort and topk sort each line along dim (every position of the other dimensions) with a
+ * stable merge sort of (key, index) pairs, NaN after every number (before, descending), as
+ * ATen orders them; a stable sort is a valid answer for stable=False too, whose order of ties
+ * PyTorch leaves unspecified. topk takes the first k of the line sorted largest- or
+ * smallest-first (with sorted=False PyTorch leaves their order unspecified). Lines are sorted
+ * one after another with one buffer from the CPU allocator, so the limit on memory applies. */
+#include <math.h>
+#include <string.h>
+
+#include "index_walk.h"
+#include "meta/index_sort_meta.h"
+#include "meta/reduce_meta.h"
+#include "opd/allocator.h"
+#include "opd/checked.h"
+
+static const opd_device cpu_device = {OPD_DEVICE_CPU, -1};
+
+typedef struct entry {
+  double f;  /* the key of a floating tensor */
+  int64_t i; /* of an integral one */
+  int64_t index;
+} entry;
+
+/* a comes strictly before b */
+static bool before(const entry *a, const entry *b, bool floating, bool descending) {
+  if (floating) {
+    bool an = isnan(a->f), bn = isnan(b->f);
+    if (descending) return (an && !bn) || a->f > b->f;
+    return (!an && bn) || a->f < b->f;
+  }
+  return descending ? a->i > b->i : a->i < b->i;
+}
+
+/* Stable merge sort of v[0..n) using tmp[0..n). */
+static void merge_sort(entry *v, entry *tmp, int64_t n, bool floating, bool descending) {
+  for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * width) {
+      int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+      int64_t a = lo, b = mid, o = lo;
+      while (a < mid && b < hi)
+        tmp[o++] = before(&v[b], &v[a], floating, descending) ? v[b++] : v[a++];
+      while (a < mid) tmp[o++] = v[a++];
+      while (b < hi) tmp[o++] = v[b++];
+    }
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+  }
+}
+
+typedef struct lines {
+  opd__walk outer; /* self (op 0), values (op 1), indices (op 2) with dim held at 0 */
+  int64_t len, self_step, values_step, indices_step;
+} lines;
+
+static void lines_init(lines *l, opd_tensor *self, int64_t d, opd_tensor *values,
+                       opd_tensor *indices) {
+  int64_t sizes[OPD_MAX_DIMS], one = 1, zero[OPD_MAX_DIMS] = {0};
+  int nd = self->ndim ? self->ndim : 1;
+  memcpy(sizes, self->ndim ? opd_tensor_sizes(self) : &one, (size_t)nd * sizeof *sizes);
+  l->len = sizes[d];
+  sizes[d] = 1;
+  opd__walk_init(&l->outer, sizes, nd, 3);
+  opd__walk_set_strides(&l->outer, 0, self->ndim ? opd_tensor_strides(self) : zero);
+  opd__walk_set_strides(&l->outer, 1, self->ndim ? opd_tensor_strides(values) : zero);
+  opd__walk_set_strides(&l->outer, 2, self->ndim ? opd_tensor_strides(indices) : zero);
+  l->self_step = self->ndim ? opd_tensor_strides(self)[d] : 0;
+  l->values_step = self->ndim ? opd_tensor_strides(values)[d] : 0;
+  l->indices_step = self->ndim ? opd_tensor_strides(indices)[d] : 0;
+  opd__walk_seek(&l->outer, 0);
+}
+
+/* Sorts every line of self along d into values and indices (their first `k` along d). */
+static int sort_lines(opd_tensor *self, int64_t d, bool descending, int64_t k, opd_tensor *values,
+                      opd_tensor *indices) {
+  lines l;
+  lines_init(&l, self, d, values, indices);
+  if (self->numel == 0 || k == 0) return 0;
+  int64_t nbytes;
+  int rc = opd_ckd_nbytes(2 * l.len, sizeof(entry), &nbytes, "sort: the line buffer");
+  if (rc) return rc;
+  const opd_allocator *cpu = opd_cpu_allocator();
+  entry *buf = cpu->alloc(cpu, cpu_device, (size_t)nbytes);
+  if (!buf) return opd_last_error_code();
+  opd_dtype t = opd_tensor_dtype(self);
+  bool floating = opd_dtype_is_floating(t);
+  size_t es = opd_dtype_size(t);
+  const char *src = opd_tensor_data(self);
+  char *vdst = opd_tensor_data(values);
+  int64_t *idst = opd_tensor_data(indices);
+  for (int64_t line = 0; line < self->numel / l.len; line++, opd__walk_next(&l.outer)) {
+    for (int64_t j = 0; j < l.len; j++) {
+      const char *p = src + (l.outer.off[0] + j * l.self_step) * (int64_t)es;
+      buf[j].index = j;
+      if (floating)
+        buf[j].f = opd__elem_get_f(p, t);
+      else
+        buf[j].i = opd__elem_get_i(p, t);
+    }
+    merge_sort(buf, buf + l.len, l.len, floating, descending);
+    for (int64_t j = 0; j < k; j++) {
+      memcpy(vdst + (l.outer.off[1] + j * l.values_step) * (int64_t)es,
+             src + (l.outer.off[0] + buf[j].index * l.self_step) * (int64_t)es, es);
+      idst[l.outer.off[2] + j * l.indices_step] = buf[j].index;
+    }
+  }
+  cpu->free(cpu, cpu_device, buf, (size_t)nbytes);
+  return 0;
+}
+
+/* sort.stable(self, *, bool? stable, int dim=-1, bool descending=False) */
+int opd__cpu_sort_stable(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *args = opd_stack_last(stack, 4);
+  opd_tensor *self = args[0].u.t, *res[2] = {NULL, NULL};
+  bool descending = args[3].u.b;
+  int64_t d;
+  opd_out_spec spec;
+  int rc = opd__sort_meta(self, args[2].u.i, &d, &spec);
+  if (rc == 0) rc = opd__alloc_values_indices(&spec, cpu_device, res);
+  if (rc == 0) rc = sort_lines(self, d, descending, self->ndim ? spec.sizes[d] : 1, res[0], res[1]);
+  opd_stack_drop(stack, 4);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+/* topk(self, k, dim=-1, largest=True, sorted=True) */
+int opd__cpu_topk(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *args = opd_stack_last(stack, 5);
+  opd_tensor *self = args[0].u.t, *res[2] = {NULL, NULL};
+  int64_t k = args[1].u.i, d;
+  bool largest = args[3].u.b;
+  opd_out_spec spec;
+  int rc = opd__topk_meta(self, k, args[2].u.i, &d, &spec);
+  if (rc == 0 && opd_tensor_dtype(self) == OPD_BOOL)
+    rc = opd_error(OPD_EINVAL, "\"topk_cpu\" not implemented for 'Bool'");
+  if (rc == 0) rc = opd__alloc_values_indices(&spec, cpu_device, res);
+  if (rc == 0) rc = sort_lines(self, d, largest, k, res[0], res[1]);
+  opd_stack_drop(stack, 5);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+/* ATen's cummax_cummin_helper: a NaN, or an element at least (cummax) / at most (cummin) the
+ * running one, becomes the running one (ties take the later index). */
+static void cum_extreme(opd_tensor *self, int64_t d, bool max, opd_tensor *values,
+                        opd_tensor *indices) {
+  lines l;
+  lines_init(&l, self, d, values, indices);
+  if (self->numel == 0) return;
+  opd_dtype t = opd_tensor_dtype(self);
+  bool floating = opd_dtype_is_floating(t);
+  size_t es = opd_dtype_size(t);
+  const char *src = opd_tensor_data(self);
+  char *vdst = opd_tensor_data(values);
+  int64_t *idst = opd_tensor_data(indices);
+  for (int64_t line = 0; line < self->numel / l.len; line++, opd__walk_next(&l.outer)) {
+    const char *best = src + l.outer.off[0] * (int64_t)es;
+    int64_t best_index = 0;
+    for (int64_t j = 0; j < l.len; j++) {
+      const char *p = src + (l.outer.off[0] + j * l.self_step) * (int64_t)es;
+      bool take;
+      if (floating) {
+        double x = opd__elem_get_f(p, t), b = opd__elem_get_f(best, t);
+        take = isnan(x) || (!isnan(b) && (max ? x >= b : x <= b));
+      } else {
+        int64_t x = opd__elem_get_i(p, t), b = opd__elem_get_i(best, t);
+        take = max ? x >= b : x <= b;
+      }
+      if (take) best = p, best_index = j;
+      memcpy(vdst + (l.outer.off[1] + j * l.values_step) * (int64_t)es, best, es);
+      idst[l.outer.off[2] + j * l.indices_step] = best_index;
+    }
+  }
+}
+
+static int cummax_cummin(opd_stack *stack, bool max) {
+  opd_ivalue *args = opd_stack_last(stack, 2);
+  opd_tensor *self = args[0].u.t, *res[2] = {NULL, NULL};
+  int64_t d;
+  opd_out_spec spec;
+  int rc = opd__sort_meta(self, args[1].u.i, &d, &spec);
+  if (rc == 0) rc = opd__alloc_values_indices(&spec, cpu_device, res);
+  if (rc == 0) cum_extreme(self, d, max, res[0], res[1]);
+  opd_stack_drop(stack, 2);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__cpu_cummax(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return cummax_cummin(stack, true);
+}
+
+int opd__cpu_cummin(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return cummax_cummin(stack, false);
+}
