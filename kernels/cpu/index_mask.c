@@ -230,3 +230,37 @@ int opd__cpu_put_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *index
   *out = self;
   return 0;
 }
+
+/* repeat_interleave.Tensor(repeats, *, output_size=None): i repeated repeats[i] times, in
+ * repeats' dtype (int64 or int32). */
+int opd__cpu_repeat_interleave_tensor(const opd_kernel_ctx *ctx, opd_tensor *repeats,
+                                      opd_opt_int output_size, opd_tensor **out) {
+  (void)ctx;
+  opd_dtype t = opd_tensor_dtype(repeats);
+  if (repeats->ndim != 1)
+    return opd_error(OPD_EINVAL, "repeat_interleave only accept 1D vector as repeat");
+  if (t != OPD_INT64 && t != OPD_INT32)
+    return opd_error(OPD_EINVAL, "\"repeat_interleave_cpu\" not implemented for '%s'",
+                     opd_dtype_c10_name(t));
+  const char *data = opd_tensor_data(repeats);
+  int64_t stride = opd_tensor_strides(repeats)[0], total = 0;
+  for (int64_t i = 0; i < repeats->numel; i++) {
+    int64_t r = opd__index_at(data, t, i * stride);
+    if (r < 0) return opd_error(OPD_EINVAL, "repeats can not be negative");
+    if (opd_ckd_add(&total, total, r))
+      return opd_error(OPD_EINVAL, "repeat_interleave: the repeats' sum overflows int64");
+  }
+  if (output_size.has_value && output_size.value != total)
+    return opd_error(OPD_EINVAL, "allocated size does not match required size");
+  opd_out_spec spec = {.ndim = 1, .dtype = t, .sizes = {total}};
+  opd_tensor *r = NULL;
+  int rc = opd__alloc_output(&spec, cpu_device, &r);
+  if (rc) return rc;
+  char *dst = opd_tensor_data(r);
+  size_t es = opd_dtype_size(t);
+  for (int64_t i = 0; i < repeats->numel; i++)
+    for (int64_t k = opd__index_at(data, t, i * stride); k > 0; k--, dst += es)
+      opd__elem_put_i(dst, t, i);
+  *out = r;
+  return 0;
+}

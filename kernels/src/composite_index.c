@@ -856,3 +856,67 @@ int opd__cea_kthvalue(const opd_kernel_ctx *ctx, opd_stack *stack) {
   opd_stack_drop(stack, 4);
   return opd__push_results(stack, res, 2, rc);
 }
+
+/* ---- repeat_interleave ---- */
+
+/* ATen's repeat_interleave.self_Tensor: self flattened when dim is None, the repeats (one
+ * for every index, or one for all) turned into indices by repeat_interleave.Tensor, then
+ * index_select. */
+int opd__cia_repeat_interleave_self_tensor(const opd_kernel_ctx *ctx, opd_tensor *self,
+                                           opd_tensor *repeats, opd_opt_int dim,
+                                           opd_opt_int output_size, opd_tensor **out) {
+  static const opd_operator *ri_op, *select_op;
+  opd_tensor *input = NULL, *reps = NULL, *indices = NULL;
+  int64_t d = 0;
+  int rc;
+  if (!dim.has_value)
+    rc = opd__cia_flatten_using_ints(ctx, self, 0, -1, &input);
+  else
+    rc = same_tensor(self, &input);
+  if (rc == 0 && dim.has_value) rc = opd__wrap_dim(dim.value, self->ndim, &d);
+  int64_t size = rc == 0 && input->ndim ? opd_tensor_sizes(input)[d] : 1;
+  if (rc == 0 &&
+      (repeats->ndim == 0 || (repeats->ndim == 1 && opd_tensor_sizes(repeats)[0] == 1))) {
+    opd_tensor *one = NULL;
+    rc = call_reshape(repeats, (int64_t[]){1}, 1, &one);
+    if (rc == 0) rc = call_expand(one, &size, 1, &reps);
+    if (one) opd_tensor_release(one);
+  } else if (rc == 0 && repeats->ndim == 1) {
+    if (opd_tensor_sizes(repeats)[0] != size)
+      rc = opd_error(OPD_EINVAL, "repeats must have the same size as input along dim");
+    else
+      rc = same_tensor(repeats, &reps);
+  } else if (rc == 0) {
+    rc = opd_error(OPD_EINVAL, "repeats must be 0-dim or 1-dim tensor");
+  }
+  if (rc == 0) {
+    opd_stack s;
+    opd_stack_init(&s);
+    rc = OPD__PUSH_Tensor(&s, reps);
+    if (rc == 0) rc = OPD__PUSH_OptInt(&s, output_size);
+    rc = opd__call_tensor(rc, &ri_op, "aten::repeat_interleave.Tensor", &s, &indices);
+  }
+  if (rc == 0) {
+    opd_stack s;
+    opd_stack_init(&s);
+    rc = OPD__PUSH_Tensor(&s, input);
+    if (rc == 0) rc = OPD__PUSH_Int(&s, d);
+    if (rc == 0) rc = OPD__PUSH_Tensor(&s, indices);
+    rc = opd__call_tensor(rc, &select_op, "aten::index_select", &s, out);
+  }
+  if (input) opd_tensor_release(input);
+  if (reps) opd_tensor_release(reps);
+  if (indices) opd_tensor_release(indices);
+  return rc;
+}
+
+int opd__cia_repeat_interleave_self_int(const opd_kernel_ctx *ctx, opd_tensor *self,
+                                        int64_t repeats, opd_opt_int dim, opd_opt_int output_size,
+                                        opd_tensor **out) {
+  opd_tensor *r = NULL;
+  int rc = scalar_tensor(self, opd__scalar_int(repeats), OPD_INT64, &r);
+  if (rc) return rc;
+  rc = opd__cia_repeat_interleave_self_tensor(ctx, self, r, dim, output_size, out);
+  opd_tensor_release(r);
+  return rc;
+}

@@ -263,7 +263,11 @@
   X("aten::index_put", CompositeExplicitAutograd, opd__cea_index_put, Tensor, Tensor, OptTensorList, Tensor, Bool) \
   /* sorting: kernels/src/composite_index.c */ \
   X("aten::argsort", CompositeImplicitAutograd, opd__cia_argsort, Tensor, Tensor, Int, Bool) \
-  X("aten::msort", CompositeImplicitAutograd, opd__cia_msort, Tensor, Tensor)
+  X("aten::msort", CompositeImplicitAutograd, opd__cia_msort, Tensor, Tensor) \
+  /* repeat_interleave: kernels/cpu/index_mask.c, kernels/src/composite_index.c */ \
+  X("aten::repeat_interleave.Tensor", CPU, opd__cpu_repeat_interleave_tensor, Tensor, Tensor, OptInt) \
+  X("aten::repeat_interleave.self_Tensor", CompositeImplicitAutograd, opd__cia_repeat_interleave_self_tensor, Tensor, Tensor, Tensor, OptInt, OptInt) \
+  X("aten::repeat_interleave.self_int", CompositeImplicitAutograd, opd__cia_repeat_interleave_self_int, Tensor, Tensor, Int, OptInt, OptInt)
 #define OPD_INDEX_BOXED_KERNELS(X) \
   /* splitting into views: kernels/src/views_index.c */ \
   X("aten::split_with_sizes", CompositeExplicitAutograd, opd__cea_split_with_sizes) \

@@ -755,5 +755,45 @@ for name in ("cummax", "cummin"):
         err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
     ])
 
+# ---- repeat_interleave ----
+
+fam.op("repeat_interleave.Tensor", [
+    case("i64", lambda g: [("repeats", I([1, 0, 3, 2]))], ["data_dependent"]),
+    case("i32_output_size", lambda g: [("repeats", I32([2, 1])), ("output_size", 3)], ["data_dependent"]),
+    err("negative", lambda g: [("repeats", I([1, -1]))], "RuntimeError", "repeats can not be negative"),
+    err("2d", lambda g: [("repeats", I([[1]]))], "RuntimeError", "repeat_interleave only accept 1D vector as repeat"),
+    err("output_size", lambda g: [("repeats", I([1, 2])), ("output_size", 4)],
+        "RuntimeError", "allocated size does not match required size"),
+])
+
+fam.op("repeat_interleave.self_int", [
+    case("flat_f32", lambda g: [("self", g.T([2, 3])), ("repeats", 2)], ["data_dependent"]),
+    case("dim_i64_strided", lambda g: [("self", g.T([2, 3], "int64", view="transpose")), ("repeats", 3), ("dim", -1)],
+         ["noncontig", "negative_dim", "data_dependent"]),
+    err("negative", lambda g: [("self", g.T([2, 3])), ("repeats", -1), ("dim", 1)], "RuntimeError", "repeats can not be negative"),
+])
+
+fam.op("repeat_interleave.self_Tensor", [
+    case("per_index_f32", lambda g: [("self", g.T([2, 3])), ("repeats", I([1, 2])), ("dim", 0)], ["data_dependent"]),
+    case("one_bool", lambda g: [("self", g.T([2, 3], "bool")), ("repeats", I([2])), ("dim", 1)], ["data_dependent"]),
+    err("size", lambda g: [("self", g.T([2, 3])), ("repeats", I([1, 2])), ("dim", 1)],
+        "RuntimeError", "repeats must have the same size as input along dim"),
+    err("2d", lambda g: [("self", g.T([2, 3])), ("repeats", I([[1, 2]])), ("dim", 1)],
+        "RuntimeError", "repeats must be 0-dim or 1-dim tensor"),
+])
+
+# ---- cat: empty tensors and promotion ----
+
+fam.op("cat", [
+    case("legacy_empty_promote", lambda g: [("tensors", TensorList([g.T([0]), g.T([2, 3], "int32"), g.T([2, 3], "float64")]))],
+         ["legacy", "promotion", "empty"]),
+    case("empty_rows_strided", lambda g: [("tensors", TensorList([g.T([0, 3]), g.T([2, 3], view="transpose")]))], ["empty", "noncontig"]),
+    case("bool_int", lambda g: [("tensors", TensorList([g.T([2], "bool"), g.T([3], "int64")]))], ["promotion"]),
+    case("neg_dim_expanded", lambda g: [("tensors", TensorList([g.T([2, 3], view="expand"), g.T([2, 1])])), ("dim", -1)],
+         ["negative_dim", "noncontig"]),
+    err("ndim", lambda g: [("tensors", TensorList([g.T([2, 3]), g.T([2])]))], "RuntimeError", "Tensors must have same number of dimensions"),
+    err("0d", lambda g: [("tensors", TensorList([g.T([])]))], "RuntimeError", "zero-dimensional tensor (at position 0) cannot be concatenated"),
+])
+
 if __name__ == "__main__":
     fam.main()
