@@ -422,27 +422,58 @@ static void run_slices(slice_job *j, opd_tensor *self, int64_t dim, opd_tensor *
   opd__parallel_for(0, per, grain > 0 ? grain : 1, slice_range, j);
 }
 
+/* index_add into target (self, or its copy), whose dim d was wrapped by the meta function */
+static int index_add_into(opd_tensor *target, int64_t d, opd_tensor *index, opd_tensor *source,
+                          opd__value alpha) {
+  index_buf b;
+  opd_dtype t = opd_tensor_dtype(target);
+  int64_t limit = target->ndim ? opd_tensor_sizes(target)[d] : 1;
+  int rc = read_indices(index, limit, false, ERR_IN_SELF, d, &b);
+  if (rc) return rc;
+  slice_job j = {.indices = b.v, .n = index->numel, .add = true};
+  opd_scalar as = opd__value_scalar(alpha, t);
+  j.alpha_f = opd__scalar_to_double(as);
+  j.alpha_i = as.tag == OPD_IV_BOOL ? as.u.b : as.tag == OPD_IV_INT ? as.u.i : 0;
+  run_slices(&j, target, d, source);
+  index_buf_free(&b);
+  return 0;
+}
+
+/* index_copy into target (self, or its copy) */
+static int index_copy_into(opd_tensor *target, int64_t d, opd_tensor *index, opd_tensor *source) {
+  index_buf b;
+  int64_t limit = target->ndim ? opd_tensor_sizes(target)[d] : 1;
+  int rc = read_indices(index, limit, false, ERR_COPY, d, &b);
+  if (rc) return rc;
+  slice_job j = {.indices = b.v, .n = index->numel};
+  run_slices(&j, target, d, source);
+  index_buf_free(&b);
+  return 0;
+}
+
 int opd__cpu_index_add(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_tensor *index,
                        opd_tensor *source, opd_scalar alpha, opd_tensor **out) {
   (void)ctx;
   int64_t d;
-  int rc = opd__index_add_meta(self, dim, index, source, &d);
-  opd_dtype t = opd_tensor_dtype(self);
   opd__value a = {0};
-  if (rc == 0) rc = opd__scalar_to(alpha, t, &a);
+  int rc = opd__index_add_meta(self, dim, index, source, &d);
+  if (rc == 0) rc = opd__scalar_to(alpha, opd_tensor_dtype(self), &a);
   opd_tensor *r = NULL;
   if (rc == 0) rc = copy_of(self, &r);
-  if (rc) return rc;
-  index_buf b;
-  int64_t limit = self->ndim ? opd_tensor_sizes(self)[d] : 1;
-  if ((rc = read_indices(index, limit, false, ERR_IN_SELF, d, &b))) return finish(rc, r, out);
-  slice_job j = {.indices = b.v, .n = index->numel, .add = true};
-  opd_scalar as = opd__value_scalar(a, t);
-  j.alpha_f = opd__scalar_to_double(as);
-  j.alpha_i = as.tag == OPD_IV_BOOL ? as.u.b : as.tag == OPD_IV_INT ? as.u.i : 0;
-  run_slices(&j, r, d, source);
-  index_buf_free(&b);
-  return finish(0, r, out);
+  return rc ? rc : finish(index_add_into(r, d, index, source, a), r, out);
+}
+
+int opd__cpu_index_add_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_tensor *index,
+                        opd_tensor *source, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  int64_t d;
+  opd__value a = {0};
+  int rc = opd__index_add_meta(self, dim, index, source, &d);
+  if (rc == 0) rc = opd__scalar_to(alpha, opd_tensor_dtype(self), &a);
+  if (rc == 0) rc = opd__assert_no_internal_overlap(self);
+  if (rc == 0) rc = opd__assert_no_partial_overlap(self, source);
+  if (rc == 0) rc = index_add_into(self, d, index, source, a);
+  return finish_inplace(rc, self, out);
 }
 
 int opd__cpu_index_copy(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_tensor *index,
@@ -452,14 +483,18 @@ int opd__cpu_index_copy(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim
   int rc = opd__index_copy_meta(self, dim, index, source, &d);
   opd_tensor *r = NULL;
   if (rc == 0) rc = copy_of(self, &r);
-  if (rc) return rc;
-  index_buf b;
-  int64_t limit = self->ndim ? opd_tensor_sizes(self)[d] : 1;
-  if ((rc = read_indices(index, limit, false, ERR_COPY, d, &b))) return finish(rc, r, out);
-  slice_job j = {.indices = b.v, .n = index->numel};
-  run_slices(&j, r, d, source);
-  index_buf_free(&b);
-  return finish(0, r, out);
+  return rc ? rc : finish(index_copy_into(r, d, index, source), r, out);
+}
+
+int opd__cpu_index_copy_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                         opd_tensor *index, opd_tensor *source, opd_tensor **out) {
+  (void)ctx;
+  int64_t d;
+  int rc = opd__index_copy_meta(self, dim, index, source, &d);
+  if (rc == 0) rc = opd__assert_no_internal_overlap(self);
+  if (rc == 0) rc = opd__assert_no_partial_overlap(self, source);
+  if (rc == 0) rc = index_copy_into(self, d, index, source);
+  return finish_inplace(rc, self, out);
 }
 
 static int index_fill(opd_tensor *self, int64_t dim, opd_tensor *index, opd_tensor *value_t,

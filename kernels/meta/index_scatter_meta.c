@@ -359,3 +359,19 @@ int opd__meta_index_fill__int_tensor(const opd_kernel_ctx *ctx, opd_tensor *self
   int64_t d;
   return inplace(opd__index_fill_meta(self, dim, index, value, &d), self, out);
 }
+
+int opd__meta_index_add_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                         opd_tensor *index, opd_tensor *source, opd_scalar alpha,
+                         opd_tensor **out) {
+  (void)ctx;
+  (void)alpha;
+  int64_t d;
+  return inplace(opd__index_add_meta(self, dim, index, source, &d), self, out);
+}
+
+int opd__meta_index_copy_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                          opd_tensor *index, opd_tensor *source, opd_tensor **out) {
+  (void)ctx;
+  int64_t d;
+  return inplace(opd__index_copy_meta(self, dim, index, source, &d), self, out);
+}

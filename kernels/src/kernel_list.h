@@ -225,6 +225,10 @@
   X("aten::index_add", Meta, opd__meta_index_add, Tensor, Tensor, Int, Tensor, Tensor, Scalar) \
   X("aten::index_copy", CPU, opd__cpu_index_copy, Tensor, Tensor, Int, Tensor, Tensor) \
   X("aten::index_copy", Meta, opd__meta_index_copy, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_add_", CPU, opd__cpu_index_add_, Tensor, Tensor, Int, Tensor, Tensor, Scalar) \
+  X("aten::index_add_", Meta, opd__meta_index_add_, Tensor, Tensor, Int, Tensor, Tensor, Scalar) \
+  X("aten::index_copy_", CPU, opd__cpu_index_copy_, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_copy_", Meta, opd__meta_index_copy_, Tensor, Tensor, Int, Tensor, Tensor) \
   X("aten::index_fill_.int_Scalar", CPU, opd__cpu_index_fill__int_scalar, Tensor, Tensor, Int, Tensor, Scalar) \
   X("aten::index_fill_.int_Scalar", Meta, opd__meta_index_fill__int_scalar, Tensor, Tensor, Int, Tensor, Scalar) \
   X("aten::index_fill_.int_Tensor", CPU, opd__cpu_index_fill__int_tensor, Tensor, Tensor, Int, Tensor, Tensor) \

@@ -432,6 +432,14 @@ fam.op("index_copy", [
         "RuntimeError", "index_copy_(): Source/destination tensor must have same slice shapes"),
 ])
 
+fam.op("index_add_", [
+    case("dups_f32", lambda g: [("self", g.T([5, 3])), ("dim", 0), ("index", I([0, 4, 0])), ("source", g.T([3, 3])), ("alpha", 2)], ["ties"]),
+])
+
+fam.op("index_copy_", [
+    case("i64", lambda g: [("self", g.T([3, 4], "int64")), ("dim", 1), ("index", I([3, 0])), ("source", g.T([3, 2], "int64"))]),
+])
+
 fam.op("index_fill_.int_Scalar", [
     case("f32", lambda g: [("self", g.T([3, 4])), ("dim", 1), ("index", I([0, -1])), ("value", -2.5)], ["negative_dim"]),
 ])
