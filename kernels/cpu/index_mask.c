@@ -139,7 +139,7 @@ int opd__cpu_nonzero(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **o
   if (rc) return rc;
   int64_t *dst = opd_tensor_data(r);
   opd__walk_seek(&w, 0);
-  for (int64_t i = 0; i < self->numel; i++, opd__walk_next(&w))
+  for (int64_t i = 0; self->ndim > 0 && i < self->numel; i++, opd__walk_next(&w)) /* 0-d: [n, 0] */
     if (nonzero_at(s + w.off[0] * (int64_t)es, t)) {
       memcpy(dst, w.idx, (size_t)self->ndim * sizeof *dst);
       dst += self->ndim;
