@@ -196,3 +196,76 @@ int opd__cpu_cummin(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   return cummax_cummin(stack, false);
 }
+
+/* self's element offset of its row-major position k */
+static int64_t offset_of(const opd_tensor *self, int64_t k) {
+  int64_t off = 0;
+  for (int d = self->ndim - 1; d >= 0; d--) {
+    int64_t size = opd_tensor_sizes(self)[d];
+    off += (k % size) * opd_tensor_strides(self)[d];
+    k /= size;
+  }
+  return off;
+}
+
+/* _unique2(self, sorted=True, return_inverse=False, return_counts=False): the distinct values
+ * of self in ascending order (a valid order for sorted=False too, which PyTorch leaves
+ * unspecified), from self's elements sorted as sort orders them; equal neighbours make one
+ * value (NaN equals nothing: every NaN is its own value, last; PyTorch 1.13's own result for
+ * NaN is inconsistent). The inverse (self's shape) and the counts are empty unless asked
+ * for (as in ATen, asking for the counts gives the inverse too). */
+int opd__cpu_unique2(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *args = opd_stack_last(stack, 4);
+  opd_tensor *self = args[0].u.t, *res[3] = {NULL, NULL, NULL};
+  /* ATen computes the inverse for the counts too, and returns it */
+  bool want_counts = args[3].u.b, want_inverse = args[2].u.b || want_counts;
+  opd_dtype t = opd_tensor_dtype(self);
+  bool floating = opd_dtype_is_floating(t);
+  size_t es = opd_dtype_size(t);
+  int64_t n = self->numel, nbytes = 0;
+  entry *buf = NULL;
+  const opd_allocator *cpu = opd_cpu_allocator();
+  int rc = opd_ckd_nbytes(2 * (n > 0 ? n : 1), sizeof(entry), &nbytes, "unique: the buffer");
+  if (rc == 0 && !(buf = cpu->alloc(cpu, cpu_device, (size_t)nbytes))) rc = opd_last_error_code();
+  opd__walk w;
+  opd__walk_init(&w, opd_tensor_sizes(self), self->ndim, 1);
+  opd__walk_set_strides(&w, 0, opd_tensor_strides(self));
+  opd__walk_seek(&w, 0);
+  const char *src = opd_tensor_data(self);
+  for (int64_t i = 0; rc == 0 && i < n; i++, opd__walk_next(&w)) {
+    const char *p = src + w.off[0] * (int64_t)es;
+    buf[i].index = i; /* the element's row-major position */
+    if (floating)
+      buf[i].f = opd__elem_get_f(p, t);
+    else
+      buf[i].i = opd__elem_get_i(p, t);
+  }
+  if (rc == 0) merge_sort(buf, buf + n, n, floating, false);
+  int64_t groups = 0;
+  for (int64_t i = 0; rc == 0 && i < n; i++)
+    groups += i == 0 || (floating ? !(buf[i].f == buf[i - 1].f) : buf[i].i != buf[i - 1].i);
+  opd_out_spec vs = {.ndim = 1, .dtype = t, .sizes = {groups}};
+  opd_out_spec is = {.ndim = want_inverse ? self->ndim : 1, .dtype = OPD_INT64, .sizes = {0}};
+  if (want_inverse) memcpy(is.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof(int64_t));
+  opd_out_spec cs = {.ndim = 1, .dtype = OPD_INT64, .sizes = {want_counts ? groups : 0}};
+  if (rc == 0) rc = opd__alloc_output(&vs, cpu_device, &res[0]);
+  if (rc == 0) rc = opd__alloc_output(&is, cpu_device, &res[1]);
+  if (rc == 0) rc = opd__alloc_output(&cs, cpu_device, &res[2]);
+  if (rc == 0 && n > 0) {
+    char *values = opd_tensor_data(res[0]);
+    int64_t *inverse = opd_tensor_data(res[1]), *counts = opd_tensor_data(res[2]);
+    for (int64_t i = 0, g = -1; i < n; i++) {
+      if (i == 0 || (floating ? !(buf[i].f == buf[i - 1].f) : buf[i].i != buf[i - 1].i)) {
+        g++;
+        memcpy(values + g * (int64_t)es, src + offset_of(self, buf[i].index) * (int64_t)es, es);
+        if (want_counts) counts[g] = 0;
+      }
+      if (want_counts) counts[g]++;
+      if (want_inverse) inverse[buf[i].index] = g;
+    }
+  }
+  if (buf) cpu->free(cpu, cpu_device, buf, (size_t)nbytes);
+  opd_stack_drop(stack, 4);
+  return opd__push_results(stack, res, 3, rc);
+}

@@ -291,7 +291,8 @@
   X("aten::cummax", CPU, opd__cpu_cummax) \
   X("aten::cummax", Meta, opd__meta_cummax_cummin) \
   X("aten::cummin", CPU, opd__cpu_cummin) \
-  X("aten::cummin", Meta, opd__meta_cummax_cummin)
+  X("aten::cummin", Meta, opd__meta_cummax_cummin) \
+  X("aten::_unique2", CPU, opd__cpu_unique2)
 
 /* reductions and linear algebra */
 #define OPD_REDUCE_UNBOXED_KERNELS(X)

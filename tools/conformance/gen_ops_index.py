@@ -803,5 +803,16 @@ fam.op("cat", [
     err("0d", lambda g: [("tensors", TensorList([g.T([])]))], "RuntimeError", "zero-dimensional tensor (at position 0) cannot be concatenated"),
 ])
 
+fam.op("_unique2", [
+    case("f32_all", lambda g: [("self", g.T([3, 4], kind="int")), ("return_inverse", True), ("return_counts", True)],
+         ["data_dependent"]),
+    case("i64_strided", lambda g: [("self", g.T([3, 4], "int64", kind="small", view="any")), ("return_inverse", True)],
+         ["noncontig", "data_dependent"]),
+    case("bool_counts", lambda g: [("self", g.T([2, 3], "bool")), ("return_counts", True)], ["data_dependent"]),
+    case("values_only_f64", lambda g: [("self", g.T([6], "float64", kind="halfint"))], ["data_dependent"]),
+    case("0d", lambda g: [("self", g.T([], "int64")), ("return_inverse", True), ("return_counts", True)], ["0d", "data_dependent"]),
+    case("empty", lambda g: [("self", g.T([0, 2])), ("return_inverse", True), ("return_counts", True)], ["empty", "data_dependent"]),
+])
+
 if __name__ == "__main__":
     fam.main()
