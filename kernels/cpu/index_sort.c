@@ -269,3 +269,75 @@ int opd__cpu_unique2(const opd_kernel_ctx *ctx, opd_stack *stack) {
   opd_stack_drop(stack, 4);
   return opd__push_results(stack, res, 3, rc);
 }
+
+/* searchsorted.Tensor: for each element of self, the first position of its row of sorted
+ * (read through sorter when given) whose value is >= it (> it with right or side="right"),
+ * compared as ATen's binary search compares (NaN is past every number). Every sorter index is
+ * checked before it is used (PyTorch 1.13 reads past the sequence on a bad one). */
+int opd__cpu_searchsorted_tensor(const opd_kernel_ctx *ctx, opd_tensor *sorted, opd_tensor *self,
+                                 bool out_int32, bool right, const char *side, opd_tensor *sorter,
+                                 opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__searchsorted_meta(sorted, self, out_int32, right, side, sorter, &spec);
+  if (rc) return rc;
+  int64_t len = opd_tensor_sizes(sorted)[sorted->ndim - 1];
+  const int64_t *sorter_data = sorter ? opd_tensor_data(sorter) : NULL;
+  if (sorter) { /* sorter has sorted's shape: check each index against the row's length */
+    opd__walk w;
+    opd__walk_init(&w, opd_tensor_sizes(sorter), sorter->ndim, 1);
+    opd__walk_set_strides(&w, 0, opd_tensor_strides(sorter));
+    opd__walk_seek(&w, 0);
+    for (int64_t i = 0; i < sorter->numel; i++, opd__walk_next(&w))
+      if (sorter_data[w.off[0]] < 0 || sorter_data[w.off[0]] >= len)
+        return opd_error(OPD_EINDEX, "torch.searchsorted(): sorter index out of range");
+  }
+  opd_tensor *r = NULL;
+  if ((rc = opd__alloc_output(&spec, cpu_device, &r))) return rc;
+  bool upper = right || (side && strcmp(side, "right") == 0);
+  opd_dtype st = opd_tensor_dtype(sorted), vt = opd_tensor_dtype(self);
+  bool ints = !opd_dtype_is_floating(st) && !opd_dtype_is_floating(vt);
+  size_t ses = opd_dtype_size(st), ves = opd_dtype_size(vt);
+  const char *sdata = opd_tensor_data(sorted), *vdata = opd_tensor_data(self);
+  int64_t sstep = opd_tensor_strides(sorted)[sorted->ndim - 1];
+  int64_t ostep = sorter ? opd_tensor_strides(sorter)[sorter->ndim - 1] : 0;
+  opd__walk w; /* self (op 0) and out (op 1) */
+  opd__walk_init(&w, opd_tensor_sizes(self), self->ndim, 2);
+  opd__walk_set_strides(&w, 0, opd_tensor_strides(self));
+  opd__walk_set_strides(&w, 1, opd_tensor_strides(r));
+  opd__walk_seek(&w, 0);
+  for (int64_t i = 0; i < self->numel; i++, opd__walk_next(&w)) {
+    int64_t row = 0, srow = 0; /* the row of sorted (and sorter): self's leading coordinates */
+    for (int d = 0; sorted->ndim > 1 && d < self->ndim - 1; d++) {
+      row += w.idx[d] * opd_tensor_strides(sorted)[d];
+      if (sorter) srow += w.idx[d] * opd_tensor_strides(sorter)[d];
+    }
+    const char *vp = vdata + w.off[0] * (int64_t)ves;
+    double vf = ints                        ? 0
+                : opd_dtype_is_floating(vt) ? opd__elem_get_f(vp, vt)
+                                            : (double)opd__elem_get_i(vp, vt);
+    int64_t vi = ints ? opd__elem_get_i(vp, vt) : 0, lo = 0, hi = len;
+    while (lo < hi) {
+      int64_t mid = lo + ((hi - lo) >> 1);
+      int64_t k = sorter ? sorter_data[srow + mid * ostep] : mid;
+      const char *mp = sdata + (row + k * sstep) * (int64_t)ses;
+      bool go_right;
+      if (ints) {
+        int64_t m = opd__elem_get_i(mp, st);
+        go_right = upper ? !(m > vi) : !(m >= vi);
+      } else {
+        double m =
+            opd_dtype_is_floating(st) ? opd__elem_get_f(mp, st) : (double)opd__elem_get_i(mp, st);
+        go_right = upper ? !(m > vf) : !(m >= vf);
+      }
+      if (go_right)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    char *op = (char *)opd_tensor_data(r) + w.off[1] * (int64_t)opd_dtype_size(spec.dtype);
+    opd__elem_put_i(op, spec.dtype, lo);
+  }
+  *out = r;
+  return 0;
+}

@@ -79,3 +79,68 @@ int opd__meta_cummax_cummin(const opd_kernel_ctx *ctx, opd_stack *stack) {
   opd_stack_drop(stack, 2);
   return opd__push_results(stack, res, 2, rc);
 }
+
+/* ---- searchsorted ---- */
+
+int opd__searchsorted_meta(opd_tensor *sorted, opd_tensor *self, bool out_int32, bool right,
+                           const char *side, opd_tensor *sorter, opd_out_spec *spec) {
+  char a[256], b[256];
+  if (side && strcmp(side, "left") != 0 && strcmp(side, "right") != 0)
+    return opd_error(OPD_EINVAL,
+                     "torch.searchsorted(): side can only be 'left' or 'right' but got %s", side);
+  if (side && right && strcmp(side, "right") != 0)
+    return opd_error(OPD_EINVAL,
+                     "torch.searchsorted(): side and right can't be set to opposites, got side of "
+                     "%s while right was True",
+                     side);
+  opd_tensor *t[3] = {sorted, self, sorter};
+  opd_device device;
+  int rc = opd__common_device(t, 3, &device);
+  if (rc) return rc;
+  if (sorter) {
+    if (sorter->ndim != sorted->ndim ||
+        memcmp(opd_tensor_sizes(sorter), opd_tensor_sizes(sorted), (size_t)sorted->ndim * 8))
+      return opd_error(OPD_EINVAL,
+                       "torch.searchsorted(): boundary and sorter must have the same size, but "
+                       "got boundary tensor %sand got sorter tensor %s",
+                       opd__format_sizes(opd_tensor_sizes(sorted), sorted->ndim, a, sizeof a),
+                       opd__format_sizes(opd_tensor_sizes(sorter), sorter->ndim, b, sizeof b));
+    if (opd_tensor_dtype(sorter) != OPD_INT64)
+      return opd_error(OPD_EINVAL,
+                       "torch.searchsorted(): sorter must be a tensor of long dtype but got "
+                       "dtype %s",
+                       opd_dtype_c10_name(opd_tensor_dtype(sorter)));
+  }
+  if (self->ndim == 0 && sorted->ndim != 1)
+    return opd_error(OPD_EINVAL,
+                     "torch.searchsorted(): input value can be a scalar only when boundaries "
+                     "tensor dimension is 1, but we got boundaries tensor dim(%d) and input "
+                     "value's dim(%d) numel(%lld)",
+                     sorted->ndim, self->ndim, (long long)self->numel);
+  if (sorted->ndim == 0)
+    return opd_error(OPD_EINVAL,
+                     "torch.searchsorted(): boundaries tensor should have positive dimension, but "
+                     "got 0 dimension");
+  if (sorted->ndim != 1 &&
+      (sorted->ndim != self->ndim ||
+       memcmp(opd_tensor_sizes(sorted), opd_tensor_sizes(self), (size_t)(self->ndim - 1) * 8)))
+    return opd_error(OPD_EINVAL,
+                     "torch.searchsorted(): boundaries tensor should be 1 dimension or the first "
+                     "N-1 dimensions of boundaries tensor and input value tensor must match, but "
+                     "we got boundaries tensor %s and input value tensor %s",
+                     opd__format_sizes(opd_tensor_sizes(sorted), sorted->ndim, a, sizeof a),
+                     opd__format_sizes(opd_tensor_sizes(self), self->ndim, b, sizeof b));
+  spec->ndim = self->ndim;
+  spec->dtype = out_int32 ? OPD_INT32 : OPD_INT64;
+  memcpy(spec->sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof(int64_t));
+  return 0;
+}
+
+int opd__meta_searchsorted_tensor(const opd_kernel_ctx *ctx, opd_tensor *sorted, opd_tensor *self,
+                                  bool out_int32, bool right, const char *side, opd_tensor *sorter,
+                                  opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__searchsorted_meta(sorted, self, out_int32, right, side, sorter, &spec);
+  return rc ? rc : opd__alloc_output(&spec, meta_device, out);
+}

@@ -814,5 +814,32 @@ fam.op("_unique2", [
     case("empty", lambda g: [("self", g.T([0, 2])), ("return_inverse", True), ("return_counts", True)], ["empty", "data_dependent"]),
 ])
 
+def F(values, dtype="float32"):
+    a = np.array(values, dtype=np.float64)
+    return TSpec(dtype, list(a.shape), a.reshape(-1))
+
+
+fam.op("searchsorted.Tensor", [
+    case("left_f32", lambda g: [("sorted_sequence", F([1, 3, 5, 7])), ("self", F([[0, 3, 6], [8, 1, 5]]))]),
+    case("right_i64", lambda g: [("sorted_sequence", I([1, 3, 3, 7])), ("self", I([[0, 3, 6], [8, 1, 3]])), ("right", True)], ["ties"]),
+    case("side_int32_out", lambda g: [("sorted_sequence", F([1, 3, 5, 7], "float64")), ("self", F([3, 7, 9], "float64")),
+                                      ("out_int32", True), ("side", "right")]),
+    case("rows_strided", lambda g: [("sorted_sequence", F([[1, 3], [2, 4]])), ("self", TSpec("float32", [3, 2], np.array([2, 5, 0, 3, 1, 4.]), [["transpose", 0, 1]]))],
+         ["noncontig"]),
+    case("sorter", lambda g: [("sorted_sequence", F([7, 1, 5, 3])), ("self", F([[0, 3, 6], [8, 1, 5]])), ("sorter", I([1, 3, 2, 0]))]),
+    case("mixed_dtypes", lambda g: [("sorted_sequence", I([1, 3, 5])), ("self", F([2.5, 3, -1]))], ["promotion"]),
+    case("0d_value", lambda g: [("sorted_sequence", F([1, 3, 5])), ("self", F(4))], ["0d"]),
+    err("opposite", lambda g: [("sorted_sequence", F([1, 3])), ("self", F([2])), ("right", True), ("side", "left")],
+        "RuntimeError", "side and right can't be set to opposites"),
+    err("bad_side", lambda g: [("sorted_sequence", F([1, 3])), ("self", F([2])), ("side", "up")],
+        "RuntimeError", "side can only be 'left' or 'right' but got up"),
+    err("0d_boundaries", lambda g: [("sorted_sequence", F(1)), ("self", F([2]))],
+        "RuntimeError", "boundaries tensor should have positive dimension"),
+    err("rows_mismatch", lambda g: [("sorted_sequence", F([[1, 3], [2, 4]])), ("self", F([[2], [3], [4]]))],
+        "RuntimeError", "boundaries tensor should be 1 dimension or the first N-1 dimensions"),
+    err("sorter_dtype", lambda g: [("sorted_sequence", F([7, 1])), ("self", F([2])), ("sorter", I32([1, 0]))],
+        "RuntimeError", "sorter must be a tensor of long dtype but got dtype Int"),
+])
+
 if __name__ == "__main__":
     fam.main()
