@@ -920,3 +920,21 @@ int opd__cia_repeat_interleave_self_int(const opd_kernel_ctx *ctx, opd_tensor *s
   opd_tensor_release(r);
   return rc;
 }
+
+/* argsort.stable: PyTorch 1.13 registers it for the CPU only; here it is sort.stable's indices
+ * on every backend (a CPU and a Meta registration of this one kernel). */
+int opd__argsort_stable(const opd_kernel_ctx *ctx, opd_tensor *self, bool stable, int64_t dim,
+                        bool descending, opd_tensor **out) {
+  (void)ctx;
+  opd_tensor *res[2];
+  int rc = call_sort_stable(self, stable, dim, descending, res);
+  if (rc) return rc;
+  opd_tensor_release(res[0]);
+  *out = res[1];
+  return 0;
+}
+
+int opd__argsort_stable_meta(const opd_kernel_ctx *ctx, opd_tensor *self, bool stable, int64_t dim,
+                             bool descending, opd_tensor **out) {
+  return opd__argsort_stable(ctx, self, stable, dim, descending, out);
+}

@@ -268,6 +268,8 @@
   /* sorting: kernels/src/composite_index.c */ \
   X("aten::argsort", CompositeImplicitAutograd, opd__cia_argsort, Tensor, Tensor, Int, Bool) \
   X("aten::msort", CompositeImplicitAutograd, opd__cia_msort, Tensor, Tensor) \
+  X("aten::argsort.stable", CPU, opd__argsort_stable, Tensor, Tensor, Bool, Int, Bool) \
+  X("aten::argsort.stable", Meta, opd__argsort_stable_meta, Tensor, Tensor, Bool, Int, Bool) \
   X("aten::searchsorted.Tensor", CPU, opd__cpu_searchsorted_tensor, Tensor, Tensor, Tensor, Bool, Bool, OptStr, OptTensor) \
   X("aten::searchsorted.Tensor", Meta, opd__meta_searchsorted_tensor, Tensor, Tensor, Tensor, Bool, Bool, OptStr, OptTensor) \
   /* repeat_interleave: kernels/cpu/index_mask.c, kernels/src/composite_index.c */ \

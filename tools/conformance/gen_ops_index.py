@@ -724,6 +724,12 @@ fam.op("argsort", [
     case("desc_f64_strided", lambda g: [("self", g.T([4, 3], "float64", view="transpose")), ("dim", 0), ("descending", True)], ["noncontig"]),
 ])
 
+fam.op("argsort.stable", [
+    case("ties_i64", lambda g: [("self", g.T([3, 6], "int64", kind="small")), ("stable", True)], ["ties"]),
+    case("desc_ties_strided", lambda g: [("self", g.T([5, 3], "int64", kind="small", view="transpose")), ("stable", True), ("dim", 0),
+                                         ("descending", True)], ["ties", "noncontig"]),
+])
+
 fam.op("msort", [
     case("f32", lambda g: [("self", g.T([4, 3]))]),
     case("i64_ties", lambda g: [("self", g.T([5, 2], "int64", kind="small"))], ["ties"]),
