@@ -17,6 +17,8 @@ import sys
 
 # Operators whose generated name another opd library already uses.
 RENAMED = {"aten::log": "opd_log_op"}
+# indexing, joining, shapes, sorting (scatter.reduce is opd_scatter_reduce, opd_stack a type)
+RENAMED.update({"aten::scatter_reduce.two": "opd_scatter_reduce_two", "aten::stack": "opd_stack_op"})
 
 C_KEYWORDS = set(
     "auto break case char const continue default do double else enum extern float for goto if "

@@ -683,8 +683,136 @@
   X("aten::nan_to_num_", Meta, opd__meta_nan_to_num_)
 
 /* indexing, joining, shapes, sorting */
-#define OPD_INDEX_UNBOXED_KERNELS(X)
-#define OPD_INDEX_BOXED_KERNELS(X)
+#define OPD_INDEX_UNBOXED_KERNELS(X) \
+  /* views and shapes: kernels/src/views_index.c, kernels/src/composite_index.c */ \
+  X("aten::squeeze", CompositeExplicitAutograd, opd__cea_squeeze, Tensor, Tensor) \
+  X("aten::diagonal", CompositeExplicitAutograd, opd__cea_diagonal, Tensor, Tensor, Int, Int, Int) \
+  X("aten::unfold", CPU, opd__unfold, Tensor, Tensor, Int, Int, Int) \
+  X("aten::unfold", Meta, opd__unfold_meta, Tensor, Tensor, Int, Int, Int) \
+  X("aten::flatten.using_ints", CompositeImplicitAutograd, opd__cia_flatten_using_ints, Tensor, Tensor, Int, Int) \
+  X("aten::unflatten.int", CompositeImplicitAutograd, opd__cia_unflatten_int, Tensor, Tensor, Int, IntList) \
+  X("aten::movedim.int", CompositeImplicitAutograd, opd__cia_movedim_int, Tensor, Tensor, Int, Int) \
+  X("aten::movedim.intlist", CompositeImplicitAutograd, opd__cia_movedim_intlist, Tensor, Tensor, IntList, IntList) \
+  X("aten::narrow", CompositeImplicitAutograd, opd__cia_narrow, Tensor, Tensor, Int, Int, Int) \
+  X("aten::expand_as", CompositeImplicitAutograd, opd__cia_expand_as, Tensor, Tensor, Tensor) \
+  X("aten::view_as", CompositeImplicitAutograd, opd__cia_view_as, Tensor, Tensor, Tensor) \
+  X("aten::reshape_as", CompositeImplicitAutograd, opd__cia_reshape_as, Tensor, Tensor, Tensor) \
+  X("aten::swapaxes", CompositeImplicitAutograd, opd__cia_swapaxes, Tensor, Tensor, Int, Int) \
+  X("aten::tile", CompositeImplicitAutograd, opd__cia_tile, Tensor, Tensor, IntList) \
+  X("aten::repeat", CompositeExplicitAutograd, opd__cea_repeat, Tensor, Tensor, IntList) \
+  X("aten::rot90", CompositeExplicitAutograd, opd__cea_rot90, Tensor, Tensor, Int, IntList) \
+  X("aten::diag_embed", CompositeExplicitAutograd, opd__cea_diag_embed, Tensor, Tensor, Int, Int, Int) \
+  X("aten::diag", CompositeExplicitAutograd, opd__cea_diag, Tensor, Tensor, Int) \
+  X("aten::stack", CompositeExplicitAutograd, opd__cea_stack, Tensor, TensorList, Int) \
+  X("aten::hstack", CompositeImplicitAutograd, opd__cia_hstack, Tensor, TensorList) \
+  X("aten::vstack", CompositeImplicitAutograd, opd__cia_vstack, Tensor, TensorList) \
+  X("aten::select_scatter", CompositeExplicitAutograd, opd__cea_select_scatter, Tensor, Tensor, Tensor, Int, Int) \
+  X("aten::slice_scatter", CompositeExplicitAutograd, opd__cea_slice_scatter, Tensor, Tensor, Tensor, Int, OptInt, OptInt, Int) \
+  X("aten::diagonal_scatter", CompositeExplicitAutograd, opd__cea_diagonal_scatter, Tensor, Tensor, Tensor, Int, Int, Int) \
+  /* flip, roll, tril, triu: kernels/cpu/index_shape.c, kernels/meta/index_shape_meta.c */ \
+  X("aten::flip", CPU, opd__cpu_flip, Tensor, Tensor, IntList) \
+  X("aten::flip", Meta, opd__meta_flip, Tensor, Tensor, IntList) \
+  X("aten::roll", CPU, opd__cpu_roll, Tensor, Tensor, IntList, IntList) \
+  X("aten::roll", Meta, opd__meta_roll, Tensor, Tensor, IntList, IntList) \
+  X("aten::tril", CPU, opd__cpu_tril, Tensor, Tensor, Int) \
+  X("aten::tril", Meta, opd__meta_tril, Tensor, Tensor, Int) \
+  X("aten::triu", CPU, opd__cpu_triu, Tensor, Tensor, Int) \
+  X("aten::triu", Meta, opd__meta_triu, Tensor, Tensor, Int) \
+  /* gather, scatter, index_add/copy/fill: kernels/cpu/index_scatter.c, kernels/meta/index_scatter_meta.c */ \
+  X("aten::gather", CPU, opd__cpu_gather, Tensor, Tensor, Int, Tensor, Bool) \
+  X("aten::gather", Meta, opd__meta_gather, Tensor, Tensor, Int, Tensor, Bool) \
+  X("aten::scatter.src", CPU, opd__cpu_scatter_src, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter.src", Meta, opd__meta_scatter_src, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter.value", CPU, opd__cpu_scatter_value, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::scatter.value", Meta, opd__meta_scatter_value, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::scatter.reduce", CPU, opd__cpu_scatter_reduce, Tensor, Tensor, Int, Tensor, Tensor, Str) \
+  X("aten::scatter.reduce", Meta, opd__meta_scatter_reduce, Tensor, Tensor, Int, Tensor, Tensor, Str) \
+  X("aten::scatter.value_reduce", CPU, opd__cpu_scatter_value_reduce, Tensor, Tensor, Int, Tensor, Scalar, Str) \
+  X("aten::scatter.value_reduce", Meta, opd__meta_scatter_value_reduce, Tensor, Tensor, Int, Tensor, Scalar, Str) \
+  X("aten::scatter_.src", CPU, opd__cpu_scatter__src, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_.src", Meta, opd__meta_scatter__src, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_add", CPU, opd__cpu_scatter_add, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_add", Meta, opd__meta_scatter_add, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_add_", CPU, opd__cpu_scatter_add_, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_add_", Meta, opd__meta_scatter_add_, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::scatter_reduce.two", CPU, opd__cpu_scatter_reduce_two, Tensor, Tensor, Int, Tensor, Tensor, Str, Bool) \
+  X("aten::scatter_reduce.two", Meta, opd__meta_scatter_reduce_two, Tensor, Tensor, Int, Tensor, Tensor, Str, Bool) \
+  X("aten::index_add", CPU, opd__cpu_index_add, Tensor, Tensor, Int, Tensor, Tensor, Scalar) \
+  X("aten::index_add", Meta, opd__meta_index_add, Tensor, Tensor, Int, Tensor, Tensor, Scalar) \
+  X("aten::index_copy", CPU, opd__cpu_index_copy, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_copy", Meta, opd__meta_index_copy, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_add_", CPU, opd__cpu_index_add_, Tensor, Tensor, Int, Tensor, Tensor, Scalar) \
+  X("aten::index_add_", Meta, opd__meta_index_add_, Tensor, Tensor, Int, Tensor, Tensor, Scalar) \
+  X("aten::index_copy_", CPU, opd__cpu_index_copy_, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_copy_", Meta, opd__meta_index_copy_, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_fill_.int_Scalar", CPU, opd__cpu_index_fill__int_scalar, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::index_fill_.int_Scalar", Meta, opd__meta_index_fill__int_scalar, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::index_fill_.int_Tensor", CPU, opd__cpu_index_fill__int_tensor, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_fill_.int_Tensor", Meta, opd__meta_index_fill__int_tensor, Tensor, Tensor, Int, Tensor, Tensor) \
+  X("aten::index_fill.int_Scalar", CompositeExplicitAutograd, opd__cea_index_fill_int_scalar, Tensor, Tensor, Int, Tensor, Scalar) \
+  X("aten::index_fill.int_Tensor", CompositeExplicitAutograd, opd__cea_index_fill_int_tensor, Tensor, Tensor, Int, Tensor, Tensor) \
+  /* masks, nonzero, take, put: kernels/cpu/index_mask.c, kernels/meta/index_mask_meta.c */ \
+  X("aten::masked_fill.Tensor", CompositeExplicitAutograd, opd__cea_masked_fill_tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_fill_.Tensor", CPU, opd__cpu_masked_fill__tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_fill_.Tensor", Meta, opd__meta_masked_fill__tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_scatter", CompositeExplicitAutograd, opd__cea_masked_scatter, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_scatter_", CPU, opd__cpu_masked_scatter_, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_scatter_", Meta, opd__meta_masked_scatter_, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::masked_select", CPU, opd__cpu_masked_select, Tensor, Tensor, Tensor) \
+  X("aten::nonzero", CPU, opd__cpu_nonzero, Tensor, Tensor) \
+  X("aten::argwhere", CompositeImplicitAutograd, opd__cia_argwhere, Tensor, Tensor) \
+  X("aten::take", CPU, opd__cpu_take, Tensor, Tensor, Tensor) \
+  X("aten::take", Meta, opd__meta_take, Tensor, Tensor, Tensor) \
+  X("aten::put_", CPU, opd__cpu_put_, Tensor, Tensor, Tensor, Tensor, Bool) \
+  X("aten::put_", Meta, opd__meta_put_, Tensor, Tensor, Tensor, Tensor, Bool) \
+  X("aten::put", CompositeExplicitAutograd, opd__cea_put, Tensor, Tensor, Tensor, Tensor, Bool) \
+  X("aten::where.ScalarSelf", CompositeImplicitAutograd, opd__cia_where_scalarself, Tensor, Tensor, Scalar, Tensor) \
+  X("aten::where.ScalarOther", CompositeImplicitAutograd, opd__cia_where_scalarother, Tensor, Tensor, Tensor, Scalar) \
+  X("aten::where.Scalar", CompositeImplicitAutograd, opd__cia_where_scalar, Tensor, Tensor, Scalar, Scalar) \
+  /* cumulative operators: kernels/cpu/index_cum.c, kernels/meta/index_cum_meta.c */ \
+  X("aten::cumsum", CPU, opd__cpu_cumsum, Tensor, Tensor, Int, OptDType) \
+  X("aten::cumsum", Meta, opd__meta_cumsum, Tensor, Tensor, Int, OptDType) \
+  X("aten::cumprod", CPU, opd__cpu_cumprod, Tensor, Tensor, Int, OptDType) \
+  X("aten::cumprod", Meta, opd__meta_cumprod, Tensor, Tensor, Int, OptDType) \
+  /* advanced indexing: kernels/cpu/index_advanced.c, kernels/meta/index_advanced_meta.c */ \
+  X("aten::index.Tensor", CPU, opd__cpu_index_tensor, Tensor, Tensor, OptTensorList) \
+  X("aten::index.Tensor", Meta, opd__meta_index_tensor, Tensor, Tensor, OptTensorList) \
+  X("aten::_index_put_impl_", CPU, opd__cpu_index_put_impl_, Tensor, Tensor, OptTensorList, Tensor, Bool, Bool) \
+  X("aten::_index_put_impl_", Meta, opd__meta_index_put_impl_, Tensor, Tensor, OptTensorList, Tensor, Bool, Bool) \
+  X("aten::index_put_", CompositeExplicitAutograd, opd__cea_index_put_, Tensor, Tensor, OptTensorList, Tensor, Bool) \
+  X("aten::index_put", CompositeExplicitAutograd, opd__cea_index_put, Tensor, Tensor, OptTensorList, Tensor, Bool) \
+  /* sorting: kernels/src/composite_index.c */ \
+  X("aten::argsort", CompositeImplicitAutograd, opd__cia_argsort, Tensor, Tensor, Int, Bool) \
+  X("aten::msort", CompositeImplicitAutograd, opd__cia_msort, Tensor, Tensor) \
+  X("aten::argsort.stable", CPU, opd__argsort_stable, Tensor, Tensor, Bool, Int, Bool) \
+  X("aten::argsort.stable", Meta, opd__argsort_stable_meta, Tensor, Tensor, Bool, Int, Bool) \
+  X("aten::searchsorted.Tensor", CPU, opd__cpu_searchsorted_tensor, Tensor, Tensor, Tensor, Bool, Bool, OptStr, OptTensor) \
+  X("aten::searchsorted.Tensor", Meta, opd__meta_searchsorted_tensor, Tensor, Tensor, Tensor, Bool, Bool, OptStr, OptTensor) \
+  /* repeat_interleave: kernels/cpu/index_mask.c, kernels/src/composite_index.c */ \
+  X("aten::repeat_interleave.Tensor", CPU, opd__cpu_repeat_interleave_tensor, Tensor, Tensor, OptInt) \
+  X("aten::repeat_interleave.self_Tensor", CompositeImplicitAutograd, opd__cia_repeat_interleave_self_tensor, Tensor, Tensor, Tensor, OptInt, OptInt) \
+  X("aten::repeat_interleave.self_int", CompositeImplicitAutograd, opd__cia_repeat_interleave_self_int, Tensor, Tensor, Int, OptInt, OptInt)
+#define OPD_INDEX_BOXED_KERNELS(X) \
+  /* splitting into views: kernels/src/views_index.c */ \
+  X("aten::split_with_sizes", CompositeExplicitAutograd, opd__cea_split_with_sizes) \
+  X("aten::unsafe_split.Tensor", CompositeExplicitAutograd, opd__cea_unsafe_split_tensor) \
+  X("aten::unsafe_split_with_sizes", CompositeExplicitAutograd, opd__cea_unsafe_split_with_sizes) \
+  X("aten::chunk", CompositeImplicitAutograd, opd__cia_chunk) \
+  X("aten::tensor_split.sections", CompositeImplicitAutograd, opd__cia_tensor_split_sections) \
+  X("aten::tensor_split.indices", CompositeImplicitAutograd, opd__cia_tensor_split_indices) \
+  /* sorting (two results): kernels/cpu/index_sort.c, kernels/meta/index_sort_meta.c, \
+     kernels/src/composite_index.c */ \
+  X("aten::sort.stable", CPU, opd__cpu_sort_stable) \
+  X("aten::sort.stable", Meta, opd__meta_sort_stable) \
+  X("aten::sort", CompositeExplicitAutograd, opd__cea_sort) \
+  X("aten::topk", CPU, opd__cpu_topk) \
+  X("aten::topk", Meta, opd__meta_topk) \
+  X("aten::kthvalue", CompositeExplicitAutograd, opd__cea_kthvalue) \
+  X("aten::cummax", CPU, opd__cpu_cummax) \
+  X("aten::cummax", Meta, opd__meta_cummax_cummin) \
+  X("aten::cummin", CPU, opd__cpu_cummin) \
+  X("aten::cummin", Meta, opd__meta_cummax_cummin) \
+  X("aten::_unique2", CPU, opd__cpu_unique2)
 
 /* reductions and linear algebra */
 #define OPD_REDUCE_UNBOXED_KERNELS(X)

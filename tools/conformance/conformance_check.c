@@ -18,6 +18,9 @@ static const char *const data_dependent_errors[] = {
     "\" not implemented for '",                        /* a CPU kernel's dtype dispatch */
     "is out of bounds.",                               /* nll_loss's targets */
     "all elements of input should be between 0 and 1", /* binary_cross_entropy's inputs */
+    "is out of bounds for dimension",                  /* the indexing family's indices */
+    "out of range: tried to access index",
+    "Number of elements of source < number of ones in mask",
 };
 
 const char *str(const json_t *obj, const char *key) {

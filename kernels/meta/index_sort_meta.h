@@ -1,0 +1,19 @@
+/* index_sort_meta.h: the meta functions of sort.stable, topk, cummax and cummin
+ * (kernels/meta/index_sort_meta.c), shared with their CPU kernels (kernels/cpu/index_sort.c).
+ * Each has two results: values (self's dtype) and indices (int64), of the same shape. */
+#ifndef OPD_KERNELS_INDEX_SORT_META_H
+#define OPD_KERNELS_INDEX_SORT_META_H
+
+#include "src/kernel_util.h"
+
+/* sort and the cumulative operators: self's shape; *wrapped the dim. */
+int opd__sort_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec *spec);
+/* topk: self's shape with dim of size k. */
+int opd__topk_meta(opd_tensor *self, int64_t k, int64_t dim, int64_t *wrapped, opd_out_spec *spec);
+/* searchsorted: self's shape, int64 (int32 with out_int32); side NULL when None. */
+int opd__searchsorted_meta(opd_tensor *sorted, opd_tensor *self, bool out_int32, bool right,
+                           const char *side, opd_tensor *sorter, opd_out_spec *spec);
+/* The two results of spec on device into res (released on failure). */
+int opd__alloc_values_indices(const opd_out_spec *spec, opd_device device, opd_tensor **res);
+
+#endif
