@@ -1,6 +1,7 @@
 /* reduce_meta.c: argument checks and output specs of the reductions (sum.dim_IntList, mean.dim,
- * amax, argmax), _softmax / _log_softmax and native_layer_norm, with PyTorch 1.13's errors, and
- * their Meta kernels (see [Note: How a kernel is written] in src/kernel_util.h). */
+ * nansum, prod, amax, amin, max, min, argmax, argmin, any, all, count_nonzero), _softmax /
+ * _log_softmax and native_layer_norm, with PyTorch 1.13's errors, and their Meta kernels (see
+ * [Note: How a kernel is written] in src/kernel_util.h). */
 #include "reduce_meta.h"
 
 #include <assert.h>
@@ -79,21 +80,23 @@ int opd__mean_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_d
   return 0;
 }
 
-int opd__amax_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
-                   uint64_t *mask) {
+/* amax and amin (name); reducing every dim of an empty tensor raises `empty_all` */
+static int extremum_meta(const char *name, int empty_all, const opd_tensor *self, opd_int_list dim,
+                         bool keepdim, opd_out_spec *spec, uint64_t *mask) {
   if (self->numel == 0) {
     if (dim.len <= 0)
-      return opd_error(OPD_EINDEX,
-                       "amax(): Expected reduction dim to be specified for input.numel() == 0. "
-                       "Specify the reduction dim with the 'dim' argument.");
+      return opd_error(empty_all,
+                       "%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                       "Specify the reduction dim with the 'dim' argument.",
+                       name);
     for (int64_t i = 0; i < dim.len; i++) {
       int64_t d = 0;
       int rc = opd__wrap_dim(dim.data[i], self->ndim, &d);
       if (rc) return rc;
       /* numel == 0 implies ndim > 0 */
       if (opd_tensor_sizes(self)[d] == 0)
-        return opd_error(OPD_EINDEX, "amax(): Expected reduction dim %lld to have non-zero size.",
-                         (long long)dim.data[i]);
+        return opd_error(OPD_EINDEX, "%s(): Expected reduction dim %lld to have non-zero size.",
+                         name, (long long)dim.data[i]);
     }
   }
   int rc = dim_mask(dim, self->ndim, mask);
@@ -102,24 +105,87 @@ int opd__amax_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_o
   return 0;
 }
 
-int opd__argmax_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
-                     uint64_t *mask) {
+int opd__amax_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
+                   uint64_t *mask) {
+  return extremum_meta("amax", OPD_EINDEX, self, dim, keepdim, spec, mask);
+}
+
+int opd__amin_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
+                   uint64_t *mask) {
+  return extremum_meta("amin", OPD_EINDEX, self, dim, keepdim, spec, mask);
+}
+
+int opd__max_all_meta(const char *name, const opd_tensor *self, opd_out_spec *spec,
+                      uint64_t *mask) {
+  return extremum_meta(name, OPD_EINVAL, self, (opd_int_list){NULL, -1}, false, spec, mask);
+}
+
+/* argmax and argmin (name) */
+static int arg_extremum_meta(const char *name, const opd_tensor *self, opd_opt_int dim,
+                             bool keepdim, opd_out_spec *spec, uint64_t *mask) {
   if (dim.has_value) {
     int64_t d = 0;
     int rc = opd__wrap_dim(dim.value, self->ndim, &d);
     if (rc) return rc;
     if (self->ndim > 0 && opd_tensor_sizes(self)[d] == 0)
-      return opd_error(OPD_EINDEX, "argmax(): Expected reduction dim %lld to have non-zero size.",
+      return opd_error(OPD_EINDEX, "%s(): Expected reduction dim %lld to have non-zero size.", name,
                        (long long)d);
     *mask = self->ndim > 0 ? UINT64_C(1) << d : 0;
   } else {
     if (self->numel == 0)
-      return opd_error(OPD_EINDEX,
-                       "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
+      return opd_error(
+          OPD_EINDEX, "%s(): Expected reduction dim to be specified for input.numel() == 0.", name);
     int rc = dim_mask((opd_int_list){NULL, -1}, self->ndim, mask);
     if (rc) return rc;
   }
   reduced_spec(self, *mask, keepdim, OPD_INT64, spec);
+  return 0;
+}
+
+int opd__argmax_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                     uint64_t *mask) {
+  return arg_extremum_meta("argmax", self, dim, keepdim, spec, mask);
+}
+
+int opd__argmin_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                     uint64_t *mask) {
+  return arg_extremum_meta("argmin", self, dim, keepdim, spec, mask);
+}
+
+/* the mask of one optional dim (None: every dim) */
+static int opt_dim_mask(const opd_tensor *self, opd_opt_int dim, uint64_t *mask) {
+  int64_t d = dim.value;
+  return dim_mask((opd_int_list){dim.has_value ? &d : NULL, dim.has_value ? 1 : -1}, self->ndim,
+                  mask);
+}
+
+int opd__prod_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_dtype dtype,
+                   opd_out_spec *spec, uint64_t *mask) {
+  int rc = check_dtype_arg(dtype);
+  if (rc) return rc;
+  opd_dtype in = opd_tensor_dtype(self);
+  if (dtype == OPD_DTYPE_UNDEFINED)
+    dtype = opd_dtype_is_integral(in) || in == OPD_BOOL ? OPD_INT64 : in;
+  rc = opt_dim_mask(self, dim, mask);
+  if (rc) return rc;
+  reduced_spec(self, *mask, keepdim, dtype, spec);
+  return 0;
+}
+
+int opd__any_all_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                      uint64_t *mask) {
+  int rc = opt_dim_mask(self, dim, mask);
+  if (rc) return rc;
+  opd_dtype in = opd_tensor_dtype(self);
+  reduced_spec(self, *mask, keepdim, in == OPD_UINT8 ? OPD_UINT8 : OPD_BOOL, spec);
+  return 0;
+}
+
+int opd__count_nonzero_meta(const opd_tensor *self, opd_int_list dim, opd_out_spec *spec,
+                            uint64_t *mask) {
+  int rc = dim_mask(dim, self->ndim, mask);
+  if (rc) return rc;
+  reduced_spec(self, *mask, false, OPD_INT64, spec);
   return 0;
 }
 
@@ -344,4 +410,100 @@ int opd__meta_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   if (!rc) rc = opd__alloc_output(&stat, device, &res[2]);
   opd_stack_drop(stack, 5);
   return opd__push_results(stack, res, 3, rc);
+}
+
+int opd__meta_nansum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                     opd_dtype dtype, opd_tensor **out) {
+  return opd__meta_sum_dim_intlist(ctx, self, dim, keepdim, dtype, out);
+}
+
+int opd__meta_prod_dim_int(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
+                           opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__prod_meta(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, dtype,
+                          &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_prod(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__prod_meta(self, (opd_opt_int){0}, false, dtype, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_amin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                   opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__amin_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_max(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__max_all_meta("max", self, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_min(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__max_all_meta("min", self, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_argmin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                     opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__argmin_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+static int meta_any_all(opd_tensor *self, opd_opt_int dim, bool keepdim, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__any_all_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_any(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_any_all(self, (opd_opt_int){0}, false, out);
+}
+
+int opd__meta_any_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
+                      opd_tensor **out) {
+  (void)ctx;
+  return meta_any_all(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+}
+
+int opd__meta_all(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_any_all(self, (opd_opt_int){0}, false, out);
+}
+
+int opd__meta_all_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
+                      opd_tensor **out) {
+  (void)ctx;
+  return meta_any_all(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+}
+
+/* (PyTorch 1.13 has no Meta kernel for it; opd's lets graphs infer its shape) */
+int opd__meta_count_nonzero_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *self,
+                                        opd_int_list dim, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__count_nonzero_meta(self, dim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
 }

@@ -18,9 +18,24 @@ int opd__mean_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_d
 /* amax: [] reduces every dim; reducing a size-0 dim is an error. */
 int opd__amax_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
                    uint64_t *mask);
-/* argmax: int64 output; dim None reduces the flattened tensor (mask: every dim). */
+int opd__amin_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
+                   uint64_t *mask);
+/* max and min without a dim (name "max" or "min"): every dim reduced, an empty input refused. */
+int opd__max_all_meta(const char *name, const opd_tensor *self, opd_out_spec *spec, uint64_t *mask);
+/* argmax and argmin: int64 output; dim None reduces the flattened tensor (mask: every dim). */
 int opd__argmax_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
                      uint64_t *mask);
+int opd__argmin_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                     uint64_t *mask);
+/* prod and prod.dim_int (dim None: every dim); integers and bool give int64 unless dtype says. */
+int opd__prod_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_dtype dtype,
+                   opd_out_spec *spec, uint64_t *mask);
+/* any and all (dim None: every dim): bool results, uint8 for a uint8 input. */
+int opd__any_all_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                      uint64_t *mask);
+/* count_nonzero.dim_IntList: int64, dims [] reduce every dim. */
+int opd__count_nonzero_meta(const opd_tensor *self, opd_int_list dim, opd_out_spec *spec,
+                            uint64_t *mask);
 /* _softmax and _log_softmax: the output spec and the wrapped dim (0 for a 0-d tensor).
  * half_to_float is accepted for Half inputs only (the CUDA rule; the CPU kernels reject it). */
 int opd__softmax_meta(const opd_tensor *self, int64_t dim, bool half_to_float, opd_out_spec *spec,

@@ -1,6 +1,8 @@
 /* composite_reduce.c: the composite kernels of the reduction family, written in terms of other
  * operators called through the dispatcher, so they work on every backend:
  *   sum (CompositeExplicitAutograd)        = sum.dim_IntList(self, None, False, dtype)
+ *   mean (CompositeExplicitAutograd)       = mean.dim(self, None, False, dtype)
+ *   count_nonzero (CompositeExplicitAutograd) = count_nonzero.dim_IntList(self, [dim] or [])
  *   softmax.int (CompositeImplicitAutograd) = _softmax(self.to(dtype), dim, False)
  *   layer_norm (CompositeImplicitAutograd)  = native_layer_norm(...)[0]
  */
@@ -84,6 +86,35 @@ int opd__cia_layer_norm(const opd_kernel_ctx *ctx, opd_tensor *input, opd_int_li
       rc = opd__pop_tensor_return(&s, out);
     }
   }
+  opd_stack_destroy(&s);
+  return rc;
+}
+
+int opd__cea_mean(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  opd_ivalue args[] = {opd_iv_tensor_borrow(self), opd_iv_none(), opd_iv_bool(false),
+                       dtype == OPD_DTYPE_UNDEFINED ? opd_iv_none() : opd_iv_dtype(dtype)};
+  int rc = push_all(&s, args, 4);
+  if (!rc) rc = opd__call(&op, "aten::mean.dim", &s);
+  if (!rc) rc = opd__pop_tensor_return(&s, out);
+  opd_stack_destroy(&s);
+  return rc;
+}
+
+int opd__cea_count_nonzero(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim,
+                           opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int64_t d = dim.value;
+  int rc = opd_stack_push(&s, opd_iv_tensor_borrow(self));
+  if (!rc) rc = opd__push_int_list(&s, (opd_int_list){&d, dim.has_value ? 1 : 0});
+  if (!rc) rc = opd__call(&op, "aten::count_nonzero.dim_IntList", &s);
+  if (!rc) rc = opd__pop_tensor_return(&s, out);
   opd_stack_destroy(&s);
   return rc;
 }

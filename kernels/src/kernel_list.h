@@ -170,8 +170,35 @@
 #define OPD_INDEX_UNBOXED_KERNELS(X)
 #define OPD_INDEX_BOXED_KERNELS(X)
 
-/* reductions and linear algebra */
-#define OPD_REDUCE_UNBOXED_KERNELS(X)
+/* reductions and linear algebra: kernels/cpu/reduce*.c, kernels/meta/reduce_meta.c,
+ * kernels/src/composite_reduce.c */
+#define OPD_REDUCE_UNBOXED_KERNELS(X) \
+  X("aten::mean", CompositeExplicitAutograd, opd__cea_mean, Tensor, Tensor, OptDType) \
+  X("aten::nansum", CPU, opd__cpu_nansum, Tensor, Tensor, OptIntList, Bool, OptDType) \
+  X("aten::nansum", Meta, opd__meta_nansum, Tensor, Tensor, OptIntList, Bool, OptDType) \
+  X("aten::prod", CPU, opd__cpu_prod, Tensor, Tensor, OptDType) \
+  X("aten::prod", Meta, opd__meta_prod, Tensor, Tensor, OptDType) \
+  X("aten::prod.dim_int", CPU, opd__cpu_prod_dim_int, Tensor, Tensor, Int, Bool, OptDType) \
+  X("aten::prod.dim_int", Meta, opd__meta_prod_dim_int, Tensor, Tensor, Int, Bool, OptDType) \
+  X("aten::amin", CPU, opd__cpu_amin, Tensor, Tensor, IntList, Bool) \
+  X("aten::amin", Meta, opd__meta_amin, Tensor, Tensor, IntList, Bool) \
+  X("aten::max", CPU, opd__cpu_max, Tensor, Tensor) \
+  X("aten::max", Meta, opd__meta_max, Tensor, Tensor) \
+  X("aten::min", CPU, opd__cpu_min, Tensor, Tensor) \
+  X("aten::min", Meta, opd__meta_min, Tensor, Tensor) \
+  X("aten::argmin", CPU, opd__cpu_argmin, Tensor, Tensor, OptInt, Bool) \
+  X("aten::argmin", Meta, opd__meta_argmin, Tensor, Tensor, OptInt, Bool) \
+  X("aten::any", CPU, opd__cpu_any, Tensor, Tensor) \
+  X("aten::any", Meta, opd__meta_any, Tensor, Tensor) \
+  X("aten::any.dim", CPU, opd__cpu_any_dim, Tensor, Tensor, Int, Bool) \
+  X("aten::any.dim", Meta, opd__meta_any_dim, Tensor, Tensor, Int, Bool) \
+  X("aten::all", CPU, opd__cpu_all, Tensor, Tensor) \
+  X("aten::all", Meta, opd__meta_all, Tensor, Tensor) \
+  X("aten::all.dim", CPU, opd__cpu_all_dim, Tensor, Tensor, Int, Bool) \
+  X("aten::all.dim", Meta, opd__meta_all_dim, Tensor, Tensor, Int, Bool) \
+  X("aten::count_nonzero.dim_IntList", CPU, opd__cpu_count_nonzero_dim_intlist, Tensor, Tensor, IntList) \
+  X("aten::count_nonzero.dim_IntList", Meta, opd__meta_count_nonzero_dim_intlist, Tensor, Tensor, IntList) \
+  X("aten::count_nonzero", CompositeExplicitAutograd, opd__cea_count_nonzero, Tensor, Tensor, OptInt)
 #define OPD_REDUCE_BOXED_KERNELS(X)
 
 #define OPD_BOXED_KERNELS(X) \

@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""gen_ops_reduce.py: conformance cases of the reductions and linear algebra family, recorded
+from PyTorch 1.13 into tests/fixtures/ops_reduce.json (see opgen.py):
+
+    /usr/bin/python3 tools/conformance/gen_ops_reduce.py
+
+Each reduction is recorded on float32, float64, int64 and bool where PyTorch's CPU kernel
+takes them (the result dtype is part of the record), on strided views, with keepdim, negative
+dims and dim lists, on 0-d inputs, over empty dims (PyTorch's identities, or its errors where
+an operation has none), with NaN and infinities, and with PyTorch's errors for bad dims and
+dtypes. Errors that only PyTorch's CPU kernel raises (argmin of bool) are left out: a Meta run
+would expect them too.
+"""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import opgen  # noqa: E402
+from opgen import ERR, S  # noqa: E402
+
+fam = opgen.Family("reduce", seed=31)
+
+FLOATS = ("float32", "float64")
+ALL_DT = ("float32", "float64", "int64", "int32", "bool")
+
+
+def case(name, build, tags=()):
+    return S(name, lambda g: (build(g), list(tags)))
+
+
+def err(name, build, exc, msg, tags=()):
+    return ERR(name, lambda g: (build(g), list(tags)), exc, msg)
+
+
+def dim_value(kind, dims):
+    """The dim argument of a reduction whose schema's dim is `kind`, for the dims `dims` (a
+    list): int and int? take its one element."""
+    if kind in ("int", "optint"):
+        return dims[0]
+    return list(dims)
+
+
+def reduction(op, kind, dtypes=ALL_DT, empty_identity=True, keepdim=True, extra=(), tol=None):
+    """Scenarios of a reduction `op` whose dim argument is of `kind` ("list" int[1], "optlist"
+    int[1]?, "int", "optint" int?, None: no dim). extra: more (name, value) arguments for every
+    case."""
+    ex = list(extra)
+
+    def args(x, dims=None, kd=None):
+        a = [("self", x)] + ex
+        if kind is not None and dims is not None:
+            a.append(("dim", dim_value(kind, dims)))
+        if keepdim and kd is not None and kind is not None:
+            a.append(("keepdim", kd))
+        return a
+
+    multi = kind in ("list", "optlist")
+    scen = []
+    for dt in dtypes:
+        scen.append(case(dt, lambda g, dt=dt: args(g.T([3, 4, 5], dt, "halfint"), [1], False)))
+        scen.append(case(dt + "_strided_keepdim",
+                         lambda g, dt=dt: args(g.T([4, 3, 5], dt, view="any"),
+                                               [0, -1] if multi else [-1], True)))
+    scen.append(case("float32_special", lambda g: args(g.T([4, 6], "float32", "special"), [1],
+                                                       False)))
+    scen.append(case("float64_special_dim0",
+                     lambda g: args(g.T([5, 3], "float64", "special"), [0], True)))
+    scen.append(case("float32_0d", lambda g: args(g.T([], "float32"), [0] if kind else None,
+                                                  False)))
+    scen.append(case("float32_0d_negdim",
+                     lambda g: args(g.T([], "float32"), [-1] if kind else None, True)))
+    scen.append(case("float32_1d_long",
+                     lambda g: args(g.T([300], "float32", "unit"), [0] if kind else None)))
+    if kind is None or kind in ("optlist", "optint"):
+        scen.append(case("float32_all_dims",
+                         lambda g: args(g.T([2, 3, 4], "float32", view="transpose"))))
+        if kind is not None:
+            scen.append(case("float32_dim_none",
+                             lambda g: [("self", g.T([3, 4], "float32"))] + ex +
+                             [("dim", None)]))
+    if multi:
+        scen.append(case("float64_dims_all_listed",
+                         lambda g: args(g.T([2, 3, 4], "float64"), [2, 0, 1], False)))
+        scen.append(case("float32_dims_empty_list",
+                         lambda g: args(g.T([2, 3], "float32"), [], False)))
+    if kind is not None:
+        scen.append(case("float32_empty_kept", lambda g: args(g.T([0, 3], "float32"), [1])))
+        if empty_identity:
+            scen.append(case("float32_empty_reduced",
+                             lambda g: args(g.T([0, 3], "float32"), [0], True)))
+    if empty_identity:
+        scen.append(case("float64_empty_all",
+                         lambda g: args(g.T([2, 0], "float64"),
+                                        [1] if kind in ("list", "int") else None)))
+    errs = []
+    if kind is not None:
+        errs.append(err("dim_out_of_range", lambda g: args(g.T([2, 3], "float32"), [2]),
+                        "IndexError", "Dimension out of range"))
+        errs.append(err("dim_out_of_range_0d", lambda g: args(g.T([], "float32"), [1]),
+                        "IndexError", "Dimension out of range"))
+    if multi:
+        errs.append(err("dim_repeated", lambda g: args(g.T([2, 3], "float32"), [1, -1]),
+                        "RuntimeError", "appears multiple times in the list of dims"))
+    fam.op(op, scen, errors=errs, tol=tol)
+    return errs
+
+
+# ---- reductions on the reduction engine ----
+
+reduction("mean", None, dtypes=FLOATS, extra=[("dtype", None)])
+fam.op("mean", [], errors=[
+    err("int64_refused", lambda g: [("self", g.T([3], "int64"))], "RuntimeError",
+        "mean(): could not infer output dtype")])
+reduction("nansum", "optlist")
+fam.op("nansum", [case("dtype_float64", lambda g: [("self", g.T([3, 4], "float32", "special")),
+                                                 ("dim", [1]), ("dtype", opgen.gc.DTYPES["float64"])]),
+                  case("int32_to_int64_default", lambda g: [("self", g.T([3, 4], "int32"))])])
+reduction("prod", None)
+reduction("prod.dim_int", "int")
+fam.op("prod.dim_int", [
+    case("int64_to_float32", lambda g: [("self", g.T([3, 4], "int64")), ("dim", 1),
+                                        ("dtype", opgen.gc.DTYPES["float32"])]),
+    case("int64_to_bool", lambda g: [("self", g.T([3, 4], "int64", "small")), ("dim", 0),
+                                     ("dtype", opgen.gc.DTYPES["bool"])]),
+    case("float32_zeros_infs", lambda g: [("self", g.T([6, 5], "float32", "special")),
+                                          ("dim", 0), ("keepdim", True)])])
+reduction("amin", "list", empty_identity=False)
+fam.op("amin", [], errors=[
+    err("empty_reduced", lambda g: [("self", g.T([0, 3], "float32")), ("dim", [0])],
+        "IndexError", "amin(): Expected reduction dim 0 to have non-zero size"),
+    err("empty_all", lambda g: [("self", g.T([0, 3], "float32"))], "RuntimeError",
+        "amin(): Expected reduction dim to be specified")])
+reduction("max", None, empty_identity=False)
+reduction("min", None, empty_identity=False)
+fam.op("max", [], errors=[err("empty", lambda g: [("self", g.T([2, 0], "float32"))],
+                              "RuntimeError", "max(): Expected reduction dim to be specified")])
+fam.op("min", [], errors=[err("empty", lambda g: [("self", g.T([0], "int64"))],
+                              "RuntimeError", "min(): Expected reduction dim to be specified")])
+reduction("argmin", "optint", dtypes=("float32", "float64", "int64", "int32"),
+          empty_identity=False)
+fam.op("argmin", [
+    case("ties_first", lambda g: [("self", g.T([4, 6], "float32", "int")), ("dim", 1)]),
+    case("bool_size_one_dim", lambda g: [("self", g.T([3, 1], "bool")), ("dim", 1)])],
+    errors=[err("empty_reduced", lambda g: [("self", g.T([0, 3], "float32")), ("dim", 0)],
+                "IndexError", "argmin(): Expected reduction dim 0 to have non-zero size"),
+            err("empty_all", lambda g: [("self", g.T([0, 3], "float32"))], "IndexError",
+                "argmin(): Expected reduction dim to be specified")])
+for name in ("any", "all"):
+    reduction(name, None)
+    reduction(name + ".dim", "int")
+    fam.op(name + ".dim", [
+        case("uint8_like_int64_small", lambda g: [("self", g.T([4, 5], "int64", "small")),
+                                                  ("dim", 0)]),
+        case("float_nan", lambda g: [("self", g.T([4, 6], "float32", "special")), ("dim", 1)])])
+reduction("count_nonzero.dim_IntList", "list", keepdim=False)
+reduction("count_nonzero", "optint", keepdim=False)
+
+
+if __name__ == "__main__":
+    fam.main()
