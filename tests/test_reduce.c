@@ -381,7 +381,7 @@ START_TEST(test_amax) {
                "amax(): Expected reduction dim 0 to have non-zero size.");
   expect_error(call("aten::amax", &r, 3, T(e), L(-2), B(false)), OPD_EINDEX,
                "amax(): Expected reduction dim -2 to have non-zero size.");
-  expect_error(call("aten::amax", &r, 3, T(e), L0, B(false)), OPD_EINDEX,
+  expect_error(call("aten::amax", &r, 3, T(e), L0, B(false)), OPD_EINVAL,
                "amax(): Expected reduction dim to be specified for input.numel() == 0.");
   expect_error(call("aten::amax", &r, 3, T(x), L(0, 0), B(false)), OPD_EINVAL,
                "dim 0 appears multiple times in the list of dims");

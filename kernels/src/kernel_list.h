@@ -198,8 +198,22 @@
   X("aten::all.dim", Meta, opd__meta_all_dim, Tensor, Tensor, Int, Bool) \
   X("aten::count_nonzero.dim_IntList", CPU, opd__cpu_count_nonzero_dim_intlist, Tensor, Tensor, IntList) \
   X("aten::count_nonzero.dim_IntList", Meta, opd__meta_count_nonzero_dim_intlist, Tensor, Tensor, IntList) \
-  X("aten::count_nonzero", CompositeExplicitAutograd, opd__cea_count_nonzero, Tensor, Tensor, OptInt)
-#define OPD_REDUCE_BOXED_KERNELS(X)
+  X("aten::count_nonzero", CompositeExplicitAutograd, opd__cea_count_nonzero, Tensor, Tensor, OptInt) \
+  X("aten::var.correction", CPU, opd__cpu_var_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
+  X("aten::var.correction", Meta, opd__meta_var_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
+  X("aten::std.correction", CPU, opd__cpu_std_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
+  X("aten::std.correction", Meta, opd__meta_std_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
+  X("aten::linalg_vector_norm", CPU, opd__cpu_linalg_vector_norm, Tensor, Tensor, Scalar, OptIntList, Bool, OptDType) \
+  X("aten::linalg_vector_norm", Meta, opd__meta_linalg_vector_norm, Tensor, Tensor, Scalar, OptIntList, Bool, OptDType) \
+  X("aten::norm.ScalarOpt_dim", CPU, opd__cpu_norm_scalaropt_dim, Tensor, Tensor, OptScalar, IntList, Bool) \
+  X("aten::norm.ScalarOpt_dim", Meta, opd__meta_norm_scalaropt_dim, Tensor, Tensor, OptScalar, IntList, Bool) \
+  X("aten::norm.ScalarOpt_dim_dtype", CPU, opd__cpu_norm_scalaropt_dim_dtype, Tensor, Tensor, OptScalar, IntList, Bool, DType) \
+  X("aten::norm.ScalarOpt_dim_dtype", Meta, opd__meta_norm_scalaropt_dim_dtype, Tensor, Tensor, OptScalar, IntList, Bool, DType)
+#define OPD_REDUCE_BOXED_KERNELS(X) \
+  X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
+  X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \
+  X("aten::std_mean.correction", CPU, opd__cpu_std_mean_correction) \
+  X("aten::std_mean.correction", Meta, opd__meta_std_mean_correction)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \

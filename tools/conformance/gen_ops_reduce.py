@@ -51,6 +51,8 @@ def reduction(op, kind, dtypes=ALL_DT, empty_identity=True, keepdim=True, extra=
         a = [("self", x)] + ex
         if kind is not None and dims is not None:
             a.append(("dim", dim_value(kind, dims)))
+        elif kind in ("optlist", "optint"):
+            a.append(("dim", None))
         if keepdim and kd is not None and kind is not None:
             a.append(("keepdim", kd))
         return a
@@ -75,10 +77,6 @@ def reduction(op, kind, dtypes=ALL_DT, empty_identity=True, keepdim=True, extra=
     if kind is None or kind in ("optlist", "optint"):
         scen.append(case("float32_all_dims",
                          lambda g: args(g.T([2, 3, 4], "float32", view="transpose"))))
-        if kind is not None:
-            scen.append(case("float32_dim_none",
-                             lambda g: [("self", g.T([3, 4], "float32"))] + ex +
-                             [("dim", None)]))
     if multi:
         scen.append(case("float64_dims_all_listed",
                          lambda g: args(g.T([2, 3, 4], "float64"), [2, 0, 1], False)))
@@ -156,6 +154,87 @@ for name in ("any", "all"):
 reduction("count_nonzero.dim_IntList", "list", keepdim=False)
 reduction("count_nonzero", "optint", keepdim=False)
 
+
+# ---- var, std and the norms (kernels/cpu/reduce_moments.c) ----
+
+F64 = opgen.gc.DTYPES["float64"]
+F32 = opgen.gc.DTYPES["float32"]
+I64 = opgen.gc.DTYPES["int64"]
+for name in ("var.correction", "std.correction", "var_mean.correction", "std_mean.correction"):
+    reduction(name, "optlist", dtypes=FLOATS, extra=[("correction", None)])
+    fam.op(name, [
+        case("correction_0", lambda g: [("self", g.T([4, 5], "float32", "offset")), ("dim", [1]),
+                                        ("correction", 0)]),
+        case("correction_2_keepdim", lambda g: [("self", g.T([3, 6, 2], "float64", view="any")),
+                                                ("dim", [0, 1]), ("correction", 2),
+                                                ("keepdim", True)]),
+        case("correction_past_n", lambda g: [("self", g.T([3, 2], "float32")), ("dim", [1]),
+                                             ("correction", 5)]),
+        case("correction_negative", lambda g: [("self", g.T([3, 4], "float64")), ("dim", [0]),
+                                               ("correction", -1)]),
+        case("one_element", lambda g: [("self", g.T([3, 1], "float32")), ("dim", [1]),
+                                       ("correction", 1)]),
+        case("large_offset", lambda g: [("self", g.T([2, 200], "float32", "offset")),
+                                        ("dim", [1]), ("correction", 1)])],
+        errors=[err("int64_refused", lambda g: [("self", g.T([3], "int64")), ("dim", [0]),
+                                                ("correction", 1)],
+                    "RuntimeError", "%s only support floating point and complex dtypes" %
+                    ("std and var" if name in ("var.correction", "std.correction")
+                     else name.split(".")[0]))])
+
+ORDS = [2, 1, 0, 3, 0.5, -1.0, math.inf, -math.inf, 2.5]
+reduction("linalg_vector_norm", "optlist", dtypes=FLOATS, empty_identity=True,
+          extra=[("ord", 2)])
+fam.op("linalg_vector_norm", [
+    case("ord_%s" % str(o).replace(".", "_").replace("-", "neg"),
+         lambda g, o=o: [("self", g.T([3, 5], "float32", "special" if o in (0, math.inf) else
+                                      "normal", view="any")), ("ord", o), ("dim", [1])])
+    for o in ORDS] + [
+    case("ord_inf_all", lambda g: [("self", g.T([2, 3, 4], "float64")), ("ord", math.inf)]),
+    case("ord_neginf_zero", lambda g: [("self", g.T([4, 3], "float64", "int")),
+                                       ("ord", -math.inf), ("dim", [0])]),
+    case("dtype_float64", lambda g: [("self", g.T([3, 4], "float32")), ("dim", [0]),
+                                     ("dtype", F64)]),
+    case("int_ord_3", lambda g: [("self", g.T([6], "float64")), ("ord", 3)]),
+    case("empty_ord_inf_kept", lambda g: [("self", g.T([0, 3], "float32")), ("ord", math.inf),
+                                          ("dim", [1])])],
+    errors=[
+        err("int64_refused", lambda g: [("self", g.T([3], "int64"))], "RuntimeError",
+            "linalg.vector_norm: Expected a floating point or complex tensor as input"),
+        err("dtype_int", lambda g: [("self", g.T([3], "float32")), ("dtype", I64)],
+            "RuntimeError", "linalg.vector_norm: dtype should be floating point"),
+        err("dtype_narrowing", lambda g: [("self", g.T([3], "float64")), ("dtype", F32)],
+            "RuntimeError", "should be convertible without narrowing"),
+        err("empty_ord_inf", lambda g: [("self", g.T([0, 3], "float32")), ("ord", math.inf)],
+            "RuntimeError", "cannot compute the inf norm on an empty tensor"),
+        err("empty_ord_neg", lambda g: [("self", g.T([0, 3], "float32")), ("ord", -1.0),
+                                        ("dim", [0])],
+            "RuntimeError", "cannot compute the -1 norm on the dimension 0")])
+
+reduction("norm.ScalarOpt_dim", "list", dtypes=FLOATS, extra=[("p", 2)])
+fam.op("norm.ScalarOpt_dim", [
+    case("p_%s" % str(o).replace(".", "_").replace("-", "neg"),
+         lambda g, o=o: [("self", g.T([4, 3], "float64", "special" if o in (0, math.inf) else
+                                      "normal", view="any")), ("p", o), ("dim", [0])])
+    for o in ORDS] + [
+    case("p_none", lambda g: [("self", g.T([3, 4], "float32")), ("p", None), ("dim", [1])]),
+    case("empty_p_inf", lambda g: [("self", g.T([0, 3], "float32")), ("p", math.inf),
+                                   ("dim", [0])]),
+    case("empty_p_neginf", lambda g: [("self", g.T([0, 3], "float32")), ("p", -math.inf),
+                                      ("dim", [0])])],
+    errors=[err("int64_refused", lambda g: [("self", g.T([3], "int64")), ("p", 2), ("dim", [0])],
+                "RuntimeError", "norm(): input dtype should be either floating point or complex")])
+fam.op("norm.ScalarOpt_dim_dtype", [
+    case("float32_to_float64", lambda g: [("self", g.T([3, 4], "float32")), ("p", 3),
+                                          ("dim", [1]), ("keepdim", False), ("dtype", F64)]),
+    case("float64_to_float32", lambda g: [("self", g.T([3, 4], "float64", view="any")),
+                                          ("p", 1), ("dim", [0]), ("keepdim", True),
+                                          ("dtype", F32)]),
+    case("int64_to_float32", lambda g: [("self", g.T([5], "int64")), ("p", 2), ("dim", [0]),
+                                        ("keepdim", False), ("dtype", F32)])],
+    errors=[err("dtype_int", lambda g: [("self", g.T([3], "float32")), ("p", 2), ("dim", [0]),
+                                        ("keepdim", False), ("dtype", I64)],
+                "RuntimeError", "norm(): the desired output dtype should be either floating")])
 
 if __name__ == "__main__":
     fam.main()
