@@ -749,3 +749,35 @@ int opd__cpu_count_nonzero_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *se
   int rc = opd__count_nonzero_meta(self, dim, &spec, &mask);
   return rc ? rc : reduce_cpu(OP_COUNT, self, mask, &spec, out);
 }
+
+/* max.dim and min.dim (values, indices) and aminmax (min, max): two reductions of the same input
+ * over the same dims. */
+static int two_results(int which, opd_stack *stack) {
+  assert(stack->size >= 3);
+  opd_ivalue *args = opd_stack_last(stack, 3);
+  opd_tensor *res[2] = {NULL, NULL};
+  opd_out_spec a, b;
+  uint64_t mask = 0;
+  int rc = opd__two_results_meta(which, args, &a, &b, &mask);
+  red_op first = which == OPD__MIN_DIM || which == OPD__AMINMAX ? OP_MIN : OP_MAX;
+  red_op second = which == OPD__AMINMAX ? OP_MAX : which == OPD__MIN_DIM ? OP_ARGMIN : OP_ARGMAX;
+  if (!rc) rc = reduce_cpu(first, args[0].u.t, mask, &a, &res[0]);
+  if (!rc) rc = reduce_cpu(second, args[0].u.t, mask, &b, &res[1]);
+  opd_stack_drop(stack, 3);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__cpu_max_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return two_results(OPD__MAX_DIM, stack);
+}
+
+int opd__cpu_min_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return two_results(OPD__MIN_DIM, stack);
+}
+
+int opd__cpu_aminmax(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return two_results(OPD__AMINMAX, stack);
+}

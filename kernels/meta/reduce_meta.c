@@ -662,3 +662,92 @@ int opd__meta_std_mean_correction(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   return meta_var_mean("std_mean", stack);
 }
+
+/* ---- max.dim, min.dim, aminmax: two results ---- */
+
+int opd__max_dim_meta(const char *name, const opd_tensor *self, int64_t dim, bool keepdim,
+                      opd_out_spec *values, opd_out_spec *indices, uint64_t *mask) {
+  int64_t d = 0;
+  int rc = opd__wrap_dim(dim, self->ndim, &d);
+  if (rc) return rc;
+  if (self->ndim > 0 && opd_tensor_sizes(self)[d] == 0)
+    return opd_error(OPD_EINDEX, "%s(): Expected reduction dim %lld to have non-zero size.", name,
+                     (long long)d);
+  *mask = self->ndim > 0 ? UINT64_C(1) << d : 0;
+  opd__reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), values);
+  opd__reduced_spec(self, *mask, keepdim, OPD_INT64, indices);
+  return 0;
+}
+
+int opd__aminmax_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                      uint64_t *mask) {
+  if (!dim.has_value) {
+    if (self->numel == 0)
+      return opd_error(OPD_EINVAL, "aminmax(): cannot compute aminmax over an empty dimension as "
+                                   "the operation has no identity.");
+    int rc = opd__reduce_dim_mask((opd_int_list){NULL, -1}, self->ndim, mask);
+    if (rc) return rc;
+    opd__reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), spec);
+    return 0;
+  }
+  int64_t d = 0;
+  int rc = opd__wrap_dim(dim.value, self->ndim, &d);
+  if (rc) return rc;
+  if (self->ndim > 0 && opd_tensor_sizes(self)[d] == 0)
+    return opd_error(OPD_EINDEX, "aminmax: Expected reduction dim %lld to have non-zero size.",
+                     (long long)d);
+  *mask = self->ndim > 0 ? UINT64_C(1) << d : 0;
+  opd__reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), spec);
+  if (self->ndim == 0 && keepdim) { /* PyTorch 1.13 gives a 0-d input's keepdim result 1 dim */
+    spec->ndim = 1;
+    spec->sizes[0] = 1;
+  }
+  return 0;
+}
+
+/* The arguments of max.dim / min.dim (self, int dim, bool keepdim) and aminmax (self, int? dim,
+ * bool keepdim) on a boxed stack, checked; the specs of both results and the reduced mask. */
+int opd__two_results_meta(int which, opd_ivalue *args, opd_out_spec *first, opd_out_spec *second,
+                          uint64_t *mask) {
+  bool aminmax = which == OPD__AMINMAX;
+  if (args[0].tag != OPD_IV_TENSOR || args[2].tag != OPD_IV_BOOL ||
+      (aminmax ? args[1].tag != OPD_IV_INT && args[1].tag != OPD_IV_NONE
+               : args[1].tag != OPD_IV_INT))
+    return opd_error(OPD_EINVAL, "%s: expected (Tensor, int%s, bool)",
+                     aminmax ? "aminmax" : "max / min", aminmax ? "?" : "");
+  if (aminmax) {
+    int rc = opd__aminmax_meta(args[0].u.t, opd__iv_opt_int(&args[1]), args[2].u.b, first, mask);
+    *second = *first;
+    return rc;
+  }
+  return opd__max_dim_meta(which == OPD__MAX_DIM ? "max" : "min", args[0].u.t, args[1].u.i,
+                           args[2].u.b, first, second, mask);
+}
+
+static int meta_two_results(int which, opd_stack *stack) {
+  assert(stack->size >= 3);
+  opd_ivalue *args = opd_stack_last(stack, 3);
+  opd_tensor *res[2] = {NULL, NULL};
+  opd_out_spec a, b;
+  uint64_t mask = 0;
+  int rc = opd__two_results_meta(which, args, &a, &b, &mask);
+  if (!rc) rc = opd__alloc_output(&a, opd_tensor_device(args[0].u.t), &res[0]);
+  if (!rc) rc = opd__alloc_output(&b, opd_tensor_device(args[0].u.t), &res[1]);
+  opd_stack_drop(stack, 3);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__meta_max_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_two_results(OPD__MAX_DIM, stack);
+}
+
+int opd__meta_min_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_two_results(OPD__MIN_DIM, stack);
+}
+
+int opd__meta_aminmax(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_two_results(OPD__AMINMAX, stack);
+}

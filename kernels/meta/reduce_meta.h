@@ -58,6 +58,12 @@ int opd__vector_norm_meta(const opd_tensor *self, double ord, opd_int_list dim, 
 int opd__norm_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_dtype dtype,
                    opd_out_spec *spec, uint64_t *mask);
 
+/* max.dim, min.dim (values of the input's dtype, int64 indices) and aminmax (min and max of
+ * the input's dtype), boxed: `which` is one of these; args the stack's three arguments. */
+enum { OPD__MAX_DIM, OPD__MIN_DIM, OPD__AMINMAX };
+int opd__two_results_meta(int which, opd_ivalue *args, opd_out_spec *first, opd_out_spec *second,
+                          uint64_t *mask);
+
 /* _softmax and _log_softmax: the output spec and the wrapped dim (0 for a 0-d tensor).
  * half_to_float is accepted for Half inputs only (the CUDA rule; the CPU kernels reject it). */
 int opd__softmax_meta(const opd_tensor *self, int64_t dim, bool half_to_float, opd_out_spec *spec,

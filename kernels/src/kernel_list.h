@@ -213,7 +213,13 @@
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \
   X("aten::std_mean.correction", CPU, opd__cpu_std_mean_correction) \
-  X("aten::std_mean.correction", Meta, opd__meta_std_mean_correction)
+  X("aten::std_mean.correction", Meta, opd__meta_std_mean_correction) \
+  X("aten::max.dim", CPU, opd__cpu_max_dim) \
+  X("aten::max.dim", Meta, opd__meta_max_dim) \
+  X("aten::min.dim", CPU, opd__cpu_min_dim) \
+  X("aten::min.dim", Meta, opd__meta_min_dim) \
+  X("aten::aminmax", CPU, opd__cpu_aminmax) \
+  X("aten::aminmax", Meta, opd__meta_aminmax)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \

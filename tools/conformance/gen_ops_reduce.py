@@ -144,6 +144,17 @@ fam.op("argmin", [
                 "IndexError", "argmin(): Expected reduction dim 0 to have non-zero size"),
             err("empty_all", lambda g: [("self", g.T([0, 3], "float32"))], "IndexError",
                 "argmin(): Expected reduction dim to be specified")])
+for name in ("max.dim", "min.dim"):
+    reduction(name, "int", empty_identity=False)
+    fam.op(name, [case("ties", lambda g: [("self", g.T([5, 6], "float64", "int")), ("dim", 0)])],
+           errors=[err("empty_reduced", lambda g: [("self", g.T([0, 3], "float32")), ("dim", -2)],
+                       "IndexError", "Expected reduction dim 0 to have non-zero size")])
+reduction("aminmax", "optint", empty_identity=False)
+fam.op("aminmax", [], errors=[
+    err("empty_all", lambda g: [("self", g.T([0, 3], "float32"))], "RuntimeError",
+        "cannot compute aminmax over an empty dimension"),
+    err("empty_reduced", lambda g: [("self", g.T([2, 0], "float32")), ("dim", -1)],
+        "IndexError", "aminmax: Expected reduction dim 1 to have non-zero size")])
 for name in ("any", "all"):
     reduction(name, None)
     reduction(name + ".dim", "int")
