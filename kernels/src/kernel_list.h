@@ -171,7 +171,7 @@
 #define OPD_INDEX_BOXED_KERNELS(X)
 
 /* reductions and linear algebra: kernels/cpu/reduce*.c, kernels/meta/reduce_meta.c,
- * kernels/src/composite_reduce.c */
+ * kernels/src/composite_reduce.c, kernels/src/composite_moments.c */
 #define OPD_REDUCE_UNBOXED_KERNELS(X) \
   X("aten::mean", CompositeExplicitAutograd, opd__cea_mean, Tensor, Tensor, OptDType) \
   X("aten::nansum", CPU, opd__cpu_nansum, Tensor, Tensor, OptIntList, Bool, OptDType) \
@@ -208,7 +208,14 @@
   X("aten::norm.ScalarOpt_dim", CPU, opd__cpu_norm_scalaropt_dim, Tensor, Tensor, OptScalar, IntList, Bool) \
   X("aten::norm.ScalarOpt_dim", Meta, opd__meta_norm_scalaropt_dim, Tensor, Tensor, OptScalar, IntList, Bool) \
   X("aten::norm.ScalarOpt_dim_dtype", CPU, opd__cpu_norm_scalaropt_dim_dtype, Tensor, Tensor, OptScalar, IntList, Bool, DType) \
-  X("aten::norm.ScalarOpt_dim_dtype", Meta, opd__meta_norm_scalaropt_dim_dtype, Tensor, Tensor, OptScalar, IntList, Bool, DType)
+  X("aten::norm.ScalarOpt_dim_dtype", Meta, opd__meta_norm_scalaropt_dim_dtype, Tensor, Tensor, OptScalar, IntList, Bool, DType) \
+  X("aten::var", CompositeImplicitAutograd, opd__cia_var, Tensor, Tensor, Bool) \
+  X("aten::var.dim", CompositeImplicitAutograd, opd__cia_var_dim, Tensor, Tensor, OptIntList, Bool, Bool) \
+  X("aten::std", CompositeImplicitAutograd, opd__cia_std, Tensor, Tensor, Bool) \
+  X("aten::std.dim", CompositeImplicitAutograd, opd__cia_std_dim, Tensor, Tensor, OptIntList, Bool, Bool) \
+  X("aten::norm.Scalar", CompositeExplicitAutograd, opd__cea_norm_scalar, Tensor, Tensor, Scalar) \
+  X("aten::norm.ScalarOpt_dtype", CompositeExplicitAutograd, opd__cea_norm_scalaropt_dtype, Tensor, Tensor, OptScalar, DType) \
+  X("aten::logsumexp", CompositeExplicitAutograd, opd__cea_logsumexp, Tensor, Tensor, IntList, Bool)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \
@@ -219,7 +226,11 @@
   X("aten::min.dim", CPU, opd__cpu_min_dim) \
   X("aten::min.dim", Meta, opd__meta_min_dim) \
   X("aten::aminmax", CPU, opd__cpu_aminmax) \
-  X("aten::aminmax", Meta, opd__meta_aminmax)
+  X("aten::aminmax", Meta, opd__meta_aminmax) \
+  X("aten::var_mean", CompositeImplicitAutograd, opd__cia_var_mean) \
+  X("aten::var_mean.dim", CompositeImplicitAutograd, opd__cia_var_mean_dim) \
+  X("aten::std_mean", CompositeImplicitAutograd, opd__cia_std_mean) \
+  X("aten::std_mean.dim", CompositeImplicitAutograd, opd__cia_std_mean_dim)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \

@@ -41,10 +41,11 @@ def dim_value(kind, dims):
     return list(dims)
 
 
-def reduction(op, kind, dtypes=ALL_DT, empty_identity=True, keepdim=True, extra=(), tol=None):
+def reduction(op, kind, dtypes=ALL_DT, empty_identity=True, keepdim=True, extra=(), tol=None,
+              empty_list=True):
     """Scenarios of a reduction `op` whose dim argument is of `kind` ("list" int[1], "optlist"
     int[1]?, "int", "optint" int?, None: no dim). extra: more (name, value) arguments for every
-    case."""
+    case; empty_list: whether dim=[] (every dim) is a case."""
     ex = list(extra)
 
     def args(x, dims=None, kd=None):
@@ -80,6 +81,7 @@ def reduction(op, kind, dtypes=ALL_DT, empty_identity=True, keepdim=True, extra=
     if multi:
         scen.append(case("float64_dims_all_listed",
                          lambda g: args(g.T([2, 3, 4], "float64"), [2, 0, 1], False)))
+    if multi and empty_list:
         scen.append(case("float32_dims_empty_list",
                          lambda g: args(g.T([2, 3], "float32"), [], False)))
     if kind is not None:
@@ -246,6 +248,49 @@ fam.op("norm.ScalarOpt_dim_dtype", [
     errors=[err("dtype_int", lambda g: [("self", g.T([3], "float32")), ("p", 2), ("dim", [0]),
                                         ("keepdim", False), ("dtype", I64)],
                 "RuntimeError", "norm(): the desired output dtype should be either floating")])
+
+# ---- composites over them (kernels/src/composite_moments.c) ----
+
+for name in ("var", "std", "var_mean", "std_mean"):
+    fam.op(name, [
+        case("unbiased", lambda g: [("self", g.T([4, 5], "float32", view="any"))]),
+        case("biased_float64", lambda g: [("self", g.T([3, 4], "float64")), ("unbiased", False)]),
+        case("one_element", lambda g: [("self", g.T([1], "float32"))])],
+        errors=[err("int64_refused", lambda g: [("self", g.T([3], "int64"))], "RuntimeError",
+                    "only support floating point and complex dtypes")])
+    fam.op(name + ".dim", [
+        case("dim_keepdim", lambda g: [("self", g.T([4, 5, 2], "float32", view="any")),
+                                       ("dim", [0, 2]), ("unbiased", True), ("keepdim", True)]),
+        case("biased_negdim", lambda g: [("self", g.T([3, 6], "float64", "special")),
+                                         ("dim", [-1]), ("unbiased", False)]),
+        case("dim_none", lambda g: [("self", g.T([3, 4], "float32")), ("dim", None)]),
+        case("empty", lambda g: [("self", g.T([0, 4], "float32")), ("dim", [0])])],
+        errors=[err("dim_out_of_range", lambda g: [("self", g.T([3, 4], "float32")),
+                                                   ("dim", [2])],
+                    "IndexError", "Dimension out of range")])
+
+fam.op("norm.Scalar", [
+    case("p_%s" % str(o).replace(".", "_").replace("-", "neg"),
+         lambda g, o=o: [("self", g.T([3, 4], "float32", view="any")), ("p", o)])
+    for o in ORDS] + [
+    case("default_float64_0d", lambda g: [("self", g.T([], "float64"))]),
+    case("empty", lambda g: [("self", g.T([0, 2], "float32")), ("p", math.inf)])],
+    errors=[err("int64_refused", lambda g: [("self", g.T([3], "int64"))], "RuntimeError",
+                "norm(): input dtype should be either floating point or complex")])
+fam.op("norm.ScalarOpt_dtype", [
+    case("to_float64", lambda g: [("self", g.T([3, 4], "float32")), ("p", 2), ("dtype", F64)]),
+    case("p_none_int64", lambda g: [("self", g.T([5], "int64")), ("p", None), ("dtype", F32)])])
+
+reduction("logsumexp", "list", dtypes=ALL_DT, empty_list=False)
+fam.op("logsumexp", [
+    case("infinities", lambda g: [("self", g.T([4, 6], "float32", "special")), ("dim", [1])]),
+    case("large", lambda g: [("self", g.T([3, 5], "float64", "huge")), ("dim", [0, 1]),
+                             ("keepdim", True)]),
+    case("empty_all_kept_list", lambda g: [("self", g.T([3, 2], "float32")), ("dim", []),
+                                           ("keepdim", True)]),
+    case("zero_d_empty_list", lambda g: [("self", g.T([], "float32")), ("dim", [])])],
+    errors=[err("empty_list_not_kept", lambda g: [("self", g.T([3, 2], "float32")), ("dim", [])],
+                "RuntimeError", "output with shape [] doesn't match the broadcast shape [1, 1]")])
 
 if __name__ == "__main__":
     fam.main()
