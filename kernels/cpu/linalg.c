@@ -1,4 +1,5 @@
-/* linalg.c: the CPU kernels of the matrix products aten::mm, aten::bmm and aten::addmm
+/* linalg.c: the CPU kernels of the matrix products aten::mm, aten::bmm, aten::addmm,
+ * aten::addmv, aten::dot and aten::vdot
  * (checks and shapes in kernels/meta/linalg_meta.c).
  *
  * [Note: Matrix products on the CPU]
@@ -551,6 +552,97 @@ int opd__cpu_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1
     if (g.use_beta) fill_from_self(g.c, g.m, g.n, self);
     rc = gemm(&g);
   }
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+/* ---- dot, vdot, addmv ---- */
+
+/* sum of a[i] * b[i] over n elements of dtype t at strides sa, sb (elements): floats in double,
+ * integers modulo 2^64 */
+static void dot_into(opd_dtype t, const char *a, int64_t sa, const char *b, int64_t sb, int64_t n,
+                     char *out) {
+  int64_t es = (int64_t)opd_dtype_size(t);
+  if (opd_dtype_is_floating(t)) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+      s += load_double(a + i * sa * es, t) * load_double(b + i * sb * es, t);
+    store_double(out, t, s);
+  } else {
+    uint64_t s = 0;
+    for (int64_t i = 0; i < n; i++)
+      s += load_bits(a + i * sa * es, t) * load_bits(b + i * sb * es, t);
+    store_bits(out, t, s);
+  }
+}
+
+static int dot_cpu(const char *name, opd_tensor *self, opd_tensor *other, opd_tensor **out) {
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__dot_meta(name, self, other, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  dot_into(spec.dtype, opd_tensor_data(self), opd_tensor_strides(self)[0], opd_tensor_data(other),
+           opd_tensor_strides(other)[0], self->numel, opd_tensor_data(*out));
+  return 0;
+}
+
+int opd__cpu_dot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *tensor,
+                 opd_tensor **out) {
+  (void)ctx;
+  return dot_cpu("dot", self, tensor, out);
+}
+
+/* vdot conjugates self: the same as dot for real dtypes */
+int opd__cpu_vdot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                  opd_tensor **out) {
+  (void)ctx;
+  return dot_cpu("vdot", self, other, out);
+}
+
+/* addmv as the row vector out^T (1 x m) = beta * self^T + alpha * vec^T (1 x k) @ mat^T (k x m),
+ * one gemm (OpenBLAS reads mat^T in place as mat transposed); self, of another dtype than the
+ * result, is converted first (PyTorch's result.copy_(self)). */
+int opd__cpu_addmv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat, opd_tensor *vec,
+                   opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addmv_meta(self, mat, vec, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  const int64_t *ms = opd_tensor_sizes(mat), *mst = opd_tensor_strides(mat);
+  int64_t k = ms[1], vs = opd_tensor_strides(vec)[0];
+  gemm_args g = {.t = spec.dtype,
+                 .m = 1,
+                 .n = ms[0],
+                 .k = k,
+                 .a = {opd_tensor_data(vec), k * vs, vs},
+                 .b = {opd_tensor_data(mat), mst[1], mst[0]},
+                 .c = opd_tensor_data(*out)};
+  if ((*out)->numel == 0) return 0;
+  rc = set_coefficients(&g, alpha, beta);
+  opd_tensor *converted = NULL;
+  if (!rc && g.use_beta && opd_tensor_dtype(self) != g.t) {
+    static const opd_operator *to_copy;
+    opd_stack s;
+    opd_stack_init(&s);
+    opd_ivalue args[] = {
+        opd_iv_tensor_borrow(self), opd_iv_dtype(g.t), opd_iv_none(), opd_iv_none(), opd_iv_none(),
+        opd_iv_bool(false),         opd_iv_none()};
+    for (int i = 0; i < 7 && !rc; i++) rc = opd_stack_push(&s, args[i]);
+    rc = opd__call_tensor(rc, &to_copy, "aten::_to_copy", &s, &converted);
+  }
+  opd_tensor *src = converted ? converted : self;
+  if (rc == 0 && g.k == 0 && g.use_beta) {
+    rc = scale_self(&g, src, beta);
+  } else if (rc == 0 && g.k == 0) {
+    memset(g.c, 0, (size_t)(*out)->numel * opd_dtype_size(g.t));
+  } else if (rc == 0) {
+    if (g.use_beta) fill_from_self(g.c, g.m, g.n, src);
+    rc = gemm(&g);
+  }
+  if (converted) opd_tensor_release(converted);
   if (rc) opd_tensor_release(*out);
   return rc;
 }

@@ -158,3 +158,81 @@ int opd__meta_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat
   (void)alpha;
   return opd__addmm_alloc(self, mat1, mat2, out);
 }
+
+/* ---- dot, vdot, addmv ---- */
+
+int opd__dot_meta(const char *name, opd_tensor *self, opd_tensor *other, opd_out_spec *spec,
+                  opd_device *device) {
+  opd_tensor *args[] = {self, other};
+  int rc = opd__common_device(args, 2, device);
+  if (rc) return rc;
+  if (self->ndim != 1 || other->ndim != 1)
+    return opd_error(OPD_EINVAL, "1D tensors expected, but got %dD and %dD tensors", self->ndim,
+                     other->ndim);
+  opd_dtype a = opd_tensor_dtype(self), b = opd_tensor_dtype(other);
+  if (a != b)
+    return opd_error(OPD_EINVAL,
+                     "dot : expected both vectors to have same dtype, but found %s and %s",
+                     opd_dtype_c10_name(a), opd_dtype_c10_name(b));
+  int64_t n = self->numel, m = other->numel;
+  if (n != m)
+    return opd_error(OPD_EINVAL,
+                     "inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the "
+                     "same number of elements, but got %lld and %lld elements respectively",
+                     (long long)n, (long long)m, (long long)n, (long long)m);
+  if (a == OPD_BOOL) return opd_error(OPD_EINVAL, "\"%s\" not implemented for 'Bool'", name);
+  spec->ndim = 0;
+  spec->dtype = a;
+  return 0;
+}
+
+int opd__addmv_meta(opd_tensor *self, opd_tensor *mat, opd_tensor *vec, opd_out_spec *spec,
+                    opd_device *device) {
+  opd_tensor *args[] = {self, mat, vec};
+  int rc = opd__common_device(args, 3, device);
+  if (rc) return rc;
+  if (mat->ndim != 2 || vec->ndim != 1 || self->ndim > 1)
+    return opd_error(OPD_EINVAL, "vector + matrix @ vector expected, got %d, %d, %d", self->ndim,
+                     mat->ndim, vec->ndim);
+  const int64_t *ms = opd_tensor_sizes(mat);
+  int64_t k = opd_tensor_sizes(vec)[0];
+  if (ms[1] != k || (ms[0] != self->numel && self->numel != 1))
+    return opd_error(OPD_EINVAL, "size mismatch, got %lld, %lldx%lld,%lld",
+                     (long long)(self->ndim ? opd_tensor_sizes(self)[0] : self->numel),
+                     (long long)ms[0], (long long)ms[1], (long long)k);
+  spec->ndim = 1;
+  spec->sizes[0] = ms[0];
+  spec->dtype = opd_tensor_dtype(mat);
+  if (mat->numel == 0) return 0;
+  return check_gemm_dtypes("addmv_impl_cpu", spec->dtype, spec->dtype, opd_tensor_dtype(vec),
+                           spec->dtype);
+}
+
+int opd__meta_dot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *tensor,
+                  opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__dot_meta("dot", self, tensor, &spec, &device);
+  return rc ? rc : opd__alloc_output(&spec, device, out);
+}
+
+int opd__meta_vdot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                   opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__dot_meta("vdot", self, other, &spec, &device);
+  return rc ? rc : opd__alloc_output(&spec, device, out);
+}
+
+int opd__meta_addmv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat, opd_tensor *vec,
+                    opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  (void)beta;
+  (void)alpha;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addmv_meta(self, mat, vec, &spec, &device);
+  return rc ? rc : opd__alloc_output(&spec, device, out);
+}

@@ -171,7 +171,8 @@
 #define OPD_INDEX_BOXED_KERNELS(X)
 
 /* reductions and linear algebra: kernels/cpu/reduce*.c, kernels/meta/reduce_meta.c,
- * kernels/src/composite_reduce.c, kernels/src/composite_moments.c */
+ * kernels/src/composite_reduce.c, kernels/src/composite_moments.c; matrix and vector products:
+ * kernels/cpu/linalg.c, kernels/meta/linalg_meta.c, kernels/src/composite_products.c */
 #define OPD_REDUCE_UNBOXED_KERNELS(X) \
   X("aten::mean", CompositeExplicitAutograd, opd__cea_mean, Tensor, Tensor, OptDType) \
   X("aten::nansum", CPU, opd__cpu_nansum, Tensor, Tensor, OptIntList, Bool, OptDType) \
@@ -215,7 +216,16 @@
   X("aten::std.dim", CompositeImplicitAutograd, opd__cia_std_dim, Tensor, Tensor, OptIntList, Bool, Bool) \
   X("aten::norm.Scalar", CompositeExplicitAutograd, opd__cea_norm_scalar, Tensor, Tensor, Scalar) \
   X("aten::norm.ScalarOpt_dtype", CompositeExplicitAutograd, opd__cea_norm_scalaropt_dtype, Tensor, Tensor, OptScalar, DType) \
-  X("aten::logsumexp", CompositeExplicitAutograd, opd__cea_logsumexp, Tensor, Tensor, IntList, Bool)
+  X("aten::logsumexp", CompositeExplicitAutograd, opd__cea_logsumexp, Tensor, Tensor, IntList, Bool) \
+  X("aten::dot", CPU, opd__cpu_dot, Tensor, Tensor, Tensor) \
+  X("aten::dot", Meta, opd__meta_dot, Tensor, Tensor, Tensor) \
+  X("aten::vdot", CPU, opd__cpu_vdot, Tensor, Tensor, Tensor) \
+  X("aten::vdot", Meta, opd__meta_vdot, Tensor, Tensor, Tensor) \
+  X("aten::addmv", CPU, opd__cpu_addmv, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::addmv", Meta, opd__meta_addmv, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::mv", CompositeExplicitAutograd, opd__cea_mv, Tensor, Tensor, Tensor) \
+  X("aten::outer", CompositeImplicitAutograd, opd__cia_outer, Tensor, Tensor, Tensor) \
+  X("aten::ger", CompositeImplicitAutograd, opd__cia_ger, Tensor, Tensor, Tensor)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \

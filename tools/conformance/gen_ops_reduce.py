@@ -292,5 +292,86 @@ fam.op("logsumexp", [
     errors=[err("empty_list_not_kept", lambda g: [("self", g.T([3, 2], "float32")), ("dim", [])],
                 "RuntimeError", "output with shape [] doesn't match the broadcast shape [1, 1]")])
 
+# ---- vector products (kernels/cpu/linalg.c, kernels/src/composite_products.c) ----
+
+def dot_op(name, other):
+    fam.op(name, [
+        case(dt, lambda g, dt=dt: [("self", g.T([7], dt)), (other, g.T([7], dt))])
+        for dt in ("float32", "float64", "int64", "int32")] + [
+        case("strided", lambda g: [("self", g.T([6], "float32", view="slice")),
+                                   (other, g.T([6], "float32", view="expand"))]),
+        case("empty", lambda g: [("self", g.T([0], "float32")), (other, g.T([0], "float32"))]),
+        case("special", lambda g: [("self", g.T([8], "float64", "special")),
+                                   (other, g.T([8], "float64"))]),
+        case("long", lambda g: [("self", g.T([500], "float32", "unit")),
+                                (other, g.T([500], "float32", "unit"))])],
+        errors=[
+            err("not_1d", lambda g: [("self", g.T([2, 2], "float32")), (other, g.T([2], "float32"))],
+                "RuntimeError", "1D tensors expected, but got 2D and 1D tensors"),
+            err("dtypes", lambda g: [("self", g.T([2], "float32")), (other, g.T([2], "float64"))],
+                "RuntimeError", "dot : expected both vectors to have same dtype, but found Float and Double"),
+            err("sizes", lambda g: [("self", g.T([3], "float32")), (other, g.T([4], "float32"))],
+                "RuntimeError", "inconsistent tensor size, expected tensor [3] and src [4]")])
+
+
+dot_op("dot", "tensor")
+dot_op("vdot", "other")
+
+fam.op("addmv", [
+    case(dt, lambda g, dt=dt: [("self", g.T([4], dt)), ("mat", g.T([4, 5], dt)),
+                               ("vec", g.T([5], dt))])
+    for dt in ("float32", "float64", "int64")] + [
+    case("strided_alpha_beta", lambda g: [("self", g.T([3], "float32", view="expand")),
+                                          ("mat", g.T([3, 6], "float32", view="transpose")),
+                                          ("vec", g.T([6], "float32", view="slice")),
+                                          ("beta", 0.5), ("alpha", -2.0)]),
+    case("self_0d_float64", lambda g: [("self", g.T([], "float64")),
+                                       ("mat", g.T([2, 3], "float32")), ("vec", g.T([3], "float32"))]),
+    case("beta_0_nan", lambda g: [("self", g.T([4], "float32", "special")),
+                                  ("mat", g.T([4, 2], "float32")), ("vec", g.T([2], "float32")),
+                                  ("beta", 0)]),
+    case("empty_contraction", lambda g: [("self", g.T([3], "float32")), ("mat", g.T([3, 0], "float32")),
+                                         ("vec", g.T([0], "float32")), ("beta", 2.0)]),
+    case("int_beta_float", lambda g: [("self", g.T([2], "int64")), ("mat", g.T([2, 3], "int64")),
+                                      ("vec", g.T([3], "int64")), ("beta", 0.5)])],
+    errors=[
+        err("dims", lambda g: [("self", g.T([2, 1], "float32")), ("mat", g.T([2, 3], "float32")),
+                               ("vec", g.T([3], "float32"))],
+            "RuntimeError", "vector + matrix @ vector expected, got 2, 2, 1"),
+        err("sizes", lambda g: [("self", g.T([3], "float32")), ("mat", g.T([2, 3], "float32")),
+                                ("vec", g.T([3], "float32"))],
+            "RuntimeError", "size mismatch, got 3, 2x3,3"),
+        err("bool", lambda g: [("self", g.T([2], "bool")), ("mat", g.T([2, 3], "bool")),
+                               ("vec", g.T([3], "bool"))],
+            "RuntimeError", "\"addmv_impl_cpu\" not implemented for 'Bool'"),
+        err("vec_dtype", lambda g: [("self", g.T([2], "float32")), ("mat", g.T([2, 3], "float32")),
+                                    ("vec", g.T([3], "float64"))],
+            "RuntimeError", "expected scalar type Float but found Double")])
+
+fam.op("mv", [
+    case(dt, lambda g, dt=dt: [("self", g.T([4, 5], dt, view="any")), ("vec", g.T([5], dt))])
+    for dt in ("float32", "float64", "int64")] + [
+    case("empty_contraction", lambda g: [("self", g.T([2, 0], "float32")), ("vec", g.T([0], "float32"))]),
+    case("empty_rows", lambda g: [("self", g.T([0, 3], "float32")), ("vec", g.T([3], "float32"))])],
+    errors=[
+        err("vector", lambda g: [("self", g.T([2], "float32")), ("vec", g.T([2], "float32"))],
+            "RuntimeError", "vector + matrix @ vector expected, got 1, 1, 1"),
+        err("sizes", lambda g: [("self", g.T([2, 3], "float32")), ("vec", g.T([2], "float32"))],
+            "RuntimeError", "size mismatch, got 2, 2x3,2")])
+
+for name in ("outer", "ger"):
+    fam.op(name, [
+        case("float32", lambda g: [("self", g.T([4], "float32", view="slice")),
+                                   ("vec2", g.T([3], "float32"))]),
+        case("promote", lambda g: [("self", g.T([3], "int64")), ("vec2", g.T([2], "float64"))]),
+        case("bool", lambda g: [("self", g.T([3], "bool")), ("vec2", g.T([2], "bool"))]),
+        case("empty", lambda g: [("self", g.T([0], "float32")), ("vec2", g.T([2], "float32"))])],
+        errors=[err("self_2d", lambda g: [("self", g.T([2, 2], "float32")),
+                                          ("vec2", g.T([2], "float32"))],
+                    "RuntimeError", "outer: Expected 1-D argument self, but got 2-D"),
+                err("vec2_2d", lambda g: [("self", g.T([2], "float32")),
+                                          ("vec2", g.T([2, 1], "float32"))],
+                    "RuntimeError", "outer: Expected 1-D argument vec2, but got 2-D")])
+
 if __name__ == "__main__":
     fam.main()
