@@ -1,4 +1,5 @@
-/* test_linalg.c: tests of the matrix products (aten::mm, bmm, addmm, matmul, linear),
+/* test_linalg.c: tests of the matrix products (aten::mm, bmm, addmm, matmul, linear), the
+ * LAPACK-backed inverse and the errors of linalg_inv and linalg_cholesky,
  * aten::embedding, aten::index_select, aten::cat and the factories (empty.memory_format,
  * empty_strided, zeros, ones, full, arange.start_step), called through the dispatcher
  * after opd_kernels_register().
@@ -910,6 +911,44 @@ START_TEST(test_arange) {
 }
 END_TEST
 
+/* LAPACK: A @ inverse(A) is the identity for a batch of strided random matrices, and the
+ * composites over the _ex operators raise PyTorch's errors from their info (a singular matrix,
+ * one that is not positive-definite: their PyTorch exception class, _LinAlgError, is not one
+ * the conformance fixtures can record). */
+START_TEST(test_lapack_inverse_and_errors) {
+  const int64_t n = 5;
+  opd_tensor *base = random_tensor(OPD_FLOAT64, (int64_t[]){3, n, n}, 3), *a, *inv, *prod;
+  /* each matrix transposed in place: strides (n * n, 1, n) */
+  a = view(base, (int64_t[]){3, n, n}, (int64_t[]){n * n, 1, n}, 3, 0);
+  for (int64_t b = 0; b < 3; b++)
+    for (int64_t i = 0; i < n; i++)
+      set(base, b * n * n + i * n + i, get(base, b * n * n + i * n + i) + 4);
+  ck_assert_int_eq(opd_test_call("aten::inverse", (opd_ivalue[]){B(a)}, 1, &inv), 0);
+  ck_assert_int_eq(bmm(a, inv, &prod), 0);
+  for (int64_t b = 0; b < 3; b++)
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++)
+        ck_assert_double_eq_tol(get(prod, (b * n + i) * n + j), i == j, 1e-12);
+  RELEASE(inv, prod);
+  /* the second matrix singular: its row 1 zero */
+  for (int64_t j = 0; j < n; j++) set(base, n * n + j * n + 1, 0);
+  opd_tensor *r = NULL;
+  assert_error(opd_test_call("aten::linalg_inv", (opd_ivalue[]){B(a)}, 1, &r), OPD_EINVAL,
+               "linalg.inv: (Batch element 1): The diagonal element ");
+  ck_assert(strstr(opd_last_error(), " is zero, the inversion could not be completed because the "
+                                     "input matrix is singular."));
+  ck_assert_ptr_null(r);
+  opd_tensor *neg = from(OPD_FLOAT32, (int64_t[]){2, 2}, 2, (double[]){1, 0, 0, -1});
+  assert_error(
+      opd_test_call("aten::linalg_cholesky", (opd_ivalue[]){B(neg), opd_iv_bool(false)}, 2, &r),
+      OPD_EINVAL,
+      "linalg.cholesky: The factorization could not be completed because the input is "
+      "not positive-definite (the leading minor of order 2 is not positive-definite).");
+  ck_assert_ptr_null(r);
+  RELEASE(base, a, neg);
+}
+END_TEST
+
 Suite *opd_test_linalg_suite(void) {
   Suite *s = suite_create("linalg");
   TCase *tc = tcase_create("linalg");
@@ -922,6 +961,7 @@ Suite *opd_test_linalg_suite(void) {
   tcase_add_test(tc, test_bmm);
   tcase_add_test(tc, test_bmm_split_over_threads);
   tcase_add_test(tc, test_addmm);
+  tcase_add_test(tc, test_lapack_inverse_and_errors);
   tcase_add_test(tc, test_linalg_meta);
   tcase_add_test(tc, test_matmul_dimensions);
   tcase_add_test(tc, test_matmul_noncontig_and_errors);

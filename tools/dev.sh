@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake pkg-config clang-format clang libclang-rt-14-dev python3
   libjansson-dev check libsubunit-dev libopenblas-dev libuv1-dev libprotobuf-c-dev
   protobuf-c-compiler liburcu-dev libhttp-parser-dev chromium
-  python3-dev python3-numpy python3-pytest python3-torch python3-setuptools python3-pip python3-venv)
+  python3-dev python3-numpy python3-pytest python3-torch python3-setuptools python3-pip python3-venv liblapacke-dev)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

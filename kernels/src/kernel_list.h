@@ -172,7 +172,8 @@
 
 /* reductions and linear algebra: kernels/cpu/reduce*.c, kernels/meta/reduce_meta.c,
  * kernels/src/composite_reduce.c, kernels/src/composite_moments.c; matrix and vector products:
- * kernels/cpu/linalg.c, kernels/meta/linalg_meta.c, kernels/src/composite_products.c */
+ * kernels/cpu/linalg.c, kernels/meta/linalg_meta.c, kernels/src/composite_products.c; LAPACK:
+ * kernels/cpu/lapack.c, kernels/meta/lapack_meta.c, kernels/src/composite_lapack.c */
 #define OPD_REDUCE_UNBOXED_KERNELS(X) \
   X("aten::mean", CompositeExplicitAutograd, opd__cea_mean, Tensor, Tensor, OptDType) \
   X("aten::nansum", CPU, opd__cpu_nansum, Tensor, Tensor, OptIntList, Bool, OptDType) \
@@ -225,7 +226,12 @@
   X("aten::addmv", Meta, opd__meta_addmv, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
   X("aten::mv", CompositeExplicitAutograd, opd__cea_mv, Tensor, Tensor, Tensor) \
   X("aten::outer", CompositeImplicitAutograd, opd__cia_outer, Tensor, Tensor, Tensor) \
-  X("aten::ger", CompositeImplicitAutograd, opd__cia_ger, Tensor, Tensor, Tensor)
+  X("aten::ger", CompositeImplicitAutograd, opd__cia_ger, Tensor, Tensor, Tensor) \
+  X("aten::linalg_det", CompositeImplicitAutograd, opd__cia_linalg_det, Tensor, Tensor) \
+  X("aten::det", CompositeImplicitAutograd, opd__cia_det, Tensor, Tensor) \
+  X("aten::linalg_inv", CompositeImplicitAutograd, opd__cia_linalg_inv, Tensor, Tensor) \
+  X("aten::inverse", CompositeImplicitAutograd, opd__cia_inverse, Tensor, Tensor) \
+  X("aten::linalg_cholesky", CompositeImplicitAutograd, opd__cia_linalg_cholesky, Tensor, Tensor, Bool)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \
@@ -240,7 +246,15 @@
   X("aten::var_mean", CompositeImplicitAutograd, opd__cia_var_mean) \
   X("aten::var_mean.dim", CompositeImplicitAutograd, opd__cia_var_mean_dim) \
   X("aten::std_mean", CompositeImplicitAutograd, opd__cia_std_mean) \
-  X("aten::std_mean.dim", CompositeImplicitAutograd, opd__cia_std_mean_dim)
+  X("aten::std_mean.dim", CompositeImplicitAutograd, opd__cia_std_mean_dim) \
+  X("aten::linalg_lu_factor_ex", CPU, opd__cpu_linalg_lu_factor_ex) \
+  X("aten::linalg_lu_factor_ex", Meta, opd__meta_linalg_lu_factor_ex) \
+  X("aten::_linalg_det", CPU, opd__cpu_linalg_det_lu) \
+  X("aten::_linalg_det", Meta, opd__meta_linalg_det_lu) \
+  X("aten::linalg_inv_ex", CPU, opd__cpu_linalg_inv_ex) \
+  X("aten::linalg_inv_ex", Meta, opd__meta_linalg_inv_ex) \
+  X("aten::linalg_cholesky_ex", CPU, opd__cpu_linalg_cholesky_ex) \
+  X("aten::linalg_cholesky_ex", Meta, opd__meta_linalg_cholesky_ex)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \

@@ -15,6 +15,8 @@ import math
 import os
 import sys
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opgen  # noqa: E402
 from opgen import ERR, S  # noqa: E402
@@ -372,6 +374,79 @@ for name in ("outer", "ger"):
                 err("vec2_2d", lambda g: [("self", g.T([2], "float32")),
                                           ("vec2", g.T([2, 1], "float32"))],
                     "RuntimeError", "outer: Expected 1-D argument vec2, but got 2-D")])
+
+# ---- LAPACK (kernels/cpu/lapack.c, kernels/src/composite_lapack.c) ----
+# Factorizations of random matrices; float32 results within 1e-4 (LAPACK's blocking may order
+# the operations differently), float64 within 1e-8.
+
+
+def lapack_tol(inputs, out, dtype):
+    return (1e-4, 1e-4) if dtype == "float32" else (1e-8, 1e-8)
+
+
+def spd(g, shape, dtype):
+    """A symmetric positive-definite batch: X X^T + n I for X random."""
+    n = shape[-1]
+    x = g.rng.standard_normal(list(shape))
+    a = x @ np.swapaxes(x, -1, -2) + n * np.eye(n)
+    return opgen.gc.TSpec(dtype, list(shape), a.reshape(-1).astype(opgen.gc.NP_DTYPES[dtype]))
+
+
+SQUARE_ERRORS = [
+    ("rect", [3, 4], "float32", "A must be batches of square matrices, but they are 3 by 4 matrices"),
+    ("int64", [3, 3], "int64", "Expected a floating point or complex tensor as input. Got Long"),
+    ("one_dim", [3], "float32", "The input tensor A must have at least 2 dimensions.")]
+
+
+def square_errors(arg, name, extra=()):
+    return [err(e, lambda g, shape=shape, dt=dt: [(arg, g.T(shape, dt))] + list(extra),
+                "RuntimeError", "%s: %s" % (name, msg)) for e, shape, dt, msg in SQUARE_ERRORS]
+
+
+fam.op("linalg_lu_factor_ex", [
+    case("float32", lambda g: [("A", g.T([4, 4], "float32"))]),
+    case("float64_batched_strided", lambda g: [("A", g.T([2, 3, 3], "float64", view="any"))]),
+    case("wide", lambda g: [("A", g.T([3, 5], "float64"))]),
+    case("tall", lambda g: [("A", g.T([5, 3], "float32"))]),
+    case("singular", lambda g: [("A", opgen.gc.TSpec("float64", [3, 3], np.zeros(9)))]),
+    case("empty_matrix", lambda g: [("A", g.T([2, 0, 0], "float32"))]),
+    case("empty_batch", lambda g: [("A", g.T([0, 3, 3], "float32"))])],
+    errors=[err("int64", lambda g: [("A", g.T([3, 3], "int64"))], "RuntimeError",
+                "\"lu_cpu\" not implemented for 'Long'"),
+            err("no_pivoting", lambda g: [("A", g.T([3, 3], "float32")), ("pivot", False)],
+                "RuntimeError", "LU without pivoting is not implemented on the CPU")],
+    tol=lapack_tol)
+fam.op("_linalg_det", [
+    case("float32", lambda g: [("A", g.T([4, 4], "float32"))]),
+    case("float64_batched_strided", lambda g: [("A", g.T([3, 3, 3], "float64", view="any"))]),
+    case("singular", lambda g: [("A", opgen.gc.TSpec("float32", [2, 2], np.ones(4)))]),
+    case("empty_matrix", lambda g: [("A", g.T([2, 0, 0], "float64"))]),
+    case("empty_batch", lambda g: [("A", g.T([0, 2, 2], "float32"))])],
+    errors=square_errors("A", "linalg.det"), tol=lapack_tol)
+fam.op("linalg_inv_ex", [
+    case("float32", lambda g: [("A", g.T([3, 3], "float32"))]),
+    case("float64_batched_strided", lambda g: [("A", g.T([2, 4, 4], "float64", view="any"))]),
+    case("empty_matrix", lambda g: [("A", g.T([2, 0, 0], "float32"))])],
+    errors=square_errors("A", "linalg.inv"), tol=lapack_tol)
+fam.op("linalg_cholesky_ex", [
+    case("float32_lower", lambda g: [("self", spd(g, [4, 4], "float32"))]),
+    case("float64_upper_batched", lambda g: [("self", spd(g, [2, 3, 3], "float64")),
+                                             ("upper", True)])],
+    errors=square_errors("self", "linalg.cholesky"), tol=lapack_tol)
+fam.op("linalg_cholesky_ex", [
+    case("not_positive_definite", lambda g: [("self", opgen.gc.TSpec(
+        "float64", [2, 3, 3], np.stack([np.eye(3), -np.eye(3)]).reshape(-1)))])],
+    tol=lapack_tol, compare=[False, True])
+for name, arg in (("linalg_det", "A"), ("det", "self"), ("linalg_inv", "A"), ("inverse", "self")):
+    fam.op(name, [
+        case("float32", lambda g, arg=arg: [(arg, g.T([3, 3], "float32"))]),
+        case("float64_batched", lambda g, arg=arg: [(arg, g.T([2, 2, 2], "float64", view="any"))])],
+        errors=square_errors(arg, "linalg.det" if "det" in name else "linalg.inv"),
+        tol=lapack_tol)
+fam.op("linalg_cholesky", [
+    case("float32", lambda g: [("self", spd(g, [3, 3], "float32"))]),
+    case("float64_upper", lambda g: [("self", spd(g, [2, 4, 4], "float64")), ("upper", True)])],
+    errors=square_errors("self", "linalg.cholesky"), tol=lapack_tol)
 
 if __name__ == "__main__":
     fam.main()

@@ -1,0 +1,198 @@
+/* lapack.c: the CPU kernels of linalg_lu_factor_ex, _linalg_det, linalg_inv_ex and
+ * linalg_cholesky_ex on LAPACK (LAPACKE, OpenBLAS's LAPACK), float32 and float64, batched.
+ *
+ * [Note: LAPACK on batches]
+ * Each matrix of the batch (the input's leading dims, any strides) is copied into its place
+ * in the result, which is column-major per matrix as PyTorch lays it out, and LAPACK works
+ * there in place (LAPACK_COL_MAJOR, leading dimension max(1, rows)): getrf for the LU
+ * factorization (pivots 1-based, int32, as PyTorch's), getrf + getri for the inverse, potrf
+ * for Cholesky (the other triangle zeroed). info is LAPACK's: 0, or the first zero pivot /
+ * the order of the first leading minor that is not positive-definite (1-based); the
+ * non-_ex composites turn it into PyTorch's errors. det is the product of U's diagonal,
+ * negated once per row interchange; like PyTorch's, it factors the transpose of a row-major
+ * (contiguous) input, which LAPACK then reads in place in PyTorch (det A = det A^T), so LU and
+ * pivots are those of A^T there. The batch is split over the intra-op pool, each matrix
+ * one single-threaded LAPACK call.
+ */
+#include <assert.h>
+#include <lapacke.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "meta/lapack_meta.h"
+#include "meta/reduce_meta.h" /* opd__push_results */
+#include "opd/memory.h"
+#include "reduce_walk.h"
+#include "src/parallel.h"
+
+typedef struct lapack_job {
+  opd__lapack_op op;
+  bool upper;
+  opd_tensor *a;
+  opd_tensor **res;
+  opd__dims batch; /* a's batch dims */
+  int64_t m, n;
+  bool f64;
+  bool transpose; /* factor the matrices' transposes (det of a row-major input, as PyTorch) */
+  atomic_bool no_memory; /* a task found no memory for its work arrays */
+} lapack_job;
+
+#define DEFINE_SOLVE(T, P)                                                                         \
+  static lapack_int solve_##P(const lapack_job *j, T *x, lapack_int *piv, T *det, T *work) {       \
+    lapack_int m = (lapack_int)j->m, n = (lapack_int)j->n, ld = m > 1 ? m : 1, info = 0;           \
+    switch (j->op) {                                                                               \
+    case OPD__LU_FACTOR_EX:                                                                        \
+      if (m > 0 && n > 0) info = LAPACKE_##P##getrf_work(LAPACK_COL_MAJOR, m, n, x, ld, piv);      \
+      break;                                                                                       \
+    case OPD__LINALG_DET: {                                                                        \
+      if (n > 0) info = LAPACKE_##P##getrf_work(LAPACK_COL_MAJOR, n, n, x, ld, piv);               \
+      T d = 1;                                                                                     \
+      for (lapack_int i = 0; i < n; i++) d *= piv[i] != i + 1 ? -x[i + i * ld] : x[i + i * ld];    \
+      *det = d;                                                                                    \
+    } break;                                                                                       \
+    case OPD__INV_EX:                                                                              \
+      if (n > 0) {                                                                                 \
+        info = LAPACKE_##P##getrf_work(LAPACK_COL_MAJOR, n, n, x, ld, piv);                        \
+        if (info == 0) info = LAPACKE_##P##getri_work(LAPACK_COL_MAJOR, n, x, ld, piv, work, n);   \
+      }                                                                                            \
+      break;                                                                                       \
+    case OPD__CHOLESKY_EX:                                                                         \
+      if (n > 0) info = LAPACKE_##P##potrf_work(LAPACK_COL_MAJOR, j->upper ? 'U' : 'L', n, x, ld); \
+      for (lapack_int c = 0; c < n; c++)                                                           \
+        for (lapack_int r = 0; r < n; r++)                                                         \
+          if (j->upper ? r > c : r < c) x[r + c * ld] = 0;                                         \
+      break;                                                                                       \
+    }                                                                                              \
+    return info;                                                                                   \
+  }
+DEFINE_SOLVE(float, s)
+DEFINE_SOLVE(double, d)
+
+/* The matrix of a at element offset off copied column-major into x (m x n, leading dim m). */
+static void copy_in(const lapack_job *j, int64_t off, char *x) {
+  const int64_t *st = opd_tensor_strides(j->a);
+  int64_t rs = st[j->a->ndim - 2], cs = st[j->a->ndim - 1];
+  if (j->transpose) {
+    int64_t t = rs;
+    rs = cs;
+    cs = t;
+  }
+  size_t es = j->f64 ? sizeof(double) : sizeof(float);
+  const char *base = (const char *)opd_tensor_data(j->a) + off * (int64_t)es;
+  for (int64_t c = 0; c < j->n; c++)
+    for (int64_t r = 0; r < j->m; r++)
+      memcpy(x + (r + c * j->m) * (int64_t)es, base + (r * rs + c * cs) * (int64_t)es, es);
+}
+
+static void batch_task(void *ctx, int64_t begin, int64_t end) {
+  lapack_job *j = ctx;
+  size_t es = j->f64 ? sizeof(double) : sizeof(float);
+  int64_t mn = j->m * j->n, k = j->m < j->n ? j->m : j->n;
+  opd_tensor *mat = j->op == OPD__LINALG_DET ? j->res[1] : j->res[0];
+  opd_tensor *piv = j->op == OPD__LU_FACTOR_EX ? j->res[1]
+                    : j->op == OPD__LINALG_DET ? j->res[2]
+                                               : NULL;
+  opd_tensor *info = j->op == OPD__LU_FACTOR_EX ? j->res[2]
+                     : j->op == OPD__LINALG_DET ? NULL
+                                                : j->res[1];
+  /* the inverse's pivots and getri's work array, per task */
+  lapack_int *own_piv = NULL;
+  void *work = NULL;
+  if (j->op == OPD__INV_EX) {
+    own_piv = opd__malloc((size_t)j->n * sizeof *own_piv);
+    work = opd__malloc((size_t)j->n * es);
+    if (!own_piv || !work) {
+      atomic_store(&j->no_memory, true);
+      opd__free(own_piv);
+      opd__free(work);
+      return;
+    }
+  }
+  opd__iter it;
+  opd__iter_seek(&it, &j->batch, begin);
+  for (int64_t b = begin; b < end; b++) {
+    char *x = (char *)opd_tensor_data(mat) + b * mn * (int64_t)es;
+    copy_in(j, it.off, x);
+    lapack_int *p = piv ? (lapack_int *)opd_tensor_data(piv) + b * k : own_piv;
+    lapack_int r;
+    if (j->f64) {
+      double det = 0;
+      r = solve_d(j, (double *)x, p, &det, work);
+      if (j->op == OPD__LINALG_DET) ((double *)opd_tensor_data(j->res[0]))[b] = det;
+    } else {
+      float det = 0;
+      r = solve_s(j, (float *)x, p, &det, work);
+      if (j->op == OPD__LINALG_DET) ((float *)opd_tensor_data(j->res[0]))[b] = det;
+    }
+    if (info) ((int32_t *)opd_tensor_data(info))[b] = (int32_t)r;
+    if (b + 1 < end) opd__iter_step(&it, 1);
+  }
+  opd__free(own_piv);
+  opd__free(work);
+}
+
+static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
+  int nargs = opd__lapack_nargs(op), nres = opd__lapack_nres(op);
+  assert(stack->size >= (uint32_t)nargs);
+  opd_ivalue *args = opd_stack_last(stack, (uint32_t)nargs);
+  opd_tensor *res[3];
+  int rc = opd__lapack_prepare(op, args, res);
+  if (!rc) {
+    opd_tensor *a = args[0].u.t;
+    const int64_t *s = opd_tensor_sizes(a);
+    lapack_job j = {.op = op,
+                    .upper = op == OPD__CHOLESKY_EX && args[1].u.b,
+                    .a = a,
+                    .res = res,
+                    .m = s[a->ndim - 2],
+                    .n = s[a->ndim - 1],
+                    .f64 = opd_tensor_dtype(a) == OPD_FLOAT64,
+                    .transpose = op == OPD__LINALG_DET && opd_tensor_is_contiguous(a)};
+    if (j.m > INT32_MAX || j.n > INT32_MAX || j.m * j.n > INT32_MAX) {
+      rc = opd_error(OPD_EINVAL, "LAPACK: a %lld x %lld matrix is too large", (long long)j.m,
+                     (long long)j.n);
+    } else {
+      opd__dims_of(a, 0, a->ndim - 2, &j.batch);
+      int64_t nbatch = 1;
+      for (int d = 0; d < a->ndim - 2; d++) nbatch *= s[d];
+      if (a->numel == 0) {
+        /* empty matrices: det 1, info 0 */
+        if (op == OPD__LINALG_DET)
+          for (int64_t b = 0; b < nbatch; b++)
+            opd__store_float((char *)opd_tensor_data(res[0]) + b * (j.f64 ? 8 : 4),
+                             opd_tensor_dtype(a), 1);
+        opd_tensor *info = op == OPD__LU_FACTOR_EX ? res[2] : op == OPD__LINALG_DET ? NULL : res[1];
+        if (info) memset(opd_tensor_data(info), 0, (size_t)info->numel * sizeof(int32_t));
+      } else {
+        int64_t work = j.m * j.n * (j.m < j.n ? j.m : j.n);
+        atomic_init(&j.no_memory, false);
+        opd__parallel_for(0, nbatch, work >= 32768 ? 1 : 32768 / (work > 0 ? work : 1), batch_task,
+                          &j);
+        if (atomic_load(&j.no_memory))
+          rc = opd_error(OPD_ENOMEM, "linalg.inv: no memory for LAPACK's work arrays");
+      }
+    }
+  }
+  opd_stack_drop(stack, (uint32_t)nargs);
+  return opd__push_results(stack, res, nres, rc);
+}
+
+int opd__cpu_linalg_lu_factor_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return lapack_kernel(OPD__LU_FACTOR_EX, stack);
+}
+
+int opd__cpu_linalg_det_lu(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return lapack_kernel(OPD__LINALG_DET, stack);
+}
+
+int opd__cpu_linalg_inv_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return lapack_kernel(OPD__INV_EX, stack);
+}
+
+int opd__cpu_linalg_cholesky_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return lapack_kernel(OPD__CHOLESKY_EX, stack);
+}

@@ -1,0 +1,145 @@
+/* lapack_meta.c: argument checks and result layouts of linalg_lu_factor_ex, _linalg_det,
+ * linalg_inv_ex and linalg_cholesky_ex (PyTorch 1.13's errors), and their Meta kernels. */
+#include "lapack_meta.h"
+
+#include <assert.h>
+
+#include "reduce_meta.h" /* opd__push_results */
+
+int opd__lapack_nargs(opd__lapack_op op) {
+  static const int n[] = {3, 1, 2, 3};
+  return n[op];
+}
+
+int opd__lapack_nres(opd__lapack_op op) {
+  static const int n[] = {3, 3, 2, 2};
+  return n[op];
+}
+
+static const char *op_name(opd__lapack_op op) {
+  static const char *const names[] = {"linalg.lu_factor", "linalg.det", "linalg.inv",
+                                      "linalg.cholesky"};
+  return names[op];
+}
+
+static int check_input(opd__lapack_op op, const opd_tensor *a) {
+  const char *name = op_name(op);
+  if (a->ndim < 2)
+    return opd_error(OPD_EINVAL, "%s: The input tensor A must have at least 2 dimensions.", name);
+  opd_dtype dt = opd_tensor_dtype(a);
+  if (op == OPD__LU_FACTOR_EX) {
+    if (dt != OPD_FLOAT32 && dt != OPD_FLOAT64)
+      return opd_error(OPD_EINVAL, "\"lu_cpu\" not implemented for '%s'", opd_dtype_c10_name(dt));
+    return 0;
+  }
+  if (!opd_dtype_is_floating(dt))
+    return opd_error(OPD_EINVAL, "%s: Expected a floating point or complex tensor as input. Got %s",
+                     name, opd_dtype_c10_name(dt));
+  if (dt != OPD_FLOAT32 && dt != OPD_FLOAT64)
+    return opd_error(OPD_ENOTIMPL, "%s: %s is not supported (float32 and float64 are)", name,
+                     opd_dtype_c10_name(dt));
+  const int64_t *s = opd_tensor_sizes(a);
+  if (s[a->ndim - 2] != s[a->ndim - 1])
+    return opd_error(OPD_EINVAL,
+                     "%s: A must be batches of square matrices, but they are %lld by %lld matrices",
+                     name, (long long)s[a->ndim - 2], (long long)s[a->ndim - 1]);
+  return 0;
+}
+
+/* A result of the batch dims of a followed by `tail` dims: column-major matrices when
+ * colmajor (tail 2), else contiguous. */
+static int alloc(const opd_tensor *a, int tail, const int64_t *tail_sizes, bool colmajor,
+                 opd_dtype dtype, opd_tensor **out) {
+  int nb = a->ndim - 2, nd = nb + tail;
+  int64_t sizes[OPD_MAX_DIMS], strides[OPD_MAX_DIMS];
+  for (int d = 0; d < nb; d++) sizes[d] = opd_tensor_sizes(a)[d];
+  for (int d = 0; d < tail; d++) sizes[nb + d] = tail_sizes[d];
+  int64_t st = 1;
+  if (colmajor) { /* (rows, cols) at strides (1, rows) */
+    strides[nb] = 1;
+    strides[nb + 1] = sizes[nb] > 1 ? sizes[nb] : 1;
+    st = sizes[nb] * sizes[nb + 1];
+    if (st < 1) st = 1;
+    for (int d = nb - 1; d >= 0; d--) {
+      strides[d] = st;
+      st *= sizes[d] > 1 ? sizes[d] : 1;
+    }
+  } else {
+    for (int d = nd - 1; d >= 0; d--) {
+      strides[d] = st;
+      st *= sizes[d] > 1 ? sizes[d] : 1;
+    }
+  }
+  return opd__call_empty_strided((opd_int_list){sizes, nd}, (opd_int_list){strides, nd}, dtype, -1,
+                                 opd_tensor_device(a), (opd_opt_bool){0}, out);
+}
+
+int opd__lapack_prepare(opd__lapack_op op, opd_ivalue *args, opd_tensor **res) {
+  int nres = opd__lapack_nres(op), nargs = opd__lapack_nargs(op);
+  for (int i = 0; i < nres; i++) res[i] = NULL;
+  if (args[0].tag != OPD_IV_TENSOR)
+    return opd_error(OPD_EINVAL, "%s: expected a Tensor A", op_name(op));
+  for (int i = 1; i < nargs; i++)
+    if (args[i].tag != OPD_IV_BOOL)
+      return opd_error(OPD_EINVAL, "%s: expected bool arguments", op_name(op));
+  opd_tensor *a = args[0].u.t;
+  int rc = check_input(op, a);
+  if (rc) return rc;
+  if (op == OPD__LU_FACTOR_EX && !args[1].u.b)
+    return opd_error(OPD_ENOTIMPL,
+                     "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  opd_dtype dt = opd_tensor_dtype(a);
+  const int64_t *s = opd_tensor_sizes(a);
+  int64_t m = s[a->ndim - 2], n = s[a->ndim - 1], k = m < n ? m : n;
+  int64_t mat[2] = {m, n};
+  switch (op) {
+  case OPD__LU_FACTOR_EX:
+    rc = alloc(a, 2, mat, true, dt, &res[0]);
+    if (!rc) rc = alloc(a, 1, &k, false, OPD_INT32, &res[1]);
+    if (!rc) rc = alloc(a, 0, NULL, false, OPD_INT32, &res[2]);
+    break;
+  case OPD__LINALG_DET:
+    rc = alloc(a, 0, NULL, false, dt, &res[0]);
+    if (!rc) rc = alloc(a, 2, mat, true, dt, &res[1]);
+    if (!rc) rc = alloc(a, 1, &k, false, OPD_INT32, &res[2]);
+    break;
+  case OPD__INV_EX:
+  case OPD__CHOLESKY_EX:
+    rc = alloc(a, 2, mat, true, dt, &res[0]);
+    if (!rc) rc = alloc(a, 0, NULL, false, OPD_INT32, &res[1]);
+    break;
+  }
+  if (rc)
+    for (int i = 0; i < nres; i++)
+      if (res[i]) opd_tensor_release(res[i]), res[i] = NULL;
+  return rc;
+}
+
+static int meta_kernel(opd__lapack_op op, opd_stack *stack) {
+  int nargs = opd__lapack_nargs(op), nres = opd__lapack_nres(op);
+  assert(stack->size >= (uint32_t)nargs);
+  opd_tensor *res[3];
+  int rc = opd__lapack_prepare(op, opd_stack_last(stack, (uint32_t)nargs), res);
+  opd_stack_drop(stack, (uint32_t)nargs);
+  return opd__push_results(stack, res, nres, rc);
+}
+
+int opd__meta_linalg_lu_factor_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_kernel(OPD__LU_FACTOR_EX, stack);
+}
+
+int opd__meta_linalg_det_lu(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_kernel(OPD__LINALG_DET, stack);
+}
+
+int opd__meta_linalg_inv_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_kernel(OPD__INV_EX, stack);
+}
+
+int opd__meta_linalg_cholesky_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_kernel(OPD__CHOLESKY_EX, stack);
+}
