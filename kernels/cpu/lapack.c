@@ -1,5 +1,6 @@
-/* lapack.c: the CPU kernels of linalg_lu_factor_ex, _linalg_det, linalg_inv_ex and
- * linalg_cholesky_ex on LAPACK (LAPACKE, OpenBLAS's LAPACK), float32 and float64, batched.
+/* lapack.c: the CPU kernels of linalg_lu_factor_ex, _linalg_det, _linalg_slogdet,
+ * linalg_inv_ex and linalg_cholesky_ex on LAPACK (LAPACKE, OpenBLAS's LAPACK), float32 and float64,
+ * batched.
  *
  * [Note: LAPACK on batches]
  * Each matrix of the batch (the input's leading dims, any strides) is copied into its place
@@ -9,13 +10,15 @@
  * for Cholesky (the other triangle zeroed). info is LAPACK's: 0, or the first zero pivot /
  * the order of the first leading minor that is not positive-definite (1-based); the
  * non-_ex composites turn it into PyTorch's errors. det is the product of U's diagonal,
- * negated once per row interchange; like PyTorch's, it factors the transpose of a row-major
+ * negated once per row interchange (slogdet: the sign of that product, 0 for a zero pivot,
+ * and the sum of log |U_ii|); like PyTorch's, it factors the transpose of a row-major
  * (contiguous) input, which LAPACK then reads in place in PyTorch (det A = det A^T), so LU and
  * pivots are those of A^T there. The batch is split over the intra-op pool, each matrix
  * one single-threaded LAPACK call.
  */
 #include <assert.h>
 #include <lapacke.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -48,7 +51,19 @@ typedef struct lapack_job {
       if (n > 0) info = LAPACKE_##P##getrf_work(LAPACK_COL_MAJOR, n, n, x, ld, piv);               \
       T d = 1;                                                                                     \
       for (lapack_int i = 0; i < n; i++) d *= piv[i] != i + 1 ? -x[i + i * ld] : x[i + i * ld];    \
-      *det = d;                                                                                    \
+      det[0] = d;                                                                                  \
+    } break;                                                                                       \
+    case OPD__SLOGDET: {                                                                           \
+      if (n > 0) info = LAPACKE_##P##getrf_work(LAPACK_COL_MAJOR, n, n, x, ld, piv);               \
+      T sign = 1, logabs = 0;                                                                      \
+      for (lapack_int i = 0; i < n; i++) {                                                         \
+        T v = x[i + i * ld];                                                                       \
+        sign *= (v < 0) != (piv[i] != i + 1) ? -1 : 1;                                             \
+        if (v == 0) sign = 0;                                                                      \
+        logabs += (T)log(fabs((double)v));                                                         \
+      }                                                                                            \
+      det[0] = sign;                                                                               \
+      det[1] = logabs;                                                                             \
     } break;                                                                                       \
     case OPD__INV_EX:                                                                              \
       if (n > 0) {                                                                                 \
@@ -88,13 +103,15 @@ static void batch_task(void *ctx, int64_t begin, int64_t end) {
   lapack_job *j = ctx;
   size_t es = j->f64 ? sizeof(double) : sizeof(float);
   int64_t mn = j->m * j->n, k = j->m < j->n ? j->m : j->n;
-  opd_tensor *mat = j->op == OPD__LINALG_DET ? j->res[1] : j->res[0];
+  bool slog = j->op == OPD__SLOGDET;
+  opd_tensor *mat = j->op == OPD__LINALG_DET ? j->res[1] : slog ? j->res[2] : j->res[0];
   opd_tensor *piv = j->op == OPD__LU_FACTOR_EX ? j->res[1]
                     : j->op == OPD__LINALG_DET ? j->res[2]
+                    : slog                     ? j->res[3]
                                                : NULL;
-  opd_tensor *info = j->op == OPD__LU_FACTOR_EX ? j->res[2]
-                     : j->op == OPD__LINALG_DET ? NULL
-                                                : j->res[1];
+  opd_tensor *info = j->op == OPD__LU_FACTOR_EX         ? j->res[2]
+                     : j->op == OPD__LINALG_DET || slog ? NULL
+                                                        : j->res[1];
   /* the inverse's pivots and getri's work array, per task */
   lapack_int *own_piv = NULL;
   void *work = NULL;
@@ -116,13 +133,15 @@ static void batch_task(void *ctx, int64_t begin, int64_t end) {
     lapack_int *p = piv ? (lapack_int *)opd_tensor_data(piv) + b * k : own_piv;
     lapack_int r;
     if (j->f64) {
-      double det = 0;
-      r = solve_d(j, (double *)x, p, &det, work);
-      if (j->op == OPD__LINALG_DET) ((double *)opd_tensor_data(j->res[0]))[b] = det;
+      double det[2] = {0, 0};
+      r = solve_d(j, (double *)x, p, det, work);
+      if (j->op == OPD__LINALG_DET || slog) ((double *)opd_tensor_data(j->res[0]))[b] = det[0];
+      if (slog) ((double *)opd_tensor_data(j->res[1]))[b] = det[1];
     } else {
-      float det = 0;
-      r = solve_s(j, (float *)x, p, &det, work);
-      if (j->op == OPD__LINALG_DET) ((float *)opd_tensor_data(j->res[0]))[b] = det;
+      float det[2] = {0, 0};
+      r = solve_s(j, (float *)x, p, det, work);
+      if (j->op == OPD__LINALG_DET || slog) ((float *)opd_tensor_data(j->res[0]))[b] = det[0];
+      if (slog) ((float *)opd_tensor_data(j->res[1]))[b] = det[1];
     }
     if (info) ((int32_t *)opd_tensor_data(info))[b] = (int32_t)r;
     if (b + 1 < end) opd__iter_step(&it, 1);
@@ -135,7 +154,7 @@ static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
   int nargs = opd__lapack_nargs(op), nres = opd__lapack_nres(op);
   assert(stack->size >= (uint32_t)nargs);
   opd_ivalue *args = opd_stack_last(stack, (uint32_t)nargs);
-  opd_tensor *res[3];
+  opd_tensor *res[4];
   int rc = opd__lapack_prepare(op, args, res);
   if (!rc) {
     opd_tensor *a = args[0].u.t;
@@ -147,7 +166,8 @@ static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
                     .m = s[a->ndim - 2],
                     .n = s[a->ndim - 1],
                     .f64 = opd_tensor_dtype(a) == OPD_FLOAT64,
-                    .transpose = op == OPD__LINALG_DET && opd_tensor_is_contiguous(a)};
+                    .transpose = (op == OPD__LINALG_DET || op == OPD__SLOGDET) &&
+                                 opd_tensor_is_contiguous(a)};
     if (j.m > INT32_MAX || j.n > INT32_MAX || j.m * j.n > INT32_MAX) {
       rc = opd_error(OPD_EINVAL, "LAPACK: a %lld x %lld matrix is too large", (long long)j.m,
                      (long long)j.n);
@@ -156,12 +176,17 @@ static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
       int64_t nbatch = 1;
       for (int d = 0; d < a->ndim - 2; d++) nbatch *= s[d];
       if (a->numel == 0) {
-        /* empty matrices: det 1, info 0 */
-        if (op == OPD__LINALG_DET)
-          for (int64_t b = 0; b < nbatch; b++)
-            opd__store_float((char *)opd_tensor_data(res[0]) + b * (j.f64 ? 8 : 4),
-                             opd_tensor_dtype(a), 1);
-        opd_tensor *info = op == OPD__LU_FACTOR_EX ? res[2] : op == OPD__LINALG_DET ? NULL : res[1];
+        /* empty matrices: det 1 (sign 1, logabsdet 0), info 0 */
+        for (int64_t b = 0; b < nbatch && (op == OPD__LINALG_DET || op == OPD__SLOGDET); b++) {
+          opd__store_float((char *)opd_tensor_data(res[0]) + b * (j.f64 ? 8 : 4),
+                           opd_tensor_dtype(a), 1);
+          if (op == OPD__SLOGDET)
+            opd__store_float((char *)opd_tensor_data(res[1]) + b * (j.f64 ? 8 : 4),
+                             opd_tensor_dtype(a), 0);
+        }
+        opd_tensor *info = op == OPD__LU_FACTOR_EX                       ? res[2]
+                           : op == OPD__LINALG_DET || op == OPD__SLOGDET ? NULL
+                                                                         : res[1];
         if (info) memset(opd_tensor_data(info), 0, (size_t)info->numel * sizeof(int32_t));
       } else {
         int64_t work = j.m * j.n * (j.m < j.n ? j.m : j.n);
@@ -195,4 +220,9 @@ int opd__cpu_linalg_inv_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
 int opd__cpu_linalg_cholesky_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   return lapack_kernel(OPD__CHOLESKY_EX, stack);
+}
+
+int opd__cpu_linalg_slogdet_lu(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return lapack_kernel(OPD__SLOGDET, stack);
 }

@@ -1,5 +1,6 @@
 /* lapack_meta.c: argument checks and result layouts of linalg_lu_factor_ex, _linalg_det,
- * linalg_inv_ex and linalg_cholesky_ex (PyTorch 1.13's errors), and their Meta kernels. */
+ * _linalg_slogdet, linalg_inv_ex and linalg_cholesky_ex (PyTorch 1.13's errors), and their Meta
+ * kernels. */
 #include "lapack_meta.h"
 
 #include <assert.h>
@@ -7,18 +8,18 @@
 #include "reduce_meta.h" /* opd__push_results */
 
 int opd__lapack_nargs(opd__lapack_op op) {
-  static const int n[] = {3, 1, 2, 3};
+  static const int n[] = {3, 1, 2, 3, 1};
   return n[op];
 }
 
 int opd__lapack_nres(opd__lapack_op op) {
-  static const int n[] = {3, 3, 2, 2};
+  static const int n[] = {3, 3, 2, 2, 4};
   return n[op];
 }
 
 static const char *op_name(opd__lapack_op op) {
   static const char *const names[] = {"linalg.lu_factor", "linalg.det", "linalg.inv",
-                                      "linalg.cholesky"};
+                                      "linalg.cholesky", "linalg.slogdet"};
   return names[op];
 }
 
@@ -32,6 +33,13 @@ static int check_input(opd__lapack_op op, const opd_tensor *a) {
       return opd_error(OPD_EINVAL, "\"lu_cpu\" not implemented for '%s'", opd_dtype_c10_name(dt));
     return 0;
   }
+  return opd__linalg_square_check(name, a);
+}
+
+int opd__linalg_square_check(const char *name, const opd_tensor *a) {
+  if (a->ndim < 2)
+    return opd_error(OPD_EINVAL, "%s: The input tensor A must have at least 2 dimensions.", name);
+  opd_dtype dt = opd_tensor_dtype(a);
   if (!opd_dtype_is_floating(dt))
     return opd_error(OPD_EINVAL, "%s: Expected a floating point or complex tensor as input. Got %s",
                      name, opd_dtype_c10_name(dt));
@@ -103,6 +111,12 @@ int opd__lapack_prepare(opd__lapack_op op, opd_ivalue *args, opd_tensor **res) {
     if (!rc) rc = alloc(a, 2, mat, true, dt, &res[1]);
     if (!rc) rc = alloc(a, 1, &k, false, OPD_INT32, &res[2]);
     break;
+  case OPD__SLOGDET:
+    rc = alloc(a, 0, NULL, false, dt, &res[0]);
+    if (!rc) rc = alloc(a, 0, NULL, false, dt, &res[1]);
+    if (!rc) rc = alloc(a, 2, mat, true, dt, &res[2]);
+    if (!rc) rc = alloc(a, 1, &k, false, OPD_INT32, &res[3]);
+    break;
   case OPD__INV_EX:
   case OPD__CHOLESKY_EX:
     rc = alloc(a, 2, mat, true, dt, &res[0]);
@@ -118,7 +132,7 @@ int opd__lapack_prepare(opd__lapack_op op, opd_ivalue *args, opd_tensor **res) {
 static int meta_kernel(opd__lapack_op op, opd_stack *stack) {
   int nargs = opd__lapack_nargs(op), nres = opd__lapack_nres(op);
   assert(stack->size >= (uint32_t)nargs);
-  opd_tensor *res[3];
+  opd_tensor *res[4];
   int rc = opd__lapack_prepare(op, opd_stack_last(stack, (uint32_t)nargs), res);
   opd_stack_drop(stack, (uint32_t)nargs);
   return opd__push_results(stack, res, nres, rc);
@@ -142,4 +156,9 @@ int opd__meta_linalg_inv_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
 int opd__meta_linalg_cholesky_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   return meta_kernel(OPD__CHOLESKY_EX, stack);
+}
+
+int opd__meta_linalg_slogdet_lu(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_kernel(OPD__SLOGDET, stack);
 }

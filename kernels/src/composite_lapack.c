@@ -5,13 +5,18 @@
  *                   matrix; inverse(self) = linalg_inv(self)
  *   linalg_cholesky(self, upper) = linalg_cholesky_ex(self, upper)[0], info turned into the
  *                   error for a matrix that is not positive-definite
+ *   linalg_slogdet(A), slogdet(self) = _linalg_slogdet(A)[:2] (boxed)
+ *   logdet(self)  = logabsdet of _linalg_slogdet, NaN where the sign is -1
  * The info of a batch is read where it lies on the CPU; on the Meta device there is none to
  * read, and other devices' info is copied to the CPU first.
  */
+#include <assert.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "kernel_util.h"
+#include "meta/lapack_meta.h"
 
 /* Calls `name` on the pushed arguments and keeps its first result in *out (the others are
  * dropped); with `info` (not NULL), its last result too. Destroys s. */
@@ -128,5 +133,75 @@ int opd__cia_linalg_cholesky(const opd_kernel_ctx *ctx, opd_tensor *self, bool u
                   self->ndim > 2);
   opd_tensor_release(info);
   if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+/* linalg_slogdet and slogdet (boxed): (sign, logabsdet) of _linalg_slogdet(A) */
+static int slogdet_pair(opd_stack *stack) {
+  static const opd_operator *op;
+  assert(stack->size >= 1);
+  opd_ivalue *arg = opd_stack_last(stack, 1);
+  if (arg->tag != OPD_IV_TENSOR) {
+    opd_stack_drop(stack, 1);
+    return opd_error(OPD_EINVAL, "linalg.slogdet: expected a Tensor A");
+  }
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = opd_stack_push(&s, opd_iv_tensor_borrow(arg->u.t));
+  if (!rc) rc = opd__call(&op, "aten::_linalg_slogdet", &s);
+  opd_stack_drop(stack, 1);
+  if (!rc && (s.size != 4 || s.items[0].tag != OPD_IV_TENSOR || s.items[1].tag != OPD_IV_TENSOR))
+    rc = opd_error(OPD_EINTERNAL, "_linalg_slogdet did not return four tensors");
+  if (!rc) rc = opd_stack_push(stack, opd_iv_tensor(s.items[0].u.t));
+  if (!rc) {
+    rc = opd_stack_push(stack, opd_iv_tensor(s.items[1].u.t));
+    if (rc) opd_stack_drop(stack, 1);
+  }
+  opd_stack_destroy(&s);
+  return rc;
+}
+
+int opd__cia_linalg_slogdet(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return slogdet_pair(stack);
+}
+
+int opd__cia_slogdet(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return slogdet_pair(stack);
+}
+
+/* logdet: logabsdet, NaN where the determinant is negative (sign -1) */
+int opd__cia_logdet(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *slogdet, *eq, *fill;
+  int rc = opd__linalg_square_check("logdet", self);
+  if (rc) return rc;
+  opd_stack s;
+  opd_stack_init(&s);
+  rc = opd_stack_push(&s, opd_iv_tensor_borrow(self));
+  if (!rc) rc = opd__call(&slogdet, "aten::_linalg_slogdet", &s);
+  if (!rc && (s.size != 4 || s.items[0].tag != OPD_IV_TENSOR || s.items[1].tag != OPD_IV_TENSOR))
+    rc = opd_error(OPD_EINTERNAL, "_linalg_slogdet did not return four tensors");
+  opd_tensor *negative = NULL;
+  if (!rc) {
+    opd_stack e;
+    opd_stack_init(&e);
+    opd_ivalue args[] = {opd_iv_tensor_borrow(s.items[0].u.t), opd_iv_int(-1)};
+    int prc = opd_stack_push(&e, args[0]);
+    if (!prc) prc = opd_stack_push(&e, args[1]);
+    rc = opd__call_tensor(prc, &eq, "aten::eq.Scalar", &e, &negative);
+  }
+  if (!rc) {
+    opd_stack f;
+    opd_stack_init(&f);
+    opd_ivalue args[] = {opd_iv_tensor_borrow(s.items[1].u.t), opd_iv_tensor_borrow(negative),
+                         opd_iv_double(NAN)};
+    int prc = 0;
+    for (int i = 0; i < 3 && !prc; i++) prc = opd_stack_push(&f, args[i]);
+    rc = opd__call_tensor(prc, &fill, "aten::masked_fill.Scalar", &f, out);
+  }
+  if (negative) opd_tensor_release(negative);
+  opd_stack_destroy(&s);
   return rc;
 }

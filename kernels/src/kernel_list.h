@@ -231,7 +231,8 @@
   X("aten::det", CompositeImplicitAutograd, opd__cia_det, Tensor, Tensor) \
   X("aten::linalg_inv", CompositeImplicitAutograd, opd__cia_linalg_inv, Tensor, Tensor) \
   X("aten::inverse", CompositeImplicitAutograd, opd__cia_inverse, Tensor, Tensor) \
-  X("aten::linalg_cholesky", CompositeImplicitAutograd, opd__cia_linalg_cholesky, Tensor, Tensor, Bool)
+  X("aten::linalg_cholesky", CompositeImplicitAutograd, opd__cia_linalg_cholesky, Tensor, Tensor, Bool) \
+  X("aten::logdet", CompositeImplicitAutograd, opd__cia_logdet, Tensor, Tensor)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \
@@ -254,7 +255,11 @@
   X("aten::linalg_inv_ex", CPU, opd__cpu_linalg_inv_ex) \
   X("aten::linalg_inv_ex", Meta, opd__meta_linalg_inv_ex) \
   X("aten::linalg_cholesky_ex", CPU, opd__cpu_linalg_cholesky_ex) \
-  X("aten::linalg_cholesky_ex", Meta, opd__meta_linalg_cholesky_ex)
+  X("aten::linalg_cholesky_ex", Meta, opd__meta_linalg_cholesky_ex) \
+  X("aten::_linalg_slogdet", CPU, opd__cpu_linalg_slogdet_lu) \
+  X("aten::_linalg_slogdet", Meta, opd__meta_linalg_slogdet_lu) \
+  X("aten::linalg_slogdet", CompositeImplicitAutograd, opd__cia_linalg_slogdet) \
+  X("aten::slogdet", CompositeImplicitAutograd, opd__cia_slogdet)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \

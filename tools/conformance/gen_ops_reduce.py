@@ -423,6 +423,18 @@ fam.op("_linalg_det", [
     case("empty_matrix", lambda g: [("A", g.T([2, 0, 0], "float64"))]),
     case("empty_batch", lambda g: [("A", g.T([0, 2, 2], "float32"))])],
     errors=square_errors("A", "linalg.det"), tol=lapack_tol)
+for name in ("_linalg_slogdet", "linalg_slogdet", "slogdet", "logdet"):
+    arg = "A" if "linalg" in name else "self"
+    fam.op(name, [
+        case("float32", lambda g, arg=arg: [(arg, g.T([4, 4], "float32"))]),
+        case("float64_batched_strided", lambda g, arg=arg: [(arg, g.T([3, 3, 3], "float64",
+                                                                       view="any"))]),
+        case("singular", lambda g, arg=arg: [(arg, opgen.gc.TSpec("float32", [2, 2], np.ones(4)))]),
+        case("negative", lambda g, arg=arg: [(arg, opgen.gc.TSpec("float64", [2, 2],
+                                                                  np.array([0., 1., 1., 0.])))]),
+        case("empty_matrix", lambda g, arg=arg: [(arg, g.T([2, 0, 0], "float64"))])],
+        errors=square_errors(arg, "logdet" if name == "logdet" else "linalg.slogdet"),
+        tol=lapack_tol)
 fam.op("linalg_inv_ex", [
     case("float32", lambda g: [("A", g.T([3, 3], "float32"))]),
     case("float64_batched_strided", lambda g: [("A", g.T([2, 4, 4], "float64", view="any"))]),
