@@ -19,6 +19,13 @@ int opd__dot_meta(const char *name, opd_tensor *self, opd_tensor *other, opd_out
 int opd__addmv_meta(opd_tensor *self, opd_tensor *mat, opd_tensor *vec, opd_out_spec *spec,
                     opd_device *device);
 
+/* baddbmm ([bs, m, n], batch1's dtype) and addbmm ([m, n]): 3-D batches, self expanding to the
+ * result. */
+int opd__baddbmm_meta(opd_tensor *self, opd_tensor *batch1, opd_tensor *batch2, opd_out_spec *spec,
+                      opd_device *device);
+int opd__addbmm_meta(opd_tensor *self, opd_tensor *batch1, opd_tensor *batch2, opd_out_spec *spec,
+                     opd_device *device);
+
 /* The meta function, then the output allocated on the operands' device: the whole Meta
  * kernel, and the start of the CPU and CUDA kernels (which then fill *out). */
 int opd__mm_alloc(opd_tensor *self, opd_tensor *mat2, opd_tensor **out);

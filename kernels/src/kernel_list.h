@@ -227,6 +227,10 @@
   X("aten::mv", CompositeExplicitAutograd, opd__cea_mv, Tensor, Tensor, Tensor) \
   X("aten::outer", CompositeImplicitAutograd, opd__cia_outer, Tensor, Tensor, Tensor) \
   X("aten::ger", CompositeImplicitAutograd, opd__cia_ger, Tensor, Tensor, Tensor) \
+  X("aten::baddbmm", CPU, opd__cpu_baddbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::baddbmm", Meta, opd__meta_baddbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::addbmm", CPU, opd__cpu_addbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::addbmm", Meta, opd__meta_addbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
   X("aten::linalg_det", CompositeImplicitAutograd, opd__cia_linalg_det, Tensor, Tensor) \
   X("aten::det", CompositeImplicitAutograd, opd__cia_det, Tensor, Tensor) \
   X("aten::linalg_inv", CompositeImplicitAutograd, opd__cia_linalg_inv, Tensor, Tensor) \

@@ -361,6 +361,68 @@ fam.op("mv", [
         err("sizes", lambda g: [("self", g.T([2, 3], "float32")), ("vec", g.T([2], "float32"))],
             "RuntimeError", "size mismatch, got 2, 2x3,2")])
 
+fam.op("baddbmm", [
+    case(dt, lambda g, dt=dt: [("self", g.T([2, 3, 4], dt)), ("batch1", g.T([2, 3, 5], dt)),
+                               ("batch2", g.T([2, 5, 4], dt))])
+    for dt in ("float32", "float64", "int64")] + [
+    case("broadcast_strided_alpha_beta", lambda g: [
+        ("self", g.T([4], "float32")), ("batch1", g.T([3, 2, 5], "float32", view="any")),
+        ("batch2", g.T([3, 5, 4], "float32", view="any")), ("beta", 0.5), ("alpha", 2.0)]),
+    case("self_2d_float64", lambda g: [("self", g.T([3, 4], "float64")),
+                                       ("batch1", g.T([2, 3, 5], "float32")),
+                                       ("batch2", g.T([2, 5, 4], "float32"))]),
+    case("beta_0_nan", lambda g: [("self", g.T([2, 2, 3], "float32", "special")),
+                                  ("batch1", g.T([2, 2, 4], "float32")),
+                                  ("batch2", g.T([2, 4, 3], "float32")), ("beta", 0)]),
+    case("empty_contraction", lambda g: [("self", g.T([4], "float32")),
+                                         ("batch1", g.T([2, 3, 0], "float32")),
+                                         ("batch2", g.T([2, 0, 4], "float32")), ("beta", 2.0)]),
+    case("larger", lambda g: [("self", g.T([1], "float32")), ("batch1", g.T([4, 16, 24], "float32", "unit")),
+                              ("batch2", g.T([4, 24, 8], "float32", "unit"))])],
+    errors=[
+        err("batch1_2d", lambda g: [("self", g.T([4], "float32")), ("batch1", g.T([3, 5], "float32")),
+                                    ("batch2", g.T([2, 5, 4], "float32"))],
+            "RuntimeError", "batch1 must be a 3D tensor"),
+        err("batch2_sizes", lambda g: [("self", g.T([4], "float32")),
+                                       ("batch1", g.T([2, 3, 5], "float32")),
+                                       ("batch2", g.T([2, 6, 4], "float32"))],
+            "RuntimeError", "Expected size for first two dimensions of batch2 tensor to be: [2, 5] but got: [2, 6]."),
+        err("self_expand", lambda g: [("self", g.T([3, 4, 4], "float32")),
+                                      ("batch1", g.T([2, 3, 5], "float32")),
+                                      ("batch2", g.T([2, 5, 4], "float32"))],
+            "RuntimeError", "The expanded size of the tensor (3) must match the existing size (4) at non-singleton dimension 1."),
+        err("dtypes", lambda g: [("self", g.T([4], "float32")), ("batch1", g.T([2, 3, 5], "float32")),
+                                 ("batch2", g.T([2, 5, 4], "float64"))],
+            "RuntimeError", "expected scalar type Float but found Double"),
+        err("bool", lambda g: [("self", g.T([4], "bool")), ("batch1", g.T([2, 3, 5], "bool")),
+                               ("batch2", g.T([2, 5, 4], "bool"))],
+            "RuntimeError", "\"baddbmm\" not implemented for 'Bool'")])
+
+fam.op("addbmm", [
+    case(dt, lambda g, dt=dt: [("self", g.T([3, 4], dt)), ("batch1", g.T([2, 3, 5], dt)),
+                               ("batch2", g.T([2, 5, 4], dt))])
+    for dt in ("float32", "float64", "int64")] + [
+    case("broadcast_strided_alpha_beta", lambda g: [
+        ("self", g.T([4], "float32")), ("batch1", g.T([3, 2, 5], "float32", view="any")),
+        ("batch2", g.T([3, 5, 4], "float32", view="any")), ("beta", -1.0), ("alpha", 0.5)]),
+    case("no_batches", lambda g: [("self", g.T([3, 4], "float32")), ("batch1", g.T([0, 3, 5], "float32")),
+                                  ("batch2", g.T([0, 5, 4], "float32")), ("beta", 2.0)])],
+    errors=[
+        err("batches", lambda g: [("self", g.T([3, 4], "float32")), ("batch1", g.T([2, 3, 5], "float32")),
+                                  ("batch2", g.T([3, 5, 4], "float32"))],
+            "RuntimeError", "batch1 and batch2 must have same number of batches, got 2 and 3"),
+        err("sizes", lambda g: [("self", g.T([3, 4], "float32")), ("batch1", g.T([2, 3, 5], "float32")),
+                                ("batch2", g.T([2, 6, 4], "float32"))],
+            "RuntimeError", "Incompatible matrix sizes for bmm (3x5 and 6x4)"),
+        err("self_expand", lambda g: [("self", g.T([2, 4], "float32")),
+                                      ("batch1", g.T([2, 3, 5], "float32")),
+                                      ("batch2", g.T([2, 5, 4], "float32"))],
+            "RuntimeError", "The expanded size of the tensor (3) must match the existing size (2) at non-singleton dimension 0."),
+        err("self_dtype", lambda g: [("self", g.T([3, 4], "float64")),
+                                     ("batch1", g.T([2, 3, 5], "float32")),
+                                     ("batch2", g.T([2, 5, 4], "float32"))],
+            "RuntimeError", "self and mat2 must have the same dtype")])
+
 for name in ("outer", "ger"):
     fam.op(name, [
         case("float32", lambda g: [("self", g.T([4], "float32", view="slice")),
