@@ -18,6 +18,7 @@
  */
 #include <assert.h>
 #include <lapacke.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -36,8 +37,12 @@ typedef struct lapack_job {
   opd__dims batch; /* a's batch dims */
   int64_t m, n;
   bool f64;
-  bool transpose; /* factor the matrices' transposes (det of a row-major input, as PyTorch) */
-  atomic_bool no_memory; /* a task found no memory for its work arrays */
+  bool transpose;     /* factor the matrices' transposes (det of a row-major input, as PyTorch) */
+  bool vectors, full; /* eigh: compute_v; svd: compute_uv, full_matrices */
+  char uplo;          /* eigh */
+  atomic_bool no_memory;  /* a task found no memory for its work arrays */
+  _Atomic int64_t failed; /* eigh / svd: the first batch element LAPACK failed on, or -1 */
+  atomic_int failed_info; /* its info */
 } lapack_job;
 
 #define DEFINE_SOLVE(T, P)                                                                         \
@@ -77,6 +82,8 @@ typedef struct lapack_job {
         for (lapack_int r = 0; r < n; r++)                                                         \
           if (j->upper ? r > c : r < c) x[r + c * ld] = 0;                                         \
       break;                                                                                       \
+    case OPD__EIGH:                                                                                \
+    case OPD__SVD: /* (spectral_task) */ break;                                                    \
     }                                                                                              \
     return info;                                                                                   \
   }
@@ -150,6 +157,107 @@ static void batch_task(void *ctx, int64_t begin, int64_t end) {
   opd__free(work);
 }
 
+/* Records LAPACK's info for batch element b (the smallest failing element wins). */
+static void record_failure(lapack_job *j, int64_t b, lapack_int info) {
+  int64_t prev = atomic_load(&j->failed);
+  while ((prev < 0 || b < prev) && !atomic_compare_exchange_weak(&j->failed, &prev, b)) {
+  }
+  if (atomic_load(&j->failed) == b) atomic_store(&j->failed_info, (int)info);
+}
+
+/* _linalg_eigh (syevd) and _linalg_svd (gesdd) on batch elements [begin, end) */
+static void spectral_task(void *ctx, int64_t begin, int64_t end) {
+  lapack_job *j = ctx;
+  bool eigh = j->op == OPD__EIGH;
+  size_t es = j->f64 ? sizeof(double) : sizeof(float);
+  int64_t m = j->m, n = j->n, k = m < n ? m : n;
+  int64_t ucols = j->full ? m : k, vrows = j->full ? n : k;
+  /* the matrix LAPACK overwrites when no result holds it, and stand-ins for unused U, Vh */
+  int64_t scratch_n = eigh ? (j->vectors ? 0 : n * n) : m * n + 2;
+  char *scratch = scratch_n ? opd__malloc((size_t)scratch_n * es) : NULL;
+  if (scratch_n && !scratch) {
+    atomic_store(&j->no_memory, true);
+    return;
+  }
+  lapack_int li_m = (lapack_int)m, li_n = (lapack_int)n;
+  lapack_int ldm = m > 1 ? (lapack_int)m : 1, ldn = n > 1 ? (lapack_int)n : 1;
+  lapack_int ldv = vrows > 1 ? (lapack_int)vrows : 1;
+  opd__iter it;
+  opd__iter_seek(&it, &j->batch, begin);
+  for (int64_t b = begin; b < end; b++) {
+    lapack_int info;
+    if (eigh) {
+      char *x = j->vectors ? (char *)opd_tensor_data(j->res[1]) + b * n * n * (int64_t)es : scratch;
+      char *w = (char *)opd_tensor_data(j->res[0]) + b * n * (int64_t)es;
+      copy_in(j, it.off, x);
+      char jobz = j->vectors ? 'V' : 'N';
+      info =
+          j->f64
+              ? LAPACKE_dsyevd(LAPACK_COL_MAJOR, jobz, j->uplo, li_n, (double *)x, ldn, (double *)w)
+              : LAPACKE_ssyevd(LAPACK_COL_MAJOR, jobz, j->uplo, li_n, (float *)x, ldn, (float *)w);
+    } else {
+      copy_in(j, it.off, scratch);
+      char jobz = !j->vectors ? 'N' : j->full ? 'A' : 'S';
+      char *sv = (char *)opd_tensor_data(j->res[1]) + b * k * (int64_t)es;
+      char *u = j->vectors ? (char *)opd_tensor_data(j->res[0]) + b * m * ucols * (int64_t)es
+                           : scratch + m * n * (int64_t)es;
+      char *vt = j->vectors ? (char *)opd_tensor_data(j->res[2]) + b * vrows * n * (int64_t)es
+                            : scratch + (m * n + 1) * (int64_t)es;
+      info = j->f64 ? LAPACKE_dgesdd(LAPACK_COL_MAJOR, jobz, li_m, li_n, (double *)scratch, ldm,
+                                     (double *)sv, (double *)u, ldm, (double *)vt, ldv)
+                    : LAPACKE_sgesdd(LAPACK_COL_MAJOR, jobz, li_m, li_n, (float *)scratch, ldm,
+                                     (float *)sv, (float *)u, ldm, (float *)vt, ldv);
+    }
+    if (info == LAPACK_WORK_MEMORY_ERROR || info == LAPACK_TRANSPOSE_MEMORY_ERROR)
+      atomic_store(&j->no_memory, true);
+    else if (info != 0)
+      record_failure(j, b, info);
+    if (b + 1 < end) opd__iter_step(&it, 1);
+  }
+  opd__free(scratch);
+}
+
+/* The identity in each matrix of t (batch, rows, cols; column-major or not alike). */
+static void fill_identity(opd_tensor *t, bool f64) {
+  if (t->ndim < 2 || t->numel == 0) return;
+  const int64_t *s = opd_tensor_sizes(t);
+  int64_t r = s[t->ndim - 2], c = s[t->ndim - 1], per = r * c;
+  size_t es = f64 ? 8 : 4;
+  memset(opd_tensor_data(t), 0, (size_t)t->numel * es);
+  for (int64_t b = 0; b < t->numel / per; b++)
+    for (int64_t i = 0; i < r && i < c; i++)
+      opd__store_float((char *)opd_tensor_data(t) + (b * per + i + i * r) * (int64_t)es,
+                       f64 ? OPD_FLOAT64 : OPD_FLOAT32, 1);
+}
+
+static int spectral_kernel(lapack_job *j, int64_t nbatch) {
+  bool eigh = j->op == OPD__EIGH;
+  if (j->a->numel == 0) { /* U and Vh of an empty matrix: identities (full_matrices) */
+    if (!eigh && j->vectors) {
+      fill_identity(j->res[0], j->f64);
+      fill_identity(j->res[2], j->f64);
+    }
+    return 0;
+  }
+  atomic_init(&j->no_memory, false);
+  atomic_init(&j->failed, -1);
+  atomic_init(&j->failed_info, 0);
+  int64_t work = j->m * j->n * (j->m < j->n ? j->m : j->n);
+  opd__parallel_for(0, nbatch, work >= 32768 ? 1 : 32768 / (work > 0 ? work : 1), spectral_task, j);
+  if (atomic_load(&j->no_memory))
+    return opd_error(OPD_ENOMEM, "%s: no memory for LAPACK's work arrays",
+                     eigh ? "linalg.eigh" : "linalg.svd");
+  int64_t b = atomic_load(&j->failed);
+  if (b < 0) return 0;
+  char prefix[64] = "";
+  if (j->a->ndim > 2) snprintf(prefix, sizeof prefix, "(Batch element %lld): ", (long long)b);
+  return opd_error(OPD_EINVAL,
+                   "%s: %sThe algorithm failed to converge because the input matrix is "
+                   "ill-conditioned or has too many repeated %s (error code: %d).",
+                   eigh ? "linalg.eigh" : "linalg.svd", prefix,
+                   eigh ? "eigenvalues" : "singular values", atomic_load(&j->failed_info));
+}
+
 static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
   int nargs = opd__lapack_nargs(op), nres = opd__lapack_nres(op);
   assert(stack->size >= (uint32_t)nargs);
@@ -167,7 +275,10 @@ static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
                     .n = s[a->ndim - 1],
                     .f64 = opd_tensor_dtype(a) == OPD_FLOAT64,
                     .transpose = (op == OPD__LINALG_DET || op == OPD__SLOGDET) &&
-                                 opd_tensor_is_contiguous(a)};
+                                 opd_tensor_is_contiguous(a),
+                    .vectors = op == OPD__EIGH ? args[2].u.b : op == OPD__SVD && args[2].u.b,
+                    .full = op == OPD__SVD && args[1].u.b,
+                    .uplo = op == OPD__EIGH ? args[1].u.s[0] : 'L'};
     if (j.m > INT32_MAX || j.n > INT32_MAX || j.m * j.n > INT32_MAX) {
       rc = opd_error(OPD_EINVAL, "LAPACK: a %lld x %lld matrix is too large", (long long)j.m,
                      (long long)j.n);
@@ -175,7 +286,9 @@ static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
       opd__dims_of(a, 0, a->ndim - 2, &j.batch);
       int64_t nbatch = 1;
       for (int d = 0; d < a->ndim - 2; d++) nbatch *= s[d];
-      if (a->numel == 0) {
+      if (op == OPD__EIGH || op == OPD__SVD) {
+        rc = spectral_kernel(&j, nbatch);
+      } else if (a->numel == 0) {
         /* empty matrices: det 1 (sign 1, logabsdet 0), info 0 */
         for (int64_t b = 0; b < nbatch && (op == OPD__LINALG_DET || op == OPD__SLOGDET); b++) {
           opd__store_float((char *)opd_tensor_data(res[0]) + b * (j.f64 ? 8 : 4),
@@ -225,4 +338,14 @@ int opd__cpu_linalg_cholesky_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
 int opd__cpu_linalg_slogdet_lu(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   return lapack_kernel(OPD__SLOGDET, stack);
+}
+
+int opd__cpu_linalg_eigh(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return lapack_kernel(OPD__EIGH, stack);
+}
+
+int opd__cpu_linalg_svd(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return lapack_kernel(OPD__SVD, stack);
 }

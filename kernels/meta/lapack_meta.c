@@ -4,22 +4,24 @@
 #include "lapack_meta.h"
 
 #include <assert.h>
+#include <string.h>
 
 #include "reduce_meta.h" /* opd__push_results */
 
 int opd__lapack_nargs(opd__lapack_op op) {
-  static const int n[] = {3, 1, 2, 3, 1};
+  static const int n[] = {3, 1, 2, 3, 1, 3, 4};
   return n[op];
 }
 
 int opd__lapack_nres(opd__lapack_op op) {
-  static const int n[] = {3, 3, 2, 2, 4};
+  static const int n[] = {3, 3, 2, 2, 4, 2, 3};
   return n[op];
 }
 
 static const char *op_name(opd__lapack_op op) {
-  static const char *const names[] = {"linalg.lu_factor", "linalg.det", "linalg.inv",
-                                      "linalg.cholesky", "linalg.slogdet"};
+  static const char *const names[] = {"linalg.lu_factor", "linalg.det",     "linalg.inv",
+                                      "linalg.cholesky",  "linalg.slogdet", "linalg.eigh",
+                                      "linalg.svd"};
   return names[op];
 }
 
@@ -31,6 +33,25 @@ static int check_input(opd__lapack_op op, const opd_tensor *a) {
   if (op == OPD__LU_FACTOR_EX) {
     if (dt != OPD_FLOAT32 && dt != OPD_FLOAT64)
       return opd_error(OPD_EINVAL, "\"lu_cpu\" not implemented for '%s'", opd_dtype_c10_name(dt));
+    return 0;
+  }
+  if (op == OPD__EIGH) { /* the shape first, then the dtype its kernel dispatches on */
+    const int64_t *s = opd_tensor_sizes(a);
+    if (s[a->ndim - 2] != s[a->ndim - 1])
+      return opd_error(OPD_EINVAL,
+                       "%s: A must be batches of square matrices, but they are %lld by %lld "
+                       "matrices",
+                       name, (long long)s[a->ndim - 2], (long long)s[a->ndim - 1]);
+    if (dt != OPD_FLOAT32 && dt != OPD_FLOAT64)
+      return opd_error(OPD_EINVAL, "\"linalg_eigh_cpu\" not implemented for '%s'",
+                       opd_dtype_c10_name(dt));
+    return 0;
+  }
+  if (op == OPD__SVD) { /* any m x n */
+    if (dt != OPD_FLOAT32 && dt != OPD_FLOAT64)
+      return opd_error(opd_dtype_is_floating(dt) ? OPD_ENOTIMPL : OPD_EINVAL,
+                       "%s: Expected a floating point or complex tensor as input. Got %s", name,
+                       opd_dtype_c10_name(dt));
     return 0;
   }
   return opd__linalg_square_check(name, a);
@@ -82,25 +103,54 @@ static int alloc(const opd_tensor *a, int tail, const int64_t *tail_sizes, bool 
                                  opd_tensor_device(a), (opd_opt_bool){0}, out);
 }
 
+/* A 1-D result of `size` elements on a's device. */
+static int alloc1(const opd_tensor *a, const int64_t *size, opd_dtype dtype, opd_tensor **out) {
+  int64_t one = 1;
+  return opd__call_empty_strided((opd_int_list){size, 1}, (opd_int_list){&one, 1}, dtype, -1,
+                                 opd_tensor_device(a), (opd_opt_bool){0}, out);
+}
+
 int opd__lapack_prepare(opd__lapack_op op, opd_ivalue *args, opd_tensor **res) {
   int nres = opd__lapack_nres(op), nargs = opd__lapack_nargs(op);
   for (int i = 0; i < nres; i++) res[i] = NULL;
   if (args[0].tag != OPD_IV_TENSOR)
     return opd_error(OPD_EINVAL, "%s: expected a Tensor A", op_name(op));
-  for (int i = 1; i < nargs; i++)
-    if (args[i].tag != OPD_IV_BOOL)
-      return opd_error(OPD_EINVAL, "%s: expected bool arguments", op_name(op));
+  for (int i = 1; i < nargs; i++) {
+    /* _linalg_eigh's UPLO (str) and _linalg_svd's driver (str?): the others are bools */
+    bool str = (op == OPD__EIGH && i == 1) || (op == OPD__SVD && i == 3);
+    if (str ? args[i].tag != OPD_IV_STRING && !(op == OPD__SVD && args[i].tag == OPD_IV_NONE)
+            : args[i].tag != OPD_IV_BOOL)
+      return opd_error(OPD_EINVAL, "%s: unexpected argument types", op_name(op));
+  }
   opd_tensor *a = args[0].u.t;
   int rc = check_input(op, a);
   if (rc) return rc;
   if (op == OPD__LU_FACTOR_EX && !args[1].u.b)
     return opd_error(OPD_ENOTIMPL,
                      "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  if (op == OPD__EIGH && strcmp(args[1].u.s, "L") != 0 && strcmp(args[1].u.s, "U") != 0)
+    return opd_error(OPD_EINVAL, "Expected UPLO argument to be 'L' or 'U', but got %s",
+                     args[1].u.s);
+  if (op == OPD__SVD && args[3].tag == OPD_IV_STRING)
+    return opd_error(OPD_EINVAL, "torch.linalg.svd: keyword argument `driver=` is only supported "
+                                 "on CUDA inputs with cuSOLVER backend.");
   opd_dtype dt = opd_tensor_dtype(a);
   const int64_t *s = opd_tensor_sizes(a);
-  int64_t m = s[a->ndim - 2], n = s[a->ndim - 1], k = m < n ? m : n;
+  int64_t m = s[a->ndim - 2], n = s[a->ndim - 1], k = m < n ? m : n, none = 0;
   int64_t mat[2] = {m, n};
   switch (op) {
+  case OPD__EIGH: /* (eigenvalues, eigenvectors or an empty [0]) */
+    rc = alloc(a, 1, &n, false, dt, &res[0]);
+    if (!rc && args[2].u.b) rc = alloc(a, 2, mat, true, dt, &res[1]);
+    if (!rc && !args[2].u.b) rc = alloc1(a, &none, dt, &res[1]);
+    break;
+  case OPD__SVD: { /* (U, S, Vh), U and Vh empty [0] without compute_uv */
+    bool full = args[1].u.b, uv = args[2].u.b;
+    int64_t u[2] = {m, full ? m : k}, vh[2] = {full ? n : k, n};
+    rc = uv ? alloc(a, 2, u, true, dt, &res[0]) : alloc1(a, &none, dt, &res[0]);
+    if (!rc) rc = alloc(a, 1, &k, false, dt, &res[1]);
+    if (!rc) rc = uv ? alloc(a, 2, vh, true, dt, &res[2]) : alloc1(a, &none, dt, &res[2]);
+  } break;
   case OPD__LU_FACTOR_EX:
     rc = alloc(a, 2, mat, true, dt, &res[0]);
     if (!rc) rc = alloc(a, 1, &k, false, OPD_INT32, &res[1]);
@@ -161,4 +211,14 @@ int opd__meta_linalg_cholesky_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
 int opd__meta_linalg_slogdet_lu(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   return meta_kernel(OPD__SLOGDET, stack);
+}
+
+int opd__meta_linalg_eigh(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_kernel(OPD__EIGH, stack);
+}
+
+int opd__meta_linalg_svd(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_kernel(OPD__SVD, stack);
 }

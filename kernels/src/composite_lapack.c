@@ -7,6 +7,10 @@
  *                   error for a matrix that is not positive-definite
  *   linalg_slogdet(A), slogdet(self) = _linalg_slogdet(A)[:2] (boxed)
  *   logdet(self)  = logabsdet of _linalg_slogdet, NaN where the sign is -1
+ *   linalg_eigh(self, UPLO) = _linalg_eigh(self, UPLO, True) (boxed);
+ *   linalg_eigvalsh(self, UPLO) = _linalg_eigh(self, UPLO, False)[0]
+ *   linalg_svd(A, full_matrices, driver) = _linalg_svd(A, full_matrices, True, driver) (boxed);
+ *   linalg_svdvals(A, driver) = _linalg_svd(A, False, False, driver)[1]
  * The info of a batch is read where it lies on the CPU; on the Meta device there is none to
  * read, and other devices' info is copied to the CPU first.
  */
@@ -14,6 +18,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "kernel_util.h"
 #include "meta/lapack_meta.h"
@@ -203,5 +208,100 @@ int opd__cia_logdet(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **ou
   }
   if (negative) opd_tensor_release(negative);
   opd_stack_destroy(&s);
+  return rc;
+}
+
+/* Pushes a second owner of v. */
+static int push_copy(opd_stack *s, const opd_ivalue *v) {
+  opd_ivalue c;
+  int rc = opd_iv_copy(&c, v);
+  return rc ? rc : opd_stack_push(s, c);
+}
+
+/* The `nres` results of `name`, called on the arguments pushed on s, moved onto stack (which
+ * the caller has dropped its own arguments from); result `only` alone when only >= 0.
+ * Destroys s. */
+static int forward_results(int rc, const opd_operator **cache, const char *name, opd_stack *s,
+                           uint32_t nres, int only, opd_stack *stack) {
+  if (!rc) rc = opd__call(cache, name, s);
+  if (!rc && s->size != nres) rc = opd_error(OPD_EINTERNAL, "%s returned %u values", name, s->size);
+  uint32_t pushed = 0;
+  for (uint32_t i = 0; !rc && i < nres; i++) {
+    if (only >= 0 && i != (uint32_t)only) continue;
+    rc = push_copy(stack, &s->items[i]);
+    if (!rc) pushed++;
+  }
+  if (rc) opd_stack_drop(stack, pushed);
+  opd_stack_destroy(s);
+  return rc;
+}
+
+/* linalg_eigh(self, UPLO) = _linalg_eigh(self, UPLO, True) (boxed) */
+int opd__cia_linalg_eigh(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  static const opd_operator *op;
+  assert(stack->size >= 2);
+  opd_ivalue *args = opd_stack_last(stack, 2);
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = push_copy(&s, &args[0]);
+  if (!rc) rc = push_copy(&s, &args[1]);
+  if (!rc) rc = opd_stack_push(&s, opd_iv_bool(true));
+  opd_stack_drop(stack, 2);
+  return forward_results(rc, &op, "aten::_linalg_eigh", &s, 2, -1, stack);
+}
+
+/* linalg_eigvalsh(self, UPLO) = _linalg_eigh(self, UPLO, False)[0] */
+int opd__cia_linalg_eigvalsh(const opd_kernel_ctx *ctx, opd_tensor *self, const char *uplo,
+                             opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  opd_stack s, r;
+  opd_stack_init(&s);
+  opd_stack_init(&r);
+  opd_ivalue u;
+  int rc = opd_iv_make_string(&u, uplo, strlen(uplo));
+  if (!rc) rc = opd_stack_push(&s, opd_iv_tensor_borrow(self));
+  if (!rc) rc = opd_stack_push(&s, u);
+  if (!rc) rc = opd_stack_push(&s, opd_iv_bool(false));
+  rc = forward_results(rc, &op, "aten::_linalg_eigh", &s, 2, 0, &r);
+  if (!rc) rc = opd__pop_tensor_return(&r, out);
+  opd_stack_destroy(&r);
+  return rc;
+}
+
+/* linalg_svd(A, full_matrices, driver) = _linalg_svd(A, full_matrices, True, driver) (boxed) */
+int opd__cia_linalg_svd(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  static const opd_operator *op;
+  assert(stack->size >= 3);
+  opd_ivalue *args = opd_stack_last(stack, 3);
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = push_copy(&s, &args[0]);
+  if (!rc) rc = push_copy(&s, &args[1]);
+  if (!rc) rc = opd_stack_push(&s, opd_iv_bool(true));
+  if (!rc) rc = push_copy(&s, &args[2]);
+  opd_stack_drop(stack, 3);
+  return forward_results(rc, &op, "aten::_linalg_svd", &s, 3, -1, stack);
+}
+
+/* linalg_svdvals(A, driver) = _linalg_svd(A, False, False, driver)[1] */
+int opd__cia_linalg_svdvals(const opd_kernel_ctx *ctx, opd_tensor *a, const char *driver,
+                            opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  opd_stack s, r;
+  opd_stack_init(&s);
+  opd_stack_init(&r);
+  opd_ivalue d = opd_iv_none();
+  int rc = driver ? opd_iv_make_string(&d, driver, strlen(driver)) : 0;
+  if (!rc) rc = opd_stack_push(&s, opd_iv_tensor_borrow(a));
+  if (!rc) rc = opd_stack_push(&s, opd_iv_bool(false));
+  if (!rc) rc = opd_stack_push(&s, opd_iv_bool(false));
+  if (!rc) rc = opd_stack_push(&s, d);
+  rc = forward_results(rc, &op, "aten::_linalg_svd", &s, 3, 1, &r);
+  if (!rc) rc = opd__pop_tensor_return(&r, out);
+  opd_stack_destroy(&r);
   return rc;
 }

@@ -236,7 +236,9 @@
   X("aten::linalg_inv", CompositeImplicitAutograd, opd__cia_linalg_inv, Tensor, Tensor) \
   X("aten::inverse", CompositeImplicitAutograd, opd__cia_inverse, Tensor, Tensor) \
   X("aten::linalg_cholesky", CompositeImplicitAutograd, opd__cia_linalg_cholesky, Tensor, Tensor, Bool) \
-  X("aten::logdet", CompositeImplicitAutograd, opd__cia_logdet, Tensor, Tensor)
+  X("aten::logdet", CompositeImplicitAutograd, opd__cia_logdet, Tensor, Tensor) \
+  X("aten::linalg_eigvalsh", CompositeImplicitAutograd, opd__cia_linalg_eigvalsh, Tensor, Tensor, Str) \
+  X("aten::linalg_svdvals", CompositeImplicitAutograd, opd__cia_linalg_svdvals, Tensor, Tensor, OptStr)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \
@@ -263,7 +265,13 @@
   X("aten::_linalg_slogdet", CPU, opd__cpu_linalg_slogdet_lu) \
   X("aten::_linalg_slogdet", Meta, opd__meta_linalg_slogdet_lu) \
   X("aten::linalg_slogdet", CompositeImplicitAutograd, opd__cia_linalg_slogdet) \
-  X("aten::slogdet", CompositeImplicitAutograd, opd__cia_slogdet)
+  X("aten::slogdet", CompositeImplicitAutograd, opd__cia_slogdet) \
+  X("aten::_linalg_eigh", CPU, opd__cpu_linalg_eigh) \
+  X("aten::_linalg_eigh", Meta, opd__meta_linalg_eigh) \
+  X("aten::_linalg_svd", CPU, opd__cpu_linalg_svd) \
+  X("aten::_linalg_svd", Meta, opd__meta_linalg_svd) \
+  X("aten::linalg_eigh", CompositeImplicitAutograd, opd__cia_linalg_eigh) \
+  X("aten::linalg_svd", CompositeImplicitAutograd, opd__cia_linalg_svd)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \

@@ -511,6 +511,64 @@ fam.op("linalg_cholesky_ex", [
     case("not_positive_definite", lambda g: [("self", opgen.gc.TSpec(
         "float64", [2, 3, 3], np.stack([np.eye(3), -np.eye(3)]).reshape(-1)))])],
     tol=lapack_tol, compare=[False, True])
+# eigenvectors and singular vectors are determined up to sign: only eigenvalues and singular
+# values are compared (unit.linalg checks the reconstructions)
+
+
+def sym(g, shape, dtype):
+    """A random symmetric batch."""
+    x = g.rng.standard_normal(list(shape))
+    a = x + np.swapaxes(x, -1, -2)
+    return opgen.gc.TSpec(dtype, list(shape), a.reshape(-1).astype(opgen.gc.NP_DTYPES[dtype]))
+
+
+for name, compare in (("_linalg_eigh", [True, False]), ("linalg_eigh", [True, False])):
+    fam.op(name, [
+        case("float32", lambda g, name=name: [("self" if name == "linalg_eigh" else "A",
+                                               sym(g, [4, 4], "float32"))]),
+        case("float64_batched_upper", lambda g, name=name: [
+            ("self" if name == "linalg_eigh" else "A", sym(g, [2, 3, 3], "float64")), ("UPLO", "U")]),
+        case("lower_only_read", lambda g, name=name: [
+            ("self" if name == "linalg_eigh" else "A", g.T([3, 3], "float64"))]),
+        case("empty", lambda g, name=name: [("self" if name == "linalg_eigh" else "A",
+                                             g.T([2, 0, 0], "float32"))])],
+        errors=[err("uplo", lambda g, name=name: [("self" if name == "linalg_eigh" else "A",
+                                                  sym(g, [2, 2], "float32")), ("UPLO", "X")],
+                    "RuntimeError", "Expected UPLO argument to be 'L' or 'U', but got X")] +
+        [err("int64", lambda g, name=name: [("self" if name == "linalg_eigh" else "A",
+                                             g.T([3, 3], "int64"))],
+             "RuntimeError", "\"linalg_eigh_cpu\" not implemented for 'Long'")] +
+        [e for e in square_errors("self" if name == "linalg_eigh" else "A", "linalg.eigh")
+         if e.scen_name != "int64"],
+        tol=lapack_tol, compare=compare)
+fam.op("_linalg_eigh", [
+    case("values_only", lambda g: [("A", sym(g, [2, 3, 3], "float32")), ("compute_v", False)])],
+    tol=lapack_tol)
+fam.op("linalg_eigvalsh", [
+    case("float64", lambda g: [("self", sym(g, [3, 4, 4], "float64"))]),
+    case("upper", lambda g: [("self", g.T([3, 3], "float32")), ("UPLO", "U")])],
+    tol=lapack_tol)
+for name in ("_linalg_svd", "linalg_svd"):
+    fam.op(name, [
+        case("square", lambda g: [("A", g.T([3, 3], "float32"))]),
+        case("tall_batched_strided", lambda g: [("A", g.T([2, 5, 3], "float64", view="any"))]),
+        case("wide_full", lambda g: [("A", g.T([2, 4], "float32")), ("full_matrices", True)]),
+        case("tall_reduced", lambda g: [("A", g.T([4, 2], "float64")), ("full_matrices", False)]),
+        case("empty", lambda g: [("A", g.T([0, 3], "float32")), ("full_matrices", True)])],
+        errors=[err("driver", lambda g: [("A", g.T([3, 3], "float32")), ("driver", "gesvd")],
+                    "RuntimeError", "keyword argument `driver=` is only supported on CUDA"),
+                err("int64", lambda g: [("A", g.T([3, 3], "int64"))], "RuntimeError",
+                    "linalg.svd: Expected a floating point or complex tensor as input. Got Long"),
+                err("one_dim", lambda g: [("A", g.T([3], "float32"))], "RuntimeError",
+                    "linalg.svd: The input tensor A must have at least 2 dimensions.")],
+        tol=lapack_tol, compare=[False, True, False])
+fam.op("_linalg_svd", [
+    case("values_only", lambda g: [("A", g.T([2, 3, 4], "float32")), ("compute_uv", False)])],
+    tol=lapack_tol)
+fam.op("linalg_svdvals", [
+    case("float64", lambda g: [("A", g.T([3, 5], "float64"))]),
+    case("batched", lambda g: [("A", g.T([2, 4, 3], "float32", view="any"))])],
+    tol=lapack_tol)
 for name, arg in (("linalg_det", "A"), ("det", "self"), ("linalg_inv", "A"), ("inverse", "self")):
     fam.op(name, [
         case("float32", lambda g, arg=arg: [(arg, g.T([3, 3], "float32"))]),
