@@ -14,7 +14,8 @@
  * and the sum of log |U_ii|); like PyTorch's, it factors the transpose of a row-major
  * (contiguous) input, which LAPACK then reads in place in PyTorch (det A = det A^T), so LU and
  * pivots are those of A^T there. The batch is split over the intra-op pool, each matrix
- * one single-threaded LAPACK call.
+ * one single-threaded LAPACK call. syevd, gesdd, geqrf + orgqr (eigh, svd, qr) work likewise on a
+ * copy, their failures reported per batch element.
  */
 #include <assert.h>
 #include <lapacke.h>
@@ -83,7 +84,8 @@ typedef struct lapack_job {
           if (j->upper ? r > c : r < c) x[r + c * ld] = 0;                                         \
       break;                                                                                       \
     case OPD__EIGH:                                                                                \
-    case OPD__SVD: /* (spectral_task) */ break;                                                    \
+    case OPD__SVD:                                                                                 \
+    case OPD__QR: /* (spectral_task, qr_task) */ break;                                            \
     }                                                                                              \
     return info;                                                                                   \
   }
@@ -217,6 +219,54 @@ static void spectral_task(void *ctx, int64_t begin, int64_t end) {
   opd__free(scratch);
 }
 
+/* linalg_qr on batch elements [begin, end): geqrf on an m x max(m, n) column-major copy, R
+ * its upper triangle (rows below zero), Q from orgqr (k or, complete, m columns) */
+static void qr_task(void *ctx, int64_t begin, int64_t end) {
+  lapack_job *j = ctx;
+  size_t es = j->f64 ? sizeof(double) : sizeof(float);
+  int64_t m = j->m, n = j->n, k = m < n ? m : n, w = m > n ? m : n;
+  int64_t qcols = j->full ? m : k, rrows = j->full ? m : k;
+  char *x = opd__malloc((size_t)(m * w + k + 1) * es);
+  if (!x) {
+    atomic_store(&j->no_memory, true);
+    return;
+  }
+  char *tau = x + m * w * (int64_t)es;
+  lapack_int li_m = (lapack_int)m, li_n = (lapack_int)n, li_k = (lapack_int)k;
+  lapack_int ld = m > 1 ? (lapack_int)m : 1;
+  opd__iter it;
+  opd__iter_seek(&it, &j->batch, begin);
+  for (int64_t b = begin; b < end; b++) {
+    copy_in(j, it.off, x);
+    lapack_int info =
+        j->f64 ? LAPACKE_dgeqrf(LAPACK_COL_MAJOR, li_m, li_n, (double *)x, ld, (double *)tau)
+               : LAPACKE_sgeqrf(LAPACK_COL_MAJOR, li_m, li_n, (float *)x, ld, (float *)tau);
+    char *r = (char *)opd_tensor_data(j->res[1]) + b * rrows * n * (int64_t)es;
+    for (int64_t c = 0; c < n; c++)
+      for (int64_t i = 0; i < rrows; i++) {
+        char *dst = r + (i + c * rrows) * (int64_t)es;
+        if (i <= c && i < m)
+          memcpy(dst, x + (i + c * m) * (int64_t)es, es);
+        else
+          memset(dst, 0, es);
+      }
+    if (info == 0 && j->vectors && qcols > 0) {
+      info = j->f64 ? LAPACKE_dorgqr(LAPACK_COL_MAJOR, li_m, (lapack_int)qcols, li_k, (double *)x,
+                                     ld, (const double *)tau)
+                    : LAPACKE_sorgqr(LAPACK_COL_MAJOR, li_m, (lapack_int)qcols, li_k, (float *)x,
+                                     ld, (const float *)tau);
+      memcpy((char *)opd_tensor_data(j->res[0]) + b * m * qcols * (int64_t)es, x,
+             (size_t)(m * qcols) * es);
+    }
+    if (info == LAPACK_WORK_MEMORY_ERROR || info == LAPACK_TRANSPOSE_MEMORY_ERROR)
+      atomic_store(&j->no_memory, true);
+    else if (info != 0)
+      record_failure(j, b, info);
+    if (b + 1 < end) opd__iter_step(&it, 1);
+  }
+  opd__free(x);
+}
+
 /* The identity in each matrix of t (batch, rows, cols; column-major or not alike). */
 static void fill_identity(opd_tensor *t, bool f64) {
   if (t->ndim < 2 || t->numel == 0) return;
@@ -232,10 +282,14 @@ static void fill_identity(opd_tensor *t, bool f64) {
 
 static int spectral_kernel(lapack_job *j, int64_t nbatch) {
   bool eigh = j->op == OPD__EIGH;
-  if (j->a->numel == 0) { /* U and Vh of an empty matrix: identities (full_matrices) */
-    if (!eigh && j->vectors) {
+  if (j->a->numel == 0) { /* U and Vh (Q) of an empty matrix: identities; R empty or zero */
+    if (j->op == OPD__SVD && j->vectors) {
       fill_identity(j->res[0], j->f64);
       fill_identity(j->res[2], j->f64);
+    }
+    if (j->op == OPD__QR) {
+      if (j->vectors) fill_identity(j->res[0], j->f64);
+      memset(opd_tensor_data(j->res[1]), 0, (size_t)j->res[1]->numel * (j->f64 ? 8 : 4));
     }
     return 0;
   }
@@ -243,10 +297,13 @@ static int spectral_kernel(lapack_job *j, int64_t nbatch) {
   atomic_init(&j->failed, -1);
   atomic_init(&j->failed_info, 0);
   int64_t work = j->m * j->n * (j->m < j->n ? j->m : j->n);
-  opd__parallel_for(0, nbatch, work >= 32768 ? 1 : 32768 / (work > 0 ? work : 1), spectral_task, j);
+  opd__parallel_for(0, nbatch, work >= 32768 ? 1 : 32768 / (work > 0 ? work : 1),
+                    j->op == OPD__QR ? qr_task : spectral_task, j);
   if (atomic_load(&j->no_memory))
     return opd_error(OPD_ENOMEM, "%s: no memory for LAPACK's work arrays",
-                     eigh ? "linalg.eigh" : "linalg.svd");
+                     eigh               ? "linalg.eigh"
+                     : j->op == OPD__QR ? "linalg.qr"
+                                        : "linalg.svd");
   int64_t b = atomic_load(&j->failed);
   if (b < 0) return 0;
   char prefix[64] = "";
@@ -276,8 +333,11 @@ static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
                     .f64 = opd_tensor_dtype(a) == OPD_FLOAT64,
                     .transpose = (op == OPD__LINALG_DET || op == OPD__SLOGDET) &&
                                  opd_tensor_is_contiguous(a),
-                    .vectors = op == OPD__EIGH ? args[2].u.b : op == OPD__SVD && args[2].u.b,
-                    .full = op == OPD__SVD && args[1].u.b,
+                    .vectors = op == OPD__EIGH ? args[2].u.b
+                               : op == OPD__QR ? strcmp(args[1].u.s, "r") != 0
+                                               : op == OPD__SVD && args[2].u.b,
+                    .full = op == OPD__QR ? strcmp(args[1].u.s, "complete") == 0
+                                          : op == OPD__SVD && args[1].u.b,
                     .uplo = op == OPD__EIGH ? args[1].u.s[0] : 'L'};
     if (j.m > INT32_MAX || j.n > INT32_MAX || j.m * j.n > INT32_MAX) {
       rc = opd_error(OPD_EINVAL, "LAPACK: a %lld x %lld matrix is too large", (long long)j.m,
@@ -286,7 +346,7 @@ static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
       opd__dims_of(a, 0, a->ndim - 2, &j.batch);
       int64_t nbatch = 1;
       for (int d = 0; d < a->ndim - 2; d++) nbatch *= s[d];
-      if (op == OPD__EIGH || op == OPD__SVD) {
+      if (op == OPD__EIGH || op == OPD__SVD || op == OPD__QR) {
         rc = spectral_kernel(&j, nbatch);
       } else if (a->numel == 0) {
         /* empty matrices: det 1 (sign 1, logabsdet 0), info 0 */
@@ -348,4 +408,9 @@ int opd__cpu_linalg_eigh(const opd_kernel_ctx *ctx, opd_stack *stack) {
 int opd__cpu_linalg_svd(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   return lapack_kernel(OPD__SVD, stack);
+}
+
+int opd__cpu_linalg_qr(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return lapack_kernel(OPD__QR, stack);
 }

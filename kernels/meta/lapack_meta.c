@@ -9,19 +9,19 @@
 #include "reduce_meta.h" /* opd__push_results */
 
 int opd__lapack_nargs(opd__lapack_op op) {
-  static const int n[] = {3, 1, 2, 3, 1, 3, 4};
+  static const int n[] = {3, 1, 2, 3, 1, 3, 4, 2};
   return n[op];
 }
 
 int opd__lapack_nres(opd__lapack_op op) {
-  static const int n[] = {3, 3, 2, 2, 4, 2, 3};
+  static const int n[] = {3, 3, 2, 2, 4, 2, 3, 2};
   return n[op];
 }
 
 static const char *op_name(opd__lapack_op op) {
   static const char *const names[] = {"linalg.lu_factor", "linalg.det",     "linalg.inv",
                                       "linalg.cholesky",  "linalg.slogdet", "linalg.eigh",
-                                      "linalg.svd"};
+                                      "linalg.svd",       "linalg.qr"};
   return names[op];
 }
 
@@ -47,7 +47,7 @@ static int check_input(opd__lapack_op op, const opd_tensor *a) {
                        opd_dtype_c10_name(dt));
     return 0;
   }
-  if (op == OPD__SVD) { /* any m x n */
+  if (op == OPD__SVD || op == OPD__QR) { /* any m x n */
     if (dt != OPD_FLOAT32 && dt != OPD_FLOAT64)
       return opd_error(opd_dtype_is_floating(dt) ? OPD_ENOTIMPL : OPD_EINVAL,
                        "%s: Expected a floating point or complex tensor as input. Got %s", name,
@@ -117,7 +117,7 @@ int opd__lapack_prepare(opd__lapack_op op, opd_ivalue *args, opd_tensor **res) {
     return opd_error(OPD_EINVAL, "%s: expected a Tensor A", op_name(op));
   for (int i = 1; i < nargs; i++) {
     /* _linalg_eigh's UPLO (str) and _linalg_svd's driver (str?): the others are bools */
-    bool str = (op == OPD__EIGH && i == 1) || (op == OPD__SVD && i == 3);
+    bool str = (op == OPD__EIGH && i == 1) || (op == OPD__SVD && i == 3) || op == OPD__QR;
     if (str ? args[i].tag != OPD_IV_STRING && !(op == OPD__SVD && args[i].tag == OPD_IV_NONE)
             : args[i].tag != OPD_IV_BOOL)
       return opd_error(OPD_EINVAL, "%s: unexpected argument types", op_name(op));
@@ -130,6 +130,12 @@ int opd__lapack_prepare(opd__lapack_op op, opd_ivalue *args, opd_tensor **res) {
                      "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
   if (op == OPD__EIGH && strcmp(args[1].u.s, "L") != 0 && strcmp(args[1].u.s, "U") != 0)
     return opd_error(OPD_EINVAL, "Expected UPLO argument to be 'L' or 'U', but got %s",
+                     args[1].u.s);
+  if (op == OPD__QR && strcmp(args[1].u.s, "reduced") != 0 && strcmp(args[1].u.s, "r") != 0 &&
+      strcmp(args[1].u.s, "complete") != 0)
+    return opd_error(OPD_EINVAL,
+                     "qr received unrecognized mode '%s' but expected one of 'reduced' (default), "
+                     "'r', or 'complete'",
                      args[1].u.s);
   if (op == OPD__SVD && args[3].tag == OPD_IV_STRING)
     return opd_error(OPD_EINVAL, "torch.linalg.svd: keyword argument `driver=` is only supported "
@@ -144,6 +150,12 @@ int opd__lapack_prepare(opd__lapack_op op, opd_ivalue *args, opd_tensor **res) {
     if (!rc && args[2].u.b) rc = alloc(a, 2, mat, true, dt, &res[1]);
     if (!rc && !args[2].u.b) rc = alloc1(a, &none, dt, &res[1]);
     break;
+  case OPD__QR: { /* (Q, R), Q empty [0] in mode 'r' */
+    bool complete = strcmp(args[1].u.s, "complete") == 0, r_only = strcmp(args[1].u.s, "r") == 0;
+    int64_t q[2] = {m, complete ? m : k}, r[2] = {complete ? m : k, n};
+    rc = r_only ? alloc1(a, &none, dt, &res[0]) : alloc(a, 2, q, true, dt, &res[0]);
+    if (!rc) rc = alloc(a, 2, r, true, dt, &res[1]);
+  } break;
   case OPD__SVD: { /* (U, S, Vh), U and Vh empty [0] without compute_uv */
     bool full = args[1].u.b, uv = args[2].u.b;
     int64_t u[2] = {m, full ? m : k}, vh[2] = {full ? n : k, n};
@@ -221,4 +233,9 @@ int opd__meta_linalg_eigh(const opd_kernel_ctx *ctx, opd_stack *stack) {
 int opd__meta_linalg_svd(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   return meta_kernel(OPD__SVD, stack);
+}
+
+int opd__meta_linalg_qr(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_kernel(OPD__QR, stack);
 }

@@ -1,6 +1,6 @@
 /* lapack_meta.h: the argument checks and results of the LAPACK-backed operators
  * (linalg_lu_factor_ex, _linalg_det, linalg_inv_ex, linalg_cholesky_ex,
- * _linalg_slogdet, _linalg_eigh, _linalg_svd), shared by their Meta
+ * _linalg_slogdet, _linalg_eigh, _linalg_svd, linalg_qr), shared by their Meta
  * kernels (kernels/meta/lapack_meta.c) and CPU kernels (kernels/cpu/lapack.c). */
 #ifndef OPD_KERNELS_LAPACK_META_H
 #define OPD_KERNELS_LAPACK_META_H
@@ -14,7 +14,8 @@ typedef enum {
   OPD__CHOLESKY_EX,
   OPD__SLOGDET,
   OPD__EIGH,
-  OPD__SVD
+  OPD__SVD,
+  OPD__QR
 } opd__lapack_op;
 
 /* The number of arguments each takes on the stack and of results it returns. */

@@ -271,7 +271,9 @@
   X("aten::_linalg_svd", CPU, opd__cpu_linalg_svd) \
   X("aten::_linalg_svd", Meta, opd__meta_linalg_svd) \
   X("aten::linalg_eigh", CompositeImplicitAutograd, opd__cia_linalg_eigh) \
-  X("aten::linalg_svd", CompositeImplicitAutograd, opd__cia_linalg_svd)
+  X("aten::linalg_svd", CompositeImplicitAutograd, opd__cia_linalg_svd) \
+  X("aten::linalg_qr", CPU, opd__cpu_linalg_qr) \
+  X("aten::linalg_qr", Meta, opd__meta_linalg_qr)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \

@@ -569,6 +569,20 @@ fam.op("linalg_svdvals", [
     case("float64", lambda g: [("A", g.T([3, 5], "float64"))]),
     case("batched", lambda g: [("A", g.T([2, 4, 3], "float32", view="any"))])],
     tol=lapack_tol)
+fam.op("linalg_qr", [
+    case("reduced_tall", lambda g: [("A", g.T([5, 3], "float32"))]),
+    case("complete_tall_batched", lambda g: [("A", g.T([2, 4, 3], "float64", view="any")),
+                                             ("mode", "complete")]),
+    case("r_wide", lambda g: [("A", g.T([3, 5], "float64")), ("mode", "r")]),
+    case("reduced_wide", lambda g: [("A", g.T([2, 4], "float32"))]),
+    case("complete_empty", lambda g: [("A", g.T([3, 0], "float32")), ("mode", "complete")])],
+    errors=[err("mode", lambda g: [("A", g.T([3, 3], "float32")), ("mode", "bad")], "RuntimeError",
+                "qr received unrecognized mode 'bad' but expected one of 'reduced' (default), 'r', or 'complete'"),
+            err("int64", lambda g: [("A", g.T([3, 3], "int64"))], "RuntimeError",
+                "linalg.qr: Expected a floating point or complex tensor as input. Got Long"),
+            err("one_dim", lambda g: [("A", g.T([3], "float32"))], "RuntimeError",
+                "linalg.qr: The input tensor A must have at least 2 dimensions.")],
+    tol=lapack_tol)
 for name, arg in (("linalg_det", "A"), ("det", "self"), ("linalg_inv", "A"), ("inverse", "self")):
     fam.op(name, [
         case("float32", lambda g, arg=arg: [(arg, g.T([3, 3], "float32"))]),
