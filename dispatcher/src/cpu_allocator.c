@@ -276,3 +276,11 @@ void opd_cpu_allocator_set_limit(uint64_t bytes) {
 void opd_memory_stats_reset_peak(int device_type) {
   if (device_type == OPD_DEVICE_CPU) atomic_store(&peak, atomic_load(&in_use));
 }
+
+int opd_cpu_allocator_reserve(uint64_t bytes) {
+  return bytes ? account(bytes, bytes) : 0;
+}
+
+void opd_cpu_allocator_unreserve(uint64_t bytes) {
+  atomic_fetch_sub(&in_use, bytes);
+}

@@ -1,5 +1,5 @@
 /* conformance.c: opd-conformance, the replay runner for ATen conformance fixtures recorded
- * from PyTorch 1.13 (format: ../shared/conformance/FORMAT.md).
+ * from PyTorch 1.13 (format: tests/fixtures/conformance/FORMAT.md).
  *
  *   opd-conformance FIXTURE.json [--device cpu|meta|cuda] [--op aten::name.overload] [-v]
  *                   [--server tcp://HOST:PORT | unix:///PATH]
