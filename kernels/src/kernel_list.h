@@ -201,6 +201,7 @@
   X("aten::count_nonzero.dim_IntList", CPU, opd__cpu_count_nonzero_dim_intlist, Tensor, Tensor, IntList) \
   X("aten::count_nonzero.dim_IntList", Meta, opd__meta_count_nonzero_dim_intlist, Tensor, Tensor, IntList) \
   X("aten::count_nonzero", CompositeExplicitAutograd, opd__cea_count_nonzero, Tensor, Tensor, OptInt) \
+  X("aten::nanmean", CompositeImplicitAutograd, opd__cia_nanmean, Tensor, Tensor, OptIntList, Bool, OptDType) \
   X("aten::var.correction", CPU, opd__cpu_var_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
   X("aten::var.correction", Meta, opd__meta_var_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
   X("aten::std.correction", CPU, opd__cpu_std_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \

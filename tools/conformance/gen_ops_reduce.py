@@ -118,6 +118,13 @@ reduction("nansum", "optlist")
 fam.op("nansum", [case("dtype_float64", lambda g: [("self", g.T([3, 4], "float32", "special")),
                                                  ("dim", [1]), ("dtype", opgen.gc.DTYPES["float64"])]),
                   case("int32_to_int64_default", lambda g: [("self", g.T([3, 4], "int32"))])])
+reduction("nanmean", "optlist", dtypes=FLOATS)
+fam.op("nanmean", [
+    case("nan_rows", lambda g: [("self", g.T([4, 6], "float32", "special")), ("dim", [1])]),
+    case("all_nan", lambda g: [("self", opgen.gc.TSpec("float64", [2, 2], np.full(4, np.nan))),
+                               ("dim", [0]), ("keepdim", True)])],
+    errors=[err("int64_refused", lambda g: [("self", g.T([3], "int64"))], "RuntimeError",
+                "nanmean(): expected input to have floating point dtype but got Long")])
 reduction("prod", None)
 reduction("prod.dim_int", "int")
 fam.op("prod.dim_int", [
