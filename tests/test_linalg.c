@@ -1,4 +1,6 @@
-/* test_linalg.c: tests of the matrix products (aten::mm, bmm, addmm, matmul, linear),
+/* test_linalg.c: tests of the matrix products (aten::mm, bmm, addmm, matmul, linear), the
+ * LAPACK-backed inverse, eigh and svd (reconstructions) and the errors of linalg_inv and
+ * linalg_cholesky,
  * aten::embedding, aten::index_select, aten::cat and the factories (empty.memory_format,
  * empty_strided, zeros, ones, full, arange.start_step), called through the dispatcher
  * after opd_kernels_register().
@@ -910,6 +912,108 @@ START_TEST(test_arange) {
 }
 END_TEST
 
+/* LAPACK: A @ inverse(A) is the identity for a batch of strided random matrices, and the
+ * composites over the _ex operators raise PyTorch's errors from their info (a singular matrix,
+ * one that is not positive-definite: their PyTorch exception class, _LinAlgError, is not one
+ * the conformance fixtures can record). */
+START_TEST(test_lapack_inverse_and_errors) {
+  const int64_t n = 5;
+  opd_tensor *base = random_tensor(OPD_FLOAT64, (int64_t[]){3, n, n}, 3), *a, *inv, *prod;
+  /* each matrix transposed in place: strides (n * n, 1, n) */
+  a = view(base, (int64_t[]){3, n, n}, (int64_t[]){n * n, 1, n}, 3, 0);
+  for (int64_t b = 0; b < 3; b++)
+    for (int64_t i = 0; i < n; i++)
+      set(base, b * n * n + i * n + i, get(base, b * n * n + i * n + i) + 4);
+  ck_assert_int_eq(opd_test_call("aten::inverse", (opd_ivalue[]){B(a)}, 1, &inv), 0);
+  ck_assert_int_eq(bmm(a, inv, &prod), 0);
+  for (int64_t b = 0; b < 3; b++)
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++)
+        ck_assert_double_eq_tol(get(prod, (b * n + i) * n + j), i == j, 1e-12);
+  RELEASE(inv, prod);
+  /* the second matrix singular: its row 1 zero */
+  for (int64_t j = 0; j < n; j++) set(base, n * n + j * n + 1, 0);
+  opd_tensor *r = NULL;
+  assert_error(opd_test_call("aten::linalg_inv", (opd_ivalue[]){B(a)}, 1, &r), OPD_EINVAL,
+               "linalg.inv: (Batch element 1): The diagonal element ");
+  ck_assert(strstr(opd_last_error(), " is zero, the inversion could not be completed because the "
+                                     "input matrix is singular."));
+  ck_assert_ptr_null(r);
+  opd_tensor *neg = from(OPD_FLOAT32, (int64_t[]){2, 2}, 2, (double[]){1, 0, 0, -1});
+  assert_error(
+      opd_test_call("aten::linalg_cholesky", (opd_ivalue[]){B(neg), opd_iv_bool(false)}, 2, &r),
+      OPD_EINVAL,
+      "linalg.cholesky: The factorization could not be completed because the input is "
+      "not positive-definite (the leading minor of order 2 is not positive-definite).");
+  ck_assert_ptr_null(r);
+  RELEASE(base, a, neg);
+}
+END_TEST
+
+/* Calls `name` boxed; its nres Tensor results in out. */
+static int call_results(const char *name, opd_ivalue *args, int n, opd_tensor **out, int nres) {
+  const opd_operator *op = opd_find_schema(name);
+  ck_assert_msg(op != NULL, "no operator %s", name);
+  opd_stack st;
+  opd_stack_init(&st);
+  for (int i = 0; i < n; i++) ck_assert_int_eq(opd_stack_push(&st, args[i]), 0);
+  int rc = opd_call_boxed(op, &st);
+  if (rc == 0) {
+    ck_assert_uint_eq(st.size, (unsigned)nres);
+    for (int i = nres - 1; i >= 0; i--) out[i] = opd_stack_pop(&st).u.t;
+  }
+  opd_stack_destroy(&st);
+  return rc;
+}
+
+/* Element (b, i, j) of a batch of matrices, whatever its strides. */
+static double elem(const opd_tensor *t, int64_t b, int64_t i, int64_t j) {
+  const int64_t *st = opd_tensor_strides(t);
+  int nd = t->ndim;
+  int64_t off = (nd > 2 ? b * st[0] : 0) + i * st[nd - 2] + j * st[nd - 1];
+  return opd_tensor_dtype(t) == OPD_FLOAT64 ? ((const double *)opd_tensor_data(t))[off]
+                                            : ((const float *)opd_tensor_data(t))[off];
+}
+
+/* The signs of eigenvectors and singular vectors are not specified, so the conformance cases
+ * compare eigenvalues and singular values only: here A V = V diag(w) and U diag(S) Vh = A. */
+START_TEST(test_lapack_eigh_svd_reconstruct) {
+  const int64_t n = 4, bs = 2;
+  opd_tensor *x = random_tensor(OPD_FLOAT64, (int64_t[]){bs, n, n}, 3);
+  opd_tensor *a = make(OPD_FLOAT64, (int64_t[]){bs, n, n}, 3, cpu);
+  for (int64_t b = 0; b < bs; b++) /* symmetric */
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++)
+        set(a, (b * n + i) * n + j, get(x, (b * n + i) * n + j) + get(x, (b * n + j) * n + i));
+  opd_tensor *eig[2];
+  opd_ivalue l;
+  ck_assert_int_eq(opd_iv_make_string(&l, "L", 1), 0);
+  ck_assert_int_eq(call_results("aten::linalg_eigh", (opd_ivalue[]){B(a), l}, 2, eig, 2), 0);
+  for (int64_t b = 0; b < bs; b++)
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t c = 0; c < n; c++) { /* (A v_c)_i = w_c v_ic */
+        double av = 0;
+        for (int64_t p = 0; p < n; p++) av += get(a, (b * n + i) * n + p) * elem(eig[1], b, p, c);
+        ck_assert_double_eq_tol(av, get(eig[0], b * n + c) * elem(eig[1], b, i, c), 1e-10);
+      }
+  /* a wide float32 batch, reduced: U (2 x 3 x 3), S (2 x 3), Vh (2 x 3 x 5) */
+  opd_tensor *w = random_tensor(OPD_FLOAT32, (int64_t[]){bs, 3, 5}, 3), *svd[3];
+  ck_assert_int_eq(call_results("aten::linalg_svd",
+                                (opd_ivalue[]){B(w), opd_iv_bool(false), opd_iv_none()}, 3, svd, 3),
+                   0);
+  assert_shape(svd[2], OPD_FLOAT32, (int64_t[]){bs, 3, 5}, 3);
+  for (int64_t b = 0; b < bs; b++)
+    for (int64_t i = 0; i < 3; i++)
+      for (int64_t j = 0; j < 5; j++) {
+        double r = 0;
+        for (int64_t p = 0; p < 3; p++)
+          r += elem(svd[0], b, i, p) * get(svd[1], b * 3 + p) * elem(svd[2], b, p, j);
+        ck_assert_double_eq_tol(r, get(w, (b * 3 + i) * 5 + j), 1e-4);
+      }
+  RELEASE(x, a, eig[0], eig[1], w, svd[0], svd[1], svd[2]);
+}
+END_TEST
+
 Suite *opd_test_linalg_suite(void) {
   Suite *s = suite_create("linalg");
   TCase *tc = tcase_create("linalg");
@@ -922,6 +1026,8 @@ Suite *opd_test_linalg_suite(void) {
   tcase_add_test(tc, test_bmm);
   tcase_add_test(tc, test_bmm_split_over_threads);
   tcase_add_test(tc, test_addmm);
+  tcase_add_test(tc, test_lapack_inverse_and_errors);
+  tcase_add_test(tc, test_lapack_eigh_svd_reconstruct);
   tcase_add_test(tc, test_linalg_meta);
   tcase_add_test(tc, test_matmul_dimensions);
   tcase_add_test(tc, test_matmul_noncontig_and_errors);

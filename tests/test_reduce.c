@@ -1,4 +1,6 @@
-/* test_reduce.c: the reductions (sum, sum.dim_IntList, mean.dim, amax, argmax), softmax
+/* test_reduce.c: the reductions (sum, sum.dim_IntList, mean.dim, amax, argmax; the other
+ * operations of the engine on its split schedule; their conformance cases are in
+ * tests/fixtures/ops_reduce.json), softmax
  * (_softmax, _log_softmax, softmax.int) and layer norm (layer_norm, native_layer_norm) through
  * the dispatcher, on the CPU and Meta: hand-computed values, keepdim, negative and multiple dims,
  * integer promotion, the dtype argument, PyTorch's errors, size-0 and 0-d inputs, NaN and ties,
@@ -379,7 +381,7 @@ START_TEST(test_amax) {
                "amax(): Expected reduction dim 0 to have non-zero size.");
   expect_error(call("aten::amax", &r, 3, T(e), L(-2), B(false)), OPD_EINDEX,
                "amax(): Expected reduction dim -2 to have non-zero size.");
-  expect_error(call("aten::amax", &r, 3, T(e), L0, B(false)), OPD_EINDEX,
+  expect_error(call("aten::amax", &r, 3, T(e), L0, B(false)), OPD_EINVAL,
                "amax(): Expected reduction dim to be specified for input.numel() == 0.");
   expect_error(call("aten::amax", &r, 3, T(x), L(0, 0), B(false)), OPD_EINVAL,
                "dim 0 appears multiple times in the list of dims");
@@ -614,6 +616,64 @@ START_TEST(test_schedules) {
   for (int k = 0; k < 3; k++) ck_assert(((int64_t *)opd_tensor_data(r))[k] == -(2 * k + 5));
   opd_tensor_release(r);
   release(5, m, d, dt, big, i);
+}
+END_TEST
+
+/* The engine's other operations on one output over 2^18 + 5 elements (the split schedule, its
+ * blocks combined in order) against serial loops, on 2 threads and on 1. */
+START_TEST(test_split_other_ops) {
+  const int64_t n = (1 << 18) + 5;
+  opd_tensor *x = mk(OPD_FLOAT64, 1, &n, NULL), *xi = mk(OPD_INT64, 1, &n, NULL);
+  double *p = opd_tensor_data(x);
+  int64_t *q = opd_tensor_data(xi);
+  for (int64_t i = 0; i < n; i++) {
+    p[i] = 1 + ((i * 7919) % 17 - 8) * 1e-7; /* a product near 1 */
+    q[i] = (i * 31) % 11 - 5;
+  }
+  p[100000] = -3; /* the minimum, tied later */
+  p[200001] = -3;
+  p[150000] = NAN;
+  double prod = 1, nansum = 0;
+  int64_t nonzero = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (i != 150000) nansum += p[i], prod *= p[i]; /* (the NaN becomes 1 below) */
+    nonzero += q[i] != 0;
+  }
+  for (int threads = 2; threads >= 1; threads--) {
+    opd__parallel_set_threads(threads);
+    opd_tensor *r;
+    ck_assert_int_eq(call("aten::nansum", &r, 4, T(x), NONE, B(false), NONE), 0);
+    expect_tol(r, OPD_FLOAT64, SHAPE(), VALS(nansum), 1e-12);
+    opd_tensor_release(r);
+    ck_assert_int_eq(call("aten::prod", &r, 2, T(x), NONE), 0);
+    expect(r, OPD_FLOAT64, SHAPE(), VALS(NAN));
+    opd_tensor_release(r);
+    ck_assert_int_eq(call("aten::argmin", &r, 3, T(x), NONE, B(false)), 0);
+    expect(r, OPD_INT64, SHAPE(), VALS(150000)); /* the first NaN */
+    opd_tensor_release(r);
+    p[150000] = 1;
+    ck_assert_int_eq(call("aten::argmin", &r, 3, T(x), I(0), B(false)), 0);
+    expect(r, OPD_INT64, SHAPE(), VALS(100000));
+    opd_tensor_release(r);
+    ck_assert_int_eq(call("aten::min", &r, 1, T(x)), 0);
+    expect(r, OPD_FLOAT64, SHAPE(), VALS(-3));
+    opd_tensor_release(r);
+    ck_assert_int_eq(call("aten::prod", &r, 2, T(x), NONE), 0);
+    expect_tol(r, OPD_FLOAT64, SHAPE(), VALS(prod), 1e-12);
+    opd_tensor_release(r);
+    p[150000] = NAN;
+    ck_assert_int_eq(call("aten::count_nonzero", &r, 2, T(xi), NONE), 0);
+    expect(r, OPD_INT64, SHAPE(), VALS((double)nonzero));
+    opd_tensor_release(r);
+    ck_assert_int_eq(call("aten::all", &r, 1, T(xi)), 0);
+    expect(r, OPD_BOOL, SHAPE(), VALS(0));
+    opd_tensor_release(r);
+    ck_assert_int_eq(call("aten::any", &r, 1, T(xi)), 0);
+    expect(r, OPD_BOOL, SHAPE(), VALS(1));
+    opd_tensor_release(r);
+  }
+  opd__parallel_set_threads(0);
+  release(2, x, xi);
 }
 END_TEST
 
@@ -1094,6 +1154,7 @@ Suite *opd_test_reduce_suite(void) {
   tcase_add_test(tc, test_argmax);
   tcase_add_test(tc, test_strided_inputs);
   tcase_add_test(tc, test_schedules);
+  tcase_add_test(tc, test_split_other_ops);
   tcase_add_test(tc, test_softmax_values);
   tcase_add_test(tc, test_softmax_layouts);
   tcase_add_test(tc, test_softmax_int);

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 # clang and libclang-rt-14-dev (libFuzzer, the sanitizers' runtimes): the fuzz build only
 PACKAGES=(build-essential cmake pkg-config clang-format clang libclang-rt-14-dev python3
   libjansson-dev check libsubunit-dev libopenblas-dev libuv1-dev libprotobuf-c-dev
-  protobuf-c-compiler liburcu-dev libhttp-parser-dev chromium jq
+  protobuf-c-compiler liburcu-dev libhttp-parser-dev chromium jq liblapacke-dev
   python3-dev python3-numpy python3-pytest python3-torch python3-torchvision python3-setuptools
   python3-pip python3-venv libdnnl-dev)
 

@@ -1,4 +1,5 @@
-/* linalg.c: the CPU kernels of the matrix products aten::mm, aten::bmm and aten::addmm
+/* linalg.c: the CPU kernels of the matrix products aten::mm, aten::bmm, aten::addmm,
+ * aten::baddbmm, aten::addbmm, aten::addmv, aten::dot and aten::vdot
  * (checks and shapes in kernels/meta/linalg_meta.c).
  *
  * [Note: Matrix products on the CPU]
@@ -397,17 +398,11 @@ static void fill_from_self(char *c, int64_t m, int64_t n, opd_tensor *self) {
   }
 }
 
-/* addmm with an empty contraction: out = beta * self (PyTorch: result.copy_(self).mul_(beta),
- * which cannot write a floating or integer product into an integer or bool result). */
-static int scale_self(const gemm_args *g, opd_tensor *self, opd_scalar beta) {
-  if ((!opd_dtype_is_floating(g->t) && beta.tag == OPD_IV_DOUBLE) ||
-      (g->t == OPD_BOOL && beta.tag == OPD_IV_INT))
-    return opd_error(OPD_EINVAL, "result type %s can't be cast to the desired output type %s",
-                     beta.tag == OPD_IV_DOUBLE ? "Float" : "Long", opd_dtype_c10_name(g->t));
+/* c[0 .. count) *= beta, in g's dtype */
+static void scale_by_beta(const gemm_args *g, char *c, int64_t count) {
   size_t es = opd_dtype_size(g->t);
-  fill_from_self(g->c, g->m, g->n, self);
-  for (int64_t i = 0; i < g->m * g->n; i++) {
-    char *p = g->c + i * (int64_t)es;
+  for (int64_t i = 0; i < count; i++) {
+    char *p = c + i * (int64_t)es;
     if (g->t == OPD_FLOAT64)
       store_double(p, g->t, load_double(p, g->t) * g->beta);
     else if (opd_dtype_is_floating(g->t))
@@ -415,6 +410,17 @@ static int scale_self(const gemm_args *g, opd_tensor *self, opd_scalar beta) {
     else
       store_bits(p, g->t, load_bits(p, g->t) * g->beta_u);
   }
+}
+
+/* addmm with an empty contraction: out = beta * self (PyTorch: result.copy_(self).mul_(beta),
+ * which cannot write a floating or integer product into an integer or bool result). */
+static int scale_self(const gemm_args *g, opd_tensor *self, opd_scalar beta) {
+  if ((!opd_dtype_is_floating(g->t) && beta.tag == OPD_IV_DOUBLE) ||
+      (g->t == OPD_BOOL && beta.tag == OPD_IV_INT))
+    return opd_error(OPD_EINVAL, "result type %s can't be cast to the desired output type %s",
+                     beta.tag == OPD_IV_DOUBLE ? "Float" : "Long", opd_dtype_c10_name(g->t));
+  fill_from_self(g->c, g->m, g->n, self);
+  scale_by_beta(g, g->c, g->m * g->n);
   return 0;
 }
 
@@ -457,7 +463,8 @@ typedef struct bmm_job {
   int64_t m, n, k;
   opd_dtype t;
   char *c;
-  atomic_int rc; /* the first error */
+  gemm_args coef; /* alpha, beta, use_beta (baddbmm; bmm: alpha 1) */
+  atomic_int rc;  /* the first error */
 } bmm_job;
 
 static void bmm_range(void *ctx, int64_t begin, int64_t end) {
@@ -474,14 +481,40 @@ static void bmm_range(void *ctx, int64_t begin, int64_t end) {
                    .a = a,
                    .b = b,
                    .c = j->c + i * j->m * j->n * es,
-                   .alpha = 1,
-                   .alpha_u = 1};
+                   .alpha = j->coef.alpha,
+                   .alpha_u = j->coef.alpha_u,
+                   .beta = j->coef.beta,
+                   .beta_u = j->coef.beta_u,
+                   .use_beta = j->coef.use_beta};
     int rc = gemm(&g);
     if (rc) {
       int none = 0;
       atomic_compare_exchange_strong(&j->rc, &none, rc);
     }
   }
+}
+
+/* Runs j's batch of products into *out (released on an error). */
+static int bmm_run(bmm_job *j, int64_t batch, opd_tensor **out) {
+  int rc;
+  int64_t m = j->m, n = j->n, k = j->k;
+  atomic_init(&j->rc, 0);
+  /* a product large enough to split its own rows (gemm_blas does, from about twice
+   * GEMM_GRAIN_MACS) does; smaller ones go whole to the threads, at least GEMM_GRAIN_MACS
+   * multiply-adds a chunk */
+  int64_t macs;
+  if (opd_ckd_mul(&macs, m, n) || opd_ckd_mul(&macs, macs, k)) macs = INT64_MAX;
+  if (batch == 1 || macs >= 2 * GEMM_GRAIN_MACS)
+    bmm_range(j, 0, batch);
+  else
+    opd__parallel_for(0, batch, macs >= GEMM_GRAIN_MACS ? 1 : GEMM_GRAIN_MACS / macs, bmm_range, j);
+  if ((rc = atomic_load(&j->rc)) != 0) {
+    opd_tensor_release(*out);
+    /* gemm fails only for its work buffers (a packed operand, a float32 result); its own
+     * message was set on the thread that failed */
+    return opd_error(rc, "bmm: no memory for a product's work buffer (%s)", opd_err_name(rc));
+  }
+  return 0;
 }
 
 int opd__cpu_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, opd_tensor **out) {
@@ -506,25 +539,9 @@ int opd__cpu_bmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat2, 
                .n = n,
                .k = k,
                .t = t,
-               .c = opd_tensor_data(*out)};
-  atomic_init(&j.rc, 0);
-  /* a product large enough to split its own rows (gemm_blas does, from about twice
-   * GEMM_GRAIN_MACS) does; smaller ones go whole to the threads, at least GEMM_GRAIN_MACS
-   * multiply-adds a chunk */
-  int64_t macs;
-  if (opd_ckd_mul(&macs, m, n) || opd_ckd_mul(&macs, macs, k)) macs = INT64_MAX;
-  if (batch == 1 || macs >= 2 * GEMM_GRAIN_MACS)
-    bmm_range(&j, 0, batch);
-  else
-    opd__parallel_for(0, batch, macs >= GEMM_GRAIN_MACS ? 1 : GEMM_GRAIN_MACS / macs, bmm_range,
-                      &j);
-  if ((rc = atomic_load(&j.rc)) != 0) {
-    opd_tensor_release(*out);
-    /* gemm fails only for its work buffers (a packed operand, a float32 result); its own
-     * message was set on the thread that failed */
-    return opd_error(rc, "bmm: no memory for a product's work buffer (%s)", opd_err_name(rc));
-  }
-  return 0;
+               .c = opd_tensor_data(*out),
+               .coef = {.alpha = 1, .alpha_u = 1}};
+  return bmm_run(&j, batch, out);
 }
 
 int opd__cpu_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1, opd_tensor *mat2,
@@ -552,5 +569,201 @@ int opd__cpu_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat1
     rc = gemm(&g);
   }
   if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+/* self of another dtype than the result, converted (PyTorch's result.copy_(self)); NULL when
+ * it already is */
+static int convert_self(opd_tensor *self, opd_dtype t, opd_tensor **out) {
+  static const opd_operator *to_copy;
+  *out = NULL;
+  if (opd_tensor_dtype(self) == t) return 0;
+  opd_stack s;
+  opd_stack_init(&s);
+  opd_ivalue args[] = {
+      opd_iv_tensor_borrow(self), opd_iv_dtype(t), opd_iv_none(), opd_iv_none(), opd_iv_none(),
+      opd_iv_bool(false),         opd_iv_none()};
+  int rc = 0;
+  for (int i = 0; i < 7 && !rc; i++) rc = opd_stack_push(&s, args[i]);
+  return opd__call_tensor(rc, &to_copy, "aten::_to_copy", &s, out);
+}
+
+/* ---- dot, vdot, addmv ---- */
+
+/* sum of a[i] * b[i] over n elements of dtype t at strides sa, sb (elements): floats in double,
+ * integers modulo 2^64 */
+static void dot_into(opd_dtype t, const char *a, int64_t sa, const char *b, int64_t sb, int64_t n,
+                     char *out) {
+  int64_t es = (int64_t)opd_dtype_size(t);
+  if (opd_dtype_is_floating(t)) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++)
+      s += load_double(a + i * sa * es, t) * load_double(b + i * sb * es, t);
+    store_double(out, t, s);
+  } else {
+    uint64_t s = 0;
+    for (int64_t i = 0; i < n; i++)
+      s += load_bits(a + i * sa * es, t) * load_bits(b + i * sb * es, t);
+    store_bits(out, t, s);
+  }
+}
+
+static int dot_cpu(const char *name, opd_tensor *self, opd_tensor *other, opd_tensor **out) {
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__dot_meta(name, self, other, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  dot_into(spec.dtype, opd_tensor_data(self), opd_tensor_strides(self)[0], opd_tensor_data(other),
+           opd_tensor_strides(other)[0], self->numel, opd_tensor_data(*out));
+  return 0;
+}
+
+int opd__cpu_dot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *tensor,
+                 opd_tensor **out) {
+  (void)ctx;
+  return dot_cpu("dot", self, tensor, out);
+}
+
+/* vdot conjugates self: the same as dot for real dtypes */
+int opd__cpu_vdot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                  opd_tensor **out) {
+  (void)ctx;
+  return dot_cpu("vdot", self, other, out);
+}
+
+/* addmv as the row vector out^T (1 x m) = beta * self^T + alpha * vec^T (1 x k) @ mat^T (k x m),
+ * one gemm (OpenBLAS reads mat^T in place as mat transposed); self, of another dtype than the
+ * result, is converted first (PyTorch's result.copy_(self)). */
+int opd__cpu_addmv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat, opd_tensor *vec,
+                   opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addmv_meta(self, mat, vec, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  const int64_t *ms = opd_tensor_sizes(mat), *mst = opd_tensor_strides(mat);
+  int64_t k = ms[1], vs = opd_tensor_strides(vec)[0];
+  gemm_args g = {.t = spec.dtype,
+                 .m = 1,
+                 .n = ms[0],
+                 .k = k,
+                 .a = {opd_tensor_data(vec), k * vs, vs},
+                 .b = {opd_tensor_data(mat), mst[1], mst[0]},
+                 .c = opd_tensor_data(*out)};
+  if ((*out)->numel == 0) return 0;
+  rc = set_coefficients(&g, alpha, beta);
+  opd_tensor *converted = NULL;
+  if (!rc && g.use_beta) rc = convert_self(self, g.t, &converted);
+  opd_tensor *src = converted ? converted : self;
+  if (rc == 0 && g.k == 0 && g.use_beta) {
+    rc = scale_self(&g, src, beta);
+  } else if (rc == 0 && g.k == 0) {
+    memset(g.c, 0, (size_t)(*out)->numel * opd_dtype_size(g.t));
+  } else if (rc == 0) {
+    if (g.use_beta) fill_from_self(g.c, g.m, g.n, src);
+    rc = gemm(&g);
+  }
+  if (converted) opd_tensor_release(converted);
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+/* ---- baddbmm, addbmm ---- */
+
+/* c[bs x m x n] = self broadcast (right-aligned, stride 0 along size-1 and missing dims) */
+static void fill_broadcast3(char *c, const int64_t *size, opd_tensor *self) {
+  size_t es = opd_dtype_size(opd_tensor_dtype(self));
+  int64_t st[3] = {0, 0, 0};
+  for (int d = 0; d < self->ndim; d++) {
+    int od = 3 - self->ndim + d;
+    st[od] = opd_tensor_sizes(self)[d] == 1 ? 0 : opd_tensor_strides(self)[d];
+  }
+  const char *s = opd_tensor_data(self);
+  for (int64_t b = 0; b < size[0]; b++)
+    for (int64_t i = 0; i < size[1]; i++)
+      for (int64_t j = 0; j < size[2]; j++)
+        memcpy(c + ((b * size[1] + i) * size[2] + j) * (int64_t)es,
+               s + (b * st[0] + i * st[1] + j * st[2]) * (int64_t)es, es);
+}
+
+int opd__cpu_baddbmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *batch1,
+                     opd_tensor *batch2, opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__baddbmm_meta(self, batch1, batch2, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  int64_t bs = spec.sizes[0], m = spec.sizes[1], n = spec.sizes[2];
+  int64_t k = opd_tensor_sizes(batch1)[2];
+  bmm_job j = {.a = mat_of(batch1, 1),
+               .b = mat_of(batch2, 1),
+               .sa = opd_tensor_strides(batch1)[0],
+               .sb = opd_tensor_strides(batch2)[0],
+               .m = m,
+               .n = n,
+               .k = k,
+               .t = spec.dtype,
+               .c = opd_tensor_data(*out),
+               .coef = {.t = spec.dtype}};
+  if ((*out)->numel == 0) return 0;
+  rc = set_coefficients(&j.coef, alpha, beta);
+  opd_tensor *converted = NULL;
+  if (!rc && j.coef.use_beta) rc = convert_self(self, spec.dtype, &converted);
+  if (!rc && j.coef.use_beta) fill_broadcast3(j.c, spec.sizes, converted ? converted : self);
+  if (converted) opd_tensor_release(converted);
+  if (rc) {
+    opd_tensor_release(*out);
+    return rc;
+  }
+  if (k == 0) {
+    if (j.coef.use_beta)
+      scale_by_beta(&j.coef, j.c, (*out)->numel);
+    else
+      memset(j.c, 0, (size_t)(*out)->numel * opd_dtype_size(spec.dtype));
+    return 0;
+  }
+  return bmm_run(&j, bs, out);
+}
+
+/* addbmm = addmm(self, batch1 as [m, bs * k] (its batches side by side), batch2 as [bs * k, n],
+ * beta, alpha): the sum of the batch's products is one product. */
+int opd__cpu_addbmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *batch1,
+                    opd_tensor *batch2, opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *permute, *reshape, *addmm;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addbmm_meta(self, batch1, batch2, &spec, &device);
+  if (rc) return rc;
+  const int64_t *a = opd_tensor_sizes(batch1), *b = opd_tensor_sizes(batch2);
+  int64_t perm[3] = {1, 0, 2}, lhs[2] = {a[1], a[0] * a[2]}, rhs[2] = {b[0] * b[1], b[2]};
+  opd_tensor *p = NULL, *l = NULL, *r = NULL;
+  opd_stack s;
+  opd_stack_init(&s);
+  rc = opd_stack_push(&s, opd_iv_tensor_borrow(batch1));
+  if (!rc) rc = opd__push_int_list(&s, (opd_int_list){perm, 3});
+  rc = opd__call_tensor(rc, &permute, "aten::permute", &s, &p);
+  opd_tensor *src[2] = {p, batch2};
+  int64_t *shape[2] = {lhs, rhs};
+  opd_tensor **dst[2] = {&l, &r};
+  for (int i = 0; i < 2 && !rc; i++) {
+    opd_stack_init(&s);
+    rc = opd_stack_push(&s, opd_iv_tensor_borrow(src[i]));
+    if (!rc) rc = opd__push_int_list(&s, (opd_int_list){shape[i], 2});
+    rc = opd__call_tensor(rc, &reshape, "aten::reshape", &s, dst[i]);
+  }
+  if (!rc) {
+    opd_stack_init(&s);
+    opd_ivalue args[] = {opd_iv_tensor_borrow(self), opd_iv_tensor_borrow(l),
+                         opd_iv_tensor_borrow(r), opd_iv_scalar(beta), opd_iv_scalar(alpha)};
+    for (int i = 0; i < 5 && !rc; i++) rc = opd_stack_push(&s, args[i]);
+    rc = opd__call_tensor(rc, &addmm, "aten::addmm", &s, out);
+  }
+  opd_tensor *tmp[] = {p, l, r};
+  for (int i = 0; i < 3; i++)
+    if (tmp[i]) opd_tensor_release(tmp[i]);
   return rc;
 }

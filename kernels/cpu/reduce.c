@@ -1,27 +1,29 @@
-/* reduce.c: the CPU kernels of sum.dim_IntList, mean.dim, amax and argmax, on one strided
- * reduction engine.
+/* reduce.c: the CPU kernels of sum.dim_IntList, mean.dim, nansum, prod, amax, amin, max, min,
+ * argmax, argmin, any, all and count_nonzero, on one strided reduction engine.
  *
  * [Note: The reduction engine]
  * A reduction splits the input's dims into kept dims (in output order) and reduced dims, drops
  * size-1 dims and merges neighbours that are contiguous with each other; reduced dims are first
  * ordered by decreasing stride (stride-0 dims of expanded tensors outermost), except for argmax,
- * whose indices count in row-major order. The input is read in place. Values accumulate in one
- * of three compute kinds: float (float32, float16 and bfloat16 sums and maxima), double (float64)
- * and int64 (integer and bool results; sums wrap as PyTorch's do). A span of the input that is
+ * and argmin, whose indices count in row-major order. The input is read in place. Values accumulate
+ * in one of three compute kinds: float (float32, float16 and bfloat16 sums and maxima), double
+ * (float64) and int64 (integer and bool results; sums and products wrap as PyTorch's do). Products
+ * of floats accumulate in double. any, all and count_nonzero read every element as 0 or 1 (its
+ * being non-zero) into int64, as does a product into a bool result. A span of the input that is
  * contiguous and already of the compute type is reduced where it lies; anything else is
  * converted in chunks of BUF elements into a buffer first. Three schedules, none of which
  * depends on the thread count, so neither do the results:
  *   rows:    each output reduces its elements; outputs are split over threads;
- *   columns: when the innermost kept dim is more contiguous than the reduced dims (a sum over
- *            dim 0 of a row-major matrix), a task accumulates a strip of up to COLS neighbouring
- *            outputs, reading one row of the strip per reduced position;
- *   split:   a single output over many elements is cut into fixed blocks of SPLIT elements
- *            whose partial results are combined in order.
- * Contiguous spans of the compute type are reduced by the loops of reduce_span.c, vectorized per
- * instruction set with the same lanes on every set (see [Note: Reductions per instruction set]):
- * float32 sums in 64 float lanes within blocks of 4096 elements, the block sums in double; in the
- * columns schedule each output has one float accumulator, the vector running across the strip.
- * The error stays within FORMAT.md's bound for any summation order, 2 (K + 2) u sum|x|.
+ *   columns: (sums, means and maxima) when the innermost kept dim is more contiguous than the
+ *            reduced dims (a sum over dim 0 of a row-major matrix), a task accumulates a strip of
+ * up to COLS neighbouring outputs, reading one row of the strip per reduced position; split:   a
+ * single output over many elements is cut into fixed blocks of SPLIT elements whose partial results
+ * are combined in order. Contiguous spans of the compute type are reduced by the loops of
+ * reduce_span.c, vectorized per instruction set with the same lanes on every set (see [Note:
+ * Reductions per instruction set]): float32 sums in 64 float lanes within blocks of 4096 elements,
+ * the block sums in double; in the columns schedule each output has one float accumulator, the
+ * vector running across the strip. The error stays within FORMAT.md's bound for any summation
+ * order, 2 (K + 2) u sum|x|.
  */
 #include <assert.h>
 #include <math.h>
@@ -37,7 +39,19 @@
 enum { BUF = 512, COLS = 64, SPLIT = 65536, GRAIN = 32768 };
 
 typedef enum { K_F32, K_F64, K_I64 } compute_kind;
-typedef enum { OP_SUM, OP_MEAN, OP_MAX, OP_ARGMAX } red_op;
+typedef enum {
+  OP_SUM,
+  OP_MEAN,
+  OP_NANSUM,
+  OP_PROD,
+  OP_MAX,
+  OP_MIN,
+  OP_ARGMAX,
+  OP_ARGMIN,
+  OP_ANY,
+  OP_ALL,
+  OP_COUNT /* count_nonzero */
+} red_op;
 
 static int64_t stride_rank(int64_t stride) {
   return stride == 0 ? INT64_MAX : stride < 0 ? -stride : stride;
@@ -129,7 +143,7 @@ void opd__store_float(char *p, opd_dtype dt, double v) {
 typedef struct red {
   red_op op;
   compute_kind kind;
-  bool nonzero; /* int64 sums into a bool result: elements count as 0 / 1 */
+  bool nonzero; /* elements count as 0 / 1 (see [Note: The reduction engine]) */
   bool direct;  /* the input's dtype is the compute type */
   opd_dtype in_dtype, out_dtype;
   size_t in_size, out_size, buf_size; /* element sizes: input, output, compute type */
@@ -140,7 +154,8 @@ typedef struct red {
   int64_t nout, nred;
 } red;
 
-/* One output's state: sums in d (float kinds) or u, maxima in f / d / i, argmax's index. */
+/* One output's state: sums and products in d (float kinds) or u (also any / all), maxima and
+ * minima in f / d / i, argmax's and argmin's index. */
 typedef struct acc {
   double d;
   float f;
@@ -150,8 +165,20 @@ typedef struct acc {
 } acc;
 
 static acc acc_init(const red *r) {
-  bool max = r->op == OP_MAX;
-  return (acc){.d = max ? -INFINITY : 0, .f = -INFINITY, .u = 0, .i = INT64_MIN, .idx = -1};
+  switch (r->op) {
+  case OP_MAX: return (acc){.d = -INFINITY, .f = -INFINITY, .i = INT64_MIN, .idx = -1};
+  case OP_MIN: return (acc){.d = INFINITY, .f = INFINITY, .i = INT64_MAX, .idx = -1};
+  case OP_PROD:
+  case OP_ALL: return (acc){.d = 1, .u = 1, .idx = -1};
+  default: return (acc){.idx = -1};
+  }
+}
+
+static inline float min_nan_f(float a, float b) {
+  return b < a || b != b ? b : a;
+}
+static inline double min_nan_d(double a, double b) {
+  return b < a || b != b ? b : a;
 }
 
 static void load(const red *r, const char *p, int64_t stride, int64_t n, void *buf) {
@@ -165,19 +192,22 @@ static void load(const red *r, const char *p, int64_t stride, int64_t n, void *b
     load_i64(p, stride, r->in_dtype, n, buf);
 }
 
-#define ARGMAX_SPAN(T, FIELD)                                         \
-  {                                                                   \
-    const T *v = x;                                                   \
-    T best = a->FIELD;                                                \
-    int64_t idx = a->idx;                                             \
-    for (int64_t k = 0; k < n; k++)                                   \
-      if (idx < 0 || v[k] > best || (v[k] != v[k] && best == best)) { \
-        best = v[k];                                                  \
-        idx = lin + k;                                                \
-      }                                                               \
-    a->FIELD = best;                                                  \
-    a->idx = idx;                                                     \
+/* the first extremum, or the first NaN (CMP: > for argmax, < for argmin) */
+#define ARG_SPAN(T, FIELD, CMP)                                         \
+  {                                                                     \
+    const T *v = x;                                                     \
+    T best = a->FIELD;                                                  \
+    int64_t idx = a->idx;                                               \
+    for (int64_t k = 0; k < n; k++)                                     \
+      if (idx < 0 || v[k] CMP best || (v[k] != v[k] && best == best)) { \
+        best = v[k];                                                    \
+        idx = lin + k;                                                  \
+      }                                                                 \
+    a->FIELD = best;                                                    \
+    a->idx = idx;                                                       \
   }
+#define ARGMAX_SPAN(T, FIELD) ARG_SPAN(T, FIELD, >)
+#define ARGMIN_SPAN(T, FIELD) ARG_SPAN(T, FIELD, <)
 
 /* Adds n consecutive elements of the compute type, the first at reduced index `lin`. */
 static void acc_span(const red *r, acc *a, const void *x, int64_t n, int64_t lin) {
@@ -209,6 +239,60 @@ static void acc_span(const red *r, acc *a, const void *x, int64_t n, int64_t lin
     else
       ARGMAX_SPAN(int64_t, i)
     break;
+  case OP_ARGMIN:
+    if (r->kind == K_F32)
+      ARGMIN_SPAN(float, f)
+    else if (r->kind == K_F64)
+      ARGMIN_SPAN(double, d)
+    else
+      ARGMIN_SPAN(int64_t, i)
+    break;
+  case OP_MIN:
+    if (r->kind == K_F32) {
+      const float *v = x;
+      for (int64_t k = 0; k < n; k++) a->f = min_nan_f(a->f, v[k]);
+    } else if (r->kind == K_F64) {
+      const double *v = x;
+      for (int64_t k = 0; k < n; k++) a->d = min_nan_d(a->d, v[k]);
+    } else {
+      const int64_t *v = x;
+      for (int64_t k = 0; k < n; k++) a->i = v[k] < a->i ? v[k] : a->i;
+    }
+    break;
+  case OP_NANSUM:
+    if (r->kind == K_F32) {
+      const float *v = x;
+      for (int64_t k = 0; k < n; k++) a->d += v[k] != v[k] ? 0.0 : (double)v[k];
+    } else if (r->kind == K_F64) {
+      const double *v = x;
+      for (int64_t k = 0; k < n; k++) a->d += v[k] != v[k] ? 0.0 : v[k];
+    } else {
+      a->u += r->span->sum_i64(x, n);
+    }
+    break;
+  case OP_PROD:
+    if (r->kind == K_F32) {
+      const float *v = x;
+      for (int64_t k = 0; k < n; k++) a->d *= (double)v[k];
+    } else if (r->kind == K_F64) {
+      const double *v = x;
+      for (int64_t k = 0; k < n; k++) a->d *= v[k];
+    } else {
+      const int64_t *v = x;
+      for (int64_t k = 0; k < n; k++) a->u *= (uint64_t)v[k];
+    }
+    break;
+  case OP_ANY:
+  case OP_ALL:
+  case OP_COUNT: {
+    const int64_t *v = x; /* 0 / 1 */
+    if (r->op == OP_COUNT)
+      a->u += r->span->sum_i64(x, n);
+    else if (r->op == OP_ANY)
+      for (int64_t k = 0; k < n; k++) a->u |= (uint64_t)v[k];
+    else
+      for (int64_t k = 0; k < n; k++) a->u &= (uint64_t)v[k];
+  } break;
   }
 }
 
@@ -217,18 +301,34 @@ static void acc_combine(const red *r, acc *a, const acc *b) {
   switch (r->op) {
   case OP_SUM:
   case OP_MEAN:
+  case OP_NANSUM:
+  case OP_COUNT:
     a->d += b->d;
     a->u += b->u;
     break;
+  case OP_PROD:
+    a->d *= b->d;
+    a->u *= b->u;
+    break;
+  case OP_ANY: a->u |= b->u; break;
+  case OP_ALL: a->u &= b->u; break;
   case OP_MAX:
     a->f = opd__max_nan_f(a->f, b->f);
     a->d = opd__max_nan_d(a->d, b->d);
     a->i = b->i > a->i ? b->i : a->i;
     break;
-  case OP_ARGMAX: {
-    bool better = r->kind == K_F32   ? b->f > a->f || (b->f != b->f && a->f == a->f)
-                  : r->kind == K_F64 ? b->d > a->d || (b->d != b->d && a->d == a->d)
-                                     : b->i > a->i;
+  case OP_MIN:
+    a->f = min_nan_f(a->f, b->f);
+    a->d = min_nan_d(a->d, b->d);
+    a->i = b->i < a->i ? b->i : a->i;
+    break;
+  case OP_ARGMAX:
+  case OP_ARGMIN: {
+    bool max = r->op == OP_ARGMAX;
+    bool better =
+        r->kind == K_F32   ? (max ? b->f > a->f : b->f < a->f) || (b->f != b->f && a->f == a->f)
+        : r->kind == K_F64 ? (max ? b->d > a->d : b->d < a->d) || (b->d != b->d && a->d == a->d)
+                           : (max ? b->i > a->i : b->i < a->i);
     if (b->idx >= 0 && (a->idx < 0 || better)) *a = *b;
   } break;
   }
@@ -247,6 +347,11 @@ static double mean_of(const red *r, double sum) {
 static void acc_store(const red *r, const acc *a, char *p) {
   switch (r->op) {
   case OP_SUM:
+  case OP_NANSUM:
+  case OP_PROD:
+  case OP_ANY:
+  case OP_ALL:
+  case OP_COUNT:
     if (r->kind == K_I64)
       store_int(p, r->out_dtype, (int64_t)a->u);
     else
@@ -254,6 +359,7 @@ static void acc_store(const red *r, const acc *a, char *p) {
     break;
   case OP_MEAN: opd__store_float(p, r->out_dtype, mean_of(r, a->d)); break;
   case OP_MAX:
+  case OP_MIN:
     if (r->kind == K_F32)
       opd__store_float(p, r->out_dtype, a->f);
     else if (r->kind == K_F64)
@@ -261,7 +367,8 @@ static void acc_store(const red *r, const acc *a, char *p) {
     else
       store_int(p, r->out_dtype, a->i);
     break;
-  case OP_ARGMAX: store_int(p, OPD_INT64, a->idx); break;
+  case OP_ARGMAX:
+  case OP_ARGMIN: store_int(p, OPD_INT64, a->idx); break;
   }
 }
 
@@ -421,7 +528,7 @@ static void run(red *r, const opd_tensor *self, uint64_t mask) {
     opd__dims *x = mask >> d & 1 ? &r->red : &r->kept;
     if (sizes[d] != 1) opd__dims_push(x, sizes[d], strides[d]);
   }
-  if (r->op != OP_ARGMAX) dims_sort(&r->red);
+  if (r->op != OP_ARGMAX && r->op != OP_ARGMIN) dims_sort(&r->red);
   opd__dims_coalesce(&r->kept);
   opd__dims_coalesce(&r->red);
   r->kept_outer = r->kept;
@@ -443,7 +550,8 @@ static void run(red *r, const opd_tensor *self, uint64_t mask) {
     }
     /* no memory for the partials: one pass on this thread */
     rows_task(r, 0, 1);
-  } else if (r->op != OP_ARGMAX && kin > 1 && stride_rank(kstride) < stride_rank(rstride)) {
+  } else if ((r->op == OP_SUM || r->op == OP_MEAN || r->op == OP_MAX) && kin > 1 &&
+             stride_rank(kstride) < stride_rank(rstride)) {
     int64_t tasks = r->nout / kin * ((kin + COLS - 1) / COLS), work = r->nred * COLS;
     opd__parallel_for(0, tasks, work >= GRAIN ? 1 : GRAIN / work, cols_task, r);
   } else {
@@ -460,9 +568,14 @@ static int reduce_cpu(red_op op, opd_tensor *self, uint64_t mask, const opd_out_
            .in_dtype = opd_tensor_dtype(self),
            .out_dtype = spec->dtype,
            .span = opd__span_kernels_get()};
-  opd_dtype kind_dtype = op == OP_SUM || op == OP_MEAN ? r.out_dtype : r.in_dtype;
-  r.kind = kind_dtype == OPD_FLOAT64 ? K_F64 : opd_dtype_is_floating(kind_dtype) ? K_F32 : K_I64;
-  r.nonzero = op == OP_SUM && r.out_dtype == OPD_BOOL;
+  bool to_out = op == OP_SUM || op == OP_MEAN || op == OP_NANSUM || op == OP_PROD;
+  opd_dtype kind_dtype = to_out ? r.out_dtype : r.in_dtype;
+  r.nonzero = ((op == OP_SUM || op == OP_NANSUM || op == OP_PROD) && r.out_dtype == OPD_BOOL) ||
+              op == OP_ANY || op == OP_ALL || op == OP_COUNT;
+  r.kind = r.nonzero                           ? K_I64
+           : kind_dtype == OPD_FLOAT64         ? K_F64
+           : opd_dtype_is_floating(kind_dtype) ? K_F32
+                                               : K_I64;
   r.direct = !r.nonzero && r.in_dtype == (r.kind == K_F32   ? OPD_FLOAT32
                                           : r.kind == K_F64 ? OPD_FLOAT64
                                                             : OPD_INT64);
@@ -476,8 +589,9 @@ static int reduce_cpu(red_op op, opd_tensor *self, uint64_t mask, const opd_out_
   for (int d = 0; d < self->ndim && r.nred; d++)
     if (mask >> d & 1) r.nred *= opd_tensor_sizes(self)[d];
   if (r.nout > 0 && r.nred == 0) {
-    /* an empty reduction: sum 0, mean NaN (amax and argmax raised in their meta functions) */
-    assert(op == OP_SUM || op == OP_MEAN);
+    /* an empty reduction: sum 0, mean NaN, prod 1, any false, all true (the extrema and their
+     * indices raised in their meta functions) */
+    assert(op != OP_MAX && op != OP_MIN && op != OP_ARGMAX && op != OP_ARGMIN);
     acc a = acc_init(&r);
     for (int64_t o = 0; o < r.nout; o++) acc_store(&r, &a, r.out + o * (int64_t)r.out_size);
   } else if (r.nout > 0) {
@@ -528,4 +642,142 @@ int opd__cpu_argmax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim
     if (!size_one) return opd_error(OPD_EINVAL, "\"argmax_cpu\" not implemented for 'Bool'");
   }
   return reduce_cpu(OP_ARGMAX, self, mask, &spec, out);
+}
+
+int opd__cpu_nansum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                    opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__sum_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : reduce_cpu(OP_NANSUM, self, mask, &spec, out);
+}
+
+int opd__cpu_prod_dim_int(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
+                          opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__prod_meta(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, dtype,
+                          &spec, &mask);
+  return rc ? rc : reduce_cpu(OP_PROD, self, mask, &spec, out);
+}
+
+int opd__cpu_prod(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__prod_meta(self, (opd_opt_int){0}, false, dtype, &spec, &mask);
+  return rc ? rc : reduce_cpu(OP_PROD, self, mask, &spec, out);
+}
+
+int opd__cpu_amin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                  opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__amin_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : reduce_cpu(OP_MIN, self, mask, &spec, out);
+}
+
+int opd__cpu_max(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__max_all_meta("max", self, &spec, &mask);
+  return rc ? rc : reduce_cpu(OP_MAX, self, mask, &spec, out);
+}
+
+int opd__cpu_min(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__max_all_meta("min", self, &spec, &mask);
+  return rc ? rc : reduce_cpu(OP_MIN, self, mask, &spec, out);
+}
+
+int opd__cpu_argmin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                    opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__argmin_meta(self, dim, keepdim, &spec, &mask);
+  if (rc) return rc;
+  if (opd_tensor_dtype(self) == OPD_BOOL) {
+    /* as argmax: 0 for a dim of size 1 before the dtype is looked at */
+    bool size_one =
+        dim.has_value && (mask == 0 || opd_tensor_sizes(self)[__builtin_ctzll(mask)] == 1);
+    if (!size_one) return opd_error(OPD_EINVAL, "\"argmin_cpu\" not implemented for 'Bool'");
+  }
+  return reduce_cpu(OP_ARGMIN, self, mask, &spec, out);
+}
+
+static int any_all(red_op op, opd_tensor *self, opd_opt_int dim, bool keepdim, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__any_all_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : reduce_cpu(op, self, mask, &spec, out);
+}
+
+int opd__cpu_any(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return any_all(OP_ANY, self, (opd_opt_int){0}, false, out);
+}
+
+int opd__cpu_any_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
+                     opd_tensor **out) {
+  (void)ctx;
+  return any_all(OP_ANY, self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+}
+
+int opd__cpu_all(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return any_all(OP_ALL, self, (opd_opt_int){0}, false, out);
+}
+
+int opd__cpu_all_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
+                     opd_tensor **out) {
+  (void)ctx;
+  return any_all(OP_ALL, self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+}
+
+int opd__cpu_count_nonzero_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *self,
+                                       opd_int_list dim, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__count_nonzero_meta(self, dim, &spec, &mask);
+  return rc ? rc : reduce_cpu(OP_COUNT, self, mask, &spec, out);
+}
+
+/* max.dim and min.dim (values, indices) and aminmax (min, max): two reductions of the same input
+ * over the same dims. */
+static int two_results(int which, opd_stack *stack) {
+  assert(stack->size >= 3);
+  opd_ivalue *args = opd_stack_last(stack, 3);
+  opd_tensor *res[2] = {NULL, NULL};
+  opd_out_spec a, b;
+  uint64_t mask = 0;
+  int rc = opd__two_results_meta(which, args, &a, &b, &mask);
+  red_op first = which == OPD__MIN_DIM || which == OPD__AMINMAX ? OP_MIN : OP_MAX;
+  red_op second = which == OPD__AMINMAX ? OP_MAX : which == OPD__MIN_DIM ? OP_ARGMIN : OP_ARGMAX;
+  if (!rc) rc = reduce_cpu(first, args[0].u.t, mask, &a, &res[0]);
+  if (!rc) rc = reduce_cpu(second, args[0].u.t, mask, &b, &res[1]);
+  opd_stack_drop(stack, 3);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__cpu_max_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return two_results(OPD__MAX_DIM, stack);
+}
+
+int opd__cpu_min_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return two_results(OPD__MIN_DIM, stack);
+}
+
+int opd__cpu_aminmax(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return two_results(OPD__AMINMAX, stack);
 }

@@ -1,9 +1,11 @@
 /* reduce_meta.c: argument checks and output specs of the reductions (sum.dim_IntList, mean.dim,
- * amax, argmax), _softmax / _log_softmax and native_layer_norm, with PyTorch 1.13's errors, and
- * their Meta kernels (see [Note: How a kernel is written] in src/kernel_util.h). */
+ * nansum, prod, amax, amin, max, min, argmax, argmin, any, all, count_nonzero), _softmax /
+ * _log_softmax and native_layer_norm, with PyTorch 1.13's errors, and their Meta kernels (see
+ * [Note: How a kernel is written] in src/kernel_util.h). */
 #include "reduce_meta.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "opd/checked.h"
@@ -14,9 +16,7 @@ static int check_dtype_arg(opd_dtype dtype) {
   return 0;
 }
 
-/* The mask of the dims `dim` names in a tensor of `ndim` dims (None or []: all of them). A 0-d
- * tensor accepts 0 and -1 and has nothing to reduce. */
-static int dim_mask(opd_int_list dim, int ndim, uint64_t *mask) {
+int opd__reduce_dim_mask(opd_int_list dim, int ndim, uint64_t *mask) {
   assert(ndim >= 0 && ndim <= OPD_MAX_DIMS);
   uint64_t all = ndim == 64 ? ~UINT64_C(0) : (UINT64_C(1) << ndim) - 1;
   if (dim.len <= 0) {
@@ -37,8 +37,8 @@ static int dim_mask(opd_int_list dim, int ndim, uint64_t *mask) {
   return 0;
 }
 
-static void reduced_spec(const opd_tensor *self, uint64_t mask, bool keepdim, opd_dtype dtype,
-                         opd_out_spec *spec) {
+void opd__reduced_spec(const opd_tensor *self, uint64_t mask, bool keepdim, opd_dtype dtype,
+                       opd_out_spec *spec) {
   const int64_t *sizes = opd_tensor_sizes(self);
   spec->ndim = 0;
   spec->dtype = dtype;
@@ -57,9 +57,9 @@ int opd__sum_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_dt
   opd_dtype in = opd_tensor_dtype(self);
   if (dtype == OPD_DTYPE_UNDEFINED)
     dtype = opd_dtype_is_integral(in) || in == OPD_BOOL ? OPD_INT64 : in;
-  rc = dim_mask(dim, self->ndim, mask);
+  rc = opd__reduce_dim_mask(dim, self->ndim, mask);
   if (rc) return rc;
-  reduced_spec(self, *mask, keepdim, dtype, spec);
+  opd__reduced_spec(self, *mask, keepdim, dtype, spec);
   return 0;
 }
 
@@ -73,53 +73,118 @@ int opd__mean_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_d
                      "mean(): could not infer output dtype. %s dtype must be either a floating "
                      "point or complex dtype. Got: %s",
                      dtype != OPD_DTYPE_UNDEFINED ? "Optional" : "Input", opd_dtype_c10_name(out));
-  rc = dim_mask(dim, self->ndim, mask);
+  rc = opd__reduce_dim_mask(dim, self->ndim, mask);
   if (rc) return rc;
-  reduced_spec(self, *mask, keepdim, out, spec);
+  opd__reduced_spec(self, *mask, keepdim, out, spec);
   return 0;
 }
 
-int opd__amax_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
-                   uint64_t *mask) {
+/* amax, amin, max and min (name) */
+static int extremum_meta(const char *name, const opd_tensor *self, opd_int_list dim, bool keepdim,
+                         opd_out_spec *spec, uint64_t *mask) {
   if (self->numel == 0) {
     if (dim.len <= 0)
-      return opd_error(OPD_EINDEX,
-                       "amax(): Expected reduction dim to be specified for input.numel() == 0. "
-                       "Specify the reduction dim with the 'dim' argument.");
+      return opd_error(OPD_EINVAL,
+                       "%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                       "Specify the reduction dim with the 'dim' argument.",
+                       name);
     for (int64_t i = 0; i < dim.len; i++) {
       int64_t d = 0;
       int rc = opd__wrap_dim(dim.data[i], self->ndim, &d);
       if (rc) return rc;
       /* numel == 0 implies ndim > 0 */
       if (opd_tensor_sizes(self)[d] == 0)
-        return opd_error(OPD_EINDEX, "amax(): Expected reduction dim %lld to have non-zero size.",
-                         (long long)dim.data[i]);
+        return opd_error(OPD_EINDEX, "%s(): Expected reduction dim %lld to have non-zero size.",
+                         name, (long long)dim.data[i]);
     }
   }
-  int rc = dim_mask(dim, self->ndim, mask);
+  int rc = opd__reduce_dim_mask(dim, self->ndim, mask);
   if (rc) return rc;
-  reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), spec);
+  opd__reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), spec);
   return 0;
 }
 
-int opd__argmax_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
-                     uint64_t *mask) {
+int opd__amax_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
+                   uint64_t *mask) {
+  return extremum_meta("amax", self, dim, keepdim, spec, mask);
+}
+
+int opd__amin_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
+                   uint64_t *mask) {
+  return extremum_meta("amin", self, dim, keepdim, spec, mask);
+}
+
+int opd__max_all_meta(const char *name, const opd_tensor *self, opd_out_spec *spec,
+                      uint64_t *mask) {
+  return extremum_meta(name, self, (opd_int_list){NULL, -1}, false, spec, mask);
+}
+
+/* argmax and argmin (name) */
+static int arg_extremum_meta(const char *name, const opd_tensor *self, opd_opt_int dim,
+                             bool keepdim, opd_out_spec *spec, uint64_t *mask) {
   if (dim.has_value) {
     int64_t d = 0;
     int rc = opd__wrap_dim(dim.value, self->ndim, &d);
     if (rc) return rc;
     if (self->ndim > 0 && opd_tensor_sizes(self)[d] == 0)
-      return opd_error(OPD_EINDEX, "argmax(): Expected reduction dim %lld to have non-zero size.",
+      return opd_error(OPD_EINDEX, "%s(): Expected reduction dim %lld to have non-zero size.", name,
                        (long long)d);
     *mask = self->ndim > 0 ? UINT64_C(1) << d : 0;
   } else {
     if (self->numel == 0)
-      return opd_error(OPD_EINDEX,
-                       "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
-    int rc = dim_mask((opd_int_list){NULL, -1}, self->ndim, mask);
+      return opd_error(
+          OPD_EINDEX, "%s(): Expected reduction dim to be specified for input.numel() == 0.", name);
+    int rc = opd__reduce_dim_mask((opd_int_list){NULL, -1}, self->ndim, mask);
     if (rc) return rc;
   }
-  reduced_spec(self, *mask, keepdim, OPD_INT64, spec);
+  opd__reduced_spec(self, *mask, keepdim, OPD_INT64, spec);
+  return 0;
+}
+
+int opd__argmax_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                     uint64_t *mask) {
+  return arg_extremum_meta("argmax", self, dim, keepdim, spec, mask);
+}
+
+int opd__argmin_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                     uint64_t *mask) {
+  return arg_extremum_meta("argmin", self, dim, keepdim, spec, mask);
+}
+
+/* the mask of one optional dim (None: every dim) */
+static int opt_dim_mask(const opd_tensor *self, opd_opt_int dim, uint64_t *mask) {
+  int64_t d = dim.value;
+  return opd__reduce_dim_mask((opd_int_list){dim.has_value ? &d : NULL, dim.has_value ? 1 : -1},
+                              self->ndim, mask);
+}
+
+int opd__prod_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_dtype dtype,
+                   opd_out_spec *spec, uint64_t *mask) {
+  int rc = check_dtype_arg(dtype);
+  if (rc) return rc;
+  opd_dtype in = opd_tensor_dtype(self);
+  if (dtype == OPD_DTYPE_UNDEFINED)
+    dtype = opd_dtype_is_integral(in) || in == OPD_BOOL ? OPD_INT64 : in;
+  rc = opt_dim_mask(self, dim, mask);
+  if (rc) return rc;
+  opd__reduced_spec(self, *mask, keepdim, dtype, spec);
+  return 0;
+}
+
+int opd__any_all_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                      uint64_t *mask) {
+  int rc = opt_dim_mask(self, dim, mask);
+  if (rc) return rc;
+  opd_dtype in = opd_tensor_dtype(self);
+  opd__reduced_spec(self, *mask, keepdim, in == OPD_UINT8 ? OPD_UINT8 : OPD_BOOL, spec);
+  return 0;
+}
+
+int opd__count_nonzero_meta(const opd_tensor *self, opd_int_list dim, opd_out_spec *spec,
+                            uint64_t *mask) {
+  int rc = opd__reduce_dim_mask(dim, self->ndim, mask);
+  if (rc) return rc;
+  opd__reduced_spec(self, *mask, false, OPD_INT64, spec);
   return 0;
 }
 
@@ -344,4 +409,345 @@ int opd__meta_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   if (!rc) rc = opd__alloc_output(&stat, device, &res[2]);
   opd_stack_drop(stack, 5);
   return opd__push_results(stack, res, 3, rc);
+}
+
+int opd__meta_nansum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                     opd_dtype dtype, opd_tensor **out) {
+  return opd__meta_sum_dim_intlist(ctx, self, dim, keepdim, dtype, out);
+}
+
+int opd__meta_prod_dim_int(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
+                           opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__prod_meta(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, dtype,
+                          &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_prod(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__prod_meta(self, (opd_opt_int){0}, false, dtype, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_amin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
+                   opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__amin_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_max(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__max_all_meta("max", self, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_min(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__max_all_meta("min", self, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_argmin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                     opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__argmin_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+static int meta_any_all(opd_tensor *self, opd_opt_int dim, bool keepdim, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__any_all_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_any(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_any_all(self, (opd_opt_int){0}, false, out);
+}
+
+int opd__meta_any_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
+                      opd_tensor **out) {
+  (void)ctx;
+  return meta_any_all(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+}
+
+int opd__meta_all(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return meta_any_all(self, (opd_opt_int){0}, false, out);
+}
+
+int opd__meta_all_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
+                      opd_tensor **out) {
+  (void)ctx;
+  return meta_any_all(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+}
+
+/* (PyTorch 1.13 has no Meta kernel for it; opd's lets graphs infer its shape) */
+int opd__meta_count_nonzero_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *self,
+                                        opd_int_list dim, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__count_nonzero_meta(self, dim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+/* ---- var, std and the norms ---- */
+
+int opd__var_meta(const char *name, const opd_tensor *self, opd_int_list dim, bool keepdim,
+                  opd_out_spec *spec, uint64_t *mask) {
+  if (!opd_dtype_is_floating(opd_tensor_dtype(self)))
+    return opd_error(OPD_EINVAL, "%s only support floating point and complex dtypes", name);
+  int rc = opd__reduce_dim_mask(dim, self->ndim, mask);
+  if (rc) return rc;
+  opd__reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), spec);
+  return 0;
+}
+
+/* Whether a value of `from` converts to `to` without narrowing (both floating). */
+static bool widens(opd_dtype from, opd_dtype to) {
+  if (from == to || to == OPD_FLOAT64) return true;
+  return to == OPD_FLOAT32 && (from == OPD_FLOAT16 || from == OPD_BFLOAT16);
+}
+
+int opd__vector_norm_meta(const opd_tensor *self, double ord, opd_int_list dim, bool keepdim,
+                          opd_dtype dtype, opd_out_spec *spec, uint64_t *mask) {
+  int rc = check_dtype_arg(dtype);
+  if (rc) return rc;
+  opd_dtype in = opd_tensor_dtype(self);
+  if (!opd_dtype_is_floating(in))
+    return opd_error(OPD_EINVAL,
+                     "linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                     "Got %s",
+                     opd_dtype_c10_name(in));
+  if (dtype != OPD_DTYPE_UNDEFINED) {
+    if (!opd_dtype_is_floating(dtype))
+      return opd_error(OPD_EINVAL,
+                       "linalg.vector_norm: dtype should be floating point or complex, but got %s",
+                       opd_dtype_c10_name(dtype));
+    if (!widens(in, dtype))
+      return opd_error(OPD_EINVAL,
+                       "linalg.vector_norm: the dtype of the input (%s) should be convertible "
+                       "without narrowing to the specified dtype (%s)",
+                       opd_dtype_c10_name(in), opd_dtype_c10_name(dtype));
+  }
+  rc = opd__reduce_dim_mask(dim, self->ndim, mask);
+  if (rc) return rc;
+  if (self->numel == 0 && (ord < 0 || ord == INFINITY)) {
+    if (dim.len <= 0)
+      return opd_error(OPD_EINVAL,
+                       "linalg.vector_norm cannot compute the %g norm on an empty tensor because "
+                       "the operation does not have an identity",
+                       ord);
+    for (int d = 0; d < self->ndim; d++)
+      if ((*mask >> d & 1) && opd_tensor_sizes(self)[d] == 0)
+        return opd_error(OPD_EINVAL,
+                         "linalg.vector_norm cannot compute the %g norm on the dimension %d"
+                         "because this dimension is empty and the operation does not have an "
+                         "identity",
+                         ord, d);
+  }
+  opd__reduced_spec(self, *mask, keepdim, dtype != OPD_DTYPE_UNDEFINED ? dtype : in, spec);
+  return 0;
+}
+
+int opd__norm_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_dtype dtype,
+                   opd_out_spec *spec, uint64_t *mask) {
+  int rc = check_dtype_arg(dtype);
+  if (rc) return rc;
+  opd_dtype in = opd_tensor_dtype(self);
+  if (dtype == OPD_DTYPE_UNDEFINED && !opd_dtype_is_floating(in))
+    return opd_error(OPD_EINVAL,
+                     "norm(): input dtype should be either floating point or complex. Got %s "
+                     "instead.",
+                     opd_dtype_c10_name(in));
+  if (dtype != OPD_DTYPE_UNDEFINED && !opd_dtype_is_floating(dtype))
+    return opd_error(OPD_EINVAL,
+                     "norm(): the desired output dtype should be either floating point or "
+                     "complex. Got %s instead.",
+                     opd_dtype_c10_name(dtype));
+  rc = opd__reduce_dim_mask(dim, self->ndim, mask);
+  if (rc) return rc;
+  opd__reduced_spec(self, *mask, keepdim, dtype != OPD_DTYPE_UNDEFINED ? dtype : in, spec);
+  return 0;
+}
+
+int opd__meta_var_correction(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim,
+                             opd_opt_int correction, bool keepdim, opd_tensor **out) {
+  (void)ctx;
+  (void)correction;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__var_meta("std and var", self, dim, keepdim, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+/* var_mean.correction and std_mean.correction (boxed; name "var_mean" or "std_mean"): two
+ * results of the input's spec */
+static int meta_var_mean(const char *name, opd_stack *stack) {
+  assert(stack->size >= 4);
+  opd_ivalue *args = opd_stack_last(stack, 4);
+  opd_tensor *res[2] = {NULL, NULL};
+  int rc = 0;
+  if (args[0].tag != OPD_IV_TENSOR || args[3].tag != OPD_IV_BOOL)
+    rc = opd_error(OPD_EINVAL, "var_mean / std_mean: expected (Tensor, int[1]?, int?, bool)");
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  if (!rc)
+    rc = opd__var_meta(name, args[0].u.t, opd__iv_int_list(&args[1]), args[3].u.b, &spec, &mask);
+  if (!rc) rc = opd__alloc_output(&spec, opd_tensor_device(args[0].u.t), &res[0]);
+  if (!rc) rc = opd__alloc_output(&spec, opd_tensor_device(args[0].u.t), &res[1]);
+  opd_stack_drop(stack, 4);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__meta_linalg_vector_norm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar ord,
+                                 opd_int_list dim, bool keepdim, opd_dtype dtype,
+                                 opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc =
+      opd__vector_norm_meta(self, opd__scalar_to_double(ord), dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_norm_scalaropt_dim(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar p,
+                                 opd_int_list dim, bool keepdim, opd_tensor **out) {
+  (void)ctx;
+  (void)p;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__norm_meta(self, dim, keepdim, OPD_DTYPE_UNDEFINED, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_norm_scalaropt_dim_dtype(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar p,
+                                       opd_int_list dim, bool keepdim, opd_dtype dtype,
+                                       opd_tensor **out) {
+  (void)ctx;
+  (void)p;
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__norm_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_std_correction(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim,
+                             opd_opt_int correction, bool keepdim, opd_tensor **out) {
+  return opd__meta_var_correction(ctx, self, dim, correction, keepdim, out);
+}
+
+int opd__meta_var_mean_correction(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_var_mean("var_mean", stack);
+}
+
+int opd__meta_std_mean_correction(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_var_mean("std_mean", stack);
+}
+
+/* ---- max.dim, min.dim, aminmax: two results ---- */
+
+int opd__max_dim_meta(const char *name, const opd_tensor *self, int64_t dim, bool keepdim,
+                      opd_out_spec *values, opd_out_spec *indices, uint64_t *mask) {
+  int64_t d = 0;
+  int rc = opd__wrap_dim(dim, self->ndim, &d);
+  if (rc) return rc;
+  if (self->ndim > 0 && opd_tensor_sizes(self)[d] == 0)
+    return opd_error(OPD_EINDEX, "%s(): Expected reduction dim %lld to have non-zero size.", name,
+                     (long long)d);
+  *mask = self->ndim > 0 ? UINT64_C(1) << d : 0;
+  opd__reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), values);
+  opd__reduced_spec(self, *mask, keepdim, OPD_INT64, indices);
+  return 0;
+}
+
+int opd__aminmax_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                      uint64_t *mask) {
+  if (!dim.has_value) {
+    if (self->numel == 0)
+      return opd_error(OPD_EINVAL, "aminmax(): cannot compute aminmax over an empty dimension as "
+                                   "the operation has no identity.");
+    int rc = opd__reduce_dim_mask((opd_int_list){NULL, -1}, self->ndim, mask);
+    if (rc) return rc;
+    opd__reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), spec);
+    return 0;
+  }
+  int64_t d = 0;
+  int rc = opd__wrap_dim(dim.value, self->ndim, &d);
+  if (rc) return rc;
+  if (self->ndim > 0 && opd_tensor_sizes(self)[d] == 0)
+    return opd_error(OPD_EINDEX, "aminmax: Expected reduction dim %lld to have non-zero size.",
+                     (long long)d);
+  *mask = self->ndim > 0 ? UINT64_C(1) << d : 0;
+  opd__reduced_spec(self, *mask, keepdim, opd_tensor_dtype(self), spec);
+  if (self->ndim == 0 && keepdim) { /* PyTorch 1.13 gives a 0-d input's keepdim result 1 dim */
+    spec->ndim = 1;
+    spec->sizes[0] = 1;
+  }
+  return 0;
+}
+
+/* The arguments of max.dim / min.dim (self, int dim, bool keepdim) and aminmax (self, int? dim,
+ * bool keepdim) on a boxed stack, checked; the specs of both results and the reduced mask. */
+int opd__two_results_meta(int which, opd_ivalue *args, opd_out_spec *first, opd_out_spec *second,
+                          uint64_t *mask) {
+  bool aminmax = which == OPD__AMINMAX;
+  if (args[0].tag != OPD_IV_TENSOR || args[2].tag != OPD_IV_BOOL ||
+      (aminmax ? args[1].tag != OPD_IV_INT && args[1].tag != OPD_IV_NONE
+               : args[1].tag != OPD_IV_INT))
+    return opd_error(OPD_EINVAL, "%s: expected (Tensor, int%s, bool)",
+                     aminmax ? "aminmax" : "max / min", aminmax ? "?" : "");
+  if (aminmax) {
+    int rc = opd__aminmax_meta(args[0].u.t, opd__iv_opt_int(&args[1]), args[2].u.b, first, mask);
+    *second = *first;
+    return rc;
+  }
+  return opd__max_dim_meta(which == OPD__MAX_DIM ? "max" : "min", args[0].u.t, args[1].u.i,
+                           args[2].u.b, first, second, mask);
+}
+
+static int meta_two_results(int which, opd_stack *stack) {
+  assert(stack->size >= 3);
+  opd_ivalue *args = opd_stack_last(stack, 3);
+  opd_tensor *res[2] = {NULL, NULL};
+  opd_out_spec a, b;
+  uint64_t mask = 0;
+  int rc = opd__two_results_meta(which, args, &a, &b, &mask);
+  if (!rc) rc = opd__alloc_output(&a, opd_tensor_device(args[0].u.t), &res[0]);
+  if (!rc) rc = opd__alloc_output(&b, opd_tensor_device(args[0].u.t), &res[1]);
+  opd_stack_drop(stack, 3);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__meta_max_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_two_results(OPD__MAX_DIM, stack);
+}
+
+int opd__meta_min_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_two_results(OPD__MIN_DIM, stack);
+}
+
+int opd__meta_aminmax(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_two_results(OPD__AMINMAX, stack);
 }

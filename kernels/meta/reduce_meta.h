@@ -9,6 +9,14 @@
 
 #include "src/kernel_util.h"
 
+/* The mask of the dims `dim` names in a tensor of `ndim` dims (None or []: all of them; bit d
+ * set: dim d is reduced), raising PyTorch's errors for a dim out of range or repeated. A 0-d
+ * tensor accepts 0 and -1 and has nothing to reduce. */
+int opd__reduce_dim_mask(opd_int_list dim, int ndim, uint64_t *mask);
+/* The spec of self reduced over mask. */
+void opd__reduced_spec(const opd_tensor *self, uint64_t mask, bool keepdim, opd_dtype dtype,
+                       opd_out_spec *spec);
+
 /* sum.dim_IntList and mean.dim: the output spec and the mask of reduced dims (bit d set: dim d
  * is reduced; dim None or [] reduces every dim). `dtype` is OPD_DTYPE_UNDEFINED for None. */
 int opd__sum_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_dtype dtype,
@@ -18,9 +26,44 @@ int opd__mean_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_d
 /* amax: [] reduces every dim; reducing a size-0 dim is an error. */
 int opd__amax_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
                    uint64_t *mask);
-/* argmax: int64 output; dim None reduces the flattened tensor (mask: every dim). */
+int opd__amin_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_out_spec *spec,
+                   uint64_t *mask);
+/* max and min without a dim (name "max" or "min"): every dim reduced, an empty input refused. */
+int opd__max_all_meta(const char *name, const opd_tensor *self, opd_out_spec *spec, uint64_t *mask);
+/* argmax and argmin: int64 output; dim None reduces the flattened tensor (mask: every dim). */
 int opd__argmax_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
                      uint64_t *mask);
+int opd__argmin_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                     uint64_t *mask);
+/* prod and prod.dim_int (dim None: every dim); integers and bool give int64 unless dtype says. */
+int opd__prod_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_dtype dtype,
+                   opd_out_spec *spec, uint64_t *mask);
+/* any and all (dim None: every dim): bool results, uint8 for a uint8 input. */
+int opd__any_all_meta(const opd_tensor *self, opd_opt_int dim, bool keepdim, opd_out_spec *spec,
+                      uint64_t *mask);
+/* count_nonzero.dim_IntList: int64, dims [] reduce every dim. */
+int opd__count_nonzero_meta(const opd_tensor *self, opd_int_list dim, opd_out_spec *spec,
+                            uint64_t *mask);
+/* var.correction, std.correction, var_mean.correction, std_mean.correction: floating inputs
+ * (else "NAME only support floating point and complex dtypes", name "std and var", "var_mean"
+ * or "std_mean"), results of the input's dtype. */
+int opd__var_meta(const char *name, const opd_tensor *self, opd_int_list dim, bool keepdim,
+                  opd_out_spec *spec, uint64_t *mask);
+/* linalg_vector_norm: floating input; dtype (OPD_DTYPE_UNDEFINED for None) floating and not
+ * narrower than the input's; no norm of order < 0 or inf over an empty dim. */
+int opd__vector_norm_meta(const opd_tensor *self, double ord, opd_int_list dim, bool keepdim,
+                          opd_dtype dtype, opd_out_spec *spec, uint64_t *mask);
+/* norm.ScalarOpt_dim and norm.ScalarOpt_dim_dtype (dtype OPD_DTYPE_UNDEFINED for the first):
+ * a floating input unless dtype is given, a floating dtype. */
+int opd__norm_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_dtype dtype,
+                   opd_out_spec *spec, uint64_t *mask);
+
+/* max.dim, min.dim (values of the input's dtype, int64 indices) and aminmax (min and max of
+ * the input's dtype), boxed: `which` is one of these; args the stack's three arguments. */
+enum { OPD__MAX_DIM, OPD__MIN_DIM, OPD__AMINMAX };
+int opd__two_results_meta(int which, opd_ivalue *args, opd_out_spec *first, opd_out_spec *second,
+                          uint64_t *mask);
+
 /* _softmax and _log_softmax: the output spec and the wrapped dim (0 for a 0-d tensor).
  * half_to_float is accepted for Half inputs only (the CUDA rule; the CPU kernels reject it). */
 int opd__softmax_meta(const opd_tensor *self, int64_t dim, bool half_to_float, opd_out_spec *spec,

@@ -814,9 +814,111 @@
   X("aten::cummin", Meta, opd__meta_cummax_cummin) \
   X("aten::_unique2", CPU, opd__cpu_unique2)
 
-/* reductions and linear algebra */
-#define OPD_REDUCE_UNBOXED_KERNELS(X)
-#define OPD_REDUCE_BOXED_KERNELS(X)
+/* reductions and linear algebra: kernels/cpu/reduce*.c, kernels/meta/reduce_meta.c,
+ * kernels/src/composite_reduce.c, kernels/src/composite_moments.c; matrix and vector products:
+ * kernels/cpu/linalg.c, kernels/meta/linalg_meta.c, kernels/src/composite_products.c; LAPACK:
+ * kernels/cpu/lapack.c, kernels/meta/lapack_meta.c, kernels/src/composite_lapack.c */
+#define OPD_REDUCE_UNBOXED_KERNELS(X) \
+  X("aten::mean", CompositeExplicitAutograd, opd__cea_mean, Tensor, Tensor, OptDType) \
+  X("aten::nansum", CPU, opd__cpu_nansum, Tensor, Tensor, OptIntList, Bool, OptDType) \
+  X("aten::nansum", Meta, opd__meta_nansum, Tensor, Tensor, OptIntList, Bool, OptDType) \
+  X("aten::prod", CPU, opd__cpu_prod, Tensor, Tensor, OptDType) \
+  X("aten::prod", Meta, opd__meta_prod, Tensor, Tensor, OptDType) \
+  X("aten::prod.dim_int", CPU, opd__cpu_prod_dim_int, Tensor, Tensor, Int, Bool, OptDType) \
+  X("aten::prod.dim_int", Meta, opd__meta_prod_dim_int, Tensor, Tensor, Int, Bool, OptDType) \
+  X("aten::amin", CPU, opd__cpu_amin, Tensor, Tensor, IntList, Bool) \
+  X("aten::amin", Meta, opd__meta_amin, Tensor, Tensor, IntList, Bool) \
+  X("aten::max", CPU, opd__cpu_max, Tensor, Tensor) \
+  X("aten::max", Meta, opd__meta_max, Tensor, Tensor) \
+  X("aten::min", CPU, opd__cpu_min, Tensor, Tensor) \
+  X("aten::min", Meta, opd__meta_min, Tensor, Tensor) \
+  X("aten::argmin", CPU, opd__cpu_argmin, Tensor, Tensor, OptInt, Bool) \
+  X("aten::argmin", Meta, opd__meta_argmin, Tensor, Tensor, OptInt, Bool) \
+  X("aten::any", CPU, opd__cpu_any, Tensor, Tensor) \
+  X("aten::any", Meta, opd__meta_any, Tensor, Tensor) \
+  X("aten::any.dim", CPU, opd__cpu_any_dim, Tensor, Tensor, Int, Bool) \
+  X("aten::any.dim", Meta, opd__meta_any_dim, Tensor, Tensor, Int, Bool) \
+  X("aten::all", CPU, opd__cpu_all, Tensor, Tensor) \
+  X("aten::all", Meta, opd__meta_all, Tensor, Tensor) \
+  X("aten::all.dim", CPU, opd__cpu_all_dim, Tensor, Tensor, Int, Bool) \
+  X("aten::all.dim", Meta, opd__meta_all_dim, Tensor, Tensor, Int, Bool) \
+  X("aten::count_nonzero.dim_IntList", CPU, opd__cpu_count_nonzero_dim_intlist, Tensor, Tensor, IntList) \
+  X("aten::count_nonzero.dim_IntList", Meta, opd__meta_count_nonzero_dim_intlist, Tensor, Tensor, IntList) \
+  X("aten::count_nonzero", CompositeExplicitAutograd, opd__cea_count_nonzero, Tensor, Tensor, OptInt) \
+  X("aten::nanmean", CompositeImplicitAutograd, opd__cia_nanmean, Tensor, Tensor, OptIntList, Bool, OptDType) \
+  X("aten::var.correction", CPU, opd__cpu_var_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
+  X("aten::var.correction", Meta, opd__meta_var_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
+  X("aten::std.correction", CPU, opd__cpu_std_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
+  X("aten::std.correction", Meta, opd__meta_std_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
+  X("aten::linalg_vector_norm", CPU, opd__cpu_linalg_vector_norm, Tensor, Tensor, Scalar, OptIntList, Bool, OptDType) \
+  X("aten::linalg_vector_norm", Meta, opd__meta_linalg_vector_norm, Tensor, Tensor, Scalar, OptIntList, Bool, OptDType) \
+  X("aten::norm.ScalarOpt_dim", CPU, opd__cpu_norm_scalaropt_dim, Tensor, Tensor, OptScalar, IntList, Bool) \
+  X("aten::norm.ScalarOpt_dim", Meta, opd__meta_norm_scalaropt_dim, Tensor, Tensor, OptScalar, IntList, Bool) \
+  X("aten::norm.ScalarOpt_dim_dtype", CPU, opd__cpu_norm_scalaropt_dim_dtype, Tensor, Tensor, OptScalar, IntList, Bool, DType) \
+  X("aten::norm.ScalarOpt_dim_dtype", Meta, opd__meta_norm_scalaropt_dim_dtype, Tensor, Tensor, OptScalar, IntList, Bool, DType) \
+  X("aten::var", CompositeImplicitAutograd, opd__cia_var, Tensor, Tensor, Bool) \
+  X("aten::var.dim", CompositeImplicitAutograd, opd__cia_var_dim, Tensor, Tensor, OptIntList, Bool, Bool) \
+  X("aten::std", CompositeImplicitAutograd, opd__cia_std, Tensor, Tensor, Bool) \
+  X("aten::std.dim", CompositeImplicitAutograd, opd__cia_std_dim, Tensor, Tensor, OptIntList, Bool, Bool) \
+  X("aten::norm.Scalar", CompositeExplicitAutograd, opd__cea_norm_scalar, Tensor, Tensor, Scalar) \
+  X("aten::norm.ScalarOpt_dtype", CompositeExplicitAutograd, opd__cea_norm_scalaropt_dtype, Tensor, Tensor, OptScalar, DType) \
+  X("aten::logsumexp", CompositeExplicitAutograd, opd__cea_logsumexp, Tensor, Tensor, IntList, Bool) \
+  X("aten::dot", CPU, opd__cpu_dot, Tensor, Tensor, Tensor) \
+  X("aten::dot", Meta, opd__meta_dot, Tensor, Tensor, Tensor) \
+  X("aten::vdot", CPU, opd__cpu_vdot, Tensor, Tensor, Tensor) \
+  X("aten::vdot", Meta, opd__meta_vdot, Tensor, Tensor, Tensor) \
+  X("aten::addmv", CPU, opd__cpu_addmv, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::addmv", Meta, opd__meta_addmv, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::mv", CompositeExplicitAutograd, opd__cea_mv, Tensor, Tensor, Tensor) \
+  X("aten::outer", CompositeImplicitAutograd, opd__cia_outer, Tensor, Tensor, Tensor) \
+  X("aten::ger", CompositeImplicitAutograd, opd__cia_ger, Tensor, Tensor, Tensor) \
+  X("aten::baddbmm", CPU, opd__cpu_baddbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::baddbmm", Meta, opd__meta_baddbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::addbmm", CPU, opd__cpu_addbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::addbmm", Meta, opd__meta_addbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::linalg_det", CompositeImplicitAutograd, opd__cia_linalg_det, Tensor, Tensor) \
+  X("aten::det", CompositeImplicitAutograd, opd__cia_det, Tensor, Tensor) \
+  X("aten::linalg_inv", CompositeImplicitAutograd, opd__cia_linalg_inv, Tensor, Tensor) \
+  X("aten::inverse", CompositeImplicitAutograd, opd__cia_inverse, Tensor, Tensor) \
+  X("aten::linalg_cholesky", CompositeImplicitAutograd, opd__cia_linalg_cholesky, Tensor, Tensor, Bool) \
+  X("aten::logdet", CompositeImplicitAutograd, opd__cia_logdet, Tensor, Tensor) \
+  X("aten::linalg_eigvalsh", CompositeImplicitAutograd, opd__cia_linalg_eigvalsh, Tensor, Tensor, Str) \
+  X("aten::linalg_svdvals", CompositeImplicitAutograd, opd__cia_linalg_svdvals, Tensor, Tensor, OptStr)
+#define OPD_REDUCE_BOXED_KERNELS(X) \
+  X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
+  X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \
+  X("aten::std_mean.correction", CPU, opd__cpu_std_mean_correction) \
+  X("aten::std_mean.correction", Meta, opd__meta_std_mean_correction) \
+  X("aten::max.dim", CPU, opd__cpu_max_dim) \
+  X("aten::max.dim", Meta, opd__meta_max_dim) \
+  X("aten::min.dim", CPU, opd__cpu_min_dim) \
+  X("aten::min.dim", Meta, opd__meta_min_dim) \
+  X("aten::aminmax", CPU, opd__cpu_aminmax) \
+  X("aten::aminmax", Meta, opd__meta_aminmax) \
+  X("aten::var_mean", CompositeImplicitAutograd, opd__cia_var_mean) \
+  X("aten::var_mean.dim", CompositeImplicitAutograd, opd__cia_var_mean_dim) \
+  X("aten::std_mean", CompositeImplicitAutograd, opd__cia_std_mean) \
+  X("aten::std_mean.dim", CompositeImplicitAutograd, opd__cia_std_mean_dim) \
+  X("aten::linalg_lu_factor_ex", CPU, opd__cpu_linalg_lu_factor_ex) \
+  X("aten::linalg_lu_factor_ex", Meta, opd__meta_linalg_lu_factor_ex) \
+  X("aten::_linalg_det", CPU, opd__cpu_linalg_det_lu) \
+  X("aten::_linalg_det", Meta, opd__meta_linalg_det_lu) \
+  X("aten::linalg_inv_ex", CPU, opd__cpu_linalg_inv_ex) \
+  X("aten::linalg_inv_ex", Meta, opd__meta_linalg_inv_ex) \
+  X("aten::linalg_cholesky_ex", CPU, opd__cpu_linalg_cholesky_ex) \
+  X("aten::linalg_cholesky_ex", Meta, opd__meta_linalg_cholesky_ex) \
+  X("aten::_linalg_slogdet", CPU, opd__cpu_linalg_slogdet_lu) \
+  X("aten::_linalg_slogdet", Meta, opd__meta_linalg_slogdet_lu) \
+  X("aten::linalg_slogdet", CompositeImplicitAutograd, opd__cia_linalg_slogdet) \
+  X("aten::slogdet", CompositeImplicitAutograd, opd__cia_slogdet) \
+  X("aten::_linalg_eigh", CPU, opd__cpu_linalg_eigh) \
+  X("aten::_linalg_eigh", Meta, opd__meta_linalg_eigh) \
+  X("aten::_linalg_svd", CPU, opd__cpu_linalg_svd) \
+  X("aten::_linalg_svd", Meta, opd__meta_linalg_svd) \
+  X("aten::linalg_eigh", CompositeImplicitAutograd, opd__cia_linalg_eigh) \
+  X("aten::linalg_svd", CompositeImplicitAutograd, opd__cia_linalg_svd) \
+  X("aten::linalg_qr", CPU, opd__cpu_linalg_qr) \
+  X("aten::linalg_qr", Meta, opd__meta_linalg_qr)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \
