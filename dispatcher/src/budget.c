@@ -59,6 +59,16 @@ opd_mem_budget *opd_mem_budget_current(void) {
   return installed;
 }
 
+uint64_t opd_mem_owner_new(void) {
+  static _Atomic uint64_t last_owner;
+  return atomic_fetch_add_explicit(&last_owner, 1, memory_order_relaxed) + 1;
+}
+
+uint64_t opd_mem_owner_current(void) {
+  const opd_mem_budget *b = installed;
+  return b ? b->owner_id : 0;
+}
+
 int opd__budget_charge(uint64_t bytes, bool *charged) {
   opd_mem_budget *b = installed;
   *charged = false;

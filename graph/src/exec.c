@@ -77,11 +77,19 @@ static int ctx_get(opd_compiled_graph *cg, opd__run_ctx **out) {
   opd__run_ctx *ctx = cg->spare;
   if (ctx) cg->spare = ctx->next;
   pthread_mutex_unlock(&cg->lock);
+  uint64_t owner = opd_mem_owner_current();
   if (ctx) {
+    /* another session's last run left its values in the planned buffers ([Note: Memory
+     * cleared between owners] in opd/allocator.h) */
+    for (uint32_t b = 0; ctx->owner != owner && b < cg->plan->nbuffers; b++)
+      memset(opd_tensor_data(ctx->buffers[b]), 0, ctx->buffers[b]->storage->nbytes);
+    ctx->owner = owner;
     *out = ctx;
     return 0;
   }
-  return ctx_new(cg, out);
+  int rc = ctx_new(cg, out);
+  if (rc == 0) (*out)->owner = owner;
+  return rc;
 }
 
 static void ctx_put(opd_compiled_graph *cg, opd__run_ctx *ctx) {

@@ -1,0 +1,192 @@
+/* test_isolation.c: what one session of a daemon can see of another and hold of the daemon:
+ * memory is cleared between owners ([Note: Memory cleared between owners] in
+ * opd/allocator.h), through the allocator and through a daemon in this process with two
+ * client sessions. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opd/allocator.h"
+#include "opd/client.h"
+#include "opd/dtype.h"
+#include "opd/server.h"
+#include "opd/tensor.h"
+
+/* ---- the allocator ---- */
+
+typedef struct owner {
+  _Atomic uint64_t held;
+  opd_mem_budget budget;
+} owner;
+
+static void owner_init(owner *o) {
+  atomic_init(&o->held, 0);
+  o->budget = (opd_mem_budget){.held = &o->held,
+                               .limit = UINT64_MAX,
+                               .limit_name = "limit",
+                               .owner = "owner",
+                               .owner_id = opd_mem_owner_new()};
+}
+
+static bool all_zero(const unsigned char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i]) return false;
+  return true;
+}
+
+/* A cached block another owner wrote is zeroed whole before it is handed out; its own owner
+ * gets it back as it left it (the hot path pays nothing). */
+START_TEST(test_cached_block_cleared_for_another_owner) {
+  const opd_allocator *a = opd_cpu_allocator();
+  const opd_device cpu = {OPD_DEVICE_CPU, -1};
+  owner x, y;
+  owner_init(&x);
+  owner_init(&y);
+  size_t sizes[] = {OPD_CPU_CACHE_MIN, 100000, (size_t)5 << 20};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    size_t n = sizes[k];
+    opd_mem_budget_install(&x.budget);
+    unsigned char *p = a->alloc(a, cpu, n);
+    ck_assert_ptr_nonnull(p);
+    ck_assert(all_zero(p, n)); /* fresh: zeroed */
+    memset(p, 0x5a, n);
+    a->free(a, cpu, p, n);
+    unsigned char *q = a->alloc(a, cpu, n);
+    ck_assert_ptr_eq(q, p); /* x again: the cached block as x left it, past the list's link */
+    ck_assert_int_eq(q[n - 1], 0x5a);
+    ck_assert_int_eq(q[sizeof(void *)], 0x5a);
+    ck_assert(all_zero(q, sizeof(void *)));
+    memset(q, 0x5a, n);
+    a->free(a, cpu, q, n);
+    opd_mem_budget_uninstall();
+    opd_mem_budget_install(&y.budget);
+    unsigned char *r = a->alloc(a, cpu, n);
+    ck_assert_ptr_eq(r, p);
+    ck_assert_msg(all_zero(r, n), "another owner's block was handed out uncleared (%zu bytes)", n);
+    a->free(a, cpu, r, n);
+    opd_mem_budget_uninstall();
+    /* no owner (the process itself) is another owner too */
+    r = a->alloc(a, cpu, n);
+    ck_assert_ptr_eq(r, p);
+    ck_assert(all_zero(r, n));
+    a->free(a, cpu, r, n);
+  }
+}
+END_TEST
+
+/* Blocks below the cache's sizes come from malloc, which recycles what its last user left
+ * there: zeroed for every owner. */
+START_TEST(test_small_blocks_zeroed) {
+  const opd_allocator *a = opd_cpu_allocator();
+  const opd_device cpu = {OPD_DEVICE_CPU, -1};
+  owner x;
+  owner_init(&x);
+  opd_mem_budget_install(&x.budget);
+  for (size_t n = 64; n < OPD_CPU_CACHE_MIN; n *= 4) {
+    for (int round = 0; round < 3; round++) {
+      unsigned char *p = a->alloc(a, cpu, n);
+      ck_assert_ptr_nonnull(p);
+      ck_assert_msg(all_zero(p, n), "a block of %zu bytes was not zeroed", n);
+      memset(p, 0x5a, n);
+      a->free(a, cpu, p, n);
+    }
+  }
+  opd_mem_budget_uninstall();
+}
+END_TEST
+
+/* A tensor slab slot's data (tiny tensors) is zeroed as it is taken. */
+START_TEST(test_slab_slot_zeroed) {
+  owner x, y;
+  owner_init(&x);
+  owner_init(&y);
+  int64_t two = 2;
+  for (int round = 0; round < 4; round++) {
+    opd_mem_budget_install(round % 2 ? &y.budget : &x.budget);
+    opd_tensor *t;
+    ck_assert_int_eq(opd_tensor_empty(&two, 1, OPD_FLOAT32, (opd_device){OPD_DEVICE_CPU, -1}, &t),
+                     0);
+    ck_assert(all_zero(opd_tensor_data(t), 2 * sizeof(float)));
+    memset(opd_tensor_data(t), 0x5a, 2 * sizeof(float));
+    opd_tensor_release(t);
+    opd_mem_budget_uninstall();
+  }
+}
+END_TEST
+
+/* ---- through a daemon ---- */
+
+static opd_server *start(int workers) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  cfg.workers = workers;
+  opd_server *s;
+  ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
+  opd_server_config_destroy(&cfg);
+  return s;
+}
+
+static opd_client *connect_to(opd_server *s) {
+  opd_client *c;
+  ck_assert_msg(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c) == 0, "%s",
+                opd_client_last_error());
+  return c;
+}
+
+/* Session a uploads n floats and releases them; session b's aten::empty.memory_format([n])
+ * and aten::empty_strided([n], [1]) must not show them. */
+static void expect_no_leak(opd_client *a, opd_client *b, int64_t n) {
+  float *data = malloc((size_t)n * sizeof *data), *got = malloc((size_t)n * sizeof *got);
+  ck_assert(data && got);
+  for (int64_t i = 0; i < n; i++) data[i] = 1234.5f + (float)(i % 7);
+  for (int op = 0; op < 2; op++) {
+    opd_client_tensor up, t;
+    ck_assert_int_eq(
+        opd_client_upload(a, OPD_FLOAT32, &n, 1, data, (size_t)n * sizeof *data, NULL, &up), 0);
+    ck_assert_int_eq(opd_client_release(a, &up, 1), 0);
+    int64_t one = 1;
+    int rc =
+        op == 0
+            ? opd_client_call(b, "aten::empty.memory_format",
+                              (opd_client_value[]){opd_cv_ints(&n, 1), opd_cv_dtype(OPD_FLOAT32)},
+                              2, &t, 1, NULL)
+            : opd_client_call(b, "aten::empty_strided",
+                              (opd_client_value[]){opd_cv_ints(&n, 1), opd_cv_ints(&one, 1),
+                                                   opd_cv_dtype(OPD_FLOAT32)},
+                              3, &t, 1, NULL);
+    ck_assert_msg(rc == 0, "%s", opd_client_last_error());
+    ck_assert_int_eq(opd_client_download(b, t, got, (size_t)n * sizeof *got, NULL), 0);
+    int64_t seen = 0;
+    for (int64_t i = 0; i < n; i++) seen += got[i] == data[i];
+    ck_assert_msg(seen == 0, "%s of %lld floats shows %lld of another session's",
+                  op ? "empty_strided" : "empty", (long long)n, (long long)seen);
+    ck_assert_int_eq(opd_client_release(b, &t, 1), 0);
+  }
+  free(data);
+  free(got);
+}
+
+START_TEST(test_empty_shows_no_other_session_data) {
+  opd_server *s = start(1);
+  opd_client *a = connect_to(s), *b = connect_to(s);
+  int64_t sizes[] = {2, 1000, 16384, 1 << 20};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) expect_no_leak(a, b, sizes[k]);
+  opd_client_close(a);
+  opd_client_close(b);
+  opd_server_stop(s);
+}
+END_TEST
+
+Suite *opd_test_isolation_suite(void) {
+  Suite *s = suite_create("isolation");
+  TCase *tc = tcase_create("isolation");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_cached_block_cleared_for_another_owner);
+  tcase_add_test(tc, test_small_blocks_zeroed);
+  tcase_add_test(tc, test_slab_slot_zeroed);
+  tcase_add_test(tc, test_empty_shows_no_other_session_data);
+  suite_add_tcase(s, tc);
+  return s;
+}
