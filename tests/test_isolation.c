@@ -116,16 +116,21 @@ END_TEST
 
 /* ---- through a daemon ---- */
 
-static opd_server *start(int workers) {
+static opd_server *start_with(int workers, uint64_t max_frame_bytes) {
   opd_server_config cfg;
   opd_server_config_init(&cfg);
   opd_server_config_clear_listen(&cfg);
   ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
   cfg.workers = workers;
+  if (max_frame_bytes) cfg.max_frame_bytes = max_frame_bytes;
   opd_server *s;
   ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
   opd_server_config_destroy(&cfg);
   return s;
+}
+
+static opd_server *start(int workers) {
+  return start_with(workers, 0);
 }
 
 static opd_client *connect_to(opd_server *s) {
@@ -179,6 +184,53 @@ START_TEST(test_empty_shows_no_other_session_data) {
 }
 END_TEST
 
+/* aten::cat of n one-element tensors (ten tensors holding 0..9, repeated): 0, or the call's
+ * error code. Repeated handles are the densest list a frame can carry (a byte each). */
+static int cat_of(opd_client *c, int n, double *sum) {
+  opd_client_tensor *parts = calloc((size_t)n, sizeof *parts), ten[10];
+  ck_assert_ptr_nonnull(parts);
+  int64_t one = 1;
+  for (int i = 0; i < 10; i++) {
+    float v = (float)i;
+    ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, &one, 1, &v, sizeof v, NULL, &ten[i]), 0);
+  }
+  for (int i = 0; i < n; i++) parts[i] = ten[i % 10];
+  opd_client_tensor out;
+  int rc = opd_client_call(c, "aten::cat", (opd_client_value[]){opd_cv_tensors(parts, (size_t)n)},
+                           1, &out, 1, NULL);
+  if (rc == 0) {
+    float *got = calloc((size_t)n, sizeof *got);
+    ck_assert_int_eq(opd_client_download(c, out, got, (size_t)n * sizeof *got, NULL), 0);
+    *sum = 0;
+    for (int i = 0; i < n; i++) *sum += got[i];
+    free(got);
+    ck_assert_int_eq(opd_client_release(c, &out, 1), 0);
+  }
+  ck_assert_int_eq(opd_client_release(c, ten, 10), 0);
+  free(parts);
+  return rc;
+}
+
+/* A tensor list as long as the frame holds decodes (5,000 and 50,000 tensors in a frame of
+ * at most 64 KiB); a longer one is refused for the limit that refuses it, max_frame_bytes. */
+START_TEST(test_cat_of_many_tensors) {
+  opd_server *s = start_with(1, 64 * 1024);
+  opd_client *c = connect_to(s);
+  int counts[] = {5000, 50000};
+  for (size_t k = 0; k < 2; k++) {
+    double sum = -1;
+    int rc = cat_of(c, counts[k], &sum);
+    ck_assert_msg(rc == 0, "cat of %d tensors: %s", counts[k], opd_client_last_error());
+    ck_assert_double_eq(sum, 4.5 * counts[k]); /* 0..9 repeated */
+  }
+  double sum;
+  ck_assert_int_ne(cat_of(c, 100000, &sum), 0);
+  ck_assert_msg(strstr(opd_client_last_error(), "max_frame_bytes"), "%s", opd_client_last_error());
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
 Suite *opd_test_isolation_suite(void) {
   Suite *s = suite_create("isolation");
   TCase *tc = tcase_create("isolation");
@@ -187,6 +239,7 @@ Suite *opd_test_isolation_suite(void) {
   tcase_add_test(tc, test_small_blocks_zeroed);
   tcase_add_test(tc, test_slab_slot_zeroed);
   tcase_add_test(tc, test_empty_shows_no_other_session_data);
+  tcase_add_test(tc, test_cat_of_many_tensors);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -201,10 +201,12 @@ static const opd_server_config *cfg(const opd__conn *c) {
  * tests/test_fault.c releases with every allocation failing. */
 #define FIRST_ARENA_BLOCK 4096
 
-/* A fresh job whose arena bounds decoding to 8x the frame plus 16 KiB: room for
- * protobuf-c's structs of any valid request (a varint of one byte becomes an 8-byte array
- * element; the floor covers a call's at most 64 small arguments), and no more. NULL when
- * none is free and none can be made. */
+/* A fresh job whose arena bounds decoding to OPD__DECODE_BYTES_PER_FRAME_BYTE x the frame
+ * plus 16 KiB: room for any valid request, and no more. protobuf-c's structs take up to 8
+ * bytes per byte of frame (a varint of one byte becomes an 8-byte array element; the floor
+ * covers a call's at most 64 small arguments), and the call's decoded lists as many again (a
+ * tensor list's one-byte handle becomes an 8-byte tensor pointer), so a list as long as the
+ * frame holds decodes. NULL when none is free and none can be made. */
 static opd__job *job_get(opd__conn *c, size_t frame_len) {
   opd__job *j = c->free_jobs;
   if (j) {
@@ -228,7 +230,7 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
       return NULL;
     }
   }
-  opd__arena_reset(&j->arena, 8 * frame_len + 16384);
+  opd__arena_reset(&j->arena, OPD__DECODE_BYTES_PER_FRAME_BYTE * frame_len + 16384);
   j->next = j->qnext = NULL;
   j->conn = c;
   j->session = &c->session;
@@ -870,8 +872,9 @@ int opd__request_decode(opd__arena *arena, const uint8_t *data, size_t len,
     return opd_error(OPD_ENOMEM, "out of memory decoding a request of %zu bytes", len);
   if (!req && arena->exceeded)
     return opd_error(OPD_EINVAL,
-                     "malformed request: a %zu-byte frame that decodes to more than %zu bytes", len,
-                     arena->limit);
+                     "malformed request: a %zu-byte frame that decodes to more than %zu bytes "
+                     "(%d per byte of frame, plus 16 KiB)",
+                     len, arena->limit, OPD__DECODE_BYTES_PER_FRAME_BYTE);
   if (!req)
     return opd_error(OPD_EINVAL,
                      "malformed request: the %zu-byte frame is not an opd.v1.Request (protobuf "
