@@ -2,9 +2,15 @@
  * memory is cleared between owners ([Note: Memory cleared between owners] in
  * opd/allocator.h), through the allocator and through a daemon in this process with two
  * client sessions. */
+#include <arpa/inet.h>
 #include <check.h>
+#include <jansson.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "opd/allocator.h"
 #include "opd/client.h"
@@ -121,6 +127,8 @@ static opd_server *start_with(int workers, uint64_t max_frame_bytes) {
   opd_server_config_init(&cfg);
   opd_server_config_clear_listen(&cfg);
   ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "status", "127.0.0.1:0"), 0);
+  cfg.drain_timeout_ms = 500;
   cfg.workers = workers;
   if (max_frame_bytes) cfg.max_frame_bytes = max_frame_bytes;
   opd_server *s;
@@ -231,6 +239,109 @@ START_TEST(test_cat_of_many_tensors) {
 }
 END_TEST
 
+/* ---- cancelling long work ([Note: Cancelling long work] in opd/cancel.h) ---- */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The sessions /v1/sessions lists. */
+static int sessions_listed(opd_server *s) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)opd_server_status_port(s))};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  static const char req[] =
+      "GET /v1/sessions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  ck_assert_int_eq(send(fd, req, sizeof req - 1, MSG_NOSIGNAL), (ssize_t)(sizeof req - 1));
+  char buf[1 << 16];
+  size_t got = 0;
+  for (ssize_t n; got < sizeof buf - 1 && (n = recv(fd, buf + got, sizeof buf - 1 - got, 0)) > 0;)
+    got += (size_t)n;
+  close(fd);
+  buf[got] = '\0';
+  const char *body = strstr(buf, "\r\n\r\n");
+  ck_assert_ptr_nonnull(body);
+  json_t *j = json_loads(body + 4, 0, NULL);
+  ck_assert_ptr_nonnull(j);
+  int count = (int)json_integer_value(json_object_get(j, "count"));
+  json_decref(j);
+  return count;
+}
+
+/* Starts, in a new session, a sum over 2^40 elements (an expanded one-element tensor):
+ * hours of work on the daemon's one worker. */
+static opd_client *start_long_sum(opd_server *s, opd_future **f) {
+  opd_client *c = connect_to(s);
+  float v = 1;
+  int64_t one = 1, huge = (int64_t)1 << 40;
+  opd_client_tensor x, big;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, &one, 1, &v, sizeof v, NULL, &x), 0);
+  ck_assert_int_eq(opd_client_call(c, "aten::expand",
+                                   (opd_client_value[]){opd_cv_tensor(x), opd_cv_ints(&huge, 1)}, 2,
+                                   &big, 1, NULL),
+                   0);
+  ck_assert_int_eq(opd_client_call_async(c, "aten::sum", (opd_client_value[]){opd_cv_tensor(big)},
+                                         1, NULL, NULL, f),
+                   0);
+  return c;
+}
+
+/* A one-element add in session c: 0, or its error. */
+static int small_call(opd_client *c) {
+  float v = 2, got = 0;
+  int64_t one = 1;
+  opd_client_tensor x, y;
+  int rc = opd_client_upload(c, OPD_FLOAT32, &one, 1, &v, sizeof v, NULL, &x);
+  if (rc) return rc;
+  rc = opd_client_call(c, "aten::mul.Tensor",
+                       (opd_client_value[]){opd_cv_tensor(x), opd_cv_tensor(x)}, 2, &y, 1, NULL);
+  if (rc) return rc;
+  ck_assert_int_eq(opd_client_download(c, y, &got, sizeof got, NULL), 0);
+  ck_assert(got == 4);
+  return opd_client_release(c, (opd_client_tensor[]){x, y}, 2);
+}
+
+/* A session that closes while its sum runs ends it: within 10 s the daemon's one worker
+ * serves another session and the first is gone from /v1/sessions. */
+START_TEST(test_closed_session_work_stops) {
+  opd_server *s = start(1);
+  opd_future *f;
+  opd_client *a = start_long_sum(s, &f);
+  ck_assert_int_eq(opd_future_wait_for(f, 200), OPD_EBUSY); /* it runs */
+  opd_client *b = connect_to(s);
+  ck_assert_int_eq(sessions_listed(s), 2);
+  opd_client_close(a);
+  opd_future_free(f);
+  double deadline = now_s() + 10;
+  while (sessions_listed(s) > 1 && now_s() < deadline)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  ck_assert_int_eq(sessions_listed(s), 1);
+  ck_assert_int_eq(small_call(b), 0); /* the worker is free */
+  opd_client_close(b);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* Stopping the daemon (what SIGTERM does) while a session's sum runs: the drain timeout
+ * passes, the connection closes and the sum stops, so the stop returns (the test case's
+ * timeout would catch one that waits for the sum). */
+START_TEST(test_stop_during_long_work) {
+  opd_server *s = start(1);
+  opd_future *f;
+  opd_client *a = start_long_sum(s, &f);
+  ck_assert_int_eq(opd_future_wait_for(f, 200), OPD_EBUSY);
+  opd_server_stop(s);
+  ck_assert_int_ne(opd_future_wait(f), 0); /* not a sum: the connection closed */
+  opd_future_free(f);
+  opd_client_close(a);
+}
+END_TEST
+
 Suite *opd_test_isolation_suite(void) {
   Suite *s = suite_create("isolation");
   TCase *tc = tcase_create("isolation");
@@ -240,6 +351,8 @@ Suite *opd_test_isolation_suite(void) {
   tcase_add_test(tc, test_slab_slot_zeroed);
   tcase_add_test(tc, test_empty_shows_no_other_session_data);
   tcase_add_test(tc, test_cat_of_many_tensors);
+  tcase_add_test(tc, test_closed_session_work_stops);
+  tcase_add_test(tc, test_stop_during_long_work);
   suite_add_tcase(s, tc);
   return s;
 }

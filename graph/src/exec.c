@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "compiled.h"
+#include "opd/cancel.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 
@@ -251,6 +252,10 @@ int opd_compiled_graph_run(opd_compiled_graph *cg, opd_tensor *const *inputs, ui
   uint32_t kernels = 0;
   for (uint32_t s = 0; s < p->nsteps && rc == 0; s++) {
     const opd__step *st = &p->steps[s];
+    if (opd_cancelled()) { /* [Note: Cancelling long work] in opd/cancel.h */
+      rc = opd_cancelled_error("a graph run");
+      break;
+    }
     if (st->kind == OPD__STEP_GROUP) {
       uint32_t k = 0;
       rc = opd__run_group(cg, ctx, st->index, &k);
@@ -265,6 +270,7 @@ int opd_compiled_graph_run(opd_compiled_graph *cg, opd_tensor *const *inputs, ui
       ctx->vals[v] = NULL;
     }
   }
+  if (rc == 0 && opd_cancelled()) rc = opd_cancelled_error("a graph run"); /* its last step's */
   for (uint32_t i = 0; i < noutputs && rc == 0; i++) {
     opd_tensor *t = ctx->vals[g->outputs[i]];
     if (!t)

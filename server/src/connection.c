@@ -124,13 +124,15 @@
  *
  * [Note: Closing]
  * On end of stream, a read or write error, or a drain timeout: queued requests are
- * cancelled, a partial upload's tensor is released, and running requests finish on their
- * workers; when the last one is back the session's handles are released and the
- * connection is freed.
+ * cancelled, a partial upload's tensor is released, and running requests are told to stop
+ * ([Note: Cancelling long work] in opd/cancel.h) and finish on their workers; when the last one is
+ * back the session's handles are released and the connection is freed.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include "connection.h"
 
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -448,6 +450,8 @@ void opd__conn_close(opd__conn *c) {
   pthread_mutex_lock(&c->wmu);
   c->closing = true;
   pthread_mutex_unlock(&c->wmu);
+  /* its running work stops ([Note: Cancelling long work] in opd/cancel.h) */
+  atomic_store_explicit(&c->session.budget.cancelled, true, memory_order_relaxed);
   opd__job *cancelled = opd__sched_cancel(&c->server->sched, &c->session);
   for (opd__job *j = cancelled; j; j = j->qnext) c->outstanding--;
   c->pending_head = c->pending_tail = NULL; /* in the response order: freed below */
@@ -1158,6 +1162,29 @@ static void update_reading(opd__conn *c) {
   }
   set_recycle_lazily(c, c->reading && !c->draining && !c->wait_idle && !c->close_after_flush &&
                             c->ndone == 0);
+}
+
+/* [Note: Clients gone while reading is paused]
+ * A connection whose reading is paused (its session's work at its limits, a long call
+ * running, answers waiting to be written) would not see its client go: the end of stream
+ * is only read behind the requests still buffered. So the loop looks at the sockets of such
+ * connections every OPD__HANGUP_CHECK_MS, with poll's POLLRDHUP (the peer shut its side,
+ * whatever is still unread) and POLLHUP / POLLERR, and closes those whose client has gone,
+ * as the end of stream would have ([Note: Closing]): their queued requests are cancelled and
+ * their running ones stopped ([Note: Cancelling long work] in opd/cancel.h), within
+ * OPD__HANGUP_CHECK_MS and the time a loop takes to look at its flag. */
+void opd__conns_check_hangup(opd_server *s) {
+  for (opd__conn *c = s->conns, *next; c; c = next) {
+    next = c->next;
+    uv_os_fd_t fd;
+    if (c->closing || c->reading || uv_fileno(&c->h.handle, &fd) != 0) continue;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): the client has gone", c->session.id,
+              c->peer);
+      opd__conn_close(c);
+    }
+  }
 }
 
 /* ---- the loop's entry points ---- */

@@ -18,6 +18,7 @@
 #include "graphs.h"
 #include "gpu.h"
 #include "metrics.h"
+#include "opd/cancel.h"
 #include "opd/checked.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
@@ -392,6 +393,8 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
   unsigned slot;
   uint64_t t0 = opd__metrics_ticks();
   int rc = opd_call_boxed_keys(call->op, call->keys, &call->stack, &slot);
+  /* a loop stopped early leaves a partial result ([Note: Cancelling long work]) */
+  if (rc == 0 && opd_cancelled()) rc = opd_cancelled_error(opd_op_name(call->op));
   job->kernel_ns = opd__metrics_ticks_ns(t0, opd__metrics_ticks());
   opd__metrics_call(call->op, slot, rc, job->kernel_ns, loop_lesson(job, rc));
   opd_tls_set(opd_default_dispatch_state);

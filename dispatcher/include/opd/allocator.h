@@ -144,6 +144,9 @@ typedef struct opd_mem_budget {
   /* tags the memory made while installed, so that it is cleared before another owner gets it
    * ([Note: Memory cleared between owners]); from opd_mem_owner_new, 0: none */
   uint64_t owner_id;
+  /* set when the owner is gone: its running work is to stop ([Note: Cancelling long work] in
+   * opd/cancel.h) */
+  _Atomic bool cancelled;
   uint64_t charged; /* bytes charged to storages made while installed, not refunded */
   /* [Note: A budget with one writer]
    * Set by an owner that knows every change of *held comes from the thread that set it,
