@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +123,7 @@ END_TEST
 
 /* ---- through a daemon ---- */
 
-static opd_server *start_with(int workers, uint64_t max_frame_bytes) {
+static opd_server *start_limited(int workers, uint64_t max_frame_bytes, uint64_t max_bytes_held) {
   opd_server_config cfg;
   opd_server_config_init(&cfg);
   opd_server_config_clear_listen(&cfg);
@@ -131,10 +132,18 @@ static opd_server *start_with(int workers, uint64_t max_frame_bytes) {
   cfg.drain_timeout_ms = 500;
   cfg.workers = workers;
   if (max_frame_bytes) cfg.max_frame_bytes = max_frame_bytes;
+  if (max_bytes_held) {
+    cfg.max_bytes_held = max_bytes_held;
+    cfg.max_handles = 1 << 22;
+  }
   opd_server *s;
   ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
   opd_server_config_destroy(&cfg);
   return s;
+}
+
+static opd_server *start_with(int workers, uint64_t max_frame_bytes) {
+  return start_limited(workers, max_frame_bytes, 0);
 }
 
 static opd_server *start(int workers) {
@@ -239,6 +248,76 @@ START_TEST(test_cat_of_many_tensors) {
 }
 END_TEST
 
+/* A one-element add in session c: 0, or its error. */
+static int small_call(opd_client *c) {
+  float v = 2, got = 0;
+  int64_t one = 1;
+  opd_client_tensor x, y;
+  int rc = opd_client_upload(c, OPD_FLOAT32, &one, 1, &v, sizeof v, NULL, &x);
+  if (rc) return rc;
+  rc = opd_client_call(c, "aten::mul.Tensor",
+                       (opd_client_value[]){opd_cv_tensor(x), opd_cv_tensor(x)}, 2, &y, 1, NULL);
+  if (rc) return rc;
+  ck_assert_int_eq(opd_client_download(c, y, &got, sizeof got, NULL), 0);
+  ck_assert(got == 4);
+  return opd_client_release(c, (opd_client_tensor[]){x, y}, 2);
+}
+
+/* ---- answers waiting to be read ([Note: Answers charged before they are held] in
+ * server/src/execute.c) ---- */
+
+/* An answer is charged to its session's max_bytes_held before it is packed, with the
+ * session's tensors, until it is written: aten::unbind of a 4,000-element tensor (16,000
+ * bytes held) answers 4,000 handles in about 8 KB, past a limit of 20 KiB, and is refused
+ * naming the option, while a smaller answer (of 500 tensors) fits; another session is
+ * served meanwhile. Answers that wait for a slow reader are charged the same way. */
+/* aten::unbind(t, 0) in session c: its result code, and the message of a failure. */
+static int unbind(opd_client *c, opd_client_tensor t, size_t *count, char *msg, size_t cap) {
+  opd_future *f;
+  ck_assert_int_eq(opd_client_call_async(c, "aten::unbind.int",
+                                         (opd_client_value[]){opd_cv_tensor(t), opd_cv_int(0)}, 2,
+                                         NULL, NULL, &f),
+                   0);
+  int rc = opd_future_wait(f);
+  snprintf(msg, cap, "%s", opd_future_error(f));
+  *count = 0;
+  if (rc == 0) {
+    const opd_client_value *v = opd_future_results(f, NULL);
+    ck_assert_ptr_nonnull(v);
+    *count = v[0].len;
+  }
+  opd_future_free(f);
+  return rc;
+}
+
+START_TEST(test_answers_charged) {
+  opd_server *s = start_limited(1, 0, 20 << 10);
+  opd_client *a = connect_to(s), *b = connect_to(s);
+  static float data[4000];
+  int64_t n = 4000, small = 500;
+  opd_client_tensor x, part;
+  ck_assert_int_eq(opd_client_upload(a, OPD_FLOAT32, &n, 1, data, sizeof data, NULL, &x), 0);
+  char msg[1024];
+  size_t count;
+  int rc = unbind(a, x, &count, msg, sizeof msg);
+  ck_assert_msg(rc == OPD_ERESOURCE, "%d: %s", rc, msg);
+  ck_assert_msg(strstr(msg, "max_bytes_held") && strstr(msg, "responses"), "%s", msg);
+  ck_assert_int_eq(small_call(b), 0);
+  ck_assert_int_eq(opd_client_call(a, "aten::slice.Tensor",
+                                   (opd_client_value[]){opd_cv_tensor(x), opd_cv_int(0),
+                                                        opd_cv_int(0), opd_cv_int(small)},
+                                   4, &part, 1, NULL),
+                   0);
+  rc = unbind(a, part, &count, msg, sizeof msg);
+  ck_assert_msg(rc == 0, "%s", msg);
+  ck_assert_uint_eq(count, (size_t)small);
+  opd_client_close(a);
+  ck_assert_int_eq(small_call(b), 0);
+  opd_client_close(b);
+  opd_server_stop(s);
+}
+END_TEST
+
 /* ---- cancelling long work ([Note: Cancelling long work] in opd/cancel.h) ---- */
 
 static double now_s(void) {
@@ -291,21 +370,6 @@ static opd_client *start_long_sum(opd_server *s, opd_future **f) {
   return c;
 }
 
-/* A one-element add in session c: 0, or its error. */
-static int small_call(opd_client *c) {
-  float v = 2, got = 0;
-  int64_t one = 1;
-  opd_client_tensor x, y;
-  int rc = opd_client_upload(c, OPD_FLOAT32, &one, 1, &v, sizeof v, NULL, &x);
-  if (rc) return rc;
-  rc = opd_client_call(c, "aten::mul.Tensor",
-                       (opd_client_value[]){opd_cv_tensor(x), opd_cv_tensor(x)}, 2, &y, 1, NULL);
-  if (rc) return rc;
-  ck_assert_int_eq(opd_client_download(c, y, &got, sizeof got, NULL), 0);
-  ck_assert(got == 4);
-  return opd_client_release(c, (opd_client_tensor[]){x, y}, 2);
-}
-
 /* A session that closes while its sum runs ends it: within 10 s the daemon's one worker
  * serves another session and the first is gone from /v1/sessions. */
 START_TEST(test_closed_session_work_stops) {
@@ -351,6 +415,7 @@ Suite *opd_test_isolation_suite(void) {
   tcase_add_test(tc, test_slab_slot_zeroed);
   tcase_add_test(tc, test_empty_shows_no_other_session_data);
   tcase_add_test(tc, test_cat_of_many_tensors);
+  tcase_add_test(tc, test_answers_charged);
   tcase_add_test(tc, test_closed_session_work_stops);
   tcase_add_test(tc, test_stop_during_long_work);
   suite_add_tcase(s, tc);

@@ -82,6 +82,14 @@ static bool reserve(uint64_t n) {
   return true;
 }
 
+int opd_cpu_allocator_reserve(uint64_t bytes) {
+  return reserve(bytes) ? 0 : OPD_ERESOURCE;
+}
+
+void opd_cpu_allocator_unreserve(uint64_t bytes) {
+  atomic_fetch_sub(&in_use, bytes);
+}
+
 /* Counts `rounded` bytes (for a request of `nbytes`) as in use: 0, or OPD_ERESOURCE when the
  * limit refuses them even with the cache emptied. */
 static int account(size_t nbytes, size_t rounded) {

@@ -268,6 +268,7 @@ static void job_free(opd__job *j) {
   j->reserved = 0;
   if (j->holds_session) opd__sched_resume(&c->server->sched, &c->session);
   j->holds_session = false;
+  opd__job_uncharge(j);
   if (c->nfree_jobs >= MAX_FREE_JOBS) {
     opd__arena_destroy(&j->arena);
     opd__free(j->out);
