@@ -34,6 +34,12 @@
  *   registry and the dynamic loader agree on what is loaded. The entry must be defined in
  *   the module itself: dlsym also searches the module's dependencies (libc), so the object
  *   defining the symbol is checked.
+ * - The compiler runs at nice COMPILER_NICE (or the daemon's, if that is higher), below the
+ *   daemon's workers: a compile uses a CPU the workers leave idle.
+ * - The queue holds at most queue_max compiles, and at most owner_queue_max of one owner
+ *   (opd_mem_owner_current: a daemon's session), so that one session's hundreds of programs
+ *   never make another's wait behind them; a refused program stays interpreted and is
+ *   submitted again by a later run.
  * - The service's thread takes queued compiles in order, one at a time, and runs their
  *   callbacks without the service's lock; opd__cc_stop lets the running one finish and then
  *   cancels the queued ones on that thread. opd__cc_build runs in any thread, several at
@@ -64,6 +70,7 @@
 #include <cpuid.h>
 #endif
 
+#include "opd/allocator.h"
 #include "opd/error.h"
 #include "opd/log.h"
 #include "opd/memory.h"
@@ -73,6 +80,7 @@
 #define CC_FLAGS \
   "-std=c17", "-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared"
 
+#define COMPILER_NICE    10  /* the compiler's nice value, at least */
 #define NAME_SIZE        33  /* 32 hex digits of the content address */
 #define FILE_SIZE        96  /* a file name in the directory: the name and a suffix */
 #define WHY_SIZE         512 /* a failure's reason */
@@ -86,6 +94,7 @@ typedef struct job {
   struct job *next;
   opd__cc_done_fn done;
   void *arg;
+  uint64_t owner;             /* who asked for it: opd_mem_owner_current() (a daemon's session) */
   const char *entry, *source; /* in this allocation, after the struct */
 } job;
 
@@ -96,7 +105,7 @@ struct opd__cc {
   char *identity; /* hashed into every name */
   char *env_path, *env_tmpdir;
   char *env[4]; /* the compiler's environment: PATH and TMPDIR when set, LC_ALL=C */
-  uint32_t timeout_ms, queue_max;
+  uint32_t timeout_ms, queue_max, owner_queue_max;
   pthread_t thread;
   pthread_mutex_t lock; /* the queue, busy, stopping and counts */
   pthread_cond_t work;  /* a compile was queued, or stopping */
@@ -204,6 +213,11 @@ static _Noreturn void exec_compiler(const opd__cc *cc, char *const argv[], int n
    * @resources) leaves the compiler under the daemon's own limits and the timeout. */
   for (int i = 0; i < 4; i++)
     if (setrlimit(resources[i], &limits[i]) != 0 && errno != EPERM) goto failed;
+  /* below the daemon's threads, its workers included: a compile takes only a CPU they leave
+   * idle (the same filter may deny this too) */
+  errno = 0;
+  int nice_now = getpriority(PRIO_PROCESS, 0);
+  if (errno == 0 && nice_now < COMPILER_NICE) (void)setpriority(PRIO_PROCESS, 0, COMPILER_NICE);
   execvpe(argv[0], argv, cc->env);
 failed:;
   int err = errno;
@@ -743,6 +757,7 @@ int opd__cc_start(const opd__cc_options *o, opd__cc **out) {
   cc->dirfd = -1;
   cc->timeout_ms = o->timeout_ms;
   cc->queue_max = o->queue_max;
+  cc->owner_queue_max = o->owner_queue_max ? o->owner_queue_max : o->queue_max;
   pthread_mutex_init(&cc->lock, NULL);
   pthread_cond_init(&cc->work, NULL);
   pthread_cond_init(&cc->idle, NULL);
@@ -784,15 +799,24 @@ int opd__cc_submit(opd__cc *cc, const char *source, const char *entry, opd__cc_d
   char *text = (char *)(j + 1);
   memcpy(text, entry, entry_size);
   memcpy(text + entry_size, source, source_size);
-  *j = (job){.done = done, .arg = arg, .entry = text, .source = text + entry_size};
+  uint64_t owner = opd_mem_owner_current();
+  *j = (job){.done = done, .arg = arg, .owner = owner, .entry = text, .source = text + entry_size};
   int rc = 0;
   pthread_mutex_lock(&cc->lock);
+  uint32_t mine = 0; /* the owner's compiles waiting: at most queue_max to count */
+  for (const job *q = cc->head; q && mine < cc->owner_queue_max; q = q->next)
+    mine += q->owner == owner;
   if (cc->stopping) {
     rc = opd_error(OPD_ECANCELED, "the compiler service is stopping");
   } else if (cc->counts.queued >= cc->queue_max) {
     cc->counts.rejected++;
     rc = opd_error(OPD_EBUSY, "the compiler queue is full (%" PRIu32 " compiles wait)",
                    cc->counts.queued);
+  } else if (mine >= cc->owner_queue_max) {
+    cc->counts.rejected++;
+    rc = opd_error(OPD_EBUSY,
+                   "%" PRIu32 " compiles of this session wait already (graph_cc_session_queue)",
+                   mine);
   } else {
     if (cc->tail)
       cc->tail->next = j;

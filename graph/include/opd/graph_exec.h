@@ -150,11 +150,13 @@ uint64_t opd_graph_numerics_mismatches(void);
 /* [Note: The C tier of fused programs]: CPU groups' programs compiled by the system compiler
  * off the request path and swapped in for the interpreter when loaded. */
 typedef struct opd_graph_c_tier_options {
-  const char *cc;      /* the compiler: a path, or a name looked up in PATH ("cc") */
-  const char *dir;     /* its private cache directory: created 0700, refused unless the
-                          process's user owns it and no one else may enter it */
-  uint32_t timeout_ms; /* one compiler run's wall-clock limit, killed past it (0: 30 s) */
-  uint32_t queue_max;  /* most programs waiting to compile, more stay interpreted (0: 256) */
+  const char *cc;             /* the compiler: a path, or a name looked up in PATH ("cc") */
+  const char *dir;            /* its private cache directory: created 0700, refused unless the
+                                 process's user owns it and no one else may enter it */
+  uint32_t timeout_ms;        /* one compiler run's wall-clock limit, killed past it (0: 30 s) */
+  uint32_t queue_max;         /* most programs waiting to compile, more stay interpreted (0: 256) */
+  uint32_t session_queue_max; /* most of one session's (the budget installed on the thread
+                                 that runs the graph) waiting; more stay interpreted (0: 16) */
 } opd_graph_c_tier_options;
 /* Starts the process's C tier: 0, OPD_EINVAL when the directory is not private or the
  * compiler cannot be run (the reason in opd_last_error()), OPD_EEXIST when started. */
