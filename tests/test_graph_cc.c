@@ -593,6 +593,40 @@ START_TEST(test_queue_per_owner_and_nice) {
 }
 END_TEST
 
+/* [Note: The C tier's directory is bounded]: past max_bytes a compile removes the least
+ * recently used modules, never one loaded nor the one just built. */
+START_TEST(test_directory_bounded) {
+  if (opd_test_no_compiler("cc", "test_directory_bounded")) return;
+  char dir[64];
+  temp_dir(dir);
+  opd__cc_options o = {.cc = "cc", .dir = dir, .timeout_ms = 30000, .queue_max = 4, .max_bytes = 1};
+  opd__cc *cc;
+  ck_assert_msg(opd__cc_start(&o, &cc) == 0, "%s", opd_last_error());
+  opd__cc_module *mod[3];
+  void *fn;
+  char why[256], source[3][64];
+  for (int i = 0; i < 3; i++) {
+    snprintf(source[i], sizeof source[i], "int opd_entry(int x) { return x * %d; }\n", i + 5);
+    ck_assert_msg(opd__cc_build(cc, source[i], "opd_entry", &mod[i], &fn, why, sizeof why) == 0,
+                  "%s", why);
+    ck_assert_int_eq(((int (*)(int))fn)(2), 2 * (i + 5));
+    if (i == 0) opd__cc_module_release(mod[0]); /* the first is not in use when the others build */
+  }
+  /* the first was removed when the second was built; the second (loaded) and third stay */
+  ck_assert_int_eq(count_files(dir, ".so"), 2);
+  ck_assert_int_eq(count_files(dir, ".c"), 2);
+  ck_assert_uint_eq(stats_of(cc).evicted, 1);
+  ck_assert_uint_eq(stats_of(cc).compiles, 3);
+  /* the removed one is compiled again when asked for */
+  ck_assert_msg(opd__cc_build(cc, source[0], "opd_entry", &mod[0], &fn, why, sizeof why) == 0, "%s",
+                why);
+  ck_assert_uint_eq(stats_of(cc).compiles, 4);
+  for (int i = 0; i < 3; i++) opd__cc_module_release(mod[i]);
+  opd__cc_stop(cc);
+  remove_tree(dir);
+}
+END_TEST
+
 typedef struct racer {
   opd__cc *cc;
   int rc;
@@ -719,6 +753,7 @@ Suite *opd_test_graph_cc_suite(void) {
   tcase_add_test(tc, test_submit_and_drain);
   tcase_add_test(tc, test_queue_full_and_stop);
   tcase_add_test(tc, test_queue_per_owner_and_nice);
+  tcase_add_test(tc, test_directory_bounded);
   tcase_add_test(tc, test_concurrent_builds);
   tcase_add_test(tc, test_allocation_failures);
   suite_add_tcase(s, tc);

@@ -48,6 +48,7 @@
 #define _GNU_SOURCE /* closefrom, dladdr1, dlinfo, execvpe, pipe2 */
 #include "c_compiler.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +107,7 @@ struct opd__cc {
   char *env_path, *env_tmpdir;
   char *env[4]; /* the compiler's environment: PATH and TMPDIR when set, LC_ALL=C */
   uint32_t timeout_ms, queue_max, owner_queue_max;
+  uint64_t max_bytes; /* of the directory's modules (0: no bound) */
   pthread_t thread;
   pthread_mutex_t lock; /* the queue, busy, stopping and counts */
   pthread_cond_t work;  /* a compile was queued, or stopping */
@@ -519,6 +521,96 @@ const char *opd__cc_module_name(const opd__cc_module *m) {
 
 /* ---- building ---- */
 
+/* ---- the directory's size ---- */
+
+typedef struct stored {
+  char name[NAME_SIZE];
+  uint64_t bytes;  /* its .c, .so and .log */
+  int64_t used_ns; /* its .so's modification time: when it was built or last loaded */
+} stored;
+
+static bool is_content_name(const char *s, size_t n) {
+  if (n != NAME_SIZE - 1) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+  return true;
+}
+
+static bool loaded_by_name(const char *name) {
+  pthread_mutex_lock(&loaded.lock);
+  const opd__cc_module *m = loaded.head;
+  while (m && strcmp(m->name, name) != 0) m = m->next;
+  pthread_mutex_unlock(&loaded.lock);
+  return m != NULL;
+}
+
+static int by_use(const void *a, const void *b) {
+  int64_t x = ((const stored *)a)->used_ns, y = ((const stored *)b)->used_ns;
+  return x < y ? -1 : x > y;
+}
+
+/* [Note: The C tier's directory is bounded]
+ * Every distinct program leaves a source, an object and a log (about 19 KB) in the directory.
+ * After each compile the directory's modules are summed (their .c, .so and .log), and while
+ * they take more than max_bytes the least recently used are removed: the oldest .so
+ * modification time, which a build sets and a load from disk renews. A module loaded in this
+ * process (in use by a group) is never removed, nor the one just built; temporary files of
+ * builds in flight have other names and are left alone. A removed module is compiled again
+ * when a program needs it. */
+static void trim_directory(opd__cc *cc, const char *keep) {
+  if (!cc->max_bytes) return;
+  int fd = dup(cc->dirfd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  rewinddir(d); /* the offset is the directory descriptor's, shared with the dup */
+  stored *all = NULL;
+  size_t n = 0, cap = 0;
+  uint64_t total = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *dot = strrchr(e->d_name, '.');
+    struct stat st;
+    if (!dot || !is_content_name(e->d_name, (size_t)(dot - e->d_name)) ||
+        (strcmp(dot, ".c") && strcmp(dot, ".so") && strcmp(dot, ".log")) ||
+        fstatat(cc->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    size_t i = 0;
+    while (i < n && strncmp(all[i].name, e->d_name, NAME_SIZE - 1) != 0) i++;
+    if (i == n) {
+      if (n == cap) {
+        stored *more = opd__realloc(all, (cap = cap ? 2 * cap : 64) * sizeof *all);
+        if (!more) break;
+        all = more;
+      }
+      all[n] = (stored){.bytes = 0, .used_ns = INT64_MIN};
+      memcpy(all[n].name, e->d_name, NAME_SIZE - 1);
+      all[n++].name[NAME_SIZE - 1] = '\0';
+    }
+    all[i].bytes += (uint64_t)st.st_size;
+    total += (uint64_t)st.st_size;
+    if (!strcmp(dot, ".so"))
+      all[i].used_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  closedir(d);
+  qsort(all, n, sizeof *all, by_use);
+  for (size_t i = 0; i < n && total > cc->max_bytes; i++) {
+    if (!strcmp(all[i].name, keep) || loaded_by_name(all[i].name)) continue;
+    static const char *const suffixes[] = {".so", ".c", ".log"};
+    for (int k = 0; k < 3; k++) {
+      char file[FILE_SIZE];
+      snprintf(file, sizeof file, "%s%s", all[i].name, suffixes[k]);
+      unlinkat(cc->dirfd, file, 0);
+    }
+    total -= all[i].bytes;
+    pthread_mutex_lock(&cc->lock);
+    cc->counts.evicted++;
+    pthread_mutex_unlock(&cc->lock);
+  }
+  opd__free(all);
+}
+
 int opd__cc_build(opd__cc *cc, const char *source, const char *entry, opd__cc_module **mod,
                   void **fn, char *why, size_t why_size) {
   *mod = NULL;
@@ -535,6 +627,11 @@ int opd__cc_build(opd__cc *cc, const char *source, const char *entry, opd__cc_mo
   if (!m) {
     bool on_disk = built_on_disk(cc, name, source, len);
     if (!on_disk && (rc = compile(cc, name, source, len, why, why_size)) != 0) return rc;
+    if (on_disk) { /* used now ([Note: The C tier's directory is bounded]) */
+      char so[FILE_SIZE];
+      snprintf(so, sizeof so, "%s.so", name);
+      (void)utimensat(cc->dirfd, so, NULL, AT_SYMLINK_NOFOLLOW);
+    }
     pthread_mutex_lock(&loaded.lock);
     rc = find_locked(name, entry, source, len, &m, why, why_size); /* loaded meanwhile? */
     if (rc == 0 && !m) rc = open_locked(cc, name, entry, source, len, &m, why, why_size);
@@ -544,6 +641,8 @@ int opd__cc_build(opd__cc *cc, const char *source, const char *entry, opd__cc_mo
       pthread_mutex_lock(&cc->lock);
       cc->counts.disk_hits++;
       pthread_mutex_unlock(&cc->lock);
+    } else {
+      trim_directory(cc, name);
     }
   }
   *mod = m;
@@ -757,6 +856,7 @@ int opd__cc_start(const opd__cc_options *o, opd__cc **out) {
   cc->dirfd = -1;
   cc->timeout_ms = o->timeout_ms;
   cc->queue_max = o->queue_max;
+  cc->max_bytes = o->max_bytes;
   cc->owner_queue_max = o->owner_queue_max ? o->owner_queue_max : o->queue_max;
   pthread_mutex_init(&cc->lock, NULL);
   pthread_cond_init(&cc->work, NULL);

@@ -18,6 +18,7 @@ typedef struct opd__cc_options {
   uint32_t timeout_ms;      /* one compiler run's wall-clock limit: killed past it (at least 1) */
   uint32_t queue_max;       /* most compiles waiting in the queue (at least 1) */
   uint32_t owner_queue_max; /* most of one owner's (opd_mem_owner_current) waiting (0: queue_max) */
+  uint64_t max_bytes; /* the directory's modules, least recently used removed past it (0: none) */
 } opd__cc_options;
 
 /* Creates/checks the directory, probes the compiler's identity, starts the service's thread.

@@ -52,8 +52,9 @@ int opd_graph_c_tier_start(const opd_graph_c_tier_options *o) {
                         .dir = o->dir,
                         .timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS,
                         .queue_max = o->queue_max ? o->queue_max : DEFAULT_QUEUE_MAX,
-                        .owner_queue_max = o->session_queue_max ? o->session_queue_max
-                                                                : DEFAULT_SESSION_QUEUE_MAX};
+                        .owner_queue_max =
+                            o->session_queue_max ? o->session_queue_max : DEFAULT_SESSION_QUEUE_MAX,
+                        .max_bytes = o->max_bytes};
   pthread_rwlock_wrlock(&service_lock);
   int rc = service ? opd_error(OPD_EEXIST, "the C tier is started already")
                    : opd__cc_start(&co, &service);

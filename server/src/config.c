@@ -134,6 +134,10 @@ const opd__option opd__options[] = {
         "most programs of one session waiting to be compiled by the C tier; more stay "
         "interpreted and are tried again by a later run, so that one session's many programs "
         "never make another's wait behind them (default 16)"),
+    OPT("graph_cc_max_bytes", "BYTES", OPD__OPT_U64, graph_cc_max_bytes, 0, UINT64_C(1) << 50,
+        "most bytes the C tier's directory keeps of compiled programs (their source, object and "
+        "log); past it the least recently used not loaded are removed after a compile; 0: no "
+        "bound (default 268435456)"),
 };
 const size_t opd__num_options = sizeof opd__options / sizeof *opd__options;
 
@@ -166,6 +170,7 @@ void opd_server_config_init(opd_server_config *c) {
       .graph_cc = "cc",
       .graph_cc_timeout_ms = 30000,
       .graph_cc_session_queue = 16,
+      .graph_cc_max_bytes = UINT64_C(268435456),
   };
   /* The default address is a constant known to parse; only memory can fail, and then the
    * server refuses to start for want of a listener. */
