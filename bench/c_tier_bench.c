@@ -5,7 +5,7 @@
  *   opd-bench-c-tier [ROUNDS] [CACHE_DIR]
  *
  * Two pointwise chains: the hand-written tanh-GELU of the graph benchmarks (8 operations)
- * and relu((x * 1.5 + 0.5) * x - 0.25) of ../shared/models/graphs.md (5), each on 4 Ki,
+ * and relu((x * 1.5 + 0.5) * x - 0.25) (a pointwise chain of five operators), each on 4 Ki,
  * 64 Ki, 1 Mi and 16 Mi float32 elements. For each, three compiled graphs of the same
  * program: unfused (no pointwise_groups pass: one kernel a node), fused and interpreted,
  * fused and compiled to C (the tier started, the program compiled and loaded, the tier

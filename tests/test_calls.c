@@ -5,7 +5,7 @@
  * AutogradOther, no tensor arguments, FallthroughExecuted, undefined operator), each of
  * which must leave the stack empty and every tensor's reference count balanced.
  *
- * Expected outcomes follow ../shared/oracle/FORMAT.md sections 4 to 6 (PyTorch 1.13);
+ * Expected outcomes follow tests/fixtures/oracle/FORMAT.md sections 4 to 6 (PyTorch 1.13);
  * the directed scenario each case mirrors is named in a comment. Each test uses its own
  * namespace and removes what it registers, so the suite also passes with CK_FORK=no.
  */

@@ -1,5 +1,5 @@
 /* test_files.h: files in tests (shared by the suites that stage plugins in a directory,
- * those that need a C compiler, and those that read the fixtures of ../shared). */
+ * those that need a C compiler, and those that read the fixtures of tests/fixtures). */
 #ifndef OPD_TESTS_TEST_FILES_H
 #define OPD_TESTS_TEST_FILES_H
 
@@ -40,16 +40,16 @@ static inline bool opd_test_no_compiler(const char *cc, const char *test) {
   return true;
 }
 
-#ifndef OPD_SHARED_DIR_DEFAULT
-#define OPD_SHARED_DIR_DEFAULT OPD_SOURCE_DIR "/../shared"
+#ifndef OPD_FIXTURES_DIR_DEFAULT
+#define OPD_FIXTURES_DIR_DEFAULT OPD_SOURCE_DIR "/tests/fixtures"
 #endif
 
-/* The JSON document at `relative` (e.g. "oracle/public.json") under $OPD_SHARED_DIR, or the
+/* The JSON document at `relative` (e.g. "oracle/public.json") under $OPD_FIXTURES_DIR, or the
  * build's shared directory beside the checkout (a new reference; the test fails without it). */
 static inline json_t *opd_test_load_shared(const char *relative) {
-  const char *dir = getenv("OPD_SHARED_DIR");
+  const char *dir = getenv("OPD_FIXTURES_DIR");
   char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir ? dir : OPD_SHARED_DIR_DEFAULT, relative);
+  snprintf(path, sizeof path, "%s/%s", dir ? dir : OPD_FIXTURES_DIR_DEFAULT, relative);
   json_error_t jerr;
   json_t *root = json_load_file(path, 0, &jerr);
   ck_assert_msg(root != NULL, "cannot load %s: %s", path, jerr.text);

@@ -348,7 +348,7 @@ static bool compiles_for_sm90(const opd__pw_program *p, char **log) {
   return rc == 0 || rc == OPD_EUNAVAILABLE;
 }
 
-/* The graphs of the fixture (../shared/graphs/public.json: traced GPT-2 block, attention,
+/* The graphs of the fixture (tests/fixtures/graphs/public.json: traced GPT-2 block, attention,
  * RMSNorm, softmax forms, ...), compiled on the CPU as opd-graph-conformance compiles them:
  * every fused group's source compiles for sm_90 and computes on the host what the
  * interpreter computes, on the fixture's inputs and stand-ins for the values other kernels

@@ -461,6 +461,123 @@ START_TEST(test_run_charged_to_budget) {
 }
 END_TEST
 
+/* ---- isolation between sessions ([Note: A compiled graph's memory never reaches a caller]
+ * in graph/src/outputs.c, [Note: The charge of a graph definition] in server/src/graphs.c) */
+
+/* contiguous(mul(add(t(x), t(x)), .)) of a [3, 4] x: the product is a planned buffer of the
+ * compiled graph, which `contiguous` returns a view of at run time. */
+static opd_client_graph define_planned(opd_client *c, bool *hit) {
+  opd_graph_builder *b;
+  ck_assert_int_eq(opd_graph_builder_new(c, &b), 0);
+  opd_client_tensor x, t, a, m, out;
+  ck_assert_int_eq(opd_graph_input(b, OPD_FLOAT32, (int64_t[]){3, 4}, 2, NULL, false, &x), 0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::t", (opd_client_value[]){opd_cv_tensor(x)}, 1, &t), 0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::add.Tensor",
+                                  (opd_client_value[]){opd_cv_tensor(t), opd_cv_tensor(t)}, 2, &a),
+                   0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::mul.Tensor",
+                                  (opd_client_value[]){opd_cv_tensor(a), opd_cv_tensor(a)}, 2, &m),
+                   0);
+  ck_assert_int_eq(
+      opd_graph_node(b, "aten::contiguous", (opd_client_value[]){opd_cv_tensor(m)}, 1, &out), 0);
+  opd_client_graph g;
+  opd_client_graph_info info;
+  ck_assert_msg(opd_graph_define(b, &out, 1, &g, &info) == 0, "define: %s",
+                opd_client_last_error());
+  opd_graph_builder_free(b);
+  *hit = info.cache_hit;
+  return g;
+}
+
+/* (2 x[j][i])^2 for element k of the [4, 3] result. */
+static void check_planned_result(opd_client *c, opd_client_tensor r, const float *x,
+                                 const char *who) {
+  float got[12];
+  ck_assert_int_eq(opd_client_download(c, r, got, sizeof got, NULL), 0);
+  for (int k = 0; k < 12; k++) {
+    float s = 2.0f * x[(k % 3) * 4 + k / 3];
+    ck_assert_msg(got[k] == s * s, "%s: element %d: %g, expected %g", who, k, got[k], s * s);
+  }
+}
+
+START_TEST(test_sessions_never_share_graph_memory) {
+  opd_server *s = start_daemon(NULL);
+  opd_client *a = connect_daemon(s), *b = connect_daemon(s);
+  float xa[12], xb[12];
+  for (int i = 0; i < 12; i++) {
+    xa[i] = (float)(i + 1);
+    xb[i] = (float)(i % 5) - 7.0f;
+  }
+  opd_client_tensor ta = upload_f32(a, (int64_t[]){3, 4}, 2, xa);
+  opd_client_tensor tb = upload_f32(b, (int64_t[]){3, 4}, 2, xb);
+  bool hit;
+  opd_client_graph ga = define_planned(a, &hit);
+  ck_assert(!hit);
+  opd_client_tensor ra = 0, rb = 0, w;
+  for (int i = 0; i < 8; i++) /* past the runs that check the fused group: it runs fused */
+    ck_assert_int_eq(opd_graph_run(a, ga, &ta, 1, &ra, 1, NULL), 0);
+  opd_client_graph gb = define_planned(b, &hit);
+  ck_assert(hit); /* one compiled graph, shared */
+  for (int i = 0; i < 8; i++) ck_assert_int_eq(opd_graph_run(b, gb, &tb, 1, &rb, 1, NULL), 0);
+  check_planned_result(a, ra, xa, "A after B's runs");
+  check_planned_result(b, rb, xb, "B");
+  ck_assert_int_eq(opd_fill_(a, ra, opd_cs_double(-3.0), &w), 0); /* A writes its result */
+  check_planned_result(b, rb, xb, "B after A wrote its result");
+  ck_assert_int_eq(opd_graph_run(b, gb, &tb, 1, &rb, 1, NULL), 0);
+  check_planned_result(b, rb, xb, "B's run after A wrote its result");
+  opd_client_close(b);
+  opd_client_close(a);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* A graph of n nodes, each an add.Scalar of its own constant (no two alike: no cache hit). */
+static int define_chain(opd_client *c, int n, double seed, opd_client_graph *g) {
+  opd_graph_builder *b;
+  ck_assert_int_eq(opd_graph_builder_new(c, &b), 0);
+  opd_client_tensor v;
+  ck_assert_int_eq(opd_graph_input(b, OPD_FLOAT32, (int64_t[]){4}, 1, NULL, false, &v), 0);
+  for (int i = 0; i < n; i++)
+    ck_assert_int_eq(
+        opd_graph_node(b, "aten::add.Scalar",
+                       (opd_client_value[]){opd_cv_tensor(v), opd_cv_double(seed + i * 1e-3)}, 2,
+                       &v),
+        0);
+  int rc = opd_graph_define(b, &v, 1, g, NULL);
+  opd_graph_builder_free(b);
+  return rc;
+}
+
+/* Graph definitions are charged to the session before they are compiled: a session past
+ * max_bytes_held is refused with RESOURCE_EXHAUSTED naming it, releasing a graph gives its
+ * charge back, and another session is not affected. */
+START_TEST(test_graph_definitions_charged) {
+  opd_server *s = start_daemon(&(daemon_limits){.max_bytes_held = 16 << 20});
+  opd_client *a = connect_daemon(s), *b = connect_daemon(s);
+  opd_client_graph g[64];
+  int defined = 0, rc = 0;
+  while (defined < 64 && (rc = define_chain(a, 1000, defined, &g[defined])) == 0) defined++;
+  expect_client_error(rc, OPD_ERESOURCE, "max_bytes_held");
+  ck_assert_int_ge(defined, 1);
+  ck_assert_int_lt(defined, 20); /* megabytes a graph: far fewer than max_graphs */
+  opd_client_graph more;
+  ck_assert_int_eq(define_chain(b, 1000, 0.5, &more), 0); /* b is charged on its own */
+  /* releasing gives the charge back (two graphs: they differ by a few bytes of text) */
+  ck_assert_int_eq(opd_graph_release(a, g[0]), 0);
+  ck_assert_int_eq(opd_graph_release(a, g[1]), 0);
+  ck_assert_msg(define_chain(a, 1000, 1000.0, &g[0]) == 0, "after a release: %s",
+                opd_client_last_error());
+  /* a cache hit (b's graph) is charged as the definition it repeats */
+  int hits = 0;
+  while (hits < 64 && (rc = define_chain(a, 1000, 0.5, &g[1 + hits])) == 0) hits++;
+  expect_client_error(rc, OPD_ERESOURCE, "max_bytes_held");
+  ck_assert_int_lt(hits, 4);
+  opd_client_close(b);
+  opd_client_close(a);
+  opd_server_stop(s);
+}
+END_TEST
+
 /* The text of the one file in dir (malloc'd), or NULL; *mode its permission bits. */
 static char *only_file(const char *dir, char *name, size_t cap, unsigned *mode) {
   DIR *d = opendir(dir);
@@ -942,6 +1059,8 @@ Suite *opd_test_graph_server_suite(void) {
   tcase_add_test(api, test_run_charged_to_budget);
   tcase_add_test(api, test_dumps);
   tcase_add_test(api, test_hot_registration_invalidates);
+  tcase_add_test(api, test_sessions_never_share_graph_memory);
+  tcase_add_test(api, test_graph_definitions_charged);
   suite_add_tcase(s, api);
   TCase *bad = tcase_create("bad_input");
   tcase_set_timeout(bad, 120);

@@ -3,7 +3,7 @@
  * and error names and messages (error.c).
  *
  * Expectations come from PyTorch 1.13's c10 (names, values, priority order, the
- * cross-product key set of ../shared/oracle/FORMAT.md section 2), written out here by hand
+ * cross-product key set of tests/fixtures/oracle/FORMAT.md section 2), written out here by hand
  * or read from the oracle fixture recorded from real PyTorch (key_enum, alias_sets,
  * autograd_backend_keys, tensor_keysets, default_tls, priority cases).
  */

@@ -4,7 +4,7 @@
  * after opd_kernels_register().
  *
  * Expected values come from plain double loops written here (matrix products) or by hand;
- * expected errors and dtypes are PyTorch 1.13's (../shared/conformance/FORMAT.md). */
+ * expected errors and dtypes are PyTorch 1.13's (tests/fixtures/conformance/FORMAT.md). */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * and introspection (introspect.c).
  *
  * Covers the rules of def / impl / fallthrough / backend fallback / deregister, each
- * table-filling rule of ../shared/oracle/FORMAT.md section 4 (asserted through the JSON
+ * table-filling rule of tests/fixtures/oracle/FORMAT.md section 4 (asserted through the JSON
  * "source" of specific slots, as the oracle spells them), a fixed-seed property test
  * that compares every slot after each random registration change with an independent
  * model of those rules (and checks that incremental updates equal a full recompute),

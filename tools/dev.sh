@@ -19,8 +19,9 @@ cd "$(dirname "$0")/.."
 # clang and libclang-rt-14-dev (libFuzzer, the sanitizers' runtimes): the fuzz build only
 PACKAGES=(build-essential cmake pkg-config clang-format clang libclang-rt-14-dev python3
   libjansson-dev check libsubunit-dev libopenblas-dev libuv1-dev libprotobuf-c-dev
-  protobuf-c-compiler liburcu-dev libhttp-parser-dev chromium
-  python3-dev python3-numpy python3-pytest python3-torch python3-setuptools python3-pip python3-venv)
+  protobuf-c-compiler liburcu-dev libhttp-parser-dev chromium jq
+  python3-dev python3-numpy python3-pytest python3-torch python3-torchvision python3-setuptools
+  python3-pip python3-venv)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -41,13 +42,13 @@ deps() {
 build() { # build DIR [cmake args...]
   local dir=$1
   shift
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DOPD_WERROR=ON "$@" >/dev/null
   cmake --build "$dir" -j"$(nproc)"
 }
 
 # The fuzz build: only the drivers and what they link, all instrumented (tests/fuzz/README.md).
 build_fuzz() {
-  cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DOPD_FUZZ=ON \
+  cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DOPD_WERROR=ON -DCMAKE_C_COMPILER=clang -DOPD_FUZZ=ON \
     -DOPD_CUDA=OFF -DOPD_BENCH=OFF >/dev/null
   cmake --build build-fuzz -j"$(nproc)" --target fuzzers
 }

@@ -82,14 +82,6 @@ static bool reserve(uint64_t n) {
   return true;
 }
 
-int opd_cpu_allocator_reserve(uint64_t bytes) {
-  return reserve(bytes) ? 0 : OPD_ERESOURCE;
-}
-
-void opd_cpu_allocator_unreserve(uint64_t bytes) {
-  atomic_fetch_sub(&in_use, bytes);
-}
-
 /* Counts `rounded` bytes (for a request of `nbytes`) as in use: 0, or OPD_ERESOURCE when the
  * limit refuses them even with the cache emptied. */
 static int account(size_t nbytes, size_t rounded) {
@@ -304,4 +296,12 @@ void opd_cpu_allocator_set_limit(uint64_t bytes) {
 
 void opd_memory_stats_reset_peak(int device_type) {
   if (device_type == OPD_DEVICE_CPU) atomic_store(&peak, atomic_load(&in_use));
+}
+
+int opd_cpu_allocator_reserve(uint64_t bytes) {
+  return bytes ? account(bytes, bytes) : 0;
+}
+
+void opd_cpu_allocator_unreserve(uint64_t bytes) {
+  atomic_fetch_sub(&in_use, bytes);
 }

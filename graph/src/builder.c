@@ -14,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile.h"
 #include "graph_internal.h"
 #include "opd/checked.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 #include "opd/utf8.h"
+#include "src/loops.h"
 
 #define OPD__MAX_NODE_OUTPUTS 1024
 
@@ -148,6 +150,29 @@ static uint64_t value_bytes(const opd_ivalue *v) {
   }
 }
 
+/* A literal tensor copied into a storage of the graph's own (aten::clone, its layout kept). */
+static int copy_literal(const opd_argument *sa, opd_tensor *t, opd_ivalue *out) {
+  const opd_operator *clone = opd__graph_find_op("aten::clone");
+  if (!clone) return opd_error(OPD_ENOENT, "aten::clone is not defined");
+  opd_stack st;
+  opd_stack_init(&st);
+  opd_stack_push(&st, opd_iv_tensor_borrow(t));
+  opd_stack_push(&st, opd_iv_none());
+  int rc = opd_call_boxed(clone, &st);
+  if (rc == 0 && (st.size != 1 || st.items[0].tag != OPD_IV_TENSOR))
+    rc = opd_error(OPD_EINTERNAL, "aten::clone returned no tensor");
+  if (rc) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s", opd_last_error());
+    opd_stack_destroy(&st);
+    return opd_error(rc, "argument '%s': copying the literal tensor: %s", sa->name, msg);
+  }
+  opd_tensor_retain(st.items[0].u.t);
+  *out = opd_iv_tensor_steal(st.items[0].u.t);
+  opd_stack_destroy(&st);
+  return 0;
+}
+
 /* A constant argument, converted to what the schema's type takes. */
 static int constant_arg(const opd_argument *sa, const opd_ivalue *in, opd__garg *out) {
   const opd_type *t = &sa->type;
@@ -164,6 +189,11 @@ static int constant_arg(const opd_argument *sa, const opd_ivalue *in, opd__garg 
     int64_t rep[OPD_SCHEMA_MAX_FIXED_SIZE];
     for (int i = 0; i < t->fixed_size; i++) rep[i] = in->u.i;
     rc = opd_iv_make_int_list(&out->value, rep, (size_t)t->fixed_size);
+  } else if (in->tag == OPD_IV_TENSOR) {
+    /* the graph's own copy: the caller may write its tensor later, and a compiled graph's
+     * constants are read-only ([Note: A compiled graph's memory never reaches a caller] in
+     * outputs.c) */
+    rc = copy_literal(sa, in->u.t, &out->value);
   } else {
     rc = opd_iv_copy(&out->value, in);
   }
@@ -247,8 +277,11 @@ static int build_arg(opd_graph *g, uint32_t self, const char *label, const opd_a
 }
 
 /* Gives every wrapped number the dtype of the 0-d tensor PyTorch would make of it in this
- * call (the result type of the call's tensors and that number) and its Meta twin. */
-static int wrap_numbers(opd_graph *g, opd__garg *args, uint32_t nargs) {
+ * call (the result type of the call's tensors and that number) and its Meta twin. A number
+ * that dtype cannot hold (1e308 for float32) is refused here, naming the node and the
+ * argument, as the fill that makes its tensor when the graph is lowered would refuse it. */
+static int wrap_numbers(opd_graph *g, const char *label, const opd_schema *schema, opd__garg *args,
+                        uint32_t nargs) {
   opd_result_type_state st = opd_result_type_init();
   bool any_tensor = false;
   for (uint32_t i = 0; i < nargs; i++) {
@@ -277,6 +310,13 @@ static int wrap_numbers(opd_graph *g, opd__garg *args, uint32_t nargs) {
       opd_result_type_state s = st;
       opd_result_type_add_scalar(&s, kind);
       dt = opd_result_type(&s);
+    }
+    opd__value converted;
+    if (opd__scalar_to(opd_iv_to_scalar(&a->value), dt, &converted)) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "%s", opd_last_error());
+      return opd_error(OPD_EINVAL, "%s, argument '%s': a number for a %s tensor: %s", label,
+                       schema->args[i].name, opd_dtype_name(dt), msg);
     }
     a->wrapped_dtype = (int8_t)dt;
     int rc = opd_tensor_empty(NULL, 0, dt, (opd_device){OPD_DEVICE_META, -1}, &a->meta);
@@ -378,7 +418,7 @@ int opd_graph_add_node(opd_graph *g, const char *name, const opd_graph_arg *args
     rc = opd_error(OPD_EINVAL,
                    "%s: its constant arguments take the graph past max_arg_bytes (%llu bytes)",
                    label, (unsigned long long)g->limits.max_arg_bytes);
-  if (rc == 0) rc = wrap_numbers(g, gargs, schema->num_args);
+  if (rc == 0) rc = wrap_numbers(g, label, schema, gargs, schema->num_args);
   if (rc) {
     opd__gargs_destroy(gargs, schema->num_args);
     return rc;

@@ -9,6 +9,7 @@
 #include "graph_print.h"
 #include "opd/clock.h"
 #include "opd/cuda_nvrtc.h"
+#include "opd/allocator.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 
@@ -36,6 +37,7 @@ const char *opd_graph_codegen_id(void) {
 static _Atomic uint64_t next_id = 1;
 
 static void compiled_free(opd_compiled_graph *cg) {
+  opd_cpu_allocator_unreserve(cg->host_bytes);
   opd__compiled_free_contexts(cg);
   for (uint32_t i = 0; cg->states && i < cg->plan->ngroups; i++) {
     opd_nvrtc_function_free(cg->states[i].cuda_fn);
@@ -47,6 +49,8 @@ static void compiled_free(opd_compiled_graph *cg) {
   opd__free(cg->ir_before);
   opd__free(cg->key);
   opd__free(cg->states);
+  opd__free(cg->constants);
+  opd__free(cg->out_checked);
   pthread_mutex_destroy(&cg->lock);
   opd__free(cg);
 }
@@ -58,6 +62,21 @@ void opd_compiled_graph_retain(opd_compiled_graph *cg) {
 void opd_compiled_graph_release(opd_compiled_graph *cg) {
   if (cg && atomic_fetch_sub_explicit(&cg->refcount, 1, memory_order_acq_rel) == 1)
     compiled_free(cg);
+}
+
+/* Counts `bytes` more as CPU memory in use, into *counted: 0 or OPD_ERESOURCE. */
+static int reserve_host(uint64_t bytes, uint64_t *counted) {
+  int rc = opd_cpu_allocator_reserve(bytes);
+  if (rc) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s", opd_last_error());
+    return opd_error(rc,
+                     "graph: compiling it holds about %llu bytes, past the CPU memory limit "
+                     "(max_bytes_total in the daemon): %s",
+                     (unsigned long long)bytes, msg);
+  }
+  *counted += bytes;
+  return 0;
 }
 
 /* Runs the pipeline on g (taken) into a new compiled graph. */
@@ -87,7 +106,9 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
   }
   cg->nodes_before = opd_graph_num_nodes(g);
   uint64_t t0 = opd_monotonic_ns();
-  int rc = opd_graph_print(g, &cg->ir_before);
+  /* [Note: The charge of a graph] (footprint.c): counted as CPU memory before it is made */
+  int rc = reserve_host(opd_graph_define_estimate(g), &cg->host_bytes);
+  if (rc == 0) rc = opd_graph_print(g, &cg->ir_before);
   opd__compile c = {.g = g, .opts = o};
   if (rc == 0) rc = opd__pipeline_run(&cg->passes, &c);
   opd__pipeline_detach(&cg->passes);
@@ -97,6 +118,18 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
   if (rc == 0 && cg->plan->ngroups &&
       !(cg->states = opd__calloc(cg->plan->ngroups, sizeof *cg->states)))
     rc = opd_error(OPD_ENOMEM, "out of memory for a compiled graph");
+  if (rc == 0) rc = opd__outputs_plan(cg);
+  if (rc == 0) { /* the estimate trued up to what it holds */
+    uint64_t reserved = cg->host_bytes;
+    opd__compiled_footprint(cg);
+    uint64_t held = cg->host_bytes;
+    cg->host_bytes = reserved;
+    if (held > reserved)
+      rc = reserve_host(held - reserved, &cg->host_bytes);
+    else
+      opd_cpu_allocator_unreserve(reserved - held);
+    if (rc == 0) cg->host_bytes = held;
+  }
   cg->compile_ns = opd_monotonic_ns() - t0;
   for (uint32_t n = 0; rc == 0 && n < g->nnodes; n++) {
     const opd__gnode *node = &g->nodes[n];

@@ -61,6 +61,10 @@ typedef struct opd__run_ctx {
   opd_tensor **buffers; /* per planned buffer */
   opd_tensor **planned; /* per value: its view of a planned buffer, or NULL */
   uint64_t owner;       /* whose run last wrote the buffers (opd_mem_owner_current) */
+  /* the storages the graph keeps (its constants', these buffers'), sorted by address
+   * ([Note: A compiled graph's memory never reaches a caller] in outputs.c) */
+  const opd_storage **kept;
+  uint32_t nkept;
 } opd__run_ctx;
 
 struct opd_compiled_graph {
@@ -84,6 +88,14 @@ struct opd_compiled_graph {
   pthread_mutex_t lock; /* states, contexts */
   opd__group_state *states;
   opd__run_ctx *spare;
+  /* [Note: A compiled graph's memory never reaches a caller] (outputs.c): the storages of
+   * its constants, and per output whether it may share them or a planned buffer */
+  const opd_storage **constants;
+  uint32_t nconstants;
+  uint8_t *out_checked;
+  /* [Note: The charge of a graph] (footprint.c): what it holds, counted when compiled; the
+   * host bytes are counted as CPU memory in use until it is freed */
+  uint64_t host_bytes, tensor_bytes;
 };
 
 /* Starts the checks of a group again for a new fused program (decisions.c; the graph's
@@ -105,6 +117,16 @@ const char *opd__c_state_name(opd__c_state s);
 int opd__run_group(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, uint32_t *kernels);
 /* Runs node n of the graph through the dispatcher, its results into ctx->vals (exec.c). */
 int opd__run_node(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t n);
+/* [Note: A compiled graph's memory never reaches a caller] (outputs.c): when compiled, the
+ * constants' storages and the outputs a run checks; a new run context's sorted list of the
+ * storages the graph keeps; a run's outputs into `outputs` (references: the value's, or a
+ * copy of one the graph keeps). */
+int opd__outputs_plan(opd_compiled_graph *cg);
+int opd__outputs_ctx_init(const opd_compiled_graph *cg, opd__run_ctx *ctx);
+int opd__outputs_hand_over(const opd_compiled_graph *cg, const opd__run_ctx *ctx,
+                           opd_tensor **outputs);
+/* Counts what a compiled graph holds into host_bytes and tensor_bytes (footprint.c). */
+void opd__compiled_footprint(opd_compiled_graph *cg);
 /* Frees the spare run contexts (exec.c). */
 void opd__compiled_free_contexts(opd_compiled_graph *cg);
 /* Kernels a run launches with the current decisions. */

@@ -33,11 +33,12 @@ static void ctx_free(const opd_compiled_graph *cg, opd__run_ctx *ctx) {
   opd__free(ctx->vals);
   opd__free(ctx->buffers);
   opd__free(ctx->planned);
+  opd__free(ctx->kept);
   opd__free(ctx);
 }
 
-/* A new context with its planned buffers: float32 tensors, viewed by the float32 values
- * planned in them. */
+/* A new context with its planned buffers: tensors of their values' dtype ([Note: Buffer
+ * planning] in pass_buffers.c), viewed by the values planned in them. */
 static int ctx_new(const opd_compiled_graph *cg, opd__run_ctx **out) {
   const opd__plan *p = cg->plan;
   const opd_graph *g = cg->g;
@@ -54,8 +55,9 @@ static int ctx_new(const opd_compiled_graph *cg, opd__run_ctx **out) {
   }
   int rc = 0;
   for (uint32_t b = 0; b < p->nbuffers && rc == 0; b++) {
-    int64_t n = (int64_t)((p->buffer_bytes[b] + 3) / 4);
-    rc = opd_tensor_empty(&n, 1, OPD_FLOAT32, (opd_device){OPD_DEVICE_CPU, -1}, &ctx->buffers[b]);
+    opd_dtype dt = (opd_dtype)p->buffer_dtype[b];
+    int64_t n = (int64_t)(p->buffer_bytes[b] / opd_dtype_size(dt));
+    rc = opd_tensor_empty(&n, 1, dt, (opd_device){OPD_DEVICE_CPU, -1}, &ctx->buffers[b]);
   }
   for (uint32_t v = 0; v < g->nvalues && rc == 0; v++) {
     if (p->buffer_of[v] < 0) continue;
@@ -65,6 +67,7 @@ static int ctx_new(const opd_compiled_graph *cg, opd__run_ctx **out) {
     rc = opd_tensor_view_of(ctx->buffers[p->buffer_of[v]], opd_tensor_sizes(m), strides, m->ndim, 0,
                             &ctx->planned[v]);
   }
+  if (rc == 0) rc = opd__outputs_ctx_init(cg, ctx);
   if (rc) {
     ctx_free(cg, ctx);
     return rc;
@@ -276,10 +279,7 @@ int opd_compiled_graph_run(opd_compiled_graph *cg, opd_tensor *const *inputs, ui
     if (!t)
       rc = opd_error(OPD_EINTERNAL, "graph %" PRIu64 ": output %u was not computed", cg->id, i);
   }
-  for (uint32_t i = 0; i < noutputs && rc == 0; i++) {
-    outputs[i] = ctx->vals[g->outputs[i]];
-    opd_tensor_retain(outputs[i]);
-  }
+  if (rc == 0) rc = opd__outputs_hand_over(cg, ctx, outputs);
   ctx_put(cg, ctx);
   if (rc == 0) {
     atomic_fetch_add_explicit(&cg->runs, 1, memory_order_relaxed);

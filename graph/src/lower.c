@@ -17,6 +17,7 @@
  * kernels counts what a run launches with every group fused: views and removed nodes
  * launch none, a group one.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "compile.h"
@@ -51,7 +52,13 @@ static int make_wrapped(opd_graph *g) {
        * compilation waits for the fill, so the tensor holds its number before any run. */
       if (rc == 0 && dev.type == OPD_DEVICE_CUDA)
         rc = opd_cuda_stream_synchronize(dev.index < 0 ? 0 : dev.index, NULL);
-      if (rc) return rc;
+      if (rc) { /* the builder checked the number: a device error, named by its node */
+        char label[160], msg[400];
+        snprintf(msg, sizeof msg, "%s", opd_last_error());
+        return opd_error(rc, "%s, argument '%s': making its number's tensor: %s",
+                         opd__gnode_label(g, n, label, sizeof label),
+                         g->ops[node->opi].schema->args[i].name, msg);
+      }
     }
   }
   return 0;

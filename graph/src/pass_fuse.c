@@ -3,7 +3,7 @@
  * [Note: Pointwise groups]
  * Kernels are the units a run launches: each node that is not a view, with the pointwise
  * nodes gathered into groups that run as one fused program (fused_codegen.c). The rule is
- * ../shared/graphs/FORMAT.md's: in graph order, a pointwise node that is still alone joins
+ * tests/fixtures/graphs/FORMAT.md's: in graph order, a pointwise node that is still alone joins
  * the group of each pointwise producer of its inputs (found through views), one producer at
  * a time, unless that would make the kernels depend on each other in a circle (a group's
  * value feeding a reduction or a matmul whose result the group then needs), which a check

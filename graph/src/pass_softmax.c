@@ -1,7 +1,7 @@
 /* pass_softmax.c: the softmax pattern ([Note: The pass pipeline] in pass_manager.c).
  *
  * [Note: The softmax pattern]
- * As ../shared/graphs/FORMAT.md defines it, and checked exactly:
+ * As tests/fixtures/graphs/FORMAT.md defines it, and checked exactly:
  *   d = div.Tensor(e, s)       with e = exp(x), s = sum.dim_IntList(e, dim, keepdim, dtype)
  *   - d's `self` is e and its `other` is s;
  *   - e has exactly two users, s and d (a graph output counts as a user), s exactly one, d;
@@ -16,7 +16,7 @@
  * the fixtures included (exp used elsewhere, a sum over another dimension or without
  * keepdim, of another tensor, no division), is left alone. The max-subtracting kernel
  * agrees with exp / sum(exp) wherever exp does not overflow; past exp's range it is finite
- * where the pattern as written gives NaN (../shared/models/graphs.md §3), the one change
+ * where the pattern as written gives NaN (the graph notes on softmax), the one change
  * of values this pass makes. Hits: patterns replaced.
  */
 #include "compile.h"

@@ -40,6 +40,7 @@ void opd__plan_free(opd__plan *p) {
   opd__free(p->frees);
   opd__free(p->buffer_of);
   opd__free(p->buffer_bytes);
+  opd__free(p->buffer_dtype);
   opd__free(p);
 }
 

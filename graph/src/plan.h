@@ -172,6 +172,7 @@ struct opd__plan {
   uint32_t nfrees;
   int32_t *buffer_of; /* per value: its planned buffer, -1 */
   uint64_t *buffer_bytes;
+  int8_t *buffer_dtype; /* per buffer: the dtype of every value planned in it */
   uint32_t nbuffers;
   uint64_t planned_bytes, unplanned_bytes; /* what buffer_plan saved: in buffers, summed */
   uint32_t kernels;                        /* with every group fused */

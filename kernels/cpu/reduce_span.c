@@ -28,17 +28,17 @@ static double max_f64_serial(const double *x, int64_t n, double m) {
 /* The accumulators' lanes combined pairwise, lane[j] = OP(lane[j], lane[j + h]) for h = LANES/2,
  * ..., 1: in whole vectors (VOP) while h >= VL, then on the lanes (SOP), so the order is the same
  * for every VL. */
-#define FOLD(T, V, VL, LANES, acc, result, VOP, SOP)                              \
-  do {                                                                            \
-    _Pragma("GCC unroll 8") for (int h_ = (LANES) / 2; h_ >= (VL); h_ /= 2)       \
-        _Pragma("GCC unroll 16") for (int k_ = 0; k_ < h_ / (VL); k_++) acc[k_] = \
-            VOP(acc[k_], acc[k_ + h_ / (VL)]);                                    \
-    T l_[VL];                                                                     \
-    memcpy(l_, &acc[0], sizeof l_);                                               \
-    _Pragma("GCC unroll 8") for (int h_ = (VL) / 2; h_ >= 1; h_ /= 2)             \
-        _Pragma("GCC unroll 32") for (int j_ = 0; j_ < h_; j_++) l_[j_] =         \
-            SOP(l_[j_], l_[j_ + h_]);                                             \
-    result = l_[0];                                                               \
+#define FOLD(T, V, VL, LANES, acc, result, VOP, SOP)                                      \
+  do {                                                                                    \
+    _Pragma("GCC unroll 8") for (int h_ = (LANES) / 2; h_ >= (VL); h_ /= 2) {             \
+      for (int k_ = 0; k_ < h_ / (VL); k_++) acc[k_] = VOP(acc[k_], acc[k_ + h_ / (VL)]); \
+    }                                                                                     \
+    T l_[VL];                                                                             \
+    memcpy(l_, &acc[0], sizeof l_);                                                       \
+    _Pragma("GCC unroll 8") for (int h_ = (VL) / 2; h_ >= 1; h_ /= 2)                     \
+        _Pragma("GCC unroll 32") for (int j_ = 0; j_ < h_; j_++) l_[j_] =                 \
+            SOP(l_[j_], l_[j_ + h_]);                                                     \
+    result = l_[0];                                                                       \
   } while (0)
 #define ADD(a, b) ((a) + (b))
 

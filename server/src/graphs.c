@@ -27,8 +27,10 @@
  * outputs' charge becomes their handles' bytes, and a run that would pass max_bytes_held
  * fails with RESOURCE_EXHAUSTED having kept nothing. The planned buffers of fused groups
  * belong to the compiled graph, which is shared, and count in the daemon's
- * max_bytes_total. A graph runs with the default dispatch state, the one its nodes were
- * inferred and compiled with.
+ * max_bytes_total; a define is charged for them and the rest the graph holds ([Note: The
+ * charge of a graph definition]), and a run never hands a session the graph's memory
+ * ([Note: A compiled graph's memory never reaches a caller] in graph/src/outputs.c). A graph runs
+ * with the default dispatch state, the one its nodes were inferred and compiled with.
  *
  * The C tier: with graph_cc_dir, the daemon starts the process's C tier of fused programs
  * ([Note: The C tier of fused programs] in graph/src/c_tier.c), whose compiler runs on the
@@ -403,6 +405,39 @@ static void fill_info(Opd__V1__GraphInfo *info, uint64_t id, opd_compiled_graph 
   info->key = key;
 }
 
+/* [Note: The charge of a graph definition]
+ * A graph holds memory for as long as the session keeps it: its IR, texts, plan, run
+ * context, constants and planned buffers ([Note: The charge of a graph] in
+ * graph/src/footprint.c). A session is charged, against max_bytes_held, for every graph it
+ * defines, before the graph is compiled: the library's estimate from the finished graph is
+ * reserved first (past the limit, the define fails with RESOURCE_EXHAUSTED naming
+ * max_bytes_held, and nothing is compiled), then trued up to what the compiled graph holds.
+ * A cache hit shares one compiled graph between sessions, yet each session is charged what
+ * its define would have cost alone (the compiled graph's bytes): a session's limit then
+ * never depends on what other sessions defined or released, and no session can hold a
+ * graph for free by defining it after another. The charge is given back when the session
+ * releases the graph; a session's end drops its budget with it. The daemon-wide limit
+ * (max_bytes_total) is charged once per compiled graph by the library, which counts it as
+ * CPU memory in use while it exists (the cache's copy included). Building the graph before
+ * the estimate holds at most what the configured graph limits allow (max_graph_nodes,
+ * max_graph_arg_bytes, ...), as decoding a request does. */
+static int charge(opd__session *s, uint64_t id, uint64_t bytes, uint64_t *charged) {
+  int rc = opd_mem_budget_reserve(&s->budget, bytes);
+  if (rc < 0) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s", opd_last_error());
+    return opd_error(rc, "define_graph %" PRIu64 ": the graph holds about %" PRIu64 " bytes: %s",
+                     id, *charged + bytes, msg);
+  }
+  *charged += bytes;
+  return 0;
+}
+
+static void uncharge(opd__session *s, uint64_t bytes, uint64_t *charged) {
+  if (bytes) opd_mem_budget_release(&s->budget, bytes);
+  *charged -= bytes;
+}
+
 int opd__graph_define(opd__job *job, Opd__V1__Response *resp, const char **op) {
   const Opd__V1__DefineGraph *d = job->req->define_graph;
   opd__session *s = job->session;
@@ -424,9 +459,12 @@ int opd__graph_define(opd__job *job, Opd__V1__Response *resp, const char **op) {
   opd_graph *g = NULL;
   opd_compiled_graph *cg = NULL;
   bool hit = false;
+  uint64_t charged = 0; /* [Note: The charge of a graph definition] */
   /* literals the nodes carry are charged to the session while they are made */
   opd_mem_budget_install(&s->budget);
   if (rc == 0) rc = build_graph(job, d, &g, op);
+  if (rc == 0 && (rc = charge(s, d->graph, opd_graph_define_estimate(g), &charged)) < 0)
+    opd_graph_free(g);
   if (rc == 0) {
     char names[MAX_DISABLED][64];
     const char *ptrs[MAX_DISABLED];
@@ -439,8 +477,17 @@ int opd__graph_define(opd__job *job, Opd__V1__Response *resp, const char **op) {
     rc = opd_graph_compile(g, &options, gs->cache, &cg, &hit);
   }
   opd_mem_budget_uninstall();
-  if (rc == 0 && (rc = opd__session_add_graph(s, d->graph, cg)) < 0) opd_compiled_graph_release(cg);
+  if (rc == 0) { /* the estimate trued up to what the graph holds */
+    uint64_t bytes = opd_compiled_graph_bytes(cg);
+    if (bytes > charged)
+      rc = charge(s, d->graph, bytes - charged, &charged);
+    else
+      uncharge(s, charged - bytes, &charged);
+    if (rc == 0) rc = opd__session_add_graph(s, d->graph, cg);
+    if (rc < 0) opd_compiled_graph_release(cg);
+  }
   if (rc < 0) {
+    uncharge(s, charged, &charged);
     atomic_fetch_add_explicit(&gs->define_errors, 1, memory_order_relaxed);
     return rc;
   }
@@ -540,8 +587,13 @@ int opd__graph_release(opd__job *job) {
       snprintf(msg, sizeof msg, "%s", opd_last_error());
       return opd_error(OPD_ENOENT, "%s; nothing was released", msg);
     }
-  for (size_t i = 0; i < r->n_graphs; i++) /* a repeated id goes once */
-    opd_compiled_graph_release(opd__session_take_graph(job->session, r->graphs[i]));
+  for (size_t i = 0; i < r->n_graphs; i++) { /* a repeated id goes once */
+    opd_compiled_graph *cg = opd__session_take_graph(job->session, r->graphs[i]);
+    if (!cg) continue;
+    /* [Note: The charge of a graph definition] */
+    opd_mem_budget_release(&job->session->budget, opd_compiled_graph_bytes(cg));
+    opd_compiled_graph_release(cg);
+  }
   return 0;
 }
 

@@ -1,10 +1,12 @@
-/* make_graph_corpus.c: writes the seed corpus of fuzz_graph (DefineGraph messages) into
- * DIR/graph/: graphs that define and run (the softmax written as exp/sum/div, a matmul with
- * a parameter and a relu, a pointwise chain with Python numbers and a literal, a cat of
- * references and a split whose results are named by ValueRef.output, a view chain), one on
- * a shape too large to run (defined through the Meta kernels only), and refused ones (a
- * forward reference, a self reference, an unknown operator, a handle in a node, a string for
- * a Tensor).
+/* make_graph_corpus.c: writes the seed corpus of fuzz_graph and fuzz_graph_sessions
+ * (DefineGraph messages, the same for both) into DIR/graph/ and DIR/graph_sessions/: graphs that
+ * define and run (the softmax written as exp/sum/div, a matmul with a parameter and a relu, a
+ * pointwise chain with Python numbers and a literal, a cat of references and a split whose results
+ * are named by ValueRef.output, a view chain), one on a shape too large to run (defined through the
+ * Meta kernels only), and refused ones (a forward reference, a self reference, an unknown operator,
+ * a handle in a node, a string for a Tensor), and those whose outputs a run once made views of the
+ * compiled graph's own memory (`contiguous` and `reshape` of a planned buffer, a literal's alias,
+ * an unsqueezed wrapped number) or whose bool intermediate was planned as float32.
  *   fuzz_make_graph_corpus DIR
  */
 #include <errno.h>
@@ -126,16 +128,20 @@ static void output(uint32_t position, uint32_t out) {
 
 static const char *dir;
 
+static const char *const drivers[] = {"graph", "graph_sessions"};
+
 static void write_seed(const char *name) {
   size_t n = opd__v1__define_graph__get_packed_size(&s.d);
   uint8_t *buf = malloc(n ? n : 1);
   opd__v1__define_graph__pack(&s.d, buf);
-  char path[4096];
-  snprintf(path, sizeof path, "%s/graph/%s", dir, name);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0) {
-    fprintf(stderr, "make_graph_corpus: %s: %s\n", path, strerror(errno));
-    exit(1);
+  for (size_t i = 0; i < sizeof drivers / sizeof *drivers; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/%s", dir, drivers[i], name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, n, f) != n || fclose(f) != 0) {
+      fprintf(stderr, "make_graph_corpus: %s: %s\n", path, strerror(errno));
+      exit(1);
+    }
   }
   free(buf);
 }
@@ -146,11 +152,13 @@ int main(int argc, char **argv) {
     return 2;
   }
   dir = argv[1];
-  char path[4096];
-  snprintf(path, sizeof path, "%s/graph", dir);
-  if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-    fprintf(stderr, "make_graph_corpus: %s: %s\n", path, strerror(errno));
-    return 1;
+  for (size_t i = 0; i < sizeof drivers / sizeof *drivers; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, drivers[i]);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+      fprintf(stderr, "make_graph_corpus: %s: %s\n", path, strerror(errno));
+      return 1;
+    }
   }
   static int64_t minus1[] = {-1}, two_three[] = {2, 3}, six[] = {6}, three[] = {3};
   Opd__V1__IValue *a;
@@ -189,6 +197,47 @@ int main(int argc, char **argv) {
   a = node("aten::mul.Tensor", 2), ref(&a[0], 1, 0), ref(&a[1], 6, 0);
   output(7, 0);
   write_seed("gelu_chain_numbers_literal");
+
+  /* contiguous and reshape of a planned product whose Meta layout is the transpose's */
+  static int64_t twelve[] = {12};
+  for (int k = 0; k < 2; k++) {
+    begin(1, (int64_t[]){3, 4}, 2);
+    a = node("aten::t", 1), ref(&a[0], 0, 0);
+    a = node("aten::add.Tensor", 2), ref(&a[0], 1, 0), ref(&a[1], 1, 0);
+    a = node("aten::mul.Tensor", 2), ref(&a[0], 2, 0), ref(&a[1], 2, 0);
+    if (k == 0) {
+      a = node("aten::contiguous", 1), ref(&a[0], 3, 0);
+    } else {
+      a = node("aten::reshape", 2), ref(&a[0], 3, 0), ints(&a[1], twelve, 1);
+    }
+    output(4, 0);
+    write_seed(k == 0 ? "planned_contiguous" : "planned_reshape");
+  }
+
+  /* a literal's alias and an unsqueezed wrapped number: the graph's constants as outputs */
+  static const float five_six[] = {5.0f, 6.0f};
+  static int64_t two[] = {2};
+  begin(1, (int64_t[]){2}, 1);
+  opd__v1__tensor_literal__init(&s.literal);
+  s.literal.dtype = OPD__V1__DTYPE__FLOAT32;
+  s.literal.shape = two;
+  s.literal.n_shape = 1;
+  s.literal.data.data = (uint8_t *)five_six;
+  s.literal.data.len = sizeof five_six;
+  a = node("aten::alias", 1);
+  a[0].value_case = OPD__V1__IVALUE__VALUE_LITERAL, a[0].literal = &s.literal;
+  a = node("aten::unsqueeze", 2), num(&a[0], 3.0), integer(&a[1], 0);
+  output(1, 0);
+  output(2, 0);
+  write_seed("constants_as_outputs");
+
+  /* add(x, y) > y, summed: a bool intermediate of a fused group */
+  begin(2, (int64_t[]){4, 4}, 2);
+  a = node("aten::add.Tensor", 2), ref(&a[0], 0, 0), ref(&a[1], 1, 0);
+  a = node("aten::gt.Tensor", 2), ref(&a[0], 2, 0), ref(&a[1], 1, 0);
+  a = node("aten::sum", 1), ref(&a[0], 3, 0);
+  output(4, 0);
+  write_seed("bool_intermediate_sum");
 
   /* cat of two references, split in two, both halves out */
   begin(2, (int64_t[]){2, 3}, 2);

@@ -16,7 +16,7 @@ seconds=$2
 shift 2
 src=$(cd "$(dirname "$0")" && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(request upload session graph admin status schema config client)
+[ ${#targets[@]} -gt 0 ] || targets=(request upload session graph graph_sessions admin status schema config client)
 out=$build/fuzz
 mkdir -p "$out"
 
@@ -24,7 +24,7 @@ run_one() { # TARGET: its exit status in $out/TARGET.rc
   local t=$1 dict=()
   local exe=$build/tests/fuzz/fuzz_$t
   [ -f "$src/dict/$t.dict" ] && dict=(-dict="$src/dict/$t.dict")
-  [ "$t" = request ] || [ "$t" = graph ] && dict=(-dict="$src/dict/session.dict")
+  [ "$t" = request ] || [ "$t" = graph ] || [ "$t" = graph_sessions ] && dict=(-dict="$src/dict/session.dict")
   rm -f "$out/$t"-crash-* "$out/$t"-leak-* "$out/$t"-timeout-* "$out/$t"-oom-*
   mkdir -p "$out/$t"
   UBSAN_OPTIONS=print_stacktrace=1 "$exe" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
@@ -50,7 +50,7 @@ done
 wait
 
 failed=0
-printf '%-8s %10s %9s %7s %7s %6s  %s\n' target runs exec/s cov corpus new result
+printf '%-14s %10s %9s %7s %7s %6s  %s\n' target runs exec/s cov corpus new result
 for t in "${targets[@]}"; do
   log=$out/$t.log rc=$(cat "$out/$t.rc" 2>/dev/null || echo 1)
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
@@ -64,7 +64,7 @@ for t in "${targets[@]}"; do
     artifact=$(ls "$out/$t"-* 2>/dev/null | head -1)
     result="FAILED (exit $rc): ${artifact:-see $log}"
   fi
-  printf '%-8s %10s %9s %7s %7s %6s  %s\n' "$t" "${runs:--}" "${speed:--}" "${cov:--}" \
+  printf '%-14s %10s %9s %7s %7s %6s  %s\n' "$t" "${runs:--}" "${speed:--}" "${cov:--}" \
     "${corpus:--}" "$new" "$result"
 done
 echo "run_fuzzers.sh: ${#targets[@]} fuzzers, $seconds s each, $(($(date +%s) - start)) s in all"

@@ -3,13 +3,9 @@
 # from the working tree alone (docs/GPU.md). Prints the benchmark table, then the table of
 # checks last; every log and the table go under $OUT when it is set (else BUILD_DIR/device-checks).
 #
-#   tests/gpu/run_device_checks.sh --copy-fixtures   (here, before the run) copies the fixtures
-#        from ${OPD_SHARED_DIR:-../shared} into .shared/ (git-ignored), which travels with the
-#        working tree where ../shared does not
 #   tests/gpu/run_device_checks.sh [BUILD_DIR]       the checks (BUILD_DIR default build-gpu)
 #
-#   OPD_SHARED_DIR=DIR    the fixtures (oracle/, conformance/, graphs/); default .shared/ when
-#                         it exists, else ../shared
+#   OPD_FIXTURES_DIR=DIR  the fixtures (oracle/, conformance/, graphs/); default tests/fixtures
 #   OPD_REQUIRE_GPU=1     no usable GPU is a failure (else the GPU steps are skipped)
 #   OPD_SKIP_GPU=1        the GPU steps are skipped even where a GPU is, and the daemon and the
 #                         runners are run without one (CUDA_VISIBLE_DEVICES=""), where they must
@@ -25,7 +21,7 @@
 #   2. build: a new BUILD_DIR is configured Release, CUDA on, warnings not fatal (another host
 #      compiler or toolkit may warn); an existing one is built with its own configuration
 #   3. the conformance fixtures on CUDA tensors, in process (opd-conformance --device cuda):
-#      the shared one and tests/fixtures/graph_ops_conformance.json
+#      tests/fixtures/conformance/public.json and tests/fixtures/graph_ops_conformance.json
 #   4. the unit suites (the CUDA ones run on the device; without a GPU only the CUDA suites,
 #      which must skip cleanly: the others are what `tools/dev.sh test` runs)
 #   5. a daemon started here: the RPC checks on CUDA tensors (opd-bench-cuda --rpc-check), the
@@ -49,16 +45,6 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
-
-if [ "${1:-}" = --copy-fixtures ]; then
-  src=${OPD_SHARED_DIR:-../shared}
-  for d in oracle conformance graphs; do
-    [ -d "$src/$d" ] || { echo "run_device_checks: no $src/$d to copy" >&2; exit 1; }
-  done
-  rm -rf .shared && mkdir .shared && cp -R "$src/oracle" "$src/conformance" "$src/graphs" .shared/ &&
-    echo "copied the fixtures of $src into .shared/ ($(du -sh .shared | cut -f1))"
-  exit
-fi
 
 BUILD=${1:-build-gpu}
 LOG=${OUT:+$OUT/device-checks}
@@ -169,15 +155,14 @@ else
   record "GPU (none: $why_no_gpu; the GPU steps are skipped)" SKIP
 fi
 
-SHARED=${OPD_SHARED_DIR:-}
-[ -z "$SHARED" ] && { [ -d .shared ] && SHARED=.shared || SHARED=../shared; }
-if [ -f "$SHARED/conformance/public.json" ] && [ -f "$SHARED/oracle/public.json" ]; then
-  SHARED=$(cd "$SHARED" && pwd)
-  export OPD_SHARED_DIR=$SHARED
-  record "fixtures ($SHARED)" PASS
+FIXTURES=${OPD_FIXTURES_DIR:-tests/fixtures}
+if [ -f "$FIXTURES/conformance/public.json" ] && [ -f "$FIXTURES/oracle/public.json" ]; then
+  FIXTURES=$(cd "$FIXTURES" && pwd)
+  export OPD_FIXTURES_DIR=$FIXTURES
+  record "fixtures ($FIXTURES)" PASS
 else
-  record "fixtures: none in $SHARED (tests/gpu/run_device_checks.sh --copy-fixtures, then carry .shared)" FAIL
-  SHARED=
+  record "fixtures: none in $FIXTURES" FAIL
+  FIXTURES=
 fi
 
 # 2. build
@@ -188,7 +173,7 @@ else
   cuda_opt=()
   [ -n "$nvcc" ] && cuda_opt=(-DOPD_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DOPD_BENCH=ON -DOPD_WERROR=OFF \
-    ${SHARED:+-DOPD_SHARED_DIR="$SHARED"} "${cuda_opt[@]}" >"$LOG/cmake.log" 2>&1
+    ${FIXTURES:+-DOPD_FIXTURES_DIR="$FIXTURES"} "${cuda_opt[@]}" >"$LOG/cmake.log" 2>&1
 fi
 configured=$?
 cuda_build=$(sed -n 's/^OPD_CUDA:BOOL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null)
@@ -249,9 +234,9 @@ gpu_only_step() {
 }
 
 # 3. conformance on CUDA tensors, in process
-if [ -n "$SHARED" ]; then
+if [ -n "$FIXTURES" ]; then
   run_gpu_step "conformance --device cuda" "$LOG/conformance.log" 120 \
-    "$bin/tools/conformance/opd-conformance" "$SHARED/conformance/public.json" --device cuda
+    "$bin/tools/conformance/opd-conformance" "$FIXTURES/conformance/public.json" --device cuda
 fi
 # our own cases for the views of traced graphs (in the tree: no fixtures needed)
 run_gpu_step "graph views conformance --device cuda" "$LOG/conformance-graph-ops.log" 60 \
@@ -301,9 +286,9 @@ fi
 
 gpu_only_step "RPC checks on CUDA tensors" "$LOG/rpc.log" 60 "$bin/bench/opd-bench-cuda" --rpc-check "$url"
 
-if [ -n "$SHARED" ]; then
+if [ -n "$FIXTURES" ]; then
   run_gpu_step "conformance --server --device cuda" "$LOG/rconf.log" 180 \
-    "$bin/tools/conformance/opd-conformance" "$SHARED/conformance/public.json" --server "$url" --device cuda
+    "$bin/tools/conformance/opd-conformance" "$FIXTURES/conformance/public.json" --server "$url" --device cuda
 fi
 
 cat >"$dir/twice.cu" <<'EOF'
@@ -362,10 +347,10 @@ else
   record "NVRTC registration through opctl (elementwise, rows, compile error)" $nv
 fi
 
-if [ -n "$SHARED" ]; then
+if [ -n "$FIXTURES" ]; then
   graph_bin=$(find "$bin" -name opd-graph-conformance -type f -perm -u+x | head -1)
   run_gpu_step "graph fixture --device cuda" "$LOG/graphs.log" 120 \
-    "$graph_bin" "$SHARED/graphs/public.json" --device cuda
+    "$graph_bin" "$FIXTURES/graphs/public.json" --device cuda
 fi
 
 begin

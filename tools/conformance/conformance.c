@@ -1,5 +1,5 @@
 /* conformance.c: opd-conformance, the replay runner for ATen conformance fixtures recorded
- * from PyTorch 1.13 (format: ../shared/conformance/FORMAT.md).
+ * from PyTorch 1.13 (format: tests/fixtures/conformance/FORMAT.md).
  *
  *   opd-conformance FIXTURE.json [--device cpu|meta|cuda] [--op aten::name.overload] [-v]
  *                   [--server tcp://HOST:PORT | unix:///PATH]
@@ -146,6 +146,29 @@ static bool build_value(const runner *r, const json_t *v, opd_ivalue *out, char 
     int n = int_array(val, xs, OPD_MAX_DIMS);
     if (n < 0) return snprintf(why, wlen, "bad int[]"), false;
     return opd_iv_make_int_list(out, xs, (size_t)n) == 0;
+  } else if (strcmp(type, "bool[]") == 0) {
+    bool bs[OPD_MAX_DIMS];
+    int n = bool_array(val, bs, OPD_MAX_DIMS);
+    if (n < 0) return snprintf(why, wlen, "bad bool[]"), false;
+    return opd_iv_make_bool_list(out, bs, (size_t)n) == 0;
+  } else if (strcmp(type, "float[]") == 0) {
+    double ds[OPD_MAX_DIMS];
+    int n = float_array(val, ds, OPD_MAX_DIMS);
+    if (n < 0) return snprintf(why, wlen, "bad float[]"), false;
+    return opd_iv_make_double_list(out, ds, (size_t)n) == 0;
+  } else if (strcmp(type, "Tensor?[]") == 0) {
+    size_t n = json_array_size(val);
+    opd_tensor **ts = calloc(n ? n : 1, sizeof *ts);
+    bool ok = ts != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+      const json_t *item = json_array_get(val, i);
+      if (strcmp(str(item, "type"), "None") != 0) ok = (ts[i] = build_tensor(r, item, why, wlen));
+    }
+    if (ok) ok = opd_iv_make_tensor_list(out, ts, n, true) == 0;
+    for (size_t i = 0; ts && i < n; i++)
+      if (ts[i]) opd_tensor_release(ts[i]);
+    free(ts);
+    return ok;
   } else if (strcmp(type, "ScalarType") == 0) {
     opd_dtype t;
     if (opd_dtype_from_name(json_string_value(val) ? json_string_value(val) : "", &t) != 0)
@@ -245,6 +268,69 @@ static bool compare_layout(const opd_tensor *t, const json_t *expect, opd_tensor
   return true;
 }
 
+/* One result tensor against one tensor outcome. */
+static bool judge_tensor(const runner *r, opd_tensor *t, const json_t *expect, opd_tensor **inputs,
+                         const char **names, int n, char *why, size_t wlen) {
+  if (!judge_geometry(expect, opd_tensor_dtype(t), opd_tensor_sizes(t), t->ndim, why, wlen))
+    return false;
+  if (opd_tensor_device(t).type != r->device.type) {
+    snprintf(why, wlen, "result on the wrong device");
+    return false;
+  }
+  if (!compare_layout(t, expect, inputs, names, n, why, wlen)) return false;
+  if (is_meta(r) || !outcome_has_values(expect)) return true;
+  return compare_values(t, expect, why, wlen);
+}
+
+/* The call's results (the stack) against the outcome: one tensor, a tuple of tensors and
+ * undefined ones, or a Tensor[] ([Note: Outcomes of several results] in conformance.h). */
+static bool judge_results(const runner *r, const opd_stack *st, const json_t *expect,
+                          opd_tensor **inputs, const char **names, int n, char *why, size_t wlen) {
+  outcome_kind kind = outcome_kind_of(expect);
+  const json_t *values = json_object_get(expect, "values");
+  if (kind == OUTCOME_TENSOR) {
+    if (st->size != 1 || st->items[0].tag != OPD_IV_TENSOR)
+      return snprintf(why, wlen, "expected one Tensor result"), false;
+    return judge_tensor(r, st->items[0].u.t, expect, inputs, names, n, why, wlen);
+  }
+  size_t count = json_array_size(values);
+  opd_tensor *const *items = NULL;
+  if (kind == OUTCOME_LIST) {
+    if (st->size != 1 || st->items[0].tag != OPD_IV_TENSOR_LIST)
+      return snprintf(why, wlen, "expected one Tensor[] result"), false;
+    if (st->items[0].len != count)
+      return snprintf(why, wlen, "expected %zu tensors, got %u", count, st->items[0].len), false;
+    items = st->items[0].u.tensors;
+  } else if (st->size != count) {
+    return snprintf(why, wlen, "expected %zu results, got %u", count, (unsigned)st->size), false;
+  }
+  for (size_t i = 0; i < count; i++) {
+    const json_t *e = json_array_get(values, i);
+    const opd_ivalue *v = items ? NULL : &st->items[i];
+    opd_tensor *t = items ? items[i] : (v->tag == OPD_IV_TENSOR ? v->u.t : NULL);
+    if (strcmp(str(e, "type"), "None") == 0) {
+      if (t) return snprintf(why, wlen, "result %zu: expected an undefined tensor", i), false;
+      continue;
+    }
+    if (!t) return snprintf(why, wlen, "result %zu: expected a Tensor", i), false;
+    char sub[400];
+    if (!judge_tensor(r, t, e, inputs, names, n, sub, sizeof sub))
+      return snprintf(why, wlen, "result %zu: %s", i, sub), false;
+  }
+  return true;
+}
+
+/* Whether the case carries `tag` (a result whose shape depends on the data, such as
+ * nonzero's, is tagged "data_dependent": a Meta run cannot compute it). */
+static bool tagged(const json_t *c, const char *tag) {
+  size_t i;
+  json_t *t;
+  json_array_foreach(json_object_get(c, "tags"), i, t) {
+    if (json_is_string(t) && strcmp(json_string_value(t), tag) == 0) return true;
+  }
+  return false;
+}
+
 /* ---- one case ---- */
 
 static void run_case(runner *r, const json_t *c) {
@@ -252,7 +338,7 @@ static void run_case(runner *r, const json_t *c) {
   const json_t *expect = json_object_get(c, "expect");
   if (r->only_op && strcmp(r->only_op, opname) != 0) return;
   bool expect_error = json_object_get(expect, "error") != NULL;
-  if (expect_error && is_meta(r) && data_dependent(expect)) {
+  if (is_meta(r) && (expect_error ? data_dependent(expect) : tagged(c, "data_dependent"))) {
     r->skipped++;
     return;
   }
@@ -283,18 +369,8 @@ static void run_case(runner *r, const json_t *c) {
   } else if (rc != 0) {
     snprintf(why, sizeof why, "%s: %s", opd_err_name(rc), opd_last_error());
     ok = false;
-  } else if (st.size != 1 || st.items[0].tag != OPD_IV_TENSOR) {
-    snprintf(why, sizeof why, "expected one Tensor result");
-    ok = false;
   } else {
-    opd_tensor *t = st.items[0].u.t;
-    ok = judge_geometry(expect, opd_tensor_dtype(t), opd_tensor_sizes(t), t->ndim, why, sizeof why);
-    if (ok && opd_tensor_device(t).type != r->device.type) {
-      snprintf(why, sizeof why, "result on the wrong device");
-      ok = false;
-    }
-    if (ok) ok = compare_layout(t, expect, kept, names, n, why, sizeof why);
-    if (ok && !is_meta(r)) ok = compare_values(t, expect, why, sizeof why);
+    ok = judge_results(r, &st, expect, kept, names, n, why, sizeof why);
   }
   for (int i = 0; i < n; i++) opd_tensor_release(kept[i]);
   opd_stack_destroy(&st);

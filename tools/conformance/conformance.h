@@ -22,6 +22,21 @@ typedef struct runner {
   long layout_unchecked;
 } runner;
 
+/* [Note: Outcomes of several results]
+ * The shared format records one tensor per case (FORMAT.md section 6). The operator
+ * families' fixtures (tools/conformance/opgen.py) also record operators with several
+ * results: a tuple is {"type": "Tuple", "values": [E, ...]} (one E per result, on the stack
+ * in order), a Tensor[] result {"type": "Tensor[]", "values": [E, ...]}, an undefined
+ * tensor in a tuple (a backward operator's output_mask false) {"type": "None"}; each E is a
+ * tensor outcome as in section 6, judged like a single result. An outcome with
+ * "values_unspecified": true records only dtype, shape and layout: PyTorch leaves the values
+ * unspecified (empty, ...). Arguments may also be bool[], float[] and Tensor?[] lists. */
+typedef enum outcome_kind { OUTCOME_TENSOR, OUTCOME_TUPLE, OUTCOME_LIST } outcome_kind;
+outcome_kind outcome_kind_of(const json_t *expect);
+bool outcome_has_values(const json_t *expect);
+int bool_array(const json_t *a, bool *out, int max);
+int float_array(const json_t *a, double *out, int max);
+
 const char *str(const json_t *obj, const char *key);
 bool is_meta(const runner *r);
 int parse_float(const json_t *v, double *out);

@@ -1,6 +1,6 @@
-/* conformance_check.c: reading the fixture's values and judging results against them:
- * the rules of ../shared/conformance/FORMAT.md sections 4 and 6, shared by the in-process and
- * RPC replays. */
+/* conformance_check.c: reading the fixture's values and judging results against them: the
+ * rules of tests/fixtures/conformance/FORMAT.md sections 4 and 6 and [Note: Outcomes of
+ * several results], shared by the in-process and RPC replays. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,6 +63,29 @@ int write_element(void *base, int64_t i, opd_dtype t, const json_t *v) {
   default: return -1;
   }
   return 0;
+}
+outcome_kind outcome_kind_of(const json_t *expect) {
+  const char *type = str(expect, "type");
+  if (strcmp(type, "Tuple") == 0) return OUTCOME_TUPLE;
+  if (strcmp(type, "Tensor[]") == 0) return OUTCOME_LIST;
+  return OUTCOME_TENSOR;
+}
+bool outcome_has_values(const json_t *expect) {
+  return !json_is_true(json_object_get(expect, "values_unspecified"));
+}
+int bool_array(const json_t *a, bool *out, int max) {
+  if (!json_is_array(a) || (int)json_array_size(a) > max) return -1;
+  for (size_t i = 0; i < json_array_size(a); i++) {
+    if (!json_is_boolean(json_array_get(a, i))) return -1;
+    out[i] = json_is_true(json_array_get(a, i));
+  }
+  return (int)json_array_size(a);
+}
+int float_array(const json_t *a, double *out, int max) {
+  if (!json_is_array(a) || (int)json_array_size(a) > max) return -1;
+  for (size_t i = 0; i < json_array_size(a); i++)
+    if (parse_float(json_array_get(a, i), &out[i]) != 0) return -1;
+  return (int)json_array_size(a);
 }
 int int_array(const json_t *a, int64_t *out, int max) {
   if (!json_is_array(a) || (int)json_array_size(a) > max) return -1;

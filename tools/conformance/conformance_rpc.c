@@ -205,6 +205,28 @@ static bool rpc_value(const runner *r, rpc_case *rc, const json_t *v, opd_client
     int n = xs ? int_array(val, xs, OPD_MAX_DIMS) : -1;
     if (n < 0) return snprintf(why, wlen, "bad int[]"), false;
     *out = opd_cv_ints(xs, (size_t)n);
+  } else if (strcmp(type, "bool[]") == 0) {
+    bool *bs = rpc_alloc(rc, OPD_MAX_DIMS * sizeof *bs);
+    int n = bs ? bool_array(val, bs, OPD_MAX_DIMS) : -1;
+    if (n < 0) return snprintf(why, wlen, "bad bool[]"), false;
+    *out = opd_cv_bools(bs, (size_t)n);
+  } else if (strcmp(type, "float[]") == 0) {
+    double *ds = rpc_alloc(rc, OPD_MAX_DIMS * sizeof *ds);
+    int n = ds ? float_array(val, ds, OPD_MAX_DIMS) : -1;
+    if (n < 0) return snprintf(why, wlen, "bad float[]"), false;
+    *out = opd_cv_doubles(ds, (size_t)n);
+  } else if (strcmp(type, "Tensor?[]") == 0) {
+    size_t n = json_array_size(val);
+    opd_client_tensor *ts = rpc_alloc(rc, (n ? n : 1) * sizeof *ts);
+    if (!ts) return snprintf(why, wlen, "out of memory"), false;
+    for (size_t i = 0; i < n; i++) {
+      const json_t *item = json_array_get(val, i);
+      ts[i] = 0; /* handle 0 is None */
+      if (strcmp(str(item, "type"), "None") != 0 &&
+          !(ts[i] = rpc_tensor(r, rc, item, NULL, why, wlen)))
+        return false;
+    }
+    *out = opd_cv_opt_tensors(ts, n);
   } else if (strcmp(type, "ScalarType") == 0) {
     opd_dtype t;
     if (opd_dtype_from_name(json_string_value(val) ? json_string_value(val) : "", &t) != 0)
@@ -417,9 +439,11 @@ static bool rpc_compare_layout(runner *r, rpc_case *rc, opd_client_tensor res,
   return true;
 }
 
-/* Downloads the result and checks it like the in-process path. */
+/* Downloads the result and checks it like the in-process path: its geometry and values
+ * (`values`), then its layout (`layout`), which the probes find by overwriting the inputs:
+ * the results of one call are all checked for values before any is probed. */
 static bool rpc_check_result(runner *r, rpc_case *rc, opd_client_tensor res, const json_t *expect,
-                             char *why, size_t wlen) {
+                             bool values, bool layout, char *why, size_t wlen) {
   opd_client_tensor_info info;
   void *data = NULL;
   if (opd_client_download_alloc(r->client, res, &info, &data) != 0) {
@@ -431,12 +455,51 @@ static bool rpc_check_result(runner *r, rpc_case *rc, opd_client_tensor res, con
     strides[d] = step;
     step *= info.shape[d];
   }
-  bool ok = judge_geometry(expect, (opd_dtype)info.dtype, info.shape, info.ndim, why, wlen) &&
-            compare_buffer(data, (opd_dtype)info.dtype, info.shape, strides, info.ndim, numel,
-                           expect, why, wlen);
+  bool ok =
+      !values || (judge_geometry(expect, (opd_dtype)info.dtype, info.shape, info.ndim, why, wlen) &&
+                  (!outcome_has_values(expect) ||
+                   compare_buffer(data, (opd_dtype)info.dtype, info.shape, strides, info.ndim,
+                                  numel, expect, why, wlen)));
   free(data);
-  /* last: the probe overwrites the inputs */
-  return ok && rpc_compare_layout(r, rc, res, &info, expect, why, wlen);
+  return ok && (!layout || rpc_compare_layout(r, rc, res, &info, expect, why, wlen));
+}
+
+/* The call's results against the outcome ([Note: Outcomes of several results]). */
+static bool rpc_check_results(runner *r, rpc_case *rc, const opd_client_value *res, size_t n,
+                              const json_t *expect, char *why, size_t wlen) {
+  outcome_kind kind = outcome_kind_of(expect);
+  const json_t *values = json_object_get(expect, "values");
+  if (kind == OUTCOME_TENSOR) {
+    if (n != 1 || res[0].kind != OPD_CV_TENSOR)
+      return snprintf(why, wlen, "expected one Tensor result"), false;
+    return rpc_check_result(r, rc, res[0].u.tensor, expect, true, true, why, wlen);
+  }
+  size_t count = json_array_size(values);
+  const opd_client_tensor *list = NULL;
+  if (kind == OUTCOME_LIST) {
+    if (n != 1 || res[0].kind != OPD_CV_TENSORS)
+      return snprintf(why, wlen, "expected one Tensor[] result"), false;
+    if (res[0].len != count)
+      return snprintf(why, wlen, "expected %zu tensors, got %zu", count, (size_t)res[0].len), false;
+    list = res[0].u.tensors;
+  } else if (n != count) {
+    return snprintf(why, wlen, "expected %zu results, got %zu", count, n), false;
+  }
+  for (int pass = 0; pass < 2; pass++) { /* values first, then the layout probes */
+    for (size_t i = 0; i < count; i++) {
+      const json_t *e = json_array_get(values, i);
+      opd_client_tensor t = list ? list[i] : (res[i].kind == OPD_CV_TENSOR ? res[i].u.tensor : 0);
+      if (strcmp(str(e, "type"), "None") == 0) {
+        if (t) return snprintf(why, wlen, "result %zu: expected an undefined tensor", i), false;
+        continue;
+      }
+      if (!t) return snprintf(why, wlen, "result %zu: expected a Tensor", i), false;
+      char sub[400];
+      if (!rpc_check_result(r, rc, t, e, pass == 0, pass == 1, sub, sizeof sub))
+        return snprintf(why, wlen, "result %zu: %s", i, sub), false;
+    }
+  }
+  return true;
 }
 
 /* One case over RPC; false when the connection is lost (the run stops). */
@@ -467,17 +530,18 @@ bool rpc_run_case(runner *r, const json_t *schemas, const json_t *c) {
     size_t n;
     const opd_client_value *res = opd_future_results(f, &n);
     for (size_t i = 0; err == 0 && i < n; i++)
-      if (res[i].kind == OPD_CV_TENSOR) rpc_keep(&rc, res[i].u.tensor);
+      if (res[i].kind == OPD_CV_TENSOR) {
+        rpc_keep(&rc, res[i].u.tensor);
+      } else if (res[i].kind == OPD_CV_TENSORS) {
+        for (size_t k = 0; k < res[i].len; k++) rpc_keep(&rc, res[i].u.tensors[k]);
+      }
     if (json_object_get(expect, "error")) {
       ok = judge_error(r, id, expect, err, opd_future_error(f), why, sizeof why);
     } else if (err != 0) {
       snprintf(why, sizeof why, "%s: %s", opd_err_name(err), opd_future_error(f));
       ok = false;
-    } else if (n != 1 || res[0].kind != OPD_CV_TENSOR) {
-      snprintf(why, sizeof why, "expected one Tensor result");
-      ok = false;
     } else {
-      ok = rpc_check_result(r, &rc, res[0].u.tensor, expect, why, sizeof why);
+      ok = rpc_check_results(r, &rc, res, n, expect, why, sizeof why);
     }
   } else {
     snprintf(why, sizeof why, "call: %s", opd_client_last_error());

@@ -2,16 +2,16 @@
 """gen_graph_ops.py: conformance cases of our own for the three view operators that traced
 graphs hold (aten::_reshape_alias, aten::_unsafe_view, aten::unbind.int; [Note: The views of
 traced graphs] in kernels/src/views.c), recorded from real PyTorch in the format of
-../shared/conformance/FORMAT.md (`opd-aten-conformance/1`).
+tests/fixtures/conformance/FORMAT.md (`opd-aten-conformance/1`).
 
-The cases are built by the shared fixtures' own generator
-(../shared/conformance/tools/gen_conformance.py, or $OPD_SHARED_DIR's): its tensor specs,
+The cases are built by the public fixtures' own generator
+(tests/fixtures/conformance/tools/gen_conformance.py, or $OPD_FIXTURES_DIR's): its tensor specs,
 its encoding, its replay of each case from its JSON and its recording of the outcome. This
 script only lists the scenarios. Made and checked with Debian's interpreter (python3-torch
 1.13), from the repository root:
 
     /usr/bin/python3 tools/conformance/gen_graph_ops.py --out tests/fixtures/graph_ops_conformance.json
-    /usr/bin/python3 ../shared/conformance/validate_conformance.py tests/fixtures/graph_ops_conformance.json
+    /usr/bin/python3 tests/fixtures/conformance/validate_conformance.py tests/fixtures/graph_ops_conformance.json
 
 The output is deterministic (fixed seed, fixed case list): the same torch and numpy give the
 same bytes.
@@ -45,8 +45,8 @@ import sys
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHARED = os.environ.get("OPD_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
-sys.path.insert(0, os.path.join(SHARED, "conformance", "tools"))
+FIXTURES = os.environ.get("OPD_FIXTURES_DIR", os.path.join(ROOT, "tests", "fixtures"))
+sys.path.insert(0, os.path.join(FIXTURES, "conformance", "tools"))
 import gen_conformance as gc  # noqa: E402
 
 SEED = 13

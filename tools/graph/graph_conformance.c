@@ -1,5 +1,5 @@
 /* graph_conformance.c: opd-graph-conformance, the replay runner for graph fixtures
- * (../shared/graphs/FORMAT.md).
+ * (tests/fixtures/graphs/FORMAT.md).
  *
  *   opd-graph-conformance FIXTURE.json [--server URL] [--device cpu|cuda] [--report FILE]
  *                         [--dump FILE] [--runs N] [--benefit-runs N] [--only ID]

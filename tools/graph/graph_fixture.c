@@ -1,4 +1,4 @@
-/* graph_fixture.c: reading a graph of a fixture (../shared/graphs/FORMAT.md) into a graph
+/* graph_fixture.c: reading a graph of a fixture (tests/fixtures/graphs/FORMAT.md) into a graph
  * description: inputs and parameters by spec with their values, nodes with their arguments
  * bound by schema name (missing ones take the schema's default), references by position
  * (input i is position i, node j position k + j), outputs. The fixture's schema of every

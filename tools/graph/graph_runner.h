@@ -45,7 +45,7 @@ typedef struct graph_desc {
   uint32_t noutputs;
 } graph_desc;
 
-/* Reads a fixture graph (../shared/graphs/FORMAT.md) into d and its input tensors (CPU,
+/* Reads a fixture graph (tests/fixtures/graphs/FORMAT.md) into d and its input tensors (CPU,
  * inputs[i] for input i, new references): 0, or -1 with why. */
 int graph_desc_read(const json_t *graph, const json_t *schemas, graph_desc *d, opd_tensor ***inputs,
                     char *why, size_t wlen);

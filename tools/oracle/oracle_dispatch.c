@@ -1,5 +1,5 @@
 /* oracle_dispatch.c: opd-oracle-dispatch, the replay runner for dispatch oracles recorded
- * from PyTorch 1.13 (format: ../shared/oracle/FORMAT.md).
+ * from PyTorch 1.13 (format: tests/fixtures/oracle/FORMAT.md).
  *
  *   opd-oracle-dispatch FIXTURE.json [-v]
  *   opd-oracle-dispatch FIXTURE.json --server URL --admin URL --status URL

@@ -90,9 +90,10 @@ const opd_allocator *opd_cpu_allocator(void);
 void opd_cpu_allocator_set_limit(uint64_t bytes);
 /* Returns the cached blocks to the system. */
 void opd_cpu_allocator_empty_cache(void);
-/* Counts `bytes` of CPU memory held outside tensors (a daemon's queued answers) as in use,
- * against the limit: 0, or OPD_ERESOURCE (no message recorded) when they would take the
- * bytes in use past it; and gives them back. */
+/* Counts `bytes` held outside tensors (a compiled graph's IR and plan, [Note: The charge of
+ * a graph] in graph/src/footprint.c; a daemon's responses waiting to be read, [Note: Answers
+ * charged before they are held] in server/src/execute.c) as CPU memory in use, within the
+ * limit: 0, or OPD_ERESOURCE with nothing counted; and stops counting them. */
 int opd_cpu_allocator_reserve(uint64_t bytes);
 void opd_cpu_allocator_unreserve(uint64_t bytes);
 /* Statistics of a device type's device 0 (of the CPU for OPD_DEVICE_CPU); zeros for a

@@ -88,6 +88,12 @@ opd_device opd_compiled_graph_input_device(const opd_compiled_graph *cg, uint32_
  * device, a factory on one), so that a graph whose inputs are all on the CPU but which
  * computes on a GPU is routed to it too. */
 uint64_t opd_compiled_graph_cuda_devices(const opd_compiled_graph *cg);
+/* [Note: The charge of a graph] (graph/src/footprint.c): at most what compiling the finished
+ * graph g will hold (reserve it before compiling), and what a compiled graph holds, fixed
+ * when it was compiled: its IR, texts, plan and run context, its constants' storage and
+ * its planned buffers, in bytes. */
+uint64_t opd_graph_define_estimate(const opd_graph *g);
+uint64_t opd_compiled_graph_bytes(const opd_compiled_graph *cg);
 /* opd_graph_stats.cost, without the lock opd_compiled_graph_stats takes. */
 uint64_t opd_compiled_graph_cost(const opd_compiled_graph *cg);
 
