@@ -350,12 +350,20 @@ static const void *fake_stream_key(int device) {
   (void)device;
   return fake_stream;
 }
+static int fake_clears;
+static int fake_memset0(int device, void *p, size_t nbytes) {
+  (void)device;
+  memset(p, 0, nbytes);
+  fake_clears++;
+  return 0;
+}
 
 START_TEST(test_allocator_stream_destroyed) {
   static const opd__cuda_raw_ops fake = {.use_device = fake_use_device,
                                          .malloc = fake_malloc,
                                          .free = fake_free,
-                                         .stream_key = fake_stream_key};
+                                         .stream_key = fake_stream_key,
+                                         .memset0 = fake_memset0};
   init();
   opd__cuda_allocator_set_raw_ops(&fake);
   fake_stream = &stream_a;
@@ -390,6 +398,43 @@ START_TEST(test_allocator_stream_destroyed) {
   ck_assert_int_eq(fake_frees, 0); /* all cached */
   opd__cuda_allocator_empty(FAKE_DEVICE);
   ck_assert_int_eq(fake_frees, 3);
+  opd__cuda_allocator_set_raw_ops(NULL);
+}
+END_TEST
+
+/* [Note: Memory cleared between owners]: a block another owner wrote is zeroed before it is
+ * handed out, one its own owner reuses is not, and a fresh one always is. */
+START_TEST(test_allocator_clears_between_owners) {
+  static const opd__cuda_raw_ops fake = {.use_device = fake_use_device,
+                                         .malloc = fake_malloc,
+                                         .free = fake_free,
+                                         .stream_key = fake_stream_key,
+                                         .memset0 = fake_memset0};
+  init();
+  opd__cuda_allocator_set_raw_ops(&fake);
+  _Atomic uint64_t held_a = 0, held_b = 0;
+  opd_mem_budget a = {.held = &held_a, .limit = UINT64_MAX, .owner_id = opd_mem_owner_new()};
+  opd_mem_budget b = {.held = &held_b, .limit = UINT64_MAX, .owner_id = opd_mem_owner_new()};
+  fake_stream = &stream_a;
+  fake_clears = 0;
+  opd_mem_budget_install(&a);
+  unsigned char *p = opd__cuda_alloc(FAKE_DEVICE, 4096);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_int_eq(fake_clears, 1); /* fresh from cudaMalloc */
+  memset(p, 0x5a, 4096);            /* a's data */
+  opd__cuda_free(FAKE_DEVICE, p, 4096);
+  ck_assert_ptr_eq(opd__cuda_alloc(FAKE_DEVICE, 4096), p); /* a again: not cleared */
+  ck_assert_int_eq(fake_clears, 1);
+  ck_assert_int_eq(p[100], 0x5a);
+  opd__cuda_free(FAKE_DEVICE, p, 4096);
+  opd_mem_budget_uninstall();
+  opd_mem_budget_install(&b); /* b, on the same stream (a worker's default stream) */
+  ck_assert_ptr_eq(opd__cuda_alloc(FAKE_DEVICE, 4096), p);
+  ck_assert_int_eq(fake_clears, 2);
+  for (int i = 0; i < 4096; i++) ck_assert_int_eq(p[i], 0);
+  opd__cuda_free(FAKE_DEVICE, p, 4096);
+  opd_mem_budget_uninstall();
+  opd__cuda_allocator_empty(FAKE_DEVICE);
   opd__cuda_allocator_set_raw_ops(NULL);
 }
 END_TEST
@@ -888,6 +933,7 @@ Suite *opd_test_cuda_suite(void) {
   tcase_add_test(tc, test_nvrtc_call_checks_dtypes);
 #ifdef OPD_HAVE_CUDA
   tcase_add_test(tc, test_allocator_stream_destroyed);
+  tcase_add_test(tc, test_allocator_clears_between_owners);
   tcase_add_test(tc, test_sticky_errors);
 #endif
   tcase_add_test(tc, test_copy_round_trip);

@@ -20,6 +20,7 @@
 
 #include "c_compiler.h"
 #include "fault_alloc.h"
+#include "opd/allocator.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 #include "test_files.h"
@@ -546,6 +547,86 @@ START_TEST(test_queue_full_and_stop) {
 }
 END_TEST
 
+/* One owner (a daemon's session: the budget installed on the thread) has at most
+ * owner_queue_max compiles waiting, while another's still queue; the compiler runs at nice 10
+ * or more. */
+START_TEST(test_queue_per_owner_and_nice) {
+  char dir[64], cache[256], compiler[256], nice_file[256], body[512];
+  temp_dir(dir);
+  path_of(cache, dir, "cache", "");
+  path_of(nice_file, dir, "nice", "");
+  snprintf(body, sizeof body, "awk '{print $19}' /proc/$$/stat > %s; sleep 0.3; exit 1", nice_file);
+  fake_cc(compiler, dir, body);
+  opd__cc_options o = {
+      .cc = compiler, .dir = cache, .timeout_ms = 5000, .queue_max = 8, .owner_queue_max = 2};
+  opd__cc *cc;
+  ck_assert_msg(opd__cc_start(&o, &cc) == 0, "%s", opd_last_error());
+  _Atomic uint64_t held_a = 0, held_b = 0;
+  opd_mem_budget a = {.held = &held_a, .limit = UINT64_MAX, .owner_id = opd_mem_owner_new()};
+  opd_mem_budget b = {.held = &held_b, .limit = UINT64_MAX, .owner_id = opd_mem_owner_new()};
+  outcome out[6] = {0};
+  opd_mem_budget_install(&a);
+  ck_assert_int_eq(opd__cc_submit(cc, "int a0;", "a0", record, &out[0]), 0);
+  for (int i = 0; i < 2000 && stats_of(cc).queued > 0; i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  ck_assert_int_eq(opd__cc_submit(cc, "int a1;", "a1", record, &out[1]), 0);
+  ck_assert_int_eq(opd__cc_submit(cc, "int a2;", "a2", record, &out[2]), 0);
+  ck_assert_int_eq(opd__cc_submit(cc, "int a3;", "a3", record, &out[3]), OPD_EBUSY);
+  ck_assert_msg(strstr(opd_last_error(), "graph_cc_session_queue"), "%s", opd_last_error());
+  opd_mem_budget_uninstall();
+  opd_mem_budget_install(&b); /* another session's go on queueing */
+  ck_assert_int_eq(opd__cc_submit(cc, "int b0;", "b0", record, &out[4]), 0);
+  ck_assert_int_eq(opd__cc_submit(cc, "int b1;", "b1", record, &out[5]), 0);
+  opd_mem_budget_uninstall();
+  ck_assert_uint_eq(stats_of(cc).rejected, 1);
+  opd__cc_drain(cc);
+  opd__cc_stop(cc);
+  ck_assert_int_eq(out[3].calls, 0);
+  ck_assert_int_eq(out[5].calls, 1);
+  FILE *f = fopen(nice_file, "r");
+  ck_assert_ptr_nonnull(f);
+  int nice_value = -100;
+  ck_assert_int_eq(fscanf(f, "%d", &nice_value), 1);
+  fclose(f);
+  ck_assert_int_ge(nice_value, 10);
+  remove_tree(dir);
+}
+END_TEST
+
+/* [Note: The C tier's directory is bounded]: past max_bytes a compile removes the least
+ * recently used modules, never one loaded nor the one just built. */
+START_TEST(test_directory_bounded) {
+  if (opd_test_no_compiler("cc", "test_directory_bounded")) return;
+  char dir[64];
+  temp_dir(dir);
+  opd__cc_options o = {.cc = "cc", .dir = dir, .timeout_ms = 30000, .queue_max = 4, .max_bytes = 1};
+  opd__cc *cc;
+  ck_assert_msg(opd__cc_start(&o, &cc) == 0, "%s", opd_last_error());
+  opd__cc_module *mod[3];
+  void *fn;
+  char why[256], source[3][64];
+  for (int i = 0; i < 3; i++) {
+    snprintf(source[i], sizeof source[i], "int opd_entry(int x) { return x * %d; }\n", i + 5);
+    ck_assert_msg(opd__cc_build(cc, source[i], "opd_entry", &mod[i], &fn, why, sizeof why) == 0,
+                  "%s", why);
+    ck_assert_int_eq(((int (*)(int))fn)(2), 2 * (i + 5));
+    if (i == 0) opd__cc_module_release(mod[0]); /* the first is not in use when the others build */
+  }
+  /* the first was removed when the second was built; the second (loaded) and third stay */
+  ck_assert_int_eq(count_files(dir, ".so"), 2);
+  ck_assert_int_eq(count_files(dir, ".c"), 2);
+  ck_assert_uint_eq(stats_of(cc).evicted, 1);
+  ck_assert_uint_eq(stats_of(cc).compiles, 3);
+  /* the removed one is compiled again when asked for */
+  ck_assert_msg(opd__cc_build(cc, source[0], "opd_entry", &mod[0], &fn, why, sizeof why) == 0, "%s",
+                why);
+  ck_assert_uint_eq(stats_of(cc).compiles, 4);
+  for (int i = 0; i < 3; i++) opd__cc_module_release(mod[i]);
+  opd__cc_stop(cc);
+  remove_tree(dir);
+}
+END_TEST
+
 typedef struct racer {
   opd__cc *cc;
   int rc;
@@ -671,6 +752,8 @@ Suite *opd_test_graph_cc_suite(void) {
   tcase_add_test(tc, test_compiler_cannot_run);
   tcase_add_test(tc, test_submit_and_drain);
   tcase_add_test(tc, test_queue_full_and_stop);
+  tcase_add_test(tc, test_queue_per_owner_and_nice);
+  tcase_add_test(tc, test_directory_bounded);
   tcase_add_test(tc, test_concurrent_builds);
   tcase_add_test(tc, test_allocation_failures);
   suite_add_tcase(s, tc);

@@ -5,10 +5,12 @@
 #include <stdatomic.h>
 
 #include "opd/allocator.h"
+#include "opd/cancel.h"
 #include "opd/error.h"
 #include "tensor_internal.h"
 
 static _Thread_local opd_mem_budget *installed;
+static _Thread_local const _Atomic bool *adopted; /* [Note: Cancelling long work] */
 
 static int over_limit(const opd_mem_budget *b, uint64_t bytes, uint64_t cur) {
   return opd_error(OPD_ERESOURCE,
@@ -59,6 +61,16 @@ opd_mem_budget *opd_mem_budget_current(void) {
   return installed;
 }
 
+uint64_t opd_mem_owner_new(void) {
+  static _Atomic uint64_t last_owner;
+  return atomic_fetch_add_explicit(&last_owner, 1, memory_order_relaxed) + 1;
+}
+
+uint64_t opd_mem_owner_current(void) {
+  const opd_mem_budget *b = installed;
+  return b ? b->owner_id : 0;
+}
+
 int opd__budget_charge(uint64_t bytes, bool *charged) {
   opd_mem_budget *b = installed;
   *charged = false;
@@ -83,4 +95,25 @@ uint64_t opd__budget_take(uint64_t bytes) {
   if (!b || b->charged < bytes) return 0;
   b->charged -= bytes;
   return bytes;
+}
+
+/* ---- [Note: Cancelling long work] in opd/cancel.h ---- */
+
+const _Atomic bool *opd_cancel_flag(void) {
+  const opd_mem_budget *b = installed;
+  return b ? &b->cancelled : adopted;
+}
+
+void opd_cancel_adopt(const _Atomic bool *flag) {
+  adopted = flag;
+}
+
+bool opd_cancelled(void) {
+  const _Atomic bool *f = opd_cancel_flag();
+  return f && atomic_load_explicit(f, memory_order_relaxed);
+}
+
+int opd_cancelled_error(const char *what) {
+  return opd_error(OPD_ECANCELED, "%s: cancelled (its session closed, or the daemon is stopping)",
+                   what);
 }

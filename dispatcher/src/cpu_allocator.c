@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "opd/allocator.h"
@@ -188,13 +189,19 @@ void opd__cpu_unaccount_tiny(size_t nbytes) {
   atomic_store_explicit(&c->bytes, have, memory_order_relaxed);
 }
 
-/* A block of OPD_CPU_HUGE_MIN bytes or more, backed by huge pages where the kernel has them
- * (see [Note: The CPU allocator]). */
-static void *huge_alloc(size_t rounded) {
-  void *p = opd__aligned_alloc(OPD__HUGE_PAGE, rounded);
+/* A zeroed block of OPD_CPU_HUGE_MIN bytes or more, backed by huge pages where the kernel has
+ * them (see [Note: The CPU allocator]). */
+static void *huge_alloc(size_t rounded, size_t with_tag) {
+  void *p = opd__aligned_calloc(OPD__HUGE_PAGE, with_tag);
   /* advice only: without transparent huge pages the block keeps small pages */
   if (p) (void)madvise(p, rounded & ~(OPD__HUGE_PAGE - 1), MADV_HUGEPAGE);
   return p;
+}
+
+/* The owner of a cached size class's block ([Note: Memory cleared between owners] in
+ * opd/allocator.h): a word after its `rounded` bytes (a multiple of the alignment). */
+static uint64_t *owner_tag(void *block, size_t rounded) {
+  return (uint64_t *)((char *)block + rounded);
 }
 
 static void *cpu_alloc(const opd_allocator *a, opd_device device, size_t nbytes) {
@@ -202,6 +209,7 @@ static void *cpu_alloc(const opd_allocator *a, opd_device device, size_t nbytes)
   size_t rounded;
   int c = size_class(nbytes, &rounded);
   if (account(nbytes, rounded)) return NULL;
+  uint64_t owner = opd_mem_owner_current();
   if (c >= 0) {
     pthread_mutex_lock(&cache.lock);
     free_block *b = cache.lists[c];
@@ -210,14 +218,27 @@ static void *cpu_alloc(const opd_allocator *a, opd_device device, size_t nbytes)
       cache.cached -= rounded;
     }
     pthread_mutex_unlock(&cache.lock);
-    if (b) return b;
+    if (b) {
+      uint64_t *tag = owner_tag(b, rounded);
+      if (*tag != owner) { /* what another owner left: zeroed whole, as a fresh block */
+        memset(b, 0, rounded);
+        *tag = owner;
+      } else {
+        b->next = NULL; /* the list's link, not the owner's data */
+      }
+      return b;
+    }
   }
-  void *p = rounded >= OPD_CPU_HUGE_MIN ? huge_alloc(rounded)
-                                        : opd__aligned_alloc(OPD_CPU_ALIGNMENT, rounded);
+  /* zeroed: malloc recycles what its last user, maybe another owner, left in a block */
+  size_t with_tag = c >= 0 ? rounded + sizeof(uint64_t) : rounded;
+  void *p = rounded >= OPD_CPU_HUGE_MIN ? huge_alloc(rounded, with_tag)
+                                        : opd__aligned_calloc(OPD_CPU_ALIGNMENT, with_tag);
   if (!p) {
     atomic_fetch_sub(&in_use, rounded);
     opd_error(OPD_ENOMEM, "CPU out of memory: the system refused %zu bytes", nbytes);
+    return NULL;
   }
+  if (c >= 0) *owner_tag(p, rounded) = owner;
   return p;
 }
 

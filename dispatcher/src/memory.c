@@ -2,6 +2,7 @@
  * opd/memory.h). */
 #include "opd/memory.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,15 +65,23 @@ char *opd__strdup(const char *s) {
   return copy;
 }
 
-void *opd__aligned_alloc(size_t alignment, size_t size) {
+static void *aligned_block(size_t alignment, size_t size, bool zeroed) {
   if (alignment < sizeof(void *) || alignment > OPD__HUGE_PAGE || (alignment & (alignment - 1)) ||
       size > SIZE_MAX - alignment)
     return NULL;
-  char *raw = opd__malloc(size + alignment);
+  char *raw = zeroed ? opd__calloc(1, size + alignment) : opd__malloc(size + alignment);
   if (!raw) return NULL;
   uintptr_t aligned = ((uintptr_t)raw + alignment) & ~(uintptr_t)(alignment - 1);
   ((void **)aligned)[-1] = raw; /* at least one word lies between raw and aligned */
   return (void *)aligned;
+}
+
+void *opd__aligned_alloc(size_t alignment, size_t size) {
+  return aligned_block(alignment, size, false);
+}
+
+void *opd__aligned_calloc(size_t alignment, size_t size) {
+  return aligned_block(alignment, size, true);
 }
 
 void opd__aligned_free(void *ptr) {

@@ -135,6 +135,9 @@ static int tiny_tensor_new(int ndim, size_t nbytes, opd_tensor **out) {
   assert((uintptr_t)data % OPD_CPU_ALIGNMENT == 0);
   s->in_slab = true;
   s->data = nbytes ? data : NULL;
+  /* the slot's last tensor may have been another session's ([Note: Memory cleared between
+   * owners] in opd/allocator.h): one store */
+  memset(data, 0, OPD_TINY_TENSOR_BYTES);
   *out = (opd_tensor *)(slot + sizeof(opd_storage) + OPD_TINY_TENSOR_BYTES);
   tensor_init(*out, ndim, s);
   return 0;

@@ -34,6 +34,12 @@
  *   registry and the dynamic loader agree on what is loaded. The entry must be defined in
  *   the module itself: dlsym also searches the module's dependencies (libc), so the object
  *   defining the symbol is checked.
+ * - The compiler runs at nice COMPILER_NICE (or the daemon's, if that is higher), below the
+ *   daemon's workers: a compile uses a CPU the workers leave idle.
+ * - The queue holds at most queue_max compiles, and at most owner_queue_max of one owner
+ *   (opd_mem_owner_current: a daemon's session), so that one session's hundreds of programs
+ *   never make another's wait behind them; a refused program stays interpreted and is
+ *   submitted again by a later run.
  * - The service's thread takes queued compiles in order, one at a time, and runs their
  *   callbacks without the service's lock; opd__cc_stop lets the running one finish and then
  *   cancels the queued ones on that thread. opd__cc_build runs in any thread, several at
@@ -42,6 +48,7 @@
 #define _GNU_SOURCE /* closefrom, dladdr1, dlinfo, execvpe, pipe2 */
 #include "c_compiler.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -64,6 +71,7 @@
 #include <cpuid.h>
 #endif
 
+#include "opd/allocator.h"
 #include "opd/error.h"
 #include "opd/log.h"
 #include "opd/memory.h"
@@ -73,6 +81,7 @@
 #define CC_FLAGS \
   "-std=c17", "-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared"
 
+#define COMPILER_NICE    10  /* the compiler's nice value, at least */
 #define NAME_SIZE        33  /* 32 hex digits of the content address */
 #define FILE_SIZE        96  /* a file name in the directory: the name and a suffix */
 #define WHY_SIZE         512 /* a failure's reason */
@@ -86,6 +95,7 @@ typedef struct job {
   struct job *next;
   opd__cc_done_fn done;
   void *arg;
+  uint64_t owner;             /* who asked for it: opd_mem_owner_current() (a daemon's session) */
   const char *entry, *source; /* in this allocation, after the struct */
 } job;
 
@@ -96,7 +106,8 @@ struct opd__cc {
   char *identity; /* hashed into every name */
   char *env_path, *env_tmpdir;
   char *env[4]; /* the compiler's environment: PATH and TMPDIR when set, LC_ALL=C */
-  uint32_t timeout_ms, queue_max;
+  uint32_t timeout_ms, queue_max, owner_queue_max;
+  uint64_t max_bytes; /* of the directory's modules (0: no bound) */
   pthread_t thread;
   pthread_mutex_t lock; /* the queue, busy, stopping and counts */
   pthread_cond_t work;  /* a compile was queued, or stopping */
@@ -204,6 +215,11 @@ static _Noreturn void exec_compiler(const opd__cc *cc, char *const argv[], int n
    * @resources) leaves the compiler under the daemon's own limits and the timeout. */
   for (int i = 0; i < 4; i++)
     if (setrlimit(resources[i], &limits[i]) != 0 && errno != EPERM) goto failed;
+  /* below the daemon's threads, its workers included: a compile takes only a CPU they leave
+   * idle (the same filter may deny this too) */
+  errno = 0;
+  int nice_now = getpriority(PRIO_PROCESS, 0);
+  if (errno == 0 && nice_now < COMPILER_NICE) (void)setpriority(PRIO_PROCESS, 0, COMPILER_NICE);
   execvpe(argv[0], argv, cc->env);
 failed:;
   int err = errno;
@@ -505,6 +521,96 @@ const char *opd__cc_module_name(const opd__cc_module *m) {
 
 /* ---- building ---- */
 
+/* ---- the directory's size ---- */
+
+typedef struct stored {
+  char name[NAME_SIZE];
+  uint64_t bytes;  /* its .c, .so and .log */
+  int64_t used_ns; /* its .so's modification time: when it was built or last loaded */
+} stored;
+
+static bool is_content_name(const char *s, size_t n) {
+  if (n != NAME_SIZE - 1) return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
+  return true;
+}
+
+static bool loaded_by_name(const char *name) {
+  pthread_mutex_lock(&loaded.lock);
+  const opd__cc_module *m = loaded.head;
+  while (m && strcmp(m->name, name) != 0) m = m->next;
+  pthread_mutex_unlock(&loaded.lock);
+  return m != NULL;
+}
+
+static int by_use(const void *a, const void *b) {
+  int64_t x = ((const stored *)a)->used_ns, y = ((const stored *)b)->used_ns;
+  return x < y ? -1 : x > y;
+}
+
+/* [Note: The C tier's directory is bounded]
+ * Every distinct program leaves a source, an object and a log (about 19 KB) in the directory.
+ * After each compile the directory's modules are summed (their .c, .so and .log), and while
+ * they take more than max_bytes the least recently used are removed: the oldest .so
+ * modification time, which a build sets and a load from disk renews. A module loaded in this
+ * process (in use by a group) is never removed, nor the one just built; temporary files of
+ * builds in flight have other names and are left alone. A removed module is compiled again
+ * when a program needs it. */
+static void trim_directory(opd__cc *cc, const char *keep) {
+  if (!cc->max_bytes) return;
+  int fd = dup(cc->dirfd);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  rewinddir(d); /* the offset is the directory descriptor's, shared with the dup */
+  stored *all = NULL;
+  size_t n = 0, cap = 0;
+  uint64_t total = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *dot = strrchr(e->d_name, '.');
+    struct stat st;
+    if (!dot || !is_content_name(e->d_name, (size_t)(dot - e->d_name)) ||
+        (strcmp(dot, ".c") && strcmp(dot, ".so") && strcmp(dot, ".log")) ||
+        fstatat(cc->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    size_t i = 0;
+    while (i < n && strncmp(all[i].name, e->d_name, NAME_SIZE - 1) != 0) i++;
+    if (i == n) {
+      if (n == cap) {
+        stored *more = opd__realloc(all, (cap = cap ? 2 * cap : 64) * sizeof *all);
+        if (!more) break;
+        all = more;
+      }
+      all[n] = (stored){.bytes = 0, .used_ns = INT64_MIN};
+      memcpy(all[n].name, e->d_name, NAME_SIZE - 1);
+      all[n++].name[NAME_SIZE - 1] = '\0';
+    }
+    all[i].bytes += (uint64_t)st.st_size;
+    total += (uint64_t)st.st_size;
+    if (!strcmp(dot, ".so"))
+      all[i].used_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  closedir(d);
+  qsort(all, n, sizeof *all, by_use);
+  for (size_t i = 0; i < n && total > cc->max_bytes; i++) {
+    if (!strcmp(all[i].name, keep) || loaded_by_name(all[i].name)) continue;
+    static const char *const suffixes[] = {".so", ".c", ".log"};
+    for (int k = 0; k < 3; k++) {
+      char file[FILE_SIZE];
+      snprintf(file, sizeof file, "%s%s", all[i].name, suffixes[k]);
+      unlinkat(cc->dirfd, file, 0);
+    }
+    total -= all[i].bytes;
+    pthread_mutex_lock(&cc->lock);
+    cc->counts.evicted++;
+    pthread_mutex_unlock(&cc->lock);
+  }
+  opd__free(all);
+}
+
 int opd__cc_build(opd__cc *cc, const char *source, const char *entry, opd__cc_module **mod,
                   void **fn, char *why, size_t why_size) {
   *mod = NULL;
@@ -521,6 +627,11 @@ int opd__cc_build(opd__cc *cc, const char *source, const char *entry, opd__cc_mo
   if (!m) {
     bool on_disk = built_on_disk(cc, name, source, len);
     if (!on_disk && (rc = compile(cc, name, source, len, why, why_size)) != 0) return rc;
+    if (on_disk) { /* used now ([Note: The C tier's directory is bounded]) */
+      char so[FILE_SIZE];
+      snprintf(so, sizeof so, "%s.so", name);
+      (void)utimensat(cc->dirfd, so, NULL, AT_SYMLINK_NOFOLLOW);
+    }
     pthread_mutex_lock(&loaded.lock);
     rc = find_locked(name, entry, source, len, &m, why, why_size); /* loaded meanwhile? */
     if (rc == 0 && !m) rc = open_locked(cc, name, entry, source, len, &m, why, why_size);
@@ -530,6 +641,8 @@ int opd__cc_build(opd__cc *cc, const char *source, const char *entry, opd__cc_mo
       pthread_mutex_lock(&cc->lock);
       cc->counts.disk_hits++;
       pthread_mutex_unlock(&cc->lock);
+    } else {
+      trim_directory(cc, name);
     }
   }
   *mod = m;
@@ -743,6 +856,8 @@ int opd__cc_start(const opd__cc_options *o, opd__cc **out) {
   cc->dirfd = -1;
   cc->timeout_ms = o->timeout_ms;
   cc->queue_max = o->queue_max;
+  cc->max_bytes = o->max_bytes;
+  cc->owner_queue_max = o->owner_queue_max ? o->owner_queue_max : o->queue_max;
   pthread_mutex_init(&cc->lock, NULL);
   pthread_cond_init(&cc->work, NULL);
   pthread_cond_init(&cc->idle, NULL);
@@ -784,15 +899,24 @@ int opd__cc_submit(opd__cc *cc, const char *source, const char *entry, opd__cc_d
   char *text = (char *)(j + 1);
   memcpy(text, entry, entry_size);
   memcpy(text + entry_size, source, source_size);
-  *j = (job){.done = done, .arg = arg, .entry = text, .source = text + entry_size};
+  uint64_t owner = opd_mem_owner_current();
+  *j = (job){.done = done, .arg = arg, .owner = owner, .entry = text, .source = text + entry_size};
   int rc = 0;
   pthread_mutex_lock(&cc->lock);
+  uint32_t mine = 0; /* the owner's compiles waiting: at most queue_max to count */
+  for (const job *q = cc->head; q && mine < cc->owner_queue_max; q = q->next)
+    mine += q->owner == owner;
   if (cc->stopping) {
     rc = opd_error(OPD_ECANCELED, "the compiler service is stopping");
   } else if (cc->counts.queued >= cc->queue_max) {
     cc->counts.rejected++;
     rc = opd_error(OPD_EBUSY, "the compiler queue is full (%" PRIu32 " compiles wait)",
                    cc->counts.queued);
+  } else if (mine >= cc->owner_queue_max) {
+    cc->counts.rejected++;
+    rc = opd_error(OPD_EBUSY,
+                   "%" PRIu32 " compiles of this session wait already (graph_cc_session_queue)",
+                   mine);
   } else {
     if (cc->tail)
       cc->tail->next = j;

@@ -13,10 +13,12 @@ typedef struct opd__cc opd__cc;               /* a compiler service: its directo
 typedef struct opd__cc_module opd__cc_module; /* a loaded shared object, reference counted */
 
 typedef struct opd__cc_options {
-  const char *cc;      /* the compiler: a path, or a name looked up in PATH (e.g. "cc") */
-  const char *dir;     /* the private cache directory (created 0700 if missing) */
-  uint32_t timeout_ms; /* one compiler run's wall-clock limit: killed past it (at least 1) */
-  uint32_t queue_max;  /* most compiles waiting in the queue (at least 1) */
+  const char *cc;           /* the compiler: a path, or a name looked up in PATH (e.g. "cc") */
+  const char *dir;          /* the private cache directory (created 0700 if missing) */
+  uint32_t timeout_ms;      /* one compiler run's wall-clock limit: killed past it (at least 1) */
+  uint32_t queue_max;       /* most compiles waiting in the queue (at least 1) */
+  uint32_t owner_queue_max; /* most of one owner's (opd_mem_owner_current) waiting (0: queue_max) */
+  uint64_t max_bytes; /* the directory's modules, least recently used removed past it (0: none) */
 } opd__cc_options;
 
 /* Creates/checks the directory, probes the compiler's identity, starts the service's thread.

@@ -34,8 +34,9 @@
 #include "opd/memory.h"
 
 /* opd_graph_c_tier_options' defaults (graph_exec.h) */
-#define DEFAULT_TIMEOUT_MS 30000
-#define DEFAULT_QUEUE_MAX  256
+#define DEFAULT_TIMEOUT_MS        30000
+#define DEFAULT_QUEUE_MAX         256
+#define DEFAULT_SESSION_QUEUE_MAX 16
 
 /* The service: start and stop write it, submits and introspection read it. */
 static pthread_rwlock_t service_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -50,7 +51,10 @@ int opd_graph_c_tier_start(const opd_graph_c_tier_options *o) {
   opd__cc_options co = {.cc = o->cc,
                         .dir = o->dir,
                         .timeout_ms = o->timeout_ms ? o->timeout_ms : DEFAULT_TIMEOUT_MS,
-                        .queue_max = o->queue_max ? o->queue_max : DEFAULT_QUEUE_MAX};
+                        .queue_max = o->queue_max ? o->queue_max : DEFAULT_QUEUE_MAX,
+                        .owner_queue_max =
+                            o->session_queue_max ? o->session_queue_max : DEFAULT_SESSION_QUEUE_MAX,
+                        .max_bytes = o->max_bytes};
   pthread_rwlock_wrlock(&service_lock);
   int rc = service ? opd_error(OPD_EEXIST, "the C tier is started already")
                    : opd__cc_start(&co, &service);

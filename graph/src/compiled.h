@@ -60,6 +60,7 @@ typedef struct opd__run_ctx {
   opd_tensor **vals;    /* per value: its tensor in this run (a reference), or NULL */
   opd_tensor **buffers; /* per planned buffer */
   opd_tensor **planned; /* per value: its view of a planned buffer, or NULL */
+  uint64_t owner;       /* whose run last wrote the buffers (opd_mem_owner_current) */
   /* the storages the graph keeps (its constants', these buffers'), sorted by address
    * ([Note: A compiled graph's memory never reaches a caller] in outputs.c) */
   const opd_storage **kept;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "compiled.h"
+#include "opd/cancel.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 
@@ -80,11 +81,19 @@ static int ctx_get(opd_compiled_graph *cg, opd__run_ctx **out) {
   opd__run_ctx *ctx = cg->spare;
   if (ctx) cg->spare = ctx->next;
   pthread_mutex_unlock(&cg->lock);
+  uint64_t owner = opd_mem_owner_current();
   if (ctx) {
+    /* another session's last run left its values in the planned buffers ([Note: Memory
+     * cleared between owners] in opd/allocator.h) */
+    for (uint32_t b = 0; ctx->owner != owner && b < cg->plan->nbuffers; b++)
+      memset(opd_tensor_data(ctx->buffers[b]), 0, ctx->buffers[b]->storage->nbytes);
+    ctx->owner = owner;
     *out = ctx;
     return 0;
   }
-  return ctx_new(cg, out);
+  int rc = ctx_new(cg, out);
+  if (rc == 0) (*out)->owner = owner;
+  return rc;
 }
 
 static void ctx_put(opd_compiled_graph *cg, opd__run_ctx *ctx) {
@@ -246,6 +255,10 @@ int opd_compiled_graph_run(opd_compiled_graph *cg, opd_tensor *const *inputs, ui
   uint32_t kernels = 0;
   for (uint32_t s = 0; s < p->nsteps && rc == 0; s++) {
     const opd__step *st = &p->steps[s];
+    if (opd_cancelled()) { /* [Note: Cancelling long work] in opd/cancel.h */
+      rc = opd_cancelled_error("a graph run");
+      break;
+    }
     if (st->kind == OPD__STEP_GROUP) {
       uint32_t k = 0;
       rc = opd__run_group(cg, ctx, st->index, &k);
@@ -260,6 +273,7 @@ int opd_compiled_graph_run(opd_compiled_graph *cg, opd_tensor *const *inputs, ui
       ctx->vals[v] = NULL;
     }
   }
+  if (rc == 0 && opd_cancelled()) rc = opd_cancelled_error("a graph run"); /* its last step's */
   for (uint32_t i = 0; i < noutputs && rc == 0; i++) {
     opd_tensor *t = ctx->vals[g->outputs[i]];
     if (!t)

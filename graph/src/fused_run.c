@@ -20,6 +20,7 @@
 #include <immintrin.h>
 #endif
 
+#include "opd/cancel.h"
 #include "opd/error.h"
 #include "plan.h"
 #include "pw_formulas.h"
@@ -250,6 +251,8 @@ static void run_tiles(void *arg, int64_t begin, int64_t end) {
   float regs[OPD__PW_MAX_REGS][OPD__PW_TILE];
   const float *in[OPD__PW_MAX_REGS];
   for (int64_t t = begin; t < end; t++) {
+    /* [Note: Cancelling long work] in opd/cancel.h */
+    if (t % (OPD_CANCEL_CHECK_ELEMENTS / OPD__PW_TILE) == 0 && opd_cancelled()) break;
     int64_t i0 = t * OPD__PW_TILE, n = p->numel - i0 < OPD__PW_TILE ? p->numel - i0 : OPD__PW_TILE;
     if (t + 1 < end) { /* [Note: Prefetching the next tile] */
       int64_t next = i0 + OPD__PW_TILE;

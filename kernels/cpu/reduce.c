@@ -34,6 +34,7 @@
 #include "reduce_span.h"
 #include "reduce_walk.h"
 #include "src/parallel.h"
+#include "opd/cancel.h"
 #include "opd/memory.h"
 
 enum { BUF = 512, COLS = 64, SPLIT = 65536, GRAIN = 32768 };
@@ -384,7 +385,12 @@ static void reduce_range(const red *r, int64_t kofs, int64_t lin, int64_t end, a
   } buf;
   opd__iter it;
   opd__iter_seek(&it, &r->red, lin);
+  int64_t checked = lin;
   while (lin < end) {
+    if (lin - checked >= OPD_CANCEL_CHECK_ELEMENTS) { /* [Note: Cancelling long work] */
+      if (opd_cancelled()) return;
+      checked = lin;
+    }
     if (r->direct && is == 1) {
       int64_t run = opd__iter_run_left(&it) < end - lin ? opd__iter_run_left(&it) : end - lin;
       acc_span(r, a, r->in + (kofs + it.off) * (int64_t)r->in_size, run, lin);
@@ -427,6 +433,7 @@ typedef struct split_ctx {
 static void split_task(void *ctx, int64_t begin, int64_t end) {
   const split_ctx *s = ctx;
   for (int64_t b = begin; b < end; b++) {
+    if (opd_cancelled()) return; /* a block is SPLIT elements */
     int64_t lo = b * SPLIT, hi = s->r->nred - lo > SPLIT ? lo + SPLIT : s->r->nred;
     s->part[b] = acc_init(s->r);
     reduce_range(s->r, 0, lo, hi, &s->part[b]);
@@ -504,6 +511,7 @@ static void cols_task(void *ctx, int64_t begin, int64_t end) {
         v = &buf;
       }
       col_add(r, &a, v, w);
+      if (l % (OPD_CANCEL_CHECK_ELEMENTS / COLS) == 0 && opd_cancelled()) return;
       if (l + 1 < r->nred) opd__iter_step(&rit, 1);
     }
     for (int64_t j = 0; j < w; j++) {
@@ -542,6 +550,10 @@ static void run(red *r, const opd_tensor *self, uint64_t mask) {
     split_ctx s = {r, opd__malloc((size_t)blocks * sizeof(acc))};
     if (s.part) {
       opd__parallel_for(0, blocks, 1, split_task, &s);
+      if (opd_cancelled()) { /* the partials are not all there */
+        opd__free(s.part);
+        return;
+      }
       acc a = s.part[0];
       for (int64_t b = 1; b < blocks; b++) acc_combine(r, &a, &s.part[b]);
       acc_store(r, &a, r->out);
@@ -596,6 +608,10 @@ static int reduce_cpu(red_op op, opd_tensor *self, uint64_t mask, const opd_out_
     for (int64_t o = 0; o < r.nout; o++) acc_store(&r, &a, r.out + o * (int64_t)r.out_size);
   } else if (r.nout > 0) {
     run(&r, self, mask);
+    if (opd_cancelled()) { /* the result is partial: [Note: Cancelling long work] */
+      opd_tensor_release(res);
+      return opd_cancelled_error("a reduction");
+    }
   }
   *out = res;
   return 0;

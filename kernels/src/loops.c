@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "opd/cancel.h"
 #include "opd/checked.h"
 #include "opd/error.h"
 #include "parallel.h"
@@ -337,9 +338,15 @@ static void run_range(void *arg, int64_t begin, int64_t end) {
     rem /= it->shape[d];
     for (int k = 0; k < it->nops; k++) p[k] += idx[d] * it->stride[d][k];
   }
+  int64_t unchecked = 0;
   while (begin < end) {
     int64_t n = it->shape[0] - idx[0];
     if (n > end - begin) n = end - begin;
+    if (n > OPD_CANCEL_CHECK_ELEMENTS) n = OPD_CANCEL_CHECK_ELEMENTS;
+    if ((unchecked += n) > OPD_CANCEL_CHECK_ELEMENTS) { /* [Note: Cancelling long work] */
+      if (opd_cancelled()) return;
+      unchecked = n;
+    }
     run_strip(it, p, n);
     begin += n;
     if (begin == end) break;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "opd/cancel.h"
 #include "opd/clock.h"
 #include "opd/kernels.h"
 
@@ -24,6 +25,7 @@ static struct {
   _Atomic int pending; /* chunks not finished */
   opd__range_fn fn;
   void *ctx;
+  const _Atomic bool *cancel; /* the caller's ([Note: Cancelling long work] in opd/cancel.h) */
   int64_t begin, end, chunk;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
           .mu = PTHREAD_MUTEX_INITIALIZER,
@@ -118,7 +120,9 @@ static void *worker(void *arg) {
       pthread_mutex_unlock(&pool.mu);
     }
     seen = atomic_load_explicit(&ticket[index].value, memory_order_acquire);
+    opd_cancel_adopt(pool.cancel);
     run_chunk(index);
+    opd_cancel_adopt(NULL);
     if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
       pthread_mutex_lock(&pool.mu); /* the caller may sleep on done */
       pthread_cond_signal(&pool.done);
@@ -181,6 +185,7 @@ void opd__parallel_for(int64_t begin, int64_t end, int64_t grain, opd__range_fn 
   if (chunks > pool.started + 1) chunks = pool.started + 1;
   pool.fn = fn;
   pool.ctx = ctx;
+  pool.cancel = opd_cancel_flag();
   pool.begin = begin;
   pool.end = end;
   pool.chunk = (n + chunks - 1) / chunks;

@@ -130,6 +130,14 @@ const opd__option opd__options[] = {
     OPT("graph_cc_timeout_ms", "MS", OPD__OPT_U32, graph_cc_timeout_ms, 100, 600000,
         "wall-clock limit of one compile of the C tier; a compiler still running is killed and "
         "the group stays interpreted (default 30000)"),
+    OPT("graph_cc_session_queue", "N", OPD__OPT_U32, graph_cc_session_queue, 1, 256,
+        "most programs of one session waiting to be compiled by the C tier; more stay "
+        "interpreted and are tried again by a later run, so that one session's many programs "
+        "never make another's wait behind them (default 16)"),
+    OPT("graph_cc_max_bytes", "BYTES", OPD__OPT_U64, graph_cc_max_bytes, 0, UINT64_C(1) << 50,
+        "most bytes the C tier's directory keeps of compiled programs (their source, object and "
+        "log); past it the least recently used not loaded are removed after a compile; 0: no "
+        "bound (default 268435456)"),
 };
 const size_t opd__num_options = sizeof opd__options / sizeof *opd__options;
 
@@ -161,6 +169,8 @@ void opd_server_config_init(opd_server_config *c) {
       .graph_dump_max_bytes = 64 << 20,
       .graph_cc = "cc",
       .graph_cc_timeout_ms = 30000,
+      .graph_cc_session_queue = 16,
+      .graph_cc_max_bytes = UINT64_C(268435456),
   };
   /* The default address is a constant known to parse; only memory can fail, and then the
    * server refuses to start for want of a listener. */

@@ -124,13 +124,15 @@
  *
  * [Note: Closing]
  * On end of stream, a read or write error, or a drain timeout: queued requests are
- * cancelled, a partial upload's tensor is released, and running requests finish on their
- * workers; when the last one is back the session's handles are released and the
- * connection is freed.
+ * cancelled, a partial upload's tensor is released, and running requests are told to stop
+ * ([Note: Cancelling long work] in opd/cancel.h) and finish on their workers; when the last one is
+ * back the session's handles are released and the connection is freed.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include "connection.h"
 
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -201,10 +203,12 @@ static const opd_server_config *cfg(const opd__conn *c) {
  * tests/test_fault.c releases with every allocation failing. */
 #define FIRST_ARENA_BLOCK 4096
 
-/* A fresh job whose arena bounds decoding to 8x the frame plus 16 KiB: room for
- * protobuf-c's structs of any valid request (a varint of one byte becomes an 8-byte array
- * element; the floor covers a call's at most 64 small arguments), and no more. NULL when
- * none is free and none can be made. */
+/* A fresh job whose arena bounds decoding to OPD__DECODE_BYTES_PER_FRAME_BYTE x the frame
+ * plus 16 KiB: room for any valid request, and no more. protobuf-c's structs take up to 8
+ * bytes per byte of frame (a varint of one byte becomes an 8-byte array element; the floor
+ * covers a call's at most 64 small arguments), and the call's decoded lists as many again (a
+ * tensor list's one-byte handle becomes an 8-byte tensor pointer), so a list as long as the
+ * frame holds decodes. NULL when none is free and none can be made. */
 static opd__job *job_get(opd__conn *c, size_t frame_len) {
   opd__job *j = c->free_jobs;
   if (j) {
@@ -228,7 +232,7 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
       return NULL;
     }
   }
-  opd__arena_reset(&j->arena, 8 * frame_len + 16384);
+  opd__arena_reset(&j->arena, OPD__DECODE_BYTES_PER_FRAME_BYTE * frame_len + 16384);
   j->next = j->qnext = NULL;
   j->conn = c;
   j->session = &c->session;
@@ -264,6 +268,7 @@ static void job_free(opd__job *j) {
   j->reserved = 0;
   if (j->holds_session) opd__sched_resume(&c->server->sched, &c->session);
   j->holds_session = false;
+  opd__job_uncharge(j);
   if (c->nfree_jobs >= MAX_FREE_JOBS) {
     opd__arena_destroy(&j->arena);
     opd__free(j->out);
@@ -446,6 +451,8 @@ void opd__conn_close(opd__conn *c) {
   pthread_mutex_lock(&c->wmu);
   c->closing = true;
   pthread_mutex_unlock(&c->wmu);
+  /* its running work stops ([Note: Cancelling long work] in opd/cancel.h) */
+  atomic_store_explicit(&c->session.budget.cancelled, true, memory_order_relaxed);
   opd__job *cancelled = opd__sched_cancel(&c->server->sched, &c->session);
   for (opd__job *j = cancelled; j; j = j->qnext) c->outstanding--;
   c->pending_head = c->pending_tail = NULL; /* in the response order: freed below */
@@ -870,8 +877,9 @@ int opd__request_decode(opd__arena *arena, const uint8_t *data, size_t len,
     return opd_error(OPD_ENOMEM, "out of memory decoding a request of %zu bytes", len);
   if (!req && arena->exceeded)
     return opd_error(OPD_EINVAL,
-                     "malformed request: a %zu-byte frame that decodes to more than %zu bytes", len,
-                     arena->limit);
+                     "malformed request: a %zu-byte frame that decodes to more than %zu bytes "
+                     "(%d per byte of frame, plus 16 KiB)",
+                     len, arena->limit, OPD__DECODE_BYTES_PER_FRAME_BYTE);
   if (!req)
     return opd_error(OPD_EINVAL,
                      "malformed request: the %zu-byte frame is not an opd.v1.Request (protobuf "
@@ -1155,6 +1163,29 @@ static void update_reading(opd__conn *c) {
   }
   set_recycle_lazily(c, c->reading && !c->draining && !c->wait_idle && !c->close_after_flush &&
                             c->ndone == 0);
+}
+
+/* [Note: Clients gone while reading is paused]
+ * A connection whose reading is paused (its session's work at its limits, a long call
+ * running, answers waiting to be written) would not see its client go: the end of stream
+ * is only read behind the requests still buffered. So the loop looks at the sockets of such
+ * connections every OPD__HANGUP_CHECK_MS, with poll's POLLRDHUP (the peer shut its side,
+ * whatever is still unread) and POLLHUP / POLLERR, and closes those whose client has gone,
+ * as the end of stream would have ([Note: Closing]): their queued requests are cancelled and
+ * their running ones stopped ([Note: Cancelling long work] in opd/cancel.h), within
+ * OPD__HANGUP_CHECK_MS and the time a loop takes to look at its flag. */
+void opd__conns_check_hangup(opd_server *s) {
+  for (opd__conn *c = s->conns, *next; c; c = next) {
+    next = c->next;
+    uv_os_fd_t fd;
+    if (c->closing || c->reading || uv_fileno(&c->h.handle, &fd) != 0) continue;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " (%s): the client has gone", c->session.id,
+              c->peer);
+      opd__conn_close(c);
+    }
+  }
 }
 
 /* ---- the loop's entry points ---- */

@@ -83,6 +83,10 @@ void opd__conn_flush_queued(opd_server *s);
 void opd__conn_jobs_back(opd__job *jobs);
 /* Reads no new requests; closes once every request in flight is answered. */
 void opd__conn_drain(opd__conn *c);
+/* Closes the connections whose reading is paused and whose client has gone ([Note: Clients
+ * gone while reading is paused]); the loop runs it every OPD__HANGUP_CHECK_MS. */
+#define OPD__HANGUP_CHECK_MS 200
+void opd__conns_check_hangup(opd_server *s);
 /* On a worker, for the first job of its connection in a batch that ran (linked by qnext):
  * sends, in one sendmsg, the responses of the batch's jobs of that connection, not sent
  * yet, that come next in the response order, if nothing else is being written ([Note:

@@ -161,6 +161,20 @@ static int device_value(const arg_ctx *a, const Opd__V1__Device *d, opd_device *
   return 0;
 }
 
+/* A decoded list's array from the job's arena failed: for want of memory, or past the
+ * request's decoding limit, which a list the frame holds never reaches. */
+static int list_alloc_failed(const arg_ctx *a, const char *what, size_t n) {
+  const opd__arena *arena = &a->job->arena;
+  if (!arena->exceeded)
+    return opd_error(OPD_ENOMEM, "%s%s: argument '%s': out of memory decoding a %s of %zu",
+                     a->where, a->parens, a->arg->name, what, n);
+  return opd_error(OPD_EINVAL,
+                   "%s%s: argument '%s': a %s of %zu takes the request past its decoding limit "
+                   "of %zu bytes (%d per byte of frame, plus 16 KiB)",
+                   a->where, a->parens, a->arg->name, what, n, arena->limit,
+                   OPD__DECODE_BYTES_PER_FRAME_BYTE);
+}
+
 static int decode_list(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *out) {
   const opd_type *t = &a->arg->type;
   opd__arena *arena = &a->job->arena;
@@ -182,7 +196,7 @@ static int decode_list(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *o
     if (w->value_case == OPD__V1__IVALUE__VALUE_BOOLS) {
       size_t n = w->bools->n_values;
       bool *v = opd__arena_alloc(arena, n * sizeof *v);
-      if (!v) return opd_error(OPD_ENOMEM, "out of memory decoding a bool list");
+      if (!v) return list_alloc_failed(a, "bool list", n);
       for (size_t i = 0; i < n; i++) v[i] = w->bools->values[i] != 0;
       return opd_iv_make_bool_list(out, v, n);
     }
@@ -201,7 +215,7 @@ static int decode_list(const arg_ctx *a, const Opd__V1__IValue *w, opd_ivalue *o
       break;
     }
     opd_tensor **v = opd__arena_alloc(arena, n * sizeof *v);
-    if (!v) return opd_error(OPD_ENOMEM, "out of memory decoding a tensor list");
+    if (!v) return list_alloc_failed(a, "tensor list", n);
     for (size_t i = 0; i < n; i++) {
       v[i] = NULL;
       if (optional && handles[i] == 0) continue;

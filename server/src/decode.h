@@ -7,6 +7,10 @@
 #include "job.h"
 #include "opd/graph.h"
 
+/* The bytes a request's decoding may take per byte of its frame (its job's arena's limit, with
+ * 16 KiB more: job_get in connection.c says why). */
+#define OPD__DECODE_BYTES_PER_FRAME_BYTE 16
+
 /* Decodes job's Call into job->call (NONE before): 0 with it READY and the session's
  * budget installed on this thread, or the error, with job->call FAILED and the error
  * response packed into the job. */

@@ -18,6 +18,7 @@
 #include "graphs.h"
 #include "gpu.h"
 #include "metrics.h"
+#include "opd/cancel.h"
 #include "opd/checked.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
@@ -58,6 +59,50 @@ static int ensure_out(opd__job *job, size_t n) {
   return 0;
 }
 
+/* [Note: Answers charged before they are held]
+ * An answer waits in its job until the client reads it, and a client that pipelines small
+ * requests with large answers (a graph's introspection, a megabyte for 13 bytes) and reads
+ * slowly would make the daemon hold them all: reading pauses only once the socket's write
+ * queue is full, and the answers of up to twice max_in_flight requests read before that
+ * wait behind it. So a response's bytes past OPD__JOB_OUT_MIN are charged before it is
+ * packed, to its session's max_bytes_held (with its tensors) and to the daemon's
+ * max_bytes_total (with every tensor's bytes), and given back when its job is recycled,
+ * once written. Over either limit the request is answered RESOURCE_EXHAUSTED instead (a
+ * small error, naming the limit), and the session's other requests and other sessions go
+ * on. A recycled job may keep a buffer of up to KEEP_OUT_BYTES (connection.c) uncharged
+ * for the next answer, at most MAX_FREE_JOBS of them per connection. */
+static int charge_answer(opd__job *job, size_t frame) {
+  uint64_t want = frame > OPD__JOB_OUT_MIN ? frame - OPD__JOB_OUT_MIN : 0;
+  if (want <= job->out_charged) return 0;
+  uint64_t more = want - job->out_charged;
+  opd__session *s = job->session;
+  if (opd__session_reserve(s, more) < 0)
+    return opd_error(OPD_ERESOURCE,
+                     "session limit reached: a response of %zu bytes would take the session past "
+                     "max_bytes_held (%" PRIu64 " bytes held by its tensors and the responses "
+                     "waiting to be read, limit %" PRIu64 "); read the responses",
+                     frame, atomic_load_explicit(&s->bytes_held, memory_order_relaxed),
+                     s->budget.limit);
+  if (opd_cpu_allocator_reserve(more) < 0) {
+    opd__session_unreserve(s, more);
+    opd_memory_stats st;
+    opd_memory_stats_get(OPD_DEVICE_CPU, &st);
+    return opd_error(OPD_ERESOURCE,
+                     "daemon limit reached: a response of %zu bytes would take the daemon past "
+                     "max_bytes_total (%" PRIu64 " bytes in use, limit %" PRIu64 ")",
+                     frame, st.in_use, st.limit);
+  }
+  job->out_charged = want;
+  return 0;
+}
+
+void opd__job_uncharge(opd__job *job) {
+  if (!job->out_charged) return;
+  opd__session_unreserve(job->session, job->out_charged);
+  opd_cpu_allocator_unreserve(job->out_charged);
+  job->out_charged = 0;
+}
+
 uint8_t *opd__job_frame(opd__job *job, size_t n) {
   uint64_t max = job->session->cfg->max_frame_bytes;
   if (n > max) {
@@ -65,7 +110,7 @@ uint8_t *opd__job_frame(opd__job *job, size_t n) {
               n, max);
     return NULL;
   }
-  if (ensure_out(job, 4 + n) < 0) return NULL;
+  if (charge_answer(job, 4 + n) < 0 || ensure_out(job, 4 + n) < 0) return NULL;
   job->out[0] = (uint8_t)n;
   job->out[1] = (uint8_t)(n >> 8);
   job->out[2] = (uint8_t)(n >> 16);
@@ -393,6 +438,8 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
   unsigned slot;
   uint64_t t0 = opd__metrics_ticks();
   int rc = opd_call_boxed_keys(call->op, call->keys, &call->stack, &slot);
+  /* a loop stopped early leaves a partial result ([Note: Cancelling long work]) */
+  if (rc == 0 && opd_cancelled()) rc = opd_cancelled_error(opd_op_name(call->op));
   job->kernel_ns = opd__metrics_ticks_ns(t0, opd__metrics_ticks());
   opd__metrics_call(call->op, slot, rc, job->kernel_ns, loop_lesson(job, rc));
   opd_generator_swap(rng);

@@ -17,6 +17,9 @@ bool opd__execute(opd__job *job);
 /* Starts a response frame of n bytes in job->out (its length prefix written) and returns
  * where the n bytes go; NULL with OPD_ERESOURCE when n exceeds max_frame_bytes, OPD_ENOMEM. */
 uint8_t *opd__job_frame(opd__job *job, size_t n);
+/* Gives back what the job's response was charged ([Note: Answers charged before they are
+ * held] in execute.c), as the job is recycled. */
+void opd__job_uncharge(opd__job *job);
 /* Packs a response frame into job->out: 0, or OPD_ERESOURCE when it exceeds
  * max_frame_bytes, OPD_ENOMEM. */
 int opd__job_pack(opd__job *job, const Opd__V1__Response *resp);

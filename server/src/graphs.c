@@ -149,8 +149,11 @@ int opd__graphs_start(const opd_server_config *cfg, opd__graphs **out) {
                      strerror(errno));
   }
   if (rc == 0 && cfg->graph_cc_dir[0]) {
-    opd_graph_c_tier_options co = {
-        .cc = cfg->graph_cc, .dir = cfg->graph_cc_dir, .timeout_ms = cfg->graph_cc_timeout_ms};
+    opd_graph_c_tier_options co = {.cc = cfg->graph_cc,
+                                   .dir = cfg->graph_cc_dir,
+                                   .timeout_ms = cfg->graph_cc_timeout_ms,
+                                   .session_queue_max = cfg->graph_cc_session_queue,
+                                   .max_bytes = cfg->graph_cc_max_bytes};
     rc = opd_graph_c_tier_start(&co);
     if (rc == OPD_EEXIST) { /* another daemon in this process started it: shared */
       opd_clear_error();

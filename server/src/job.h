@@ -66,6 +66,9 @@ typedef struct opd__job {
   struct opd__gather *gather; /* a strided download's bytes, gathered as they are written */
   uint8_t *out;               /* the encoded response frame, length prefix included */
   size_t out_len, out_cap;
+  /* its response's bytes past OPD__JOB_OUT_MIN, charged to the session and the daemon until
+   * the job is recycled ([Note: Answers charged before they are held] in execute.c) */
+  uint64_t out_charged;
   uint64_t kernel_ns; /* how long a call's kernel (or a graph's run) ran (0 for others) */
   /* [Note: Fair sharing of workers] in worker.h: what its session's owner estimated */
   const opd_operator *op; /* a call's operator, found by the estimate (NULL: not yet) */

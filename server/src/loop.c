@@ -157,6 +157,7 @@ static void maybe_finish(opd_server *s) {
   close_if_open((uv_handle_t *)&s->flush_check);
   close_if_open((uv_handle_t *)&s->stop_async);
   close_if_open((uv_handle_t *)&s->drain_timer);
+  close_if_open((uv_handle_t *)&s->hangup_timer);
 }
 
 void opd__server_conn_removed(opd_server *s) {
@@ -173,6 +174,10 @@ static void on_drain_timeout(uv_timer_t *t) {
     next = c->next;
     opd__conn_close(c);
   }
+}
+
+static void on_hangup_check(uv_timer_t *t) {
+  opd__conns_check_hangup(t->data);
 }
 
 static void on_stop(uv_async_t *a) {
@@ -445,6 +450,10 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
   uv_timer_init(&s->loop, &s->drain_timer);
   s->done_poll.data = s->stop_async.data = s->drain_timer.data = s;
   uv_unref((uv_handle_t *)&s->drain_timer);
+  uv_timer_init(&s->loop, &s->hangup_timer);
+  s->hangup_timer.data = s;
+  uv_timer_start(&s->hangup_timer, on_hangup_check, OPD__HANGUP_CHECK_MS, OPD__HANGUP_CHECK_MS);
+  uv_unref((uv_handle_t *)&s->hangup_timer);
   for (; s->nlisteners < s->cfg.num_listen; s->nlisteners++) {
     if ((rc = bind_listener(s, &s->listeners[s->nlisteners], s->cfg.listen[s->nlisteners])) < 0) {
       abort_start(s);

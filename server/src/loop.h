@@ -44,6 +44,7 @@ struct opd_server {
   opd__conn *to_flush;       /* [Note: Responses written after the poll] in connection.c */
   uv_async_t stop_async;     /* opd_server_stop: drain */
   uv_timer_t drain_timer;
+  uv_timer_t hangup_timer; /* [Note: Clients gone while reading is paused] in connection.c */
   opd__listener *listeners;
   size_t nlisteners;
   pthread_t thread;

@@ -85,7 +85,8 @@ void opd__session_init(opd__session *s, uint64_t id, const opd_server_config *cf
   s->budget = (opd_mem_budget){.held = &s->bytes_held,
                                .limit = cfg->max_bytes_held,
                                .limit_name = "max_bytes_held",
-                               .owner = "session"};
+                               .owner = "session",
+                               .owner_id = opd_mem_owner_new()};
   s->dispatch = opd_default_dispatch_state;
   opd_generator_init(&s->rng, OPD_DEFAULT_SEED);
   opd__session_publish_dispatch(s);

@@ -91,8 +91,9 @@ void opd_cpu_allocator_set_limit(uint64_t bytes);
 /* Returns the cached blocks to the system. */
 void opd_cpu_allocator_empty_cache(void);
 /* Counts `bytes` held outside tensors (a compiled graph's IR and plan, [Note: The charge of
- * a graph] in graph/src/footprint.c) as CPU memory in use, within the limit: 0, or
- * OPD_ERESOURCE with nothing counted; and stops counting them. */
+ * a graph] in graph/src/footprint.c; a daemon's responses waiting to be read, [Note: Answers
+ * charged before they are held] in server/src/execute.c) as CPU memory in use, within the
+ * limit: 0, or OPD_ERESOURCE with nothing counted; and stops counting them. */
 int opd_cpu_allocator_reserve(uint64_t bytes);
 void opd_cpu_allocator_unreserve(uint64_t bytes);
 /* Statistics of a device type's device 0 (of the CPU for OPD_DEVICE_CPU); zeros for a
@@ -102,7 +103,29 @@ void opd_memory_stats_get(int device_type, opd_memory_stats *out);
 void opd_memory_stats_get_device(opd_device device, opd_memory_stats *out);
 void opd_memory_stats_reset_peak(int device_type);
 
-/* [Note: Memory reserved before it is allocated]
+/* [Note: Memory cleared between owners]
+ * A daemon's sessions share the allocators, and a cached block holds what its last owner
+ * wrote: handed as is to another session's aten::empty (or an out= buffer, a resize, a
+ * planned graph buffer), it would show that session another's tensors. So memory that held
+ * one owner's data is never given to another uncleared, at no cost while a block stays with
+ * one owner. The owner of an allocation is the budget installed on the thread
+ * (opd_mem_budget.owner_id, a session; 0 with none installed):
+ *  - the CPU allocator's cached blocks (OPD_CPU_CACHE_MIN bytes or more) carry their owner's
+ *    id in a word after the block; one taken from the cache by another owner is zeroed
+ *    whole (its size class, not only the bytes asked for), one taken by the same owner is
+ *    not. Fresh blocks, and the smaller ones that malloc recycles with whatever its last user
+ *    left there, are zeroed as malloc gives them (calloc, which skips the pages the kernel
+ *    has just mapped, and so zeroed); a tensor slab slot's data is zeroed as it is taken;
+ *  - the CUDA caching allocator's blocks remember their owner; one reused by another owner
+ *    (a block whose stream was destroyed) is zeroed on the new owner's stream before it is
+ *    handed out (cudaMemsetAsync, ordered before any work the new owner queues there);
+ *  - a compiled graph's run contexts remember the owner of their last run; a context taken
+ *    by another owner has its planned buffers zeroed (graph/src/exec.c).
+ * Memory made with no budget installed belongs to owner 0 (the process itself: the library
+ * used in a program, the daemon's own work); the daemon runs every session's work under the
+ * session's budget.
+ *
+ * [Note: Memory reserved before it is allocated]
  * A limit checked after an allocation comes too late: the memory is already taken (a 64 MiB
  * session asking for aten::full([3 << 28]) would hold gigabytes before being refused). So
  * every limit on tensor memory is checked, and the bytes reserved, before the allocator is
@@ -124,7 +147,13 @@ typedef struct opd_mem_budget {
   uint64_t limit;
   const char *limit_name; /* for messages: "max_bytes_held" */
   const char *owner;      /* for messages: "session" */
-  uint64_t charged;       /* bytes charged to storages made while installed, not refunded */
+  /* tags the memory made while installed, so that it is cleared before another owner gets it
+   * ([Note: Memory cleared between owners]); from opd_mem_owner_new, 0: none */
+  uint64_t owner_id;
+  /* set when the owner is gone: its running work is to stop ([Note: Cancelling long work] in
+   * opd/cancel.h) */
+  _Atomic bool cancelled;
+  uint64_t charged; /* bytes charged to storages made while installed, not refunded */
   /* [Note: A budget with one writer]
    * Set by an owner that knows every change of *held comes from the thread that set it,
    * until it clears it (the daemon's event loop while it runs a session's call itself, the
@@ -145,6 +174,10 @@ void opd_mem_budget_install(opd_mem_budget *b);
 void opd_mem_budget_uninstall(void);
 /* The budget installed on this thread, or NULL. */
 opd_mem_budget *opd_mem_budget_current(void);
+/* A new owner id for opd_mem_budget.owner_id, unique in the process (never 0). */
+uint64_t opd_mem_owner_new(void);
+/* The owner id of the budget installed on this thread; 0 when none is. */
+uint64_t opd_mem_owner_current(void);
 
 #ifdef __cplusplus
 }

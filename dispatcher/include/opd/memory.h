@@ -49,6 +49,8 @@ unsigned opd__alloc_failures(void);
 /* `size` bytes aligned to `alignment` (a power of two, at most OPD__HUGE_PAGE); freed with
  * opd__aligned_free. */
 void *opd__aligned_alloc(size_t alignment, size_t size);
+/* The same, zeroed (from opd__calloc: memory the kernel has just mapped is not written). */
+void *opd__aligned_calloc(size_t alignment, size_t size);
 void opd__aligned_free(void *ptr);
 
 #ifdef __cplusplus

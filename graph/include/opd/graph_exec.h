@@ -156,11 +156,15 @@ uint64_t opd_graph_numerics_mismatches(void);
 /* [Note: The C tier of fused programs]: CPU groups' programs compiled by the system compiler
  * off the request path and swapped in for the interpreter when loaded. */
 typedef struct opd_graph_c_tier_options {
-  const char *cc;      /* the compiler: a path, or a name looked up in PATH ("cc") */
-  const char *dir;     /* its private cache directory: created 0700, refused unless the
-                          process's user owns it and no one else may enter it */
-  uint32_t timeout_ms; /* one compiler run's wall-clock limit, killed past it (0: 30 s) */
-  uint32_t queue_max;  /* most programs waiting to compile, more stay interpreted (0: 256) */
+  const char *cc;             /* the compiler: a path, or a name looked up in PATH ("cc") */
+  const char *dir;            /* its private cache directory: created 0700, refused unless the
+                                 process's user owns it and no one else may enter it */
+  uint32_t timeout_ms;        /* one compiler run's wall-clock limit, killed past it (0: 30 s) */
+  uint32_t queue_max;         /* most programs waiting to compile, more stay interpreted (0: 256) */
+  uint32_t session_queue_max; /* most of one session's (the budget installed on the thread
+                                 that runs the graph) waiting; more stay interpreted (0: 16) */
+  uint64_t max_bytes;         /* of the directory's modules; the least recently used unloaded ones
+                                 are removed past it (0: no bound) */
 } opd_graph_c_tier_options;
 /* Starts the process's C tier: 0, OPD_EINVAL when the directory is not private or the
  * compiler cannot be run (the reason in opd_last_error()), OPD_EEXIST when started. */
@@ -177,6 +181,7 @@ typedef struct opd_graph_c_tier_stats {
   uint64_t timeouts;   /* compiler runs killed at timeout_ms */
   uint64_t rejected;   /* programs left interpreted: the queue was full */
   uint64_t mismatches; /* compiled programs dropped: results unlike the unfused nodes' */
+  uint64_t evicted;    /* modules removed from the directory past max_bytes */
   uint32_t queued;     /* programs waiting now */
 } opd_graph_c_tier_stats;
 /* The counts of the tier started now (zeros but mismatches when it is off). */

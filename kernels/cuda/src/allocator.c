@@ -16,6 +16,10 @@
  *    and its live ones once released, then belong to no stream and serve a request on any
  *    stream (which then owns the block). Without this every ended session would leave its
  *    cached blocks behind, unusable, and the cache would grow per session;
+ *  - a block remembers its owner (the budget installed on the thread: a daemon's session), and
+ *    one taken by another owner, or fresh from cudaMalloc, is zeroed on the taker's stream
+ *    before it is handed out ([Note: Memory cleared between owners] in opd/allocator.h); a
+ *    block reused by its owner is not;
  *  - after warm-up an allocation is a bucket lookup under the device's mutex: no cudaMalloc
  *    and no host malloc (block records move between the live table and the free lists);
  *  - bytes in use, cached and the peak are counted per device. A configured limit
@@ -38,11 +42,14 @@
 #define SMALL_QUANTUM 512
 /* classes: 2048 small ones (512 B .. 1 MiB), then 4 per power of two up to 2^63 */
 #define NCLASSES      ((int)(SMALL_LIMIT / SMALL_QUANTUM) + 4 * 44)
+/* the owner of memory fresh from cudaMalloc: whatever the process freed there before */
+#define UNKNOWN_OWNER UINT64_MAX
 
 typedef struct block {
   void *ptr;
   size_t size;        /* the class size */
   const void *stream; /* opd__cuda_stream_key; NULL: any stream (its stream was destroyed) */
+  uint64_t owner;     /* whose data it holds: an opd_mem_budget owner id, or UNKNOWN_OWNER */
   struct block *next;
 } block;
 
@@ -62,7 +69,8 @@ static pthread_once_t pools_once = PTHREAD_ONCE_INIT;
 static const opd__cuda_raw_ops runtime_ops = {.use_device = opd__cuda_use_device,
                                               .malloc = opd__cuda_raw_malloc,
                                               .free = opd__cuda_raw_free,
-                                              .stream_key = opd__cuda_stream_key};
+                                              .stream_key = opd__cuda_stream_key,
+                                              .memset0 = opd__cuda_memset0};
 static const opd__cuda_raw_ops *raw = &runtime_ops;
 
 void opd__cuda_allocator_set_raw_ops(const opd__cuda_raw_ops *ops) {
@@ -144,6 +152,7 @@ void *opd__cuda_alloc(int device, size_t nbytes) {
   }
   device_pool *pool = &pools[device];
   const void *stream = raw->stream_key(device);
+  uint64_t owner = opd_mem_owner_current();
   pthread_mutex_lock(&pool->lock);
   if (pool->limit && pool->in_use + size > pool->limit) {
     format_error(device, nbytes, pool, "over the configured limit");
@@ -179,6 +188,7 @@ void *opd__cuda_alloc(int device, size_t nbytes) {
     }
     b->size = size;
     b->stream = stream;
+    b->owner = UNKNOWN_OWNER;
   }
   if (pool->live_count >= pool->live_buckets && live_grow(pool)) {
     b->next = pool->free_lists[c];
@@ -193,7 +203,15 @@ void *opd__cuda_alloc(int device, size_t nbytes) {
   pool->in_use += b->size;
   if (pool->in_use > pool->peak) pool->peak = pool->in_use;
   void *p = b->ptr;
+  bool clear = b->owner != owner;
   pthread_mutex_unlock(&pool->lock);
+  if (clear) { /* on the stream the taker's work is queued on, so before any of it */
+    if (raw->memset0(device, p, size)) {
+      opd__cuda_free(device, p, nbytes); /* still the last owner's */
+      return NULL;
+    }
+    b->owner = owner; /* a live block: only its holder touches it */
+  }
   return p;
 fail:
   pthread_mutex_unlock(&pool->lock);

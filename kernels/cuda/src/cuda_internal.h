@@ -72,6 +72,7 @@ typedef struct opd__cuda_raw_ops {
   int (*malloc)(int device, size_t nbytes, void **out);
   void (*free)(int device, void *p);
   const void *(*stream_key)(int device);
+  int (*memset0)(int device, void *p, size_t nbytes); /* on the current stream */
 } opd__cuda_raw_ops;
 void opd__cuda_allocator_set_raw_ops(const opd__cuda_raw_ops *ops);
 

@@ -91,6 +91,8 @@ typedef struct opd_server_config {
   char graph_cc[256];
   char graph_cc_dir[256];
   uint32_t graph_cc_timeout_ms;
+  uint32_t graph_cc_session_queue; /* most of one session's programs waiting to compile */
+  uint64_t graph_cc_max_bytes;     /* of the C tier's directory (0: no bound) */
 } opd_server_config;
 
 /* Fills in the defaults (listening on tcp://127.0.0.1:7470). */
