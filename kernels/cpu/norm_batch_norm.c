@@ -15,13 +15,16 @@
  *   grad_weight = sum(g (x - mean)) invstd,  grad_bias = sum(g).
  *
  * [Note: Batch norm on contiguous float]
- * A contiguous float32 input (and grad_out) is read in place, with no double copy: the
+ * A contiguous or channels-last float32 input (and grad_out of the same layout) is read in
+ * place, with no double copy, into a contiguous result: the
  * statistics of each channel (sum x, then sum (x - mean)^2; in the backward pass sum g and
  * sum g (x - mean)) are accumulated in double, in eight partial sums per channel so that the
  * loop vectorizes, split over channels; then one pass over the (n, channel) planes, split
  * over planes, writes each element as (x - mean) * scale + shift computed in double, so the
- * results round as the buffered path's do. A 2-d input (S = 1) is walked by rows, all
- * channels at once. Other layouts and dtypes take the buffered path.
+ * results round as the buffered path's do. The statistics of a 2-d (S = 1) or channels-last
+ * input are taken by rows (all channels of one position at once, a channel range per thread);
+ * its normalize pass reads each plane with stride C. Other layouts and dtypes take the
+ * buffered path.
  */
 #include <math.h>
 
@@ -43,19 +46,50 @@ static void store_vector(opd_tensor *t, const double *v, int64_t c) {
   opd_tensor_bump_version(t);
 }
 
-/* True when t is a contiguous float32 tensor (the in-place path). */
-static bool is_plain_float(const opd_tensor *t) {
-  return t && opd_tensor_dtype(t) == OPD_FLOAT32 && opd_tensor_is_contiguous(t);
+enum { NOT_PLAIN, PLAIN_CONTIGUOUS, PLAIN_CHANNELS_LAST };
+
+/* How a float32 tensor t (N, C, *) lies for the in-place path: contiguous, channels-last
+ * (dense, C innermost), or neither (NOT_PLAIN; also for other dtypes). */
+static int plain_layout(const opd_tensor *t) {
+  if (!t || opd_tensor_dtype(t) != OPD_FLOAT32) return NOT_PLAIN;
+  if (opd_tensor_is_contiguous(t)) return PLAIN_CONTIGUOUS;
+  const int64_t *size = opd_tensor_sizes(t), *stride = opd_tensor_strides(t);
+  int nd = t->ndim;
+  if (nd < 3 || stride[1] != 1 || stride[nd - 1] != size[1]) return NOT_PLAIN;
+  for (int d = nd - 2; d >= 2; d--)
+    if (stride[d] != stride[d + 1] * size[d + 1]) return NOT_PLAIN;
+  return stride[0] == stride[2] * size[2] ? PLAIN_CHANNELS_LAST : NOT_PLAIN;
 }
 
-/* The planes (i, ch) of a contiguous (N, C, S) float tensor and per-channel doubles. */
+/* The planes (i, ch) of a contiguous or channels-last (N, C, S) float input (x, and g
+ * of the same layout) and of a contiguous result y, with per-channel doubles. */
 typedef struct bn_plain {
   const float *x, *g; /* g: grad_out (backward) or NULL */
-  float *y;           /* output or grad_input */
+  float *y;           /* output or grad_input, contiguous */
   const double *mean, *scale, *shift, *proj, *gmean;
   double *sum, *sq; /* per-channel results of the statistics pass */
   int64_t n, c, s;
+  int64_t xc, xj; /* x's strides of channel and position: S and 1, or 1 and C */
 } bn_plain;
+
+/* k for input of the layout (contiguous or channels-last). */
+static void plain_set_layout(bn_plain *k, int layout) {
+  bool last = layout == PLAIN_CHANNELS_LAST && k->s > 1;
+  k->xc = last ? 1 : k->s;
+  k->xj = last ? k->c : 1;
+}
+
+/* The statistics pass of k: over rows of C channels (S = 1 or channels-last, all positions
+ * N S as rows), else over planes. */
+static void plain_stats(bn_plain *k, opd__range_fn fn) {
+  bn_plain rows = *k;
+  if (k->xj != 1) {
+    rows.n = k->n * k->s;
+    rows.s = 1;
+  }
+  int64_t per = k->n * k->s > 0 ? k->n * k->s : 1;
+  opd__parallel_for(0, k->c, per >= GRAIN ? 1 : GRAIN / per, fn, &rows);
+}
 
 /* Sums over v[0, len), each in eight partial doubles: of v, of (v - m)^2, of g (v - m). */
 static double plane_sum(const float *v, int64_t len) {
@@ -142,11 +176,14 @@ static void plain_grad_sums_task(void *ctx, int64_t begin, int64_t end) {
 static void plain_normalize_task(void *ctx, int64_t begin, int64_t end) {
   const bn_plain *k = ctx;
   for (int64_t p = begin; p < end; p++) {
-    int64_t ch = p % k->c;
+    int64_t ch = p % k->c, xj = k->xj;
     double m = k->mean[ch], scale = k->scale[ch], shift = k->shift[ch];
-    const float *x = k->x + p * k->s;
+    const float *x = k->x + (p - ch) * k->s + ch * k->xc;
     float *y = k->y + p * k->s;
-    for (int64_t j = 0; j < k->s; j++) y[j] = (float)((x[j] - m) * scale + shift);
+    if (xj == 1)
+      for (int64_t j = 0; j < k->s; j++) y[j] = (float)((x[j] - m) * scale + shift);
+    else
+      for (int64_t j = 0; j < k->s; j++) y[j] = (float)((x[j * xj] - m) * scale + shift);
   }
 }
 
@@ -155,15 +192,16 @@ static void plain_normalize_task(void *ctx, int64_t begin, int64_t end) {
 static void plain_grad_input_task(void *ctx, int64_t begin, int64_t end) {
   const bn_plain *k = ctx;
   for (int64_t p = begin; p < end; p++) {
-    int64_t ch = p % k->c;
+    int64_t ch = p % k->c, xj = k->xj, at = (p - ch) * k->s + ch * k->xc;
     double scale = k->scale[ch];
-    const float *g = k->g + p * k->s, *x = k->x + p * k->s;
+    const float *g = k->g + at, *x = k->x + at;
     float *gi = k->y + p * k->s;
     if (k->proj) {
       double m = k->mean[ch], proj = k->proj[ch], gm = k->gmean[ch];
-      for (int64_t j = 0; j < k->s; j++) gi[j] = (float)((g[j] - gm - (x[j] - m) * proj) * scale);
+      for (int64_t j = 0; j < k->s; j++)
+        gi[j] = (float)((g[j * xj] - gm - (x[j * xj] - m) * proj) * scale);
     } else {
-      for (int64_t j = 0; j < k->s; j++) gi[j] = (float)(g[j] * scale);
+      for (int64_t j = 0; j < k->s; j++) gi[j] = (float)(g[j * xj] * scale);
     }
   }
 }
@@ -172,12 +210,6 @@ static void plain_grad_input_task(void *ctx, int64_t begin, int64_t end) {
 static void for_planes(bn_plain *k, opd__range_fn fn) {
   int64_t s = k->s > 0 ? k->s : 1;
   opd__parallel_for(0, k->n * k->c, s >= GRAIN ? 1 : GRAIN / s, fn, k);
-}
-
-/* Runs fn over the C channels of k (each about N * S elements). */
-static void for_channels(bn_plain *k, opd__range_fn fn) {
-  int64_t per = k->n * k->s > 0 ? k->n * k->s : 1;
-  opd__parallel_for(0, k->c, per >= GRAIN ? 1 : GRAIN / per, fn, k);
 }
 
 typedef struct bn_ctx {
@@ -224,7 +256,7 @@ static int update_running(const opd__batch_norm_args *a, const double *mean, con
 }
 
 /* native_batch_norm of a contiguous float32 input ([Note: Batch norm on contiguous float]). */
-static int batch_norm_plain(const opd__batch_norm_args *a, opd_tensor **res) {
+static int batch_norm_plain(const opd__batch_norm_args *a, int layout, opd_tensor **res) {
   int64_t n = a->batch, c = a->channels, s = a->spatial, count = n * s;
   double *b[7] = {NULL}; /* weight, bias, mean, invstd, var, scale, shift */
   int rc;
@@ -243,8 +275,9 @@ static int batch_norm_plain(const opd__batch_norm_args *a, opd_tensor **res) {
                   .n = n,
                   .c = c,
                   .s = s};
+    plain_set_layout(&k, layout);
     if (a->training) {
-      for_channels(&k, plain_stats_task);
+      plain_stats(&k, plain_stats_task);
       for (int64_t ch = 0; ch < c; ch++) {
         mean[ch] /= (double)count;
         invstd[ch] = 1 / sqrt(var[ch] / (double)count + a->eps);
@@ -283,7 +316,9 @@ static int batch_norm(opd_ivalue *args, opd_tensor **res) {
   if (!rc) rc = opd__batch_norm_meta(&a, specs);
   for (int k = 0; k < 3 && !rc; k++) rc = opd__norm_result(&specs[k], &res[k]);
   if (rc) return rc;
-  if (is_plain_float(a.input) && is_plain_float(res[0])) return batch_norm_plain(&a, res);
+  int layout = plain_layout(a.input);
+  if (layout != NOT_PLAIN && plain_layout(res[0]) == PLAIN_CONTIGUOUS)
+    return batch_norm_plain(&a, layout, res);
   int64_t n = a.batch, c = a.channels, s = a.spatial, count = n * s;
   double *b[7] = {NULL};
   if (!(rc = opd__norm_load(a.input, &b[0])) && !(rc = opd__norm_load(a.weight, &b[1])) &&
@@ -351,7 +386,8 @@ int opd__cpu_native_batch_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
 
 /* native_batch_norm_backward of a contiguous float32 input and grad_out ([Note: Batch norm on
  * contiguous float]). */
-static int batch_norm_backward_plain(const opd__batch_norm_backward_args *a, opd_tensor **res) {
+static int batch_norm_backward_plain(const opd__batch_norm_backward_args *a, int layout,
+                                     opd_tensor **res) {
   int64_t n = a->bn.batch, c = a->bn.channels, s = a->bn.spatial, count = n * s;
   double *b[8] = {NULL}; /* weight, mean, invstd, sum g, sum g (x - mean), scale, proj, gmean */
   opd_tensor *mean_t = a->bn.training ? a->save_mean : a->bn.running_mean;
@@ -376,7 +412,8 @@ static int batch_norm_backward_plain(const opd__batch_norm_backward_args *a, opd
                   .n = n,
                   .c = c,
                   .s = s};
-    for_channels(&k, plain_grad_sums_task);
+    plain_set_layout(&k, layout);
+    plain_stats(&k, plain_grad_sums_task);
     for (int64_t ch = 0; ch < c; ch++) {
       scale[ch] = invstd[ch] * (b[0] ? b[0][ch] : 1);
       proj[ch] = dot[ch] * invstd[ch] * invstd[ch] / (double)count;
@@ -399,9 +436,10 @@ static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
   for (int k = 0; k < 3 && !rc; k++)
     if (a.mask[k]) rc = opd__norm_result(&specs[k], &res[k]);
   if (rc) return rc;
-  if (is_plain_float(a.grad) && is_plain_float(a.bn.input) &&
-      (!a.mask[0] || is_plain_float(res[0])))
-    return batch_norm_backward_plain(&a, res);
+  int layout = plain_layout(a.bn.input);
+  if (layout != NOT_PLAIN && plain_layout(a.grad) == layout &&
+      (!a.mask[0] || plain_layout(res[0]) == PLAIN_CONTIGUOUS))
+    return batch_norm_backward_plain(&a, layout, res);
   int64_t n = a.bn.batch, c = a.bn.channels, s = a.bn.spatial, count = n * s;
   double *b[8] = {NULL};
   opd_tensor *mean_t = a.bn.training ? a.save_mean : a.bn.running_mean;
