@@ -1,5 +1,6 @@
 /* test_norm_ops.c: what the conformance fixture (tests/fixtures/ops_norm.json) cannot check
  * of the normalization family: native_batch_norm's in-place update of its running statistics,
+ * its float32 path against its double path,
  * and native_dropout's random masks, checked statistically (PyTorch's draws differ from opd's:
  * [Note: Dropout's random numbers] in kernels/cpu/norm_dropout.c). */
 #include <check.h>
@@ -73,6 +74,80 @@ START_TEST(test_batch_norm_running_stats) {
   opd_tensor_release(rm);
   opd_tensor_release(rv);
   opd_tensor_release(rv_base);
+}
+END_TEST
+
+/* The in-place float32 path ([Note: Batch norm on contiguous float] in
+ * kernels/cpu/norm_batch_norm.c), contiguous and channels-last, against the buffered double
+ * path on the same values in float64, with planes long enough for the eight-way sums (S = 21:
+ * two blocks of eight and a tail): native_batch_norm in training and evaluation, and its
+ * backward. */
+START_TEST(test_batch_norm_float_path_matches_double) {
+  enum { N = 2, C = 3, S = 21, E = N * C * S };
+  double x[E], g[E], x_last[E], g_last[E]; /* x_last: x's values as (N, S, C) */
+  for (int i = 0; i < E; i++) {
+    x[i] = 3 * sin(0.7 * i) + 10;
+    g[i] = cos(1.3 * i);
+  }
+  for (int i = 0; i < N; i++)
+    for (int c = 0; c < C; c++)
+      for (int j = 0; j < S; j++) {
+        x_last[(i * S + j) * C + c] = x[(i * C + c) * S + j];
+        g_last[(i * S + j) * C + c] = g[(i * C + c) * S + j];
+      }
+  /* float32, float64 (the buffered path), float32 channels-last */
+  const opd_dtype dts[3] = {OPD_FLOAT32, OPD_FLOAT64, OPD_FLOAT32};
+  const int64_t last_strides[3] = {S * C, 1, C};
+  opd_tensor *fwd[3][2][3], *bwd[3][2][3];
+  for (int d = 0; d < 3; d++)
+    for (int tr = 0; tr < 2; tr++) {
+      opd_tensor *in, *go, *xb = NULL, *gb = NULL; /* xb, gb: the channels-last storage */
+      if (d < 2) {
+        in = mk(dts[d], SHAPE(N, C, S), x);
+        go = mk(dts[d], SHAPE(N, C, S), g);
+      } else {
+        xb = mk(dts[d], SHAPE(N, S, C), x_last);
+        gb = mk(dts[d], SHAPE(N, S, C), g_last);
+        in = view(xb, SHAPE(N, C, S), last_strides, 0);
+        go = view(gb, SHAPE(N, C, S), last_strides, 0);
+      }
+      opd_tensor *w = mk(dts[d], SHAPE(C), VALS(0.5, -1.5, 2));
+      opd_tensor *b = mk(dts[d], SHAPE(C), VALS(0.1, 0, -0.3));
+      opd_tensor *rm = mk(dts[d], SHAPE(C), VALS(9, 10, 11));
+      opd_tensor *rv = mk(dts[d], SHAPE(C), VALS(4, 9, 2));
+      call_results("aten::native_batch_norm",
+                   (opd_ivalue[]){T(in), T(w), T(b), T(rm), T(rv), B(tr), D(0.1), D(1e-5)}, 8,
+                   fwd[d][tr], 3);
+      opd_ivalue mask;
+      ck_assert_int_eq(opd_iv_make_bool_list(&mask, (const bool[]){true, true, true}, 3), 0);
+      call_results("aten::native_batch_norm_backward",
+                   (opd_ivalue[]){T(go), T(in), T(w), T(rm), T(rv), tr ? T(fwd[d][tr][1]) : NONE,
+                                  tr ? T(fwd[d][tr][2]) : NONE, B(tr), D(1e-5), mask},
+                   10, bwd[d][tr], 3);
+      opd_tensor *made[8] = {in, go, w, b, rm, rv, xb, gb};
+      for (int k = 0; k < 8; k++)
+        if (made[k]) opd_tensor_release(made[k]);
+    }
+  for (int tr = 0; tr < 2; tr++)
+    for (int k = 0; k < 3; k++) {
+      opd_tensor *pairs[4][2] = {{fwd[0][tr][k], fwd[1][tr][k]},
+                                 {bwd[0][tr][k], bwd[1][tr][k]},
+                                 {fwd[2][tr][k], fwd[1][tr][k]},
+                                 {bwd[2][tr][k], bwd[1][tr][k]}};
+      for (int p = 0; p < 4; p++) {
+        ck_assert_int_eq(pairs[p][0]->numel, pairs[p][1]->numel);
+        for (int64_t i = 0; i < pairs[p][0]->numel; i++) {
+          double want = at(pairs[p][1], i);
+          ck_assert_double_eq_tol(at(pairs[p][0], i), want, 2e-5 * (1 + fabs(want)));
+        }
+      }
+    }
+  for (int d = 0; d < 3; d++)
+    for (int tr = 0; tr < 2; tr++)
+      for (int k = 0; k < 3; k++) {
+        opd_tensor_release(fwd[d][tr][k]);
+        opd_tensor_release(bwd[d][tr][k]);
+      }
 }
 END_TEST
 
@@ -150,6 +225,7 @@ Suite *opd_test_norm_ops_suite(void) {
   TCase *tc = tcase_create("norm_ops");
   tcase_add_checked_fixture(tc, setup, NULL);
   tcase_add_test(tc, test_batch_norm_running_stats);
+  tcase_add_test(tc, test_batch_norm_float_path_matches_double);
   tcase_add_test(tc, test_dropout_statistics);
   tcase_add_test(tc, test_dropout_errors);
   suite_add_tcase(s, tc);
