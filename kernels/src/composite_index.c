@@ -666,13 +666,9 @@ int opd__cia_argwhere(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **
   return opd__call_tensor(OPD__PUSH_Tensor(&s, self), &op, "aten::nonzero", &s, out);
 }
 
-/* ---- where with Scalars ---- */
+/* ---- a Scalar as a 0-d tensor ---- */
 
-/* [Note: where's Scalar operands]
- * ATen wraps a Scalar operand of where into a 0-d tensor marked as a wrapped number, which
- * promotes as a Python number does. opd tensors carry no such mark, so the 0-d tensor gets the
- * dtype the operation results in (the result_type of the operands, the Scalar as a number):
- * a 0-d operand of that dtype promotes with the other operand exactly as the number would. */
+/* A 0-d tensor of `dtype` on like's device holding value. */
 static int scalar_tensor(opd_tensor *like, opd_scalar value, opd_dtype dtype, opd_tensor **out) {
   static const opd_operator *fill_op;
   opd_tensor *t = NULL;
@@ -684,56 +680,6 @@ static int scalar_tensor(opd_tensor *like, opd_scalar value, opd_dtype dtype, op
   rc = OPD__PUSH_Tensor(&s, t);
   if (rc == 0) rc = OPD__PUSH_Scalar(&s, opd__value_scalar(opd__scalar_cast(value, dtype), dtype));
   return keep_or_release(opd__call_inplace(rc, &fill_op, "aten::fill_.Scalar", &s), t, out);
-}
-
-/* A Scalar's kind in where's promotion: ATen wraps a bool Scalar as an int64 number. */
-static opd_dtype where_kind(opd_scalar s) {
-  opd_dtype k = opd__scalar_kind(s);
-  return k == OPD_BOOL ? OPD_INT64 : k;
-}
-
-/* where.self(condition, a or the Scalar sa, b or the Scalar sb) */
-static int where_scalars(opd_tensor *condition, opd_tensor *a, const opd_scalar *sa, opd_tensor *b,
-                         const opd_scalar *sb, opd_tensor **out) {
-  static const opd_operator *op;
-  opd_result_type_state st = opd_result_type_init();
-  if (a) opd_result_type_add_tensor(&st, opd_tensor_dtype(a), a->ndim);
-  if (sa) opd_result_type_add_scalar(&st, where_kind(*sa));
-  if (b) opd_result_type_add_tensor(&st, opd_tensor_dtype(b), b->ndim);
-  if (sb) opd_result_type_add_scalar(&st, where_kind(*sb));
-  opd_dtype dtype = opd_result_type(&st);
-  opd_tensor *ta = NULL, *tb = NULL;
-  int rc = sa ? scalar_tensor(condition, *sa, dtype, &ta) : 0;
-  if (rc == 0 && sb) rc = scalar_tensor(condition, *sb, dtype, &tb);
-  if (rc == 0) {
-    opd_stack s;
-    opd_stack_init(&s);
-    rc = OPD__PUSH_Tensor(&s, condition);
-    if (rc == 0) rc = OPD__PUSH_Tensor(&s, sa ? ta : a);
-    if (rc == 0) rc = OPD__PUSH_Tensor(&s, sb ? tb : b);
-    rc = opd__call_tensor(rc, &op, "aten::where.self", &s, out);
-  }
-  if (ta) opd_tensor_release(ta);
-  if (tb) opd_tensor_release(tb);
-  return rc;
-}
-
-int opd__cia_where_scalarself(const opd_kernel_ctx *ctx, opd_tensor *condition, opd_scalar self,
-                              opd_tensor *other, opd_tensor **out) {
-  (void)ctx;
-  return where_scalars(condition, NULL, &self, other, NULL, out);
-}
-
-int opd__cia_where_scalarother(const opd_kernel_ctx *ctx, opd_tensor *condition, opd_tensor *self,
-                               opd_scalar other, opd_tensor **out) {
-  (void)ctx;
-  return where_scalars(condition, self, NULL, NULL, &other, out);
-}
-
-int opd__cia_where_scalar(const opd_kernel_ctx *ctx, opd_tensor *condition, opd_scalar self,
-                          opd_scalar other, opd_tensor **out) {
-  (void)ctx;
-  return where_scalars(condition, NULL, &self, NULL, &other, out);
 }
 
 /* ---- index_put ---- */

@@ -766,9 +766,6 @@
   X("aten::put_", CPU, opd__cpu_put_, Tensor, Tensor, Tensor, Tensor, Bool) \
   X("aten::put_", Meta, opd__meta_put_, Tensor, Tensor, Tensor, Tensor, Bool) \
   X("aten::put", CompositeExplicitAutograd, opd__cea_put, Tensor, Tensor, Tensor, Tensor, Bool) \
-  X("aten::where.ScalarSelf", CompositeImplicitAutograd, opd__cia_where_scalarself, Tensor, Tensor, Scalar, Tensor) \
-  X("aten::where.ScalarOther", CompositeImplicitAutograd, opd__cia_where_scalarother, Tensor, Tensor, Tensor, Scalar) \
-  X("aten::where.Scalar", CompositeImplicitAutograd, opd__cia_where_scalar, Tensor, Tensor, Scalar, Scalar) \
   /* cumulative operators: kernels/cpu/index_cum.c, kernels/meta/index_cum_meta.c */ \
   X("aten::cumsum", CPU, opd__cpu_cumsum, Tensor, Tensor, Int, OptDType) \
   X("aten::cumsum", Meta, opd__meta_cumsum, Tensor, Tensor, Int, OptDType) \
