@@ -495,12 +495,6 @@ static int open_locked(const opd__cc *cc, const char *name, const char *entry, c
   return 0;
 }
 
-void opd__cc_module_retain(opd__cc_module *m) {
-  pthread_mutex_lock(&loaded.lock);
-  m->refs++;
-  pthread_mutex_unlock(&loaded.lock);
-}
-
 void opd__cc_module_release(opd__cc_module *m) {
   if (!m) return;
   pthread_mutex_lock(&loaded.lock);

@@ -53,7 +53,6 @@ int opd__cc_submit(opd__cc *cc, const char *source, const char *entry, opd__cc_d
 /* Waits until no compile is queued or running. */
 void opd__cc_drain(opd__cc *cc);
 
-void opd__cc_module_retain(opd__cc_module *m);
 void opd__cc_module_release(opd__cc_module *m);           /* dlclose at the last reference */
 const char *opd__cc_module_name(const opd__cc_module *m); /* its content address (hex) */
 

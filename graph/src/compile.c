@@ -215,10 +215,6 @@ uint32_t opd_compiled_graph_num_outputs(const opd_compiled_graph *cg) {
   return cg->g->noutputs;
 }
 
-opd_graph_input_kind opd_compiled_graph_input_kind(const opd_compiled_graph *cg, uint32_t i) {
-  return i < cg->g->ninputs ? cg->g->inputs[i].kind : OPD_GRAPH_INPUT;
-}
-
 opd_device opd_compiled_graph_input_device(const opd_compiled_graph *cg, uint32_t i) {
   return i < cg->g->ninputs ? cg->g->values[i].device : (opd_device){OPD_DEVICE_CPU, -1};
 }

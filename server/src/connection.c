@@ -719,7 +719,7 @@ static void reply_hello(opd__conn *c, opd__job *j) {
 }
 
 static void reply_pong(opd__conn *c, opd__job *j) {
-  const ProtobufCBinaryData *payload = &j->req->ping->payload; /* [Note: Hand-packed responses] */
+  const ProtobufCBinaryData *payload = &j->req->ping->payload; /* [Note: Hand-packed messages] */
   uint8_t *body = opd__job_frame(j, opd__wire_pong_size(j->id, payload->len));
   if (!body) {
     refuse(c, j, opd__error_code(opd_last_error_code()), NULL, opd_last_error());

@@ -79,8 +79,6 @@ int opd_compiled_graph_run(opd_compiled_graph *cg, opd_tensor *const *inputs, ui
 
 uint32_t opd_compiled_graph_num_inputs(const opd_compiled_graph *cg);
 uint32_t opd_compiled_graph_num_outputs(const opd_compiled_graph *cg);
-/* The kind of input i. */
-opd_graph_input_kind opd_compiled_graph_input_kind(const opd_compiled_graph *cg, uint32_t i);
 /* The device of input i (as its spec gave it). */
 opd_device opd_compiled_graph_input_device(const opd_compiled_graph *cg, uint32_t i);
 /* The CUDA devices a run touches, as a mask (bit d: cuda:d; index -1 is 0; devices past 63

@@ -341,6 +341,20 @@ def _run_here(func, args, kwargs):
 _CONTIGUOUS_RESULTS = {torch.ops.aten.native_layer_norm.default: (0,)}
 
 
+def _aminmax_cpu_shape(meta_out, args, kwargs):
+    """aminmax of a 0-d input over dim 0 with keepdim: the CPU kernel (and the daemon) give
+    shape (1,), its meta kernel ()."""
+    x = args[0]
+    if x.dim() == 0 and kwargs.get("dim") is not None and kwargs.get("keepdim", False):
+        return type(meta_out)(torch.empty((1,), dtype=t.dtype, device="meta") for t in meta_out)
+    return meta_out
+
+
+# operators whose meta kernel gives some results another shape than the CPU kernel (and the
+# daemon, which follows it) does
+_CPU_SHAPES = {torch.ops.aten.aminmax.default: _aminmax_cpu_shape}
+
+
 def _contiguous_results(meta_out, which):
     out = list(meta_out)
     for i in which:
@@ -361,6 +375,8 @@ def _meta_call(func, info, args, kwargs):
         meta_out = func(*meta_args, **meta_kwargs)
         if func in _CONTIGUOUS_RESULTS:
             meta_out = _contiguous_results(meta_out, _CONTIGUOUS_RESULTS[func])
+        if func in _CPU_SHAPES:
+            meta_out = _CPU_SHAPES[func](meta_out, meta_args, meta_kwargs)
         return meta_args, meta_kwargs, meta_out
     meta_args, meta_kwargs = list(meta_args), dict(meta_kwargs)
     checks = []
