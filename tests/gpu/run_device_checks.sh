@@ -21,7 +21,8 @@
 #   2. build: a new BUILD_DIR is configured Release, CUDA on, warnings not fatal (another host
 #      compiler or toolkit may warn); an existing one is built with its own configuration
 #   3. the conformance fixtures on CUDA tensors, in process (opd-conformance --device cuda):
-#      tests/fixtures/conformance/public.json and tests/fixtures/graph_ops_conformance.json
+#      tests/fixtures/conformance/public.json, tests/fixtures/graph_ops_conformance.json and
+#      each operator family's tests/fixtures/ops_*.json
 #   4. the unit suites (the CUDA ones run on the device; without a GPU only the CUDA suites,
 #      which must skip cleanly: the others are what `tools/dev.sh test` runs)
 #   5. a daemon started here: the RPC checks on CUDA tensors (opd-bench-cuda --rpc-check), the
@@ -241,6 +242,13 @@ fi
 # our own cases for the views of traced graphs (in the tree: no fixtures needed)
 run_gpu_step "graph views conformance --device cuda" "$LOG/conformance-graph-ops.log" 60 \
   "$bin/tools/conformance/opd-conformance" tests/fixtures/graph_ops_conformance.json --device cuda
+# each operator family's fixture (tests/fixtures/ops_*.json): the operators of a family
+# without CUDA kernels yet fail here with the dispatcher's "Could not run" error, by name
+for fixture in tests/fixtures/ops_*.json; do
+  family=$(basename "$fixture" .json)
+  run_gpu_step "$family conformance --device cuda" "$LOG/conformance-$family.log" 60 \
+    "$bin/tools/conformance/opd-conformance" "$fixture" --device cuda
+done
 
 # 4. unit suites: all of them on a GPU; without one, only the suites of the device (which
 # must skip cleanly), since the others ran no differently under `tools/dev.sh test`
