@@ -961,6 +961,9 @@ Suite *opd_test_admin_suite(void) {
   tcase_add_test(tc, test_daemon_under_traffic);
   suite_add_tcase(s, tc);
   TCase *requests = tcase_create("requests");
+  /* each test starts a daemon's admin side, which registers every kernel (hundreds): seconds
+   * under the sanitizers on a loaded machine, past Check's default of 4 s */
+  tcase_set_timeout(requests, 60);
   tcase_add_checked_fixture(requests, admin_up, admin_down);
   tcase_add_test(requests, test_admin_hostile_requests);
   tcase_add_test(requests, test_admin_kernel_of);

@@ -289,7 +289,8 @@ static int spectral_kernel(lapack_job *j, int64_t nbatch) {
     }
     if (j->op == OPD__QR) {
       if (j->vectors) fill_identity(j->res[0], j->f64);
-      memset(opd_tensor_data(j->res[1]), 0, (size_t)j->res[1]->numel * (j->f64 ? 8 : 4));
+      if (j->res[1]->numel)
+        memset(opd_tensor_data(j->res[1]), 0, (size_t)j->res[1]->numel * (j->f64 ? 8 : 4));
     }
     return 0;
   }
@@ -360,7 +361,8 @@ static int lapack_kernel(opd__lapack_op op, opd_stack *stack) {
         opd_tensor *info = op == OPD__LU_FACTOR_EX                       ? res[2]
                            : op == OPD__LINALG_DET || op == OPD__SLOGDET ? NULL
                                                                          : res[1];
-        if (info) memset(opd_tensor_data(info), 0, (size_t)info->numel * sizeof(int32_t));
+        if (info && info->numel)
+          memset(opd_tensor_data(info), 0, (size_t)info->numel * sizeof(int32_t));
       } else {
         int64_t work = j.m * j.n * (j.m < j.n ? j.m : j.n);
         atomic_init(&j.no_memory, false);

@@ -327,8 +327,15 @@ def main(argv=None):
                             outcome, detail = runner.run(fn, sample, rule)
                         except opd.ConnectionLost as e:
                             outcome, detail = "error", f"ConnectionLost: {e}"
+                            try:  # a daemon that dies may still be writing its report
+                                proc.wait(30)
+                            except subprocess.TimeoutExpired:
+                                pass
                             if proc.poll() is not None:
-                                crashes.append(f"{name} {dname} sample {i}")
+                                with open(os.path.join(tmp.name, "opd.log")) as f:
+                                    tail = f.read()[-4000:]
+                                crashes.append(f"{name} {dname} sample {i}: exit status "
+                                               f"{proc.returncode}\n{tail}")
                                 proc, url, tmp = start_daemon(a.daemon)
                             client.close()
                             client = opd.connect(url)
