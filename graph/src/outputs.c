@@ -28,9 +28,10 @@
 #include "opd/error.h"
 #include "opd/memory.h"
 
-/* Appends the storage of a constant tensor (one with data) to cg->constants. */
+/* Appends the storage of a constant tensor to cg->constants: an empty one too, which holds no
+ * bytes but is still one storage, shared by every caller of the graph. */
 static int add_constant(opd_compiled_graph *cg, uint32_t *cap, const opd_tensor *t) {
-  if (!t || !t->storage || !t->storage->data) return 0;
+  if (!t || !t->storage) return 0;
   if (cg->nconstants == *cap) {
     uint32_t c = *cap ? *cap * 2 : 16;
     const opd_storage **s = opd__realloc(cg->constants, c * sizeof *s);

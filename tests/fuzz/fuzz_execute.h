@@ -47,6 +47,7 @@ static inline void fuzz_job_free(opd__job *j) {
   opd__gather_free(j->gather);
   if (j->tensor) opd_tensor_release(j->tensor);
   if (j->reserved) opd__session_unreserve(j->session, j->reserved);
+  opd__job_uncharge(j); /* [Note: Answers charged before they are held] */
   opd__arena_destroy(&j->arena);
   opd__free(j->out);
   opd__free(j);
