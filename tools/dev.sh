@@ -54,7 +54,7 @@ build_fuzz() {
 }
 
 format_check() {
-  git ls-files '*.c' '*.h' | xargs clang-format --dry-run -Werror
+  git ls-files '*.c' '*.h' '*.cu' '*.cuh' | xargs clang-format --dry-run -Werror
 }
 
 case "${1:-}" in

@@ -20,7 +20,8 @@ template <class T> __global__ void im2col(opd__cuda_im2col d) {
        i += (int64_t)gridDim.x * blockDim.x) {
     int64_t o = i % out_n, row = i / out_n;
     int64_t ow = o % d.out[2], oh = (o / d.out[2]) % d.out[1], od = o / (d.out[2] * d.out[1]);
-    int64_t kw = row % d.k[2], kh = (row / d.k[2]) % d.k[1], kd = (row / (d.k[2] * d.k[1])) % d.k[0];
+    int64_t kw = row % d.k[2], kh = (row / d.k[2]) % d.k[1],
+            kd = (row / (d.k[2] * d.k[1])) % d.k[0];
     int64_t c = row / k_n;
     int64_t id = od * d.stride[0] - d.pad[0] + kd * d.dil[0];
     int64_t ih = oh * d.stride[1] - d.pad[1] + kh * d.dil[1];
@@ -79,7 +80,8 @@ template <class T> int launch(int device, const opd__cuda_im2col *d) {
     col2im<T><<<blocks, THREADS, 0, s>>>(*d);
   else
     im2col<T><<<blocks, THREADS, 0, s>>>(*d);
-  return opd__cuda_check_launch(device, d->fold ? "a col2im kernel launch" : "an im2col kernel launch");
+  return opd__cuda_check_launch(device,
+                                d->fold ? "a col2im kernel launch" : "an im2col kernel launch");
 }
 
 } // namespace
