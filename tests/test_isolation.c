@@ -18,6 +18,10 @@
 #include "opd/dtype.h"
 #include "opd/server.h"
 #include "opd/tensor.h"
+#include "opd/dispatcher.h"
+#include "opd/kernels.h"
+#include "opd/memory.h"
+#include "tensor_helpers.h"
 
 /* ---- the allocator ---- */
 
@@ -118,6 +122,71 @@ START_TEST(test_slab_slot_zeroed) {
     opd_tensor_release(t);
     opd_mem_budget_uninstall();
   }
+}
+END_TEST
+
+/* ---- what a reduction holds ([Note: The partials of a split reduction are bounded] in
+ * kernels/cpu/reduce.c) ---- */
+
+static size_t largest_block;
+static void *largest_malloc(size_t n) {
+  if (n > largest_block) largest_block = n;
+  return malloc(n);
+}
+static void *largest_calloc(size_t n, size_t size) {
+  if (n * size > largest_block) largest_block = n * size;
+  return calloc(n, size);
+}
+static void *largest_realloc(void *p, size_t n) {
+  if (n > largest_block) largest_block = n;
+  return realloc(p, n);
+}
+
+/* aten::sum of a one-element float32 tensor expanded (stride 0) to n elements: 0 with the
+ * sum in *got, or the call's error code. */
+static int sum_of_expanded(int64_t n, double *got) {
+  ck_assert_int_eq(opd_kernels_register(), 0);
+  opd_tensor *one = mk(OPD_FLOAT32, SHAPE(1), VALS(1)), *big;
+  ck_assert_int_eq(opd_tensor_view_of(one, &n, (int64_t[]){0}, 1, 0, &big), 0);
+  opd_stack st;
+  opd_stack_init(&st);
+  opd_stack_push(&st, T(big));
+  opd_stack_push(&st, NONE);
+  int rc = opd_call_boxed(opd_find_op("aten::sum"), &st);
+  if (rc == 0) *got = at(st.items[0].u.t, 0);
+  opd_stack_destroy(&st);
+  opd_tensor_release(big);
+  opd_tensor_release(one);
+  return rc;
+}
+
+/* A sum over 2^40 elements keeps at most 4,096 partial results (it kept 2^24 of them, 640
+ * MiB, before): the largest block it asks for, with its session's flag set so that the
+ * blocks stop at once, is that array. */
+START_TEST(test_split_reduction_partials_bounded) {
+  owner x;
+  owner_init(&x);
+  atomic_store(&x.budget.cancelled, true);
+  largest_block = 0;
+  ck_assert_int_eq(opd_replace_allocator(largest_malloc, largest_realloc, largest_calloc, free), 0);
+  opd_mem_budget_install(&x.budget);
+  double sum;
+  int rc = sum_of_expanded((int64_t)1 << 40, &sum);
+  opd_mem_budget_uninstall();
+  ck_assert_int_eq(opd_replace_allocator(NULL, NULL, NULL, NULL), 0);
+  ck_assert_int_eq(rc, OPD_ECANCELED);
+  ck_assert_msg(largest_block >= 4096 * 32 && largest_block <= 4096 * 64,
+                "the largest block of the sum: %zu bytes", largest_block);
+}
+END_TEST
+
+/* Past 2^28 elements the blocks grow, and the sum is still exact where it can be: 2^28 +
+ * 2^20 + 7 ones (2,057 blocks of 2 * 65,536), the float nearest the count. */
+START_TEST(test_split_reduction_of_larger_blocks) {
+  const int64_t n = ((int64_t)1 << 28) + (1 << 20) + 7;
+  double sum = 0;
+  ck_assert_int_eq(sum_of_expanded(n, &sum), 0);
+  ck_assert_double_eq(sum, (double)(float)n);
 }
 END_TEST
 
@@ -406,6 +475,66 @@ START_TEST(test_stop_during_long_work) {
 }
 END_TEST
 
+/* Starts, in a new session, a graph whose one run is the same sum: an input of one element,
+ * expanded to 2^40 in the graph, summed. The graph's step runs the reduction, which checks
+ * the session's flag. */
+static opd_client *start_long_graph_run(opd_server *s, opd_future **f) {
+  opd_client *c = connect_to(s);
+  float v = 1;
+  int64_t one = 1, huge = (int64_t)1 << 40;
+  opd_client_tensor x, in, big, sum;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, &one, 1, &v, sizeof v, NULL, &x), 0);
+  opd_graph_builder *b;
+  ck_assert_int_eq(opd_graph_builder_new(c, &b), 0);
+  ck_assert_int_eq(opd_graph_input(b, OPD_FLOAT32, &one, 1, NULL, false, &in), 0);
+  ck_assert_int_eq(opd_graph_node(b, "aten::expand",
+                                  (opd_client_value[]){opd_cv_tensor(in), opd_cv_ints(&huge, 1)}, 2,
+                                  &big),
+                   0);
+  ck_assert_int_eq(
+      opd_graph_node(b, "aten::sum", (opd_client_value[]){opd_cv_tensor(big)}, 1, &sum), 0);
+  opd_client_graph g;
+  ck_assert_msg(opd_graph_define(b, &sum, 1, &g, NULL) == 0, "define: %s", opd_client_last_error());
+  opd_graph_builder_free(b);
+  ck_assert_int_eq(opd_graph_run_async(c, g, &x, 1, NULL, NULL, f), 0);
+  return c;
+}
+
+/* A session that closes while its graph run is in that sum: within 10 s the worker serves
+ * another session and the session is gone from /v1/sessions. */
+START_TEST(test_closed_session_graph_run_stops) {
+  opd_server *s = start(1);
+  opd_future *f;
+  opd_client *a = start_long_graph_run(s, &f);
+  ck_assert_int_eq(opd_future_wait_for(f, 200), OPD_EBUSY); /* it runs */
+  opd_client *b = connect_to(s);
+  ck_assert_int_eq(sessions_listed(s), 2);
+  opd_client_close(a);
+  opd_future_free(f);
+  double deadline = now_s() + 10;
+  while (sessions_listed(s) > 1 && now_s() < deadline)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  ck_assert_int_eq(sessions_listed(s), 1);
+  ck_assert_int_eq(small_call(b), 0); /* the worker is free */
+  opd_client_close(b);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* Stopping the daemon while a session's graph run is in that sum returns (the test case's
+ * timeout would catch one that waits for the run). */
+START_TEST(test_stop_during_long_graph_run) {
+  opd_server *s = start(1);
+  opd_future *f;
+  opd_client *a = start_long_graph_run(s, &f);
+  ck_assert_int_eq(opd_future_wait_for(f, 200), OPD_EBUSY);
+  opd_server_stop(s);
+  ck_assert_int_ne(opd_future_wait(f), 0); /* no result: the connection closed */
+  opd_future_free(f);
+  opd_client_close(a);
+}
+END_TEST
+
 Suite *opd_test_isolation_suite(void) {
   Suite *s = suite_create("isolation");
   TCase *tc = tcase_create("isolation");
@@ -413,11 +542,15 @@ Suite *opd_test_isolation_suite(void) {
   tcase_add_test(tc, test_cached_block_cleared_for_another_owner);
   tcase_add_test(tc, test_small_blocks_zeroed);
   tcase_add_test(tc, test_slab_slot_zeroed);
+  tcase_add_test(tc, test_split_reduction_partials_bounded);
+  tcase_add_test(tc, test_split_reduction_of_larger_blocks);
   tcase_add_test(tc, test_empty_shows_no_other_session_data);
   tcase_add_test(tc, test_cat_of_many_tensors);
   tcase_add_test(tc, test_answers_charged);
   tcase_add_test(tc, test_closed_session_work_stops);
   tcase_add_test(tc, test_stop_during_long_work);
+  tcase_add_test(tc, test_closed_session_graph_run_stops);
+  tcase_add_test(tc, test_stop_during_long_graph_run);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -17,7 +17,8 @@
  *   columns: (sums, means and maxima) when the innermost kept dim is more contiguous than the
  *            reduced dims (a sum over dim 0 of a row-major matrix), a task accumulates a strip of
  * up to COLS neighbouring outputs, reading one row of the strip per reduced position; split:   a
- * single output over many elements is cut into fixed blocks of SPLIT elements whose partial results
+ * single output over many elements is cut into fixed blocks of SPLIT elements (more past 2^28
+ * elements: [Note: The partials of a split reduction are bounded]) whose partial results
  * are combined in order. Contiguous spans of the compute type are reduced by the loops of
  * reduce_span.c, vectorized per instruction set with the same lanes on every set (see [Note:
  * Reductions per instruction set]): float32 sums in 64 float lanes within blocks of 4096 elements,
@@ -37,7 +38,16 @@
 #include "opd/cancel.h"
 #include "opd/memory.h"
 
-enum { BUF = 512, COLS = 64, SPLIT = 65536, GRAIN = 32768 };
+enum { BUF = 512, COLS = 64, SPLIT = 65536, GRAIN = 32768, MAX_PARTS = 4096 };
+
+/* [Note: The partials of a split reduction are bounded]
+ * The split schedule keeps one partial result (an acc, 40 bytes) per block. With blocks of
+ * SPLIT elements a sum over an aten::expand to 2^40 elements would hold 2^24 of them, 640 MiB
+ * that no limit counts, for an input that holds 4 bytes. So a reduction has at most MAX_PARTS
+ * blocks (160 KiB of partials): past MAX_PARTS * SPLIT elements (2^28) a block is the
+ * smallest multiple of SPLIT that keeps their count within it. Block sizes depend on the
+ * element count only, never on the threads, so the results do not either; 4096 blocks
+ * still spread over every thread. */
 
 typedef enum { K_F32, K_F64, K_I64 } compute_kind;
 typedef enum {
@@ -427,14 +437,15 @@ static void rows_task(void *ctx, int64_t begin, int64_t end) {
 
 typedef struct split_ctx {
   const red *r;
+  int64_t block; /* elements a block: a multiple of SPLIT */
   acc *part;
 } split_ctx;
 
 static void split_task(void *ctx, int64_t begin, int64_t end) {
   const split_ctx *s = ctx;
   for (int64_t b = begin; b < end; b++) {
-    if (opd_cancelled()) return; /* a block is SPLIT elements */
-    int64_t lo = b * SPLIT, hi = s->r->nred - lo > SPLIT ? lo + SPLIT : s->r->nred;
+    if (opd_cancelled()) return; /* reduce_range checks within a block too */
+    int64_t lo = b * s->block, hi = s->r->nred - lo > s->block ? lo + s->block : s->r->nred;
     s->part[b] = acc_init(s->r);
     reduce_range(s->r, 0, lo, hi, &s->part[b]);
   }
@@ -546,8 +557,11 @@ static void run(red *r, const opd_tensor *self, uint64_t mask) {
   int64_t kin = r->kept.size[r->kept.n - 1];
   int64_t kstride = r->kept.stride[r->kept.n - 1], rstride = r->red.stride[r->red.n - 1];
   if (r->nout == 1 && r->nred >= 2 * SPLIT) {
-    int64_t blocks = (r->nred + SPLIT - 1) / SPLIT;
-    split_ctx s = {r, opd__malloc((size_t)blocks * sizeof(acc))};
+    /* [Note: The partials of a split reduction are bounded] */
+    int64_t per = ((r->nred + SPLIT - 1) / SPLIT + MAX_PARTS - 1) / MAX_PARTS;
+    split_ctx s = {r, per * SPLIT, NULL};
+    int64_t blocks = (r->nred + s.block - 1) / s.block;
+    s.part = opd__malloc((size_t)blocks * sizeof(acc));
     if (s.part) {
       opd__parallel_for(0, blocks, 1, split_task, &s);
       if (opd_cancelled()) { /* the partials are not all there */
