@@ -45,7 +45,7 @@
  *   cancels the queued ones on that thread. opd__cc_build runs in any thread, several at
  *   once.
  */
-#define _GNU_SOURCE /* closefrom, dladdr1, dlinfo, execvpe, pipe2 */
+#define _GNU_SOURCE /* closefrom, dladdr1, dlinfo, dl_iterate_phdr, execvpe, pipe2 */
 #include "c_compiler.h"
 
 #include <dirent.h>
@@ -54,6 +54,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -120,6 +121,7 @@ struct opd__cc {
 struct opd__cc_module {
   opd__cc_module *next; /* in the registry */
   uint64_t refs;        /* under loaded.lock */
+  uint64_t bytes;       /* opd__cc_module_bytes */
   void *handle, *fn;
   char name[NAME_SIZE];
   const char *entry, *source; /* in this allocation, after the struct */
@@ -460,6 +462,39 @@ static bool defined_in(void *handle, void *address) {
          dladdr1(address, &info, &owner, RTLD_DL_LINKMAP) != 0 && owner == object;
 }
 
+/* What the dynamic loader keeps for an object beside its segments (its link map, scope and
+ * name), rounded up. */
+#define LOADER_BYTES 4096
+
+typedef struct mapping {
+  uintptr_t base;
+  uint64_t bytes;
+} mapping;
+
+static int add_segments(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  mapping *m = arg;
+  if (info->dlpi_addr != m->base) return 0;
+  uintptr_t lo = UINTPTR_MAX, hi = 0, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    if (ph->p_vaddr < lo) lo = ph->p_vaddr;
+    if (ph->p_vaddr + ph->p_memsz > hi) hi = ph->p_vaddr + ph->p_memsz;
+  }
+  if (hi > lo) m->bytes = ((hi + page - 1) & ~(page - 1)) - (lo & ~(page - 1));
+  return 1;
+}
+
+/* The span the object loaded as `handle` maps (what mmap reserved for its segments). */
+static uint64_t mapped_bytes(void *handle) {
+  struct link_map *lm = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &lm) != 0 || !lm) return 0;
+  mapping m = {(uintptr_t)lm->l_addr, 0};
+  dl_iterate_phdr(add_segments, &m);
+  return m.bytes;
+}
+
 /* dlopens `<name>.so` and registers it with one reference. Holding loaded.lock. */
 static int open_locked(const opd__cc *cc, const char *name, const char *entry, const char *source,
                        size_t len, opd__cc_module **out, char *why, size_t why_size) {
@@ -484,6 +519,8 @@ static int open_locked(const opd__cc *cc, const char *name, const char *entry, c
   memcpy(text + entry_size, source, len + 1);
   *m = (opd__cc_module){.next = loaded.head,
                         .refs = 1,
+                        .bytes =
+                            mapped_bytes(handle) + LOADER_BYTES + sizeof *m + entry_size + len + 1,
                         .handle = handle,
                         .fn = fn,
                         .entry = text,
@@ -511,6 +548,10 @@ void opd__cc_module_release(opd__cc_module *m) {
 
 const char *opd__cc_module_name(const opd__cc_module *m) {
   return m->name;
+}
+
+uint64_t opd__cc_module_bytes(const opd__cc_module *m) {
+  return m->bytes;
 }
 
 /* ---- building ---- */

@@ -55,6 +55,9 @@ void opd__cc_drain(opd__cc *cc);
 
 void opd__cc_module_release(opd__cc_module *m);           /* dlclose at the last reference */
 const char *opd__cc_module_name(const opd__cc_module *m); /* its content address (hex) */
+/* What a loaded module holds: its mapped segments (page-rounded), the loader's records and
+ * the registry's entry. */
+uint64_t opd__cc_module_bytes(const opd__cc_module *m);
 
 /* The service's counts, in the tier's stats (graph_exec.h): compiles, disk_hits, failures,
  * timeouts, rejected (submits refused with OPD_EBUSY), queued; `enabled` and `mismatches`

@@ -132,7 +132,16 @@ static void compiled(void *arg, int rc, opd__cc_module *mod, void *fn, const cha
   opd_compiled_graph *cg = s->cg;
   opd__group_state *st = &cg->states[s->group];
   pthread_mutex_lock(&cg->lock);
-  if (rc == 0 && st->numerics == OPD__UNFUSED) {
+  uint64_t charged = opd__group_program_bytes(cg, s->group);
+  if (rc == 0 && opd__cc_module_bytes(mod) > charged) {
+    /* [Note: The programs of fused groups are charged] in footprint.c */
+    st->c_state = OPD__C_FAILED;
+    snprintf(st->c_why, sizeof st->c_why,
+             "its module holds %llu bytes, past the %llu bytes charged for it",
+             (unsigned long long)opd__cc_module_bytes(mod), (unsigned long long)charged);
+    opd__cc_module_release(mod);
+    mod = NULL;
+  } else if (rc == 0 && st->numerics == OPD__UNFUSED) {
     st->c_state = OPD__C_DROPPED;
     snprintf(st->c_why, sizeof st->c_why, "the group is pinned unfused by its numerics check");
   } else if (rc == 0) {

@@ -119,7 +119,8 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
       !(cg->states = opd__calloc(cg->plan->ngroups, sizeof *cg->states)))
     rc = opd_error(OPD_ENOMEM, "out of memory for a compiled graph");
   if (rc == 0) rc = opd__outputs_plan(cg);
-  if (rc == 0) { /* the estimate trued up to what it holds */
+  cg->c_tier = opd__c_tier_running(); /* [Note: The programs of fused groups are charged] */
+  if (rc == 0) {                      /* the estimate trued up to what it holds */
     uint64_t reserved = cg->host_bytes;
     opd__compiled_footprint(cg);
     uint64_t held = cg->host_bytes;

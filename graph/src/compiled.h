@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "opd/allocator.h"
 #include "opd/graph_exec.h"
 #include "pass_manager.h"
 #include "plan.h"
@@ -65,6 +66,11 @@ typedef struct opd__run_ctx {
    * ([Note: A compiled graph's memory never reaches a caller] in outputs.c) */
   const opd_storage **kept;
   uint32_t nkept;
+  /* a context beyond the one the graph's charge counts (a concurrent run's): the host bytes
+   * charged for it, to the budget installed when it was made ([Note: Run contexts of
+   * concurrent runs] in exec.c); 0 for the counted one */
+  uint64_t extra_bytes;
+  opd_mem_budget *budget;
 } opd__run_ctx;
 
 struct opd_compiled_graph {
@@ -88,6 +94,10 @@ struct opd_compiled_graph {
   pthread_mutex_t lock; /* states, contexts */
   opd__group_state *states;
   opd__run_ctx *spare;
+  uint32_t contexts; /* run contexts made and not freed, spare or in a run */
+  /* the C tier ran when it was compiled: its CPU groups' modules are in its charge and may be
+   * compiled ([Note: The programs of fused groups are charged] in footprint.c) */
+  bool c_tier;
   /* [Note: A compiled graph's memory never reaches a caller] (outputs.c): the storages of
    * its constants, and per output whether it may share them or a planned buffer */
   const opd_storage **constants;
@@ -127,6 +137,11 @@ int opd__outputs_hand_over(const opd_compiled_graph *cg, const opd__run_ctx *ctx
                            opd_tensor **outputs);
 /* Counts what a compiled graph holds into host_bytes and tensor_bytes (footprint.c). */
 void opd__compiled_footprint(opd_compiled_graph *cg);
+/* The host bytes of one run context, its planned buffers apart (footprint.c). */
+uint64_t opd__run_ctx_host_bytes(const opd_compiled_graph *cg);
+/* The bytes charged for group gi's compiled program: the C tier's module, a CUDA group's
+ * NVRTC program; 0 for a group that has none (footprint.c). */
+uint64_t opd__group_program_bytes(const opd_compiled_graph *cg, uint32_t gi);
 /* Frees the spare run contexts (exec.c). */
 void opd__compiled_free_contexts(opd_compiled_graph *cg);
 /* Kernels a run launches with the current decisions. */

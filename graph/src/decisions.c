@@ -380,8 +380,13 @@ int opd__run_group(opd_compiled_graph *cg, opd__run_ctx *ctx, uint32_t gi, uint3
   opd__pw_tile_fn cfn = st->c_fn;
   pthread_mutex_unlock(&cg->lock);
   if (untried && fused && opd__c_tier_running()) {
-    if (group_device(cg, grp).type == OPD_DEVICE_CPU) {
+    if (group_device(cg, grp).type == OPD_DEVICE_CPU && cg->c_tier) {
       opd__c_tier_submit(cg, gi);
+    } else if (group_device(cg, grp).type == OPD_DEVICE_CPU) {
+      pthread_mutex_lock(&cg->lock);
+      st->c_state = OPD__C_INELIGIBLE; /* [Note: The programs of fused groups are charged] */
+      snprintf(st->c_why, sizeof st->c_why, "compiled while the C tier was off: no module charged");
+      pthread_mutex_unlock(&cg->lock);
     } else {
       pthread_mutex_lock(&cg->lock);
       st->c_state = OPD__C_INELIGIBLE;

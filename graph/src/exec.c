@@ -5,11 +5,13 @@
  * any layout is accepted: kernels, views and fused programs read strides), then takes the
  * plan's steps in order ([Note: The lowered plan] in lower.c) with a run context: the
  * tensor of every value of this run, the planned buffers of fused groups and a view of them
- * for each planned value. Contexts are kept by the compiled graph and reused by the next
- * run (one per run in flight: runs of one graph from several threads are independent), so
- * a run allocates only what the kernels it calls make (their outputs and the argument lists
- * a boxed call consumes) and the outputs fused groups give the caller: planned buffers are
- * allocated once, by the first run that uses a context. Nothing is validated or inferred
+ * for each planned value. The compiled graph keeps one context and reuses it for the next
+ * run, so a run allocates only what the kernels it calls make (their outputs and the
+ * argument lists a boxed call consumes) and the outputs fused groups give the caller:
+ * planned buffers are allocated once, by the first run. Runs of one graph from several
+ * threads are independent: a run that finds the kept context taken makes one of its own,
+ * charged to it and freed when it ends ([Note: Run contexts of concurrent runs]). Nothing is
+ * validated or inferred
  * again. Errors name the node (and its operator) whose kernel failed.
  */
 #include <inttypes.h>
@@ -18,11 +20,48 @@
 
 #include "compiled.h"
 #include "opd/cancel.h"
+#include "opd/allocator.h"
 #include "opd/error.h"
 #include "opd/memory.h"
 
+/* [Note: Run contexts of concurrent runs]
+ * A compiled graph's charge counts one run context ([Note: The charge of a graph] in
+ * footprint.c), which it keeps for the next run. A run that finds it taken by a concurrent
+ * run (another worker's, of this session or of another sharing the graph) makes one of its
+ * own, which is charged to the run that makes it before it is made: its host bytes are
+ * reserved against the budget installed on the thread (the session's max_bytes_held in the
+ * daemon) and counted as CPU memory in use (max_bytes_total), and its planned buffers are
+ * tensors, charged like every other while the budget is installed. Over a limit the run
+ * fails with RESOURCE_EXHAUSTED naming it. Such a context is freed when its run ends, and
+ * its charges given back: the graph keeps only the context its charge counts, so what it
+ * holds between runs does not grow with the runs that once overlapped. */
+static int ctx_charge_extra(opd_compiled_graph *cg, uint64_t *bytes, opd_mem_budget **budget) {
+  *bytes = opd__run_ctx_host_bytes(cg);
+  *budget = opd_mem_budget_current();
+  int rc = *budget ? opd_mem_budget_reserve(*budget, *bytes) : 0;
+  if (rc == 0 && (rc = opd_cpu_allocator_reserve(*bytes)) != 0 && *budget)
+    opd_mem_budget_release(*budget, *bytes);
+  if (rc) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", opd_last_error());
+    return opd_error(rc,
+                     "graph %" PRIu64 ": a run concurrent with another needs a run context of "
+                     "its own, %" PRIu64 " bytes and its planned buffers: %s",
+                     cg->id, *bytes, msg);
+  }
+  return 0;
+}
+
+static void ctx_uncharge_extra(opd__run_ctx *ctx) {
+  if (!ctx->extra_bytes) return;
+  if (ctx->budget) opd_mem_budget_release(ctx->budget, ctx->extra_bytes);
+  opd_cpu_allocator_unreserve(ctx->extra_bytes);
+  ctx->extra_bytes = 0;
+}
+
 static void ctx_free(const opd_compiled_graph *cg, opd__run_ctx *ctx) {
   if (!ctx) return;
+  ctx_uncharge_extra(ctx);
   const opd__plan *p = cg->plan;
   for (uint32_t v = 0; v < cg->g->nvalues; v++) {
     if (ctx->vals && ctx->vals[v]) opd_tensor_release(ctx->vals[v]);
@@ -80,6 +119,8 @@ static int ctx_get(opd_compiled_graph *cg, opd__run_ctx **out) {
   pthread_mutex_lock(&cg->lock);
   opd__run_ctx *ctx = cg->spare;
   if (ctx) cg->spare = ctx->next;
+  bool extra = !ctx && cg->contexts > 0;
+  if (!ctx) cg->contexts++; /* counted before it is made: a concurrent run sees it */
   pthread_mutex_unlock(&cg->lock);
   uint64_t owner = opd_mem_owner_current();
   if (ctx) {
@@ -91,9 +132,23 @@ static int ctx_get(opd_compiled_graph *cg, opd__run_ctx **out) {
     *out = ctx;
     return 0;
   }
-  int rc = ctx_new(cg, out);
-  if (rc == 0) (*out)->owner = owner;
-  return rc;
+  uint64_t bytes = 0;
+  opd_mem_budget *budget = NULL;
+  int rc = extra ? ctx_charge_extra(cg, &bytes, &budget) : 0;
+  if (rc == 0 && (rc = ctx_new(cg, out)) != 0 && extra) {
+    if (budget) opd_mem_budget_release(budget, bytes);
+    opd_cpu_allocator_unreserve(bytes);
+  }
+  if (rc) {
+    pthread_mutex_lock(&cg->lock);
+    cg->contexts--;
+    pthread_mutex_unlock(&cg->lock);
+    return rc;
+  }
+  (*out)->owner = owner;
+  (*out)->extra_bytes = bytes;
+  (*out)->budget = budget;
+  return 0;
 }
 
 static void ctx_put(opd_compiled_graph *cg, opd__run_ctx *ctx) {
@@ -102,6 +157,13 @@ static void ctx_put(opd_compiled_graph *cg, opd__run_ctx *ctx) {
       opd_tensor_release(ctx->vals[v]);
       ctx->vals[v] = NULL;
     }
+  if (ctx->extra_bytes) { /* [Note: Run contexts of concurrent runs] */
+    ctx_free(cg, ctx);
+    pthread_mutex_lock(&cg->lock);
+    cg->contexts--;
+    pthread_mutex_unlock(&cg->lock);
+    return;
+  }
   pthread_mutex_lock(&cg->lock);
   ctx->next = cg->spare;
   cg->spare = ctx;
@@ -113,6 +175,7 @@ void opd__compiled_free_contexts(opd_compiled_graph *cg) {
     opd__run_ctx *next = cg->spare->next;
     ctx_free(cg, cg->spare);
     cg->spare = next;
+    cg->contexts--;
   }
 }
 

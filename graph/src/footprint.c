@@ -8,9 +8,9 @@
  * their programs), the run context a run keeps, its constants' storage and its planned
  * buffers. A graph of 4,095 nodes holds megabytes; so graphs count against the same limits
  * as tensors, before their memory is taken:
- *  - opd_graph_define_estimate(g) bounds what compiling a finished graph will hold, from
- *    the graph itself (its IR, counted here, and its printed text, one pass's worth per
- *    pass); a caller reserves it before compiling;
+ *  - opd_graph_define_estimate(g) estimates what compiling a finished graph will hold, from
+ *    the graph itself ([Note: The estimate of a graph's charge]); a caller reserves it
+ *    before compiling;
  *  - opd_compiled_graph_bytes(cg) is what the compiled graph holds, counted when it is
  *    compiled and fixed from then on: its own allocations (each counted with the
  *    allocator's per-block overhead) plus its constants' storage and one run context's
@@ -19,10 +19,10 @@
  * what an allocator that counts every block sees, so a structure added without its count
  * fails there.
  *
- * Not counted: what later runs add, the contexts of runs in flight beside the first (one per
- * concurrent run, at most the workers'; their buffers are CPU storage, which max_bytes_total
- * counts), the C tier's modules (shared by content, loaded once per program) and a CUDA
- * group's compiled program.
+ * It also counts what the graph's fused programs will hold once compiled ([Note: The programs
+ * of fused groups are charged]). A run context beyond the first, made for a run concurrent
+ * with another, is charged to the run that makes it and freed when that run ends ([Note: Run
+ * contexts of concurrent runs] in exec.c).
  *
  * The daemon-wide limit (the CPU allocator's, max_bytes_total in the daemon) is charged once
  * per compiled graph, by compiling it (compile.c: its host bytes, reserved with the
@@ -40,6 +40,27 @@
 /* What every compiled graph holds beyond the structures counted: the blocks the pipeline's
  * record and the cache's entry take, rounded up. */
 #define FIXED_BYTES 1024
+
+/* [Note: The programs of fused groups are charged]
+ * A fused group's program may be compiled after the graph is: by the C tier (a shared object
+ * loaded into the daemon: its mapped segments, the loader's records and the registry's copy
+ * of its source) or, for a CUDA group, by NVRTC (the loaded image, host and device). Both are
+ * memory a client makes the daemon hold, so both are in the graph's charge from the start, a
+ * bound per group from its program's length, charged with the rest before compiling:
+ *  - a CPU group's module: C_MODULE_BYTES plus C_MODULE_BYTES_PER_INSTRUCTION an
+ *    instruction, for the groups the C tier may compile (it ran when the graph was compiled,
+ *    and the program has at most OPD__PW_C_MAX_OPERANDS operands). A small module maps 20 KiB
+ *    (four segments, page aligned), and -O3 -march=native code takes some hundred bytes an
+ *    instruction; a module loaded that maps more than its group's bound is not used (the group
+ *    stays with the interpreter, c_tier "failed": c_tier.c), so the bound holds. A graph
+ *    compiled while the tier was off never submits its groups: they were not charged.
+ *  - a CUDA group's program: CUDA_PROGRAM_BYTES plus CUDA_PROGRAM_BYTES_PER_INSTRUCTION an
+ *    instruction, an estimate (the runtime does not say what a loaded library holds).
+ * A module shared by several groups (the same program) is counted once per group. */
+#define C_MODULE_BYTES                     (32 * 1024)
+#define C_MODULE_BYTES_PER_INSTRUCTION     1024
+#define CUDA_PROGRAM_BYTES                 (128 * 1024)
+#define CUDA_PROGRAM_BYTES_PER_INSTRUCTION 1024
 
 static uint64_t block(uint64_t bytes) {
   return bytes + BLOCK_OVERHEAD;
@@ -94,16 +115,28 @@ static uint64_t ir_bytes(const opd_graph *g) {
   return b;
 }
 
-/* The bytes of graph text the printer writes per value, at most: a line of the value's
- * name, dtype, shape and strides, its operator and arguments (constants' text counted
- * apart) and a comment. */
-#define TEXT_PER_VALUE 256
+/* [Note: The estimate of a graph's charge]
+ * opd_graph_define_estimate is reserved before the passes run, then trued up to what the
+ * compiled graph holds, so an estimate far above it refuses definitions that would fit (it
+ * was 2.6x the count on chains of 40 to 1,500 nodes, from 256 bytes of text a value in 14
+ * texts and twice the IR). Measured on those chains: the IR after the passes is about what
+ * it was before, each text is about 60 bytes a value (its buffer up to twice that, grown by
+ * doubling), there are 10 texts (before the passes, after each of the 8 built-in ones, the
+ * key), the plan and a run context about 390 bytes a value. The estimate takes each with a
+ * margin: the IR and half again, 12 texts (room for plugin passes) of TEXT_PER_VALUE a value
+ * plus the constants' text, PLAN_PER_VALUE a value; it is 1.3x to 1.4x the count there (1.9x
+ * for one node, where fixed costs weigh most) and still above it (tests/test_graph_isolation.c
+ * checks both). A graph whose texts or plan outgrow it is charged the difference when the passes
+ * are done, before it is used; so are its fused programs ([Note: The programs of fused groups are
+ * charged]), which exist only once the groups do. */
+#define TEXT_PER_VALUE 96
+#define TEXTS          12
+#define PLAN_PER_VALUE 512
 
 uint64_t opd_graph_define_estimate(const opd_graph *g) {
-  uint32_t texts = 14; /* before the passes, after each (the built-in ones and plugins'), key */
   uint64_t text = (uint64_t)g->nvalues * TEXT_PER_VALUE + 2 * g->arg_bytes + 512;
-  /* the IR (and what the passes add to it), the texts, the plan and the run context */
-  return 2 * ir_bytes(g) + texts * block(text) + (uint64_t)g->nvalues * 256 + g->arg_bytes;
+  return ir_bytes(g) * 3 / 2 + TEXTS * block(text) + (uint64_t)g->nvalues * PLAN_PER_VALUE +
+         g->arg_bytes;
 }
 
 static uint64_t program_bytes(const opd__pw_program *p) {
@@ -138,6 +171,36 @@ static uint64_t text_bytes(const char *s) {
   return block(cap);
 }
 
+uint64_t opd__run_ctx_host_bytes(const opd_compiled_graph *cg) {
+  /* per value its tensor and planned view, the buffers and kept storages, and the views'
+   * headers */
+  const opd_graph *g = cg->g;
+  const opd__plan *p = cg->plan;
+  uint64_t nbuffers = p ? p->nbuffers : 0, views = 0;
+  for (uint32_t v = 0; p && v < g->nvalues; v++)
+    if (p->buffer_of[v] >= 0) views += tensor_header_bytes(g->values[v].meta);
+  return block(sizeof(opd__run_ctx)) + 2 * block((uint64_t)g->nvalues * sizeof(void *)) +
+         block(nbuffers * sizeof(void *)) + block((nbuffers + cg->nconstants) * sizeof(void *)) +
+         views +
+         nbuffers * (block(sizeof(opd_tensor) + 2 * sizeof(int64_t)) + block(sizeof(opd_storage)));
+}
+
+/* [Note: The programs of fused groups are charged] */
+uint64_t opd__group_program_bytes(const opd_compiled_graph *cg, uint32_t gi) {
+  const opd__group *grp = &cg->plan->groups[gi];
+  const opd__pw_program *p = &grp->prog;
+  if (cg->g->values[p->stores[0].value].device.type == OPD_DEVICE_CUDA)
+    return CUDA_PROGRAM_BYTES + (uint64_t)p->ncode * CUDA_PROGRAM_BYTES_PER_INSTRUCTION;
+  if (!cg->c_tier || p->nloads + p->nstores > OPD__PW_C_MAX_OPERANDS) return 0;
+  return C_MODULE_BYTES + (uint64_t)p->ncode * C_MODULE_BYTES_PER_INSTRUCTION;
+}
+
+static uint64_t program_reserve(const opd_compiled_graph *cg) {
+  uint64_t b = 0;
+  for (uint32_t i = 0; cg->plan && i < cg->plan->ngroups; i++) b += opd__group_program_bytes(cg, i);
+  return b;
+}
+
 void opd__compiled_footprint(opd_compiled_graph *cg) {
   const opd_graph *g = cg->g;
   const opd__plan *p = cg->plan;
@@ -146,15 +209,7 @@ void opd__compiled_footprint(opd_compiled_graph *cg) {
   for (uint32_t i = 0; i < cg->passes.n; i++) host += text_bytes(cg->passes.passes[i].ir);
   if (p) host += plan_bytes(p, g) + block((uint64_t)p->ngroups * sizeof *cg->states);
   host += block((uint64_t)cg->nconstants * sizeof *cg->constants) + block(g->noutputs);
-  /* one run context: per value its tensor and planned view, the buffers and kept storages,
-   * and the views' headers */
-  uint64_t nbuffers = p ? p->nbuffers : 0, views = 0;
-  for (uint32_t v = 0; p && v < g->nvalues; v++)
-    if (p->buffer_of[v] >= 0) views += tensor_header_bytes(g->values[v].meta);
-  host += block(sizeof(opd__run_ctx)) + 2 * block((uint64_t)g->nvalues * sizeof(void *)) +
-          block(nbuffers * sizeof(void *)) + block((nbuffers + cg->nconstants) * sizeof(void *)) +
-          views +
-          nbuffers * (block(sizeof(opd_tensor) + 2 * sizeof(int64_t)) + block(sizeof(opd_storage)));
+  host += opd__run_ctx_host_bytes(cg) + program_reserve(cg);
   uint64_t tensors = p ? p->planned_bytes : 0;
   for (uint32_t n = 0; n < g->nnodes; n++)
     for (uint32_t i = 0; i < g->nodes[n].nargs; i++) {

@@ -412,6 +412,12 @@ static void fill_info(Opd__V1__GraphInfo *info, uint64_t id, opd_compiled_graph 
  * defines, before the graph is compiled: the library's estimate from the finished graph is
  * reserved first (past the limit, the define fails with RESOURCE_EXHAUSTED naming
  * max_bytes_held, and nothing is compiled), then trued up to what the compiled graph holds.
+ * The estimate is 1.3x to 1.4x of that on graphs of 40 to 1,500 nodes ([Note: The estimate
+ * of a graph's charge] in graph/src/footprint.c), so a define near the limit is refused only
+ * when it would not fit. What the compiled graph holds includes the programs its fused groups
+ * may compile later (a C tier module, a CUDA group's program: [Note: The programs of fused
+ * groups are charged] there); a run context made for a run concurrent with another is
+ * charged to that run instead ([Note: Run contexts of concurrent runs] in graph/src/exec.c).
  * A cache hit shares one compiled graph between sessions, yet each session is charged what
  * its define would have cost alone (the compiled graph's bytes): a session's limit then
  * never depends on what other sessions defined or released, and no session can hold a
