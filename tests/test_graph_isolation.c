@@ -707,6 +707,7 @@ END_TEST
 Suite *opd_test_graph_isolation_suite(void) {
   Suite *s = suite_create("graph_isolation");
   TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 120); /* the C tier's compiles */
   tcase_add_test(tc, test_contiguous_of_planned_buffer_is_a_copy);
   tcase_add_test(tc, test_reshape_of_planned_buffer_is_a_copy);
   tcase_add_test(tc, test_constants_are_read_only);
