@@ -4,17 +4,18 @@
  * constant are copies, so another caller's run never changes them and writing them never
  * changes another caller's results or the graph's constants; planned buffers are checked
  * against every use ([Note: Buffer planning]); a wrapped number its dtype cannot hold is
- * refused at its node. The daemon's side (two sessions, the charge of graph definitions)
- * is in test_graph_server.c. */
+ * refused at its node; planned buffers are cleared when another owner's run takes them, and
+ * a fused group's tiles stop when its owner is cancelled; what a graph holds is charged,
+ * its fused programs and a concurrent run's context included. The daemon's side (two
+ * sessions, the charge of graph definitions) is in test_graph_server.c. */
 #include <check.h>
 #include <malloc.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <sys/stat.h>
 
 #include "c_compiler.h"
