@@ -1,7 +1,8 @@
 /* test_isolation.c: what one session of a daemon can see of another and hold of the daemon:
  * memory is cleared between owners ([Note: Memory cleared between owners] in
  * opd/allocator.h), through the allocator and through a daemon in this process with two
- * client sessions. */
+ * client sessions; a reduction holds what its input bounds; answers are charged; long work,
+ * a call's or a graph run's, ends when its session closes or the daemon stops. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <jansson.h>
