@@ -1,7 +1,7 @@
 /* cuda_index.c: the CUDA kernels of gather, the scatter operators (scatter.src, .value,
- * .reduce, .value_reduce, scatter_.src, scatter_add, scatter_add_) and masked_fill_.Tensor:
- * the meta functions of the CPU kernels (kernels/meta/index_scatter_meta.c,
- * kernels/meta/index_mask_meta.c) and index.cu's walk ([Note: CUDA scatter]).
+ * .reduce, .value_reduce, scatter_.src, scatter_add, scatter_add_), masked_fill_.Tensor, flip,
+ * roll, tril and triu: the meta functions of the CPU kernels (kernels/meta/index_*_meta.c) and
+ * index.cu's kernels ([Note: CUDA scatter]).
  */
 #include <string.h>
 
@@ -10,6 +10,7 @@
 #include "cuda_kernels.h"
 #include "meta/index_mask_meta.h"
 #include "meta/index_scatter_meta.h"
+#include "meta/index_shape_meta.h"
 
 /* Runs a gather (other: the output, read from self) or a scatter (into self, of other or of
  * value) along the wrapped dim. */
@@ -170,4 +171,71 @@ int opd__cuda_masked_fill__tensor(const opd_kernel_ctx *ctx, opd_tensor *self, o
   int rc = opd__masked_fill_tensor_meta(self, mask, value);
   if (!rc) rc = opd__cuda_item(value, &v);
   return rc ? rc : opd__cuda_masked_fill__scalar(ctx, self, mask, v, out);
+}
+
+/* ---- flip, roll, tril, triu ---- */
+
+/* A new contiguous tensor like self, filled by the shape kernel of kind d->kind (strides: self's
+ * as the kernel reads them). */
+static int run_shape(opd__cuda_shape *d, opd_tensor *self, const int64_t *strides,
+                     opd_tensor **out) {
+  opd_out_spec spec = {.ndim = self->ndim, .dtype = opd_tensor_dtype(self)};
+  memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof(int64_t));
+  int rc = opd__alloc_output(&spec, opd_tensor_device(self), out);
+  if (rc || (*out)->numel == 0) return rc;
+  d->ndim = self->ndim;
+  d->elsize = (int)opd_dtype_size(opd_tensor_dtype(self));
+  d->numel = self->numel;
+  d->src = opd_tensor_data(self);
+  d->dst = opd_tensor_data(*out);
+  for (int k = 0; k < self->ndim; k++) {
+    d->sizes[k] = opd_tensor_sizes(self)[k];
+    d->strides[k] = strides[k];
+  }
+  if ((rc = opd__cuda_launch_shape(opd__cuda_dev_of(self), d))) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_flip(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dims,
+                   opd_tensor **out) {
+  (void)ctx;
+  bool flipped[OPD_MAX_DIMS];
+  int rc = opd__flip_meta(self, dims, flipped);
+  if (rc) return rc;
+  /* self read backwards along flipped dims: from their last element, with negated strides */
+  opd__cuda_shape d = {.kind = 0};
+  int64_t strides[OPD_MAX_DIMS];
+  for (int k = 0; k < self->ndim; k++) {
+    int64_t size = opd_tensor_sizes(self)[k], st = opd_tensor_strides(self)[k];
+    strides[k] = flipped[k] ? -st : st;
+    if (flipped[k] && size > 0) d.base += (size - 1) * st; /* inside self's storage */
+  }
+  return run_shape(&d, self, strides, out);
+}
+
+int opd__cuda_roll(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list shifts,
+                   opd_int_list dims, opd_tensor **out) {
+  (void)ctx;
+  opd__cuda_shape d = {.kind = 1};
+  bool flat;
+  int rc = opd__roll_meta(self, shifts, dims, d.shift, &flat);
+  if (rc) return rc;
+  if (flat) d.kind = 2;
+  return run_shape(&d, self, opd_tensor_strides(self), out);
+}
+
+int opd__cuda_tril(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t diagonal,
+                   opd_tensor **out) {
+  (void)ctx;
+  int rc = opd__tril_meta(self);
+  opd__cuda_shape d = {.kind = 3, .diagonal = diagonal};
+  return rc ? rc : run_shape(&d, self, opd_tensor_strides(self), out);
+}
+
+int opd__cuda_triu(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t diagonal,
+                   opd_tensor **out) {
+  (void)ctx;
+  int rc = opd__tril_meta(self);
+  opd__cuda_shape d = {.kind = 4, .diagonal = diagonal};
+  return rc ? rc : run_shape(&d, self, opd_tensor_strides(self), out);
 }

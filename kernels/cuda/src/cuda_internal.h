@@ -390,6 +390,20 @@ typedef struct opd__cuda_embedding_backward {
 } opd__cuda_embedding_backward;
 int opd__cuda_launch_embedding_backward(int device, const opd__cuda_embedding_backward *d);
 
+/* native_dropout in training: out (contiguous, the input's values) keeps each element with
+ * probability p1m, scaled by `scale` (float arithmetic for the float dtypes, as the CPU
+ * kernel), else 0; mask[i] says which. The draws are a hash of (seed, i): each element its
+ * own counter-based stream. */
+typedef struct opd__cuda_dropout {
+  int dtype;
+  int64_t n;
+  double p1m, scale;
+  uint64_t seed;
+  void *out;
+  unsigned char *mask;
+} opd__cuda_dropout;
+int opd__cuda_launch_dropout(int device, const opd__cuda_dropout *d);
+
 /* ---- pool.cu ---- */
 
 /* A pooling (or its backward operator) of `planes` contiguous planes of three spatial dims,
@@ -430,6 +444,19 @@ typedef struct opd__cuda_scatter {
   int64_t strides[3][OPD_CUDA_MAX_DIMS]; /* index, other, self */
 } opd__cuda_scatter;
 int opd__cuda_launch_scatter(int device, const opd__cuda_scatter *d);
+
+/* flip, roll, tril and triu (kernels/cpu/index_shape.c): each element p of a contiguous output
+ * of self's `sizes` reads self's element at a position the kind maps p to (kind: 0 a copy from
+ * base with `strides`, negated along flipped dims; 1 roll by shift[d] along each dim; 2 roll of
+ * the flattened tensor by shift[0]; 3 tril, 4 triu with `diagonal`, zeros elsewhere). */
+typedef struct opd__cuda_shape {
+  int kind, ndim, elsize;
+  int64_t numel, base, diagonal;
+  const void *src;
+  void *dst;
+  int64_t sizes[OPD_CUDA_MAX_DIMS], strides[OPD_CUDA_MAX_DIMS], shift[OPD_CUDA_MAX_DIMS];
+} opd__cuda_shape;
+int opd__cuda_launch_shape(int device, const opd__cuda_shape *d);
 
 /* ---- conv.cu ---- */
 

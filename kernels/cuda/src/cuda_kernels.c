@@ -1001,6 +1001,99 @@ int opd__cuda_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat
   return rc;
 }
 
+/* ---- dot, vdot, addmv, baddbmm: more products on the gemm launcher ---- */
+
+/* out = beta * self (broadcast to out) + alpha * a @ b over the matrices at dim d0 (1: batches),
+ * as addmm computes it; beta * self alone for an empty contraction. */
+static int add_product(opd_tensor *self, opd_tensor *a, opd_tensor *b, int d0, opd_scalar beta,
+                       opd_scalar alpha, opd_tensor *out, opd_tensor *c, const char *name) {
+  if (opd_tensor_sizes(a)[d0 + 1] == 0) return scale_into(out, self, beta);
+  int rc = 0;
+  if (opd__scalar_to_double(beta) != 0) { /* out = self, then the product adds to beta * out */
+    opd__cuda_ewop copy = {
+        .op = OPD_CUDA_EW_COPY,
+        .compute = opd__cuda_copy_compute(opd_tensor_dtype(self), opd_tensor_dtype(out))};
+    rc = opd__cuda_ew_run(&copy, out, &self, 1);
+  }
+  return rc ? rc : gemm(a, b, d0, alpha, beta, c, name);
+}
+
+/* A 2-d view (rows, cols) of a 1-d or 0-d tensor t with the given strides. */
+static int matrix_view(opd_tensor *t, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                       opd_tensor **out) {
+  int64_t sizes[2] = {rows, cols}, strides[2] = {rs, cs};
+  return opd_tensor_view_of(t, sizes, strides, 2, t->storage_offset, out);
+}
+
+/* dot and vdot (the same for real dtypes): a (1 x k) @ (k x 1) product into the 0-d result */
+static int dot(const char *name, opd_tensor *self, opd_tensor *other, opd_tensor **out) {
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__dot_meta(name, self, other, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  int64_t k = self->numel;
+  opd_tensor *a = NULL, *b = NULL, *c = NULL;
+  if (k == 0) {
+    rc = opd__cuda_memset0(opd__cuda_dev_of(*out), opd_tensor_data(*out),
+                           opd_dtype_size(spec.dtype));
+  } else if (!(rc = matrix_view(self, 1, k, k, opd_tensor_strides(self)[0], &a)) &&
+             !(rc = matrix_view(other, k, 1, opd_tensor_strides(other)[0], 1, &b)) &&
+             !(rc = matrix_view(*out, 1, 1, 1, 1, &c))) {
+    rc = gemm(a, b, 0, opd__scalar_int(1), opd__scalar_int(0), c, name);
+  }
+  opd_tensor *views[3] = {a, b, c};
+  for (int i = 0; i < 3; i++)
+    if (views[i]) opd_tensor_release(views[i]);
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_dot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *tensor,
+                  opd_tensor **out) {
+  (void)ctx;
+  return dot("dot", self, tensor, out);
+}
+
+int opd__cuda_vdot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                   opd_tensor **out) {
+  (void)ctx;
+  return dot("vdot", self, other, out);
+}
+
+/* addmv: out (m) = beta * self + alpha * mat (m x k) @ vec (k x 1) */
+int opd__cuda_addmv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat, opd_tensor *vec,
+                    opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addmv_meta(self, mat, vec, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc || (*out)->numel == 0) return rc;
+  int64_t m = opd_tensor_sizes(mat)[0], k = opd_tensor_sizes(mat)[1];
+  opd_tensor *b = NULL, *c = NULL;
+  if (!(rc = matrix_view(vec, k, 1, opd_tensor_strides(vec)[0], 1, &b)) &&
+      !(rc = matrix_view(*out, m, 1, 1, 1, &c)))
+    rc = add_product(self, mat, b, 0, beta, alpha, *out, c, "addmv");
+  if (b) opd_tensor_release(b);
+  if (c) opd_tensor_release(c);
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_baddbmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *batch1,
+                      opd_tensor *batch2, opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__baddbmm_meta(self, batch1, batch2, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc || (*out)->numel == 0) return rc;
+  if ((rc = add_product(self, batch1, batch2, 1, beta, alpha, *out, *out, "baddbmm")))
+    opd_tensor_release(*out);
+  return rc;
+}
+
 /* ---- index_select, cat ---- */
 
 int opd__cuda_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,

@@ -78,7 +78,12 @@
   X("aten::scatter_.src", opd__cuda_scatter__src, Tensor, Tensor, Int, Tensor, Tensor) \
   X("aten::scatter_add", opd__cuda_scatter_add, Tensor, Tensor, Int, Tensor, Tensor) \
   X("aten::scatter_add_", opd__cuda_scatter_add_, Tensor, Tensor, Int, Tensor, Tensor) \
-  X("aten::masked_fill_.Tensor", opd__cuda_masked_fill__tensor, Tensor, Tensor, Tensor, Tensor)
+  X("aten::masked_fill_.Tensor", opd__cuda_masked_fill__tensor, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::flip", opd__cuda_flip, Tensor, Tensor, IntList) \
+  X("aten::roll", opd__cuda_roll, Tensor, Tensor, IntList, IntList) \
+  X("aten::tril", opd__cuda_tril, Tensor, Tensor, Int) \
+  X("aten::triu", opd__cuda_triu, Tensor, Tensor, Int) \
+  X("aten::unfold", opd__unfold, Tensor, Tensor, Int, Int, Int) /* a view: kernels/src/views_index.c */
 
 /* the reduction family (kernel_list.h's OPD_REDUCE_* lists): cuda_reduce.c, reduce.cu */
 #define OPD_CUDA_REDUCE_UNBOXED_KERNELS(X) \
@@ -98,7 +103,13 @@
   X("aten::std.correction", opd__cuda_std_correction, Tensor, Tensor, OptIntList, OptInt, Bool) \
   X("aten::linalg_vector_norm", opd__cuda_linalg_vector_norm, Tensor, Tensor, Scalar, OptIntList, Bool, OptDType) \
   X("aten::norm.ScalarOpt_dim", opd__cuda_norm_scalaropt_dim, Tensor, Tensor, OptScalar, IntList, Bool) \
-  X("aten::norm.ScalarOpt_dim_dtype", opd__cuda_norm_scalaropt_dim_dtype, Tensor, Tensor, OptScalar, IntList, Bool, DType)
+  X("aten::norm.ScalarOpt_dim_dtype", opd__cuda_norm_scalaropt_dim_dtype, Tensor, Tensor, OptScalar, IntList, Bool, DType) \
+  /* products: cuda_kernels.c (gemm), and addbmm's composite over permute, reshape and addmm */ \
+  X("aten::dot", opd__cuda_dot, Tensor, Tensor, Tensor) \
+  X("aten::vdot", opd__cuda_vdot, Tensor, Tensor, Tensor) \
+  X("aten::addmv", opd__cuda_addmv, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::baddbmm", opd__cuda_baddbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar) \
+  X("aten::addbmm", opd__cpu_addbmm, Tensor, Tensor, Tensor, Tensor, Scalar, Scalar)
 #define OPD_CUDA_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", opd__cuda_var_mean_correction) \
   X("aten::std_mean.correction", opd__cuda_std_mean_correction) \
@@ -289,13 +300,15 @@
   X("aten::_log_softmax_backward_data", opd__cuda_log_softmax_backward_data, Tensor, Tensor, Tensor, Int, DType) \
   /* nll_loss's backward, embedding's: cuda_norm.c, norm.cu */ \
   X("aten::nll_loss_backward", opd__cuda_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
-  X("aten::embedding_dense_backward", opd__cuda_embedding_dense_backward, Tensor, Tensor, Tensor, Int, Int, Bool)
+  X("aten::embedding_dense_backward", opd__cuda_embedding_dense_backward, Tensor, Tensor, Tensor, Int, Int, Bool) \
+  X("aten::native_dropout_backward", opd__cuda_native_dropout_backward, Tensor, Tensor, Tensor, Double)
 /* batch norm, layer norm's backward: cuda_norm.c, norm.cu */
 #define OPD_CUDA_NORM_BOXED_KERNELS(X) \
   X("aten::native_batch_norm", opd__cuda_native_batch_norm) \
   X("aten::native_batch_norm_backward", opd__cuda_native_batch_norm_backward) \
   X("aten::native_layer_norm_backward", opd__cuda_native_layer_norm_backward) \
-  X("aten::nll_loss_forward", opd__cuda_nll_loss_forward)
+  X("aten::nll_loss_forward", opd__cuda_nll_loss_forward) \
+  X("aten::native_dropout", opd__cuda_native_dropout)
 
 /* factories.c, registered in every build (without CUDA: by cuda_off.c) */
 #define OPD_CUDA_FACTORY_KERNELS(X) \

@@ -1,9 +1,13 @@
 /* cuda_norm.c: the CUDA kernels of native_batch_norm, native_batch_norm_backward,
  * native_layer_norm_backward, _softmax_backward_data, _log_softmax_backward_data,
- * nll_loss_forward, nll_loss_backward and embedding_dense_backward: the
+ * nll_loss_forward, nll_loss_backward, embedding_dense_backward, native_dropout and
+ * native_dropout_backward: the
  * meta functions and argument readers of their CPU kernels (kernels/cpu/norm_*.c), contiguous
  * operands on the device, and norm.cu's kernels ([Note: CUDA normalizations in double]).
  */
+#include <stdatomic.h>
+#include <sys/random.h>
+
 #include "cuda_ew.h"
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
@@ -355,5 +359,76 @@ int opd__cuda_embedding_dense_backward(const opd_kernel_ctx *ctx, opd_tensor *gr
   release_all(c, 2);
   if (scratch) opd__cuda_free(device, scratch, bytes);
   if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+/* ---- dropout ---- */
+
+/* [Note: CUDA dropout's random numbers]
+ * As on the CPU ([Note: Dropout's random numbers] in kernels/cpu/norm_dropout.c), each element
+ * is kept with probability 1 - p and the results agree with PyTorch in distribution, not bit
+ * for bit. A call draws a 64-bit seed from the process's entropy (getrandom, mixed with a
+ * counter so that no two calls share one); element i's draw is a splitmix64 hash of the seed
+ * and i, so that the kernel needs no generator state and any thread may take any element. */
+static int dropout(opd_ivalue *args, opd_tensor **res) {
+  static atomic_uint_fast64_t calls;
+  opd_tensor *input;
+  double p;
+  bool train;
+  opd_out_spec out_spec, mask_spec;
+  int rc = opd__dropout_args_read(args, &input, &p, &train, &out_spec, &mask_spec);
+  if (rc) return rc;
+  opd_device dev = opd_tensor_device(input);
+  if (input->numel == 0) { /* PyTorch returns the input itself and an uninitialized mask */
+    opd_tensor_retain(input);
+    res[0] = input;
+    return opd__alloc_output(&mask_spec, dev, &res[1]);
+  }
+  if ((rc = opd__alloc_output(&out_spec, dev, &res[0])) ||
+      (rc = opd__alloc_output(&mask_spec, dev, &res[1])) ||
+      (rc = opd__call_copy_(res[0], input, false)))
+    return rc;
+  if (!train) { /* the identity: a copy, and a mask of ones */
+    opd__cuda_ewop ones = {.op = OPD_CUDA_EW_FILL, .compute = OPD_BOOL, .c0i = 1};
+    return opd__cuda_ew_run(&ones, res[1], NULL, 0);
+  }
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) seed = (uint64_t)(uintptr_t)res[0];
+  seed ^= atomic_fetch_add(&calls, 1) * 0xd1b54a32d192ed03u;
+  double p1m = 1 - p;
+  opd__cuda_dropout d = {.dtype = opd_tensor_dtype(res[0]),
+                         .n = res[0]->numel,
+                         .p1m = p1m,
+                         .scale = p1m == 0 ? 0 : 1 / p1m,
+                         .seed = seed,
+                         .out = opd_tensor_data(res[0]),
+                         .mask = opd_tensor_data(res[1])};
+  return opd__cuda_launch_dropout(opd__cuda_dev_of(input), &d);
+}
+
+int opd__cuda_native_dropout(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_tensor *res[2] = {NULL, NULL};
+  int rc = dropout(opd_stack_last(stack, 3), res);
+  opd_stack_drop(stack, 3);
+  return opd__push_optional_results(stack, res, 2, rc);
+}
+
+/* grad * mask * scale, the mask read as the gradient's dtype (grad * mask is exact: the mask is
+ * 0 or 1), as the CPU kernel */
+int opd__cuda_native_dropout_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                      opd_tensor *mask, double scale, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__dropout_backward_meta(grad_output, mask, &spec);
+  if (rc) return rc;
+  if (!opd_dtype_is_floating(spec.dtype)) return opd__cuda_not_implemented("mul_cpu", spec.dtype);
+  opd__cuda_ewop mul = {.op = OPD_CUDA_EW_MUL, .compute = spec.dtype};
+  if ((rc = opd__cuda_ew_new(&mul, &spec, (opd_tensor *[]){grad_output, mask}, 2, out))) return rc;
+  opd__cuda_ewop times = {.op = OPD_CUDA_EW_SCALE,
+                          .compute = spec.dtype,
+                          .c0d =
+                              opd__compute_dtype(spec.dtype) == OPD_FLOAT64 ? scale : (float)scale};
+  if ((rc = opd__cuda_ew_run(&times, *out, out, 1))) opd_tensor_release(*out);
   return rc;
 }

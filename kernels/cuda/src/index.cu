@@ -1,4 +1,4 @@
-/* index.cu: the device code of gather and the scatter operators.
+/* index.cu: the device code of gather, the scatter operators, flip, roll, tril and triu.
  *
  * [Note: CUDA scatter]
  * As the CPU kernels ([Note: The order of scatter's writes] in kernels/cpu/index_scatter.c), a
@@ -79,6 +79,41 @@ __global__ void scatter_kernel(opd__cuda_scatter d) {
   }
 }
 
+/* flip, roll, tril, triu: a thread per output element, its source as the CPU kernel maps it */
+__global__ void shape_kernel(opd__cuda_shape d) {
+  for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < d.numel;
+       p += (int64_t)gridDim.x * blockDim.x) {
+    char *dst = (char *)d.dst + p * d.elsize;
+    int64_t src = 0, rest = p, row = 0, col = 0;
+    if (d.kind == 2) { /* the flattened roll */
+      int64_t q = p - d.shift[0];
+      if (q < 0) q += d.numel;
+      for (int k = d.ndim - 1; k >= 0; k--) {
+        src += (q % d.sizes[k]) * d.strides[k];
+        q /= d.sizes[k];
+      }
+    } else {
+      for (int k = d.ndim - 1; k >= 0; k--) {
+        int64_t i = rest % d.sizes[k];
+        rest /= d.sizes[k];
+        if (k == d.ndim - 1) col = i;
+        if (k == d.ndim - 2) row = i;
+        if (d.kind == 1) {
+          i -= d.shift[k];
+          if (i < 0) i += d.sizes[k];
+        }
+        src += i * d.strides[k];
+      }
+      if (d.kind == 0) src += d.base;
+    }
+    bool keep = d.kind == 3   ? col - row <= d.diagonal
+                : d.kind == 4 ? col - row >= d.diagonal
+                              : true;
+    const char *from = (const char *)d.src + src * d.elsize;
+    for (int b = 0; b < d.elsize; b++) dst[b] = keep ? from[b] : 0;
+  }
+}
+
 } // namespace
 } // namespace opd_cuda
 
@@ -90,4 +125,14 @@ extern "C" int opd__cuda_launch_scatter(int device, const opd__cuda_scatter *d) 
   cudaStream_t s = (cudaStream_t)opd_cuda_current_stream(device);
   scatter_kernel<<<(unsigned)(blocks < 65535 ? blocks : 65535), THREADS, 0, s>>>(*d);
   return opd__cuda_check_launch(device, "a scatter kernel launch");
+}
+
+extern "C" int opd__cuda_launch_shape(int device, const opd__cuda_shape *d) {
+  using namespace opd_cuda;
+  int rc = opd__cuda_use_device(device);
+  if (rc || d->numel == 0) return rc;
+  int64_t blocks = (d->numel + THREADS - 1) / THREADS;
+  cudaStream_t s = (cudaStream_t)opd_cuda_current_stream(device);
+  shape_kernel<<<(unsigned)(blocks < 65535 ? blocks : 65535), THREADS, 0, s>>>(*d);
+  return opd__cuda_check_launch(device, "a flip, roll, tril or triu kernel launch");
 }

@@ -1,5 +1,6 @@
 /* norm.cu: the device code of native_batch_norm and its backward operator,
- * native_layer_norm_backward and the backward operators of _softmax and _log_softmax.
+ * native_layer_norm_backward, the backward operators of _softmax and _log_softmax, nll_loss,
+ * embedding_dense_backward and native_dropout.
  *
  * [Note: CUDA normalizations in double]
  * As the CPU kernels ([Note: Normalization and losses in double] in
@@ -238,6 +239,31 @@ __global__ void embedding_store_kernel(opd__cuda_embedding_backward d) {
     vset(d.out, e, d.w[e]);
 }
 
+/* ---- dropout ---- */
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+__global__ void dropout_kernel(opd__cuda_dropout d) {
+  const int es = elsize(d.dtype);
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < d.n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    /* a uniform double in [0, 1) from the hash of (seed, i) */
+    double u = (double)(splitmix64(d.seed ^ splitmix64((uint64_t)i)) >> 11) * 0x1p-53;
+    bool keep = u < d.p1m;
+    d.mask[i] = keep;
+    char *e = (char *)d.out + i * es;
+    if (d.dtype == OPD_FLOAT64)
+      *(double *)e = keep ? *(double *)e * d.scale : 0.0;
+    else
+      store<float>(e, d.dtype, keep ? load<float>(e, d.dtype) * (float)d.scale : 0.0f);
+  }
+}
+
 unsigned blocks_for(int64_t groups) {
   return (unsigned)(groups < 1 ? 1 : groups < MAX_BLOCKS ? groups : MAX_BLOCKS);
 }
@@ -297,4 +323,13 @@ extern "C" int opd__cuda_launch_embedding_backward(int device,
   if (d->num_weights * d->d > 0)
     embedding_store_kernel<<<grid_for(d->num_weights * d->d), THREADS, 0, s>>>(*d);
   return opd__cuda_check_launch(device, "an embedding_dense_backward kernel launch");
+}
+
+extern "C" int opd__cuda_launch_dropout(int device, const opd__cuda_dropout *d) {
+  using namespace opd_cuda;
+  int rc = opd__cuda_use_device(device);
+  if (rc || d->n == 0) return rc;
+  cudaStream_t s = (cudaStream_t)opd_cuda_current_stream(device);
+  dropout_kernel<<<grid_for(d->n), THREADS, 0, s>>>(*d);
+  return opd__cuda_check_launch(device, "a dropout kernel launch");
 }
