@@ -1,13 +1,14 @@
 /* cuda_index.c: the CUDA kernels of gather, the scatter operators (scatter.src, .value,
  * .reduce, .value_reduce, scatter_.src, scatter_add, scatter_add_), masked_fill_.Tensor, flip,
- * roll, tril and triu: the meta functions of the CPU kernels (kernels/meta/index_*_meta.c) and
- * index.cu's kernels ([Note: CUDA scatter]).
+ * roll, tril, triu, cumsum and cumprod: the meta functions of the CPU kernels
+ * (kernels/meta/index_*_meta.c) and index.cu's kernels ([Note: CUDA scatter]).
  */
 #include <string.h>
 
 #include "cuda_ew.h"
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
+#include "meta/index_cum_meta.h"
 #include "meta/index_mask_meta.h"
 #include "meta/index_scatter_meta.h"
 #include "meta/index_shape_meta.h"
@@ -238,4 +239,44 @@ int opd__cuda_triu(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t diagonal
   int rc = opd__tril_meta(self);
   opd__cuda_shape d = {.kind = 4, .diagonal = diagonal};
   return rc ? rc : run_shape(&d, self, opd_tensor_strides(self), out);
+}
+
+/* ---- cumsum, cumprod ---- */
+
+static int cum(opd_tensor *self, int64_t dim, opd_dtype dtype, bool prod, opd_tensor **out) {
+  int64_t d;
+  opd_out_spec spec;
+  int rc = opd__cum_meta(self, dim, dtype, &d, &spec);
+  if (rc == 0) rc = opd__alloc_output(&spec, opd_tensor_device(self), out);
+  if (rc || (*out)->numel == 0) return rc;
+  opd__cuda_cum c = {.prod = prod,
+                     .self_dtype = opd_tensor_dtype(self),
+                     .out_dtype = spec.dtype,
+                     .ndim = self->ndim ? self->ndim : 1,
+                     .self = opd_tensor_data(self),
+                     .out = opd_tensor_data(*out)};
+  for (int k = 0; k < c.ndim; k++) {
+    c.sizes[k] = self->ndim ? opd_tensor_sizes(self)[k] : 1;
+    c.strides[0][k] = self->ndim ? opd_tensor_strides(self)[k] : 0;
+    c.strides[1][k] = self->ndim ? opd_tensor_strides(*out)[k] : 0;
+  }
+  c.len = c.sizes[d];
+  c.sizes[d] = 1;
+  c.outer = (*out)->numel / c.len;
+  c.self_step = c.strides[0][d];
+  c.out_step = c.strides[1][d];
+  if ((rc = opd__cuda_launch_cum(opd__cuda_dev_of(self), &c))) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_cumsum(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_dtype dtype,
+                     opd_tensor **out) {
+  (void)ctx;
+  return cum(self, dim, dtype, false, out);
+}
+
+int opd__cuda_cumprod(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_dtype dtype,
+                      opd_tensor **out) {
+  (void)ctx;
+  return cum(self, dim, dtype, true, out);
 }

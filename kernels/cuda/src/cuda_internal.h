@@ -458,6 +458,21 @@ typedef struct opd__cuda_shape {
 } opd__cuda_shape;
 int opd__cuda_launch_shape(int device, const opd__cuda_shape *d);
 
+/* cumsum and cumprod (kernels/cpu/index_cum.c): `outer` positions of self with dim held at 0
+ * (sizes, and the strides of self and of the output over them), each walking its `len`
+ * elements along dim in order: each element converted to the output's dtype, accumulated in
+ * double (a floating output) or wrapping int64, and each partial result stored. */
+typedef struct opd__cuda_cum {
+  bool prod;
+  int self_dtype, out_dtype, ndim;
+  int64_t outer, len, self_step, out_step;
+  const void *self;
+  void *out;
+  int64_t sizes[OPD_CUDA_MAX_DIMS];
+  int64_t strides[2][OPD_CUDA_MAX_DIMS]; /* self, out */
+} opd__cuda_cum;
+int opd__cuda_launch_cum(int device, const opd__cuda_cum *d);
+
 /* ---- conv.cu ---- */
 
 /* One image's group of the plain convolution ([Note: Convolution as three products] in

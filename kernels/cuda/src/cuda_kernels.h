@@ -83,6 +83,8 @@
   X("aten::roll", opd__cuda_roll, Tensor, Tensor, IntList, IntList) \
   X("aten::tril", opd__cuda_tril, Tensor, Tensor, Int) \
   X("aten::triu", opd__cuda_triu, Tensor, Tensor, Int) \
+  X("aten::cumsum", opd__cuda_cumsum, Tensor, Tensor, Int, OptDType) \
+  X("aten::cumprod", opd__cuda_cumprod, Tensor, Tensor, Int, OptDType) \
   X("aten::unfold", opd__unfold, Tensor, Tensor, Int, Int, Int) /* a view: kernels/src/views_index.c */
 
 /* the reduction family (kernel_list.h's OPD_REDUCE_* lists): cuda_reduce.c, reduce.cu */

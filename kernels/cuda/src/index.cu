@@ -1,4 +1,5 @@
-/* index.cu: the device code of gather, the scatter operators, flip, roll, tril and triu.
+/* index.cu: the device code of gather, the scatter operators, flip, roll, tril, triu, cumsum
+ * and cumprod.
  *
  * [Note: CUDA scatter]
  * As the CPU kernels ([Note: The order of scatter's writes] in kernels/cpu/index_scatter.c), a
@@ -114,6 +115,48 @@ __global__ void shape_kernel(opd__cuda_shape d) {
   }
 }
 
+/* cumsum, cumprod: a thread per line along dim, in order, as the CPU kernel */
+__global__ void cum_kernel(opd__cuda_cum d) {
+  const int ses = elsize(d.self_dtype), oes = elsize(d.out_dtype);
+  const int st = d.self_dtype, ot = d.out_dtype;
+  const bool floating = is_floating(ot);
+  for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < d.outer;
+       p += (int64_t)gridDim.x * blockDim.x) {
+    int64_t off[2] = {0, 0}, rest = p;
+    for (int k = d.ndim - 1; k >= 0; k--) {
+      int64_t i = rest % d.sizes[k];
+      rest /= d.sizes[k];
+      for (int o = 0; o < 2; o++) off[o] += i * d.strides[o][k];
+    }
+    double facc = d.prod ? 1 : 0;
+    int64_t iacc = d.prod ? 1 : 0;
+    char tmp[8];
+    for (int64_t k = 0; k < d.len; k++) {
+      const char *src = (const char *)d.self + (off[0] + k * d.self_step) * ses;
+      char *dst = (char *)d.out + (off[1] + k * d.out_step) * oes;
+      if (floating) { /* the element rounded to the output's dtype, as ATen's self.to(dtype) */
+        store<double>(tmp, ot, load<double>(src, st));
+        double f = load<double>(tmp, ot);
+        facc = d.prod ? facc * f : facc + f;
+        store<double>(dst, ot, facc);
+        continue;
+      }
+      int64_t i;
+      if (!is_floating(st)) {
+        i = load<int64_t>(src, st);
+      } else { /* C's conversion is undefined out of int64's range (and for NaN); ATen's too */
+        double v = load<double>(src, st);
+        i = ot == OPD_BOOL ? v != 0 : isnan(v) || fabs(v) >= 9.2e18 ? 0 : (int64_t)v;
+      }
+      store<int64_t>(tmp, ot, i); /* truncated to the output's dtype */
+      i = load<int64_t>(tmp, ot);
+      iacc = d.prod ? (int64_t)((uint64_t)iacc * (uint64_t)i)
+                    : (int64_t)((uint64_t)iacc + (uint64_t)i);
+      store<int64_t>(dst, ot, iacc);
+    }
+  }
+}
+
 } // namespace
 } // namespace opd_cuda
 
@@ -135,4 +178,14 @@ extern "C" int opd__cuda_launch_shape(int device, const opd__cuda_shape *d) {
   cudaStream_t s = (cudaStream_t)opd_cuda_current_stream(device);
   shape_kernel<<<(unsigned)(blocks < 65535 ? blocks : 65535), THREADS, 0, s>>>(*d);
   return opd__cuda_check_launch(device, "a flip, roll, tril or triu kernel launch");
+}
+
+extern "C" int opd__cuda_launch_cum(int device, const opd__cuda_cum *d) {
+  using namespace opd_cuda;
+  int rc = opd__cuda_use_device(device);
+  if (rc || d->outer == 0 || d->len == 0) return rc;
+  int64_t blocks = (d->outer + THREADS - 1) / THREADS;
+  cudaStream_t s = (cudaStream_t)opd_cuda_current_stream(device);
+  cum_kernel<<<(unsigned)(blocks < 65535 ? blocks : 65535), THREADS, 0, s>>>(*d);
+  return opd__cuda_check_launch(device, "a cumsum or cumprod kernel launch");
 }
