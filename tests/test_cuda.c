@@ -25,6 +25,7 @@
 #include "opd/introspect.h"
 #include "opd/kernels.h"
 #include "opd/tensor.h"
+#include "cuda/src/cuda_kernels.h"
 #include "src/kernel_list.h"
 #include "tensor_helpers.h"
 
@@ -175,7 +176,8 @@ END_TEST
 /* The operators of the families whose CUDA kernels are not all written yet (kernel_list.h's
  * family sections): a call of one of them on a CUDA tensor without its kernel is refused
  * with the dispatcher's "Could not run ... from the 'CUDA' backend" error. Every other aten
- * operator with a CPU kernel must have a CUDA one. */
+ * operator with a CPU kernel must have a CUDA one, and so must every operator of the CUDA
+ * lists (cuda_kernels.h), family or not. */
 /* clang-format off */
 static const char *const families_partly_on_cuda[] = {
 #define X(op, key, ...) op,
@@ -187,6 +189,13 @@ static const char *const families_partly_on_cuda[] = {
 #undef X
 };
 /* clang-format on */
+
+/* The operators of the CUDA lists: each must be registered at the CUDA key by its kernel. */
+static const char *const ops_with_cuda_kernels[] = {
+#define X(op, ...) op,
+    OPD_CUDA_UNBOXED_KERNELS(X) OPD_CUDA_BOXED_KERNELS(X)
+#undef X
+};
 
 static bool in_family_partly_on_cuda(const char *name) {
   for (size_t i = 0; i < sizeof families_partly_on_cuda / sizeof *families_partly_on_cuda; i++)
@@ -224,8 +233,22 @@ START_TEST(test_cuda_kernels_registered) {
   int checked = 0; /* every aten operator with a CPU kernel has a CUDA one */
   opd_for_each_op(check_cuda_slot, &checked);
   ck_assert_int_ge(checked, 40);
+  /* every operator of the CUDA lists has its CUDA kernel (those of the families too) */
+  size_t n = sizeof ops_with_cuda_kernels / sizeof *ops_with_cuda_kernels;
+  ck_assert_uint_ge(n, 240);
+  for (size_t i = 0; i < n; i++) {
+    const opd_operator *op = opd_find_schema(ops_with_cuda_kernels[i]);
+    ck_assert_msg(op != NULL, "%s: no schema", ops_with_cuda_kernels[i]);
+    json_t *slot = opd_op_slot_json(op, OPD_KEY_CUDA);
+    const char *src = json_string_value(json_object_get(slot, "source"));
+    ck_assert_msg(src && strcmp(src, "CUDA") == 0, "%s has no CUDA kernel",
+                  ops_with_cuda_kernels[i]);
+    ck_assert_int_ne(opd_op_slot_registration(op, OPD_KEY_CUDA), 0);
+    json_decref(slot);
+  }
 #else
   (void)check_cuda_slot;
+  (void)ops_with_cuda_kernels;
   printf("SKIP: test_cuda_kernels_registered: %s\n", opd_cuda_unavailable_reason());
   ck_assert_int_eq(opd_op_slot_registration(add, OPD_KEY_CUDA), 0);
 #endif

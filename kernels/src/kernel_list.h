@@ -5,6 +5,8 @@
  * OPD_UNBOXED_KERNELS(X): X(operator, key, function, return tag, argument tags...)
  * OPD_BOXED_KERNELS(X):   X(operator, key, function)  (multiple returns: boxed only)
  * The tags are those of opd/unboxed.h; registration checks them against the schema.
+ * The CUDA kernels are listed beside these, one list per family, in
+ * kernels/cuda/src/cuda_kernels.h (registered at the CUDA key by opd_cuda_init).
  */
 #ifndef OPD_KERNELS_KERNEL_LIST_H
 #define OPD_KERNELS_KERNEL_LIST_H

@@ -104,9 +104,9 @@ typedef struct opd__cuda_ew {
   int64_t numel;
   int dtype[OPD_CUDA_EW_MAX_OPS];
   void *data[OPD_CUDA_EW_MAX_OPS];
-  double c0d, c1d;  /* scalar operands, for float/double compute */
-  int64_t c0i, c1i; /* for int64 compute */
-  int *error;       /* device flag set by integer division by zero (may be NULL) */
+  double c0d, c1d, c2d; /* scalar operands, for float/double compute */
+  int64_t c0i, c1i;     /* for int64 compute */
+  int *error;           /* device flag set by integer division by zero (may be NULL) */
   int64_t sizes[OPD_CUDA_MAX_DIMS];
   int64_t strides[OPD_CUDA_EW_MAX_OPS][OPD_CUDA_MAX_DIMS];
 } opd__cuda_ew;
@@ -155,6 +155,95 @@ typedef enum opd__cuda_ew_op {
   OPD_CUDA_EW_POW_M2,
   OPD_CUDA_EW_POW_ANY, /* pow((double)x, c0d) */
   OPD_CUDA_EW_POW_INT, /* wrapping integer power, exponent c0i >= 0 */
+  /* the pointwise math operators (cuda_pointwise.c): floating unary functions */
+  OPD_CUDA_EW_ACOS,
+  OPD_CUDA_EW_ASIN,
+  OPD_CUDA_EW_ATAN,
+  OPD_CUDA_EW_ACOSH,
+  OPD_CUDA_EW_ASINH,
+  OPD_CUDA_EW_ATANH,
+  OPD_CUDA_EW_SINH,
+  OPD_CUDA_EW_COSH,
+  OPD_CUDA_EW_TAN,
+  OPD_CUDA_EW_ERF,
+  OPD_CUDA_EW_ERFC,
+  OPD_CUDA_EW_ERFINV,
+  OPD_CUDA_EW_LGAMMA,
+  OPD_CUDA_EW_DIGAMMA,
+  OPD_CUDA_EW_LOG1P,
+  OPD_CUDA_EW_EXPM1,
+  OPD_CUDA_EW_LOG2,
+  OPD_CUDA_EW_LOG10,
+  OPD_CUDA_EW_EXP2,
+  OPD_CUDA_EW_RECIPROCAL,
+  OPD_CUDA_EW_FRAC,
+  OPD_CUDA_EW_ROUND_SCALED, /* rint(x * c0) / c0 */
+  OPD_CUDA_EW_ROUND_COARSE, /* rint(x / c0) * c0 */
+  OPD_CUDA_EW_NAN_TO_NUM,   /* NaN: c0, +inf: c1, -inf: c2 */
+  /* rounding (integers unchanged), sign, bits, predicates (bool results) */
+  OPD_CUDA_EW_FLOOR,
+  OPD_CUDA_EW_CEIL,
+  OPD_CUDA_EW_ROUND,
+  OPD_CUDA_EW_TRUNC,
+  OPD_CUDA_EW_SIGN,
+  OPD_CUDA_EW_BITWISE_NOT,
+  OPD_CUDA_EW_ISNAN,
+  OPD_CUDA_EW_SIGNBIT,
+  /* binary */
+  OPD_CUDA_EW_ATAN2,
+  OPD_CUDA_EW_FMOD,
+  OPD_CUDA_EW_REMAINDER,
+  OPD_CUDA_EW_HYPOT,
+  OPD_CUDA_EW_COPYSIGN,
+  OPD_CUDA_EW_XLOGY,
+  OPD_CUDA_EW_POW_TENSOR, /* pow(in1, in2) (integers: ATen's powi) */
+  OPD_CUDA_EW_BITWISE_AND,
+  OPD_CUDA_EW_BITWISE_OR,
+  OPD_CUDA_EW_BITWISE_XOR,
+  OPD_CUDA_EW_FMAX,
+  OPD_CUDA_EW_FMIN,
+  OPD_CUDA_EW_LOGADDEXP,
+  OPD_CUDA_EW_NE,
+  OPD_CUDA_EW_LT,
+  OPD_CUDA_EW_LE,
+  OPD_CUDA_EW_GE,
+  OPD_CUDA_EW_GT_SCALAR, /* in1 > c0 */
+  OPD_CUDA_EW_LE_SCALAR,
+  OPD_CUDA_EW_GE_SCALAR,
+  OPD_CUDA_EW_NE_SCALAR,
+  OPD_CUDA_EW_CLAMP_LO, /* clamp_min with a Scalar: a NaN on either side gives NaN */
+  OPD_CUDA_EW_CLAMP_HI,
+  /* ternary */
+  OPD_CUDA_EW_ADDCMUL,      /* in1 + c0 * in2 * in3 */
+  OPD_CUDA_EW_ADDCDIV,      /* in1 + c0 * in2 / in3 */
+  OPD_CUDA_EW_LERP_SCALAR,  /* lerp(in1, in2, c0) */
+  OPD_CUDA_EW_LERP_TENSOR,  /* lerp(in1, in2, in3) */
+  OPD_CUDA_EW_CLAMP_TENSOR, /* clamp(in1, in2, in3) */
+  /* activations (c0, c1, c2: their constants) and their backward operators (in1: the
+   * gradient, in2: the forward's input or result) */
+  OPD_CUDA_EW_HARDTANH,
+  OPD_CUDA_EW_THRESHOLD,
+  OPD_CUDA_EW_LEAKY_RELU,
+  OPD_CUDA_EW_ELU,
+  OPD_CUDA_EW_MISH,
+  OPD_CUDA_EW_SOFTPLUS,
+  OPD_CUDA_EW_HARDSWISH,
+  OPD_CUDA_EW_HARDSIGMOID,
+  OPD_CUDA_EW_GLU, /* in1 * sigmoid(in2) */
+  OPD_CUDA_EW_THRESHOLD_BACKWARD,
+  OPD_CUDA_EW_GELU_BACKWARD,
+  OPD_CUDA_EW_GELU_TANH_BACKWARD,
+  OPD_CUDA_EW_SILU_BACKWARD,
+  OPD_CUDA_EW_SIGMOID_BACKWARD,
+  OPD_CUDA_EW_TANH_BACKWARD,
+  OPD_CUDA_EW_HARDSWISH_BACKWARD,
+  OPD_CUDA_EW_HARDSIGMOID_BACKWARD,
+  OPD_CUDA_EW_HARDTANH_BACKWARD,
+  OPD_CUDA_EW_LEAKY_RELU_BACKWARD,
+  OPD_CUDA_EW_ELU_BACKWARD,
+  OPD_CUDA_EW_ELU_RESULT_BACKWARD,
+  OPD_CUDA_EW_SOFTPLUS_BACKWARD,
+  OPD_CUDA_EW_MISH_BACKWARD,
 } opd__cuda_ew_op;
 
 int opd__cuda_launch_elementwise(int device, const opd__cuda_ew *d);
@@ -165,16 +254,29 @@ typedef enum opd__cuda_red_op {
   OPD_CUDA_RED_SUM,
   OPD_CUDA_RED_MEAN,
   OPD_CUDA_RED_AMAX,
-  OPD_CUDA_RED_ARGMAX
+  OPD_CUDA_RED_ARGMAX,
+  OPD_CUDA_RED_AMIN,
+  OPD_CUDA_RED_ARGMIN,
+  OPD_CUDA_RED_PROD,
+  OPD_CUDA_RED_ANY, /* of elements read as 0 or 1 (nonzero) into int64 */
+  OPD_CUDA_RED_ALL,
+  OPD_CUDA_RED_NANSUM, /* a sum with NaN read as 0 */
+  /* a thread per output, in double, as kernels/cpu/reduce_moments.c: */
+  OPD_CUDA_RED_VAR, /* Welford's mean and M2; var = M2 / max(0, N - correction) */
+  OPD_CUDA_RED_STD,
+  OPD_CUDA_RED_NORM /* the vector norm of order `ord` */
 } opd__cuda_red_op;
 typedef struct opd__cuda_red {
   int op;
-  int acc; /* 0: float, 1: double, 2: int64 */
+  int acc;      /* 0: float, 1: double, 2: int64 */
+  bool nonzero; /* elements are read as 0 or 1 (their being non-zero) */
   int in_dtype, out_dtype;
   int ndim, nkept;
   int64_t nout, nred;
   const void *in;
   void *out;
+  void *mean;                       /* var / std: the mean too, of out's dtype (or NULL) */
+  double correction, ord;           /* var / std, norm */
   int64_t sizes[OPD_CUDA_MAX_DIMS]; /* kept dims, then reduced dims */
   int64_t strides[OPD_CUDA_MAX_DIMS];
 } opd__cuda_red;
@@ -226,6 +328,150 @@ typedef struct opd__cuda_gemm {
   uint64_t alpha_u, beta_u; /* integer and bool dtypes (a plain kernel, wrapping) */
 } opd__cuda_gemm;
 int opd__cuda_launch_gemm(int device, const opd__cuda_gemm *d);
+
+/* ---- norm.cu ---- */
+
+/* A vector operand: element i at data + i * stride elements of dtype (data NULL: absent). */
+typedef struct opd__cuda_vec {
+  void *data;
+  int dtype;
+  int64_t stride;
+} opd__cuda_vec;
+
+typedef enum opd__cuda_norm_kind {
+  OPD_CUDA_NORM_BATCH,          /* native_batch_norm */
+  OPD_CUDA_NORM_BATCH_BACKWARD, /* native_batch_norm_backward */
+  OPD_CUDA_NORM_LAYER_BACKWARD, /* native_layer_norm_backward */
+  OPD_CUDA_NORM_SOFTMAX_BACKWARD,
+  OPD_CUDA_NORM_LOG_SOFTMAX_BACKWARD
+} opd__cuda_norm_kind;
+
+/* A normalization (or its backward operator) over contiguous operands of floating dtypes,
+ * computed in double as the CPU kernels compute it. Its extents: batch norm (N, C, S); layer
+ * norm rows n of c elements; softmax's backward (outer n, len c, inner s). */
+typedef struct opd__cuda_norm {
+  int kind;
+  bool training;
+  int64_t n, c, s;
+  double momentum, eps;
+  opd__cuda_vec x, g;   /* the input (or the forward's output), the incoming gradient */
+  opd__cuda_vec weight; /* (batch norm: per channel; layer norm: per column) */
+  opd__cuda_vec bias;
+  opd__cuda_vec mean; /* running_mean (evaluation), save_mean, layer norm's mean */
+  opd__cuda_vec stat; /* running_var (evaluation), save_invstd, layer norm's rstd */
+  opd__cuda_vec running_mean, running_var; /* updated in training (batch norm) */
+  opd__cuda_vec out[3];                    /* the results (absent: not asked for) */
+} opd__cuda_norm;
+int opd__cuda_launch_norm(int device, const opd__cuda_norm *d);
+
+/* nll_loss_forward (one thread, the batch in order, as the CPU kernel) and nll_loss_backward
+ * (a thread per sample, into a zeroed grad_input) over contiguous operands; targets of any
+ * integer dtype, checked against [0, classes) unless ignore_index. */
+typedef struct opd__cuda_nll {
+  bool backward, per_sample, mean;
+  int64_t batch, classes, ignore_index;
+  opd__cuda_vec self, target, weight;
+  opd__cuda_vec grad, total_weight; /* backward */
+  opd__cuda_vec out, out_total;     /* forward: the loss and the total weight; backward: out */
+  int *bad;                         /* set (with *bad_value) at a target out of range */
+  int64_t *bad_value;
+} opd__cuda_nll;
+int opd__cuda_launch_nll(int device, const opd__cuda_nll *d);
+
+/* embedding_dense_backward: the rows of grad (n x d, contiguous) added into the rows of the
+ * weight's gradient that the n indices pick, in index order per column, in double (w and
+ * count: zeroed scratch of num_weights * d and num_weights doubles), then stored to out. */
+typedef struct opd__cuda_embedding_backward {
+  int64_t n, d, num_weights, padding_idx;
+  bool scale_grad_by_freq;
+  opd__cuda_vec grad, indices, out;
+  double *w, *count;
+  int *bad; /* set at an index out of range */
+} opd__cuda_embedding_backward;
+int opd__cuda_launch_embedding_backward(int device, const opd__cuda_embedding_backward *d);
+
+/* native_dropout in training: out (contiguous, the input's values) keeps each element with
+ * probability p1m, scaled by `scale` (float arithmetic for the float dtypes, as the CPU
+ * kernel), else 0; mask[i] says which. The draws are a hash of (seed, i): each element its
+ * own counter-based stream. */
+typedef struct opd__cuda_dropout {
+  int dtype;
+  int64_t n;
+  double p1m, scale;
+  uint64_t seed;
+  void *out;
+  unsigned char *mask;
+} opd__cuda_dropout;
+int opd__cuda_launch_dropout(int device, const opd__cuda_dropout *d);
+
+/* ---- pool.cu ---- */
+
+/* A pooling (or its backward operator) of `planes` contiguous planes of three spatial dims,
+ * the geometry of kernels/meta/pool_meta.h (kind: its opd__pool_kind). */
+typedef struct opd__cuda_pool {
+  int kind, dtype;
+  bool backward; /* src grad_output, dst grad_input (zeroed by the caller) */
+  int64_t planes;
+  int64_t in[3], out[3], k[3], stride[3], pad[3], dil[3];
+  bool count_include_pad, has_divisor;
+  int64_t divisor;
+  const void *src;
+  void *dst;
+  int64_t *idx;        /* max forward: the indices written */
+  const int64_t *gidx; /* max backward: the indices read */
+  int *bad;            /* set when a read index is out of its plane */
+} opd__cuda_pool;
+int opd__cuda_launch_pool(int device, const opd__cuda_pool *d);
+
+/* ---- index.cu ---- */
+
+/* gather and the scatter operators ([Note: The order of scatter's writes] in
+ * kernels/cpu/index_scatter.c): `outer` positions of index with dim held at 0 (sizes, and the
+ * strides of index, other and self over them), each walking index's `len` elements along dim.
+ * gather copies self's indexed element into other (the output); a scatter combines other's
+ * element (src), or `value`, into self's with op (opd__reduce_op: 0 assign, 1 sum, 2 prod, 3
+ * max, 4 min). Indices are int64, checked against `limit`. */
+typedef struct opd__cuda_scatter {
+  bool gather;
+  int op, dtype, ndim;
+  int64_t outer, len, limit, istride, sstride, tstride;
+  const void *index;
+  void *self, *other; /* other NULL: value */
+  unsigned char value[8];
+  int *bad; /* set (with *bad_value) at an out-of-range index */
+  int64_t *bad_value;
+  int64_t sizes[OPD_CUDA_MAX_DIMS];
+  int64_t strides[3][OPD_CUDA_MAX_DIMS]; /* index, other, self */
+} opd__cuda_scatter;
+int opd__cuda_launch_scatter(int device, const opd__cuda_scatter *d);
+
+/* flip, roll, tril and triu (kernels/cpu/index_shape.c): each element p of a contiguous output
+ * of self's `sizes` reads self's element at a position the kind maps p to (kind: 0 a copy from
+ * base with `strides`, negated along flipped dims; 1 roll by shift[d] along each dim; 2 roll of
+ * the flattened tensor by shift[0]; 3 tril, 4 triu with `diagonal`, zeros elsewhere). */
+typedef struct opd__cuda_shape {
+  int kind, ndim, elsize;
+  int64_t numel, base, diagonal;
+  const void *src;
+  void *dst;
+  int64_t sizes[OPD_CUDA_MAX_DIMS], strides[OPD_CUDA_MAX_DIMS], shift[OPD_CUDA_MAX_DIMS];
+} opd__cuda_shape;
+int opd__cuda_launch_shape(int device, const opd__cuda_shape *d);
+
+/* cumsum and cumprod (kernels/cpu/index_cum.c): `outer` positions of self with dim held at 0
+ * (sizes, and the strides of self and of the output over them), each walking its `len`
+ * elements along dim in order: each element converted to the output's dtype, accumulated in
+ * double (a floating output) or wrapping int64, and each partial result stored. */
+typedef struct opd__cuda_cum {
+  bool prod;
+  int self_dtype, out_dtype, ndim;
+  int64_t outer, len, self_step, out_step;
+  const void *self;
+  void *out;
+  int64_t sizes[OPD_CUDA_MAX_DIMS];
+  int64_t strides[2][OPD_CUDA_MAX_DIMS]; /* self, out */
+} opd__cuda_cum;
+int opd__cuda_launch_cum(int device, const opd__cuda_cum *d);
 
 /* ---- conv.cu ---- */
 

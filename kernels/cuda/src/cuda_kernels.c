@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cuda_ew.h"
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
 #include "meta/elementwise_meta.h"
@@ -27,18 +28,18 @@ _Static_assert(OPD_CUDA_MAX_DIMS == OPD_MAX_DIMS, "descriptor dims");
 /* ---- helpers ---- */
 
 /* The GPU ordinal of a CUDA tensor (index -1, "the current device", is device 0). */
-static int dev_of(const opd_tensor *t) {
+int opd__cuda_dev_of(const opd_tensor *t) {
   int i = opd_tensor_device(t).index;
   return i < 0 ? 0 : i;
 }
 
 /* The launchers' compute / accumulate code of a dtype: 0 float, 1 double, 2 int64. */
-static int compute_of(opd_dtype t) {
+int opd__cuda_compute_of(opd_dtype t) {
   return t == OPD_FLOAT64 ? 1 : opd_dtype_is_floating(t) ? 0 : 2;
 }
 
 /* A value of dtype t's compute type (loops.h) as the launchers' double / int64 scalars. */
-static void value_to(opd__value v, opd_dtype t, double *d, int64_t *i) {
+void opd__cuda_value_to(opd__value v, opd_dtype t, double *d, int64_t *i) {
   switch (t) {
   case OPD_FLOAT16:
   case OPD_BFLOAT16:
@@ -53,12 +54,12 @@ static void value_to(opd__value v, opd_dtype t, double *d, int64_t *i) {
   }
 }
 
-static int not_implemented(const char *name, opd_dtype t) {
+int opd__cuda_not_implemented(const char *name, opd_dtype t) {
   return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", name, opd_dtype_c10_name(t));
 }
 
 /* In-place kernels return self, with its version bumped. */
-static int inplace_done(opd_tensor *self, opd_tensor **out) {
+int opd__cuda_inplace_done(opd_tensor *self, opd_tensor **out) {
   opd_tensor_bump_version(self);
   opd_tensor_retain(self);
   *out = self;
@@ -66,13 +67,13 @@ static int inplace_done(opd_tensor *self, opd_tensor **out) {
 }
 
 /* A device int for a kernel to flag bad data in (zeroed), and reading it back (waits). */
-static int flag_new(int device, int **flag) {
+int opd__cuda_flag_new(int device, int **flag) {
   if (!(*flag = opd__cuda_alloc(device, sizeof **flag))) return opd_last_error_code();
   int rc = opd__cuda_memset0(device, *flag, sizeof **flag);
   if (rc) opd__cuda_free(device, *flag, sizeof **flag);
   return rc;
 }
-static int flag_take(int device, int *flag, int *value) {
+int opd__cuda_flag_take(int device, int *flag, int *value) {
   int rc = opd__cuda_memcpy(device, value, flag, sizeof *value, 2, true);
   opd__cuda_free(device, flag, sizeof *flag);
   return rc;
@@ -80,19 +81,10 @@ static int flag_take(int device, int *flag, int *value) {
 
 /* ---- the elementwise engine ---- */
 
-typedef struct ew_op {
-  int op;
-  opd_dtype compute; /* the operation's dtype (its compute type reads the inputs) */
-  bool narrow;       /* integer inputs are first converted to `compute` (not for copies) */
-  double c0d, c1d;   /* scalars, as value_to gives them */
-  int64_t c0i, c1i;
-  int *error;
-} ew_op;
-
 /* out[...] = op(in[0][...], ...) with broadcasting; out's shape is the broadcast shape. The
  * dims are put in the order of out's strides, size-1 dims dropped and neighbours that every
  * operand walks contiguously merged, so that most launches are flat. */
-static int ew_run(const ew_op *o, opd_tensor *out, opd_tensor *const *in, int nin) {
+int opd__cuda_ew_run(const opd__cuda_ewop *o, opd_tensor *out, opd_tensor *const *in, int nin) {
   assert(nin < OPD_CUDA_EW_MAX_OPS);
   if (out->numel == 0) return 0;
   opd__cuda_ew d;
@@ -137,24 +129,25 @@ static int ew_run(const ew_op *o, opd_tensor *out, opd_tensor *const *in, int ni
   d.ndim = m;
   d.numel = out->numel;
   d.op = o->op;
-  d.compute = compute_of(o->compute);
+  d.compute = opd__cuda_compute_of(o->compute);
   d.ninputs = nin;
   d.narrow = o->narrow && d.compute == 2 ? (int)o->compute : -1;
   d.c0d = o->c0d;
   d.c1d = o->c1d;
+  d.c2d = o->c2d;
   d.c0i = o->c0i;
   d.c1i = o->c1i;
   d.error = o->error;
-  return opd__cuda_launch_elementwise(dev_of(out), &d);
+  return opd__cuda_launch_elementwise(opd__cuda_dev_of(out), &d);
 }
 
 /* A new output of spec laid out for `in` (as the CPU kernels lay it out), computed by o. */
-static int ew_new(const ew_op *o, const opd_out_spec *spec, opd_tensor *const *in, int nin,
-                  opd_tensor **out) {
+int opd__cuda_ew_new(const opd__cuda_ewop *o, const opd_out_spec *spec, opd_tensor *const *in,
+                     int nin, opd_tensor **out) {
   opd_tensor *r = NULL;
   int rc = opd__alloc_elementwise_output(spec, in, nin, opd_tensor_device(in[0]), &r);
   if (rc) return rc;
-  if ((rc = ew_run(o, r, in, nin))) {
+  if ((rc = opd__cuda_ew_run(o, r, in, nin))) {
     opd_tensor_release(r);
     return rc;
   }
@@ -163,13 +156,13 @@ static int ew_new(const ew_op *o, const opd_out_spec *spec, opd_tensor *const *i
 }
 
 /* The same for operations that can meet integer division by zero (ZeroDivisionError). */
-static int ew_new_checked(ew_op *o, const opd_out_spec *spec, opd_tensor *const *in, int nin,
-                          opd_tensor **out) {
-  int device = dev_of(in[0]), bad = 0;
-  int rc = flag_new(device, &o->error);
+int opd__cuda_ew_new_checked(opd__cuda_ewop *o, const opd_out_spec *spec, opd_tensor *const *in,
+                             int nin, opd_tensor **out) {
+  int device = opd__cuda_dev_of(in[0]), bad = 0;
+  int rc = opd__cuda_flag_new(device, &o->error);
   if (rc) return rc;
-  rc = ew_new(o, spec, in, nin, out);
-  int rc2 = flag_take(device, o->error, &bad);
+  rc = opd__cuda_ew_new(o, spec, in, nin, out);
+  int rc2 = opd__cuda_flag_take(device, o->error, &bad);
   if (rc == 0 && (rc2 || bad)) {
     opd_tensor_release(*out);
     rc = rc2 ? rc2 : opd_error(OPD_EINVAL, "ZeroDivisionError");
@@ -178,7 +171,7 @@ static int ew_new_checked(ew_op *o, const opd_out_spec *spec, opd_tensor *const 
 }
 
 /* A contiguous copy of t on its device (a new reference to t when it is contiguous). */
-static int contiguous(opd_tensor *t, opd_tensor **out) {
+int opd__cuda_contiguous(opd_tensor *t, opd_tensor **out) {
   if (opd_tensor_is_contiguous(t)) {
     opd_tensor_retain(t);
     *out = t;
@@ -188,8 +181,8 @@ static int contiguous(opd_tensor *t, opd_tensor **out) {
   int rc =
       opd_tensor_empty(opd_tensor_sizes(t), t->ndim, opd_tensor_dtype(t), opd_tensor_device(t), &r);
   if (rc) return rc;
-  ew_op copy = {.op = OPD_CUDA_EW_COPY, .compute = opd_tensor_dtype(t)};
-  if ((rc = ew_run(&copy, r, &t, 1))) {
+  opd__cuda_ewop copy = {.op = OPD_CUDA_EW_COPY, .compute = opd_tensor_dtype(t)};
+  if ((rc = opd__cuda_ew_run(&copy, r, &t, 1))) {
     opd_tensor_release(r);
     return rc;
   }
@@ -207,7 +200,7 @@ static int contiguous(opd_tensor *t, opd_tensor **out) {
  * be on the same device, but found at least two devices, cuda:0 and cpu!"). */
 /* Replaces the CPU scalars of in[] by copies on the device (held[i]: the copy or NULL; the
  * caller releases them with release_held, also after an error). */
-static int cpu_scalars_to_cuda(const opd_tensor *into, opd_tensor **in, int n, opd_tensor **held) {
+int opd__cuda_cpu_scalars(const opd_tensor *into, opd_tensor **in, int n, opd_tensor **held) {
   opd_device dev = into ? opd_tensor_device(into) : (opd_device){OPD_DEVICE_CPU, -1};
   for (int i = n - 1; i >= 0; i--) {
     held[i] = NULL;
@@ -218,7 +211,7 @@ static int cpu_scalars_to_cuda(const opd_tensor *into, opd_tensor **in, int n, o
     if (t->ndim != 0 || opd_tensor_device(t).type != OPD_DEVICE_CPU) continue;
     int rc = opd_tensor_empty(opd_tensor_sizes(t), 0, opd_tensor_dtype(t), dev, &held[i]);
     if (rc == 0)
-      rc = opd__cuda_memcpy(dev_of(held[i]), opd_tensor_data(held[i]), opd_tensor_data(t),
+      rc = opd__cuda_memcpy(opd__cuda_dev_of(held[i]), opd_tensor_data(held[i]), opd_tensor_data(t),
                             opd_dtype_size(opd_tensor_dtype(t)), 1, true);
     if (rc) return rc; /* the caller releases held[] */
     in[i] = held[i];
@@ -226,7 +219,7 @@ static int cpu_scalars_to_cuda(const opd_tensor *into, opd_tensor **in, int n, o
   return 0;
 }
 
-static void release_held(opd_tensor **held, int n) {
+void opd__cuda_release_held(opd_tensor **held, int n) {
   for (int i = 0; i < n; i++)
     if (held[i]) opd_tensor_release(held[i]);
 }
@@ -247,22 +240,22 @@ static int add_sub_on(opd_tensor *self, opd_tensor *other, opd_scalar alpha, boo
   }
   opd__value a;
   if ((rc = opd__scalar_to(alpha, opd__compute_dtype(spec.dtype), &a))) return rc;
-  ew_op o = {.compute = spec.dtype, .narrow = true};
+  opd__cuda_ewop o = {.compute = spec.dtype, .narrow = true};
   o.op = opd__scalar_to_double(alpha) == 1.0 ? OPD_CUDA_EW_ADD1 : OPD_CUDA_EW_ADD;
-  value_to(a, opd__compute_dtype(spec.dtype), &o.c0d, &o.c0i);
+  opd__cuda_value_to(a, opd__compute_dtype(spec.dtype), &o.c0d, &o.c0i);
   opd_tensor *in[2] = {self, other};
-  if (!into) return ew_new(&o, &spec, in, 2, out);
-  if ((rc = ew_run(&o, into, in, 2))) return rc;
-  return inplace_done(into, out);
+  if (!into) return opd__cuda_ew_new(&o, &spec, in, 2, out);
+  if ((rc = opd__cuda_ew_run(&o, into, in, 2))) return rc;
+  return opd__cuda_inplace_done(into, out);
 }
 
 /* add_sub_on with CPU scalar operands on the device ([Note: CPU scalars in CUDA kernels]) */
 static int add_sub(opd_tensor *self, opd_tensor *other, opd_scalar alpha, bool sub,
                    opd_tensor *into, opd_tensor **out) {
   opd_tensor *in[2] = {self, other}, *held[2];
-  int rc = cpu_scalars_to_cuda(into, in, 2, held);
+  int rc = opd__cuda_cpu_scalars(into, in, 2, held);
   if (rc == 0) rc = add_sub_on(in[0], in[1], alpha, sub, into, out);
-  release_held(held, 2);
+  opd__cuda_release_held(held, 2);
   return rc;
 }
 
@@ -290,15 +283,15 @@ static int binary(opd_tensor *self, opd_tensor *other, int op, bool compare, opd
   opd_tensor *in[2] = {self, other}, *held[2];
   opd_out_spec spec;
   opd_dtype common = OPD_DTYPE_UNDEFINED;
-  int rc = cpu_scalars_to_cuda(NULL, in, 2, held);
+  int rc = opd__cuda_cpu_scalars(NULL, in, 2, held);
   if (rc == 0)
     rc = compare ? opd__compare_meta(in[0], in[1], &common, &spec)
                  : opd__binary_meta(in[0], in[1], &spec);
   if (rc == 0) {
-    ew_op o = {.op = op, .compute = compare ? common : spec.dtype, .narrow = true};
-    rc = ew_new(&o, &spec, in, 2, out);
+    opd__cuda_ewop o = {.op = op, .compute = compare ? common : spec.dtype, .narrow = true};
+    rc = opd__cuda_ew_new(&o, &spec, in, 2, out);
   }
-  release_held(held, 2);
+  opd__cuda_release_held(held, 2);
   return rc;
 }
 
@@ -324,19 +317,19 @@ static int div_mode_on(opd_tensor *self, opd_tensor *other, const char *rounding
   static const int ops[] = {OPD_CUDA_EW_DIV_TRUE, OPD_CUDA_EW_DIV_TRUNC, OPD_CUDA_EW_DIV_FLOOR};
   static const char *const names[] = {"div_true_cuda", "div_trunc_cuda", "div_floor_cuda"};
   if (spec.dtype == OPD_BOOL || (mode == OPD__DIV_TRUE && !opd_dtype_is_floating(spec.dtype)))
-    return not_implemented(names[mode], spec.dtype);
-  ew_op o = {.op = ops[mode], .compute = spec.dtype, .narrow = true};
+    return opd__cuda_not_implemented(names[mode], spec.dtype);
+  opd__cuda_ewop o = {.op = ops[mode], .compute = spec.dtype, .narrow = true};
   opd_tensor *in[2] = {self, other};
-  if (opd_dtype_is_floating(spec.dtype)) return ew_new(&o, &spec, in, 2, out);
-  return ew_new_checked(&o, &spec, in, 2, out);
+  if (opd_dtype_is_floating(spec.dtype)) return opd__cuda_ew_new(&o, &spec, in, 2, out);
+  return opd__cuda_ew_new_checked(&o, &spec, in, 2, out);
 }
 
 static int div_mode(opd_tensor *self, opd_tensor *other, const char *rounding_mode,
                     opd_tensor **out) {
   opd_tensor *in[2] = {self, other}, *held[2];
-  int rc = cpu_scalars_to_cuda(NULL, in, 2, held);
+  int rc = opd__cuda_cpu_scalars(NULL, in, 2, held);
   if (rc == 0) rc = div_mode_on(in[0], in[1], rounding_mode, out);
-  release_held(held, 2);
+  opd__cuda_release_held(held, 2);
   return rc;
 }
 
@@ -353,27 +346,27 @@ int opd__cuda_div_tensor_mode(const opd_kernel_ctx *ctx, opd_tensor *self, opd_t
 }
 
 /* A comparison with a Scalar (lt.Scalar, eq.Scalar). */
-static int compare_scalar(opd_tensor *self, opd_scalar other, int op, opd_tensor **out) {
+int opd__cuda_compare_scalar(opd_tensor *self, opd_scalar other, int op, opd_tensor **out) {
   opd_out_spec spec;
   opd_dtype common;
   int rc = opd__compare_scalar_meta(self, other, &common, &spec);
   if (rc) return rc;
   /* the scalar is a wrapped number: converted to the common dtype as TensorIterator does */
-  ew_op o = {.op = op, .compute = common, .narrow = true};
-  value_to(opd__scalar_cast(other, common), common, &o.c0d, &o.c0i);
-  return ew_new(&o, &spec, &self, 1, out);
+  opd__cuda_ewop o = {.op = op, .compute = common, .narrow = true};
+  opd__cuda_value_to(opd__scalar_cast(other, common), common, &o.c0d, &o.c0i);
+  return opd__cuda_ew_new(&o, &spec, &self, 1, out);
 }
 
 int opd__cuda_lt_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
                         opd_tensor **out) {
   (void)ctx;
-  return compare_scalar(self, other, OPD_CUDA_EW_LT_SCALAR, out);
+  return opd__cuda_compare_scalar(self, other, OPD_CUDA_EW_LT_SCALAR, out);
 }
 
 int opd__cuda_eq_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,
                         opd_tensor **out) {
   (void)ctx;
-  return compare_scalar(self, other, OPD_CUDA_EW_EQ_SCALAR, out);
+  return opd__cuda_compare_scalar(self, other, OPD_CUDA_EW_EQ_SCALAR, out);
 }
 
 /* ---- unary ---- */
@@ -383,9 +376,10 @@ static int unary(opd_tensor *self, opd__unary_kind kind, int op, const char *nam
   opd_out_spec spec;
   int rc = opd__unary_meta(self, kind, &spec);
   if (rc) return rc;
-  if (kind == OPD__UNARY_SAME && spec.dtype == OPD_BOOL) return not_implemented(name, spec.dtype);
-  ew_op o = {.op = op, .compute = spec.dtype, .narrow = true};
-  return ew_new(&o, &spec, &self, 1, out);
+  if (kind == OPD__UNARY_SAME && spec.dtype == OPD_BOOL)
+    return opd__cuda_not_implemented(name, spec.dtype);
+  opd__cuda_ewop o = {.op = op, .compute = spec.dtype, .narrow = true};
+  return opd__cuda_ew_new(&o, &spec, &self, 1, out);
 }
 
 #define UNARY_KERNEL(name, kind, op)                                                    \
@@ -410,7 +404,7 @@ UNARY_KERNEL(cos, OPD__UNARY_FLOAT, OPD_CUDA_EW_COS)
 int opd__cuda_silu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
   if (!opd_dtype_is_floating(opd_tensor_dtype(self)))
-    return not_implemented("silu_cuda", opd_tensor_dtype(self));
+    return opd__cuda_not_implemented("silu_cuda", opd_tensor_dtype(self));
   return unary(self, OPD__UNARY_SAME, OPD_CUDA_EW_SILU, "silu_cuda", out);
 }
 
@@ -421,9 +415,11 @@ int opd__cuda_gelu(const opd_kernel_ctx *ctx, opd_tensor *self, const char *appr
   bool tanh_approx;
   int rc = opd__gelu_meta(self, approximate, &tanh_approx, &spec);
   if (rc) return rc;
-  if (!opd_dtype_is_floating(spec.dtype)) return not_implemented("GeluCUDAKernelImpl", spec.dtype);
-  ew_op o = {.op = tanh_approx ? OPD_CUDA_EW_GELU_TANH : OPD_CUDA_EW_GELU, .compute = spec.dtype};
-  return ew_new(&o, &spec, &self, 1, out);
+  if (!opd_dtype_is_floating(spec.dtype))
+    return opd__cuda_not_implemented("GeluCUDAKernelImpl", spec.dtype);
+  opd__cuda_ewop o = {.op = tanh_approx ? OPD_CUDA_EW_GELU_TANH : OPD_CUDA_EW_GELU,
+                      .compute = spec.dtype};
+  return opd__cuda_ew_new(&o, &spec, &self, 1, out);
 }
 
 int opd__cuda_pow_tensor_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar exponent,
@@ -439,17 +435,17 @@ int opd__cuda_pow_tensor_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd
       [OPD__POW_3] = OPD_CUDA_EW_POW_3,       [OPD__POW_M2] = OPD_CUDA_EW_POW_M2,
       [OPD__POW_FLOAT] = OPD_CUDA_EW_POW_ANY, [OPD__POW_INT] = OPD_CUDA_EW_POW_INT};
   opd__pow_kind kind = opd__pow_kind_of(exponent, spec.dtype);
-  ew_op o = {.op = ops[kind],
-             .compute = spec.dtype,
-             .narrow = kind != OPD__POW_COPY,
-             .c0d = opd__scalar_to_double(exponent)};
+  opd__cuda_ewop o = {.op = ops[kind],
+                      .compute = spec.dtype,
+                      .narrow = kind != OPD__POW_COPY,
+                      .c0d = opd__scalar_to_double(exponent)};
   if (kind == OPD__POW_INT) {
-    if (spec.dtype == OPD_BOOL) return not_implemented("pow_cuda", spec.dtype);
+    if (spec.dtype == OPD_BOOL) return opd__cuda_not_implemented("pow_cuda", spec.dtype);
     opd__value v;
     if ((rc = opd__scalar_to(exponent, spec.dtype, &v))) return rc;
-    value_to(v, spec.dtype, &o.c0d, &o.c0i);
+    opd__cuda_value_to(v, spec.dtype, &o.c0d, &o.c0i);
   }
-  return ew_new(&o, &spec, &self, 1, out);
+  return opd__cuda_ew_new(&o, &spec, &self, 1, out);
 }
 
 /* ---- where, clamp, masked_fill_, copy_, fill_ ---- */
@@ -459,14 +455,14 @@ int opd__cuda_where_self(const opd_kernel_ctx *ctx, opd_tensor *condition, opd_t
   (void)ctx;
   opd_tensor *in[3] = {condition, self, other}, *held[3];
   opd_out_spec spec;
-  int rc = cpu_scalars_to_cuda(NULL, in, 3, held);
+  int rc = opd__cuda_cpu_scalars(NULL, in, 3, held);
   if (rc == 0) rc = opd__where_meta(in[0], in[1], in[2], &spec);
   if (rc == 0) {
-    ew_op o = {.op = OPD_CUDA_EW_WHERE, .compute = spec.dtype, .narrow = true};
+    opd__cuda_ewop o = {.op = OPD_CUDA_EW_WHERE, .compute = spec.dtype, .narrow = true};
     /* the condition is bool: narrowing keeps it 0 or 1 */
-    rc = ew_new(&o, &spec, in, 3, out);
+    rc = opd__cuda_ew_new(&o, &spec, in, 3, out);
   }
-  release_held(held, 3);
+  opd__cuda_release_held(held, 3);
   return rc;
 }
 
@@ -475,9 +471,9 @@ static int fill(opd_tensor *self, opd_scalar value) {
   opd__value v;
   int rc = opd__scalar_to(value, opd_tensor_dtype(self), &v);
   if (rc) return rc;
-  ew_op o = {.op = OPD_CUDA_EW_FILL, .compute = opd_tensor_dtype(self)};
-  value_to(v, opd_tensor_dtype(self), &o.c0d, &o.c0i);
-  return ew_run(&o, self, NULL, 0);
+  opd__cuda_ewop o = {.op = OPD_CUDA_EW_FILL, .compute = opd_tensor_dtype(self)};
+  opd__cuda_value_to(v, opd_tensor_dtype(self), &o.c0d, &o.c0i);
+  return opd__cuda_ew_run(&o, self, NULL, 0);
 }
 
 int opd__cuda_clamp(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar min, opd_scalar max,
@@ -486,7 +482,7 @@ int opd__cuda_clamp(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar min,
   opd_out_spec spec;
   int rc = opd__clamp_meta(self, min, max, &spec);
   if (rc) return rc;
-  if (spec.dtype == OPD_BOOL) return not_implemented("clamp_cuda", spec.dtype);
+  if (spec.dtype == OPD_BOOL) return opd__cuda_not_implemented("clamp_cuda", spec.dtype);
   bool has_min = min.tag != OPD_IV_NONE, has_max = max.tag != OPD_IV_NONE;
   opd_tensor *r = NULL;
   if ((rc = opd__alloc_elementwise_output(&spec, &self, 1, opd_tensor_device(self), &r))) return rc;
@@ -494,17 +490,17 @@ int opd__cuda_clamp(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar min,
       (isnan(opd__scalar_to_double(min)) || isnan(opd__scalar_to_double(max)))) {
     rc = fill(r, opd__scalar_double(NAN)); /* as ATen: a NaN bound makes everything NaN */
   } else {
-    ew_op o = {.op = has_min && has_max ? OPD_CUDA_EW_CLAMP
-                     : has_min          ? OPD_CUDA_EW_CLAMP_MIN
-                                        : OPD_CUDA_EW_CLAMP_MAX,
-               .compute = spec.dtype,
-               .narrow = true};
+    opd__cuda_ewop o = {.op = has_min && has_max ? OPD_CUDA_EW_CLAMP
+                              : has_min          ? OPD_CUDA_EW_CLAMP_MIN
+                                                 : OPD_CUDA_EW_CLAMP_MAX,
+                        .compute = spec.dtype,
+                        .narrow = true};
     opd__value v;
     if (has_min && !(rc = opd__scalar_to(min, spec.dtype, &v)))
-      value_to(v, spec.dtype, &o.c0d, &o.c0i);
+      opd__cuda_value_to(v, spec.dtype, &o.c0d, &o.c0i);
     if (!rc && has_max && !(rc = opd__scalar_to(max, spec.dtype, &v)))
-      value_to(v, spec.dtype, &o.c1d, &o.c1i);
-    if (!rc) rc = ew_run(&o, r, &self, 1);
+      opd__cuda_value_to(v, spec.dtype, &o.c1d, &o.c1i);
+    if (!rc) rc = opd__cuda_ew_run(&o, r, &self, 1);
   }
   if (rc) {
     opd_tensor_release(r);
@@ -520,22 +516,72 @@ int opd__cuda_masked_fill__scalar(const opd_kernel_ctx *ctx, opd_tensor *self, o
   int rc = opd__masked_fill_meta(self, mask);
   opd__value v;
   if (rc || (rc = opd__scalar_to(value, opd_tensor_dtype(self), &v))) return rc;
-  ew_op o = {.op = OPD_CUDA_EW_MASKED_FILL, .compute = opd_tensor_dtype(self), .narrow = true};
-  value_to(v, opd_tensor_dtype(self), &o.c0d, &o.c0i);
-  if ((rc = ew_run(&o, self, (opd_tensor *[]){mask, self}, 2))) return rc;
-  return inplace_done(self, out);
+  opd__cuda_ewop o = {
+      .op = OPD_CUDA_EW_MASKED_FILL, .compute = opd_tensor_dtype(self), .narrow = true};
+  opd__cuda_value_to(v, opd_tensor_dtype(self), &o.c0d, &o.c0i);
+  if ((rc = opd__cuda_ew_run(&o, self, (opd_tensor *[]){mask, self}, 2))) return rc;
+  return opd__cuda_inplace_done(self, out);
 }
 
 int opd__cuda_fill__scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar value,
                            opd_tensor **out) {
   (void)ctx;
   int rc = fill(self, value);
-  return rc ? rc : inplace_done(self, out);
+  return rc ? rc : opd__cuda_inplace_done(self, out);
+}
+
+int opd__cuda_item(const opd_tensor *t, opd_scalar *out) {
+  union {
+    float f32;
+    double f64;
+    int64_t i64;
+    int32_t i32;
+    int16_t i16;
+    int8_t i8;
+    uint8_t u8;
+    uint16_t u16;
+  } v = {0};
+  opd_dtype dt = opd_tensor_dtype(t);
+  size_t n = opd_dtype_size(dt);
+  if (opd_tensor_device(t).type == OPD_DEVICE_CUDA) {
+    int rc = opd__cuda_memcpy(opd__cuda_dev_of(t), &v, opd_tensor_data(t), n, 2, true);
+    if (rc) return rc;
+  } else {
+    memcpy(&v, opd_tensor_data(t), n);
+  }
+  switch (dt) {
+  case OPD_FLOAT32: *out = opd__scalar_double(v.f32); break;
+  case OPD_FLOAT64: *out = opd__scalar_double(v.f64); break;
+  case OPD_FLOAT16: *out = opd__scalar_double(opd_half_to_float(v.u16)); break;
+  case OPD_BFLOAT16: *out = opd__scalar_double(opd_bf16_to_float(v.u16)); break;
+  case OPD_INT64: *out = opd__scalar_int(v.i64); break;
+  case OPD_INT32: *out = opd__scalar_int(v.i32); break;
+  case OPD_INT16: *out = opd__scalar_int(v.i16); break;
+  case OPD_INT8: *out = opd__scalar_int(v.i8); break;
+  case OPD_UINT8: *out = opd__scalar_int(v.u8); break;
+  default: *out = (opd_scalar){.tag = OPD_IV_BOOL, .u.b = v.u8 != 0}; break;
+  }
+  return 0;
+}
+
+/* fill_.Tensor: fill_.Scalar with the value's one element, as ATen's fill_(self, value.item()) */
+int opd__cuda_fill__tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *value,
+                           opd_tensor **out) {
+  (void)ctx;
+  if (value->ndim != 0)
+    return opd_error(OPD_EINVAL,
+                     "fill_ only supports 0-dimension value tensor but got tensor with %d "
+                     "dimensions.",
+                     value->ndim);
+  opd_scalar s;
+  int rc = opd__cuda_item(value, &s);
+  if (!rc) rc = fill(self, s);
+  return rc ? rc : opd__cuda_inplace_done(self, out);
 }
 
 /* The compute dtype of a conversion from `from` to `to`: double if either is float64, float if
  * either is another floating dtype, int64 otherwise. */
-static opd_dtype copy_compute(opd_dtype from, opd_dtype to) {
+opd_dtype opd__cuda_copy_compute(opd_dtype from, opd_dtype to) {
   if (from == OPD_FLOAT64 || to == OPD_FLOAT64) return OPD_FLOAT64;
   if (opd_dtype_is_floating(from) || opd_dtype_is_floating(to)) return OPD_FLOAT32;
   return OPD_INT64;
@@ -543,9 +589,10 @@ static opd_dtype copy_compute(opd_dtype from, opd_dtype to) {
 
 /* self = src on one CUDA device (broadcasting, strides, dtype conversion). */
 static int copy_on_device(opd_tensor *self, opd_tensor *src) {
-  ew_op o = {.op = OPD_CUDA_EW_COPY,
-             .compute = copy_compute(opd_tensor_dtype(src), opd_tensor_dtype(self))};
-  return ew_run(&o, self, &src, 1);
+  opd__cuda_ewop o = {.op = OPD_CUDA_EW_COPY,
+                      .compute =
+                          opd__cuda_copy_compute(opd_tensor_dtype(src), opd_tensor_dtype(self))};
+  return opd__cuda_ew_run(&o, self, &src, 1);
 }
 
 static bool same_layout(const opd_tensor *a, const opd_tensor *b) {
@@ -570,8 +617,8 @@ static int copy_across(opd_tensor *self, opd_tensor *src) {
   int rc;
   if (to_cuda) { /* CPU -> CUDA (or CUDA -> another CUDA device) */
     if (opd_tensor_device(src).type == OPD_DEVICE_CUDA) { /* another GPU: its stream first */
-      rc = contiguous(src, &staged);
-      if (!rc) rc = opd_cuda_stream_synchronize(dev_of(src), NULL);
+      rc = opd__cuda_contiguous(src, &staged);
+      if (!rc) rc = opd_cuda_stream_synchronize(opd__cuda_dev_of(src), NULL);
     } else if (opd_tensor_is_contiguous(src)) {
       opd_tensor_retain(staged = src);
       rc = 0;
@@ -585,19 +632,19 @@ static int copy_across(opd_tensor *self, opd_tensor *src) {
     else
       rc = empty_like_on(staged, opd_tensor_device(self), &block);
     if (!rc)
-      rc = opd__cuda_memcpy(dev_of(self), opd_tensor_data(block), opd_tensor_data(staged),
+      rc = opd__cuda_memcpy(opd__cuda_dev_of(self), opd_tensor_data(block), opd_tensor_data(staged),
                             (size_t)staged->numel * opd_dtype_size(opd_tensor_dtype(staged)),
                             opd_tensor_device(src).type == OPD_DEVICE_CUDA ? 0 : 1, true);
     if (!rc && !direct) rc = copy_on_device(self, block);
   } else { /* CUDA -> CPU */
-    if ((rc = contiguous(src, &staged))) return rc;
+    if ((rc = opd__cuda_contiguous(src, &staged))) return rc;
     bool direct = opd_tensor_is_contiguous(self) && same_layout(self, staged);
     if (direct)
       opd_tensor_retain(block = self);
     else
       rc = empty_like_on(staged, opd_tensor_device(self), &block);
     if (!rc)
-      rc = opd__cuda_memcpy(dev_of(src), opd_tensor_data(block), opd_tensor_data(staged),
+      rc = opd__cuda_memcpy(opd__cuda_dev_of(src), opd_tensor_data(block), opd_tensor_data(staged),
                             (size_t)staged->numel * opd_dtype_size(opd_tensor_dtype(staged)), 2,
                             true);
     if (!rc && !direct) rc = opd__call_copy_(self, block, false);
@@ -623,35 +670,48 @@ int opd__cuda_copy_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *src
     int rc = opd__copy_meta(self, src);
     if (rc) return rc;
     opd_device sd = opd_tensor_device(self), rd = opd_tensor_device(src);
-    if (opd_tensor_is_meta(self) || self->numel == 0) return inplace_done(self, out);
+    if (opd_tensor_is_meta(self) || self->numel == 0) return opd__cuda_inplace_done(self, out);
     if (sd.type != OPD_DEVICE_CPU && sd.type != OPD_DEVICE_CUDA)
       return opd_error(OPD_ENOTIMPL, "copy_ from %s to this device is not supported", "cuda");
     if (rd.type != OPD_DEVICE_CPU && rd.type != OPD_DEVICE_CUDA)
       return opd_error(OPD_ENOTIMPL, "copy_ to cuda from this device is not supported");
-    bool same_device =
-        sd.type == OPD_DEVICE_CUDA && rd.type == OPD_DEVICE_CUDA && dev_of(self) == dev_of(src);
+    bool same_device = sd.type == OPD_DEVICE_CUDA && rd.type == OPD_DEVICE_CUDA &&
+                       opd__cuda_dev_of(self) == opd__cuda_dev_of(src);
     rc = same_device ? copy_on_device(self, src) : copy_across(self, src);
     if (rc) return rc;
   }
-  return inplace_done(self, out);
+  return opd__cuda_inplace_done(self, out);
 }
 
 /* ---- reductions ---- */
 
-static int reduce(int op, opd_tensor *self, uint64_t mask, const opd_out_spec *spec,
-                  opd_tensor **out) {
-  int rc = opd__alloc_output(spec, opd_tensor_device(self), out);
+int opd__cuda_reduce_with(const opd__cuda_red *how, opd_tensor *self, uint64_t mask,
+                          const opd_out_spec *spec, opd_tensor **out, opd_tensor **mean) {
+  int op = how->op, rc = opd__alloc_output(spec, opd_tensor_device(self), out);
+  if (!rc && mean && (rc = opd__alloc_output(spec, opd_tensor_device(self), mean)))
+    opd_tensor_release(*out);
   if (rc || (*out)->numel == 0) return rc;
   opd__cuda_red d = {.op = op,
                      .in_dtype = opd_tensor_dtype(self),
                      .out_dtype = spec->dtype,
                      .in = opd_tensor_data(self),
                      .out = opd_tensor_data(*out),
+                     .mean = mean ? opd_tensor_data(*mean) : NULL,
+                     .correction = how->correction,
+                     .ord = how->ord,
                      .nout = 1,
                      .nred = 1};
-  opd_dtype acc =
-      op == OPD_CUDA_RED_SUM || op == OPD_CUDA_RED_MEAN ? spec->dtype : opd_tensor_dtype(self);
-  d.acc = compute_of(acc);
+  /* the CPU engine's compute kinds: sums, means and products in the result's compute type
+   * (products of floats in double), the extrema and their indices in the input's; any, all and
+   * sums or products into bool read every element as 0 or 1 into int64 */
+  bool to_out = op == OPD_CUDA_RED_SUM || op == OPD_CUDA_RED_MEAN || op == OPD_CUDA_RED_PROD ||
+                op == OPD_CUDA_RED_NANSUM;
+  opd_dtype kind = to_out ? spec->dtype : opd_tensor_dtype(self);
+  d.nonzero = how->nonzero || op == OPD_CUDA_RED_ANY || op == OPD_CUDA_RED_ALL ||
+              (to_out && op != OPD_CUDA_RED_MEAN && spec->dtype == OPD_BOOL);
+  d.acc = d.nonzero                                                ? 2
+          : op == OPD_CUDA_RED_PROD && opd_dtype_is_floating(kind) ? 1
+                                                                   : opd__cuda_compute_of(kind);
   const int64_t *sz = opd_tensor_sizes(self), *st = opd_tensor_strides(self);
   for (int pass = 0; pass < 2; pass++) /* kept dims, then reduced ones */
     for (int k = 0; k < self->ndim; k++) {
@@ -666,8 +726,16 @@ static int reduce(int op, opd_tensor *self, uint64_t mask, const opd_out_spec *s
       else
         d.nout *= sz[k], d.nkept++;
     }
-  if ((rc = opd__cuda_launch_reduce(dev_of(self), &d))) opd_tensor_release(*out);
+  if ((rc = opd__cuda_launch_reduce(opd__cuda_dev_of(self), &d))) {
+    opd_tensor_release(*out);
+    if (mean) opd_tensor_release(*mean);
+  }
   return rc;
+}
+
+int opd__cuda_reduce(int op, opd_tensor *self, uint64_t mask, const opd_out_spec *spec,
+                     opd_tensor **out) {
+  return opd__cuda_reduce_with(&(opd__cuda_red){.op = op}, self, mask, spec, out, NULL);
 }
 
 int opd__cuda_sum_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim,
@@ -676,7 +744,7 @@ int opd__cuda_sum_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *self, opd_i
   opd_out_spec spec;
   uint64_t mask;
   int rc = opd__sum_meta(self, dim, keepdim, dtype, &spec, &mask);
-  return rc ? rc : reduce(OPD_CUDA_RED_SUM, self, mask, &spec, out);
+  return rc ? rc : opd__cuda_reduce(OPD_CUDA_RED_SUM, self, mask, &spec, out);
 }
 
 int opd__cuda_mean_dim(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
@@ -685,7 +753,7 @@ int opd__cuda_mean_dim(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list
   opd_out_spec spec;
   uint64_t mask;
   int rc = opd__mean_meta(self, dim, keepdim, dtype, &spec, &mask);
-  return rc ? rc : reduce(OPD_CUDA_RED_MEAN, self, mask, &spec, out);
+  return rc ? rc : opd__cuda_reduce(OPD_CUDA_RED_MEAN, self, mask, &spec, out);
 }
 
 int opd__cuda_amax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
@@ -694,7 +762,7 @@ int opd__cuda_amax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim
   opd_out_spec spec;
   uint64_t mask;
   int rc = opd__amax_meta(self, dim, keepdim, &spec, &mask);
-  return rc ? rc : reduce(OPD_CUDA_RED_AMAX, self, mask, &spec, out);
+  return rc ? rc : opd__cuda_reduce(OPD_CUDA_RED_AMAX, self, mask, &spec, out);
 }
 
 int opd__cuda_argmax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim, bool keepdim,
@@ -704,8 +772,8 @@ int opd__cuda_argmax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int di
   uint64_t mask;
   int rc = opd__argmax_meta(self, dim, keepdim, &spec, &mask);
   if (rc) return rc;
-  if (opd_tensor_dtype(self) == OPD_BOOL) return not_implemented("argmax_cuda", OPD_BOOL);
-  return reduce(OPD_CUDA_RED_ARGMAX, self, mask, &spec, out);
+  if (opd_tensor_dtype(self) == OPD_BOOL) return opd__cuda_not_implemented("argmax_cuda", OPD_BOOL);
+  return opd__cuda_reduce(OPD_CUDA_RED_ARGMAX, self, mask, &spec, out);
 }
 
 /* ---- softmax, layer norm ---- */
@@ -717,11 +785,12 @@ static int softmax(opd_tensor *self, int64_t dim, bool half_to_float, bool is_lo
   int rc = opd__softmax_meta(self, dim, half_to_float, &spec, &d);
   if (rc) return rc;
   if (!opd_dtype_is_floating(opd_tensor_dtype(self)))
-    return not_implemented(is_log ? "host_log_softmax" : "host_softmax", opd_tensor_dtype(self));
+    return opd__cuda_not_implemented(is_log ? "host_log_softmax" : "host_softmax",
+                                     opd_tensor_dtype(self));
   /* an empty input: nothing to launch (and its sizes' products may overflow) */
   if (self->numel == 0) return opd__alloc_output(&spec, opd_tensor_device(self), out);
   opd_tensor *in = NULL;
-  if ((rc = contiguous(self, &in))) return rc;
+  if ((rc = opd__cuda_contiguous(self, &in))) return rc;
   if ((rc = opd__alloc_output(&spec, opd_tensor_device(self), out))) {
     opd_tensor_release(in);
     return rc;
@@ -744,7 +813,7 @@ static int softmax(opd_tensor *self, int64_t dim, bool half_to_float, bool is_lo
     else
       s.inner *= sz[k];
   }
-  rc = opd__cuda_launch_softmax(dev_of(self), &s);
+  rc = opd__cuda_launch_softmax(opd__cuda_dev_of(self), &s);
   opd_tensor_release(in);
   if (rc) opd_tensor_release(*out);
   return rc;
@@ -766,7 +835,7 @@ static int layer_norm(const opd__layer_norm_args *a, opd_tensor *const *res) {
   int rc = 0;
   opd_tensor *srcs[3] = {a->input, a->weight, a->bias}, *c[3] = {NULL, NULL, NULL};
   for (int k = 0; k < 3 && !rc; k++)
-    if (srcs[k] && srcs[k]->numel > 0) rc = contiguous(srcs[k], &c[k]);
+    if (srcs[k] && srcs[k]->numel > 0) rc = opd__cuda_contiguous(srcs[k], &c[k]);
   if (!rc) {
     opd__cuda_layer_norm l = {.dtype = opd_tensor_dtype(a->input),
                               .rows = a->rows,
@@ -778,7 +847,7 @@ static int layer_norm(const opd__layer_norm_args *a, opd_tensor *const *res) {
                               .out = opd_tensor_data(res[0]),
                               .mean = opd_tensor_data(res[1]),
                               .rstd = opd_tensor_data(res[2])};
-    rc = opd__cuda_launch_layer_norm(dev_of(a->input), &l);
+    rc = opd__cuda_launch_layer_norm(opd__cuda_dev_of(a->input), &l);
   }
   for (int k = 0; k < 3; k++)
     if (c[k]) opd_tensor_release(c[k]);
@@ -813,8 +882,8 @@ static int gemm_operand(opd_tensor *t, int d0, opd_tensor **held, const void **d
   opd_tensor *c = NULL;
   int rc = opd_tensor_empty(sz, t->ndim, opd_tensor_dtype(t), opd_tensor_device(t), &c);
   if (rc) return rc;
-  ew_op copy = {.op = OPD_CUDA_EW_COPY, .compute = opd_tensor_dtype(t)};
-  if ((rc = ew_run(&copy, c, &t, 1))) {
+  opd__cuda_ewop copy = {.op = OPD_CUDA_EW_COPY, .compute = opd_tensor_dtype(t)};
+  if ((rc = opd__cuda_ew_run(&copy, c, &t, 1))) {
     opd_tensor_release(c);
     return rc;
   }
@@ -858,7 +927,7 @@ static int gemm(opd_tensor *a, opd_tensor *b, int d0, opd_scalar alpha, opd_scal
   opd_tensor *ha = NULL, *hb = NULL;
   int rc = gemm_operand(a, d0, &ha, &g.a, &g.a_rs, &g.a_cs, &g.a_bs);
   if (!rc) rc = gemm_operand(b, d0, &hb, &g.b, &g.b_rs, &g.b_cs, &g.b_bs);
-  if (!rc) rc = opd__cuda_launch_gemm(dev_of(out), &g);
+  if (!rc) rc = opd__cuda_launch_gemm(opd__cuda_dev_of(out), &g);
   if (ha) opd_tensor_release(ha);
   if (hb) opd_tensor_release(hb);
   return rc;
@@ -870,20 +939,21 @@ static int gemm(opd_tensor *a, opd_tensor *b, int d0, opd_scalar alpha, opd_scal
 static int scale_into(opd_tensor *out, opd_tensor *self, opd_scalar beta) {
   opd_dtype t = opd_tensor_dtype(out);
   if (opd__scalar_to_double(beta) == 0)
-    return opd__cuda_memset0(dev_of(out), opd_tensor_data(out),
+    return opd__cuda_memset0(opd__cuda_dev_of(out), opd_tensor_data(out),
                              (size_t)out->numel * opd_dtype_size(t));
   if ((!opd_dtype_is_floating(t) && beta.tag == OPD_IV_DOUBLE) ||
       (t == OPD_BOOL && beta.tag == OPD_IV_INT))
     return opd_error(OPD_EINVAL, "result type %s can't be cast to the desired output type %s",
                      beta.tag == OPD_IV_DOUBLE ? "Float" : "Long", opd_dtype_c10_name(t));
-  ew_op scale = {.op = OPD_CUDA_EW_SCALE, .compute = t, .c0d = opd__scalar_to_double(beta)};
+  opd__cuda_ewop scale = {
+      .op = OPD_CUDA_EW_SCALE, .compute = t, .c0d = opd__scalar_to_double(beta)};
   uint64_t u = 0;
   if (!opd_dtype_is_floating(t)) {
     int rc = int_coefficient(beta, &u);
     if (rc) return rc;
     scale.c0i = (int64_t)u;
   }
-  return ew_run(&scale, out, &self, 1);
+  return opd__cuda_ew_run(&scale, out, &self, 1);
 }
 
 /* mm (batched 0) and bmm (batched 1): zeros for an empty contraction, else the product */
@@ -891,7 +961,7 @@ static int mm_bmm(opd_tensor *self, opd_tensor *mat2, int batched, opd_tensor **
   int rc = batched ? opd__bmm_alloc(self, mat2, out) : opd__mm_alloc(self, mat2, out);
   if (rc || (*out)->numel == 0) return rc;
   if (opd_tensor_sizes(self)[1 + batched] == 0)
-    rc = opd__cuda_memset0(dev_of(*out), opd_tensor_data(*out),
+    rc = opd__cuda_memset0(opd__cuda_dev_of(*out), opd_tensor_data(*out),
                            (size_t)(*out)->numel * opd_dtype_size(opd_tensor_dtype(*out)));
   else
     rc = gemm(self, mat2, batched, opd__scalar_int(1), opd__scalar_int(0), *out,
@@ -920,13 +990,107 @@ int opd__cuda_addmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat
   } else {
     if (opd__scalar_to_double(beta) !=
         0) { /* out = self (broadcast), then the product adds to beta * out */
-      ew_op copy = {.op = OPD_CUDA_EW_COPY,
-                    .compute = copy_compute(opd_tensor_dtype(self), opd_tensor_dtype(*out))};
-      rc = ew_run(&copy, *out, &self, 1);
+      opd__cuda_ewop copy = {
+          .op = OPD_CUDA_EW_COPY,
+          .compute = opd__cuda_copy_compute(opd_tensor_dtype(self), opd_tensor_dtype(*out))};
+      rc = opd__cuda_ew_run(&copy, *out, &self, 1);
     }
     if (!rc) rc = gemm(mat1, mat2, 0, alpha, beta, *out, "addmm");
   }
   if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+/* ---- dot, vdot, addmv, baddbmm: more products on the gemm launcher ---- */
+
+/* out = beta * self (broadcast to out) + alpha * a @ b over the matrices at dim d0 (1: batches),
+ * as addmm computes it; beta * self alone for an empty contraction. */
+static int add_product(opd_tensor *self, opd_tensor *a, opd_tensor *b, int d0, opd_scalar beta,
+                       opd_scalar alpha, opd_tensor *out, opd_tensor *c, const char *name) {
+  if (opd_tensor_sizes(a)[d0 + 1] == 0) return scale_into(out, self, beta);
+  int rc = 0;
+  if (opd__scalar_to_double(beta) != 0) { /* out = self, then the product adds to beta * out */
+    opd__cuda_ewop copy = {
+        .op = OPD_CUDA_EW_COPY,
+        .compute = opd__cuda_copy_compute(opd_tensor_dtype(self), opd_tensor_dtype(out))};
+    rc = opd__cuda_ew_run(&copy, out, &self, 1);
+  }
+  return rc ? rc : gemm(a, b, d0, alpha, beta, c, name);
+}
+
+/* A 2-d view (rows, cols) of a 1-d or 0-d tensor t with the given strides. */
+static int matrix_view(opd_tensor *t, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                       opd_tensor **out) {
+  int64_t sizes[2] = {rows, cols}, strides[2] = {rs, cs};
+  return opd_tensor_view_of(t, sizes, strides, 2, t->storage_offset, out);
+}
+
+/* dot and vdot (the same for real dtypes): a (1 x k) @ (k x 1) product into the 0-d result */
+static int dot(const char *name, opd_tensor *self, opd_tensor *other, opd_tensor **out) {
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__dot_meta(name, self, other, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc) return rc;
+  int64_t k = self->numel;
+  opd_tensor *a = NULL, *b = NULL, *c = NULL;
+  if (k == 0) {
+    rc = opd__cuda_memset0(opd__cuda_dev_of(*out), opd_tensor_data(*out),
+                           opd_dtype_size(spec.dtype));
+  } else if (!(rc = matrix_view(self, 1, k, k, opd_tensor_strides(self)[0], &a)) &&
+             !(rc = matrix_view(other, k, 1, opd_tensor_strides(other)[0], 1, &b)) &&
+             !(rc = matrix_view(*out, 1, 1, 1, 1, &c))) {
+    rc = gemm(a, b, 0, opd__scalar_int(1), opd__scalar_int(0), c, name);
+  }
+  opd_tensor *views[3] = {a, b, c};
+  for (int i = 0; i < 3; i++)
+    if (views[i]) opd_tensor_release(views[i]);
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_dot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *tensor,
+                  opd_tensor **out) {
+  (void)ctx;
+  return dot("dot", self, tensor, out);
+}
+
+int opd__cuda_vdot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
+                   opd_tensor **out) {
+  (void)ctx;
+  return dot("vdot", self, other, out);
+}
+
+/* addmv: out (m) = beta * self + alpha * mat (m x k) @ vec (k x 1) */
+int opd__cuda_addmv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat, opd_tensor *vec,
+                    opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__addmv_meta(self, mat, vec, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc || (*out)->numel == 0) return rc;
+  int64_t m = opd_tensor_sizes(mat)[0], k = opd_tensor_sizes(mat)[1];
+  opd_tensor *b = NULL, *c = NULL;
+  if (!(rc = matrix_view(vec, k, 1, opd_tensor_strides(vec)[0], 1, &b)) &&
+      !(rc = matrix_view(*out, m, 1, 1, 1, &c)))
+    rc = add_product(self, mat, b, 0, beta, alpha, *out, c, "addmv");
+  if (b) opd_tensor_release(b);
+  if (c) opd_tensor_release(c);
+  if (rc) opd_tensor_release(*out);
+  return rc;
+}
+
+int opd__cuda_baddbmm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *batch1,
+                      opd_tensor *batch2, opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_device device;
+  int rc = opd__baddbmm_meta(self, batch1, batch2, &spec, &device);
+  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  if (rc || (*out)->numel == 0) return rc;
+  if ((rc = add_product(self, batch1, batch2, 1, beta, alpha, *out, *out, "baddbmm")))
+    opd_tensor_release(*out);
   return rc;
 }
 
@@ -959,10 +1123,10 @@ int opd__cuda_index_select(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t 
       g.self_strides[k] = opd_tensor_strides(self)[k];
     }
   }
-  int dev = dev_of(self), bad = 0;
-  if (!(rc = flag_new(dev, &g.error))) {
+  int dev = opd__cuda_dev_of(self), bad = 0;
+  if (!(rc = opd__cuda_flag_new(dev, &g.error))) {
     rc = opd__cuda_launch_gather(dev, &g);
-    int rc2 = flag_take(dev, g.error, &bad);
+    int rc2 = opd__cuda_flag_take(dev, g.error, &bad);
     if (!rc) rc = rc2;
     if (!rc && bad) rc = opd_error(OPD_EINDEX, "index out of range in self");
   }

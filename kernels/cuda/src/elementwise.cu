@@ -35,7 +35,7 @@ struct ew_args {
   bool native; /* every operand has the compute type's own dtype (no conversions) */
   int dtype[OPD_CUDA_EW_MAX_OPS];
   char *data[OPD_CUDA_EW_MAX_OPS];
-  double c0d, c1d;
+  double c0d, c1d, c2d;
   int64_t c0i, c1i;
   int *error;
   int64_t numel;
@@ -139,6 +139,91 @@ __device__ __forceinline__ double m_copysign(double x, double y) {
   return copysign(x, y);
 }
 
+/* the float and double overloads of the CUDA math library's functions of one or two
+ * arguments, as m_NAME */
+#define OPD_CUDA_MATH1(name)                             \
+  __device__ __forceinline__ float m_##name(float x) {   \
+    return name##f(x);                                   \
+  }                                                      \
+  __device__ __forceinline__ double m_##name(double x) { \
+    return name(x);                                      \
+  }
+#define OPD_CUDA_MATH2(name)                                       \
+  __device__ __forceinline__ float m_##name(float x, float y) {    \
+    return name##f(x, y);                                          \
+  }                                                                \
+  __device__ __forceinline__ double m_##name(double x, double y) { \
+    return name(x, y);                                             \
+  }
+OPD_CUDA_MATH1(acos)
+OPD_CUDA_MATH1(asin)
+OPD_CUDA_MATH1(atan)
+OPD_CUDA_MATH1(acosh)
+OPD_CUDA_MATH1(asinh)
+OPD_CUDA_MATH1(atanh)
+OPD_CUDA_MATH1(sinh)
+OPD_CUDA_MATH1(cosh)
+OPD_CUDA_MATH1(tan)
+OPD_CUDA_MATH1(erfc)
+OPD_CUDA_MATH1(erfinv)
+OPD_CUDA_MATH1(lgamma)
+OPD_CUDA_MATH1(log1p)
+OPD_CUDA_MATH1(expm1)
+OPD_CUDA_MATH1(log2)
+OPD_CUDA_MATH1(log10)
+OPD_CUDA_MATH1(exp2)
+OPD_CUDA_MATH1(rint)
+OPD_CUDA_MATH1(ceil)
+OPD_CUDA_MATH2(atan2)
+OPD_CUDA_MATH2(hypot)
+OPD_CUDA_MATH2(pow)
+OPD_CUDA_MATH2(fmax)
+OPD_CUDA_MATH2(fmin)
+#undef OPD_CUDA_MATH1
+#undef OPD_CUDA_MATH2
+
+/* ATen's calc_digamma (as kernels/cpu/pointwise_unary.c): the reflection for negative x, a
+ * recurrence up to 10, then the asymptotic series */
+template <class T> __device__ T digamma(T x) {
+  const T PI = (T)3.14159265358979323846;
+  const T A[7] = {(T)8.33333333333333333333E-2, (T)-2.10927960927960927961E-2,
+                  (T)7.57575757575757575758E-3, (T)-4.16666666666666666667E-3,
+                  (T)3.96825396825396825397E-3, (T)-8.33333333333333333333E-3,
+                  (T)8.33333333333333333333E-2};
+  if (x == 0) return m_copysign((T)INFINITY, -x);
+  T result = 0;
+  if (x < 0) {
+    if (x == m_trunc(x)) return (T)NAN;
+    result = -PI / m_tan(PI * (x - m_trunc(x)));
+    x = 1 - x;
+  }
+  while (x < 10) {
+    result -= 1 / x;
+    x += 1;
+  }
+  if (x == 10) return result + (T)2.25175258906672110764;
+  T y = 0;
+  if (x < (T)1.0e17) {
+    T z = 1 / (x * x), p = A[0];
+    for (int i = 1; i < 7; i++) p = p * z + A[i];
+    y = z * p;
+  }
+  return result + m_log(x) - ((T)0.5 / x) - y;
+}
+
+/* ATen's lerp: from the nearer end, so that weight 1 gives end exactly */
+template <class T> __device__ __forceinline__ T lerp(T s, T e, T w) {
+  return m_fabs(w) < (T)0.5 ? s + w * (e - s) : e - (e - s) * (1 - w);
+}
+
+/* std::min and std::max, which keep a NaN first operand */
+template <class T> __device__ __forceinline__ T std_max(T a, T b) {
+  return a < b ? b : a;
+}
+template <class T> __device__ __forceinline__ T std_min(T a, T b) {
+  return b < a ? b : a;
+}
+
 /* c10's div_floor_floating */
 template <class T> __device__ T div_floor_float(T a, T b) {
   if (b == 0) return a / b;
@@ -167,6 +252,23 @@ __device__ int64_t div_trunc_int(int64_t a, int64_t b, int *error) {
   return b == -1 ? wrap_neg(a) : a / b;
 }
 
+/* integer fmod (a zero divisor flags an error) and ATen's powi (a negative exponent gives 0
+ * but for bases 1 and -1) */
+__device__ int64_t fmod_int(int64_t a, int64_t b, int *error) {
+  if (b == 0) {
+    if (error) *error = 1;
+    return 0;
+  }
+  return b == -1 ? 0 : a % b;
+}
+__device__ int64_t pow_int(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
+  uint64_t r = 1, ua = (uint64_t)a;
+  for (uint64_t e = (uint64_t)b; e; e >>= 1, ua *= ua)
+    if (e & 1) r *= ua;
+  return (int64_t)r;
+}
+
 template <class CT> __device__ __forceinline__ CT constant(const ew_args &a, int k) {
   if constexpr (is_float<CT>::value)
     return (CT)(k ? a.c1d : a.c0d);
@@ -184,6 +286,16 @@ template <class CT> __device__ __forceinline__ CT apply(const ew_args &a, CT x, 
   case OPD_CUDA_EW_GT: return x > y ? 1 : 0;
   case OPD_CUDA_EW_LT_SCALAR: return x < c0 ? 1 : 0;
   case OPD_CUDA_EW_EQ_SCALAR: return x == c0 ? 1 : 0;
+  case OPD_CUDA_EW_NE: return x != y ? 1 : 0;
+  case OPD_CUDA_EW_LT: return x < y ? 1 : 0;
+  case OPD_CUDA_EW_LE: return x <= y ? 1 : 0;
+  case OPD_CUDA_EW_GE: return x >= y ? 1 : 0;
+  case OPD_CUDA_EW_GT_SCALAR: return x > c0 ? 1 : 0;
+  case OPD_CUDA_EW_LE_SCALAR: return x <= c0 ? 1 : 0;
+  case OPD_CUDA_EW_GE_SCALAR: return x >= c0 ? 1 : 0;
+  case OPD_CUDA_EW_NE_SCALAR: return x != c0 ? 1 : 0;
+  case OPD_CUDA_EW_THRESHOLD: return x <= c0 ? c1 : x;
+  case OPD_CUDA_EW_THRESHOLD_BACKWARD: return y <= c0 ? (CT)0 : x;
   case OPD_CUDA_EW_WHERE: return x != 0 ? y : z;
   case OPD_CUDA_EW_MASKED_FILL: return x != 0 ? c0 : y;
   case OPD_CUDA_EW_CLAMP: {
@@ -197,6 +309,10 @@ template <class CT> __device__ __forceinline__ CT apply(const ew_args &a, CT x, 
   default: break;
   }
   if constexpr (is_float<CT>::value) {
+    const CT c2 = (CT)a.c2d;
+    constexpr CT GELU_BETA = (CT)0.39894228040143267794;  /* 1 / sqrt(2 pi) */
+    constexpr CT GELU_TBETA = (CT)0.79788456080286535588; /* sqrt(2 / pi) */
+    constexpr CT GELU_KAPPA = (CT)0.044715;
     switch (a.op) {
     case OPD_CUDA_EW_ADD: return x + c0 * y;
     case OPD_CUDA_EW_ADD1: return x + y;
@@ -229,6 +345,95 @@ template <class CT> __device__ __forceinline__ CT apply(const ew_args &a, CT x, 
     case OPD_CUDA_EW_POW_3: return x * x * x;
     case OPD_CUDA_EW_POW_M2: return 1 / (x * x);
     case OPD_CUDA_EW_POW_ANY: return (CT)pow((double)x, a.c0d);
+    case OPD_CUDA_EW_ACOS: return m_acos(x);
+    case OPD_CUDA_EW_ASIN: return m_asin(x);
+    case OPD_CUDA_EW_ATAN: return m_atan(x);
+    case OPD_CUDA_EW_ACOSH: return m_acosh(x);
+    case OPD_CUDA_EW_ASINH: return m_asinh(x);
+    case OPD_CUDA_EW_ATANH: return m_atanh(x);
+    case OPD_CUDA_EW_SINH: return m_sinh(x);
+    case OPD_CUDA_EW_COSH: return m_cosh(x);
+    case OPD_CUDA_EW_TAN: return m_tan(x);
+    case OPD_CUDA_EW_ERF: return m_erf(x);
+    case OPD_CUDA_EW_ERFC: return m_erfc(x);
+    case OPD_CUDA_EW_ERFINV: return m_erfinv(x);
+    case OPD_CUDA_EW_LGAMMA: return m_lgamma(x);
+    case OPD_CUDA_EW_DIGAMMA: return digamma(x);
+    case OPD_CUDA_EW_LOG1P: return m_log1p(x);
+    case OPD_CUDA_EW_EXPM1: return m_expm1(x);
+    case OPD_CUDA_EW_LOG2: return m_log2(x);
+    case OPD_CUDA_EW_LOG10: return m_log10(x);
+    case OPD_CUDA_EW_EXP2: return m_exp2(x);
+    case OPD_CUDA_EW_RECIPROCAL: return 1 / x;
+    case OPD_CUDA_EW_FRAC: return x - m_trunc(x);
+    case OPD_CUDA_EW_ROUND_SCALED: return m_rint(x * c0) / c0;
+    case OPD_CUDA_EW_ROUND_COARSE: return m_rint(x / c0) * c0;
+    case OPD_CUDA_EW_NAN_TO_NUM:
+      return x != x ? c0 : x == (CT)INFINITY ? c1 : x == -(CT)INFINITY ? c2 : x;
+    case OPD_CUDA_EW_FLOOR: return m_floor(x);
+    case OPD_CUDA_EW_CEIL: return m_ceil(x);
+    case OPD_CUDA_EW_ROUND: return m_rint(x); /* half to even */
+    case OPD_CUDA_EW_TRUNC: return m_trunc(x);
+    case OPD_CUDA_EW_SIGN: return (CT)((0 < x) - (x < 0)); /* NaN gives 0 */
+    case OPD_CUDA_EW_ISNAN: return x != x ? 1 : 0;
+    case OPD_CUDA_EW_SIGNBIT: return signbit(x) ? 1 : 0;
+    case OPD_CUDA_EW_ATAN2: return m_atan2(x, y);
+    case OPD_CUDA_EW_FMOD: return m_fmod(x, y);
+    case OPD_CUDA_EW_REMAINDER: {
+      CT m = m_fmod(x, y); /* moved to the divisor's sign */
+      return m != 0 && (y < 0) != (m < 0) ? m + y : m;
+    }
+    case OPD_CUDA_EW_HYPOT: return m_hypot(x, y);
+    case OPD_CUDA_EW_COPYSIGN: return m_copysign(x, y);
+    case OPD_CUDA_EW_XLOGY: return y != y ? (CT)NAN : x == 0 ? (CT)0 : x * m_log(y);
+    case OPD_CUDA_EW_POW_TENSOR: return m_pow(x, y);
+    case OPD_CUDA_EW_FMAX: return m_fmax(x, y);
+    case OPD_CUDA_EW_FMIN: return m_fmin(x, y);
+    case OPD_CUDA_EW_LOGADDEXP:
+      return (x == (CT)INFINITY || x == -(CT)INFINITY) && x == y
+                 ? x
+                 : (x < y ? y : x) + m_log1p(m_exp(-m_fabs(x - y)));
+    case OPD_CUDA_EW_CLAMP_LO: return x != x ? x : c0 != c0 ? c0 : x < c0 ? c0 : x;
+    case OPD_CUDA_EW_CLAMP_HI: return x != x ? x : c0 != c0 ? c0 : x > c0 ? c0 : x;
+    case OPD_CUDA_EW_ADDCMUL: return x + c0 * y * z;
+    case OPD_CUDA_EW_ADDCDIV: return x + c0 * y / z;
+    case OPD_CUDA_EW_LERP_SCALAR: return lerp(x, y, c0);
+    case OPD_CUDA_EW_LERP_TENSOR: return lerp(x, y, z);
+    case OPD_CUDA_EW_CLAMP_TENSOR:
+      return y != y || z != z ? (CT)NAN : (x < y ? y : x) > z ? z : (x < y ? y : x);
+    case OPD_CUDA_EW_HARDTANH: return x != x ? x : m_fmin(m_fmax(x, c0), c1);
+    case OPD_CUDA_EW_LEAKY_RELU: return x > 0 ? x : x * c0;
+    case OPD_CUDA_EW_ELU: return x <= 0 ? m_expm1(x * c2) * c0 : x * c1;
+    case OPD_CUDA_EW_MISH: return x * m_tanh(m_log1p(m_exp(x)));
+    case OPD_CUDA_EW_SOFTPLUS: return x * c0 > c1 ? x : m_log1p(m_exp(x * c0)) / c0;
+    case OPD_CUDA_EW_HARDSWISH: return x * std_min(std_max(x + 3, (CT)0), (CT)6) / 6;
+    case OPD_CUDA_EW_HARDSIGMOID: return std_min(std_max(x + 3, (CT)0), (CT)6) / 6;
+    case OPD_CUDA_EW_GLU: return x * (1 / (1 + m_exp(-y)));
+    /* the backward operators: x the gradient, y the forward's input (or result) */
+    case OPD_CUDA_EW_GELU_BACKWARD:
+      return x * ((CT)0.5 * (1 + m_erf(y * (CT)0.70710678118654752440)) +
+                  y * m_exp((CT)-0.5 * y * y) * GELU_BETA);
+    case OPD_CUDA_EW_GELU_TANH_BACKWARD: {
+      CT t = m_tanh(GELU_TBETA * (y + GELU_KAPPA * y * y * y));
+      return x * ((CT)0.5 * (1 + t) +
+                  (CT)0.5 * y * (1 - t * t) * GELU_TBETA * (1 + 3 * GELU_KAPPA * y * y));
+    }
+    case OPD_CUDA_EW_SILU_BACKWARD:
+      return x / (1 + m_exp(-y)) * (1 + y * (1 - 1 / (1 + m_exp(-y))));
+    case OPD_CUDA_EW_SIGMOID_BACKWARD: return x * (1 - y) * y;
+    case OPD_CUDA_EW_TANH_BACKWARD: return x * (1 - y * y);
+    case OPD_CUDA_EW_HARDSWISH_BACKWARD: return y < -3 ? (CT)0 : y <= 3 ? x * (y / 3 + (CT)0.5) : x;
+    case OPD_CUDA_EW_HARDSIGMOID_BACKWARD: return y > -3 && y < 3 ? x * (CT)(1.0f / 6.0f) : (CT)0;
+    case OPD_CUDA_EW_HARDTANH_BACKWARD: return y <= c0 || y >= c1 ? (CT)0 : x;
+    case OPD_CUDA_EW_LEAKY_RELU_BACKWARD: return y > 0 ? x : x * c0;
+    case OPD_CUDA_EW_ELU_BACKWARD: return y <= 0 ? x * c2 * c0 * m_exp(y * c2) : x * c1;
+    case OPD_CUDA_EW_ELU_RESULT_BACKWARD: return y <= 0 ? x * c2 * (y + c0) : x * c1;
+    case OPD_CUDA_EW_SOFTPLUS_BACKWARD:
+      return y * c0 > c1 ? x : x * m_exp(y * c0) / (m_exp(y * c0) + 1);
+    case OPD_CUDA_EW_MISH_BACKWARD: {
+      CT t = m_tanh(m_log1p(m_exp(y)));
+      return x * (t + y / (1 + m_exp(-y)) * (1 - t * t));
+    }
     default: return x;
     }
   } else {
@@ -246,6 +451,30 @@ template <class CT> __device__ __forceinline__ CT apply(const ew_args &a, CT x, 
     }
     case OPD_CUDA_EW_NEG: return wrap_neg(x);
     case OPD_CUDA_EW_ABS: return x < 0 ? wrap_neg(x) : x;
+    case OPD_CUDA_EW_FLOOR:
+    case OPD_CUDA_EW_CEIL:
+    case OPD_CUDA_EW_ROUND:
+    case OPD_CUDA_EW_TRUNC: return x;
+    case OPD_CUDA_EW_SIGN: return (0 < x) - (x < 0);
+    case OPD_CUDA_EW_BITWISE_NOT: return a.narrow == OPD_BOOL ? x == 0 : ~x;
+    case OPD_CUDA_EW_ISNAN: return 0;
+    case OPD_CUDA_EW_SIGNBIT: return x < 0 ? 1 : 0;
+    case OPD_CUDA_EW_FMOD: return fmod_int(x, y, a.error);
+    case OPD_CUDA_EW_REMAINDER: { /* Python's %: the sign of the divisor */
+      int64_t r = fmod_int(x, y, a.error);
+      return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+    }
+    case OPD_CUDA_EW_POW_TENSOR: return pow_int(x, y);
+    case OPD_CUDA_EW_BITWISE_AND: return x & y;
+    case OPD_CUDA_EW_BITWISE_OR: return x | y;
+    case OPD_CUDA_EW_BITWISE_XOR: return x ^ y;
+    case OPD_CUDA_EW_FMAX: return x < y ? y : x;
+    case OPD_CUDA_EW_FMIN: return y < x ? y : x;
+    case OPD_CUDA_EW_CLAMP_LO: return x < c0 ? c0 : x;
+    case OPD_CUDA_EW_CLAMP_HI: return x > c0 ? c0 : x;
+    case OPD_CUDA_EW_ADDCMUL: return wrap_add(x, wrap_mul(wrap_mul(c0, y), z));
+    case OPD_CUDA_EW_CLAMP_TENSOR: return (x < y ? y : x) > z ? z : (x < y ? y : x);
+    case OPD_CUDA_EW_HARDTANH: return x < c0 ? (c0 > c1 ? c1 : c0) : x > c1 ? c1 : x;
     case OPD_CUDA_EW_POW_INT: {
       uint64_t r = 1, b = (uint64_t)x;
       for (uint64_t e = (uint64_t)c0; e; e >>= 1, b *= b)
@@ -378,6 +607,7 @@ extern "C" int opd__cuda_launch_elementwise(int device, const opd__cuda_ew *d) {
   }
   a.c0d = d->c0d;
   a.c1d = d->c1d;
+  a.c2d = d->c2d;
   a.c0i = d->c0i;
   a.c1i = d->c1i;
   a.error = d->error;

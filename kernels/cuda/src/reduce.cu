@@ -57,6 +57,25 @@ template <class T> __device__ __forceinline__ bool arg_better(T av, int64_t ai, 
   return av > bv || (av == bv && ai < bi);
 }
 
+/* (value, index) of argmin: is a better than b? (the first minimum; a NaN is smaller than any
+ * number) */
+template <class T>
+__device__ __forceinline__ bool arg_better_min(T av, int64_t ai, T bv, int64_t bi) {
+  if constexpr (is_float<T>::value) {
+    if (av != av) return bv == bv || ai < bi;
+    if (bv != bv) return false;
+  }
+  return av < bv || (av == bv && ai < bi);
+}
+
+/* min with NaN propagation */
+template <class T> __device__ __forceinline__ T min_nan(T a, T b) {
+  if constexpr (is_float<T>::value)
+    return (a != a || a < b) ? a : (b != b ? b : (a < b ? a : b));
+  else
+    return a < b ? a : b;
+}
+
 /* the index of an argmax state that has seen no element */
 constexpr int64_t EMPTY = INT64_MAX;
 
@@ -66,6 +85,23 @@ template <class T> __device__ __forceinline__ T lowest() {
     return -(T)INFINITY;
   else
     return INT64_MIN;
+}
+
+/* the identity of a reduction's combine */
+template <class T> __device__ __forceinline__ T identity(int op) {
+  switch (op) {
+  case OPD_CUDA_RED_AMAX:
+  case OPD_CUDA_RED_ARGMAX: return lowest<T>();
+  case OPD_CUDA_RED_AMIN:
+  case OPD_CUDA_RED_ARGMIN:
+    if constexpr (is_float<T>::value)
+      return (T)INFINITY;
+    else
+      return INT64_MAX;
+  case OPD_CUDA_RED_PROD:
+  case OPD_CUDA_RED_ALL: return (T)1;
+  default: return (T)0;
+  }
 }
 
 template <class T> struct red_state {
@@ -80,6 +116,22 @@ template <class T> __device__ red_state<T> combine(int op, red_state<T> a, red_s
     if (a.i == EMPTY) return b;
     if (b.i == EMPTY) return a;
     return arg_better(a.v, a.i, b.v, b.i) ? a : b;
+  case OPD_CUDA_RED_AMIN: return {min_nan(a.v, b.v), 0};
+  case OPD_CUDA_RED_ARGMIN:
+    if (a.i == EMPTY) return b;
+    if (b.i == EMPTY) return a;
+    return arg_better_min(a.v, a.i, b.v, b.i) ? a : b;
+  case OPD_CUDA_RED_PROD:
+    if constexpr (is_float<T>::value)
+      return {a.v * b.v, 0};
+    else
+      return {(T)((uint64_t)a.v * (uint64_t)b.v), 0};
+  case OPD_CUDA_RED_ANY:
+  case OPD_CUDA_RED_ALL:
+    if constexpr (is_float<T>::value)
+      return {a.v, 0}; /* (read into int64 only) */
+    else
+      return {op == OPD_CUDA_RED_ANY ? (a.v | b.v) : (a.v & b.v), 0};
   default: return {acc_add(a.v, b.v), 0};
   }
 }
@@ -97,7 +149,8 @@ template <class T> __device__ void write_output(const opd__cuda_red &d, int64_t 
   void *p = (char *)d.out + o * elsize(d.out_dtype);
   switch (d.op) {
   case OPD_CUDA_RED_MEAN: store<T>(p, d.out_dtype, s.v / (T)d.nred); break;
-  case OPD_CUDA_RED_ARGMAX: *(int64_t *)p = s.i; break;
+  case OPD_CUDA_RED_ARGMAX:
+  case OPD_CUDA_RED_ARGMIN: *(int64_t *)p = s.i; break;
   default: store<T>(p, d.out_dtype, s.v);
   }
 }
@@ -124,7 +177,7 @@ __global__ void reduce_kernel(opd__cuda_red d, red_geom g, bool warp_per_output,
   const int64_t start = warp_per_output ? (int64_t)blockIdx.x * nwarps : blockIdx.x;
   const int width = warp_per_output ? 32 : blockDim.x;
   const int me = warp_per_output ? lane : threadIdx.x;
-  const T init = d.op == OPD_CUDA_RED_SUM || d.op == OPD_CUDA_RED_MEAN ? (T)0 : lowest<T>();
+  const T init = identity<T>(d.op);
   for (int64_t ob = start; ob < items; ob += step) {
     const int64_t o = warp_per_output ? ob + warp : ob / splits;
     const int64_t lo = warp_per_output ? 0 : ob % splits * slice;
@@ -143,7 +196,11 @@ __global__ void reduce_kernel(opd__cuda_red d, red_geom g, bool warp_per_output,
           off += (rr % g.sizes[k]) * g.strides[k];
           rr /= g.sizes[k];
         }
-        red_state<T> e = {load<T>((const char *)d.in + off * esz, d.in_dtype), r};
+        const char *at = (const char *)d.in + off * esz;
+        red_state<T> e = {
+            d.nonzero ? (T)(load<double>(at, d.in_dtype) != 0) : load<T>(at, d.in_dtype), r};
+        if constexpr (is_float<T>::value)
+          if (d.op == OPD_CUDA_RED_NANSUM && e.v != e.v) e.v = 0;
         s = combine(d.op, s, e);
       }
     }
@@ -176,7 +233,7 @@ __global__ void reduce_kernel(opd__cuda_red d, red_geom g, bool warp_per_output,
 template <class T> __global__ void reduce_finish(opd__cuda_red d, red_partials<T> p) {
   const int lane = threadIdx.x & 31;
   const int64_t nwarps = blockDim.x >> 5;
-  const T init = d.op == OPD_CUDA_RED_SUM || d.op == OPD_CUDA_RED_MEAN ? (T)0 : lowest<T>();
+  const T init = identity<T>(d.op);
   for (int64_t o = blockIdx.x * nwarps + (threadIdx.x >> 5); o < d.nout;
        o += (int64_t)gridDim.x * nwarps) {
     red_state<T> s = {init, EMPTY};
@@ -184,6 +241,67 @@ template <class T> __global__ void reduce_finish(opd__cuda_red d, red_partials<T
       s = combine(d.op, s, red_state<T>{p.v[o * p.splits + k], p.i[o * p.splits + k]});
     s = warp_combine(d.op, s);
     if (lane == 0) write_output(d, o, s);
+  }
+}
+
+/* var, std and the vector norms: a thread per output walks its reduced elements in row-major
+ * order in double, as the CPU kernels do ([Note: Moments and norms in double] in
+ * kernels/cpu/reduce_moments.c) */
+__global__ void moments_kernel(opd__cuda_red d, red_geom g) {
+  const int esz = elsize(d.in_dtype), osz = elsize(d.out_dtype);
+  for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < d.nout;
+       o += (int64_t)gridDim.x * blockDim.x) {
+    int64_t base = 0, rest = o;
+    for (int k = g.nkept - 1; k >= 0; k--) {
+      base += (rest % g.sizes[k]) * g.strides[k];
+      rest /= g.sizes[k];
+    }
+    double mean = 0, m2 = 0, n = 0, sum = 0, mx = 0, mn = INFINITY, count = 0;
+    for (int64_t r = 0; r < d.nred; r++) {
+      int64_t off = base, rr = r;
+      for (int k = g.ndim - 1; k >= g.nkept; k--) {
+        off += (rr % g.sizes[k]) * g.strides[k];
+        rr /= g.sizes[k];
+      }
+      double x = load<double>((const char *)d.in + off * esz, d.in_dtype);
+      if (d.op != OPD_CUDA_RED_NORM) {
+        n += 1;
+        double delta = x - mean;
+        mean += delta / n;
+        m2 += delta * (x - mean);
+        continue;
+      }
+      double v = fabs(x), p = d.ord;
+      if (p == 0)
+        count += x != 0;
+      else if (p == INFINITY)
+        mx = max_nan(mx, v);
+      else if (p == -INFINITY)
+        mn = v < mn || v != v ? v : mn;
+      else if (p == 1)
+        sum += v;
+      else if (p == 2)
+        sum += v * v;
+      else
+        sum += pow(v, p);
+    }
+    char *dst = (char *)d.out + o * osz;
+    if (d.op == OPD_CUDA_RED_NORM) {
+      double p = d.ord, r = d.nred == 0      ? 0
+                            : p == 0         ? count
+                            : p == INFINITY  ? mx
+                            : p == -INFINITY ? mn
+                            : p == 1         ? sum
+                            : p == 2         ? sqrt(sum)
+                                             : pow(sum, 1 / p);
+      store<double>(dst, d.out_dtype, r);
+      continue;
+    }
+    double div = (double)d.nred - d.correction;
+    double var = d.nred > 0 ? m2 / (div > 0 ? div : 0) : (double)NAN;
+    if (d.nred == 0) mean = NAN;
+    store<double>(dst, d.out_dtype, d.op == OPD_CUDA_RED_STD ? sqrt(var) : var);
+    if (d.mean) store<double>((char *)d.mean + o * osz, d.out_dtype, mean);
   }
 }
 
@@ -385,6 +503,19 @@ extern "C" int opd__cuda_launch_reduce(int device, const opd__cuda_red *d) {
   using namespace opd_cuda;
   int rc = opd__cuda_use_device(device);
   if (rc || d->nout == 0) return rc;
+  if (d->op == OPD_CUDA_RED_VAR || d->op == OPD_CUDA_RED_STD || d->op == OPD_CUDA_RED_NORM) {
+    red_geom g;
+    g.ndim = d->ndim;
+    g.nkept = d->nkept;
+    for (int k = 0; k < d->ndim; k++) {
+      g.sizes[k] = d->sizes[k];
+      g.strides[k] = d->strides[k];
+    }
+    int64_t blocks = (d->nout + THREADS - 1) / THREADS;
+    moments_kernel<<<(unsigned)(blocks < 65536 ? blocks : 65536), THREADS, 0, stream_of(device)>>>(
+        *d, g);
+    return opd__cuda_check_launch(device, "a moments kernel launch");
+  }
   if (d->acc == 0) return reduce_launch<float>(device, d, stream_of(device));
   if (d->acc == 1) return reduce_launch<double>(device, d, stream_of(device));
   return reduce_launch<int64_t>(device, d, stream_of(device));

@@ -4,15 +4,6 @@
 #include "opd/dispatcher.h"
 #include "opd/unboxed.h"
 
-#define OPD__DECLARE(op, fn, R, ...) \
-  int fn(const opd_kernel_ctx *, OPD__MAP(OPD__M_TYPE, OPD__COMMA, __VA_ARGS__) OPD__RET_PTYPE_##R);
-OPD_CUDA_UNBOXED_KERNELS(OPD__DECLARE)
-#undef OPD__DECLARE
-
-#define OPD__DECLARE_BOXED(op, fn) int fn(const opd_kernel_ctx *ctx, opd_stack *stack);
-OPD_CUDA_BOXED_KERNELS(OPD__DECLARE_BOXED)
-#undef OPD__DECLARE_BOXED
-
 #define OPD__WRAPPER(op, fn, R, ...) OPD_BOXED_WRAPPER(fn, R, __VA_ARGS__)
 OPD_CUDA_UNBOXED_KERNELS(OPD__WRAPPER)
 #undef OPD__WRAPPER
