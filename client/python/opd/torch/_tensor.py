@@ -440,13 +440,158 @@ def _dispatch(func, args, kwargs):
         return _rebind(args[0], _INPLACE_VIEWS[func](*args, **kwargs))
     if info.schema is None:
         return _without_kernel(func, info, client, args, kwargs)
+    if func in _SPECIAL_CALLS:
+        out = _SPECIAL_CALLS[func](func, info, client, args, kwargs)
+        if out is not NotImplemented:
+            return out
     meta_args, meta_kwargs, meta_out = _meta_call(func, info, args, kwargs)
+    return _submit(func, info, client, first.device, args, kwargs, meta_args, meta_kwargs,
+                   meta_out)
+
+
+def _submit(func, info, client, device, args, kwargs, meta_args, meta_kwargs, meta_out):
+    """The call sent to the daemon, its results OpdTensors of meta_out's geometry."""
     values = _call_args(client, info.schema, args, kwargs, meta_args, meta_kwargs)
     refs = client._submit(info.schema.op, values, _count_tensors(meta_out)).outputs
-    result = _wrap(client, refs, meta_out, first.device)
+    result = _wrap(client, refs, meta_out, device)
     if any(info.aliased_outputs):  # in-place and out=: the written argument itself
         return _written_result(func, info, args, kwargs, result)
     return result
+
+
+# [Note: Results whose shape depends on values]
+# nonzero, masked_select and indexing with a boolean mask have results whose size depends on
+# the values, which PyTorch's meta kernels cannot give. Their size comes from the daemon: the
+# number of nonzero elements (aten::count_nonzero of the tensor, or of the mask broadcast to
+# the result's shape) is read back, one small round trip, and the call is then sent as any
+# other with that geometry (the daemon's results are contiguous). Indexing with a mask is
+# indexing with the mask's nonzero coordinates, as ATen itself rewrites it: one index tensor
+# per dimension the mask covers, each a column of nonzero(mask).
+def _count_nonzero(t):
+    """The number of nonzero elements of t (counted by the daemon for an OpdTensor: PyTorch has
+    no meta kernel of count_nonzero, whose result is a 0-d int64)."""
+    if not isinstance(t, OpdTensor):
+        return int(torch.count_nonzero(t))
+    func = torch.ops.aten.count_nonzero.default
+    info = _info(func, t._client)
+    if info.schema is None:
+        raise _not_implemented(info.qualname, t._client)
+    count = _submit(func, info, t._client, t.device, (t,), {}, (t._meta,), {},
+                    torch.empty((), dtype=torch.int64, device="meta"))
+    return int(count.cpu().item())
+
+
+def _contiguous_meta(shape, dtype):
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+def _nonzero(func, info, client, args, kwargs):
+    x = args[0] if args else kwargs["self"]
+    meta_args, meta_kwargs = _map_args(_to_meta, args), {k: _to_meta(v) for k, v in
+                                                         kwargs.items()}
+    meta_out = _contiguous_meta((_count_nonzero(x), x.dim()), torch.int64)
+    return _submit(func, info, client, _first_opd(args, kwargs).device, args, kwargs,
+                   meta_args, meta_kwargs, meta_out)
+
+
+def _masked_select(func, info, client, args, kwargs):
+    names = ("self", "mask")
+    x, mask = (args[i] if i < len(args) else kwargs[n] for i, n in enumerate(names))
+    if mask.dtype not in (torch.bool, torch.uint8):
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = torch.broadcast_shapes(x.shape, mask.shape)  # PyTorch's error when they do not
+    full = mask if tuple(mask.shape) == tuple(shape) else mask.expand(shape)
+    meta_args, meta_kwargs = _map_args(_to_meta, args), {k: _to_meta(v) for k, v in
+                                                         kwargs.items()}
+    meta_out = _contiguous_meta((_count_nonzero(full),), x.dtype)
+    return _submit(func, info, client, _first_opd(args, kwargs).device, args, kwargs,
+                   meta_args, meta_kwargs, meta_out)
+
+
+def _index_with_masks(func, info, client, args, kwargs):
+    """aten::index.Tensor with boolean (or uint8) masks among the indices: the same indexing
+    with each mask's nonzero coordinates; NotImplemented when there is no mask."""
+    x, indices = args[0], args[1]
+    if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)
+               for i in indices):
+        return NotImplemented
+    coordinates, dim = [], 0
+    for index in indices:
+        if not (isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8)):
+            coordinates.append(index)
+            dim += 1
+            continue
+        if index.dim() == 0:
+            raise OpdUnsupported("aten::index.Tensor with a 0-d mask: opd does not support it")
+        for j, size in enumerate(index.shape):
+            if dim + j >= x.dim() or size != x.shape[dim + j]:
+                raise IndexError(f"The shape of the mask {list(index.shape)} at index {j} does "
+                                 f"not match the shape of the indexed tensor {list(x.shape)} "
+                                 f"at index {dim + j}")
+        where = torch.nonzero(index)  # an OpdTensor for an OpdTensor mask
+        coordinates += [where.select(1, j) for j in range(index.dim())]
+        dim += index.dim()
+    return _dispatch(func, (x, coordinates), {})
+
+
+def _convolution_backward_meta(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+                               transposed, output_padding, groups, output_mask):
+    """convolution_backward's results as the daemon makes them (contiguous; None where
+    output_mask is false): PyTorch's meta kernel of it has none to call."""
+    shapes = (input.shape, weight.shape, (grad_output.shape[1],))
+    return tuple(torch.empty(shape, dtype=grad_output.dtype, device="meta") if asked else None
+                 for shape, asked in zip(shapes, output_mask))
+
+
+# [Note: Backward operators with an output mask]
+# convolution_backward and the norms' backward operators compute only the gradients their
+# bool[3] output_mask asks for and give None for the others, which a pending call cannot
+# promise (its results are promised as tensors). The bridge asks the daemon for every gradient
+# it can compute (conv: all; a norm's weight and bias gradients where the norm has them), which
+# costs a little unused work (a first layer's input gradient, a bias-free conv's bias
+# gradient) and keeps the call pipelined, and drops those the caller did not ask for. A mask
+# still false after that is sent as it is and waited for: its results come back as values.
+_OUTPUT_MASKS = {  # operator: (the output_mask's position, the gradients the daemon can give)
+    torch.ops.aten.convolution_backward.default: (10, lambda a: (True, True, True)),
+    torch.ops.aten.native_batch_norm_backward.default: (
+        9, lambda a: (True, a[2] is not None, a[2] is not None)),
+    torch.ops.aten.native_layer_norm_backward.default: (
+        7, lambda a: (True, a[5] is not None, a[6] is not None)),
+    torch.ops.aten.native_group_norm_backward.default: (
+        9, lambda a: (True, a[4] is not None, a[4] is not None)),
+}
+_MASKED_META = {torch.ops.aten.convolution_backward.default: _convolution_backward_meta}
+
+
+def _output_masked(func, info, client, args, kwargs):
+    position, computable = _OUTPUT_MASKS[func]
+    if kwargs or len(args) != position + 1:
+        return NotImplemented
+    asked = [bool(a) for a in args[position]]
+    sent = [a or c for a, c in zip(asked, computable(args))]
+    args = (*args[:position], sent)
+    if func is torch.ops.aten.convolution_backward.default and not asked[2]:
+        args = (*args[:3], None, *args[4:])  # autograd's bias_sizes of a bias-free conv: [0]
+    meta_args = _map_args(_to_meta, args)
+    meta_out = _MASKED_META.get(func, func)(*meta_args)
+    device = _first_opd(args, {}).device
+    if all(sent):
+        out = _submit(func, info, client, device, args, {}, meta_args, {}, meta_out)
+    else:
+        values = _call_args(client, info.schema, args, {}, meta_args, {})
+        results = client._submit(info.schema.op, values, -1).result()
+        out = tuple(None if r is None else OpdTensor(r, m, client, device)
+                    for r, m in zip(results, meta_out))
+    return tuple(o if a else None for o, a in zip(out, asked))
+
+
+# operators the bridge calls its own way (NotImplemented: the ordinary way)
+_SPECIAL_CALLS = {
+    torch.ops.aten.nonzero.default: _nonzero,
+    torch.ops.aten.masked_select.default: _masked_select,
+    torch.ops.aten.index.Tensor: _index_with_masks,
+    **{op: _output_masked for op in _OUTPUT_MASKS},
+}
 
 
 def _written_result(func, info, args, kwargs, result):
