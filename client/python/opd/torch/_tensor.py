@@ -350,9 +350,20 @@ def _aminmax_cpu_shape(meta_out, args, kwargs):
     return meta_out
 
 
+def _batch_norm_cpu_shape(meta_out, args, kwargs):
+    """native_batch_norm in eval mode: the CPU kernel (and the daemon) save no statistics
+    (empty results), its meta kernel gives them the channels' size."""
+    training = args[5] if len(args) > 5 else kwargs["training"]
+    if training:
+        return meta_out
+    empty = torch.empty((0,), dtype=meta_out[1].dtype, device="meta")
+    return (meta_out[0], empty, torch.empty((0,), dtype=meta_out[2].dtype, device="meta"))
+
+
 # operators whose meta kernel gives some results another shape than the CPU kernel (and the
 # daemon, which follows it) does
-_CPU_SHAPES = {torch.ops.aten.aminmax.default: _aminmax_cpu_shape}
+_CPU_SHAPES = {torch.ops.aten.aminmax.default: _aminmax_cpu_shape,
+               torch.ops.aten.native_batch_norm.default: _batch_norm_cpu_shape}
 
 
 def _contiguous_results(meta_out, which):
@@ -372,7 +383,7 @@ def _meta_call(func, info, args, kwargs):
     if meta_kwargs.get("device") is not None:  # the daemon's tensors are meta tensors here
         meta_kwargs["device"] = _META
     if not info.written:
-        meta_out = func(*meta_args, **meta_kwargs)
+        meta_out = _META_KERNELS.get(func, func)(*meta_args, **meta_kwargs)
         if func in _CONTIGUOUS_RESULTS:
             meta_out = _contiguous_results(meta_out, _CONTIGUOUS_RESULTS[func])
         if func in _CPU_SHAPES:
@@ -468,17 +479,8 @@ def _submit(func, info, client, device, args, kwargs, meta_args, meta_kwargs, me
 # indexing with the mask's nonzero coordinates, as ATen itself rewrites it: one index tensor
 # per dimension the mask covers, each a column of nonzero(mask).
 def _count_nonzero(t):
-    """The number of nonzero elements of t (counted by the daemon for an OpdTensor: PyTorch has
-    no meta kernel of count_nonzero, whose result is a 0-d int64)."""
-    if not isinstance(t, OpdTensor):
-        return int(torch.count_nonzero(t))
-    func = torch.ops.aten.count_nonzero.default
-    info = _info(func, t._client)
-    if info.schema is None:
-        raise _not_implemented(info.qualname, t._client)
-    count = _submit(func, info, t._client, t.device, (t,), {}, (t._meta,), {},
-                    torch.empty((), dtype=torch.int64, device="meta"))
-    return int(count.cpu().item())
+    """The number of nonzero elements of t (counted by the daemon for an OpdTensor)."""
+    return int(torch.count_nonzero(t).item())
 
 
 def _contiguous_meta(shape, dtype):
@@ -560,7 +562,30 @@ _OUTPUT_MASKS = {  # operator: (the output_mask's position, the gradients the da
     torch.ops.aten.native_group_norm_backward.default: (
         9, lambda a: (True, a[4] is not None, a[4] is not None)),
 }
-_MASKED_META = {torch.ops.aten.convolution_backward.default: _convolution_backward_meta}
+
+
+def _max_unpool2d_meta(self, indices, output_size):
+    return torch.empty((*self.shape[:-2], *output_size), dtype=self.dtype, device="meta")
+
+
+def _count_nonzero_dims_meta(self, dim):
+    dims = {d % max(self.dim(), 1) for d in dim}
+    return torch.empty([s for i, s in enumerate(self.shape) if i not in dims], dtype=torch.int64,
+                       device="meta")
+
+
+def _count_nonzero_meta(self, dim=None):
+    return _count_nonzero_dims_meta(self, range(self.dim()) if dim is None else [dim])
+
+
+# the results' geometry of operators PyTorch has no meta kernel of (the daemon's checks are the
+# arguments' checks)
+_META_KERNELS = {
+    torch.ops.aten.convolution_backward.default: _convolution_backward_meta,
+    torch.ops.aten.max_unpool2d.default: _max_unpool2d_meta,
+    torch.ops.aten.count_nonzero.dim_IntList: _count_nonzero_dims_meta,
+    torch.ops.aten.count_nonzero.default: _count_nonzero_meta,
+}
 
 
 def _output_masked(func, info, client, args, kwargs):
@@ -573,7 +598,7 @@ def _output_masked(func, info, client, args, kwargs):
     if func is torch.ops.aten.convolution_backward.default and not asked[2]:
         args = (*args[:3], None, *args[4:])  # autograd's bias_sizes of a bias-free conv: [0]
     meta_args = _map_args(_to_meta, args)
-    meta_out = _MASKED_META.get(func, func)(*meta_args)
+    meta_out = _META_KERNELS.get(func, func)(*meta_args)
     device = _first_opd(args, {}).device
     if all(sent):
         out = _submit(func, info, client, device, args, {}, meta_args, {}, meta_out)
@@ -585,8 +610,19 @@ def _output_masked(func, info, client, args, kwargs):
     return tuple(o if a else None for o, a in zip(out, asked))
 
 
+def _repeat_interleave(func, info, client, args, kwargs):
+    """repeat_interleave.Tensor without output_size: its size (the sum of the repeats) read
+    from the daemon, then the call with it."""
+    if kwargs.get("output_size") is not None or len(args) != 1:
+        return NotImplemented
+    repeats = args[0]
+    total = int(repeats.sum().item()) if repeats.numel() else 0
+    return _dispatch(func, args, {**kwargs, "output_size": total})
+
+
 # operators the bridge calls its own way (NotImplemented: the ordinary way)
 _SPECIAL_CALLS = {
+    torch.ops.aten.repeat_interleave.Tensor: _repeat_interleave,
     torch.ops.aten.nonzero.default: _nonzero,
     torch.ops.aten.masked_select.default: _masked_select,
     torch.ops.aten.index.Tensor: _index_with_masks,
@@ -605,6 +641,37 @@ def _written_result(func, info, args, kwargs, result):
 # decompositions of PyTorch's table that give other values than its kernels, and the ones used
 # instead: aten::logsumexp's subtracts an infinite maximum (NaN where eager gives -inf)
 _DECOMPOSITION_FIXES = {torch.ops.aten.logsumexp.default: torch._refs.logsumexp}
+
+
+def _nll_loss2d_forward(self, target, weight, reduction, ignore_index):
+    """nll_loss2d as nll_loss over the pixels: (N, C, H, W) as (N*H*W, C)."""
+    if self.dim() != 4 or target.dim() != 3:
+        return NotImplemented
+    flat = self.movedim(1, -1).reshape(-1, self.shape[1])
+    out, total_weight = torch.ops.aten.nll_loss_forward.default(
+        flat, target.reshape(-1), weight, reduction, ignore_index)
+    return (out.reshape(target.shape) if reduction == 0 else out), total_weight
+
+
+def _equal(self, other):
+    if self.shape != other.shape:
+        return False
+    return bool(torch.ops.aten.eq.Tensor(self, other).all())
+
+
+def _check_errors_here(info, api_name, *, is_matrix):
+    """_linalg_check_errors only reads the LAPACK infos to raise PyTorch's error: they are read
+    back and checked here (nothing is computed locally)."""
+    torch.ops.aten._linalg_check_errors.default(_here(info), api_name, is_matrix=is_matrix)
+
+
+# operators PyTorch has no decomposition of, written in others here
+_BRIDGE_DECOMPOSITIONS = {
+    torch.ops.aten.nll_loss2d_forward.default: _nll_loss2d_forward,
+    torch.ops.aten.equal.default: _equal,
+    torch.ops.aten.allclose.default: torch._refs.allclose,
+    torch.ops.aten._linalg_check_errors.default: _check_errors_here,
+}
 # decompositions that are less precise than the kernels for some arguments: not used for them
 # (upsample_bicubic2d's computes its source positions in float32, also for float64 images)
 _INEXACT_DECOMPOSITIONS = {
@@ -620,7 +687,8 @@ def _decomposition(func):
     if torch._C._dispatch_has_kernel_for_dispatch_key(
             func.name(), torch._C.DispatchKey.CompositeImplicitAutograd):
         return func.decompose
-    d = _DECOMPOSITION_FIXES.get(func) or decomposition_table.get(func)
+    d = _DECOMPOSITION_FIXES.get(func) or _BRIDGE_DECOMPOSITIONS.get(func) or \
+        decomposition_table.get(func)
     if d is not None:
         inexact = _INEXACT_DECOMPOSITIONS.get(func)
         return d if inexact is None else (
