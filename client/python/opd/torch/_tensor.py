@@ -5,6 +5,7 @@ is an OpdTensor at once and the next operator can be sent behind it
 ([Note: The Python client's request engine] in client/python/src/opdpy.h). docs/PYTHON.md
 explains the choices."""
 import contextlib
+import math
 import threading
 import warnings
 
@@ -578,9 +579,59 @@ def _count_nonzero_meta(self, dim=None):
     return _count_nonzero_dims_meta(self, range(self.dim()) if dim is None else [dim])
 
 
+def _take_meta(self, index):
+    return torch.empty(index.shape, dtype=self.dtype, device="meta")
+
+
+def _searchsorted_meta(sorted_sequence, self, *, out_int32=False, right=False, side=None,
+                       sorter=None):
+    return torch.empty(self.shape, dtype=torch.int32 if out_int32 else torch.int64,
+                       device="meta")
+
+
+def _kthvalue_meta(self, k, dim=-1, keepdim=False):
+    """The daemon's kthvalue results are views of the sorted input (contiguous): its k-th
+    position along dim (PyTorch's CPU kernel makes them contiguous; the values are the same)."""
+    def view(dtype):
+        t = torch.empty(self.shape, dtype=dtype, device="meta")
+        if self.dim() == 0:
+            return t
+        d = dim % self.dim()
+        return t.narrow(d, k - 1, 1) if keepdim else t.select(d, k - 1)
+    return view(self.dtype), view(torch.int64)
+
+
+def _pooled_size(size, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's pooling_output_shape."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+def _max_pool3d_with_indices_meta(self, kernel_size, stride=(), padding=0, dilation=1,
+                                  ceil_mode=False):
+    def three(v, default):
+        v = default if v is None or (isinstance(v, (list, tuple)) and not v) else v
+        return list(v) * 3 if isinstance(v, (list, tuple)) and len(v) == 1 else \
+            list(v) if isinstance(v, (list, tuple)) else [v] * 3
+    k = three(kernel_size, kernel_size)
+    st, pad, dil = three(stride, k), three(padding, 0), three(dilation, 1)
+    spatial = [_pooled_size(self.shape[-3 + i], k[i], st[i], pad[i], dil[i], ceil_mode)
+               for i in range(3)]
+    shape = (*self.shape[:-3], *spatial)
+    return (torch.empty(shape, dtype=self.dtype, device="meta"),
+            torch.empty(shape, dtype=torch.int64, device="meta"))
+
+
 # the results' geometry of operators PyTorch has no meta kernel of (the daemon's checks are the
 # arguments' checks)
 _META_KERNELS = {
+    torch.ops.aten.take.default: _take_meta,
+    torch.ops.aten.searchsorted.Tensor: _searchsorted_meta,
+    torch.ops.aten.kthvalue.default: _kthvalue_meta,
+    torch.ops.aten.max_pool3d_with_indices.default: _max_pool3d_with_indices_meta,
     torch.ops.aten.convolution_backward.default: _convolution_backward_meta,
     torch.ops.aten.max_unpool2d.default: _max_unpool2d_meta,
     torch.ops.aten.count_nonzero.dim_IntList: _count_nonzero_dims_meta,
@@ -620,8 +671,28 @@ def _repeat_interleave(func, info, client, args, kwargs):
     return _dispatch(func, args, {**kwargs, "output_size": total})
 
 
+def _unique2(func, info, client, args, kwargs):
+    """_unique2: the number of unique values is the size of its first result, read from the
+    daemon (a download of that result); the inverse has the input's shape where asked for,
+    and the counts the first result's size (else both are empty, as on the CPU)."""
+    names = ("self", "sorted", "return_inverse", "return_counts")
+    defaults = (None, True, False, False)
+    x, _, inverse, counts = (args[i] if i < len(args) else kwargs.get(n, defaults[i])
+                             for i, n in enumerate(names))
+    meta_args, meta_kwargs = _map_args(_to_meta, args), {k: _to_meta(v) for k, v in
+                                                         kwargs.items()}
+    values = _call_args(client, info.schema, args, kwargs, meta_args, meta_kwargs)
+    refs = client._submit(info.schema.op, values, 3).outputs
+    n = client.download(refs[0]).shape[0] if x.numel() else 0
+    metas = (_contiguous_meta((n,), x.dtype),
+             _contiguous_meta(x.shape if inverse else (0,), torch.int64),
+             _contiguous_meta((n,) if counts else (0,), torch.int64))
+    return _wrap(client, refs, metas, _first_opd(args, kwargs).device)
+
+
 # operators the bridge calls its own way (NotImplemented: the ordinary way)
 _SPECIAL_CALLS = {
+    torch.ops.aten._unique2.default: _unique2,
     torch.ops.aten.repeat_interleave.Tensor: _repeat_interleave,
     torch.ops.aten.nonzero.default: _nonzero,
     torch.ops.aten.masked_select.default: _masked_select,
@@ -665,8 +736,73 @@ def _check_errors_here(info, api_name, *, is_matrix):
     torch.ops.aten._linalg_check_errors.default(_here(info), api_name, is_matrix=is_matrix)
 
 
+def _to_default_float(x):
+    if x.is_floating_point():
+        return x
+    return torch.ops.aten._to_copy.default(x, dtype=torch.get_default_dtype())
+
+
+def _deg2rad(self):  # as ATen: a product with pi / 180 as a wrapped number
+    return torch.ops.aten.mul.Tensor(_to_default_float(self), math.pi / 180)
+
+
+def _rad2deg(self):
+    return torch.ops.aten.mul.Tensor(_to_default_float(self), 180 / math.pi)
+
+
+def _angle(self):
+    """angle of a real tensor, as ATen: pi where negative, else 0, NaN kept."""
+    if self.is_complex():
+        return NotImplemented
+    x = _to_default_float(self)
+    negative = torch.ops.aten._to_copy.default(torch.ops.aten.lt.Scalar(x, 0), dtype=x.dtype)
+    pi = torch.ops.aten.mul.Tensor(negative, math.pi)
+    return torch.ops.aten.where.self(torch.ops.aten.isnan.default(x), x, pi)
+
+
+def _narrow_copy(self, dim, start, length):
+    return torch.ops.aten.clone.default(torch.ops.aten.narrow.default(self, dim, start, length),
+                                        memory_format=torch.contiguous_format)
+
+
+def _dist(self, other, p=2):  # as ATen: norm(self - other, p)
+    return torch.ops.aten.norm.Scalar(torch.ops.aten.sub.Tensor(self, other), p)
+
+
+def _isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """isin as its elementwise comparison with every test element (ATen's own way for few
+    test elements; a boolean result, exact whatever the way)."""
+    elements = elements if isinstance(elements, torch.Tensor) else torch.tensor(elements)
+    tests = test_elements if isinstance(test_elements, torch.Tensor) else \
+        torch.tensor(test_elements)
+    found = torch.ops.aten.eq.Tensor(torch.ops.aten.unsqueeze.default(elements, -1),
+                                     torch.ops.aten.reshape.default(tests, [-1]))
+    found = torch.ops.aten.any.dim(found, -1)
+    return torch.ops.aten.logical_not.default(found) if invert else found
+
+
+def _logaddexp2(self, other):
+    """As ATen's kernel: max + log2(1 + 2^-|a - b|), and a where both are the same infinity."""
+    aten = torch.ops.aten
+    a, b = (_to_default_float(t) for t in (self, other))
+    m = aten.maximum.default(a, b)
+    spread = aten.neg.default(aten.abs.default(aten.sub.Tensor(a, b)))
+    r = aten.add.Tensor(m, aten.log2.default(aten.add.Tensor(aten.pow.Scalar(2.0, spread), 1)))
+    same_infinity = aten.logical_and.default(aten.isinf.default(a), aten.eq.Tensor(a, b))
+    return aten.where.self(same_infinity, a, r)
+
+
 # operators PyTorch has no decomposition of, written in others here
 _BRIDGE_DECOMPOSITIONS = {
+    torch.ops.aten.logaddexp2.default: _logaddexp2,
+    torch.ops.aten.deg2rad.default: _deg2rad,
+    torch.ops.aten.rad2deg.default: _rad2deg,
+    torch.ops.aten.angle.default: _angle,
+    torch.ops.aten.narrow_copy.default: _narrow_copy,
+    torch.ops.aten.dist.default: _dist,
+    torch.ops.aten.isin.Tensor_Tensor: _isin,
+    torch.ops.aten.isin.Tensor_Scalar: _isin,
+    torch.ops.aten.isin.Scalar_Tensor: _isin,
     torch.ops.aten.nll_loss2d_forward.default: _nll_loss2d_forward,
     torch.ops.aten.equal.default: _equal,
     torch.ops.aten.allclose.default: torch._refs.allclose,
