@@ -792,8 +792,25 @@ def _logaddexp2(self, other):
     return aten.where.self(same_infinity, a, r)
 
 
+def _renorm(self, p, dim, maxnorm):
+    """As ATen: the norms of the sub-tensors along dim in the accumulation type (double for
+    float), each scaled to maxnorm / (norm + 1e-7) where it exceeds maxnorm."""
+    if not self.is_floating_point() or self.dim() == 0:
+        return NotImplemented
+    aten = torch.ops.aten
+    acc = torch.float64 if self.dtype in (torch.float32, torch.float64) else torch.float32
+    reduce = [d for d in range(self.dim()) if d != dim % self.dim()]
+    norm = aten.linalg_vector_norm.default(self, p, reduce, True, dtype=acc)
+    factor = aten.where.self(aten.gt.Scalar(norm, maxnorm),
+                             aten.div.Tensor(aten.full_like.default(norm, maxnorm),
+                                             aten.add.Scalar(norm, 1e-7)),
+                             aten.full_like.default(norm, 1))
+    return aten._to_copy.default(aten.mul.Tensor(self, factor), dtype=self.dtype)
+
+
 # operators PyTorch has no decomposition of, written in others here
 _BRIDGE_DECOMPOSITIONS = {
+    torch.ops.aten.renorm.default: _renorm,
     torch.ops.aten.logaddexp2.default: _logaddexp2,
     torch.ops.aten.deg2rad.default: _deg2rad,
     torch.ops.aten.rad2deg.default: _rad2deg,
