@@ -16,8 +16,9 @@ __all__ = ["compile", "CompiledFunction"]
 
 
 def _example(x):
-    """A local tensor like x to trace with (the values do not matter)."""
-    if isinstance(x, OpdTensor):
+    """A local tensor like x to trace with (the values do not matter, and the trace must not
+    write the caller's tensor)."""
+    if isinstance(x, torch.Tensor):
         return torch.zeros(tuple(x.shape), dtype=x.dtype)
     return x
 
@@ -62,7 +63,9 @@ class CompiledFunction:
                 self._params.append(t if isinstance(t, OpdTensor) else None)
                 if not isinstance(t, OpdTensor):
                     local.append((len(self._params) - 1, t.detach()))
-                self._examples.append(_example(t.detach()))
+                # traced with zeros, never the module's own tensors: a trace in train mode
+                # runs batch norm, which would update the local module's running statistics
+                self._examples.append((tuple(t.shape), t.dtype))
             self._pack(local)
 
     def _pack(self, local):
@@ -97,7 +100,8 @@ class CompiledFunction:
             return module(*xs)
 
         with torch.no_grad():
-            gm = make_fx(flat)(*self._examples, *[_example(a) for a in args])
+            examples = [torch.zeros(shape, dtype=dtype) for shape, dtype in self._examples]
+            gm = make_fx(flat)(*examples, *[_example(a) for a in args])
         # constants the trace captured (tensors made in forward) go to the daemon once
         for name, value in list(gm.named_buffers()) + [
                 (k, v) for k, v in vars(gm).items() if isinstance(v, torch.Tensor)]:
