@@ -579,6 +579,10 @@ def _count_nonzero_meta(self, dim=None):
     return _count_nonzero_dims_meta(self, range(self.dim()) if dim is None else [dim])
 
 
+def _transformer_encoder_layer_meta(src, *args, **kwargs):
+    return torch.empty(src.shape, dtype=src.dtype, device="meta")
+
+
 def _take_meta(self, index):
     return torch.empty(index.shape, dtype=self.dtype, device="meta")
 
@@ -629,6 +633,7 @@ def _max_pool3d_with_indices_meta(self, kernel_size, stride=(), padding=0, dilat
 # arguments' checks)
 _META_KERNELS = {
     torch.ops.aten.take.default: _take_meta,
+    torch.ops.aten._transformer_encoder_layer_fwd.default: _transformer_encoder_layer_meta,
     torch.ops.aten.searchsorted.Tensor: _searchsorted_meta,
     torch.ops.aten.kthvalue.default: _kthvalue_meta,
     torch.ops.aten.max_pool3d_with_indices.default: _max_pool3d_with_indices_meta,
@@ -690,8 +695,29 @@ def _unique2(func, info, client, args, kwargs):
     return _wrap(client, refs, metas, _first_opd(args, kwargs).device)
 
 
+def _multi_head_attention(func, info, client, args, kwargs):
+    """_native_multi_head_attention (PyTorch has no meta kernel of it): its output has the
+    query's shape; its weights (B, T, S), or (B, H, T, S) per head, are None when need_weights
+    is false, which a pending call cannot promise, so the daemon is asked for them and they are
+    dropped ([Note: Backward operators with an output mask]: the same trade)."""
+    names = [a.name for a in func._schema.arguments]
+    bound = dict(zip(names, args), **kwargs)
+    need, average = bound.get("need_weights", True), bound.get("average_attn_weights", True)
+    query, key, heads = bound["query"], bound["key"], bound["num_head"]
+    weights_shape = (query.shape[0], *(() if average else (heads,)), query.shape[1],
+                     key.shape[1])
+    sent = dict(bound, need_weights=True)  # by name: the daemon fills in the defaults
+    meta_kwargs = {k: _to_meta(v) for k, v in sent.items()}
+    meta_out = (torch.empty(query.shape, dtype=query.dtype, device="meta"),
+                torch.empty(weights_shape, dtype=query.dtype, device="meta"))
+    out, weights = _submit(func, info, client, _first_opd((), sent).device, (), sent, (),
+                           meta_kwargs, meta_out)
+    return out, (weights if need else None)
+
+
 # operators the bridge calls its own way (NotImplemented: the ordinary way)
 _SPECIAL_CALLS = {
+    torch.ops.aten._native_multi_head_attention.default: _multi_head_attention,
     torch.ops.aten._unique2.default: _unique2,
     torch.ops.aten.repeat_interleave.Tensor: _repeat_interleave,
     torch.ops.aten.nonzero.default: _nonzero,
