@@ -262,6 +262,9 @@ def define(client, graph, packing=None):
             a = schema.arguments[i]
             v = args[i] if i < len(args) else kwargs.get(a.name, a.default if a.has_default
                                                           else None)
+            if n.target is _aten._native_multi_head_attention.default and \
+                    a.name == "need_weights":
+                v = True  # a graph node returns tensors, not None: the weights, unused
             kind = a.kind
             if kind == "T" and isinstance(v, (bool, int, float)):
                 kind = "s"  # a wrapped number
