@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch's own operator suite (op_db, torch.testing._internal.common_methods_invocations)
 run through opd.torch.remote against a daemon this tool starts: every OpInfo's first samples
-(float32, and float64 and int64 where the OpInfo has them) run eagerly and with every tensor
-an OpdTensor, the results and the sample's own tensors after the call compared.
+(float32, and float64 and int64 where the OpInfo has them; --dtypes float32 for float32 alone)
+run eagerly and with every tensor an OpdTensor, the results and the sample's own tensors after
+the call compared.
 
     PYTHONPATH=build/python OPD_DAEMON=build/server/opd \\
         python3 client/python/tests/opinfo_run.py --mode default --json out.json
@@ -262,12 +263,17 @@ def main(argv=None):
                     help="the opd executable (default $OPD_DAEMON)")
     ap.add_argument("--deadline", type=float, default=110,
                     help="seconds: past them the run stops, and a hang ends the process")
+    ap.add_argument("--dtypes", default=",".join(DTYPES),
+                    help="the sample dtypes, among " + ", ".join(DTYPES) + " (comma-separated)")
     ap.add_argument("--verbose", action="store_true", help="a line per operator")
     ap.add_argument("--no-inplace", dest="inplace", action="store_false",
                     help="only the function variants (not also the in-place ones)")
     a = ap.parse_args(argv)
     if not a.daemon:
         ap.error("no daemon: --daemon or $OPD_DAEMON")
+    dtypes = [d for d in a.dtypes.split(",") if d]
+    if not dtypes or any(d not in DTYPES for d in dtypes):
+        ap.error(f"--dtypes: a comma-separated list among {', '.join(DTYPES)}")
     faulthandler.dump_traceback_later(a.deadline + 30, exit=True)
     warnings.simplefilter("ignore")  # PyTorch's deprecations, opd's fallback warnings
     start = time.monotonic()
@@ -307,7 +313,7 @@ def main(argv=None):
                 counts = {"pass": 0, "wrong": 0, "error": 0, "skip": 0, "errors": {},
                           "wrong_samples": []}
                 supported = opinfo.supported_dtypes("cpu")
-                for dname in DTYPES:
+                for dname in dtypes:
                     dtype = getattr(torch, dname)
                     if dtype not in supported:
                         continue
@@ -369,7 +375,8 @@ def main(argv=None):
               for k in ("all", "some", "none", "wrong", "untested")}
     samples = {k: sum(r[k] for r in results.values()) for k in ("pass", "wrong", "error", "skip")}
     wrong = {n: r["wrong_samples"] for n, r in results.items() if r["wrong"]}
-    summary = {"mode": a.mode, "opinfos": len(results), "operators": totals, "samples": samples,
+    summary = {"mode": a.mode, "dtypes": dtypes, "opinfos": len(results), "operators": totals,
+               "samples": samples,
                "wrong": wrong, "daemon_crashes": crashes, "unfinished": unfinished,
                "seconds": round(time.monotonic() - start, 1)}
     if a.json:

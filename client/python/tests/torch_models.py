@@ -97,3 +97,28 @@ def building_blocks():
         ("gpt2_block", Block(), x),
         ("tiny_gpt", TinyGPT(), torch.randint(0, 50, (2, 8))),
     ]
+
+
+class SequenceClassifier(nn.Module):
+    """A sequence model (nn.LSTM, nn.GRU, nn.TransformerEncoder) and a linear head on its last
+    step's output: logits for a cross-entropy loss."""
+
+    def __init__(self, core, width, classes=4, batch_first=True):
+        super().__init__()
+        self.core = core
+        self.batch_first = batch_first
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        y = self.core(x)
+        if isinstance(y, tuple):  # an RNN's (output, state)
+            y = y[0]
+        return self.head(y[:, -1] if self.batch_first else y[-1])
+
+
+def conv_classifier(classes=10):
+    """A small image classifier of Conv2d, BatchNorm2d, MaxPool2d and Dropout (16x16 inputs)."""
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Dropout(0.5), nn.Linear(16 * 4 * 4, classes))

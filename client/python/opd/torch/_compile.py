@@ -16,8 +16,9 @@ __all__ = ["compile", "CompiledFunction"]
 
 
 def _example(x):
-    """A local tensor like x to trace with (the values do not matter)."""
-    if isinstance(x, OpdTensor):
+    """A local tensor like x to trace with (the values do not matter, and the trace must not
+    write the caller's tensor)."""
+    if isinstance(x, torch.Tensor):
         return torch.zeros(tuple(x.shape), dtype=x.dtype)
     return x
 
@@ -48,16 +49,46 @@ class CompiledFunction:
         #: why a graph of this callable runs op by op (the first such reason), or None
         self.fallback_reason = None
         self._names, self._params, self._examples = [], [], []
+        #: the module's tensors packed into one daemon tensor per dtype ([Note: Packed
+        #: parameters]): parameter position -> (packed tensor, sizes, strides, offset)
+        self._packing = {}
         if isinstance(fn, torch.nn.Module):
-            seen = {}
+            seen, local = {}, []
             # each tensor once, under its first name (functional_call ties the others to it)
             for name, t in list(fn.named_parameters()) + list(fn.named_buffers()):
                 if id(t) in seen:
                     continue
                 seen[id(t)] = True
                 self._names.append(name)
-                self._params.append(t if isinstance(t, OpdTensor) else remote(t.detach(), client))
-                self._examples.append(_example(t.detach()))
+                self._params.append(t if isinstance(t, OpdTensor) else None)
+                if not isinstance(t, OpdTensor):
+                    local.append((len(self._params) - 1, t.detach()))
+                # traced with zeros, never the module's own tensors: a trace in train mode
+                # runs batch norm, which would update the local module's running statistics
+                self._examples.append((tuple(t.shape), t.dtype))
+            self._pack(local)
+
+    def _pack(self, local):
+        """[Note: Packed parameters]
+        A module's local parameters and buffers go to the daemon as one contiguous tensor per
+        dtype, each parameter a view of it (aten::as_strided): a graph then takes a few inputs
+        however many parameters the module has (resnet18 has 122, more than a graph's inputs
+        and a call's arguments may number), and a parameter's view node in the graph reads
+        (and batch norm's running statistics write) the packed tensor itself. The views are
+        the compiled callable's parameters (``_params``), OpdTensors like any."""
+        by_dtype = collections.defaultdict(list)
+        for position, t in local:
+            by_dtype[t.dtype].append((position, t))
+        for dtype, group in by_dtype.items():
+            packed = remote(torch.cat([t.reshape(-1) for _, t in group]), self.client)
+            offset = 0
+            for position, t in group:
+                sizes = tuple(t.shape)
+                strides = tuple(torch.empty(sizes, device="meta").stride())
+                self._params[position] = torch.ops.aten.as_strided.default(
+                    packed, sizes, strides, offset)
+                self._packing[position] = (packed, sizes, strides, offset)
+                offset += t.numel()
 
     def _trace(self, args):
         names, n = self._names, len(self._names)
@@ -69,14 +100,15 @@ class CompiledFunction:
             return module(*xs)
 
         with torch.no_grad():
-            gm = make_fx(flat)(*self._examples, *[_example(a) for a in args])
+            examples = [torch.zeros(shape, dtype=dtype) for shape, dtype in self._examples]
+            gm = make_fx(flat)(*examples, *[_example(a) for a in args])
         # constants the trace captured (tensors made in forward) go to the daemon once
         for name, value in list(gm.named_buffers()) + [
                 (k, v) for k, v in vars(gm).items() if isinstance(v, torch.Tensor)]:
             if "." not in name and not isinstance(value, OpdTensor):
                 setattr(gm, name, remote(value, self.client))
         self.traces += 1
-        graph = _graph.define_graph(self.client, gm)
+        graph = _graph.define_graph(self.client, gm, self._packing)
         if graph.fallback_reason is not None and self.fallback_reason is None:
             self.fallback_reason = graph.fallback_reason
             warnings.warn(f"opd.torch.compile runs this graph op by op, one request per "

@@ -32,10 +32,14 @@ class OpByOpGraph:
         self.gm = None
 
 
-def define_graph(client, gm):
+def define_graph(client, gm, packing=None):
     """The daemon's graph of gm (run in one request per call), or an OpByOpGraph whose
-    ``fallback_reason`` says why the graph API cannot express it."""
+    ``fallback_reason`` says why the graph API cannot express it. packing: inputs that are
+    views of packed tensors ([Note: Packed parameters] in _compile.py)."""
     try:
+        if packing:
+            from . import _fx_graph
+            return DaemonGraph(client, _fx_graph.define(client, gm.graph, packing))
         return DaemonGraph(client, client._define_graph(gm.graph))
     except NotImplementedError as e:
         return OpByOpGraph(gm, str(e))

@@ -5,6 +5,7 @@ is an OpdTensor at once and the next operator can be sent behind it
 ([Note: The Python client's request engine] in client/python/src/opdpy.h). docs/PYTHON.md
 explains the choices."""
 import contextlib
+import math
 import threading
 import warnings
 
@@ -350,9 +351,20 @@ def _aminmax_cpu_shape(meta_out, args, kwargs):
     return meta_out
 
 
+def _batch_norm_cpu_shape(meta_out, args, kwargs):
+    """native_batch_norm in eval mode: the CPU kernel (and the daemon) save no statistics
+    (empty results), its meta kernel gives them the channels' size."""
+    training = args[5] if len(args) > 5 else kwargs["training"]
+    if training:
+        return meta_out
+    empty = torch.empty((0,), dtype=meta_out[1].dtype, device="meta")
+    return (meta_out[0], empty, torch.empty((0,), dtype=meta_out[2].dtype, device="meta"))
+
+
 # operators whose meta kernel gives some results another shape than the CPU kernel (and the
 # daemon, which follows it) does
-_CPU_SHAPES = {torch.ops.aten.aminmax.default: _aminmax_cpu_shape}
+_CPU_SHAPES = {torch.ops.aten.aminmax.default: _aminmax_cpu_shape,
+               torch.ops.aten.native_batch_norm.default: _batch_norm_cpu_shape}
 
 
 def _contiguous_results(meta_out, which):
@@ -372,7 +384,7 @@ def _meta_call(func, info, args, kwargs):
     if meta_kwargs.get("device") is not None:  # the daemon's tensors are meta tensors here
         meta_kwargs["device"] = _META
     if not info.written:
-        meta_out = func(*meta_args, **meta_kwargs)
+        meta_out = _META_KERNELS.get(func, func)(*meta_args, **meta_kwargs)
         if func in _CONTIGUOUS_RESULTS:
             meta_out = _contiguous_results(meta_out, _CONTIGUOUS_RESULTS[func])
         if func in _CPU_SHAPES:
@@ -440,13 +452,279 @@ def _dispatch(func, args, kwargs):
         return _rebind(args[0], _INPLACE_VIEWS[func](*args, **kwargs))
     if info.schema is None:
         return _without_kernel(func, info, client, args, kwargs)
+    if func in _SPECIAL_CALLS:
+        out = _SPECIAL_CALLS[func](func, info, client, args, kwargs)
+        if out is not NotImplemented:
+            return out
     meta_args, meta_kwargs, meta_out = _meta_call(func, info, args, kwargs)
+    return _submit(func, info, client, first.device, args, kwargs, meta_args, meta_kwargs,
+                   meta_out)
+
+
+def _submit(func, info, client, device, args, kwargs, meta_args, meta_kwargs, meta_out):
+    """The call sent to the daemon, its results OpdTensors of meta_out's geometry."""
     values = _call_args(client, info.schema, args, kwargs, meta_args, meta_kwargs)
     refs = client._submit(info.schema.op, values, _count_tensors(meta_out)).outputs
-    result = _wrap(client, refs, meta_out, first.device)
+    result = _wrap(client, refs, meta_out, device)
     if any(info.aliased_outputs):  # in-place and out=: the written argument itself
         return _written_result(func, info, args, kwargs, result)
     return result
+
+
+# [Note: Results whose shape depends on values]
+# nonzero, masked_select and indexing with a boolean mask have results whose size depends on
+# the values, which PyTorch's meta kernels cannot give. Their size comes from the daemon: the
+# number of nonzero elements (aten::count_nonzero of the tensor, or of the mask broadcast to
+# the result's shape) is read back, one small round trip, and the call is then sent as any
+# other with that geometry (the daemon's results are contiguous). Indexing with a mask is
+# indexing with the mask's nonzero coordinates, as ATen itself rewrites it: one index tensor
+# per dimension the mask covers, each a column of nonzero(mask).
+def _count_nonzero(t):
+    """The number of nonzero elements of t (counted by the daemon for an OpdTensor)."""
+    return int(torch.count_nonzero(t).item())
+
+
+def _contiguous_meta(shape, dtype):
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+def _nonzero(func, info, client, args, kwargs):
+    x = args[0] if args else kwargs["self"]
+    meta_args, meta_kwargs = _map_args(_to_meta, args), {k: _to_meta(v) for k, v in
+                                                         kwargs.items()}
+    meta_out = _contiguous_meta((_count_nonzero(x), x.dim()), torch.int64)
+    return _submit(func, info, client, _first_opd(args, kwargs).device, args, kwargs,
+                   meta_args, meta_kwargs, meta_out)
+
+
+def _masked_select(func, info, client, args, kwargs):
+    names = ("self", "mask")
+    x, mask = (args[i] if i < len(args) else kwargs[n] for i, n in enumerate(names))
+    if mask.dtype not in (torch.bool, torch.uint8):
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = torch.broadcast_shapes(x.shape, mask.shape)  # PyTorch's error when they do not
+    full = mask if tuple(mask.shape) == tuple(shape) else mask.expand(shape)
+    meta_args, meta_kwargs = _map_args(_to_meta, args), {k: _to_meta(v) for k, v in
+                                                         kwargs.items()}
+    meta_out = _contiguous_meta((_count_nonzero(full),), x.dtype)
+    return _submit(func, info, client, _first_opd(args, kwargs).device, args, kwargs,
+                   meta_args, meta_kwargs, meta_out)
+
+
+def _index_with_masks(func, info, client, args, kwargs):
+    """aten::index.Tensor with boolean (or uint8) masks among the indices: the same indexing
+    with each mask's nonzero coordinates; NotImplemented when there is no mask."""
+    x, indices = args[0], args[1]
+    if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)
+               for i in indices):
+        return NotImplemented
+    coordinates, dim = [], 0
+    for index in indices:
+        if not (isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8)):
+            coordinates.append(index)
+            dim += 1
+            continue
+        if index.dim() == 0:
+            raise OpdUnsupported("aten::index.Tensor with a 0-d mask: opd does not support it")
+        for j, size in enumerate(index.shape):
+            if dim + j >= x.dim() or size != x.shape[dim + j]:
+                raise IndexError(f"The shape of the mask {list(index.shape)} at index {j} does "
+                                 f"not match the shape of the indexed tensor {list(x.shape)} "
+                                 f"at index {dim + j}")
+        where = torch.nonzero(index)  # an OpdTensor for an OpdTensor mask
+        coordinates += [where.select(1, j) for j in range(index.dim())]
+        dim += index.dim()
+    return _dispatch(func, (x, coordinates), {})
+
+
+def _convolution_backward_meta(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+                               transposed, output_padding, groups, output_mask):
+    """convolution_backward's results as the daemon makes them (contiguous; None where
+    output_mask is false): PyTorch's meta kernel of it has none to call."""
+    shapes = (input.shape, weight.shape, (grad_output.shape[1],))
+    return tuple(torch.empty(shape, dtype=grad_output.dtype, device="meta") if asked else None
+                 for shape, asked in zip(shapes, output_mask))
+
+
+# [Note: Backward operators with an output mask]
+# convolution_backward and the norms' backward operators compute only the gradients their
+# bool[3] output_mask asks for and give None for the others, which a pending call cannot
+# promise (its results are promised as tensors). The bridge asks the daemon for every gradient
+# it can compute (conv: all; a norm's weight and bias gradients where the norm has them), which
+# costs a little unused work (a first layer's input gradient, a bias-free conv's bias
+# gradient) and keeps the call pipelined, and drops those the caller did not ask for. A mask
+# still false after that is sent as it is and waited for: its results come back as values.
+_OUTPUT_MASKS = {  # operator: (the output_mask's position, the gradients the daemon can give)
+    torch.ops.aten.convolution_backward.default: (10, lambda a: (True, True, True)),
+    torch.ops.aten.native_batch_norm_backward.default: (
+        9, lambda a: (True, a[2] is not None, a[2] is not None)),
+    torch.ops.aten.native_layer_norm_backward.default: (
+        7, lambda a: (True, a[5] is not None, a[6] is not None)),
+    torch.ops.aten.native_group_norm_backward.default: (
+        9, lambda a: (True, a[4] is not None, a[4] is not None)),
+}
+
+
+def _max_unpool2d_meta(self, indices, output_size):
+    return torch.empty((*self.shape[:-2], *output_size), dtype=self.dtype, device="meta")
+
+
+def _count_nonzero_dims_meta(self, dim):
+    dims = {d % max(self.dim(), 1) for d in dim}
+    return torch.empty([s for i, s in enumerate(self.shape) if i not in dims], dtype=torch.int64,
+                       device="meta")
+
+
+def _count_nonzero_meta(self, dim=None):
+    return _count_nonzero_dims_meta(self, range(self.dim()) if dim is None else [dim])
+
+
+def _transformer_encoder_layer_meta(src, *args, **kwargs):
+    return torch.empty(src.shape, dtype=src.dtype, device="meta")
+
+
+def _take_meta(self, index):
+    return torch.empty(index.shape, dtype=self.dtype, device="meta")
+
+
+def _searchsorted_meta(sorted_sequence, self, *, out_int32=False, right=False, side=None,
+                       sorter=None):
+    return torch.empty(self.shape, dtype=torch.int32 if out_int32 else torch.int64,
+                       device="meta")
+
+
+def _kthvalue_meta(self, k, dim=-1, keepdim=False):
+    """The daemon's kthvalue results are views of the sorted input (contiguous): its k-th
+    position along dim (PyTorch's CPU kernel makes them contiguous; the values are the same)."""
+    def view(dtype):
+        t = torch.empty(self.shape, dtype=dtype, device="meta")
+        if self.dim() == 0:
+            return t
+        d = dim % self.dim()
+        return t.narrow(d, k - 1, 1) if keepdim else t.select(d, k - 1)
+    return view(self.dtype), view(torch.int64)
+
+
+def _pooled_size(size, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's pooling_output_shape."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+def _max_pool3d_with_indices_meta(self, kernel_size, stride=(), padding=0, dilation=1,
+                                  ceil_mode=False):
+    def three(v, default):
+        v = default if v is None or (isinstance(v, (list, tuple)) and not v) else v
+        return list(v) * 3 if isinstance(v, (list, tuple)) and len(v) == 1 else \
+            list(v) if isinstance(v, (list, tuple)) else [v] * 3
+    k = three(kernel_size, kernel_size)
+    st, pad, dil = three(stride, k), three(padding, 0), three(dilation, 1)
+    spatial = [_pooled_size(self.shape[-3 + i], k[i], st[i], pad[i], dil[i], ceil_mode)
+               for i in range(3)]
+    shape = (*self.shape[:-3], *spatial)
+    return (torch.empty(shape, dtype=self.dtype, device="meta"),
+            torch.empty(shape, dtype=torch.int64, device="meta"))
+
+
+# the results' geometry of operators PyTorch has no meta kernel of (the daemon's checks are the
+# arguments' checks)
+_META_KERNELS = {
+    torch.ops.aten.take.default: _take_meta,
+    torch.ops.aten._transformer_encoder_layer_fwd.default: _transformer_encoder_layer_meta,
+    torch.ops.aten.searchsorted.Tensor: _searchsorted_meta,
+    torch.ops.aten.kthvalue.default: _kthvalue_meta,
+    torch.ops.aten.max_pool3d_with_indices.default: _max_pool3d_with_indices_meta,
+    torch.ops.aten.convolution_backward.default: _convolution_backward_meta,
+    torch.ops.aten.max_unpool2d.default: _max_unpool2d_meta,
+    torch.ops.aten.count_nonzero.dim_IntList: _count_nonzero_dims_meta,
+    torch.ops.aten.count_nonzero.default: _count_nonzero_meta,
+}
+
+
+def _output_masked(func, info, client, args, kwargs):
+    position, computable = _OUTPUT_MASKS[func]
+    if kwargs or len(args) != position + 1:
+        return NotImplemented
+    asked = [bool(a) for a in args[position]]
+    sent = [a or c for a, c in zip(asked, computable(args))]
+    args = (*args[:position], sent)
+    if func is torch.ops.aten.convolution_backward.default and not asked[2]:
+        args = (*args[:3], None, *args[4:])  # autograd's bias_sizes of a bias-free conv: [0]
+    meta_args = _map_args(_to_meta, args)
+    meta_out = _META_KERNELS.get(func, func)(*meta_args)
+    device = _first_opd(args, {}).device
+    if all(sent):
+        out = _submit(func, info, client, device, args, {}, meta_args, {}, meta_out)
+    else:
+        values = _call_args(client, info.schema, args, {}, meta_args, {})
+        results = client._submit(info.schema.op, values, -1).result()
+        out = tuple(None if r is None else OpdTensor(r, m, client, device)
+                    for r, m in zip(results, meta_out))
+    return tuple(o if a else None for o, a in zip(out, asked))
+
+
+def _repeat_interleave(func, info, client, args, kwargs):
+    """repeat_interleave.Tensor without output_size: its size (the sum of the repeats) read
+    from the daemon, then the call with it."""
+    if kwargs.get("output_size") is not None or len(args) != 1:
+        return NotImplemented
+    repeats = args[0]
+    total = int(repeats.sum().item()) if repeats.numel() else 0
+    return _dispatch(func, args, {**kwargs, "output_size": total})
+
+
+def _unique2(func, info, client, args, kwargs):
+    """_unique2: the number of unique values is the size of its first result, read from the
+    daemon (a download of that result); the inverse has the input's shape where asked for,
+    and the counts the first result's size (else both are empty, as on the CPU)."""
+    names = ("self", "sorted", "return_inverse", "return_counts")
+    defaults = (None, True, False, False)
+    x, _, inverse, counts = (args[i] if i < len(args) else kwargs.get(n, defaults[i])
+                             for i, n in enumerate(names))
+    meta_args, meta_kwargs = _map_args(_to_meta, args), {k: _to_meta(v) for k, v in
+                                                         kwargs.items()}
+    values = _call_args(client, info.schema, args, kwargs, meta_args, meta_kwargs)
+    refs = client._submit(info.schema.op, values, 3).outputs
+    n = client.download(refs[0]).shape[0] if x.numel() else 0
+    metas = (_contiguous_meta((n,), x.dtype),
+             _contiguous_meta(x.shape if inverse else (0,), torch.int64),
+             _contiguous_meta((n,) if counts else (0,), torch.int64))
+    return _wrap(client, refs, metas, _first_opd(args, kwargs).device)
+
+
+def _multi_head_attention(func, info, client, args, kwargs):
+    """_native_multi_head_attention (PyTorch has no meta kernel of it): its output has the
+    query's shape; its weights (B, T, S), or (B, H, T, S) per head, are None when need_weights
+    is false, which a pending call cannot promise, so the daemon is asked for them and they are
+    dropped ([Note: Backward operators with an output mask]: the same trade)."""
+    names = [a.name for a in func._schema.arguments]
+    bound = dict(zip(names, args), **kwargs)
+    need, average = bound.get("need_weights", True), bound.get("average_attn_weights", True)
+    query, key, heads = bound["query"], bound["key"], bound["num_head"]
+    weights_shape = (query.shape[0], *(() if average else (heads,)), query.shape[1],
+                     key.shape[1])
+    sent = dict(bound, need_weights=True)  # by name: the daemon fills in the defaults
+    meta_kwargs = {k: _to_meta(v) for k, v in sent.items()}
+    meta_out = (torch.empty(query.shape, dtype=query.dtype, device="meta"),
+                torch.empty(weights_shape, dtype=query.dtype, device="meta"))
+    out, weights = _submit(func, info, client, _first_opd((), sent).device, (), sent, (),
+                           meta_kwargs, meta_out)
+    return out, (weights if need else None)
+
+
+# operators the bridge calls its own way (NotImplemented: the ordinary way)
+_SPECIAL_CALLS = {
+    torch.ops.aten._native_multi_head_attention.default: _multi_head_attention,
+    torch.ops.aten._unique2.default: _unique2,
+    torch.ops.aten.repeat_interleave.Tensor: _repeat_interleave,
+    torch.ops.aten.nonzero.default: _nonzero,
+    torch.ops.aten.masked_select.default: _masked_select,
+    torch.ops.aten.index.Tensor: _index_with_masks,
+    **{op: _output_masked for op in _OUTPUT_MASKS},
+}
 
 
 def _written_result(func, info, args, kwargs, result):
@@ -460,6 +738,119 @@ def _written_result(func, info, args, kwargs, result):
 # decompositions of PyTorch's table that give other values than its kernels, and the ones used
 # instead: aten::logsumexp's subtracts an infinite maximum (NaN where eager gives -inf)
 _DECOMPOSITION_FIXES = {torch.ops.aten.logsumexp.default: torch._refs.logsumexp}
+
+
+def _nll_loss2d_forward(self, target, weight, reduction, ignore_index):
+    """nll_loss2d as nll_loss over the pixels: (N, C, H, W) as (N*H*W, C)."""
+    if self.dim() != 4 or target.dim() != 3:
+        return NotImplemented
+    flat = self.movedim(1, -1).reshape(-1, self.shape[1])
+    out, total_weight = torch.ops.aten.nll_loss_forward.default(
+        flat, target.reshape(-1), weight, reduction, ignore_index)
+    return (out.reshape(target.shape) if reduction == 0 else out), total_weight
+
+
+def _equal(self, other):
+    if self.shape != other.shape:
+        return False
+    return bool(torch.ops.aten.eq.Tensor(self, other).all())
+
+
+def _check_errors_here(info, api_name, *, is_matrix):
+    """_linalg_check_errors only reads the LAPACK infos to raise PyTorch's error: they are read
+    back and checked here (nothing is computed locally)."""
+    torch.ops.aten._linalg_check_errors.default(_here(info), api_name, is_matrix=is_matrix)
+
+
+def _to_default_float(x):
+    if x.is_floating_point():
+        return x
+    return torch.ops.aten._to_copy.default(x, dtype=torch.get_default_dtype())
+
+
+def _deg2rad(self):  # as ATen: a product with pi / 180 as a wrapped number
+    return torch.ops.aten.mul.Tensor(_to_default_float(self), math.pi / 180)
+
+
+def _rad2deg(self):
+    return torch.ops.aten.mul.Tensor(_to_default_float(self), 180 / math.pi)
+
+
+def _angle(self):
+    """angle of a real tensor, as ATen: pi where negative, else 0, NaN kept."""
+    if self.is_complex():
+        return NotImplemented
+    x = _to_default_float(self)
+    negative = torch.ops.aten._to_copy.default(torch.ops.aten.lt.Scalar(x, 0), dtype=x.dtype)
+    pi = torch.ops.aten.mul.Tensor(negative, math.pi)
+    return torch.ops.aten.where.self(torch.ops.aten.isnan.default(x), x, pi)
+
+
+def _narrow_copy(self, dim, start, length):
+    return torch.ops.aten.clone.default(torch.ops.aten.narrow.default(self, dim, start, length),
+                                        memory_format=torch.contiguous_format)
+
+
+def _dist(self, other, p=2):  # as ATen: norm(self - other, p)
+    return torch.ops.aten.norm.Scalar(torch.ops.aten.sub.Tensor(self, other), p)
+
+
+def _isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """isin as its elementwise comparison with every test element (ATen's own way for few
+    test elements; a boolean result, exact whatever the way)."""
+    elements = elements if isinstance(elements, torch.Tensor) else torch.tensor(elements)
+    tests = test_elements if isinstance(test_elements, torch.Tensor) else \
+        torch.tensor(test_elements)
+    found = torch.ops.aten.eq.Tensor(torch.ops.aten.unsqueeze.default(elements, -1),
+                                     torch.ops.aten.reshape.default(tests, [-1]))
+    found = torch.ops.aten.any.dim(found, -1)
+    return torch.ops.aten.logical_not.default(found) if invert else found
+
+
+def _logaddexp2(self, other):
+    """As ATen's kernel: max + log2(1 + 2^-|a - b|), and a where both are the same infinity."""
+    aten = torch.ops.aten
+    a, b = (_to_default_float(t) for t in (self, other))
+    m = aten.maximum.default(a, b)
+    spread = aten.neg.default(aten.abs.default(aten.sub.Tensor(a, b)))
+    r = aten.add.Tensor(m, aten.log2.default(aten.add.Tensor(aten.pow.Scalar(2.0, spread), 1)))
+    same_infinity = aten.logical_and.default(aten.isinf.default(a), aten.eq.Tensor(a, b))
+    return aten.where.self(same_infinity, a, r)
+
+
+def _renorm(self, p, dim, maxnorm):
+    """As ATen: the norms of the sub-tensors along dim in the accumulation type (double for
+    float), each scaled to maxnorm / (norm + 1e-7) where it exceeds maxnorm."""
+    if not self.is_floating_point() or self.dim() == 0:
+        return NotImplemented
+    aten = torch.ops.aten
+    acc = torch.float64 if self.dtype in (torch.float32, torch.float64) else torch.float32
+    reduce = [d for d in range(self.dim()) if d != dim % self.dim()]
+    norm = aten.linalg_vector_norm.default(self, p, reduce, True, dtype=acc)
+    factor = aten.where.self(aten.gt.Scalar(norm, maxnorm),
+                             aten.div.Tensor(aten.full_like.default(norm, maxnorm),
+                                             aten.add.Scalar(norm, 1e-7)),
+                             aten.full_like.default(norm, 1))
+    return aten._to_copy.default(aten.mul.Tensor(self, factor), dtype=self.dtype)
+
+
+# operators PyTorch has no decomposition of, written in others here
+_BRIDGE_DECOMPOSITIONS = {
+    torch.ops.aten.renorm.default: _renorm,
+    torch.ops.aten.logaddexp2.default: _logaddexp2,
+    torch.ops.aten.deg2rad.default: _deg2rad,
+    torch.ops.aten.rad2deg.default: _rad2deg,
+    torch.ops.aten.angle.default: _angle,
+    torch.ops.aten.narrow_copy.default: _narrow_copy,
+    torch.ops.aten.dist.default: _dist,
+    torch.ops.aten.isin.Tensor_Tensor: _isin,
+    torch.ops.aten.isin.Tensor_Scalar: _isin,
+    torch.ops.aten.isin.Scalar_Tensor: _isin,
+    torch.ops.aten.nll_loss2d_forward.default: _nll_loss2d_forward,
+    torch.ops.aten.equal.default: _equal,
+    torch.ops.aten.allclose.default: torch._refs.allclose,
+    torch.ops.aten._linalg_check_errors.default: _check_errors_here,
+}
 # decompositions that are less precise than the kernels for some arguments: not used for them
 # (upsample_bicubic2d's computes its source positions in float32, also for float64 images)
 _INEXACT_DECOMPOSITIONS = {
@@ -475,7 +866,8 @@ def _decomposition(func):
     if torch._C._dispatch_has_kernel_for_dispatch_key(
             func.name(), torch._C.DispatchKey.CompositeImplicitAutograd):
         return func.decompose
-    d = _DECOMPOSITION_FIXES.get(func) or decomposition_table.get(func)
+    d = _DECOMPOSITION_FIXES.get(func) or _BRIDGE_DECOMPOSITIONS.get(func) or \
+        decomposition_table.get(func)
     if d is not None:
         inexact = _INEXACT_DECOMPOSITIONS.get(func)
         return d if inexact is None else (
