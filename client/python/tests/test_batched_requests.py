@@ -137,3 +137,15 @@ def test_opdtensor_loop_of_100000_operations(daemon):
         c.wait_all()
         session = next(s for s in daemon.sessions() if s["id"] == base["id"])
         assert session["handles"] == 2 and session["errors"] == 0
+
+
+def test_done_completes_a_held_request(daemon):
+    # done() never waits, but it writes what is held and reads what came
+    with opd.connect(daemon.unix, batch_us=60_000_000) as c:
+        a = c.upload(np.ones(2, np.float32))
+        f = c.ops.aten.neg.future(a)
+        deadline = time.monotonic() + 10
+        while not f.done():
+            assert time.monotonic() < deadline, "done() never saw the held call complete"
+            time.sleep(0.001)
+        np.testing.assert_array_equal(f.result().numpy(), [-1, -1])
