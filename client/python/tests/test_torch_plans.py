@@ -98,3 +98,15 @@ def test_a_failed_call_makes_no_plan(client):
     for _ in range(2):
         with pytest.raises(RuntimeError):
             rx @ rx  # PyTorch's checks on meta refuse it every time
+
+
+def test_results_of_one_plan_are_not_aliases(client):
+    # each result of a cached call has a meta tensor of its own: PyTorch's checks must not
+    # take two results of the same plan for views of one tensor
+    x = torch.randn(3)
+    rx = remote(x, client)
+    for _ in range(2):
+        a, b = rx + 1, rx + 1
+    assert a._meta is not b._meta
+    torch.cat([a], out=b)  # refused when the output aliases an input
+    same(b, x + 1)

@@ -14,33 +14,32 @@ from .. import _C
 # only on the geometry (shape, strides, offset, dtype) of the OpdTensors, the other
 # arguments' values and the default dtype; so the generic path of _tensor._dispatch, once it
 # has sent a call, records what it did (learn) under a key of exactly those, and the next call
-# with the same key (run) reuses it: the result's meta tensors, the converted arguments with
-# the OpdTensors' handles put in, the operator. The key holds an OpdTensor as the identity of
-# its meta tensor: meta tensors are never changed in place (a written OpdTensor gets a fresh
-# alias in _meta_call), a plan keeps the meta tensors of its key alive (so an id is not reused
-# while its plan exists), and results' meta tensors are interned by geometry, so that the
-# result of a cached call, fed to the next operation, finds that operation's plan too (a
-# chain y = y + 1 hits from its second call on). Only what the generic path would do is
-# cached: operators that write no argument, are no views, have the daemon's schema and no
-# special handling; arguments that are OpdTensors (of one connection), 0-d local CPU tensors
+# with the same key (run) reuses it: the operator, the converted arguments with the
+# OpdTensors' handles put in, and the results' geometry. An OpdTensor's geometry is read once
+# from its meta tensor and kept on it (meta tensors are never changed in place: a written
+# OpdTensor gets a fresh alias in _meta_call, an in-place view a new meta tensor). Each result
+# of a cached call gets a meta tensor of its own (empty_like of the recorded one, cheaper than
+# the meta kernel), as the generic path gives it: results that shared one would look like
+# aliases to PyTorch's overlap checks (cat(out=) refuses an output that aliases an input), and
+# the plan keeps no tensor of its calls alive. Only what the generic path would do is cached:
+# operators that write no argument, are no views, have the daemon's schema and no special
+# handling; arguments that are OpdTensors (of one connection, checked), 0-d local CPU tensors
 # (sent by value: the key holds their dtype and value), Python numbers (the key holds their
 # type, value and the sign of a zero; NaN is never cached), None, strings, dtypes, devices,
-# layouts, memory formats and lists of these. Anything else goes the generic way, as do
-# calls that raised there (a plan is made only after a call was sent). Errors are unchanged:
-# a cached call's checks on meta passed for the same key before, and the daemon's own checks
-# run as always.
+# layouts, memory formats and lists of these. Anything else goes the generic way, as do calls
+# that raised there (a plan is made only after a call was sent). Errors are unchanged: a cached
+# call's checks on meta passed for the same key before, and the daemon's own checks run as
+# always.
 
 MISS = object()
 _MAX_PLANS = 8192
-_MAX_INTERNED = 8192
 _plans = {}
-_interned = {}
 _SIMPLE = (str, torch.dtype, torch.device, torch.layout, torch.memory_format)
 _TO_COPY = torch.ops.aten._to_copy.default
 
 
 class _Plan:
-    __slots__ = ("op", "schemas", "values", "holes", "first", "meta_out", "nouts", "keep")
+    __slots__ = ("op", "schemas", "values", "holes", "first", "meta_out", "nouts")
 
 
 def _number_key(v):
@@ -57,7 +56,7 @@ def _key_of(v, tensor_type):
     """The part of a plan's key for an argument value, or MISS when it cannot be cached."""
     t = type(v)
     if t is tensor_type:
-        return id(v._meta)
+        return _geometry(v._meta)
     if t is int or t is float or t is bool:
         return _number_key(v)
     if v is None or isinstance(v, _SIMPLE):
@@ -106,28 +105,37 @@ def _opd_tensors(args, kwargs, tensor_type):
     return found
 
 
-def _intern(m):
-    if not isinstance(m, torch.Tensor):
-        return m
-    g = (tuple(m.shape), m.stride(), m.storage_offset(), m.dtype)
-    if len(_interned) >= _MAX_INTERNED:
-        _interned.clear()
-    return _interned.setdefault(g, m)
+def _geometry(m):
+    """A meta tensor's (shape, strides, offset, dtype), kept on it: meta tensors are never
+    changed in place (a written OpdTensor is given a fresh alias, an in-place view a new meta
+    tensor), so it stays true."""
+    g = m.__dict__.get("_opd_geometry")
+    if g is None:
+        g = m._opd_geometry = (tuple(m.shape), m.stride(), m.storage_offset(), m.dtype)
+    return g
+
+
+def _fresh(m):
+    """A meta tensor of m's geometry with a storage of its own (as the generic path gives
+    each result), or None when empty_like does not keep the geometry."""
+    f = torch.empty_like(m)
+    if f.stride() != m.stride() or f.storage_offset() != m.storage_offset():
+        return None
+    f._opd_geometry = _geometry(m)
+    return f
 
 
 def learn(func, info, client, args, kwargs, values, meta_out, tensor_type, special=()):
     """After the generic path has converted a call: records its plan when it may be reused.
-    Returns meta_out with its tensors interned (what the results' OpdTensors should hold)."""
+    Returns meta_out."""
     if info.written or info.views or func in special or func is _TO_COPY:
         return meta_out
     key = _key(func, args, kwargs, tensor_type)
     if key is MISS:
         return meta_out
-    if isinstance(meta_out, torch.Tensor):
-        meta_out = _intern(meta_out)
-    elif isinstance(meta_out, (list, tuple)):
-        meta_out = type(meta_out)(_intern(m) for m in meta_out)
-    else:
+    outs = [meta_out] if isinstance(meta_out, torch.Tensor) else meta_out
+    if not isinstance(outs, (list, tuple)) or \
+            any(isinstance(m, torch.Tensor) and _fresh(m) is None for m in outs):
         return meta_out
     # where each OpdTensor's handle goes in values: found by identity, in order (the same
     # tensor twice is told apart by order only among positional arguments and in lists,
@@ -166,7 +174,6 @@ def learn(func, info, client, args, kwargs, values, meta_out, tensor_type, speci
     plan.meta_out = meta_out
     plan.nouts = 1 if isinstance(meta_out, torch.Tensor) else sum(
         isinstance(m, torch.Tensor) for m in meta_out)
-    plan.keep = [t._meta for _, _, t in tensors]  # the ids in the key stay theirs
     if len(_plans) >= _MAX_PLANS:
         _plans.clear()
     _plans[key] = plan
@@ -204,4 +211,8 @@ def run(func, args, kwargs, tensor_type, wrap):
                 copied.add(i)
             values[i][k] = a._opd
     refs = client._submit(plan.op, tuple(values), plan.nouts).outputs
-    return wrap(client, refs, plan.meta_out, first.device)
+    m = plan.meta_out
+    if isinstance(m, torch.Tensor):  # each result has a meta tensor of its own
+        return wrap(client, refs, _fresh(m), first.device)
+    return wrap(client, refs, type(m)(_fresh(e) if isinstance(e, torch.Tensor) else e
+                                      for e in m), first.device)
