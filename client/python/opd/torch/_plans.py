@@ -81,6 +81,10 @@ def _key_of(v, tensor_type):
 def _key(func, args, kwargs, tensor_type):
     key = [func, torch.get_default_dtype()]
     for a in args:
+        if type(a) is tensor_type:  # the usual case first
+            m = a._meta
+            key.append(m.__dict__.get("_opd_geometry") or _geometry(m))
+            continue
         k = _key_of(a, tensor_type)
         if k is MISS:
             return MISS
@@ -196,7 +200,7 @@ def run(func, args, kwargs, tensor_type, wrap):
     if client._schemas is not plan.schemas:
         return MISS
     values = list(plan.values)
-    copied = set()
+    copied = ()
     for where, j, i, k in plan.holes:
         a = args[where] if type(where) is int else kwargs[where]
         if j is not None:
@@ -208,11 +212,13 @@ def run(func, args, kwargs, tensor_type, wrap):
         else:
             if i not in copied:
                 values[i] = list(values[i])
-                copied.add(i)
+                copied = (*copied, i)
             values[i][k] = a._opd
     refs = client._submit(plan.op, tuple(values), plan.nouts).outputs
     m = plan.meta_out
     if isinstance(m, torch.Tensor):  # each result has a meta tensor of its own
-        return wrap(client, refs, _fresh(m), first.device)
+        f = torch.empty_like(m)  # of m's geometry: learn checked that
+        f._opd_geometry = m._opd_geometry
+        return tensor_type(refs[0], f, client, first.device)
     return wrap(client, refs, type(m)(_fresh(e) if isinstance(e, torch.Tensor) else e
                                       for e in m), first.device)
