@@ -1310,6 +1310,94 @@ START_TEST(test_in_flight_limit) {
 }
 END_TEST
 
+/* [Note: Batched writes]: submissions are held until flush, a wait, the byte threshold or
+ * the time bound; held ones are pending and complete in order. */
+static int requests_read(fake_server *fs) {
+  pthread_mutex_lock(&fs->mu);
+  int n = fs->requests;
+  pthread_mutex_unlock(&fs->mu);
+  return n;
+}
+
+static void wait_requests_read(fake_server *fs, int n) {
+  for (int i = 0; i < 1000 && requests_read(fs) < n; i++)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  ck_assert_int_eq(requests_read(fs), n);
+}
+
+START_TEST(test_batched_writes) {
+  fake_server fs = {0};
+  opd_client_options o = {.write_batch_bytes = 1 << 20, .write_batch_us = 60000000};
+  opd_client *c = fake_connect_opts(&fs, &o);
+  order_log log = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  opd_future *f[8];
+  for (int i = 0; i < 8; i++) {
+    opd_client_value arg = opd_cv_int(i);
+    ck_assert_int_eq(opd_client_call_async(c, "test::echo", &arg, 1, record_order, &log, &f[i]), 0);
+  }
+  ck_assert_uint_eq(opd_client_pending(c), 8);
+  ck_assert(opd_client_wants_write(c));
+  nanosleep(&(struct timespec){0, 20000000}, NULL);
+  ck_assert_int_eq(requests_read(&fs), 0); /* held: nothing was written */
+  ck_assert_int_eq(opd_client_flush(c), 0);
+  ck_assert(!opd_client_wants_write(c));
+  wait_requests_read(&fs, 8);
+  /* a wait writes what is held before it waits */
+  opd_client_value arg = opd_cv_int(8);
+  opd_future *last;
+  ck_assert_int_eq(opd_client_call_async(c, "test::echo", &arg, 1, record_order, &log, &last), 0);
+  ck_assert_int_eq(opd_future_wait(last), 0);
+  for (int i = 0; i < 8; i++) {
+    ck_assert(opd_future_done(f[i]));
+    size_t n;
+    const opd_client_value *v = opd_future_results(f[i], &n);
+    ck_assert(n == 1 && v[0].kind == OPD_CV_INT && v[0].u.i == i);
+    opd_future_free(f[i]);
+  }
+  opd_future_free(last);
+  ck_assert_int_eq(log.count, 9);
+  for (int i = 0; i < 9; i++) ck_assert_int_eq(log.seen[i], i);
+  /* a synchronous request writes the held ones first, in order */
+  for (int i = 0; i < 3; i++) {
+    opd_client_value a = opd_cv_int(100 + i);
+    ck_assert_int_eq(opd_client_call_async(c, "test::echo", &a, 1, NULL, NULL, NULL), 0);
+  }
+  ck_assert_int_eq(opd_client_ping(c, "p", 1), 0);
+  ck_assert_int_eq(requests_read(&fs), 13);
+  ck_assert_uint_eq(opd_client_pending(c), 0);
+  fake_finish(&fs, c);
+
+  /* the byte threshold: a string argument over it is written at once */
+  fake_server fs2 = {0};
+  opd_client_options o2 = {.write_batch_bytes = 256, .write_batch_us = 60000000};
+  c = fake_connect_opts(&fs2, &o2);
+  opd_client_value small = opd_cv_int(1);
+  ck_assert_int_eq(opd_client_call_async(c, "test::echo", &small, 1, NULL, NULL, NULL), 0);
+  nanosleep(&(struct timespec){0, 20000000}, NULL);
+  ck_assert_int_eq(requests_read(&fs2), 0);
+  char big[300];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  opd_client_value s = opd_cv_str(big);
+  ck_assert_int_eq(opd_client_call_async(c, "test::echo", &s, 1, NULL, NULL, NULL), 0);
+  wait_requests_read(&fs2, 2);
+  ck_assert_int_eq(opd_client_wait_all(c), 0);
+  fake_finish(&fs2, c);
+
+  /* the time bound: a submission after write_batch_us writes the held ones with it */
+  fake_server fs3 = {0};
+  opd_client_options o3 = {.write_batch_bytes = 1 << 20, .write_batch_us = 1000};
+  c = fake_connect_opts(&fs3, &o3);
+  ck_assert_int_eq(opd_client_call_async(c, "test::echo", &small, 1, NULL, NULL, NULL), 0);
+  nanosleep(&(struct timespec){0, 20000000}, NULL);
+  ck_assert_int_eq(requests_read(&fs3), 0);
+  ck_assert_int_eq(opd_client_call_async(c, "test::echo", &small, 1, NULL, NULL, NULL), 0);
+  wait_requests_read(&fs3, 2);
+  ck_assert_int_eq(opd_client_wait_all(c), 0);
+  fake_finish(&fs3, c);
+}
+END_TEST
+
 typedef struct chain_state {
   opd_client *c;
   int remaining;
@@ -1958,6 +2046,7 @@ Suite *opd_test_client_suite(void) {
   tcase_add_test(fake, test_poll_counts_completions);
   tcase_add_test(fake, test_wait_all_waits_for_batched_callbacks);
   tcase_add_test(fake, test_in_flight_limit);
+  tcase_add_test(fake, test_batched_writes);
   tcase_add_test(fake, test_callbacks_chain);
   tcase_add_test(fake, test_futures_reused);
   tcase_add_test(fake, test_threads_share_a_client);

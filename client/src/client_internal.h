@@ -98,6 +98,12 @@ struct opd_client {
   /* requests: head..tail in submission order; send: the first not fully written */
   opd_future *head, *tail, *send;
   size_t pending;
+  /* [Note: Batched writes]: the bytes from c->send on not yet written (0 when c->send is
+   * NULL), when the first of them was submitted, and the options that hold them */
+  size_t unsent_bytes;
+  int64_t unsent_since_ns;
+  size_t batch_bytes;
+  int64_t batch_ns;
   /* requests taken off the list so far (polls count completions by it) */
   uint64_t completions;
   /* requests taken off the list whose callbacks have not returned yet ([Note: Replies taken

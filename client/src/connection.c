@@ -105,6 +105,12 @@ static int64_t deadline_after(int timeout_ms) {
   return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
 }
 
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int ms_left(int64_t deadline) {
   if (deadline < 0) return -1;
   int64_t left = deadline - now_ms();
@@ -896,14 +902,13 @@ static int write_some(opd_client *c) {
       if (f->frame != f->frame_inline) free(f->frame);
       f->frame = NULL;
     }
-    if (whole > 0) {
-      /* (the futures sent whole stay on the list: only this thread completes them) */
-      pthread_mutex_lock(&c->mu);
-      c->send = fs[whole - 1]->next;
-      pthread_mutex_unlock(&c->mu);
-      for (int i = 0; i < whole; i++) /* an early error response completes it now */
-        if (fs[i]->responded) complete(c, fs[i]);
-    }
+    pthread_mutex_lock(&c->mu);
+    /* (the futures sent whole stay on the list: only this thread completes them) */
+    if (whole > 0) c->send = fs[whole - 1]->next;
+    c->unsent_bytes = c->send && c->unsent_bytes > (size_t)w ? c->unsent_bytes - (size_t)w : 0;
+    pthread_mutex_unlock(&c->mu);
+    for (int i = 0; i < whole; i++) /* an early error response completes it now */
+      if (fs[i]->responded) complete(c, fs[i]);
     if (whole < nf) return 0;
   }
 }
@@ -1035,6 +1040,30 @@ static int pack(Opd__V1__Request *req, const opd__client_plain_call *call, uint6
   return 0;
 }
 
+/* [Note: Batched writes]
+ * Written at once, each submission costs a poll() and a sendmsg() (and the server a wake-up
+ * and a read): on a loopback connection several microseconds, more than the rest of a small
+ * call's client side, and the most of a program that submits many small calls without
+ * waiting (the Python bridge: one request per PyTorch operator). With
+ * opd_client_options.write_batch_bytes, a submission made while nobody runs the I/O is held
+ * instead (appended to the list, as always, so the order is unchanged) and the held ones
+ * leave together in one sendmsg of up to WRITE_IOVS requests when:
+ *   - they add up to write_batch_bytes (the unsent bytes are counted from c->send on:
+ *     c->unsent_bytes, lowered by every write and cleared when nothing is left to send);
+ *   - a submission finds the oldest held one write_batch_us old or more (the time is read
+ *     only in this mode), which bounds how long a program that keeps submitting can leave
+ *     the server idle;
+ *   - any thread waits or polls (progress() runs the pump, which writes before it reads):
+ *     whoever needs a result has its request written first, so nothing waits on a held
+ *     request; a submission over the in-flight limit waits, so it writes them too;
+ *   - opd_client_flush.
+ * A held request is pending like any other (opd_client_pending counts it, opd_client_fd's
+ * user sees opd_client_wants_write). What is not sent is not seen by the server: a program
+ * that submits and then neither waits, polls nor flushes leaves its last batch unsent until
+ * it does one of those, or until its next submission after write_batch_us. When another
+ * thread runs the I/O, a submission is not held: that thread is woken to write it, as
+ * without batching. */
+
 /* opd__client_submit and opd__client_submit_call: req, or the plain call when req is NULL */
 static int submit(opd_client *c, opd_future *f, Opd__V1__Request *req,
                   const opd__client_plain_call *call) {
@@ -1060,12 +1089,25 @@ static int submit(opd_client *c, opd_future *f, Opd__V1__Request *req,
   c->tail = f;
   if (!c->send) c->send = f;
   c->pending++;
+  bool hold = false; /* [Note: Batched writes] */
+  if (c->batch_bytes) {
+    int64_t now = now_ns();
+    if (c->unsent_bytes == 0) c->unsent_since_ns = now;
+    c->unsent_bytes += f->frame_len + f->raw_len;
+    hold = c->unsent_bytes < c->batch_bytes && now - c->unsent_since_ns < c->batch_ns;
+  } else {
+    c->unsent_bytes += f->frame_len + f->raw_len;
+  }
   if (c->io_busy) {
     /* the pump may sleep in poll() without watching for writability: wake it */
     if (tls_io_client != c) {
       ssize_t w = write(c->wake[1], "", 1);
       (void)w; /* a full pipe is already a pending wake-up */
     }
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+  }
+  if (hold) {
     pthread_mutex_unlock(&c->mu);
     return 0;
   }
@@ -1252,6 +1294,29 @@ bool opd_client_wants_write(opd_client *c) {
   return want;
 }
 
+int opd_client_flush(opd_client *c) {
+  pthread_mutex_lock(&c->mu);
+  int rc = c->broken_rc;
+  /* a pump (this thread's, in a callback, or another's, woken at submission) writes them */
+  if (rc || c->io_busy || !c->send) {
+    if (rc) opd__client_error(rc, "%s", c->broken_msg);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+  }
+  c->io_busy = true;
+  tls_io_client = c;
+  pthread_mutex_unlock(&c->mu);
+  pump_once(c, 0, true);
+  pthread_mutex_lock(&c->mu);
+  tls_io_client = NULL;
+  c->io_busy = false;
+  pthread_cond_broadcast(&c->cv);
+  rc = c->broken_rc;
+  if (rc) opd__client_error(rc, "%s", c->broken_msg);
+  pthread_mutex_unlock(&c->mu);
+  return rc;
+}
+
 /* ---- connecting ---- */
 
 static int set_nonblocking(int fd) {
@@ -1363,6 +1428,8 @@ static int connect_fd(int fd, const opd_client_options *options, const char *url
   int rc = hello(c, o);
   if (rc == 0) {
     c->url = NULL;
+    c->batch_bytes = o->write_batch_bytes; /* [Note: Batched writes] (the hello is not held) */
+    c->batch_ns = (int64_t)o->write_batch_us * 1000;
     *out = c;
   }
   return rc;

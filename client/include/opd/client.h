@@ -248,6 +248,13 @@ typedef struct opd_client_options {
   uint32_t max_in_flight;            /* 0: the server's limit (or 256 if it has none) */
   uint64_t max_response_frame_bytes; /* 0: 64 MiB; lowered to the server's max_frame_bytes */
   opd_client_priority priority;      /* asked for in Hello (0: normal) */
+  /* [Note: Batched writes] (connection.c). 0: a submission is written at once (when the
+   * socket takes it). N > 0: submissions are held and written together, in one system
+   * call, once N bytes of them wait, or at a submission that finds the oldest held one
+   * write_batch_us old or more, or when a thread waits or polls on the client, or at
+   * opd_client_flush. */
+  uint32_t write_batch_bytes;
+  uint32_t write_batch_us;
 } opd_client_options;
 
 /* What the server said in its HelloReply. */
@@ -337,6 +344,11 @@ size_t opd_client_pending(opd_client *c);
  * callbacks. The application must not read, write or close the descriptor itself. */
 int opd_client_fd(const opd_client *c);
 bool opd_client_wants_write(opd_client *c);
+/* Writes the submissions held by batching (opd_client_options.write_batch_bytes) now, as
+ * far as the socket takes them without blocking; the rest goes with the next wait or poll.
+ * 0, or the connection's error once it is lost. A no-op from a callback (the thread running
+ * the I/O writes them when its callbacks return). */
+int opd_client_flush(opd_client *c);
 
 /* ---- tensors ---- */
 

@@ -83,8 +83,16 @@ class Client(_C.Client):
     its tensors, its dispatch state. Closing it (or leaving its ``with`` block) releases
     every tensor it holds in the daemon."""
 
-    def __init__(self, url=DEFAULT_URL, *, name="opd-python", timeout=None, max_in_flight=0):
-        super().__init__(url, name, 0 if timeout is None else int(timeout * 1000), max_in_flight)
+    def __init__(self, url=DEFAULT_URL, *, name="opd-python", timeout=None, max_in_flight=0,
+                 batch_us=None):
+        if batch_us is None:
+            super().__init__(url, name, 0 if timeout is None else int(timeout * 1000),
+                             max_in_flight)
+        else:
+            if not 0 <= int(batch_us) < 1 << 32:
+                raise ValueError(f"batch_us must be 0 to 2^32 - 1 microseconds, not {batch_us}")
+            super().__init__(url, name, 0 if timeout is None else int(timeout * 1000),
+                             max_in_flight, int(batch_us))
         self._schemas = dict(_ops.builtin_schemas())
         self._ops = None
         self._by_name = {}
@@ -255,7 +263,9 @@ class Client(_C.Client):
 
 def connect(url=DEFAULT_URL, **options):
     """Connects to the daemon at ``url`` ("tcp://HOST:PORT", "unix:///path"): a Client, also
-    a context manager. Options: name, timeout (seconds to connect), max_in_flight."""
+    a context manager. Options: name, timeout (seconds to connect), max_in_flight, batch_us
+    (how long a request may be held to be written together with the next ones: 500 by
+    default; 0 writes each at once; every wait writes them, and so does ``flush()``)."""
     return Client(url, **options)
 
 

@@ -64,6 +64,15 @@ void opdpy_client_release_handle(opdpy_client *cl, uint64_t handle) {
   if (cl->nrelease == OPDPY_RELEASE_BATCH) flush_releases(cl);
 }
 
+/* Completes what the library finished, if anything: at submissions, which a program that
+ * never waits makes all the time ([Note: Completions at submission] in opdpy.h). */
+static void process_if_done(opdpy_client *cl) {
+  pthread_mutex_lock(&cl->done_mu);
+  bool any = cl->done_head != NULL;
+  pthread_mutex_unlock(&cl->done_mu);
+  if (any) opdpy_client_process(cl);
+}
+
 /* ---- submission ---- */
 
 /* Sends a converted call; pf is in flight afterwards (referenced by the client) or failed. */
@@ -270,6 +279,19 @@ int opdpy_client_wait(opdpy_client *cl, opdpy_future *f, int timeout_ms) {
   return 0;
 }
 
+/* [Note: Completions at submission] (opdpy.h): waits until fewer than limit calls are
+ * queued. Not while completing (a destructor that submits): the outer wait goes on. */
+static int wait_queue_below(opdpy_client *cl, size_t limit) {
+  while (cl->queued >= limit && !cl->processing && cl->queue_head) {
+    opdpy_future *head = cl->queue_head;
+    Py_INCREF(head);
+    int rc = opdpy_client_wait(cl, head, -1);
+    Py_DECREF(head);
+    if (rc < 0) return -1;
+  }
+  return 0;
+}
+
 int opdpy_client_wait_queue(opdpy_client *cl) {
   while (cl->queue_tail) {
     opdpy_future *tail = cl->queue_tail;
@@ -300,13 +322,14 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 }
 
 static int client_init(opdpy_client *self, PyObject *args, PyObject *kw) {
-  static char *names[] = {"url", "client_name", "connect_timeout_ms", "max_in_flight", NULL};
+  static char *names[] = {"url",           "client_name", "connect_timeout_ms",
+                          "max_in_flight", "batch_us",    NULL};
   PyObject *url;
   const char *name = "opd-python";
   int timeout_ms = 0;
-  unsigned int max_in_flight = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "U|siI", names, &url, &name, &timeout_ms,
-                                   &max_in_flight))
+  unsigned int max_in_flight = 0, batch_us = OPDPY_BATCH_US;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "U|siII", names, &url, &name, &timeout_ms,
+                                   &max_in_flight, &batch_us))
     return -1;
   if (self->c) {
     PyErr_SetString(PyExc_RuntimeError, "the client is already connected");
@@ -314,8 +337,11 @@ static int client_init(opdpy_client *self, PyObject *args, PyObject *kw) {
   }
   const char *u = PyUnicode_AsUTF8(url);
   if (!u) return -1;
-  opd_client_options opts = {
-      .client_name = name, .connect_timeout_ms = timeout_ms, .max_in_flight = max_in_flight};
+  opd_client_options opts = {.client_name = name,
+                             .connect_timeout_ms = timeout_ms,
+                             .max_in_flight = max_in_flight,
+                             .write_batch_bytes = batch_us ? OPDPY_BATCH_BYTES : 0,
+                             .write_batch_us = batch_us};
   opd_client *c = NULL;
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = opd_client_connect(u, &opts, &c);
@@ -476,6 +502,11 @@ static PyObject *client_submit(opdpy_client *self, PyObject *const *args, Py_ssi
     if (opd_client_poll(self->c, 0) > 0) opdpy_client_process(self);
   }
   opdpy_callbuf_free(&b);
+  process_if_done(self);
+  if (self->queued >= OPDPY_MAX_QUEUED && wait_queue_below(self, OPDPY_MAX_QUEUED) < 0) {
+    Py_DECREF(pf);
+    return NULL;
+  }
   return (PyObject *)pf;
 fail:
   Py_XDECREF(failed);
@@ -609,6 +640,7 @@ static PyObject *client_upload_async(opdpy_client *self, PyObject *args, PyObjec
     pf->state = OPDPY_IN_FLIGHT;
     Py_INCREF(pf);
   }
+  process_if_done(self);
   return (PyObject *)pf;
 }
 
@@ -758,6 +790,18 @@ static PyObject *client_ping(opdpy_client *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* flush(): writes the requests held for batching now ([Note: Batched writes]). */
+static PyObject *client_flush(opdpy_client *self, PyObject *unused) {
+  (void)unused;
+  if (check_open(self) < 0) return NULL;
+  flush_releases(self);
+  int rc = opd_client_flush(self->c);
+  opdpy_client_process(self);
+  if (rc < 0)
+    return opdpy_raise(rc == OPD_ECANCELED ? OPDPY_ELOST : rc, opd_client_last_error(), NULL);
+  Py_RETURN_NONE;
+}
+
 /* poll(timeout=0.0): completes what has come back (waiting up to timeout seconds for
  * something); the number of requests the library completed. */
 static PyObject *client_poll(opdpy_client *self, PyObject *args) {
@@ -850,6 +894,8 @@ static PyMethodDef client_methods[] = {
     {"synchronize", (PyCFunction)client_synchronize, METH_NOARGS,
      "waits until the session's work is finished on every device"},
     {"ping", (PyCFunction)client_ping, METH_VARARGS, "ping(payload=b''): a round trip"},
+    {"flush", (PyCFunction)client_flush, METH_NOARGS,
+     "writes the requests held to be sent together now (a wait or poll writes them too)"},
     {"poll", (PyCFunction)client_poll, METH_VARARGS,
      "poll(timeout=0.0): completes what came back; the count"},
     {"wait_all", (PyCFunction)client_wait_all, METH_NOARGS,
@@ -873,7 +919,8 @@ static PyGetSetDef client_getset[] = {
 
 PyTypeObject opdpy_client_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "opd._C.Client",
-    .tp_doc = "Client(url, client_name='opd-python', connect_timeout_ms=0, max_in_flight=0)",
+    .tp_doc = "Client(url, client_name='opd-python', connect_timeout_ms=0, max_in_flight=0, "
+              "batch_us=500)",
     .tp_basicsize = sizeof(opdpy_client),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_new = client_new,

@@ -27,6 +27,22 @@
  *   of up to OPDPY_RELEASE_BATCH handles, before any wait and on close (closing the
  *   connection releases them all anyway). A Tensor in a queued call is referenced by it,
  *   so a released handle is never used by a later request.
+ * - Requests are written in batches ([Note: Batched writes] in client/src/connection.c):
+ *   the connection holds a submission until OPDPY_BATCH_BYTES of them wait, or one has
+ *   waited the Client's batch_us (OPDPY_BATCH_US by default), or the program waits for
+ *   anything (every wait and poll writes them first), or Client.flush(). A Release request
+ *   goes in the same batch as the calls around it.
+ *
+ * [Note: Completions at submission]
+ * A program that only submits (a loop of OpdTensor operations, nothing waited for) must
+ * still see its requests complete: the handles of results that died are released only once
+ * their reply has been processed, so unprocessed completions pile up handles in the daemon
+ * (65,536 a session by default) and memory here. So every submission that finds completions
+ * on the list processes them (a check under done_mu when there are none), and the write of
+ * a batch reads the replies that have come. And the queue of calls waiting for their inputs
+ * (a chain of dependent calls runs at one daemon round trip per call, while Python may make
+ * them faster) is bounded: a submission that leaves OPDPY_MAX_QUEUED calls queued waits
+ * until fewer are, which is back-pressure, not a change of order or of results.
  * - Operations that read or change session state (download, dispatch state, synchronize,
  *   wait_all) first wait until the queue is empty, which keeps them in program order too.
  *   Uploads and pings are sent at once: they make a new tensor or touch nothing, so no
@@ -43,8 +59,13 @@
 
 #include "opd/client.h"
 
-#define OPDPY_RELEASE_BATCH 64
+#define OPDPY_RELEASE_BATCH 256
 #define OPDPY_MAX_ARGS      64
+#define OPDPY_MAX_QUEUED    1024
+/* [Note: Batched writes] (client/src/connection.c): the bytes and the time a submission may
+ * be held for, to be written with the ones after it */
+#define OPDPY_BATCH_BYTES   (32u << 10)
+#define OPDPY_BATCH_US      500u
 /* The code the error factory gets for a request that failed because the connection was lost
  * (the library's OPD_ECANCELED once the client is no longer connected). */
 #define OPDPY_ELOST         (-1000)

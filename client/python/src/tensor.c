@@ -287,7 +287,16 @@ static PyObject *future_exception(opdpy_future *self, PyObject *args, PyObject *
 
 static PyObject *future_done(opdpy_future *self, PyObject *unused) {
   (void)unused;
-  if (self->state != OPDPY_DONE && opdpy_client_process(self->client) < 0) return NULL;
+  opdpy_client *cl = self->client;
+  if (self->state != OPDPY_DONE && opdpy_client_open(cl)) {
+    /* without waiting: writes what batching holds ([Note: Batched writes]) and reads what
+     * came, so that a loop asking done() sees the request complete */
+    opd_client *c = cl->c;
+    cl->waiting++;
+    Py_BEGIN_ALLOW_THREADS opd_client_poll(c, 0);
+    Py_END_ALLOW_THREADS cl->waiting--;
+  }
+  if (self->state != OPDPY_DONE && opdpy_client_process(cl) < 0) return NULL;
   return PyBool_FromLong(self->state == OPDPY_DONE);
 }
 

@@ -16,6 +16,7 @@ from torch.utils._mode_utils import no_dispatch
 from torch.utils._pytree import tree_map
 
 from .. import _C
+from . import _plans
 
 __all__ = ["OpdTensor", "remote", "cpu_fallback", "OpdFallbackWarning", "OpdUnsupported"]
 
@@ -181,7 +182,7 @@ def _literal(value, dtype):
         t = value.detach().contiguous()
         key = None
     else:
-        key = (type(value), value, dtype)
+        key = (type(value), value, dtype, math.copysign(1.0, value))  # 0.0 is not -0.0
         lit = _LITERALS.get(key)
         if lit is not None:
             return lit
@@ -434,6 +435,9 @@ def _rebind(t, view):
 
 
 def _dispatch(func, args, kwargs):
+    cached = _plans.run(func, args, kwargs, OpdTensor, _wrap)  # [Note: Cached dispatch plans]
+    if cached is not _plans.MISS:
+        return cached
     first = _first_opd(args, kwargs)
     client = first._client
     info = _info(func, client)
@@ -464,6 +468,7 @@ def _dispatch(func, args, kwargs):
 def _submit(func, info, client, device, args, kwargs, meta_args, meta_kwargs, meta_out):
     """The call sent to the daemon, its results OpdTensors of meta_out's geometry."""
     values = _call_args(client, info.schema, args, kwargs, meta_args, meta_kwargs)
+    meta_out = _plans.learn(func, info, client, args, kwargs, values, meta_out, OpdTensor)
     refs = client._submit(info.schema.op, values, _count_tensors(meta_out)).outputs
     result = _wrap(client, refs, meta_out, device)
     if any(info.aliased_outputs):  # in-place and out=: the written argument itself
