@@ -468,7 +468,8 @@ def _dispatch(func, args, kwargs):
 def _submit(func, info, client, device, args, kwargs, meta_args, meta_kwargs, meta_out):
     """The call sent to the daemon, its results OpdTensors of meta_out's geometry."""
     values = _call_args(client, info.schema, args, kwargs, meta_args, meta_kwargs)
-    meta_out = _plans.learn(func, info, client, args, kwargs, values, meta_out, OpdTensor)
+    meta_out = _plans.learn(func, info, client, args, kwargs, values, meta_out, OpdTensor,
+                            _SPECIAL_CALLS)
     refs = client._submit(info.schema.op, values, _count_tensors(meta_out)).outputs
     result = _wrap(client, refs, meta_out, device)
     if any(info.aliased_outputs):  # in-place and out=: the written argument itself
