@@ -44,6 +44,18 @@ def test_nonzero_matches_eager(client, x):
         check(got, expected)
 
 
+def test_repeated_calls_take_each_size_from_their_own_values(client):
+    # the same operator on the same geometry, twice: a result's size is never reused from an
+    # earlier call with other values ([Note: Cached dispatch plans] never hold these)
+    for _ in range(3):
+        for x in (torch.tensor([1.0, 0.0, 2.0, 0.0]), torch.tensor([0.0, 0.0, 3.0, 0.0]),
+                  torch.ones(4)):
+            (r,) = remote(client, x)
+            check(torch.nonzero(r), torch.nonzero(x))
+            check(torch.masked_select(r, r > 0.5), torch.masked_select(x, x > 0.5))
+            check(r[r > 0.5], x[x > 0.5])
+
+
 def test_masked_select_matches_eager(client):
     torch.manual_seed(0)
     x = torch.randn(3, 4)
