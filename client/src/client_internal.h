@@ -67,10 +67,11 @@ struct opd_future {
   /* completion */
   opd_future_cb cb;
   void *user;
-  bool user_owned; /* else the library frees it after completion */
-  bool responded;  /* an early error response arrived before it was fully sent */
-  bool finished;   /* results are in (read by callbacks) */
-  bool done;       /* published: waiters may return, the user may free */
+  bool user_owned;      /* else the library frees it after completion */
+  bool responded;       /* an early error response arrived before it was fully sent */
+  bool finished;        /* results are in (read by callbacks) */
+  bool done;            /* published: waiters may return, the user may free */
+  int64_t submitted_ms; /* when it was queued, with a call deadline ([Note: Never hang]) */
   int rc;
   char *message;  /* error message, or NULL */
   char *error_op; /* operator named by the server's error, or NULL */

@@ -969,7 +969,7 @@ static int write_some(opd_client *c) {
  * can (with a zero timeout and assume_ready, as in opd_client_poll(c, 0), it tries both
  * without asking poll() first; a submission only reads what poll() says is there). The
  * caller is the pump (c->io_busy set by it), without c->mu. */
-static void pump_once(opd_client *c, int timeout_ms, bool assume_ready) {
+static void pump_round(opd_client *c, int timeout_ms, bool assume_ready) {
   pthread_mutex_lock(&c->mu);
   bool broken = c->broken_rc != 0, want_write = c->send != NULL;
   pthread_mutex_unlock(&c->mu);
@@ -995,6 +995,50 @@ static void pump_once(opd_client *c, int timeout_ms, bool assume_ready) {
   want_write = c->send != NULL && !c->broken_rc;
   pthread_mutex_unlock(&c->mu);
   if (want_write) write_some(c);
+}
+
+/* [Note: Never hang]
+ * Whatever the daemon does, a request ends. A dead host or a cut link is found by the TCP
+ * options set at connect (keepalive probes and TCP_USER_TIMEOUT from liveness_timeout_ms:
+ * the kernel fails the socket with ETIMEDOUT, idle or not). A daemon that is alive but does
+ * not answer is bounded by the call deadline (call_timeout_ms, off by default): the pump
+ * never sleeps past the deadline of the oldest pending request (the first of the list:
+ * replies come in order), and when it passes, the client ends the session. It cannot do
+ * less: the protocol cannot cancel one request, and a reply that came after its caller gave
+ * up would land in a download buffer the caller no longer owns. The pump shuts the socket
+ * down and fails every pending request ([Note: A lost session is final]). The deadline is
+ * checked whenever the client runs its I/O, so however the application waits (a
+ * synchronous call, a future, opd_client_poll in slices, its own event loop that polls). */
+static void end_session_at_deadline(opd_client *c) {
+  pthread_mutex_lock(&c->mu);
+  c->deadline_passed = true;
+  pthread_mutex_unlock(&c->mu);
+  shutdown(c->fd, SHUT_RDWR);
+  connection_lost(c, 0, "");
+}
+
+/* The call deadline of the oldest pending request (-1: none). With c->mu held. */
+static int64_t deadline_due(opd_client *c) {
+  if (c->call_timeout_ms <= 0 || !c->head || c->broken_rc) return -1;
+  return c->head->submitted_ms + c->call_timeout_ms;
+}
+
+/* One round of I/O (pump_round), never sleeping past the call deadline, after which the
+ * session ends when the oldest request is still pending ([Note: Never hang]). */
+static void pump_once(opd_client *c, int timeout_ms, bool assume_ready) {
+  pthread_mutex_lock(&c->mu);
+  int64_t due = deadline_due(c);
+  pthread_mutex_unlock(&c->mu);
+  if (due >= 0) {
+    int64_t left = due - now_ms();
+    if (left < 0) left = 0;
+    if (timeout_ms < 0 || left < timeout_ms) timeout_ms = left > INT32_MAX ? INT32_MAX : (int)left;
+  }
+  pump_round(c, timeout_ms, assume_ready);
+  pthread_mutex_lock(&c->mu);
+  due = deadline_due(c);
+  pthread_mutex_unlock(&c->mu);
+  if (due >= 0 && now_ms() >= due) end_session_at_deadline(c);
 }
 
 typedef bool (*until_fn)(opd_client *c, const void *arg);
@@ -1035,28 +1079,6 @@ static int progress(opd_client *c, until_fn until, const void *arg, int64_t dead
     c->io_busy = false;
     pthread_cond_broadcast(&c->cv);
   }
-}
-
-/* [Note: Never hang]
- * A wait with no limit of its own (a synchronous call, opd_future_wait, opd_client_wait_all)
- * ends, whatever the daemon does: a dead host or a cut link is found by the TCP options set
- * at connect (keepalive probes and TCP_USER_TIMEOUT from liveness_timeout_ms: the kernel
- * fails the socket with ETIMEDOUT), and a daemon that is alive but does not answer by the
- * call deadline (call_timeout_ms, off by default) has the client end the session: the
- * protocol cannot cancel one request, and a reply that comes after the caller returned
- * would land in a download buffer it no longer owns. The waiting thread shuts the socket
- * down; the pump (itself, or the thread that runs the I/O) then reads the end of the
- * stream and fails every pending request ([Note: A lost session is final]). With c->mu
- * held, as progress(). */
-static int progress_bounded(opd_client *c, until_fn until, const void *arg) {
-  if (c->call_timeout_ms <= 0 || tls_io_client == c) return progress(c, until, arg, -1);
-  int rc = progress(c, until, arg, deadline_after(c->call_timeout_ms));
-  if (rc != OPD_EBUSY || until(c, arg)) return rc;
-  if (!c->deadline_passed && !c->broken_rc) {
-    c->deadline_passed = true;
-    shutdown(c->fd, SHUT_RDWR);
-  }
-  return progress(c, until, arg, -1);
 }
 
 static bool future_is_done(opd_client *c, const void *arg) {
@@ -1132,6 +1154,7 @@ static int submit(opd_client *c, opd_future *f, Opd__V1__Request *req,
     return rc;
   }
   f->id = ++c->next_id;
+  if (c->call_timeout_ms > 0) f->submitted_ms = now_ms(); /* [Note: Never hang] */
   if (c->tail)
     c->tail->next = f;
   else
@@ -1188,9 +1211,7 @@ int opd__future_wait_sync(opd_future *f) {
 int opd_future_wait_for(opd_future *f, int timeout_ms) {
   opd_client *c = f->client;
   pthread_mutex_lock(&c->mu);
-  /* no limit of its own: the call deadline's ([Note: Never hang]) */
-  int rc = timeout_ms < 0 ? progress_bounded(c, future_is_done, f)
-                          : progress(c, future_is_done, f, deadline_after(timeout_ms));
+  int rc = progress(c, future_is_done, f, deadline_after(timeout_ms));
   bool done = f->done;
   pthread_mutex_unlock(&c->mu);
   if (!done) {
@@ -1308,7 +1329,7 @@ int opd_client_poll(opd_client *c, int timeout_ms) {
 
 int opd_client_wait_all(opd_client *c) {
   pthread_mutex_lock(&c->mu);
-  int rc = progress_bounded(c, nothing_pending, NULL);
+  int rc = progress(c, nothing_pending, NULL, -1);
   if (rc == 0) rc = c->broken_rc;
   if (rc != 0 && rc != OPD_EBUSY) opd__client_error(rc, "%s", c->broken_msg);
   pthread_mutex_unlock(&c->mu);

@@ -270,9 +270,9 @@ typedef struct opd_client_options {
   /* a TCP connection whose daemon has not acknowledged for this long is lost (TCP
    * keepalive and TCP_USER_TIMEOUT, [Note: Never hang]); 0: 30000; negative: off */
   int liveness_timeout_ms;
-  /* the longest a wait for a reply without a limit of its own may last (a synchronous
-   * call, opd_future_wait, opd_client_wait_all): past it the session is ended with
-   * OPD_ESESSION; 0 or negative: no limit */
+  /* the call deadline: the longest a request may stay unanswered after its submission;
+   * past it the client ends the session, failing every pending request with OPD_ESESSION
+   * (checked whenever the client runs its I/O: [Note: Never hang]); 0 or negative: none */
   int call_timeout_ms;
 } opd_client_options;
 

@@ -108,3 +108,52 @@ def test_lost_session_is_final(fresh_daemon):
     with pytest.raises(opd.ConnectionLost):
         c.upload(np.ones(3, np.float32))
     c.close()
+
+
+def _varint(data, pos):
+    value, shift = 0, 0
+    while True:
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        pos += 1
+        shift += 7
+        if not b & 0x80:
+            return value, pos
+
+
+def _mute_daemon(listener):
+    """Answers one connection's hello (Response{id, hello{protocol_version: 1}}), then reads
+    and answers nothing until the client goes."""
+    conn, _ = listener.accept()
+    with conn:
+        length = int.from_bytes(conn.recv(4, socket.MSG_WAITALL), "little")
+        request = conn.recv(length, socket.MSG_WAITALL)
+        assert request[0] == 0x08  # Request.id, field 1
+        rid, _ = _varint(request, 1)
+        idv = bytearray()
+        while True:
+            idv.append((rid & 0x7F) | (0x80 if rid > 0x7F else 0))
+            rid >>= 7
+            if not rid:
+                break
+        body = b"\x08" + bytes(idv) + b"\x1a\x02\x08\x01"
+        conn.sendall(len(body).to_bytes(4, "little") + body)
+        while conn.recv(65536):
+            pass
+
+
+def test_call_deadline_ends_the_session():
+    import threading
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    url = "tcp://127.0.0.1:%d" % listener.getsockname()[1]
+    t = threading.Thread(target=_mute_daemon, args=(listener,), daemon=True)
+    t.start()
+    c = opd.connect(url, call_timeout=0.3)
+    with pytest.raises(opd.ConnectionLost, match="call deadline of 300 ms"):
+        c.ping(b"x")
+    assert url in str(c.endpoint) and not c.connected
+    c.close()
+    t.join(10)
+    listener.close()
