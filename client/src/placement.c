@@ -246,12 +246,17 @@ static int resolve(const char *url, endpoint_set *set) {
   if (strncmp(url, "tcp://", 6) != 0)
     return opd__client_error(OPD_EINVAL,
                              "'%s': the URL must start with tcp:// or unix://, or srv://", url);
+  /* a name of the list that does not resolve is left out while others do (failover) */
+  int unresolved = 0;
   for (const char *p = url + 6;;) {
     const char *comma = strchr(p, ',');
     const char *end = comma ? comma : p + strlen(p);
     int rc = resolve_hostport(url, p, end, set);
-    if (rc) return rc;
-    if (!comma) return 0;
+    if (rc == OPD_ENOENT)
+      unresolved = rc;
+    else if (rc)
+      return rc;
+    if (!comma) return set->n == 0 ? unresolved : 0;
     p = comma + 1;
   }
 }
