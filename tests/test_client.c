@@ -659,7 +659,7 @@ START_TEST(test_download_alloc_grows_with_the_bytes) {
   float y[4] = {1, 2, 3, 4};
   ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, &four, 1, y, sizeof y, NULL, &t), 0);
   data = NULL;
-  ck_assert_int_eq(opd_client_download_alloc(c, t, &info, &data), OPD_ECANCELED);
+  ck_assert_int_eq(opd_client_download_alloc(c, t, &info, &data), OPD_ESESSION);
   ck_assert_ptr_null(data);
   ck_assert_msg(strstr(opd_client_last_error(), "closed the connection"), "%s",
                 opd_client_last_error());
@@ -1617,12 +1617,13 @@ START_TEST(test_server_vanishes) {
   pthread_mutex_destroy(&fs.mu);
   int rc = opd_client_call_async(c, "test::echo", &arg, 1, NULL, NULL, &f);
   if (rc == 0) {
-    ck_assert_int_eq(opd_future_wait(f), OPD_ECANCELED);
-    ck_assert_ptr_nonnull(strstr(opd_future_error(f), "the server closed the connection"));
+    ck_assert_int_eq(opd_future_wait(f), OPD_ESESSION);
+    ck_assert_ptr_nonnull(strstr(opd_future_error(f), "session lost: the daemon at (a socket) "
+                                                      "closed the connection"));
     opd_future_free(f);
   }
-  ck_assert_int_eq(opd_client_ping(c, "x", 1), OPD_ECANCELED);
-  ck_assert_int_eq(opd_client_poll(c, 0), OPD_ECANCELED);
+  ck_assert_int_eq(opd_client_ping(c, "x", 1), OPD_ESESSION);
+  ck_assert_int_eq(opd_client_poll(c, 0), OPD_ESESSION);
   opd_client_close(c);
 }
 END_TEST

@@ -17,11 +17,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # clang and libclang-rt-14-dev (libFuzzer, the sanitizers' runtimes): the fuzz build only
+# python3-yaml, yamllint, haproxy: deploy/validate.py (kubectl, not a Debian package, is
+# used where the machine has it)
 PACKAGES=(build-essential cmake pkg-config clang-format clang libclang-rt-14-dev python3
   libjansson-dev check libsubunit-dev libopenblas-dev libuv1-dev libprotobuf-c-dev
   protobuf-c-compiler liburcu-dev libhttp-parser-dev chromium jq liblapacke-dev
   python3-dev python3-numpy python3-pytest python3-torch python3-torchvision python3-setuptools
-  python3-pip python3-venv libdnnl-dev)
+  python3-pip python3-venv libdnnl-dev python3-yaml yamllint haproxy)
 
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi

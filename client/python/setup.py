@@ -57,7 +57,7 @@ def _library():
                  os.path.join(src, "dispatcher", "include")],
                 [os.path.join(tree, "client", "libopd_client.a"),
                  os.path.join(tree, "proto", "libopd_proto.a")],
-                ["protobuf-c", "pthread"], [], schemas)
+                ["protobuf-c", "resolv", "pthread"], [], schemas)
     try:
         cflags = shlex.split(_pkg_config("--cflags"))
         libs = shlex.split(_pkg_config("--libs", "--static"))

@@ -5,6 +5,7 @@
 #define OPD_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -17,6 +18,16 @@
 #define OPD__CLIENT_MAX_ARGS       1024
 #define OPD__CLIENT_DEFAULT_INFL   256
 #define OPD__CLIENT_DEFAULT_RFRAME (64u << 20)
+
+/* One daemon of an address ([Note: Placement] in placement.c), by its numeric address. */
+#define OPD__CLIENT_ENDPOINT_NAME 128
+#define OPD__CLIENT_MAX_ENDPOINTS 64
+
+typedef struct opd__endpoint {
+  struct sockaddr_storage addr; /* AF_INET, AF_INET6 or AF_UNIX */
+  socklen_t addrlen;
+  char name[OPD__CLIENT_ENDPOINT_NAME]; /* "tcp://10.0.0.3:7470", "unix:///run/opd.sock" */
+} opd__endpoint;
 
 typedef enum opd__req_kind {
   OPD__REQ_HELLO,
@@ -56,10 +67,11 @@ struct opd_future {
   /* completion */
   opd_future_cb cb;
   void *user;
-  bool user_owned; /* else the library frees it after completion */
-  bool responded;  /* an early error response arrived before it was fully sent */
-  bool finished;   /* results are in (read by callbacks) */
-  bool done;       /* published: waiters may return, the user may free */
+  bool user_owned;      /* else the library frees it after completion */
+  bool responded;       /* an early error response arrived before it was fully sent */
+  bool finished;        /* results are in (read by callbacks) */
+  bool done;            /* published: waiters may return, the user may free */
+  int64_t submitted_ms; /* when it was queued, with a call deadline ([Note: Never hang]) */
   int rc;
   char *message;  /* error message, or NULL */
   char *error_op; /* operator named by the server's error, or NULL */
@@ -128,12 +140,24 @@ struct opd_client {
   bool greeted;    /* the hello reply was read */
   bool not_opd;    /* the first bytes back were not a frame ([Note: Not an opd daemon]) */
   const char *url; /* while opd_client_connect connects: its URL, for the messages */
+  /* the daemon, for the messages and opd_client_endpoint ([Note: A lost session is final]) */
+  char endpoint[OPD__CLIENT_ENDPOINT_NAME];
+  int call_timeout_ms;  /* opd_client_options.call_timeout_ms; 0: none */
+  bool deadline_passed; /* a wait outlived call_timeout_ms: the session is being ended */
   /* futures kept for reuse ([Note: Reused futures]) */
   opd_future *spare;
   unsigned nspare;
   /* where a response is decoded (connection.c, [Note: Decoding responses]) */
   _Alignas(max_align_t) uint8_t decode_buf[16384];
 };
+
+/* Connects to one daemon and says hello within timeout_ms (negative: no limit), with the
+ * TCP options of [Note: Never hang]: 0 with *out, or the failure with the thread's message
+ * (which names e). */
+int opd__client_connect_endpoint(const opd__endpoint *e, const opd_client_options *o,
+                                 int timeout_ms, opd_client **out);
+/* Milliseconds of the monotonic clock. */
+int64_t opd__client_now_ms(void);
 
 /* Records the thread's last error: returns err. */
 int opd__client_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -94,10 +94,14 @@ size_t opd_client_dtype_size(int dtype) {
 
 /* ---- time ---- */
 
-static int64_t now_ms(void) {
+int64_t opd__client_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t now_ms(void) {
+  return opd__client_now_ms();
 }
 
 /* A deadline for a timeout in ms (negative: none, -1). */
@@ -482,6 +486,19 @@ static void set_server_info(opd_client *c, const Opd__V1__HelloReply *h) {
   c->server.max_bytes_held = h->max_bytes_held;
   c->server.max_in_flight = h->max_in_flight;
   c->server.priority = (opd_client_priority)h->priority;
+  const Opd__V1__Load *load = h->load; /* absent from an older daemon: all zero */
+  c->server.sessions = load ? load->sessions : 0;
+  c->server.jobs_queued = load ? load->jobs_queued : 0;
+  c->server.draining = load && load->draining;
+  c->server.num_devices = 0;
+  for (size_t i = 0; load && i < load->n_devices && i < OPD_CLIENT_MAX_DEVICE_LOADS; i++) {
+    const Opd__V1__DeviceLoad *d = load->devices[i];
+    c->server.devices[c->server.num_devices++] =
+        (opd_client_device_load){.type = d->device ? d->device->type : OPD_CLIENT_DEVICE_CPU,
+                                 .index = d->device ? d->device->index : -1,
+                                 .bytes_held = d->bytes_held,
+                                 .bytes_limit = d->bytes_limit};
+  }
   pthread_mutex_unlock(&c->mu);
 }
 
@@ -800,9 +817,49 @@ static int process_input(opd_client *c) {
   }
 }
 
+/* [Note: A lost session is final]
+ * A session is its connection: when the connection goes (the daemon closed it, died, or
+ * stopped answering within liveness_timeout_ms or call_timeout_ms) its handles, graphs and
+ * dispatch state are gone with it, in a daemon the client cannot reach. So the client does
+ * not reconnect behind the application's back (it would hand back a session without the
+ * tensors the application holds handles to): every pending request fails at once, and
+ * every later one, with OPD_ESESSION and a message that names the daemon and says so. A
+ * new opd_client_connect is a new session, placed anew; the application uploads and
+ * defines again (a define finds a graph compiled already where affinity placed it). Before
+ * the hello reply, the same failures are a failed connect (connect_fd), which placement
+ * answers by trying the next daemon. */
 static int connection_lost(opd_client *c, int err, const char *when) {
-  if (err == 0) return fail_all(c, OPD_ECANCELED, "the server closed the connection");
-  return fail_all(c, OPD_ECANCELED, "the connection was lost %s: %s", when, strerror(err));
+  pthread_mutex_lock(&c->mu);
+  bool deadline = c->deadline_passed;
+  int call_timeout = c->call_timeout_ms;
+  pthread_mutex_unlock(&c->mu);
+  const char *at = c->endpoint[0] ? c->endpoint : "(a socket)";
+  static const char gone[] = "the session's handles and graphs are gone";
+  if (!c->greeted) { /* no session yet: a failed connect */
+    if (err == 0)
+      return fail_all(c, OPD_ECANCELED,
+                      "the daemon at %s closed the connection before its hello "
+                      "reply",
+                      at);
+    return fail_all(c, OPD_ECANCELED, "the connection to the daemon at %s failed %s: %s", at, when,
+                    strerror(err));
+  }
+  if (deadline)
+    return fail_all(c, OPD_ESESSION,
+                    "session lost: the daemon at %s did not answer within the call deadline of "
+                    "%d ms, so the client ended the session; %s",
+                    at, call_timeout, gone);
+  if (err == 0)
+    return fail_all(c, OPD_ESESSION, "session lost: the daemon at %s closed the connection; %s", at,
+                    gone);
+  if (err == ETIMEDOUT)
+    return fail_all(c, OPD_ESESSION,
+                    "session lost: the daemon at %s stopped answering (no acknowledgement within "
+                    "the liveness timeout); %s",
+                    at, gone);
+  return fail_all(c, OPD_ESESSION,
+                  "session lost: the connection to the daemon at %s failed %s: %s; %s", at, when,
+                  strerror(err), gone);
 }
 
 /* One read (into the download's buffer directly when possible), then parsing. 1: data was
@@ -917,7 +974,7 @@ static int write_some(opd_client *c) {
  * can (with a zero timeout and assume_ready, as in opd_client_poll(c, 0), it tries both
  * without asking poll() first; a submission only reads what poll() says is there). The
  * caller is the pump (c->io_busy set by it), without c->mu. */
-static void pump_once(opd_client *c, int timeout_ms, bool assume_ready) {
+static void pump_round(opd_client *c, int timeout_ms, bool assume_ready) {
   pthread_mutex_lock(&c->mu);
   bool broken = c->broken_rc != 0, want_write = c->send != NULL;
   pthread_mutex_unlock(&c->mu);
@@ -943,6 +1000,50 @@ static void pump_once(opd_client *c, int timeout_ms, bool assume_ready) {
   want_write = c->send != NULL && !c->broken_rc;
   pthread_mutex_unlock(&c->mu);
   if (want_write) write_some(c);
+}
+
+/* [Note: Never hang]
+ * Whatever the daemon does, a request ends. A dead host or a cut link is found by the TCP
+ * options set at connect (keepalive probes and TCP_USER_TIMEOUT from liveness_timeout_ms:
+ * the kernel fails the socket with ETIMEDOUT, idle or not). A daemon that is alive but does
+ * not answer is bounded by the call deadline (call_timeout_ms, off by default): the pump
+ * never sleeps past the deadline of the oldest pending request (the first of the list:
+ * replies come in order), and when it passes, the client ends the session. It cannot do
+ * less: the protocol cannot cancel one request, and a reply that came after its caller gave
+ * up would land in a download buffer the caller no longer owns. The pump shuts the socket
+ * down and fails every pending request ([Note: A lost session is final]). The deadline is
+ * checked whenever the client runs its I/O, so however the application waits (a
+ * synchronous call, a future, opd_client_poll in slices, its own event loop that polls). */
+static void end_session_at_deadline(opd_client *c) {
+  pthread_mutex_lock(&c->mu);
+  c->deadline_passed = true;
+  pthread_mutex_unlock(&c->mu);
+  shutdown(c->fd, SHUT_RDWR);
+  connection_lost(c, 0, "");
+}
+
+/* The call deadline of the oldest pending request (-1: none). With c->mu held. */
+static int64_t deadline_due(opd_client *c) {
+  if (c->call_timeout_ms <= 0 || !c->head || c->broken_rc) return -1;
+  return c->head->submitted_ms + c->call_timeout_ms;
+}
+
+/* One round of I/O (pump_round), never sleeping past the call deadline, after which the
+ * session ends when the oldest request is still pending ([Note: Never hang]). */
+static void pump_once(opd_client *c, int timeout_ms, bool assume_ready) {
+  pthread_mutex_lock(&c->mu);
+  int64_t due = deadline_due(c);
+  pthread_mutex_unlock(&c->mu);
+  if (due >= 0) {
+    int64_t left = due - now_ms();
+    if (left < 0) left = 0;
+    if (timeout_ms < 0 || left < timeout_ms) timeout_ms = left > INT32_MAX ? INT32_MAX : (int)left;
+  }
+  pump_round(c, timeout_ms, assume_ready);
+  pthread_mutex_lock(&c->mu);
+  due = deadline_due(c);
+  pthread_mutex_unlock(&c->mu);
+  if (due >= 0 && now_ms() >= due) end_session_at_deadline(c);
 }
 
 typedef bool (*until_fn)(opd_client *c, const void *arg);
@@ -1082,6 +1183,7 @@ static int submit(opd_client *c, opd_future *f, Opd__V1__Request *req,
     return rc;
   }
   f->id = ++c->next_id;
+  if (c->call_timeout_ms > 0) f->submitted_ms = now_ms(); /* [Note: Never hang] */
   if (c->tail)
     c->tail->next = f;
   else
@@ -1385,8 +1487,50 @@ static bool is_tcp(int fd) {
          (a.ss_family == AF_INET || a.ss_family == AF_INET6);
 }
 
-/* opd_client_connect_fd, with the URL (or NULL) that the messages name. */
-static int connect_fd(int fd, const opd_client_options *options, const char *url,
+/* The TCP options of [Note: Never hang] for a liveness timeout of timeout_ms (0: the
+ * default; negative: none): keepalive probes start after a third of it without traffic and
+ * go every sixth (4 probes), and TCP_USER_TIMEOUT bounds unacknowledged data by all of it,
+ * so a dead peer fails the socket with ETIMEDOUT within about timeout_ms, idle or not. */
+#define DEFAULT_LIVENESS_MS 30000
+#define KEEPALIVE_PROBES    4
+
+static void set_liveness(int fd, int timeout_ms) {
+  if (timeout_ms < 0) return;
+  if (timeout_ms == 0) timeout_ms = DEFAULT_LIVENESS_MS;
+  int seconds = timeout_ms < 3000 ? 3 : timeout_ms / 1000;
+  int one = 1, idle = seconds / 3, interval = (seconds - idle) / KEEPALIVE_PROBES,
+      probes = KEEPALIVE_PROBES;
+  if (interval < 1) interval = 1;
+  unsigned user_timeout = (unsigned)timeout_ms;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+}
+
+/* "tcp://10.0.0.3:7470", "tcp://[::1]:7470" or "unix:///path" for an address ("" for
+ * another family). */
+static void name_address(const struct sockaddr *a, socklen_t len, char *out, size_t cap) {
+  char host[INET6_ADDRSTRLEN] = "", port[8] = "";
+  out[0] = '\0';
+  if (a->sa_family == AF_UNIX) {
+    const struct sockaddr_un *u = (const struct sockaddr_un *)a;
+    size_t n = len > offsetof(struct sockaddr_un, sun_path)
+                   ? strnlen(u->sun_path, len - offsetof(struct sockaddr_un, sun_path))
+                   : 0;
+    if (n > 0 && u->sun_path[0] != '\0') /* not a socketpair's, nor an abstract name */
+      snprintf(out, cap, "unix://%.*s", (int)n, u->sun_path);
+  } else if ((a->sa_family == AF_INET || a->sa_family == AF_INET6) &&
+             getnameinfo(a, len, host, sizeof host, port, sizeof port,
+                         NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+    snprintf(out, cap, a->sa_family == AF_INET6 ? "tcp://[%s]:%s" : "tcp://%s:%s", host, port);
+  }
+}
+
+/* opd_client_connect_fd, with the daemon's name (or NULL: from the socket's peer) that the
+ * messages and opd_client_endpoint say. */
+static int connect_fd(int fd, const opd_client_options *options, const char *name,
                       opd_client **out) {
   static const opd_client_options defaults;
   const opd_client_options *o = options ? options : &defaults;
@@ -1419,12 +1563,23 @@ static int connect_fd(int fd, const opd_client_options *options, const char *url
   c->refs = 1;
   c->rbuf = rbuf;
   c->rcap = READ_CHUNK;
-  c->raw_read_max = is_tcp(fd) ? OPD__WIRE_TCP_RAW_READ : SSIZE_MAX;
+  bool tcp = is_tcp(fd);
+  c->raw_read_max = tcp ? OPD__WIRE_TCP_RAW_READ : SSIZE_MAX;
+  if (tcp) set_liveness(fd, o->liveness_timeout_ms);
   c->max_in_flight = 1;
   c->max_frame_out = OPD__CLIENT_DEFAULT_FRAME;
   c->max_frame_in =
       o->max_response_frame_bytes ? o->max_response_frame_bytes : OPD__CLIENT_DEFAULT_RFRAME;
-  c->url = url;
+  c->call_timeout_ms = o->call_timeout_ms > 0 ? o->call_timeout_ms : 0;
+  if (name) {
+    snprintf(c->endpoint, sizeof c->endpoint, "%s", name);
+  } else {
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    if (getpeername(fd, (struct sockaddr *)&peer, &plen) == 0)
+      name_address((struct sockaddr *)&peer, plen, c->endpoint, sizeof c->endpoint);
+  }
+  c->url = name;
   int rc = hello(c, o);
   if (rc == 0) {
     c->url = NULL;
@@ -1437,65 +1592,6 @@ static int connect_fd(int fd, const opd_client_options *options, const char *url
 
 int opd_client_connect_fd(int fd, const opd_client_options *options, opd_client **out) {
   return connect_fd(fd, options, NULL, out);
-}
-
-typedef struct parsed_url {
-  bool is_unix;
-  char host[256];
-  char port[8];
-  char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-} parsed_url;
-
-static int parse_url(const char *url, parsed_url *u) {
-  memset(u, 0, sizeof *u);
-  if (!url) return opd__client_error(OPD_EINVAL, "no URL (tcp://HOST:PORT or unix:///PATH)");
-  if (strncmp(url, "unix://", 7) == 0) {
-    const char *path = url + 7;
-    u->is_unix = true;
-    if (!*path) return opd__client_error(OPD_EINVAL, "'%s': no socket path (unix:///PATH)", url);
-    if (strlen(path) >= sizeof u->path)
-      return opd__client_error(OPD_EINVAL, "'%s': the socket path is longer than %zu bytes", url,
-                               sizeof u->path - 1);
-    memcpy(u->path, path, strlen(path) + 1);
-    return 0;
-  }
-  if (strncmp(url, "http://", 7) == 0)
-    return opd__client_error(OPD_EINVAL,
-                             "'%s': the URL must start with tcp:// or unix:// (http:// is the "
-                             "daemon's status endpoint, not its client port)",
-                             url);
-  if (strncmp(url, "tcp://", 6) != 0)
-    return opd__client_error(OPD_EINVAL, "'%s': the URL must start with tcp:// or unix://", url);
-  const char *h = url + 6, *hend, *colon;
-  if (*h == '[') {
-    hend = strchr(h, ']');
-    if (!hend) return opd__client_error(OPD_EINVAL, "'%s': unterminated [IPv6 address]", url);
-    h++;
-    colon = hend + 1;
-    if (*colon != ':') return opd__client_error(OPD_EINVAL, "'%s': no port (tcp://HOST:PORT)", url);
-  } else {
-    colon = strrchr(h, ':');
-    if (!colon) return opd__client_error(OPD_EINVAL, "'%s': no port (tcp://HOST:PORT)", url);
-    hend = colon;
-  }
-  size_t hlen = (size_t)(hend - h);
-  if (hlen == 0) return opd__client_error(OPD_EINVAL, "'%s': no host (tcp://HOST:PORT)", url);
-  if (hlen >= sizeof u->host) return opd__client_error(OPD_EINVAL, "'%s': host name too long", url);
-  memcpy(u->host, h, hlen);
-  const char *port = colon + 1;
-  long value = 0;
-  size_t plen = strlen(port);
-  for (size_t i = 0; i < plen && value <= 65535; i++) {
-    if (port[i] < '0' || port[i] > '9') {
-      value = -1;
-      break;
-    }
-    value = value * 10 + (port[i] - '0');
-  }
-  if (plen == 0 || value < 1 || value > 65535)
-    return opd__client_error(OPD_EINVAL, "'%s': the port must be a number from 1 to 65535", url);
-  snprintf(u->port, sizeof u->port, "%ld", value);
-  return 0;
 }
 
 static int connect_code(int err) {
@@ -1528,58 +1624,36 @@ static int connect_by(int fd, const struct sockaddr *a, socklen_t len, int64_t d
   }
 }
 
-int opd_client_connect(const char *url, const opd_client_options *options, opd_client **out) {
+int opd__client_connect_endpoint(const opd__endpoint *e, const opd_client_options *o,
+                                 int timeout_ms, opd_client **out) {
   *out = NULL;
-  parsed_url u;
-  int rc = parse_url(url, &u);
-  if (rc) return rc;
-  int timeout = options && options->connect_timeout_ms ? options->connect_timeout_ms : 10000;
-  int64_t deadline = deadline_after(timeout);
-  int fd = -1, err = 0;
-  if (u.is_unix) {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    memcpy(sa.sun_path, u.path, strlen(u.path) + 1);
-    fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (fd < 0)
-      err = errno;
-    else if ((err = connect_by(fd, (struct sockaddr *)&sa, sizeof sa, deadline)) != 0) {
-      close(fd);
-      fd = -1;
-    }
-  } else {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
-    int g = getaddrinfo(u.host, u.port, &hints, &ai);
-    if (g != 0)
-      return opd__client_error(OPD_ENOENT, "cannot connect to %s: %s", url, gai_strerror(g));
-    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
-      fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-      if (fd < 0) {
-        err = errno;
-        continue;
-      }
-      if ((err = connect_by(fd, a->ai_addr, a->ai_addrlen, deadline)) != 0) {
-        close(fd);
-        fd = -1;
-      }
-    }
-    freeaddrinfo(ai);
-    if (fd >= 0) {
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
+  int64_t deadline = deadline_after(timeout_ms);
+  const struct sockaddr *a = (const struct sockaddr *)&e->addr;
+  int fd = socket(a->sa_family, SOCK_STREAM, 0), err;
+  if (fd < 0) {
+    err = errno;
+  } else if ((err = connect_by(fd, a, e->addrlen, deadline)) != 0) {
+    close(fd);
+    fd = -1;
   }
   if (fd < 0)
-    return opd__client_error(connect_code(err), "cannot connect to %s: %s", url, strerror(err));
-  opd_client_options o = options ? *options : (opd_client_options){0};
-  if (o.connect_timeout_ms >= 0) {
-    int left = ms_left(deadline);
-    o.connect_timeout_ms = left > 0 ? left : 1;
+    return opd__client_error(connect_code(err), "cannot connect to %s: %s", e->name, strerror(err));
+  if (a->sa_family != AF_UNIX) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
-  rc = connect_fd(fd, &o, url, out);
-  if (rc != 0 && !strstr(tls_msg, url)) { /* named by the message already: not again */
+  opd_client_options left = *o;
+  if (timeout_ms >= 0) {
+    int ms = ms_left(deadline);
+    left.connect_timeout_ms = ms > 0 ? ms : 1;
+  } else {
+    left.connect_timeout_ms = -1;
+  }
+  int rc = connect_fd(fd, &left, e->name, out);
+  if (rc != 0 && !strstr(tls_msg, e->name)) { /* named by the message already: not again */
     char saved[OPD__CLIENT_MSG_MAX];
     snprintf(saved, sizeof saved, "%s", tls_msg);
-    opd__client_error(rc, "%s: %s", url, saved);
+    opd__client_error(rc, "%s: %s", e->name, saved);
   }
   return rc;
 }
@@ -1601,6 +1675,10 @@ void opd_client_close(opd_client *c) {
 
 const opd_client_server_info *opd_client_server(const opd_client *c) {
   return &c->server;
+}
+
+const char *opd_client_endpoint(const opd_client *c) {
+  return c->endpoint;
 }
 
 bool opd_client_connected(opd_client *c) {

@@ -143,6 +143,7 @@
 #include "execute.h"
 #include "gather.h"
 #include "gpu.h"
+#include "load_report.h"
 #include "loop.h"
 #include "metrics.h"
 #include "opd/error.h"
@@ -705,6 +706,7 @@ static void reply_hello(opd__conn *c, opd__job *j) {
   r.max_bytes_held = k->max_bytes_held;
   r.max_in_flight = k->max_in_flight;
   r.priority = (Opd__V1__Priority)prio;
+  opd__load_report_hello(c->server, &c->session, &r); /* [Note: Load in the hello reply] */
   Opd__V1__Response resp = OPD__V1__RESPONSE__INIT;
   resp.id = j->id;
   resp.body_case = OPD__V1__RESPONSE__BODY_HELLO;

@@ -21,7 +21,11 @@
  * negative OPD_E* code of opd/error.h on failure:
  *   OPD_EINVAL     a bad argument or URL; a buffer too small for a download
  *   OPD_ENOENT     no daemon at the address (refused, no such socket, unknown host)
- *   OPD_ECANCELED  the connection is closed or was lost; the request did not complete
+ *   OPD_ECANCELED  the client was closed; the request did not complete
+ *   OPD_ESESSION   the session was lost after its hello: the daemon closed the connection,
+ *                  died, or stopped answering (liveness_timeout_ms, call_timeout_ms); its
+ *                  handles and graphs are gone and every pending and later request fails
+ *   OPD_EUNAVAILABLE  no daemon of the address took the session (each draining)
  *   OPD_EBUSY      a timeout ran out; or a blocking call made from a callback
  *   OPD_ENOMEM     out of memory
  *   OPD_ERESOURCE  a request frame over the server's max_frame_bytes
@@ -33,7 +37,8 @@
  * opd_client_last_error() ("aten::add.Tensor: The size of tensor a (2) must match ..." for
  * a server error: the operator, then the server's message); a future keeps its own
  * (opd_future_error, opd_future_error_op). A server error leaves the session usable; a
- * lost connection fails every pending and later request with OPD_ECANCELED.
+ * lost connection fails every pending and later request with OPD_ESESSION and a message
+ * naming the daemon ([Note: A lost session is final]).
  *
  * Tensors live in the daemon and are named by handles (opd_client_tensor), valid only on
  * the connection that made them; 0 is never a handle. Each call returns new handles for
@@ -242,9 +247,19 @@ typedef enum opd_client_priority {
   OPD_CLIENT_PRIORITY_HIGH = 2 /* about twice normal's share */
 } opd_client_priority;
 
+/* Which daemon of an address that names several gets the session ([Note: Placement]). */
+typedef enum opd_client_placement {
+  OPD_CLIENT_PLACE_FIRST = 0,    /* the first that takes it, in the address's order */
+  OPD_CLIENT_PLACE_RANDOM = 1,   /* the first that takes it, in a random order */
+  OPD_CLIENT_PLACE_LEAST_LOADED, /* the less loaded of two random ones (power of two choices) */
+  OPD_CLIENT_PLACE_AFFINITY      /* by affinity_key: rendezvous hashing with bounded load */
+} opd_client_placement;
+
 typedef struct opd_client_options {
-  const char *client_name;           /* sent in Hello; NULL: "opd-client" */
-  int connect_timeout_ms;            /* connect + hello; 0: 10000; negative: no limit */
+  const char *client_name; /* sent in Hello; NULL: "opd-client" */
+  /* the whole connect, every candidate daemon and its hello included; 0: 10000; negative:
+   * no limit */
+  int connect_timeout_ms;
   uint32_t max_in_flight;            /* 0: the server's limit (or 256 if it has none) */
   uint64_t max_response_frame_bytes; /* 0: 64 MiB; lowered to the server's max_frame_bytes */
   opd_client_priority priority;      /* asked for in Hello (0: normal) */
@@ -255,7 +270,28 @@ typedef struct opd_client_options {
    * opd_client_flush. */
   uint32_t write_batch_bytes;
   uint32_t write_batch_us;
+  opd_client_placement placement; /* 0: first */
+  /* OPD_CLIENT_PLACE_AFFINITY's key (a model's name: sessions of one key meet on one daemon,
+   * where its graphs are cached); required with it, ignored otherwise */
+  const char *affinity_key;
+  /* a TCP connection whose daemon has not acknowledged for this long is lost (TCP
+   * keepalive and TCP_USER_TIMEOUT, [Note: Never hang]); 0: 30000; negative: off */
+  int liveness_timeout_ms;
+  /* the call deadline: the longest a request may stay unanswered after its submission;
+   * past it the client ends the session, failing every pending request with OPD_ESESSION
+   * (checked whenever the client runs its I/O: [Note: Never hang]); 0 or negative: none */
+  int call_timeout_ms;
 } opd_client_options;
+
+/* One device type's memory in a daemon's load. */
+typedef struct opd_client_device_load {
+  int32_t type;  /* OPD_CLIENT_DEVICE_* */
+  int32_t index; /* -1: every device of the type together */
+  uint64_t bytes_held;
+  uint64_t bytes_limit; /* 0: no limit */
+} opd_client_device_load;
+
+#define OPD_CLIENT_MAX_DEVICE_LOADS 8
 
 /* What the server said in its HelloReply. */
 typedef struct opd_client_server_info {
@@ -267,13 +303,36 @@ typedef struct opd_client_server_info {
   uint64_t max_bytes_held;
   uint32_t max_in_flight;
   opd_client_priority priority; /* the class granted */
+  /* its load when it answered (HelloReply.load): sessions other than this one, jobs queued
+   * or running, whether it drains, memory per device type (the first
+   * OPD_CLIENT_MAX_DEVICE_LOADS) */
+  uint64_t sessions;
+  uint64_t jobs_queued;
+  bool draining;
+  size_t num_devices;
+  opd_client_device_load devices[OPD_CLIENT_MAX_DEVICE_LOADS];
 } opd_client_server_info;
 
-/* Connects to `url` and says hello: "tcp://HOST:PORT" (a name, an IPv4 address or an IPv6
- * one in brackets: tcp://[::1]:7878) or "unix://PATH" (unix:///run/opd.sock). options may
- * be NULL. On failure *out is NULL: OPD_EINVAL (bad URL), OPD_ENOENT (no daemon there),
- * OPD_EBUSY (timeout), or the server's refusal. */
+/* Connects and says hello. url names one daemon or several:
+ *   tcp://HOST:PORT     a name (every address it resolves to, IPv4 and IPv6), an IPv4
+ *                       address, or an IPv6 one in brackets: tcp://[::1]:7878
+ *   tcp://H1:P1,H2:P2   a list, each resolved the same way
+ *   srv://NAME          the DNS SRV records of NAME (_rpc._tcp.opd.ns.svc.cluster.local):
+ *                       their targets and ports, by priority
+ *   unix://PATH         one daemon's socket (unix:///run/opd.sock)
+ * options (may be NULL) choose the placement among several ([Note: Placement]). A daemon
+ * that refuses, does not answer in time or drains is passed over for the next, within
+ * connect_timeout_ms. On failure *out is NULL: OPD_EINVAL (bad URL), OPD_ENOENT (no daemon
+ * there, or a name that does not resolve), OPD_EBUSY (timeout), OPD_EUNAVAILABLE (every
+ * daemon drains), or the server's refusal; the message names each daemon tried and why it
+ * was passed over. */
 int opd_client_connect(const char *url, const opd_client_options *options, opd_client **out);
+/* The daemon the session landed on: "tcp://10.0.0.3:7470", "tcp://[::1]:7470",
+ * "unix:///run/opd.sock" (numeric, as connected), or "" when opd_client_connect_fd was
+ * given a socket that is neither. */
+const char *opd_client_endpoint(const opd_client *c);
+/* The placement named "first", "random", "least_loaded" or "affinity": 0, or OPD_EINVAL. */
+int opd_client_placement_parse(const char *name, opd_client_placement *out);
 /* The same over a connected stream socket the client takes over (and closes). */
 int opd_client_connect_fd(int fd, const opd_client_options *options, opd_client **out);
 /* Cancels the requests still pending (OPD_ECANCELED; their callbacks run), closes the

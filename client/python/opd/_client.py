@@ -84,15 +84,18 @@ class Client(_C.Client):
     every tensor it holds in the daemon."""
 
     def __init__(self, url=DEFAULT_URL, *, name="opd-python", timeout=None, max_in_flight=0,
-                 batch_us=None):
-        if batch_us is None:
-            super().__init__(url, name, 0 if timeout is None else int(timeout * 1000),
-                             max_in_flight)
-        else:
+                 placement="first", affinity_key=None, connect_timeout=None,
+                 liveness_timeout=None, call_timeout=None, batch_us=None):
+        if connect_timeout is None:
+            connect_timeout = timeout
+        batch = ()
+        if batch_us is not None:
             if not 0 <= int(batch_us) < 1 << 32:
                 raise ValueError(f"batch_us must be 0 to 2^32 - 1 microseconds, not {batch_us}")
-            super().__init__(url, name, 0 if timeout is None else int(timeout * 1000),
-                             max_in_flight, int(batch_us))
+            batch = (int(batch_us),)
+        super().__init__(url, name, _milliseconds(connect_timeout, 0), max_in_flight, placement,
+                         affinity_key, _milliseconds(liveness_timeout, -1),
+                         _milliseconds(call_timeout, 0), *batch)
         self._schemas = dict(_ops.builtin_schemas())
         self._ops = None
         self._by_name = {}
@@ -261,12 +264,33 @@ class Client(_C.Client):
             self.set_dispatch_state(**before)
 
 
-def connect(url=DEFAULT_URL, **options):
-    """Connects to the daemon at ``url`` ("tcp://HOST:PORT", "unix:///path"): a Client, also
-    a context manager. Options: name, timeout (seconds to connect), max_in_flight, batch_us
-    (how long a request may be held to be written together with the next ones: 500 by
-    default; 0 writes each at once; every wait writes them, and so does ``flush()``)."""
-    return Client(url, **options)
+def _milliseconds(seconds, off):
+    """Seconds as the C library's milliseconds: None is its default (0), a number that is not
+    positive is `off`."""
+    if seconds is None:
+        return 0
+    if seconds <= 0:
+        return off
+    return max(1, int(seconds * 1000))
+
+
+def connect(url=DEFAULT_URL, *, placement="first", affinity_key=None, connect_timeout=None,
+            liveness_timeout=None, **options):
+    """Connects to a daemon and says hello: a Client, also a context manager. ``url`` names
+    one daemon or several: "tcp://HOST:PORT" (every address of the name), "tcp://A:P,B:P",
+    "srv://NAME" (DNS SRV), "unix:///path". ``placement`` chooses among several: "first",
+    "random", "least_loaded" (the less loaded of two) or "affinity" (by ``affinity_key``:
+    sessions of one key meet on one daemon, where its graphs are cached). A daemon that
+    refuses, is silent or drains is passed over within ``connect_timeout`` seconds (default
+    10). ``liveness_timeout`` (seconds, default 30; 0: off) bounds how long a dead daemon
+    host goes unnoticed; ``call_timeout`` (seconds, default none) how long a call waits for
+    its reply before the session is ended. After the hello a lost session is final: every
+    request raises opd.ConnectionLost, nothing reconnects. ``c.endpoint`` names the daemon
+    the session landed on. ``batch_us``: how long a request may be held to be written
+    together with the next ones (500 by default; 0 writes each at once; every wait writes
+    them, and so does ``flush()``). Other options: name, max_in_flight."""
+    return Client(url, placement=placement, affinity_key=affinity_key,
+                  connect_timeout=connect_timeout, liveness_timeout=liveness_timeout, **options)
 
 
 dtype_code = _dtypes.code

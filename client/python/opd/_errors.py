@@ -50,8 +50,10 @@ class Cancelled(Error):
 
 
 class ConnectionLost(Cancelled, ConnectionError):
-    """The connection to the daemon was lost (the daemon died or closed it): this request and
-    every later one on the client fail."""
+    """The session was lost: its daemon closed the connection, died, or stopped answering
+    (liveness_timeout, call_timeout). Its tensors and graphs are gone with it; this request
+    and every later one on the client fail, and nothing reconnects: a new ``opd.connect`` is
+    a new session. The message names the daemon."""
 
 
 class ConnectFailed(Error, ConnectionError):
@@ -78,7 +80,8 @@ _BY_ERR = {
     _C.EINVAL: InvalidArgument, _C.ESCHEMA: InvalidArgument, _C.ENOENT: NotFound,
     _C.ENOTIMPL: Unimplemented, _C.EAMBIGUOUS: Unimplemented, _C.EFALLTHROUGH: Unimplemented,
     _C.ERESOURCE: ResourceExhausted, _C.ENOMEM: ResourceExhausted, _C.EINDEX: IndexOutOfRange,
-    _C.ECANCELED: Cancelled, _C.ELOST: ConnectionLost, _C.ECONNECT: ConnectFailed,
+    _C.ECANCELED: Cancelled, _C.ELOST: ConnectionLost, _C.ESESSION: ConnectionLost,
+    _C.ECONNECT: ConnectFailed,
     _C.EUNAVAILABLE: Unavailable, _C.EINTERNAL: Internal, _C.EBUSY: Timeout,
 }
 

@@ -322,15 +322,22 @@ static PyObject *client_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 }
 
 static int client_init(opdpy_client *self, PyObject *args, PyObject *kw) {
-  static char *names[] = {"url",           "client_name", "connect_timeout_ms",
-                          "max_in_flight", "batch_us",    NULL};
+  static char *names[] = {
+      "url",          "client_name",         "connect_timeout_ms", "max_in_flight", "placement",
+      "affinity_key", "liveness_timeout_ms", "call_timeout_ms",    "batch_us",      NULL};
   PyObject *url;
-  const char *name = "opd-python";
-  int timeout_ms = 0;
+  const char *name = "opd-python", *placement = "first", *affinity_key = NULL;
+  int timeout_ms = 0, liveness_ms = 0, call_ms = 0;
   unsigned int max_in_flight = 0, batch_us = OPDPY_BATCH_US;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "U|siII", names, &url, &name, &timeout_ms,
-                                   &max_in_flight, &batch_us))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "U|siIsziiI", names, &url, &name, &timeout_ms,
+                                   &max_in_flight, &placement, &affinity_key, &liveness_ms,
+                                   &call_ms, &batch_us))
     return -1;
+  opd_client_placement place;
+  if (opd_client_placement_parse(placement, &place) != 0) {
+    PyErr_SetString(PyExc_ValueError, opd_client_last_error());
+    return -1;
+  }
   if (self->c) {
     PyErr_SetString(PyExc_RuntimeError, "the client is already connected");
     return -1;
@@ -340,6 +347,10 @@ static int client_init(opdpy_client *self, PyObject *args, PyObject *kw) {
   opd_client_options opts = {.client_name = name,
                              .connect_timeout_ms = timeout_ms,
                              .max_in_flight = max_in_flight,
+                             .placement = place,
+                             .affinity_key = affinity_key,
+                             .liveness_timeout_ms = liveness_ms,
+                             .call_timeout_ms = call_ms,
                              .write_batch_bytes = batch_us ? OPDPY_BATCH_BYTES : 0,
                              .write_batch_us = batch_us};
   opd_client *c = NULL;
@@ -854,6 +865,12 @@ static PyObject *client_get_url(opdpy_client *self, void *closure) {
   return self->url;
 }
 
+static PyObject *client_get_endpoint(opdpy_client *self, void *closure) {
+  (void)closure;
+  if (check_open(self) < 0) return NULL;
+  return PyUnicode_FromString(opd_client_endpoint(self->c));
+}
+
 static PyObject *client_get_pending(opdpy_client *self, void *closure) {
   (void)closure;
   return PyLong_FromSize_t((self->c ? opd_client_pending(self->c) : 0) + self->queued);
@@ -909,6 +926,7 @@ static PyMethodDef client_methods[] = {
 
 static PyGetSetDef client_getset[] = {
     {"url", (getter)client_get_url, NULL, "the daemon's URL", NULL},
+    {"endpoint", (getter)client_get_endpoint, NULL, "the daemon the session landed on", NULL},
     {"connected", (getter)client_get_connected, NULL, "False once lost or closed", NULL},
     {"closed", (getter)client_get_closed, NULL, "whether close() was called", NULL},
     {"pending", (getter)client_get_pending, NULL, "requests queued or in flight", NULL},
@@ -920,6 +938,7 @@ static PyGetSetDef client_getset[] = {
 PyTypeObject opdpy_client_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "opd._C.Client",
     .tp_doc = "Client(url, client_name='opd-python', connect_timeout_ms=0, max_in_flight=0, "
+              "placement='first', affinity_key=None, liveness_timeout_ms=0, call_timeout_ms=0, "
               "batch_us=500)",
     .tp_basicsize = sizeof(opdpy_client),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,

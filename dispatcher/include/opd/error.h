@@ -27,7 +27,8 @@ extern "C" {
   X(ESCHEMA, -11, "bad operator schema")             \
   X(EBUSY, -12, "busy")                              \
   X(EINDEX, -13, "index out of range")               \
-  X(EUNAVAILABLE, -14, "device unavailable")
+  X(EUNAVAILABLE, -14, "device unavailable")         \
+  X(ESESSION, -15, "session lost")
 
 typedef enum {
 #define OPD__ERR_ENUM(name, value, msg) OPD_##name = value,
