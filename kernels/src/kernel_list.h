@@ -197,10 +197,20 @@
   X("aten::pixel_shuffle", Meta, opd__meta_pixel_shuffle, Tensor, Tensor, Int) \
   X("aten::pixel_unshuffle", CPU, opd__cpu_pixel_unshuffle, Tensor, Tensor, Int) \
   X("aten::pixel_unshuffle", Meta, opd__meta_pixel_unshuffle, Tensor, Tensor, Int) \
+  /* im2col, col2im: kernels/cpu/fold.c, kernels/meta/fold_meta.c */ \
+  X("aten::im2col", CPU, opd__cpu_im2col, Tensor, Tensor, IntList, IntList, IntList, IntList) \
+  X("aten::im2col", Meta, opd__meta_im2col, Tensor, Tensor, IntList, IntList, IntList, IntList) \
+  X("aten::col2im", CPU, opd__cpu_col2im, Tensor, Tensor, IntList, IntList, IntList, IntList, IntList) \
+  X("aten::col2im", Meta, opd__meta_col2im, Tensor, Tensor, IntList, IntList, IntList, IntList, IntList) \
+  /* grid_sampler_2d: kernels/cpu/grid_sampler.c */ \
+  X("aten::grid_sampler_2d", CPU, opd__cpu_grid_sampler_2d, Tensor, Tensor, Tensor, Int, Int, Bool) \
+  X("aten::grid_sampler_2d", Meta, opd__meta_grid_sampler_2d, Tensor, Tensor, Tensor, Int, Int, Bool) \
   X("aten::max_pool2d", CompositeImplicitAutograd, opd__cia_max_pool2d, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool) \
   X("aten::max_pool1d", CompositeImplicitAutograd, opd__cia_max_pool1d, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool) \
   X("aten::avg_pool1d", CompositeImplicitAutograd, opd__cia_avg_pool1d, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool) \
   X("aten::adaptive_avg_pool2d", CompositeImplicitAutograd, opd__cia_adaptive_avg_pool2d, Tensor, Tensor, IntList) \
+  X("aten::adaptive_avg_pool1d", CompositeImplicitAutograd, opd__cia_adaptive_avg_pool1d, Tensor, Tensor, IntList) \
+  X("aten::adaptive_avg_pool3d", CompositeImplicitAutograd, opd__cia_adaptive_avg_pool3d, Tensor, Tensor, IntList) \
   /* padding: kernels/cpu/pad.c, kernels/meta/pool_meta.c, kernels/src/composite_conv.c */ \
   X("aten::constant_pad_nd", CompositeExplicitAutograd, opd__cea_constant_pad_nd, Tensor, Tensor, IntList, Scalar) \
   X("aten::reflection_pad1d", CPU, opd__cpu_reflection_pad1d, Tensor, Tensor, IntList) \
@@ -240,6 +250,7 @@
   X("aten::adaptive_max_pool2d", Meta, opd__meta_adaptive_max_pool2d) \
   X("aten::adaptive_max_pool3d", CPU, opd__cpu_adaptive_max_pool3d) \
   X("aten::adaptive_max_pool3d", Meta, opd__meta_adaptive_max_pool3d) \
+  X("aten::adaptive_max_pool1d", CompositeImplicitAutograd, opd__cia_adaptive_max_pool1d) \
   /* upsampling (a float? or float[]? argument): kernels/cpu/upsample.c, kernels/meta/upsample_meta.c */ \
   X("aten::upsample_nearest1d", CPU, opd__cpu_upsample_nearest1d) \
   X("aten::upsample_nearest1d.vec", CPU, opd__cpu_upsample_nearest1d_vec) \

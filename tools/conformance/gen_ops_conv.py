@@ -12,7 +12,9 @@ float64, non-contiguous inputs, an empty batch, and the geometries opd's oneDNN 
 and _convolution; average, adaptive average and max pooling (their indices too, NaN and infinities
 among the values) with their backward operators (the max ones take the indices PyTorch's
 forward computed), max_unpool2d and the pooling
-composites; 3-d average and adaptive average and max pooling with their backward operators
+composites; 3-d average and adaptive average and max pooling with their backward operators,
+adaptive_avg_pool1d/3d and adaptive_max_pool1d; im2col and col2im; grid_sampler_2d in its
+three interpolation and three padding modes, with grid points outside the image
 (int64 average pooling too, which PyTorch divides as integers); pixel_shuffle and
 pixel_unshuffle; upsample_nearest1d/2d/3d and upsample_linear1d/bilinear2d/trilinear3d, their
 .vec overloads (output_size or scale_factors) and backward operators, with and without
@@ -353,6 +355,33 @@ fam.op("adaptive_avg_pool2d", [
     S("mean", lambda g: ([("self", t(g, [2, 3, 5, 5])), ("output_size", [1, 1])], [])),
     S("pool", lambda g: ([("self", t(g, [2, 3, 5, 6])), ("output_size", [2, 4])], [])),
 ])
+fam.op("adaptive_avg_pool1d", [
+    S("basic", lambda g: ([("self", t(g, [2, 3, 7])), ("output_size", [3])], [])),
+    S("unbatched_f64", lambda g: ([("self", t(g, [3, 5], "float64")), ("output_size", [1])], ["float64"])),
+], errors=[
+    ERR("err_dims", lambda g: ([("self", t(g, [2, 3, 4, 5])), ("output_size", [2])], ["error"]), "RuntimeError",
+        "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking "
+        "arguments for adaptive_avg_pool1d)"),
+    ERR("err_size_len", lambda g: ([("self", t(g, [2, 3, 5])), ("output_size", [2, 2])], ["error"]), "RuntimeError",
+        "adaptive_avg_pool1d() argument 'output_size' should contain one int (got 2)"),
+])
+fam.op("adaptive_max_pool1d", [
+    S("basic", lambda g: ([("self", t(g, [2, 3, 7])), ("output_size", [3])], [])),
+    S("unbatched_f64", lambda g: ([("self", t(g, [3, 5], "float64")), ("output_size", [4])], ["float64"])),
+], errors=[
+    ERR("err_dims", lambda g: ([("self", t(g, [2, 3, 4, 5])), ("output_size", [2])], ["error"]), "RuntimeError",
+        "Expected 2 to 3 dimensions, but got 4-dimensional tensor for argument #1 'self' (while checking "
+        "arguments for adaptive_max_pool1d)"),
+])
+fam.op("adaptive_avg_pool3d", [
+    S("mean", lambda g: ([("self", t(g, [2, 3, 4, 5, 3])), ("output_size", [1, 1, 1])], ["3d"])),
+    S("pool", lambda g: ([("self", t(g, [2, 3, 5, 4, 6])), ("output_size", [2, 3, 4])], ["3d"])),
+], errors=[
+    ERR("err_size_len", lambda g: ([("self", t(g, [2, 3, 4, 4, 4])), ("output_size", [1, 1])], ["error"]),
+        "RuntimeError", "adaptive_avg_pool3d: output_size must be 3"),
+    ERR("err_negative", lambda g: ([("self", t(g, [2, 3, 4, 4, 4])), ("output_size", [1, -1, 1])], ["error"]),
+        "RuntimeError", "elements of output_size must be greater than or equal to 0 but received {1, -1,1}"),
+])
 
 
 def adaptive_bwd(name, shape, size, dtype="float32", maxpool=False):
@@ -590,6 +619,111 @@ fam.op("pixel_unshuffle", [
         "pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)=5 is not divisible by 2"),
     ERR("err_width", lambda g: ([("self", t(g, [1, 2, 4, 5])), ("downscale_factor", 2)], ["error"]), "RuntimeError",
         "pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)=5 is not divisible by 2"),
+])
+
+# ---- im2col (nn.Unfold), col2im (nn.Fold) ----
+
+def im2col_args(g, shape, k, d, p, s, dtype="float32", view=None):
+    return [("self", t(g, shape, dtype, view)), ("kernel_size", k), ("dilation", d), ("padding", p), ("stride", s)]
+
+
+def col2im_args(g, shape, out, k, d, p, s, dtype="float32", view=None):
+    return [("self", t(g, shape, dtype, view)), ("output_size", out), ("kernel_size", k), ("dilation", d),
+            ("padding", p), ("stride", s)]
+
+
+fam.op("im2col", [
+    S("basic", lambda g: (im2col_args(g, [2, 3, 5, 6], [2, 3], [1, 1], [0, 1], [1, 2]), [])),
+    S("dilation_unbatched", lambda g: (im2col_args(g, [2, 7, 6], [3, 2], [2, 2], [1, 0], [1, 1]), [])),
+    S("f64_noncontig", lambda g: (im2col_args(g, [2, 2, 5, 5], [2, 2], [1, 1], [1, 1], [2, 2], "float64", "any"),
+                                  ["float64", "noncontig"])),
+    S("empty_batch", lambda g: (im2col_args(g, [0, 3, 5, 6], [2, 3], [1, 1], [0, 1], [1, 2]), ["empty"])),
+], errors=[
+    ERR("err_kernel_len", lambda g: (im2col_args(g, [2, 3, 5, 6], [2], [1, 1], [0, 1], [1, 2]), ["error"]),
+        "RuntimeError", "It is expected kernel_size equals to 2, but got size 1"),
+    ERR("err_kernel", lambda g: (im2col_args(g, [2, 3, 5, 6], [0, 3], [1, 1], [0, 1], [1, 2]), ["error"]),
+        "RuntimeError", "kernel size should be greater than zero, but got kernel_height: 0 kernel_width: 3"),
+    ERR("err_padding", lambda g: (im2col_args(g, [2, 3, 5, 6], [2, 3], [1, 1], [-1, 1], [1, 2]), ["error"]),
+        "RuntimeError", "padding should be non-negative, but got pad_height: -1 pad_width: 1"),
+    ERR("err_too_small", lambda g: (im2col_args(g, [2, 3, 5, 6], [7, 3], [1, 1], [0, 1], [1, 2]), ["error"]),
+        "RuntimeError", "calculated shape of the array of sliding blocks as (-1, 3), but its components must be "
+        "at least one."),
+    ERR("err_empty", lambda g: (im2col_args(g, [2, 0, 5, 6], [2, 3], [1, 1], [0, 1], [1, 2]), ["error"]),
+        "RuntimeError", "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+        "dimensions for input, but got: [2, 0, 5, 6]"),
+    ERR("err_dtype", lambda g: (im2col_args(g, [2, 3, 5, 6], [2, 3], [1, 1], [0, 1], [1, 2], "int64"), ["error"]),
+        "RuntimeError", "\"im2col_out_cpu\" not implemented for 'Long'"),
+])
+fam.op("col2im", [
+    S("basic", lambda g: (col2im_args(g, [2, 12, 20], [5, 6], [2, 2], [1, 1], [0, 0], [1, 1]), [])),
+    S("overlap_pad_stride", lambda g: (col2im_args(g, [1, 18, 12], [5, 6], [2, 3], [1, 1], [0, 1], [1, 2]), [])),
+    S("dilation_unbatched_f64", lambda g: (col2im_args(g, [8, 35], [7, 6], [2, 2], [2, 1], [1, 0], [1, 1],
+                                                       "float64"), ["float64"])),
+    S("noncontig", lambda g: (col2im_args(g, [2, 12, 20], [5, 6], [2, 2], [1, 1], [0, 0], [1, 1], view="any"),
+                              ["noncontig"])),
+    S("empty_batch", lambda g: (col2im_args(g, [0, 12, 20], [5, 6], [2, 2], [1, 1], [0, 0], [1, 1]), ["empty"])),
+], errors=[
+    ERR("err_blocks", lambda g: (col2im_args(g, [2, 12, 20], [6, 6], [2, 2], [1, 1], [0, 0], [1, 1]), ["error"]),
+        "RuntimeError", "expected size of input's dimension 2 to match the calculated number of sliding blocks 5 * "
+        "5 = 25, but got input.size(2)=20."),
+    ERR("err_divisible", lambda g: (col2im_args(g, [2, 11, 20], [5, 6], [2, 2], [1, 1], [0, 0], [1, 1]), ["error"]),
+        "RuntimeError", "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+        "got input.size(1)=11 and kernel_size=(2, 2)."),
+    ERR("err_output_len", lambda g: (col2im_args(g, [2, 12, 20], [5], [2, 2], [1, 1], [0, 0], [1, 1]), ["error"]),
+        "RuntimeError", "It is expected output_size equals to 2, but got size 1"),
+    ERR("err_stride", lambda g: (col2im_args(g, [2, 12, 20], [5, 6], [2, 2], [1, 1], [0, 0], [0, 1]), ["error"]),
+        "RuntimeError", "stride should be greater than zero, but got stride_height: 0 stride_width: 1"),
+    ERR("err_empty", lambda g: (col2im_args(g, [2, 0, 20], [5, 6], [2, 2], [1, 1], [0, 0], [1, 1]), ["error"]),
+        "RuntimeError", "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+        "dimensions for input, but got: [2, 0, 20]"),
+    ERR("err_dtype", lambda g: (col2im_args(g, [2, 12, 20], [5, 6], [2, 2], [1, 1], [0, 0], [1, 1], "int64"),
+                                ["error"]), "RuntimeError", "\"col2im_out_cpu\" not implemented for 'Long'"),
+])
+
+# ---- grid_sampler_2d ----
+
+def grid_args(g, in_shape, out_hw, mode, pad, align, dtype="float32", view=None, scale=1.3):
+    n = in_shape[0]
+    grid = TSpec(dtype, [n] + out_hw + [2],
+                 (g.rng.random(n * out_hw[0] * out_hw[1] * 2) * 2 * scale - scale).astype(dtype))
+    return [("input", t(g, in_shape, dtype, view)), ("grid", grid), ("interpolation_mode", mode),
+            ("padding_mode", pad), ("align_corners", align)]
+
+
+GRID_CASES = []
+for gm, gmn in ((0, "bilinear"), (1, "nearest"), (2, "bicubic")):
+    for gp, gpn in ((0, "zeros"), (1, "border"), (2, "reflection")):
+        for ga in (False, True):
+            GRID_CASES.append(S("%s_%s%s" % (gmn, gpn, "_align" if ga else ""),
+                                lambda g, gm=gm, gp=gp, ga=ga: (grid_args(g, [2, 3, 4, 5], [3, 4], gm, gp, ga), [])))
+fam.op("grid_sampler_2d", GRID_CASES + [
+    S("f64_noncontig", lambda g: (grid_args(g, [1, 2, 5, 4], [4, 3], 0, 1, False, "float64", "any"),
+                                  ["float64", "noncontig"])),
+    S("f64_bicubic_reflection", lambda g: (grid_args(g, [1, 2, 3, 4], [3, 3], 2, 2, True, "float64", scale=3.0),
+                                           ["float64"])),
+    S("far_outside", lambda g: (grid_args(g, [1, 1, 3, 3], [2, 3], 0, 0, False, scale=6.0), [])),
+    S("empty_channels", lambda g: (grid_args(g, [2, 0, 4, 5], [3, 4], 0, 0, False), ["empty"])),
+], errors=[
+    ERR("err_batch", lambda g: ([("input", t(g, [1, 3, 4, 5])), ("grid", t(g, [2, 3, 4, 2])),
+                                 ("interpolation_mode", 0), ("padding_mode", 0), ("align_corners", False)],
+                                ["error"]), "RuntimeError",
+        "grid_sampler(): expected grid and input to have same batch size, but got input with sizes [1, 3, 4, 5] "
+        "and grid with sizes [2, 3, 4, 2]"),
+    ERR("err_last_dim", lambda g: ([("input", t(g, [2, 3, 4, 5])), ("grid", t(g, [2, 3, 4, 1])),
+                                    ("interpolation_mode", 0), ("padding_mode", 0), ("align_corners", False)],
+                                   ["error"]), "RuntimeError",
+        "grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes [2, 3, 4, 1]"),
+    ERR("err_empty", lambda g: ([("input", t(g, [2, 3, 0, 5])), ("grid", t(g, [2, 3, 4, 2])),
+                                 ("interpolation_mode", 0), ("padding_mode", 0), ("align_corners", False)],
+                                ["error"]), "RuntimeError",
+        "grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes [2, 3, 0, 5] "
+        "with dimension 2 being empty"),
+    ERR("err_dtype", lambda g: ([("input", t(g, [2, 3, 4, 5], "int64")), ("grid", t(g, [2, 3, 4, 2], "int64")),
+                                 ("interpolation_mode", 0), ("padding_mode", 0), ("align_corners", False)],
+                                ["error"]), "RuntimeError", "grid_sampler_2d_cpu not implemented for Long"),
+    ERR("err_grid_dtype", lambda g: ([("input", t(g, [2, 3, 4, 5])), ("grid", t(g, [2, 3, 4, 2], "float64")),
+                                      ("interpolation_mode", 0), ("padding_mode", 0), ("align_corners", False)],
+                                     ["error"]), "RuntimeError", "expected scalar type Float but found Double"),
 ])
 
 # ---- upsampling ----
