@@ -121,7 +121,9 @@ static int check_dtype(const opd__upsample_geom *g, const char *name) {
   char loop[48];
   if (g->form != OPD__UPSAMPLE_BACKWARD)
     snprintf(loop, sizeof loop, "compute_indices_weights_%s",
-             g->mode == OPD__UPSAMPLE_NEAREST ? "nearest" : "linear");
+             g->mode == OPD__UPSAMPLE_NEAREST  ? "nearest"
+             : g->mode == OPD__UPSAMPLE_LINEAR ? "linear"
+                                               : "cubic");
   else
     snprintf(loop, sizeof loop, "%s_backward", name);
   return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", loop, opd_dtype_c10_name(t));
@@ -134,7 +136,7 @@ int opd__upsample_args(opd_stack *stack, opd__upsample_mode mode, int sdims,
   g->mode = mode;
   g->form = form;
   g->sdims = sdims;
-  bool linear = mode == OPD__UPSAMPLE_LINEAR;
+  bool linear = mode != OPD__UPSAMPLE_NEAREST; /* takes align_corners */
   int nargs = form == OPD__UPSAMPLE_VEC     ? 3 + linear
               : form == OPD__UPSAMPLE_PLAIN ? 2 + linear + sdims
                                             : 3 + linear + sdims;
@@ -240,3 +242,4 @@ DEFINE_UPSAMPLE_META(upsample_nearest3d, OPD__UPSAMPLE_NEAREST, 3)
 DEFINE_UPSAMPLE_META(upsample_linear1d, OPD__UPSAMPLE_LINEAR, 1)
 DEFINE_UPSAMPLE_META(upsample_bilinear2d, OPD__UPSAMPLE_LINEAR, 2)
 DEFINE_UPSAMPLE_META(upsample_trilinear3d, OPD__UPSAMPLE_LINEAR, 3)
+DEFINE_UPSAMPLE_META(upsample_bicubic2d, OPD__UPSAMPLE_CUBIC, 2)

@@ -2,7 +2,8 @@
  * geometry (kernels/meta/upsample_meta.c), shared by their Meta and CPU kernels
  * (kernels/cpu/upsample.c).
  *
- * upsample_nearest{1,2,3}d and upsample_{linear1d,bilinear2d,trilinear3d}, each in three
+ * upsample_nearest{1,2,3}d, upsample_{linear1d,bilinear2d,trilinear3d} and
+ * upsample_bicubic2d, each in three
  * forms: the plain operator (output_size and one `float?` scale per spatial dim), `.vec`
  * (output_size or scale_factors, `float[]?`) and `_backward` (grad_output, output_size,
  * input_size and the scales). No unboxed tag holds a `float?` or a `float[]?`, so every
@@ -13,7 +14,11 @@
 
 #include "src/kernel_util.h"
 
-typedef enum opd__upsample_mode { OPD__UPSAMPLE_NEAREST, OPD__UPSAMPLE_LINEAR } opd__upsample_mode;
+typedef enum opd__upsample_mode {
+  OPD__UPSAMPLE_NEAREST,
+  OPD__UPSAMPLE_LINEAR,
+  OPD__UPSAMPLE_CUBIC /* upsample_bicubic2d */
+} opd__upsample_mode;
 typedef enum opd__upsample_form {
   OPD__UPSAMPLE_PLAIN,
   OPD__UPSAMPLE_VEC,

@@ -287,7 +287,13 @@
   X("aten::upsample_trilinear3d_backward", CPU, opd__cpu_upsample_trilinear3d_backward) \
   X("aten::upsample_trilinear3d", Meta, opd__meta_upsample_trilinear3d) \
   X("aten::upsample_trilinear3d.vec", Meta, opd__meta_upsample_trilinear3d_vec) \
-  X("aten::upsample_trilinear3d_backward", Meta, opd__meta_upsample_trilinear3d_backward)
+  X("aten::upsample_trilinear3d_backward", Meta, opd__meta_upsample_trilinear3d_backward) \
+  X("aten::upsample_bicubic2d", CPU, opd__cpu_upsample_bicubic2d) \
+  X("aten::upsample_bicubic2d.vec", CPU, opd__cpu_upsample_bicubic2d_vec) \
+  X("aten::upsample_bicubic2d_backward", CPU, opd__cpu_upsample_bicubic2d_backward) \
+  X("aten::upsample_bicubic2d", Meta, opd__meta_upsample_bicubic2d) \
+  X("aten::upsample_bicubic2d.vec", Meta, opd__meta_upsample_bicubic2d_vec) \
+  X("aten::upsample_bicubic2d_backward", Meta, opd__meta_upsample_bicubic2d_backward)
 
 /* normalization, losses, activations and their backward operators */
 #define OPD_NORM_UNBOXED_KERNELS(X) \

@@ -16,7 +16,8 @@ composites; 3-d average and adaptive average and max pooling with their backward
 adaptive_avg_pool1d/3d and adaptive_max_pool1d; im2col and col2im; grid_sampler_2d in its
 three interpolation and three padding modes, with grid points outside the image
 (int64 average pooling too, which PyTorch divides as integers); pixel_shuffle and
-pixel_unshuffle; upsample_nearest1d/2d/3d and upsample_linear1d/bilinear2d/trilinear3d, their
+pixel_unshuffle; upsample_nearest1d/2d/3d, upsample_linear1d/bilinear2d/trilinear3d and
+upsample_bicubic2d, their
 .vec overloads (output_size or scale_factors) and backward operators, with and without
 align_corners, downsampling and explicit scales; constant_pad_nd with positive and negative
 pads, reflection and replication
@@ -729,7 +730,8 @@ fam.op("grid_sampler_2d", GRID_CASES + [
 # ---- upsampling ----
 
 UPSAMPLE = [("upsample_nearest1d", 1, False), ("upsample_nearest2d", 2, False), ("upsample_nearest3d", 3, False),
-            ("upsample_linear1d", 1, True), ("upsample_bilinear2d", 2, True), ("upsample_trilinear3d", 3, True)]
+            ("upsample_linear1d", 1, True), ("upsample_bilinear2d", 2, True), ("upsample_trilinear3d", 3, True),
+            ("upsample_bicubic2d", 2, True)]
 SPATIAL = {1: [7], 2: [5, 6], 3: [4, 3, 5]}
 
 
