@@ -355,6 +355,35 @@ def _aminmax_cpu_shape(meta_out, args, kwargs):
 _CPU_SHAPES = {torch.ops.aten.aminmax.default: _aminmax_cpu_shape}
 
 
+def _meta_like(t, shape=None):
+    return torch.empty(t.shape if shape is None else shape, dtype=t.dtype, device="meta")
+
+
+def _mha_meta(query, key, value, embed_dim, num_head, *args, **kwargs):
+    names = ("qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask", "need_weights",
+             "average_attn_weights", "mask_type")
+    a = dict(zip(names, args), **kwargs)
+    b, t = query.shape[0], query.shape[1]
+    if not a.get("need_weights", True):
+        return _meta_like(query), None
+    shape = (b, t, t) if a.get("average_attn_weights", True) else (b, num_head, t, t)
+    return _meta_like(query), _meta_like(query, shape)
+
+
+def _nll_loss2d_forward_meta(self, target, weight, reduction, ignore_index):
+    return _meta_like(self, target.shape if reduction == 0 else ()), _meta_like(self, ())
+
+
+# operators PyTorch 1.13 has no meta kernel for (CPU kernels only), which the daemon defines:
+# their results' shapes and dtypes (contiguous), as the CPU kernels give them
+_NO_META_KERNEL = {
+    torch.ops.aten._transformer_encoder_layer_fwd.default: lambda src, *_, **__: _meta_like(src),
+    torch.ops.aten._native_multi_head_attention.default: _mha_meta,
+    torch.ops.aten.nll_loss2d_forward.default: _nll_loss2d_forward_meta,
+    torch.ops.aten._adaptive_avg_pool3d_backward.default: lambda grad, x: _meta_like(x),
+}
+
+
 def _contiguous_results(meta_out, which):
     out = list(meta_out)
     for i in which:
@@ -372,7 +401,7 @@ def _meta_call(func, info, args, kwargs):
     if meta_kwargs.get("device") is not None:  # the daemon's tensors are meta tensors here
         meta_kwargs["device"] = _META
     if not info.written:
-        meta_out = func(*meta_args, **meta_kwargs)
+        meta_out = (_NO_META_KERNEL.get(func) or func)(*meta_args, **meta_kwargs)
         if func in _CONTIGUOUS_RESULTS:
             meta_out = _contiguous_results(meta_out, _CONTIGUOUS_RESULTS[func])
         if func in _CPU_SHAPES:
