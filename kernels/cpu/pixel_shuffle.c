@@ -1,7 +1,8 @@
 /* pixel_shuffle.c: the CPU kernels of pixel_shuffle and pixel_unshuffle (checks and shapes in
  * kernels/meta/pixel_shuffle_meta.c): element copies of any dtype between the layouts
  * (batch, C, r, r, H, W) and (batch, C, H, r, W, r), one (batch, channel) plane per task of
- * the intra-op pool; the input is made contiguous first, the output is contiguous. */
+ * the intra-op pool; the input is made contiguous first, the output is contiguous. And
+ * channel_shuffle's: (N, g, C / g, rest) to (N, C / g, g, rest), one channel per copy. */
 #include <string.h>
 
 #include "conv_impl.h"
@@ -70,4 +71,52 @@ int opd__cpu_pixel_unshuffle(const opd_kernel_ctx *ctx, opd_tensor *self, int64_
                              opd_tensor **out) {
   (void)ctx;
   return shuffle(self, downscale_factor, true, out);
+}
+
+typedef struct channel_ctx {
+  int64_t groups, per_group, plane; /* plane: the elements of one channel */
+  size_t es;
+  const char *in;
+  char *out;
+} channel_ctx;
+
+/* tasks: (batch, output channel) pairs */
+static void channel_task(void *ctx, int64_t begin, int64_t end) {
+  const channel_ctx *c = ctx;
+  int64_t channels = c->groups * c->per_group;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t n = t / channels, oc = t % channels, j = oc / c->groups, i = oc % c->groups;
+    int64_t ic = i * c->per_group + j;
+    memcpy(c->out + (size_t)(t * c->plane) * c->es,
+           c->in + (size_t)((n * channels + ic) * c->plane) * c->es, (size_t)c->plane * c->es);
+  }
+}
+
+int opd__cpu_channel_shuffle(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t groups,
+                             opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__channel_shuffle_meta(self, groups, &spec);
+  if (!rc && self->numel == 0) return opd__channel_shuffle_alias(self, out);
+  opd_tensor *x = NULL, *y = NULL;
+  if (!rc) rc = opd__alloc_output(&spec, opd_tensor_device(self), &y);
+  if (!rc) {
+    rc = opd__cpu_contiguous(self, &x);
+    if (!rc) {
+      const int64_t *s = opd_tensor_sizes(self);
+      channel_ctx c = {.groups = groups,
+                       .per_group = s[1] / groups,
+                       .plane = self->numel / (s[0] * s[1]),
+                       .es = opd_dtype_size(spec.dtype),
+                       .in = opd_tensor_data(x),
+                       .out = opd_tensor_data(y)};
+      opd__parallel_for(0, s[0] * s[1],
+                        c.plane >= OPD_GRAIN_ELEMENTWISE ? 1 : OPD_GRAIN_ELEMENTWISE / c.plane,
+                        channel_task, &c);
+    }
+  }
+  if (x) opd_tensor_release(x);
+  if (rc && y) opd_tensor_release(y);
+  if (!rc) *out = y;
+  return rc;
 }

@@ -81,3 +81,39 @@ int opd__meta_pixel_unshuffle(const opd_kernel_ctx *ctx, opd_tensor *self, int64
   int rc = opd__pixel_shuffle_meta(self, downscale_factor, true, &g);
   return rc ? rc : opd__alloc_output(&g.spec, opd_tensor_device(self), out);
 }
+
+int opd__channel_shuffle_meta(opd_tensor *self, int64_t groups, opd_out_spec *spec) {
+  const int64_t *s = opd_tensor_sizes(self);
+  char b[256];
+  if (self->ndim <= 2)
+    return opd_error(OPD_EINVAL,
+                     "channel_shuffle expects input with > 2 dims, but got input with sizes %s",
+                     opd__format_sizes(s, self->ndim, b, sizeof b));
+  if (groups <= 0)
+    return opd_error(
+        OPD_EINVAL, "Number of groups to divide channels in must be positive. Value of groups:%lld",
+        (long long)groups);
+  if (s[1] % groups != 0)
+    return opd_error(OPD_EINVAL,
+                     "Number of channels must be divisible by groups. Got %lld channels and %lld "
+                     "groups.",
+                     (long long)s[1], (long long)groups);
+  spec->ndim = self->ndim;
+  spec->dtype = opd_tensor_dtype(self);
+  memcpy(spec->sizes, s, (size_t)self->ndim * sizeof *s);
+  return 0;
+}
+
+int opd__channel_shuffle_alias(opd_tensor *self, opd_tensor **out) {
+  return opd_tensor_view_of(self, opd_tensor_sizes(self), opd_tensor_strides(self), self->ndim,
+                            self->storage_offset, out);
+}
+
+int opd__meta_channel_shuffle(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t groups,
+                              opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  int rc = opd__channel_shuffle_meta(self, groups, &spec);
+  if (!rc && self->numel == 0) return opd__channel_shuffle_alias(self, out);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}

@@ -192,11 +192,13 @@
   X("aten::_adaptive_avg_pool3d_backward", Meta, opd__meta_adaptive_avg_pool3d_backward, Tensor, Tensor, Tensor) \
   X("aten::adaptive_max_pool3d_backward", CPU, opd__cpu_adaptive_max_pool3d_backward, Tensor, Tensor, Tensor, Tensor) \
   X("aten::adaptive_max_pool3d_backward", Meta, opd__meta_adaptive_max_pool3d_backward, Tensor, Tensor, Tensor, Tensor) \
-  /* pixel_shuffle, pixel_unshuffle: kernels/cpu/pixel_shuffle.c, kernels/meta/pixel_shuffle_meta.c */ \
+  /* pixel_shuffle, pixel_unshuffle, channel_shuffle: kernels/cpu/pixel_shuffle.c, kernels/meta/pixel_shuffle_meta.c */ \
   X("aten::pixel_shuffle", CPU, opd__cpu_pixel_shuffle, Tensor, Tensor, Int) \
   X("aten::pixel_shuffle", Meta, opd__meta_pixel_shuffle, Tensor, Tensor, Int) \
   X("aten::pixel_unshuffle", CPU, opd__cpu_pixel_unshuffle, Tensor, Tensor, Int) \
   X("aten::pixel_unshuffle", Meta, opd__meta_pixel_unshuffle, Tensor, Tensor, Int) \
+  X("aten::channel_shuffle", CPU, opd__cpu_channel_shuffle, Tensor, Tensor, Int) \
+  X("aten::channel_shuffle", Meta, opd__meta_channel_shuffle, Tensor, Tensor, Int) \
   /* im2col, col2im: kernels/cpu/fold.c, kernels/meta/fold_meta.c */ \
   X("aten::im2col", CPU, opd__cpu_im2col, Tensor, Tensor, IntList, IntList, IntList, IntList) \
   X("aten::im2col", Meta, opd__meta_im2col, Tensor, Tensor, IntList, IntList, IntList, IntList) \

@@ -14,7 +14,8 @@ among the values) with their backward operators (the max ones take the indices P
 forward computed), max_unpool2d and the pooling
 composites; 3-d average and adaptive average and max pooling with their backward operators,
 adaptive_avg_pool1d/3d and adaptive_max_pool1d; im2col and col2im; grid_sampler_2d in its
-three interpolation and three padding modes, with grid points outside the image
+three interpolation and three padding modes, with grid points outside the image;
+channel_shuffle
 (int64 average pooling too, which PyTorch divides as integers); pixel_shuffle and
 pixel_unshuffle; upsample_nearest1d/2d/3d, upsample_linear1d/bilinear2d/trilinear3d and
 upsample_bicubic2d, their
@@ -620,6 +621,21 @@ fam.op("pixel_unshuffle", [
         "pixel_unshuffle expects height to be divisible by downscale_factor, but input.size(-2)=5 is not divisible by 2"),
     ERR("err_width", lambda g: ([("self", t(g, [1, 2, 4, 5])), ("downscale_factor", 2)], ["error"]), "RuntimeError",
         "pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)=5 is not divisible by 2"),
+])
+
+fam.op("channel_shuffle", [
+    S("basic", lambda g: ([("self", t(g, [2, 6, 3, 2])), ("groups", 3)], [])),
+    S("three_dims_int64", lambda g: ([("self", t(g, [2, 4, 3], "int64", kind="small")), ("groups", 2)], ["integer"])),
+    S("f64_noncontig", lambda g: ([("self", t(g, [2, 4, 3, 2], "float64", "transpose")), ("groups", 2)],
+                                  ["float64", "noncontig"])),
+    S("empty_batch", lambda g: ([("self", t(g, [0, 6, 2])), ("groups", 2)], ["empty"])),
+], errors=[
+    ERR("err_dims", lambda g: ([("self", t(g, [2, 6])), ("groups", 2)], ["error"]), "RuntimeError",
+        "channel_shuffle expects input with > 2 dims, but got input with sizes [2, 6]"),
+    ERR("err_groups", lambda g: ([("self", t(g, [2, 6, 3])), ("groups", 0)], ["error"]), "RuntimeError",
+        "Number of groups to divide channels in must be positive. Value of groups:0"),
+    ERR("err_divisible", lambda g: ([("self", t(g, [2, 6, 3])), ("groups", 4)], ["error"]), "RuntimeError",
+        "Number of channels must be divisible by groups. Got 6 channels and 4 groups."),
 ])
 
 # ---- im2col (nn.Unfold), col2im (nn.Fold) ----

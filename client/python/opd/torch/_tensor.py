@@ -381,6 +381,7 @@ _NO_META_KERNEL = {
     torch.ops.aten._native_multi_head_attention.default: _mha_meta,
     torch.ops.aten.nll_loss2d_forward.default: _nll_loss2d_forward_meta,
     torch.ops.aten._adaptive_avg_pool3d_backward.default: lambda grad, x: _meta_like(x),
+    torch.ops.aten.channel_shuffle.default: lambda x, groups: _meta_like(x),
 }
 
 
