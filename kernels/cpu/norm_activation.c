@@ -149,9 +149,27 @@ OPD__FLOATS(ACT_BACKWARD_LOOP, mish_backward,
     }                                                                                    \
   }
 OPD__FLOATS(LOG_SIGMOID_BACKWARD_LOOP, log_sigmoid_backward)
+/* glu_backward's halves, as PyTorch's CPU kernel computes them (s: the sigmoid of the
+ * second half b, rounded to the dtype): the first half's gradient s * g and the second's
+ * (1 - s) * s * a * g */
+OPD__FLOATS(ACT_BACKWARD_LOOP, glu_backward_first, (T)(1 / (1 + exp(-x))) * g)
+#define GLU_BACKWARD_SECOND_LOOP(tag, name)                                              \
+  static void name##_##tag(char *out_, char *const *in, int64_t n, opd__loop_ctx *ctx) { \
+    (void)ctx;                                                                           \
+    typedef OPD__T_##tag T;                                                              \
+    T *out = (T *)out_;                                                                  \
+    const T *a = (const T *)in[0], *b = (const T *)in[1], *g = (const T *)in[2];         \
+    for (int64_t i = 0; i < n; i++) {                                                    \
+      const T s = (T)(1 / (1 + exp(-b[i])));                                             \
+      out[i] = (1 - s) * s * a[i] * g[i];                                                \
+    }                                                                                    \
+  }
+OPD__FLOATS(GLU_BACKWARD_SECOND_LOOP, glu_backward_second)
 
 NUMBER_TABLE(threshold_backward)
 FLOAT_TABLE(log_sigmoid_backward)
+FLOAT_TABLE(glu_backward_first)
+FLOAT_TABLE(glu_backward_second)
 FLOAT_TABLE(gelu_backward)
 FLOAT_TABLE(gelu_tanh_backward)
 FLOAT_TABLE(silu_backward)
@@ -462,5 +480,38 @@ int opd__cpu_prelu(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *weig
     return rc;
   rc = run(&spec, (opd_tensor *[]){self, w}, 2, prelu_loops, "prelu_cpu", NULL, out);
   opd_tensor_release(w);
+  return rc;
+}
+
+int opd__cpu_glu_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,
+                          int64_t dim, opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec half, spec;
+  int64_t d;
+  int rc = opd__glu_backward_meta(grad_output, self, dim, &d, &half, &spec);
+  opd_tensor *r = NULL;
+  if (!rc) rc = opd__alloc_output(&spec, cpu_device, &r);
+  /* the two halves of self and of the (contiguous) gradient, as views */
+  opd_tensor *x[2] = {NULL, NULL}, *gi[2] = {NULL, NULL};
+  for (int k = 0; k < 2 && !rc; k++) {
+    rc = opd_tensor_view_of(self, half.sizes, opd_tensor_strides(self), half.ndim,
+                            self->storage_offset + k * half.sizes[d] * opd_tensor_strides(self)[d],
+                            &x[k]);
+    if (!rc)
+      rc = opd_tensor_view_of(r, half.sizes, opd_tensor_strides(r), half.ndim,
+                              k * half.sizes[d] * opd_tensor_strides(r)[d], &gi[k]);
+  }
+  if (!rc)
+    rc = run_into(&half, (opd_tensor *[]){grad_output, x[1]}, 2, glu_backward_first_loops,
+                  "glu_backward_cpu", gi[0]);
+  if (!rc)
+    rc = run_into(&half, (opd_tensor *[]){x[0], x[1], grad_output}, 3, glu_backward_second_loops,
+                  "glu_backward_cpu", gi[1]);
+  for (int k = 0; k < 2; k++) {
+    if (x[k]) opd_tensor_release(x[k]);
+    if (gi[k]) opd_tensor_release(gi[k]);
+  }
+  if (rc && r) opd_tensor_release(r);
+  if (!rc) *out = r;
   return rc;
 }

@@ -1,7 +1,7 @@
 /* norm_loss.c: CPU kernels of the losses and their backward operators: mse_loss,
- * smooth_l1_loss, huber_loss, binary_cross_entropy, nll_loss_forward (boxed: output and
- * total_weight) and their backward operators, in double ([Note: Normalization and losses in
- * double]). */
+ * smooth_l1_loss, huber_loss, binary_cross_entropy, nll_loss_forward and nll_loss2d_forward
+ * (boxed: output and total_weight) and their backward operators, in double ([Note: Normalization
+ * and losses in double]). */
 #include <math.h>
 
 #include "meta/elementwise_meta.h"
@@ -336,6 +336,95 @@ int opd__cpu_nll_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_outpu
       double wi = w ? w[t[i]] : 1;
       gi[i * classes + t[i]] = -wi * (per_sample ? g[i] : g[0] * scale);
     }
+    opd__norm_store(r, gi);
+    *out = r;
+  }
+  opd__free(t);
+  bufs_free(&b);
+  return rc;
+}
+
+/* ---- nll_loss2d: nll_loss over every position of (N, C, H, W) ---- */
+
+static int nll2d_forward(opd_ivalue *args, opd_tensor **res) {
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
+      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
+      args[4].tag != OPD_IV_INT)
+    return opd_error(OPD_EINVAL,
+                     "nll_loss2d_forward: expected (Tensor, Tensor, Tensor?, int, int) arguments");
+  opd_tensor *self = args[0].u.t, *target = args[1].u.t;
+  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
+  int64_t reduction = args[3].u.i, ignore_index = args[4].u.i, batch, classes, plane;
+  opd_out_spec out_spec, tw_spec;
+  int rc = opd__nll_loss2d_meta(self, target, weight, reduction, &batch, &classes, &plane,
+                                &out_spec, &tw_spec);
+  if (rc) return rc;
+  if ((rc = opd__norm_result(&out_spec, &res[0])) || (rc = opd__norm_result(&tw_spec, &res[1])))
+    return rc;
+  bufs b = {{NULL}};
+  int64_t *t = NULL, positions = target->numel;
+  if (!(rc = opd__norm_load(self, &b.b[0])) && !(rc = opd__norm_load(weight, &b.b[1])) &&
+      !(rc = opd__norm_zeros(positions, &b.b[2])) &&
+      !(rc = nll_targets(target, positions, classes, ignore_index, &t))) {
+    const double *x = b.b[0], *w = b.b[1];
+    double *loss = b.b[2], sum = 0, total = 0;
+    for (int64_t n = 0; n < batch; n++)
+      for (int64_t p = 0; p < plane; p++) {
+        int64_t i = n * plane + p, k = t[i];
+        if (k == ignore_index) continue;
+        double wk = w ? w[k] : 1;
+        loss[i] = -wk * x[(n * classes + k) * plane + p];
+        sum += loss[i];
+        total += wk;
+      }
+    bool per_position = reduction == OPD__REDUCTION_NONE;
+    double reduced = reduction == OPD__REDUCTION_MEAN ? sum / total : sum;
+    double tw = per_position ? 0 : total; /* 0 for per-position losses, as PyTorch's */
+    opd__norm_store(res[0], per_position ? loss : &reduced);
+    opd__norm_store(res[1], &tw);
+  }
+  opd__free(t);
+  bufs_free(&b);
+  return rc;
+}
+
+int opd__cpu_nll_loss2d_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_tensor *res[2] = {NULL, NULL};
+  int rc = nll2d_forward(opd_stack_last(stack, 5), res);
+  opd_stack_drop(stack, 5);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__cpu_nll_loss2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                 opd_tensor *self, opd_tensor *target, opd_tensor *weight,
+                                 int64_t reduction, int64_t ignore_index, opd_tensor *total_weight,
+                                 opd_tensor **out) {
+  (void)ctx;
+  int64_t batch, classes, plane;
+  opd_out_spec spec;
+  int rc = opd__nll_loss2d_backward_meta(grad_output, self, target, weight, reduction, total_weight,
+                                         &batch, &classes, &plane, &spec);
+  if (rc) return rc;
+  bufs b = {{NULL}};
+  int64_t *t = NULL;
+  opd_tensor *r = NULL;
+  if (!(rc = opd__norm_load(grad_output, &b.b[0])) && !(rc = opd__norm_load(weight, &b.b[1])) &&
+      !(rc = opd__norm_load(total_weight, &b.b[2])) &&
+      !(rc = opd__norm_zeros(self->numel, &b.b[3])) &&
+      !(rc = nll_targets(target, target->numel, classes, ignore_index, &t)) &&
+      !(rc = opd__norm_result(&spec, &r))) {
+    const double *g = b.b[0], *w = b.b[1];
+    double *gi = b.b[3];
+    bool per_position = reduction == OPD__REDUCTION_NONE;
+    double scale = reduction == OPD__REDUCTION_MEAN ? 1 / b.b[2][0] : 1;
+    for (int64_t n = 0; n < batch; n++)
+      for (int64_t p = 0; p < plane; p++) {
+        int64_t i = n * plane + p, k = t[i];
+        if (k == ignore_index) continue;
+        double wk = w ? w[k] : 1;
+        gi[(n * classes + k) * plane + p] = -wk * (per_position ? g[i] : g[0] * scale);
+      }
     opd__norm_store(r, gi);
     *out = r;
   }

@@ -8,7 +8,8 @@
  * divisors follow PyTorch 1.13's CPU kernels exactly: a max window starts at its first
  * position inside the input (stepping by the dilation), its index is that position's until
  * a larger value or a NaN (which then wins, the last NaN of the window) replaces it; an
- * average window's divisor counts the padding it covers when count_include_pad, adaptive
+ * average window's divisor counts the padding it covers when count_include_pad (an int64
+ * average, avg_pool3d's, sums and divides as integers, truncating), adaptive
  * windows are [floor(o * in / out), ceil((o + 1) * in / out)). Values are accumulated in
  * double and rounded once (bfloat16 through float). Indices read by backward operators and
  * max_unpool2d come from the caller: each is checked against its plane before it is used.
@@ -21,18 +22,30 @@
 #include "meta/pool_meta.h"
 #include "src/parallel.h"
 
-/* The poolings take float32, float64 and bfloat16 (as PyTorch's CPU kernels do; bfloat16
- * through float), max_unpool2d the first two. */
-static int check_dtype(opd_dtype t, const char *op) {
-  if (t == OPD_FLOAT32 || t == OPD_FLOAT64 || (t == OPD_BFLOAT16 && strcmp(op, "max_unpool2d")))
+/* The dtypes PyTorch 1.13's CPU kernels take besides float32 and float64: the 2-d poolings
+ * bfloat16 (through float), avg_pool3d and its backward int64 (summed and divided as
+ * integers), the others nothing more. */
+typedef enum extra_dtype { EXTRA_NONE, EXTRA_BF16, EXTRA_INT64 } extra_dtype;
+
+static int check_dtype(opd_dtype t, extra_dtype extra, const char *op) {
+  if (t == OPD_FLOAT32 || t == OPD_FLOAT64 || (t == OPD_BFLOAT16 && extra == EXTRA_BF16) ||
+      (t == OPD_INT64 && extra == EXTRA_INT64))
     return 0;
   return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", op, opd_dtype_c10_name(t));
+}
+
+/* The 2-d operators and max pooling take bfloat16, the other 3-d ones do not (avg_pool3d
+ * takes int64). */
+static extra_dtype extra_of(const opd__pool_geom *g) {
+  if (g->sdims == 2 || g->kind == OPD__POOL_MAX) return EXTRA_BF16;
+  return g->kind == OPD__POOL_AVG ? EXTRA_INT64 : EXTRA_NONE;
 }
 
 static inline double ld(const void *p, opd_dtype t, int64_t i) {
   switch (t) {
   case OPD_FLOAT64: return ((const double *)p)[i];
   case OPD_BFLOAT16: return opd_bf16_to_float(((const uint16_t *)p)[i]);
+  case OPD_INT64: return (double)((const int64_t *)p)[i];
   default: return ((const float *)p)[i];
   }
 }
@@ -41,6 +54,7 @@ static inline void st(void *p, opd_dtype t, int64_t i, double v) {
   switch (t) {
   case OPD_FLOAT64: ((double *)p)[i] = v; break;
   case OPD_BFLOAT16: ((uint16_t *)p)[i] = opd_float_to_bf16((float)v); break;
+  case OPD_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
   default: ((float *)p)[i] = (float)v; break;
   }
 }
@@ -147,19 +161,30 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         else if (g->has_divisor)
           divisor = g->divisor;
         else if (g->count_include_pad)
-          divisor = wh.extent * ww.extent;
+          divisor = wd.extent * wh.extent * ww.extent;
         else
-          divisor = (wh.hi - wh.lo) * (ww.hi - ww.lo);
+          divisor = (wd.hi - wd.lo) * (wh.hi - wh.lo) * (ww.hi - ww.lo);
         bool empty = wd.lo >= wd.hi || wh.lo >= wh.hi || ww.lo >= ww.hi;
         if (c->backward) {
           if (empty) continue;
           double gv = ld(src, c->dt, o) / (double)divisor;
+          if (c->dt == OPD_INT64) gv = trunc(gv); /* PyTorch divides the integers first */
           for (int64_t id = wd.lo; id < wd.hi; id++)
             for (int64_t ih = wh.lo; ih < wh.hi; ih++)
               for (int64_t iw = ww.lo; iw < ww.hi; iw++) {
                 int64_t i = (id * g->in[1] + ih) * g->in[2] + iw;
                 st(dst, c->dt, i, ld(dst, c->dt, i) + gv);
               }
+          continue;
+        }
+        if (c->dt == OPD_INT64) {
+          const int64_t *xs = (const int64_t *)src;
+          int64_t isum = 0;
+          for (int64_t id = wd.lo; id < wd.hi; id++)
+            for (int64_t ih = wh.lo; ih < wh.hi; ih++)
+              for (int64_t iw = ww.lo; iw < ww.hi; iw++)
+                isum += xs[(id * g->in[1] + ih) * g->in[2] + iw]; /* wraps as PyTorch's does */
+          ((int64_t *)dst)[o] = empty ? 0 : isum / divisor;
           continue;
         }
         double sum = 0;
@@ -206,7 +231,7 @@ static int pool_run(const opd__pool_geom *g, bool backward, opd_tensor *src, opd
 }
 
 static int forward(const opd__pool_geom *g, opd_tensor *self, opd_tensor **out, const char *op) {
-  int rc = check_dtype(g->spec.dtype, op);
+  int rc = check_dtype(g->spec.dtype, extra_of(g), op);
   if (!rc) rc = opd__alloc_output(&g->spec, g->device, out);
   if (!rc && (rc = pool_run(g, false, self, *out, NULL, op)) != 0) {
     opd_tensor_release(*out);
@@ -217,7 +242,7 @@ static int forward(const opd__pool_geom *g, opd_tensor *self, opd_tensor **out, 
 
 static int backward(const opd__pool_geom *g, opd_tensor *grad_output, opd_tensor *self,
                     opd_tensor *indices, opd_tensor **out, const char *op) {
-  int rc = check_dtype(g->spec.dtype, op);
+  int rc = check_dtype(g->spec.dtype, extra_of(g), op);
   opd_out_spec spec = {.ndim = self->ndim, .dtype = g->spec.dtype};
   memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof *spec.sizes);
   if (!rc) rc = opd__alloc_output(&spec, g->device, out);
@@ -235,7 +260,7 @@ static int max_pool_boxed(opd_stack *stack, int sdims) {
   opd_tensor *self, *out = NULL, *indices = NULL;
   const char *op = sdims == 2 ? "max_pool2d" : "max_pool3d";
   int rc = opd__max_pool_args(stack, sdims, &g, &self);
-  if (!rc) rc = check_dtype(g.spec.dtype, op);
+  if (!rc) rc = check_dtype(g.spec.dtype, EXTRA_BF16, op);
   if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
   if (!rc) rc = pool_run(&g, false, self, out, indices, op);
   if (self) opd_tensor_release(self);
@@ -252,16 +277,26 @@ int opd__cpu_max_pool3d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack
   return max_pool_boxed(stack, 3);
 }
 
-int opd__cpu_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
+static int adaptive_max_pool_boxed(opd_stack *stack, int sdims) {
   opd__pool_geom g;
   opd_tensor *self, *out = NULL, *indices = NULL;
-  int rc = opd__adaptive_max_pool2d_args(stack, &g, &self);
-  if (!rc) rc = check_dtype(g.spec.dtype, "adaptive_max_pool2d");
+  const char *op = sdims == 2 ? "adaptive_max_pool2d" : "adaptive_max_pool3d_cpu";
+  int rc = opd__adaptive_max_pool_args(stack, sdims, &g, &self);
+  if (!rc) rc = check_dtype(g.spec.dtype, extra_of(&g), op);
   if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
-  if (!rc) rc = pool_run(&g, false, self, out, indices, "adaptive_max_pool2d");
+  if (!rc) rc = pool_run(&g, false, self, out, indices, op);
   if (self) opd_tensor_release(self);
   return opd__push_pool_results(stack, out, indices, rc);
+}
+
+int opd__cpu_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return adaptive_max_pool_boxed(stack, 2);
+}
+
+int opd__cpu_adaptive_max_pool3d(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return adaptive_max_pool_boxed(stack, 3);
 }
 
 static int max_pool_backward(int sdims, opd_tensor *grad_output, opd_tensor *self,
@@ -296,51 +331,59 @@ int opd__cpu_max_pool3d_with_indices_backward(const opd_kernel_ctx *ctx, opd_ten
                            indices, out);
 }
 
-int opd__cpu_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list kernel_size,
-                        opd_int_list stride, opd_int_list padding, bool ceil_mode,
-                        bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__avg_pool2d_meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                                divisor_override, &g);
-  return rc ? rc : forward(&g, self, out, "avg_pool2d");
-}
+/* The dtype errors name PyTorch's CPU loops: avg_pool2d's own, the 3-d ones their frames'. */
+#define DEFINE_AVG_POOL_CPU(D, FWD_NAME, BWD_NAME)                                                 \
+  int opd__cpu_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,                         \
+                              opd_int_list kernel_size, opd_int_list stride, opd_int_list padding, \
+                              bool ceil_mode, bool count_include_pad,                              \
+                              opd_opt_int divisor_override, opd_tensor **out) {                    \
+    (void)ctx;                                                                                     \
+    opd__pool_geom g;                                                                              \
+    int rc = opd__avg_pool_meta(self, D, kernel_size, stride, padding, ceil_mode,                  \
+                                count_include_pad, divisor_override, &g);                          \
+    return rc ? rc : forward(&g, self, out, FWD_NAME);                                             \
+  }                                                                                                \
+  int opd__cpu_avg_pool##D##d_backward(                                                            \
+      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,                        \
+      opd_int_list kernel_size, opd_int_list stride, opd_int_list padding, bool ceil_mode,         \
+      bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {                    \
+    (void)ctx;                                                                                     \
+    opd__pool_geom g;                                                                              \
+    int rc = opd__avg_pool_meta(self, D, kernel_size, stride, padding, ceil_mode,                  \
+                                count_include_pad, divisor_override, &g);                          \
+    if (!rc) rc = opd__pool_backward_check(&g, grad_output, NULL, "avg_pool" #D "d_backward");     \
+    return rc ? rc : backward(&g, grad_output, self, NULL, out, BWD_NAME);                         \
+  }
+DEFINE_AVG_POOL_CPU(2, "avg_pool2d", "avg_pool2d_backward")
+DEFINE_AVG_POOL_CPU(3, "avg_pool3d_out_frame", "avg_pool3d_backward_out_frame")
 
-int opd__cpu_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                 opd_tensor *self, opd_int_list kernel_size, opd_int_list stride,
-                                 opd_int_list padding, bool ceil_mode, bool count_include_pad,
-                                 opd_opt_int divisor_override, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__avg_pool2d_meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                                divisor_override, &g);
-  if (!rc) rc = opd__pool_backward_check(&g, grad_output, NULL, "avg_pool2d_backward");
-  return rc ? rc : backward(&g, grad_output, self, NULL, out, "avg_pool2d_backward");
-}
-
-int opd__cpu_adaptive_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self,
-                                 opd_int_list output_size, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__adaptive_pool2d_meta(self, output_size, false, &g);
-  return rc ? rc : forward(&g, self, out, "adaptive_avg_pool2d");
-}
-
-int opd__cpu_adaptive_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                          opd_tensor *self, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__adaptive_backward_meta(grad_output, self, NULL, false, &g);
-  return rc ? rc : backward(&g, grad_output, self, NULL, out, "adaptive_avg_pool2d_backward");
-}
-
-int opd__cpu_adaptive_max_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                          opd_tensor *self, opd_tensor *indices, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__adaptive_backward_meta(grad_output, self, indices, true, &g);
-  return rc ? rc : backward(&g, grad_output, self, indices, out, "adaptive_max_pool2d_backward");
-}
+#define DEFINE_ADAPTIVE_POOL_CPU(D, AVG_NAME, AVG_BWD, MAX_BWD)                                 \
+  int opd__cpu_adaptive_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,             \
+                                       opd_int_list output_size, opd_tensor **out) {            \
+    (void)ctx;                                                                                  \
+    opd__pool_geom g;                                                                           \
+    int rc = opd__adaptive_pool_meta(self, D, output_size, false, &g);                          \
+    return rc ? rc : forward(&g, self, out, AVG_NAME);                                          \
+  }                                                                                             \
+  int opd__cpu_adaptive_avg_pool##D##d_backward(                                                \
+      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self, opd_tensor **out) { \
+    (void)ctx;                                                                                  \
+    opd__pool_geom g;                                                                           \
+    int rc = opd__adaptive_backward_meta(grad_output, self, NULL, D, false, &g);                \
+    return rc ? rc : backward(&g, grad_output, self, NULL, out, AVG_BWD);                       \
+  }                                                                                             \
+  int opd__cpu_adaptive_max_pool##D##d_backward(const opd_kernel_ctx *ctx,                      \
+                                                opd_tensor *grad_output, opd_tensor *self,      \
+                                                opd_tensor *indices, opd_tensor **out) {        \
+    (void)ctx;                                                                                  \
+    opd__pool_geom g;                                                                           \
+    int rc = opd__adaptive_backward_meta(grad_output, self, indices, D, true, &g);              \
+    return rc ? rc : backward(&g, grad_output, self, indices, out, MAX_BWD);                    \
+  }
+DEFINE_ADAPTIVE_POOL_CPU(2, "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward",
+                         "adaptive_max_pool2d_backward")
+DEFINE_ADAPTIVE_POOL_CPU(3, "adaptive_avg_pool3d_cpu", "adaptive_avg_pool3d_backward_cpu",
+                         "adaptive_max_pool3d_backward")
 
 /* ---- max_unpool2d ---- */
 
@@ -377,7 +420,7 @@ int opd__cpu_max_unpool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tenso
   (void)ctx;
   opd__pool_geom g;
   int rc = opd__max_unpool2d_meta(self, indices, output_size, &g);
-  if (!rc) rc = check_dtype(g.spec.dtype, "max_unpool2d");
+  if (!rc) rc = check_dtype(g.spec.dtype, EXTRA_NONE, "max_unpool2d");
   if (rc) return rc;
   opd_tensor *x = NULL, *ix = NULL, *y = NULL;
   rc = opd__cpu_contiguous(self, &x);

@@ -153,6 +153,42 @@ int opd__glu_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec 
   return 0;
 }
 
+int opd__glu_backward_meta(opd_tensor *grad, opd_tensor *self, int64_t dim, int64_t *wrapped,
+                           opd_out_spec *half, opd_out_spec *spec) {
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){grad, self}, 2, &device);
+  if (!rc) rc = opd__glu_meta(self, dim, wrapped, half);
+  if (rc) return rc;
+  /* grad_output broadcasts to a half, which keeps its shape (the half of the gradient is
+   * TensorIterator's output) */
+  int64_t sizes[OPD_MAX_DIMS];
+  int nd;
+  rc = opd__broadcast_shapes(half->sizes, half->ndim, opd_tensor_sizes(grad), grad->ndim, sizes,
+                             &nd);
+  if (rc) return rc;
+  bool same = nd == half->ndim && !memcmp(sizes, half->sizes, (size_t)nd * sizeof *sizes);
+  if (!same) {
+    char a[256], b[256];
+    return opd_error(OPD_EINVAL, "output with shape %s doesn't match the broadcast shape %s",
+                     opd__format_sizes(half->sizes, half->ndim, a, sizeof a),
+                     opd__format_sizes(sizes, nd, b, sizeof b));
+  }
+  if (opd_tensor_dtype(grad) != half->dtype)
+    return opd_error(OPD_EINVAL, "Found dtype %s but expected %s",
+                     opd_dtype_c10_name(opd_tensor_dtype(grad)), opd_dtype_c10_name(half->dtype));
+  same_as(self, spec);
+  return 0;
+}
+
+int opd__meta_glu_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,
+                           int64_t dim, opd_tensor **out) {
+  (void)ctx;
+  int64_t d;
+  opd_out_spec half, spec;
+  int rc = opd__glu_backward_meta(grad_output, self, dim, &d, &half, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
 static bool same_shape(const opd_tensor *a, const opd_tensor *b) {
   return a->ndim == b->ndim &&
          !memcmp(opd_tensor_sizes(a), opd_tensor_sizes(b), (size_t)a->ndim * sizeof(int64_t));
@@ -297,6 +333,98 @@ int opd__nll_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *
                        (long long)*batch, grad->ndim,
                        (long long)(grad->ndim > 0 ? opd_tensor_sizes(grad)[0] : 1));
   } else if (grad->numel != 1) {
+    return opd_error(OPD_EINVAL, "Expected a single element grad_output tensor, but got: %s",
+                     opd__format_sizes(opd_tensor_sizes(grad), grad->ndim, a, sizeof a));
+  }
+  same_as(self, spec);
+  return 0;
+}
+
+/* check_inputs_nll_loss2d: self (N, C, H, W), target (N, H, W) of int64, weight (C) of
+ * self's dtype or absent; float32, float64 or bfloat16. */
+static int nll_loss2d_check(opd_tensor *self, opd_tensor *target, opd_tensor *weight,
+                            int64_t *batch, int64_t *classes, int64_t *plane) {
+  opd_device device;
+  int rc = opd__common_device((opd_tensor *const[]){self, target, weight}, 3, &device);
+  if (rc) return rc;
+  if (target->ndim != 3)
+    return opd_error(OPD_EINVAL,
+                     "only batches of spatial targets supported (3D tensors) but got targets of "
+                     "dimension: %d",
+                     target->ndim);
+  if (self->ndim != 4)
+    return opd_error(OPD_EINVAL,
+                     "only batches of spatial inputs supported (4D tensors), but got input of "
+                     "dimension: %d",
+                     self->ndim);
+  const int64_t *s = opd_tensor_sizes(self), *ts = opd_tensor_sizes(target);
+  if (weight && weight->numel != s[1])
+    return opd_error(OPD_EINVAL, "weight tensor should be defined either for all or no classes");
+  if (s[0] != ts[0] || s[2] != ts[1] || s[3] != ts[2]) {
+    char a[256], b[256];
+    return opd_error(OPD_EINVAL, "size mismatch (got input: %s , target: %s",
+                     opd__format_sizes(s, 4, a, sizeof a), opd__format_sizes(ts, 3, b, sizeof b));
+  }
+  opd_dtype dt = opd_tensor_dtype(self), tdt = opd_tensor_dtype(target);
+  if (dt != OPD_FLOAT32 && dt != OPD_FLOAT64 && dt != OPD_BFLOAT16)
+    return opd_error(OPD_EINVAL, "\"nll_loss2d_forward_out_frame\" not implemented for '%s'",
+                     opd_dtype_c10_name(dt));
+  if (tdt != OPD_INT64)
+    return opd_error(OPD_EINVAL, "expected scalar type Long but found %s", opd_dtype_c10_name(tdt));
+  if (weight && opd_tensor_dtype(weight) != dt)
+    return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(dt),
+                     opd_dtype_c10_name(opd_tensor_dtype(weight)));
+  *batch = s[0];
+  *classes = s[1];
+  *plane = s[2] * s[3]; /* the tensor's sizes: a product that fits unless one is 0 */
+  if (s[2] == 0 || s[3] == 0) *plane = 0;
+  return 0;
+}
+
+int opd__nll_loss2d_meta(opd_tensor *self, opd_tensor *target, opd_tensor *weight,
+                         int64_t reduction, int64_t *batch, int64_t *classes, int64_t *plane,
+                         opd_out_spec *out, opd_out_spec *total_weight_spec) {
+  int rc = nll_loss2d_check(self, target, weight, batch, classes, plane);
+  if (rc) return rc;
+  out->dtype = total_weight_spec->dtype = opd_tensor_dtype(self);
+  total_weight_spec->ndim = 0;
+  out->ndim = 0;
+  if (reduction == OPD__REDUCTION_NONE) {
+    out->ndim = 3;
+    memcpy(out->sizes, opd_tensor_sizes(target), 3 * sizeof *out->sizes);
+  }
+  return 0;
+}
+
+int opd__nll_loss2d_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
+                                  opd_tensor *weight, int64_t reduction, opd_tensor *total_weight,
+                                  int64_t *batch, int64_t *classes, int64_t *plane,
+                                  opd_out_spec *spec) {
+  int rc = nll_loss2d_check(self, target, weight, batch, classes, plane);
+  opd_device device;
+  if (!rc) rc = opd__common_device((opd_tensor *const[]){grad, self, total_weight}, 3, &device);
+  if (rc) return rc;
+  char a[256], b[256];
+  if (total_weight->numel != 1)
+    return opd_error(
+        OPD_EINVAL, "expected total_weight to be a single element tensor, got: %s (%lld elements)",
+        opd__format_sizes(opd_tensor_sizes(total_weight), total_weight->ndim, a, sizeof a),
+        (long long)total_weight->numel);
+  opd_dtype dt = opd_tensor_dtype(self);
+  opd_tensor *same_dtype[2] = {grad, total_weight};
+  for (int i = 0; i < 2; i++)
+    if (opd_tensor_dtype(same_dtype[i]) != dt)
+      return opd_error(OPD_EINVAL, "expected scalar type %s but found %s", opd_dtype_c10_name(dt),
+                       opd_dtype_c10_name(opd_tensor_dtype(same_dtype[i])));
+  if (reduction == OPD__REDUCTION_NONE) {
+    bool same = grad->ndim == 3;
+    for (int i = 0; same && i < 3; i++)
+      same = opd_tensor_sizes(grad)[i] == opd_tensor_sizes(target)[i];
+    if (!same)
+      return opd_error(OPD_EINVAL, "size mismatch (got grad_output: %s target: %s",
+                       opd__format_sizes(opd_tensor_sizes(grad), grad->ndim, a, sizeof a),
+                       opd__format_sizes(opd_tensor_sizes(target), 3, b, sizeof b));
+  } else if (grad->ndim > 1 || grad->numel != 1) {
     return opd_error(OPD_EINVAL, "Expected a single element grad_output tensor, but got: %s",
                      opd__format_sizes(opd_tensor_sizes(grad), grad->ndim, a, sizeof a));
   }
@@ -956,6 +1084,42 @@ int opd__meta_nll_loss_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
     rc = opd__nll_loss_meta(args[0].u.t, args[1].u.t,
                             args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL, args[3].u.i, &batch,
                             &classes, &out, &tw);
+  opd_device device = rc ? (opd_device){OPD_DEVICE_META, -1} : opd_tensor_device(args[0].u.t);
+  if (!rc) rc = opd__alloc_output(&out, device, &res[0]);
+  if (!rc) rc = opd__alloc_output(&tw, device, &res[1]);
+  opd_stack_drop(stack, 5);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__meta_nll_loss2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
+                                  opd_tensor *self, opd_tensor *target, opd_tensor *weight,
+                                  int64_t reduction, int64_t ignore_index, opd_tensor *total_weight,
+                                  opd_tensor **out) {
+  (void)ctx;
+  (void)ignore_index;
+  int64_t batch, classes, plane;
+  opd_out_spec spec;
+  int rc = opd__nll_loss2d_backward_meta(grad_output, self, target, weight, reduction, total_weight,
+                                         &batch, &classes, &plane, &spec);
+  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+}
+
+int opd__meta_nll_loss2d_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *args = opd_stack_last(stack, 5);
+  opd_tensor *res[2] = {NULL, NULL};
+  int rc = 0;
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
+      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
+      args[4].tag != OPD_IV_INT)
+    rc = opd_error(OPD_EINVAL,
+                   "nll_loss2d_forward: expected (Tensor, Tensor, Tensor?, int, int) arguments");
+  int64_t batch, classes, plane;
+  opd_out_spec out, tw;
+  if (!rc)
+    rc = opd__nll_loss2d_meta(args[0].u.t, args[1].u.t,
+                              args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL, args[3].u.i,
+                              &batch, &classes, &plane, &out, &tw);
   opd_device device = rc ? (opd_device){OPD_DEVICE_META, -1} : opd_tensor_device(args[0].u.t);
   if (!rc) rc = opd__alloc_output(&out, device, &res[0]);
   if (!rc) rc = opd__alloc_output(&tw, device, &res[1]);

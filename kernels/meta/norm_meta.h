@@ -71,6 +71,10 @@ int opd__prelu_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *wei
                              opd_out_spec *specs);
 /* glu: self's shape with dim halved (its size must be even); *wrapped the dim. */
 int opd__glu_meta(opd_tensor *self, int64_t dim, int64_t *wrapped, opd_out_spec *spec);
+/* glu_backward: glu's checks, grad_output broadcastable to a half of self's shape (*half)
+ * without growing it and of self's dtype; the result (*spec) has self's shape and dtype. */
+int opd__glu_backward_meta(opd_tensor *grad, opd_tensor *self, int64_t dim, int64_t *wrapped,
+                           opd_out_spec *half, opd_out_spec *spec);
 
 /* _softmax_backward_data / _log_softmax_backward_data: grad_output and output of one shape;
  * the result has input_dtype (output's dtype, or Float for a Half output). */
@@ -107,6 +111,19 @@ int opd__nll_loss_meta(opd_tensor *self, opd_tensor *target, opd_tensor *weight,
 int opd__nll_loss_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
                                 opd_tensor *weight, int64_t reduction, opd_tensor *total_weight,
                                 int64_t *batch, int64_t *classes, opd_out_spec *spec);
+
+/* nll_loss2d_forward: self (N, C, H, W), target (N, H, W), weight (C) or absent; ATen's
+ * checks. *plane is H x W. The output is (N, H, W) for reduction none, else 0-d;
+ * total_weight 0-d; both of self's dtype. */
+int opd__nll_loss2d_meta(opd_tensor *self, opd_tensor *target, opd_tensor *weight,
+                         int64_t reduction, int64_t *batch, int64_t *classes, int64_t *plane,
+                         opd_out_spec *out, opd_out_spec *total_weight_spec);
+/* nll_loss2d_backward: the same checks, grad_output of the forward output's shape and
+ * total_weight of one element, both of self's dtype; the result has self's shape and dtype. */
+int opd__nll_loss2d_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor *target,
+                                  opd_tensor *weight, int64_t reduction, opd_tensor *total_weight,
+                                  int64_t *batch, int64_t *classes, int64_t *plane,
+                                  opd_out_spec *spec);
 
 /* Pushes a backward operator's n results, None for a NULL one (an output_mask false), if rc
  * is 0; otherwise releases them and pushes nothing. Returns rc or the push error. */

@@ -171,21 +171,51 @@ int opd__max_pool_meta(opd_tensor *self, int sdims, opd_int_list kernel_size, op
   return 0;
 }
 
-int opd__avg_pool2d_meta(opd_tensor *self, opd_int_list kernel_size, opd_int_list stride,
-                         opd_int_list padding, bool ceil_mode, bool count_include_pad,
-                         opd_opt_int divisor_override, opd__pool_geom *g) {
+/* The checks avg_pool3d's pool3d_shape_check makes before the shared ones: a non-batch
+ * dimension of size zero and an input smaller than the kernel. */
+static int avg_pool3d_input_check(opd_tensor *self, const opd__pool_geom *g) {
+  const int64_t *s = opd_tensor_sizes(self);
+  char b[256];
+  for (int i = 0; i < self->ndim; i++)
+    if (!(self->ndim == 5 && i == 0) && s[i] <= 0)
+      return opd_error(OPD_EINVAL,
+                       "avg_pool3d(): Expected input's non-batch dimensions to have positive "
+                       "length, but input has a shape of %s and non-batch dimension %lld has "
+                       "length zero!",
+                       opd__format_sizes(s, self->ndim, b, sizeof b), (long long)s[i]);
+  if (g->in[0] < g->k[0] || g->in[1] < g->k[1] || g->in[2] < g->k[2])
+    return opd_error(OPD_EINVAL,
+                     "input image (T: %lld H: %lld W: %lld) smaller than kernel size (kT: %lld "
+                     "kH: %lld kW: %lld)",
+                     (long long)g->in[0], (long long)g->in[1], (long long)g->in[2],
+                     (long long)g->k[0], (long long)g->k[1], (long long)g->k[2]);
+  return 0;
+}
+
+int opd__avg_pool_meta(opd_tensor *self, int sdims, opd_int_list kernel_size, opd_int_list stride,
+                       opd_int_list padding, bool ceil_mode, bool count_include_pad,
+                       opd_opt_int divisor_override, opd__pool_geom *g) {
   memset(g, 0, sizeof *g);
   g->kind = OPD__POOL_AVG;
   static const int64_t one[3] = {1, 1, 1};
-  if (!take_list(kernel_size, 2, false, one, 1, g->k))
+  /* PyTorch words the two dimensionalities' list errors differently */
+  bool is2d = sdims == 2;
+  if (!take_list(kernel_size, sdims, false, one, 1, g->k))
+    return opd_error(
+        OPD_EINVAL, is2d
+                        ? "avg_pool2d: kernel_size must either be a single int, or a tuple of "
+                          "two ints"
+                        : "avg_pool3d: kernel_size must be a single int, or a tuple of three ints");
+  if (!take_list(stride, sdims, true, g->k, 1, g->stride))
+    return opd_error(OPD_EINVAL, is2d ? "avg_pool2d: stride must either be omitted, a single int, "
+                                        "or a tuple of two ints"
+                                      : "avg_pool3d: stride must be omitted, a single int, or a "
+                                        "tuple of three ints");
+  if (!take_list(padding, sdims, false, one, 0, g->pad))
     return opd_error(OPD_EINVAL,
-                     "avg_pool2d: kernel_size must either be a single int, or a tuple of two ints");
-  if (!take_list(stride, 2, true, g->k, 1, g->stride))
-    return opd_error(OPD_EINVAL, "avg_pool2d: stride must either be omitted, a single int, or a "
-                                 "tuple of two ints");
-  if (!take_list(padding, 2, false, one, 0, g->pad))
-    return opd_error(OPD_EINVAL,
-                     "avg_pool2d: padding must either be a single int, or a tuple of two ints");
+                     is2d ? "avg_pool2d: padding must either be a single int, or a tuple of two "
+                            "ints"
+                          : "avg_pool3d: padding must be a single int, or a tuple of three ints");
   if (divisor_override.has_value && divisor_override.value == 0)
     return opd_error(OPD_EINVAL, "divisor must be not zero");
   int rc = check_range(g->k, "kernel_size");
@@ -193,24 +223,27 @@ int opd__avg_pool2d_meta(opd_tensor *self, opd_int_list kernel_size, opd_int_lis
   if (!rc) rc = check_range(g->pad, "padding");
   if (rc) return rc;
   for (int i = 0; i < 3; i++) g->dil[i] = 1;
-  if (self->ndim < 3) {
+  if (!is2d && self->ndim != 4 && self->ndim != 5)
+    return opd_error(OPD_EINVAL, "non-empty 4D or 5D (batch mode) tensor expected for input");
+  if (is2d && self->ndim < 3) {
     int64_t w;
     return opd__wrap_dim(-3, self->ndim, &w);
   }
-  if (self->ndim > 4) {
+  if (is2d && self->ndim > 4) {
     char b[256];
     return opd_error(OPD_EINVAL,
                      "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for "
                      "input, but got:%s",
                      opd__format_sizes(opd_tensor_sizes(self), self->ndim, b, sizeof b));
   }
-  set_planes(self, 2, g);
-  for (int i = 1; i < 3; i++)
+  set_planes(self, sdims, g);
+  for (int i = 3 - sdims; i < 3; i++)
     if ((rc = pool_out_size(g->in[i], g->k[i], g->pad[i], g->stride[i], 1, ceil_mode,
                             &g->out[i])) != 0)
       return rc;
-  g->out[0] = 1;
-  if ((rc = pool_shape_check(self, g, "avg_pool2d")) != 0) return rc;
+  for (int i = 0; i < 3 - sdims; i++) g->out[i] = 1;
+  if (!is2d && (rc = avg_pool3d_input_check(self, g)) != 0) return rc;
+  if ((rc = pool_shape_check(self, g, is2d ? "avg_pool2d" : "avg_pool3d")) != 0) return rc;
   g->count_include_pad = count_include_pad;
   g->has_divisor = divisor_override.has_value;
   g->divisor = divisor_override.value;
@@ -218,28 +251,36 @@ int opd__avg_pool2d_meta(opd_tensor *self, opd_int_list kernel_size, opd_int_lis
   return 0;
 }
 
-int opd__adaptive_pool2d_meta(opd_tensor *self, opd_int_list output_size, bool max,
-                              opd__pool_geom *g) {
+int opd__adaptive_pool_meta(opd_tensor *self, int sdims, opd_int_list output_size, bool max,
+                            opd__pool_geom *g) {
   memset(g, 0, sizeof *g);
   g->kind = max ? OPD__POOL_ADAPTIVE_MAX : OPD__POOL_ADAPTIVE_AVG;
-  const char *name = max ? "adaptive_max_pool2d" : "adaptive_avg_pool2d";
-  if (output_size.len != 2)
-    return opd_error(OPD_EINVAL,
-                     max ? "adaptive_max_pool2d(): internal error: output_size.size() must be 2"
-                         : "adaptive_avg_pool2d: output_size must be 2");
-  if (output_size.data[0] < 0 || output_size.data[1] < 0)
-    return opd_error(OPD_EINVAL,
-                     "%s: elements of output_size must be greater than or equal to 0 but received "
-                     "{%lld, %lld}",
-                     name, (long long)output_size.data[0], (long long)output_size.data[1]);
-  /* the windows' bounds multiply an output position by an input size */
-  if (output_size.data[0] > INT32_MAX || output_size.data[1] > INT32_MAX)
-    return opd_error(OPD_EINVAL, "%s: output_size {%lld, %lld} out of range", name,
-                     (long long)output_size.data[0], (long long)output_size.data[1]);
+  char name[32];
+  snprintf(name, sizeof name, "%s_pool%dd", max ? "adaptive_max" : "adaptive_avg", sdims);
+  if (output_size.len != sdims) {
+    if (max)
+      return opd_error(OPD_EINVAL, "%s(): internal error: output_size.size() must be %d", name,
+                       sdims);
+    return opd_error(OPD_EINVAL, "%s: output_size must be %d", name, sdims);
+  }
+  for (int i = 0; i < sdims; i++) {
+    if (output_size.data[i] < 0) {
+      char b[128];
+      return opd_error(OPD_EINVAL,
+                       "%s: elements of output_size must be greater than or equal to 0 but "
+                       "received %s",
+                       name, opd__format_sizes(output_size.data, sdims, b, sizeof b));
+    }
+    /* the windows' bounds multiply an output position by an input size */
+    if (output_size.data[i] > INT32_MAX)
+      return opd_error(OPD_EINVAL, "%s: output_size %lld out of range", name,
+                       (long long)output_size.data[i]);
+  }
   char b[256];
   const int64_t *s = opd_tensor_sizes(self);
-  if (self->ndim != 3 && self->ndim != 4)
-    return opd_error(OPD_EINVAL, "%s(): Expected 3D or 4D tensor, but got %s", name,
+  if (self->ndim != sdims + 1 && self->ndim != sdims + 2)
+    return opd_error(OPD_EINVAL, "%s(): Expected %dD or %dD tensor, but got%s %s", name, sdims + 1,
+                     sdims + 2, max && sdims == 3 ? ":" : "",
                      opd__format_sizes(s, self->ndim, b, sizeof b));
   for (int i = 1; i < self->ndim; i++)
     if (s[i] == 0)
@@ -247,10 +288,8 @@ int opd__adaptive_pool2d_meta(opd_tensor *self, opd_int_list output_size, bool m
                        "%s(): Expected input to have non-zero size for non-batch dimensions, but "
                        "input has sizes %s with dimension %d being empty",
                        name, opd__format_sizes(s, self->ndim, b, sizeof b), i);
-  set_planes(self, 2, g);
-  g->out[0] = 1;
-  g->out[1] = output_size.data[0];
-  g->out[2] = output_size.data[1];
+  set_planes(self, sdims, g);
+  for (int i = 0; i < 3; i++) g->out[i] = i < 3 - sdims ? 1 : output_size.data[i - (3 - sdims)];
   set_out_sizes(g);
   return 0;
 }
@@ -446,26 +485,35 @@ int opd__meta_max_pool3d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stac
   return meta_max_pool(stack, 3);
 }
 
-int opd__adaptive_max_pool2d_args(opd_stack *stack, opd__pool_geom *g, opd_tensor **self) {
+int opd__adaptive_max_pool_args(opd_stack *stack, int sdims, opd__pool_geom *g, opd_tensor **self) {
   assert(stack->size >= 2);
   opd_ivalue *v = opd_stack_last(stack, 2);
   int rc = v[0].tag == OPD_IV_TENSOR
-               ? opd__adaptive_pool2d_meta(v[0].u.t, opd__iv_int_list(&v[1]), true, g)
-               : opd_error(OPD_EINVAL, "adaptive_max_pool2d: unexpected argument types");
+               ? opd__adaptive_pool_meta(v[0].u.t, sdims, opd__iv_int_list(&v[1]), true, g)
+               : opd_error(OPD_EINVAL, "adaptive_max_pool%dd: unexpected argument types", sdims);
   *self = v[0].tag == OPD_IV_TENSOR ? v[0].u.t : NULL;
   if (*self) opd_tensor_retain(*self);
   opd_stack_drop(stack, 2);
   return rc;
 }
 
-int opd__meta_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
+static int meta_adaptive_max_pool(opd_stack *stack, int sdims) {
   opd__pool_geom g;
   opd_tensor *self, *out = NULL, *indices = NULL;
-  int rc = opd__adaptive_max_pool2d_args(stack, &g, &self);
+  int rc = opd__adaptive_max_pool_args(stack, sdims, &g, &self);
   if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
   if (self) opd_tensor_release(self);
   return opd__push_pool_results(stack, out, indices, rc);
+}
+
+int opd__meta_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_adaptive_max_pool(stack, 2);
+}
+
+int opd__meta_adaptive_max_pool3d(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return meta_adaptive_max_pool(stack, 3);
 }
 
 int opd__meta_max_pool2d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
@@ -494,64 +542,70 @@ int opd__meta_max_pool3d_with_indices_backward(const opd_kernel_ctx *ctx, opd_te
   return rc ? rc : alloc_input_like(self, out);
 }
 
-int opd__meta_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list kernel_size,
-                         opd_int_list stride, opd_int_list padding, bool ceil_mode,
-                         bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__avg_pool2d_meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                                divisor_override, &g);
-  return rc ? rc : alloc_like(&g, out);
-}
-
-int opd__meta_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                  opd_tensor *self, opd_int_list kernel_size, opd_int_list stride,
-                                  opd_int_list padding, bool ceil_mode, bool count_include_pad,
-                                  opd_opt_int divisor_override, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__avg_pool2d_meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                                divisor_override, &g);
-  if (!rc) rc = opd__pool_backward_check(&g, grad_output, NULL, "avg_pool2d_backward");
-  return rc ? rc : alloc_input_like(self, out);
-}
-
-int opd__meta_adaptive_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self,
-                                  opd_int_list output_size, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__adaptive_pool2d_meta(self, output_size, false, &g);
-  return rc ? rc : alloc_like(&g, out);
-}
+#define DEFINE_AVG_POOL_META(D)                                                                \
+  int opd__meta_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,                    \
+                               opd_int_list kernel_size, opd_int_list stride,                  \
+                               opd_int_list padding, bool ceil_mode, bool count_include_pad,   \
+                               opd_opt_int divisor_override, opd_tensor **out) {               \
+    (void)ctx;                                                                                 \
+    opd__pool_geom g;                                                                          \
+    int rc = opd__avg_pool_meta(self, D, kernel_size, stride, padding, ceil_mode,              \
+                                count_include_pad, divisor_override, &g);                      \
+    return rc ? rc : alloc_like(&g, out);                                                      \
+  }                                                                                            \
+  int opd__meta_avg_pool##D##d_backward(                                                       \
+      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,                    \
+      opd_int_list kernel_size, opd_int_list stride, opd_int_list padding, bool ceil_mode,     \
+      bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {                \
+    (void)ctx;                                                                                 \
+    opd__pool_geom g;                                                                          \
+    int rc = opd__avg_pool_meta(self, D, kernel_size, stride, padding, ceil_mode,              \
+                                count_include_pad, divisor_override, &g);                      \
+    if (!rc) rc = opd__pool_backward_check(&g, grad_output, NULL, "avg_pool" #D "d_backward"); \
+    return rc ? rc : alloc_input_like(self, out);                                              \
+  }
+DEFINE_AVG_POOL_META(2)
+DEFINE_AVG_POOL_META(3)
 
 /* The forward geometry of an adaptive pooling backward: the output size is grad_output's. */
 int opd__adaptive_backward_meta(opd_tensor *grad_output, opd_tensor *self, opd_tensor *indices,
-                                bool max, opd__pool_geom *g) {
-  const char *op = max ? "adaptive_max_pool2d_backward" : "_adaptive_avg_pool2d_backward";
-  if (grad_output->ndim != self->ndim || self->ndim < 2)
+                                int sdims, bool max, opd__pool_geom *g) {
+  char op[40];
+  snprintf(op, sizeof op, "%s_pool%dd_backward", max ? "adaptive_max" : "_adaptive_avg", sdims);
+  if (grad_output->ndim != self->ndim || self->ndim < sdims)
     return opd_error(OPD_EINVAL, "%s(): expected grad_output of %d dimensions, but got %d", op,
                      self->ndim, grad_output->ndim);
   const int64_t *gs = opd_tensor_sizes(grad_output);
-  int rc = opd__adaptive_pool2d_meta(self, (opd_int_list){gs + grad_output->ndim - 2, 2}, max, g);
+  int rc = opd__adaptive_pool_meta(self, sdims,
+                                   (opd_int_list){gs + grad_output->ndim - sdims, sdims}, max, g);
   return rc ? rc : opd__pool_backward_check(g, grad_output, indices, op);
 }
 
-int opd__meta_adaptive_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                           opd_tensor *self, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__adaptive_backward_meta(grad_output, self, NULL, false, &g);
-  return rc ? rc : alloc_input_like(self, out);
-}
-
-int opd__meta_adaptive_max_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                           opd_tensor *self, opd_tensor *indices,
-                                           opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__adaptive_backward_meta(grad_output, self, indices, true, &g);
-  return rc ? rc : alloc_input_like(self, out);
-}
+#define DEFINE_ADAPTIVE_POOL_META(D)                                                            \
+  int opd__meta_adaptive_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,            \
+                                        opd_int_list output_size, opd_tensor **out) {           \
+    (void)ctx;                                                                                  \
+    opd__pool_geom g;                                                                           \
+    int rc = opd__adaptive_pool_meta(self, D, output_size, false, &g);                          \
+    return rc ? rc : alloc_like(&g, out);                                                       \
+  }                                                                                             \
+  int opd__meta_adaptive_avg_pool##D##d_backward(                                               \
+      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self, opd_tensor **out) { \
+    (void)ctx;                                                                                  \
+    opd__pool_geom g;                                                                           \
+    int rc = opd__adaptive_backward_meta(grad_output, self, NULL, D, false, &g);                \
+    return rc ? rc : alloc_input_like(self, out);                                               \
+  }                                                                                             \
+  int opd__meta_adaptive_max_pool##D##d_backward(const opd_kernel_ctx *ctx,                     \
+                                                 opd_tensor *grad_output, opd_tensor *self,     \
+                                                 opd_tensor *indices, opd_tensor **out) {       \
+    (void)ctx;                                                                                  \
+    opd__pool_geom g;                                                                           \
+    int rc = opd__adaptive_backward_meta(grad_output, self, indices, D, true, &g);              \
+    return rc ? rc : alloc_input_like(self, out);                                               \
+  }
+DEFINE_ADAPTIVE_POOL_META(2)
+DEFINE_ADAPTIVE_POOL_META(3)
 
 int opd__meta_max_unpool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *indices,
                            opd_int_list output_size, opd_tensor **out) {

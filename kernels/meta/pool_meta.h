@@ -13,9 +13,9 @@
 
 typedef enum opd__pool_kind {
   OPD__POOL_MAX,          /* max_pool2d/3d_with_indices */
-  OPD__POOL_AVG,          /* avg_pool2d */
-  OPD__POOL_ADAPTIVE_AVG, /* _adaptive_avg_pool2d */
-  OPD__POOL_ADAPTIVE_MAX, /* adaptive_max_pool2d */
+  OPD__POOL_AVG,          /* avg_pool2d/3d */
+  OPD__POOL_ADAPTIVE_AVG, /* _adaptive_avg_pool2d/3d */
+  OPD__POOL_ADAPTIVE_MAX, /* adaptive_max_pool2d/3d */
 } opd__pool_kind;
 
 typedef struct opd__pool_geom {
@@ -34,12 +34,13 @@ typedef struct opd__pool_geom {
 int opd__max_pool_meta(opd_tensor *self, int sdims, opd_int_list kernel_size, opd_int_list stride,
                        opd_int_list padding, opd_int_list dilation, bool ceil_mode,
                        opd__pool_geom *g);
-int opd__avg_pool2d_meta(opd_tensor *self, opd_int_list kernel_size, opd_int_list stride,
-                         opd_int_list padding, bool ceil_mode, bool count_include_pad,
-                         opd_opt_int divisor_override, opd__pool_geom *g);
-/* _adaptive_avg_pool2d (max false) and adaptive_max_pool2d (max true). */
-int opd__adaptive_pool2d_meta(opd_tensor *self, opd_int_list output_size, bool max,
-                              opd__pool_geom *g);
+/* avg_pool{2,3}d (sdims 2 or 3). */
+int opd__avg_pool_meta(opd_tensor *self, int sdims, opd_int_list kernel_size, opd_int_list stride,
+                       opd_int_list padding, bool ceil_mode, bool count_include_pad,
+                       opd_opt_int divisor_override, opd__pool_geom *g);
+/* _adaptive_avg_pool{2,3}d (max false) and adaptive_max_pool{2,3}d (max true). */
+int opd__adaptive_pool_meta(opd_tensor *self, int sdims, opd_int_list output_size, bool max,
+                            opd__pool_geom *g);
 /* The checks of a pooling backward: grad_output of the forward's output shape and, when
  * given, indices of the same shape and dtype int64. */
 int opd__pool_backward_check(const opd__pool_geom *g, opd_tensor *grad_output, opd_tensor *indices,
@@ -62,12 +63,12 @@ int opd__pad_backward_meta(opd_tensor *grad_output, opd_tensor *self, opd_int_li
  * arguments into a geometry (*self retained, or NULL), allocating the output and the int64
  * indices, and pushing both (or releasing them when rc is an error). */
 int opd__max_pool_args(opd_stack *stack, int sdims, opd__pool_geom *g, opd_tensor **self);
-int opd__adaptive_max_pool2d_args(opd_stack *stack, opd__pool_geom *g, opd_tensor **self);
+int opd__adaptive_max_pool_args(opd_stack *stack, int sdims, opd__pool_geom *g, opd_tensor **self);
 int opd__alloc_pool_results(const opd__pool_geom *g, opd_tensor **out, opd_tensor **indices);
 int opd__push_pool_results(opd_stack *stack, opd_tensor *out, opd_tensor *indices, int rc);
-/* The forward geometry of _adaptive_avg_pool2d_backward (max false) or
- * adaptive_max_pool2d_backward: the output size is grad_output's. */
+/* The forward geometry of _adaptive_avg_pool{2,3}d_backward (max false) or
+ * adaptive_max_pool{2,3}d_backward: the output size is grad_output's. */
 int opd__adaptive_backward_meta(opd_tensor *grad_output, opd_tensor *self, opd_tensor *indices,
-                                bool max, opd__pool_geom *g);
+                                int sdims, bool max, opd__pool_geom *g);
 
 #endif

@@ -3,8 +3,8 @@
  * backend and in graphs): conv1d/2d/3d and conv_transpose1d/2d/3d (CompositeImplicitAutograd,
  * an unbatched input gets a batch dim of 1), _convolution (CompositeExplicitAutograd here:
  * PyTorch's aten::convolution calls it, opd's computes and _convolution calls it), max_pool2d,
- * max_pool1d, avg_pool1d, adaptive_avg_pool2d, pad (CompositeImplicitAutograd) and
- * constant_pad_nd (CompositeExplicitAutograd).
+ * max_pool1d, avg_pool1d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d, pad
+ * (CompositeImplicitAutograd) and constant_pad_nd (CompositeExplicitAutograd).
  */
 #include <stdio.h>
 #include <string.h>
@@ -301,6 +301,99 @@ int opd__cia_adaptive_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self,
   }
   if (!rc) rc = OPD__PUSH_IntList(&s, output_size);
   return opd__call_tensor(rc, &pool_op, "aten::_adaptive_avg_pool2d", &s, out);
+}
+
+/* The checks adaptive_{avg,max}_pool1d make: 2 or 3 dims, one output size. */
+static int adaptive_pool1d_check(opd_tensor *self, opd_int_list output_size, const char *name) {
+  if (self->ndim < 2 || self->ndim > 3)
+    return opd_error(OPD_EINVAL,
+                     "Expected 2 to 3 dimensions, but got %d-dimensional tensor for argument #1 "
+                     "'self' (while checking arguments for %s)",
+                     self->ndim, name);
+  if (output_size.len != 1)
+    return opd_error(OPD_EINVAL, "%s() argument 'output_size' should contain one int (got %lld)",
+                     name, (long long)output_size.len);
+  return 0;
+}
+
+int opd__cia_adaptive_avg_pool1d(const opd_kernel_ctx *ctx, opd_tensor *self,
+                                 opd_int_list output_size, opd_tensor **out) {
+  static const opd_operator *op;
+  (void)ctx;
+  int rc = adaptive_pool1d_check(self, output_size, "adaptive_avg_pool1d");
+  opd_tensor *x = NULL, *y = NULL;
+  if (!rc) rc = unsqueeze(self, -2, &x);
+  if (rc) return rc;
+  opd_stack s;
+  opd_stack_init(&s);
+  rc = OPD__PUSH_Tensor(&s, x);
+  if (!rc) rc = OPD__PUSH_IntList(&s, ((opd_int_list){(int64_t[]){1, output_size.data[0]}, 2}));
+  rc = then_release(opd__call_tensor(rc, &op, "aten::adaptive_avg_pool2d", &s, &y), x);
+  return maybe_squeeze(rc, y, true, -2, out);
+}
+
+/* Boxed (two results): adaptive_max_pool2d of self unsqueezed at -2, both results squeezed
+ * back. */
+int opd__cia_adaptive_max_pool1d(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  static const opd_operator *op;
+  (void)ctx;
+  opd_ivalue *v = opd_stack_last(stack, 2);
+  opd_int_list output_size = opd__iv_int_list(&v[1]);
+  int rc = v[0].tag == OPD_IV_TENSOR
+               ? adaptive_pool1d_check(v[0].u.t, output_size, "adaptive_max_pool1d")
+               : opd_error(OPD_EINVAL, "adaptive_max_pool1d: unexpected argument types");
+  opd_tensor *x = NULL, *res[2] = {NULL, NULL};
+  if (!rc) rc = unsqueeze(v[0].u.t, -2, &x);
+  if (!rc) {
+    opd_stack s;
+    opd_stack_init(&s);
+    rc = OPD__PUSH_Tensor(&s, x);
+    if (!rc) rc = OPD__PUSH_IntList(&s, ((opd_int_list){(int64_t[]){1, output_size.data[0]}, 2}));
+    if (!rc) rc = opd__call(&op, "aten::adaptive_max_pool2d", &s);
+    for (int i = 0; i < 2 && !rc; i++) {
+      if (s.size != 2 || s.items[i].tag != OPD_IV_TENSOR)
+        rc = opd_error(OPD_EINTERNAL, "adaptive_max_pool2d did not return two tensors");
+      else
+        rc = squeeze_dim(s.items[i].u.t, -2, &res[i]);
+    }
+    opd_stack_destroy(&s);
+  }
+  if (x) opd_tensor_release(x);
+  opd_stack_drop(stack, 2);
+  for (int i = 0; i < 2 && !rc; i++) {
+    rc = opd_stack_push(stack, opd_iv_tensor_steal(res[i]));
+    res[i] = NULL;
+    if (rc && i == 1) opd_stack_drop(stack, 1);
+  }
+  for (int i = 0; i < 2; i++)
+    if (res[i]) opd_tensor_release(res[i]);
+  return rc;
+}
+
+int opd__cia_adaptive_avg_pool3d(const opd_kernel_ctx *ctx, opd_tensor *self,
+                                 opd_int_list output_size, opd_tensor **out) {
+  static const opd_operator *mean_op, *pool_op;
+  (void)ctx;
+  if (output_size.len != 3)
+    return opd_error(OPD_EINVAL, "adaptive_avg_pool3d: output_size must be 3");
+  const int64_t *o = output_size.data;
+  if (o[0] < 0 || o[1] < 0 || o[2] < 0) /* PyTorch's message, which names the 2-d operator */
+    return opd_error(OPD_EINVAL,
+                     "adaptive_avg_pool2d: elements of output_size must be greater than or equal "
+                     "to 0 but received {%lld, %lld,%lld}",
+                     (long long)o[0], (long long)o[1], (long long)o[2]);
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = OPD__PUSH_Tensor(&s, self);
+  if (o[0] == 1 && o[1] == 1 && o[2] == 1) {
+    /* as PyTorch: the mean over the three spatial dims */
+    if (!rc) rc = OPD__PUSH_IntList(&s, ((opd_int_list){(int64_t[]){-1, -2, -3}, 3}));
+    if (!rc) rc = OPD__PUSH_Bool(&s, true);
+    if (!rc) rc = opd_stack_push(&s, opd_iv_none());
+    return opd__call_tensor(rc, &mean_op, "aten::mean.dim", &s, out);
+  }
+  if (!rc) rc = OPD__PUSH_IntList(&s, output_size);
+  return opd__call_tensor(rc, &pool_op, "aten::_adaptive_avg_pool3d", &s, out);
 }
 
 /* ---- constant_pad_nd ---- */

@@ -9,9 +9,11 @@
  *                        else native_dropout(input, p, train)[0]
  *   embedding_backward = embedding_dense_backward(...) (sparse gradients are not supported)
  *   nll_loss           = nll_loss_forward(...)[0]
- *   nll_loss_nd        = nll_loss for 1-d and 2-d inputs; (N, C, d1, ...) inputs with the
- *                        class dim moved last and flattened to (N d1 ..., C) (PyTorch reshapes
- *                        them for nll_loss2d, which computes the same)
+ *   nll_loss2d         = nll_loss2d_forward(...)[0]
+ *   nll_loss_nd        = nll_loss for 1-d and 2-d inputs, nll_loss2d for 4-d ones; other
+ *                        (N, C, d1, ...) inputs with the class dim moved last and flattened to
+ *                        (N d1 ..., C) (PyTorch reshapes them for nll_loss2d, which computes
+ *                        the same)
  *   cross_entropy_loss = nll_loss_nd(_log_softmax(self, class dim), target, ...) for class
  *                        index targets without label smoothing; probability targets and label
  *                        smoothing are not supported (a clear error).
@@ -137,6 +139,16 @@ int opd__cia_nll_loss(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t
   return call_first(&op, "aten::nll_loss_forward", args, 5, 2, out);
 }
 
+int opd__cia_nll_loss2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *target,
+                        opd_tensor *weight, int64_t reduction, int64_t ignore_index,
+                        opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  opd_ivalue args[] = {opd_iv_tensor_borrow(self), opd_iv_tensor_borrow(target), opt_tensor(weight),
+                       opd_iv_int(reduction), opd_iv_int(ignore_index)};
+  return call_first(&op, "aten::nll_loss2d_forward", args, 5, 2, out);
+}
+
 /* reshape(t, sizes) through the dispatcher */
 static int reshape(opd_tensor *t, const int64_t *sizes, int n, opd_tensor **out) {
   static const opd_operator *op;
@@ -192,6 +204,8 @@ int opd__cia_nll_loss_nd(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor
                      opd__format_sizes(want, self->ndim - 1, a, sizeof a),
                      opd__format_sizes(tsizes, target->ndim, b, sizeof b));
   }
+  if (self->ndim == 4)
+    return opd__cia_nll_loss2d(ctx, self, target, weight, reduction, ignore_index, out);
   opd_tensor *x = NULL, *t = NULL, *loss = NULL;
   int rc = classes_last(self, &x);
   if (!rc) rc = reshape(target, (int64_t[]){target->numel}, 1, &t);

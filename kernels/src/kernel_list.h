@@ -184,10 +184,37 @@
   X("aten::adaptive_max_pool2d_backward", Meta, opd__meta_adaptive_max_pool2d_backward, Tensor, Tensor, Tensor, Tensor) \
   X("aten::max_unpool2d", CPU, opd__cpu_max_unpool2d, Tensor, Tensor, Tensor, IntList) \
   X("aten::max_unpool2d", Meta, opd__meta_max_unpool2d, Tensor, Tensor, Tensor, IntList) \
+  X("aten::avg_pool3d", CPU, opd__cpu_avg_pool3d, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool, OptInt) \
+  X("aten::avg_pool3d", Meta, opd__meta_avg_pool3d, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool, OptInt) \
+  X("aten::avg_pool3d_backward", CPU, opd__cpu_avg_pool3d_backward, Tensor, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool, OptInt) \
+  X("aten::avg_pool3d_backward", Meta, opd__meta_avg_pool3d_backward, Tensor, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool, OptInt) \
+  X("aten::_adaptive_avg_pool3d", CPU, opd__cpu_adaptive_avg_pool3d, Tensor, Tensor, IntList) \
+  X("aten::_adaptive_avg_pool3d", Meta, opd__meta_adaptive_avg_pool3d, Tensor, Tensor, IntList) \
+  X("aten::_adaptive_avg_pool3d_backward", CPU, opd__cpu_adaptive_avg_pool3d_backward, Tensor, Tensor, Tensor) \
+  X("aten::_adaptive_avg_pool3d_backward", Meta, opd__meta_adaptive_avg_pool3d_backward, Tensor, Tensor, Tensor) \
+  X("aten::adaptive_max_pool3d_backward", CPU, opd__cpu_adaptive_max_pool3d_backward, Tensor, Tensor, Tensor, Tensor) \
+  X("aten::adaptive_max_pool3d_backward", Meta, opd__meta_adaptive_max_pool3d_backward, Tensor, Tensor, Tensor, Tensor) \
+  /* pixel_shuffle, pixel_unshuffle, channel_shuffle: kernels/cpu/pixel_shuffle.c, kernels/meta/pixel_shuffle_meta.c */ \
+  X("aten::pixel_shuffle", CPU, opd__cpu_pixel_shuffle, Tensor, Tensor, Int) \
+  X("aten::pixel_shuffle", Meta, opd__meta_pixel_shuffle, Tensor, Tensor, Int) \
+  X("aten::pixel_unshuffle", CPU, opd__cpu_pixel_unshuffle, Tensor, Tensor, Int) \
+  X("aten::pixel_unshuffle", Meta, opd__meta_pixel_unshuffle, Tensor, Tensor, Int) \
+  X("aten::channel_shuffle", CPU, opd__cpu_channel_shuffle, Tensor, Tensor, Int) \
+  X("aten::channel_shuffle", Meta, opd__meta_channel_shuffle, Tensor, Tensor, Int) \
+  /* im2col, col2im: kernels/cpu/fold.c, kernels/meta/fold_meta.c */ \
+  X("aten::im2col", CPU, opd__cpu_im2col, Tensor, Tensor, IntList, IntList, IntList, IntList) \
+  X("aten::im2col", Meta, opd__meta_im2col, Tensor, Tensor, IntList, IntList, IntList, IntList) \
+  X("aten::col2im", CPU, opd__cpu_col2im, Tensor, Tensor, IntList, IntList, IntList, IntList, IntList) \
+  X("aten::col2im", Meta, opd__meta_col2im, Tensor, Tensor, IntList, IntList, IntList, IntList, IntList) \
+  /* grid_sampler_2d: kernels/cpu/grid_sampler.c */ \
+  X("aten::grid_sampler_2d", CPU, opd__cpu_grid_sampler_2d, Tensor, Tensor, Tensor, Int, Int, Bool) \
+  X("aten::grid_sampler_2d", Meta, opd__meta_grid_sampler_2d, Tensor, Tensor, Tensor, Int, Int, Bool) \
   X("aten::max_pool2d", CompositeImplicitAutograd, opd__cia_max_pool2d, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool) \
   X("aten::max_pool1d", CompositeImplicitAutograd, opd__cia_max_pool1d, Tensor, Tensor, IntList, IntList, IntList, IntList, Bool) \
   X("aten::avg_pool1d", CompositeImplicitAutograd, opd__cia_avg_pool1d, Tensor, Tensor, IntList, IntList, IntList, Bool, Bool) \
   X("aten::adaptive_avg_pool2d", CompositeImplicitAutograd, opd__cia_adaptive_avg_pool2d, Tensor, Tensor, IntList) \
+  X("aten::adaptive_avg_pool1d", CompositeImplicitAutograd, opd__cia_adaptive_avg_pool1d, Tensor, Tensor, IntList) \
+  X("aten::adaptive_avg_pool3d", CompositeImplicitAutograd, opd__cia_adaptive_avg_pool3d, Tensor, Tensor, IntList) \
   /* padding: kernels/cpu/pad.c, kernels/meta/pool_meta.c, kernels/src/composite_conv.c */ \
   X("aten::constant_pad_nd", CompositeExplicitAutograd, opd__cea_constant_pad_nd, Tensor, Tensor, IntList, Scalar) \
   X("aten::reflection_pad1d", CPU, opd__cpu_reflection_pad1d, Tensor, Tensor, IntList) \
@@ -224,7 +251,53 @@
   X("aten::max_pool3d_with_indices", CPU, opd__cpu_max_pool3d_with_indices) \
   X("aten::max_pool3d_with_indices", Meta, opd__meta_max_pool3d_with_indices) \
   X("aten::adaptive_max_pool2d", CPU, opd__cpu_adaptive_max_pool2d) \
-  X("aten::adaptive_max_pool2d", Meta, opd__meta_adaptive_max_pool2d)
+  X("aten::adaptive_max_pool2d", Meta, opd__meta_adaptive_max_pool2d) \
+  X("aten::adaptive_max_pool3d", CPU, opd__cpu_adaptive_max_pool3d) \
+  X("aten::adaptive_max_pool3d", Meta, opd__meta_adaptive_max_pool3d) \
+  X("aten::adaptive_max_pool1d", CompositeImplicitAutograd, opd__cia_adaptive_max_pool1d) \
+  /* upsampling (a float? or float[]? argument): kernels/cpu/upsample.c, kernels/meta/upsample_meta.c */ \
+  X("aten::upsample_nearest1d", CPU, opd__cpu_upsample_nearest1d) \
+  X("aten::upsample_nearest1d.vec", CPU, opd__cpu_upsample_nearest1d_vec) \
+  X("aten::upsample_nearest1d_backward", CPU, opd__cpu_upsample_nearest1d_backward) \
+  X("aten::upsample_nearest1d", Meta, opd__meta_upsample_nearest1d) \
+  X("aten::upsample_nearest1d.vec", Meta, opd__meta_upsample_nearest1d_vec) \
+  X("aten::upsample_nearest1d_backward", Meta, opd__meta_upsample_nearest1d_backward) \
+  X("aten::upsample_nearest2d", CPU, opd__cpu_upsample_nearest2d) \
+  X("aten::upsample_nearest2d.vec", CPU, opd__cpu_upsample_nearest2d_vec) \
+  X("aten::upsample_nearest2d_backward", CPU, opd__cpu_upsample_nearest2d_backward) \
+  X("aten::upsample_nearest2d", Meta, opd__meta_upsample_nearest2d) \
+  X("aten::upsample_nearest2d.vec", Meta, opd__meta_upsample_nearest2d_vec) \
+  X("aten::upsample_nearest2d_backward", Meta, opd__meta_upsample_nearest2d_backward) \
+  X("aten::upsample_nearest3d", CPU, opd__cpu_upsample_nearest3d) \
+  X("aten::upsample_nearest3d.vec", CPU, opd__cpu_upsample_nearest3d_vec) \
+  X("aten::upsample_nearest3d_backward", CPU, opd__cpu_upsample_nearest3d_backward) \
+  X("aten::upsample_nearest3d", Meta, opd__meta_upsample_nearest3d) \
+  X("aten::upsample_nearest3d.vec", Meta, opd__meta_upsample_nearest3d_vec) \
+  X("aten::upsample_nearest3d_backward", Meta, opd__meta_upsample_nearest3d_backward) \
+  X("aten::upsample_linear1d", CPU, opd__cpu_upsample_linear1d) \
+  X("aten::upsample_linear1d.vec", CPU, opd__cpu_upsample_linear1d_vec) \
+  X("aten::upsample_linear1d_backward", CPU, opd__cpu_upsample_linear1d_backward) \
+  X("aten::upsample_linear1d", Meta, opd__meta_upsample_linear1d) \
+  X("aten::upsample_linear1d.vec", Meta, opd__meta_upsample_linear1d_vec) \
+  X("aten::upsample_linear1d_backward", Meta, opd__meta_upsample_linear1d_backward) \
+  X("aten::upsample_bilinear2d", CPU, opd__cpu_upsample_bilinear2d) \
+  X("aten::upsample_bilinear2d.vec", CPU, opd__cpu_upsample_bilinear2d_vec) \
+  X("aten::upsample_bilinear2d_backward", CPU, opd__cpu_upsample_bilinear2d_backward) \
+  X("aten::upsample_bilinear2d", Meta, opd__meta_upsample_bilinear2d) \
+  X("aten::upsample_bilinear2d.vec", Meta, opd__meta_upsample_bilinear2d_vec) \
+  X("aten::upsample_bilinear2d_backward", Meta, opd__meta_upsample_bilinear2d_backward) \
+  X("aten::upsample_trilinear3d", CPU, opd__cpu_upsample_trilinear3d) \
+  X("aten::upsample_trilinear3d.vec", CPU, opd__cpu_upsample_trilinear3d_vec) \
+  X("aten::upsample_trilinear3d_backward", CPU, opd__cpu_upsample_trilinear3d_backward) \
+  X("aten::upsample_trilinear3d", Meta, opd__meta_upsample_trilinear3d) \
+  X("aten::upsample_trilinear3d.vec", Meta, opd__meta_upsample_trilinear3d_vec) \
+  X("aten::upsample_trilinear3d_backward", Meta, opd__meta_upsample_trilinear3d_backward) \
+  X("aten::upsample_bicubic2d", CPU, opd__cpu_upsample_bicubic2d) \
+  X("aten::upsample_bicubic2d.vec", CPU, opd__cpu_upsample_bicubic2d_vec) \
+  X("aten::upsample_bicubic2d_backward", CPU, opd__cpu_upsample_bicubic2d_backward) \
+  X("aten::upsample_bicubic2d", Meta, opd__meta_upsample_bicubic2d) \
+  X("aten::upsample_bicubic2d.vec", Meta, opd__meta_upsample_bicubic2d_vec) \
+  X("aten::upsample_bicubic2d_backward", Meta, opd__meta_upsample_bicubic2d_backward)
 
 /* normalization, losses, activations and their backward operators */
 #define OPD_NORM_UNBOXED_KERNELS(X) \
@@ -247,6 +320,8 @@
   X("aten::threshold", Meta, opd__meta_threshold, Tensor, Tensor, Scalar, Scalar) \
   X("aten::glu", CPU, opd__cpu_glu, Tensor, Tensor, Int) \
   X("aten::glu", Meta, opd__meta_glu, Tensor, Tensor, Int) \
+  X("aten::glu_backward", CPU, opd__cpu_glu_backward, Tensor, Tensor, Tensor, Int) \
+  X("aten::glu_backward", Meta, opd__meta_glu_backward, Tensor, Tensor, Tensor, Int) \
   X("aten::prelu", CPU, opd__cpu_prelu, Tensor, Tensor, Tensor) \
   X("aten::prelu", Meta, opd__meta_prelu, Tensor, Tensor, Tensor) \
   X("aten::threshold_backward", CPU, opd__cpu_threshold_backward, Tensor, Tensor, Tensor, Scalar) \
@@ -297,6 +372,8 @@
   X("aten::binary_cross_entropy_backward", Meta, opd__meta_binary_cross_entropy_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int) \
   X("aten::nll_loss_backward", CPU, opd__cpu_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
   X("aten::nll_loss_backward", Meta, opd__meta_nll_loss_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
+  X("aten::nll_loss2d_backward", CPU, opd__cpu_nll_loss2d_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
+  X("aten::nll_loss2d_backward", Meta, opd__meta_nll_loss2d_backward, Tensor, Tensor, Tensor, Tensor, OptTensor, Int, Int, Tensor) \
   /* embedding's backward operators, dropout's: kernels/cpu/norm_embedding.c, kernels/cpu/norm_dropout.c */ \
   X("aten::embedding_dense_backward", CPU, opd__cpu_embedding_dense_backward, Tensor, Tensor, Tensor, Int, Int, Bool) \
   X("aten::embedding_dense_backward", Meta, opd__meta_embedding_dense_backward, Tensor, Tensor, Tensor, Int, Int, Bool) \
@@ -315,10 +392,13 @@
   X("aten::embedding_backward", CompositeImplicitAutograd, opd__cia_embedding_backward, Tensor, Tensor, Tensor, Int, Int, Bool, Bool) \
   X("aten::nll_loss", CompositeImplicitAutograd, opd__cia_nll_loss, Tensor, Tensor, Tensor, OptTensor, Int, Int) \
   X("aten::nll_loss_nd", CompositeImplicitAutograd, opd__cia_nll_loss_nd, Tensor, Tensor, Tensor, OptTensor, Int, Int) \
+  X("aten::nll_loss2d", CompositeImplicitAutograd, opd__cia_nll_loss2d, Tensor, Tensor, Tensor, OptTensor, Int, Int) \
   X("aten::cross_entropy_loss", CompositeImplicitAutograd, opd__cia_cross_entropy_loss, Tensor, Tensor, Tensor, OptTensor, Int, Int, Double)
 #define OPD_NORM_BOXED_KERNELS(X) \
   X("aten::nll_loss_forward", CPU, opd__cpu_nll_loss_forward) \
   X("aten::nll_loss_forward", Meta, opd__meta_nll_loss_forward) \
+  X("aten::nll_loss2d_forward", CPU, opd__cpu_nll_loss2d_forward) \
+  X("aten::nll_loss2d_forward", Meta, opd__meta_nll_loss2d_forward) \
   X("aten::native_layer_norm_backward", CPU, opd__cpu_native_layer_norm_backward) \
   X("aten::native_layer_norm_backward", Meta, opd__meta_native_layer_norm_backward) \
   X("aten::native_batch_norm", CPU, opd__cpu_native_batch_norm) \
@@ -334,7 +414,10 @@
   X("aten::log_sigmoid_forward", CPU, opd__cpu_log_sigmoid_forward) \
   X("aten::log_sigmoid_forward", Meta, opd__meta_log_sigmoid_forward) \
   X("aten::prelu_backward", CPU, opd__cpu_prelu_backward) \
-  X("aten::prelu_backward", Meta, opd__meta_prelu_backward)
+  X("aten::prelu_backward", Meta, opd__meta_prelu_backward) \
+  /* the fused transformer operators: kernels/src/composite_transformer.c */ \
+  X("aten::_native_multi_head_attention", CompositeExplicitAutograd, opd__cea_native_multi_head_attention) \
+  X("aten::_transformer_encoder_layer_fwd", CompositeExplicitAutograd, opd__cea_transformer_encoder_layer_fwd)
 
 /* pointwise math, factories, random operators: kernels/cpu/pointwise_*.c,
  * kernels/meta/pointwise_meta.c ([Note: Pointwise operator lists]) */

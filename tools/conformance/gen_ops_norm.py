@@ -120,6 +120,24 @@ fam.op("glu", [
     ERR("err_0d", lambda g: ([("self", g.T([])), ("dim", 0)], ["error"]), "RuntimeError",
         "glu does not support 0-dimensional tensors"),
 ], tol=LOOSE)
+fam.op("glu_backward", [
+    S("f32_last", lambda g: ([("grad_output", g.T([3, 2])), ("self", g.T([3, 4])), ("dim", -1)], ["float32"])),
+    S("f64_first", lambda g: ([("grad_output", g.T([3, 2], "float64")), ("self", g.T([6, 2], "float64")),
+                               ("dim", 0)], ["float64"])),
+    S("strided", lambda g: ([("grad_output", g.T([4, 3, 2], view="any")), ("self", g.T([4, 6, 2], view="any")),
+                             ("dim", 1)], ["noncontig"])),
+    S("broadcast_grad", lambda g: ([("grad_output", g.T([3])), ("self", g.T([4, 6])), ("dim", 1)], ["broadcast"])),
+    S("empty", lambda g: ([("grad_output", g.T([0, 2])), ("self", g.T([0, 4])), ("dim", 1)], ["empty"])),
+], errors=[
+    ERR("err_odd", lambda g: ([("grad_output", g.T([3, 2])), ("self", g.T([3, 5])), ("dim", 1)], ["error"]),
+        "RuntimeError", "Halving dimension must be even"),
+    ERR("err_shape", lambda g: ([("grad_output", g.T([4, 4])), ("self", g.T([4, 6])), ("dim", 1)], ["error"]),
+        "RuntimeError", "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1"),
+    ERR("err_dtype", lambda g: ([("grad_output", g.T([4, 3], "float64")), ("self", g.T([4, 6])), ("dim", 1)],
+                                ["error"]), "RuntimeError", "Found dtype Double but expected Float"),
+    ERR("err_0d", lambda g: ([("grad_output", g.T([])), ("self", g.T([])), ("dim", 0)], ["error"]),
+        "RuntimeError", "glu does not support 0-dimensional tensors"),
+], tol=LOOSE)
 fam.op("prelu", [
     S("f32_channels", lambda g: ([("self", g.T([2, 3, 4])), ("weight", g.T([3], kind="pos"))], ["float32"])),
     S("f64_shared", lambda g: ([("self", g.T([4, 5], "float64")), ("weight", g.T([1], "float64"))], ["float64"])),
@@ -461,6 +479,176 @@ fam.op("nll_loss_forward", nll_cases(False), errors=[
                                         ("weight", g.T([4])), ("reduction", 1), ("ignore_index", -100)], ["error"]),
         "RuntimeError", "expected scalar type Double but found Float"),
 ], tol=LOOSE)
+
+
+
+def nll2d_args(g, dtype, shape, r, weight=False, ignore=-100, with_ignored=False, view=None, grad=False):
+    n, c, h, w_ = shape
+    x = g.T(shape, dtype, view=view)
+    t = g.rng.integers(0, c, n * h * w_)
+    if with_ignored and t.size > 1:
+        t[g.rng.integers(0, t.size, 2)] = ignore
+    target = TSpec("int64", [n, h, w_], t.astype(np.int64))
+    wt = g.T([c], dtype, kind="pos") if weight else None
+    a = [("self", x), ("target", target), ("weight", wt), ("reduction", r), ("ignore_index", ignore)]
+    if grad:
+        a.append(("grad_output", g.T([n, h, w_] if r == 0 else [], dtype)))
+        # total_weight as the forward computes it
+        _, tw = torch.ops.aten.nll_loss2d_forward(gc_decode(x), gc_decode(target), gc_decode(wt) if wt else None,
+                                                  r, ignore)
+        a.append(("total_weight", TSpec(dtype, [], tw.reshape(1).numpy())))
+    return a
+
+
+def nll2d_cases(backward):
+    sc = []
+    for r, rn in REDUCTIONS:
+        sc += [
+            S("f32_" + rn, lambda g, r=r: (nll2d_args(g, "float32", [2, 4, 3, 5], r, grad=backward), ["float32"])),
+            S("f64_weight_ignored_" + rn,
+              lambda g, r=r: (nll2d_args(g, "float64", [3, 3, 2, 4], r, weight=True, with_ignored=True,
+                                         grad=backward), ["float64"])),
+        ]
+    sc += [
+        S("ignore_index", lambda g: (nll2d_args(g, "float32", [2, 3, 4, 4], 1, ignore=1, with_ignored=True,
+                                                grad=backward), ["ignore_index"])),
+    ]
+    if not backward:  # PyTorch's backward refuses a strided self (its gradient would be strided)
+        sc.append(S("strided", lambda g: (nll2d_args(g, "float32", [2, 3, 4, 3], 1, weight=True, view="any"),
+                                          ["noncontig"])))
+    sc += [
+        S("empty_sum", lambda g: (nll2d_args(g, "float32", [0, 3, 2, 2], 2, grad=backward), ["empty"])),
+        S("all_ignored_mean", lambda g: ([("self", g.T([1, 2, 2, 2])),
+                                          ("target", TSpec("int64", [1, 2, 2], np.full(4, -100, np.int64))),
+                                          ("weight", None), ("reduction", 1), ("ignore_index", -100)]
+                                         + ([("grad_output", g.T([])),
+                                             ("total_weight", TSpec("float32", [], np.zeros(1, np.float32)))]
+                                            if backward else []), ["ignore_index"])),
+    ]
+    return sc
+
+
+def nll2d_err(name, self_shape, target_shape, msg, exc="RuntimeError", target=None, weight=None, dtype="float32",
+              tdtype="int64", backward=False, grad_shape=(), tw_shape=(), reduction=1, wdtype=None):
+    def fn(g):
+        n = int(np.prod(target_shape))
+        t = target if target is not None else np.zeros(n)
+        a = [("self", g.T(self_shape, dtype)), ("target", TSpec(tdtype, target_shape, np.asarray(t).astype(tdtype))),
+             ("weight", g.T([weight], wdtype or dtype) if weight else None), ("reduction", reduction),
+             ("ignore_index", -100)]
+        if backward:
+            a += [("grad_output", g.T(list(grad_shape), dtype)), ("total_weight", g.T(list(tw_shape), dtype))]
+        return a, ["error"]
+    return ERR(name, fn, exc, msg)
+
+
+def nll2d_errors(backward):
+    b = dict(backward=backward)
+    return [
+        nll2d_err("err_target_dims", [2, 3, 4, 4], [2, 4], "only batches of spatial targets supported (3D tensors)", **b),
+        nll2d_err("err_input_dims", [3, 4, 4], [2, 4, 4], "only batches of spatial inputs supported (4D tensors)", **b),
+        nll2d_err("err_size", [2, 3, 4, 5], [2, 3, 5], "size mismatch (got input: [2, 3, 4, 5] , target: [2, 3, 5]", **b),
+        nll2d_err("err_weight", [2, 3, 2, 2], [2, 2, 2], "weight tensor should be defined either for all or no classes",
+                  weight=4, **b),
+        nll2d_err("err_weight_dtype", [2, 3, 2, 2], [2, 2, 2], "expected scalar type Float but found Double",
+                  weight=3, wdtype="float64", **b),
+        nll2d_err("err_target_dtype", [2, 3, 2, 2], [2, 2, 2], "expected scalar type Long but found Int",
+                  tdtype="int32", **b),
+        nll2d_err("err_target_range", [1, 3, 2, 2], [1, 2, 2], "Target 5 is out of bounds.", "IndexError",
+                  target=[0, 5, 1, 2], **b),
+    ] + ([
+        nll2d_err("err_dtype", [2, 3, 2, 2], [2, 2, 2], "\"nll_loss2d_forward_out_frame\" not implemented for 'Long'",
+                  dtype="int64"),
+    ] if not backward else [
+        nll2d_err("err_grad_numel", [2, 3, 2, 2], [2, 2, 2], "Expected a single element grad_output tensor",
+                  backward=True, grad_shape=[2]),
+        nll2d_err("err_grad_shape", [2, 3, 2, 2], [2, 2, 2], "size mismatch (got grad_output: [2, 2, 3] target: [2, 2, 2]",
+                  backward=True, grad_shape=[2, 2, 3], reduction=0),
+        nll2d_err("err_total_weight", [2, 3, 2, 2], [2, 2, 2], "expected total_weight to be a single element tensor",
+                  backward=True, tw_shape=[2]),
+    ])
+
+
+fam.op("nll_loss2d_forward", nll2d_cases(False), errors=nll2d_errors(False), tol=LOOSE)
+fam.op("nll_loss2d_backward", nll2d_cases(True), errors=nll2d_errors(True), tol=LOOSE)
+fam.op("nll_loss2d", [
+    S("mean", lambda g: (nll2d_args(g, "float32", [2, 4, 3, 3], 1)[:5], [])),
+    S("none_weight", lambda g: (nll2d_args(g, "float64", [1, 3, 2, 4], 0, weight=True, with_ignored=True), ["float64"])),
+], tol=LOOSE)
+
+
+
+# ---- the fused transformer operators (nn.MultiheadAttention and nn.TransformerEncoderLayer
+# in eval mode with batch_first) ----
+# a composite of linear, matmul and softmax: float32 sums in another order than PyTorch's
+ATTN_TOL = (1e-4, 1e-5)
+
+
+def mha_args(g, b, t_, d, h, dtype="float32", same_qkv=True, mask=None, mask_type=None, need_weights=False,
+             average=True):
+    q = g.T([b, t_, d], dtype)
+    k, v = (q, q) if same_qkv else (g.T([b, t_, d], dtype), g.T([b, t_, d], dtype))
+    return [("query", q), ("key", k), ("value", v), ("embed_dim", d), ("num_head", h),
+            ("qkv_weight", g.T([3 * d, d], dtype)), ("qkv_bias", g.T([3 * d], dtype)),
+            ("proj_weight", g.T([d, d], dtype)), ("proj_bias", g.T([d], dtype)), ("mask", mask),
+            ("need_weights", need_weights), ("average_attn_weights", average), ("mask_type", mask_type)]
+
+
+def padding_mask(b, t_, hidden):
+    m = np.zeros((b, t_), bool)
+    for i, j in hidden:
+        m[i, j] = True
+    return TSpec("bool", [b, t_], m.reshape(-1))
+
+
+fam.op("_native_multi_head_attention", [
+    S("self_attention", lambda g: (mha_args(g, 2, 5, 16, 2), [])),
+    S("small_heads_weights", lambda g: (mha_args(g, 2, 4, 12, 3, need_weights=True), [])),
+    S("per_head_weights", lambda g: (mha_args(g, 1, 3, 8, 2, need_weights=True, average=False), [])),
+    S("distinct_qkv_f64", lambda g: (mha_args(g, 2, 3, 6, 2, "float64", same_qkv=False, need_weights=True),
+                                     ["float64"])),
+    S("padding_mask", lambda g: (mha_args(g, 2, 4, 8, 2, mask=padding_mask(2, 4, [(0, 3), (1, 1), (1, 2)]),
+                                          mask_type=1, need_weights=True), ["mask"])),
+    S("full_mask_f64", lambda g: (mha_args(g, 1, 3, 4, 2, "float64", mask=TSpec(
+        "bool", [1, 2, 3, 3], np.triu(np.ones((1, 2, 3, 3), bool), 1).reshape(-1)), mask_type=2, need_weights=True,
+        average=False), ["mask", "float64"])),
+    S("empty_batch", lambda g: (mha_args(g, 0, 3, 8, 2), ["empty"])),
+], errors=[
+    ERR("err_query_dims", lambda g: (mha_args(g, 2, 4, 8, 2)[:0] + [("query", g.T([4, 8]))] + mha_args(g, 2, 4, 8, 2)[1:],
+                                     ["error"]), "RuntimeError", "expected 3-D `query`, got 2-D tensor"),
+    ERR("err_heads", lambda g: (mha_args(g, 2, 4, 9, 2), ["error"]), "RuntimeError",
+        "`embed_dim` must divide evenly by `num_heads`"),
+    ERR("err_mask_type", lambda g: (mha_args(g, 2, 4, 8, 2, mask=padding_mask(2, 4, [(0, 1)])), ["error"]),
+        "RuntimeError", "Mask Type should be defined"),
+    ERR("err_src_mask", lambda g: (mha_args(g, 2, 4, 8, 2, mask=padding_mask(2, 4, [(0, 1)]), mask_type=0),
+                                   ["error"]), "RuntimeError", "src_mask not currently supported on CPU"),
+    ERR("err_mask_batch", lambda g: (mha_args(g, 2, 4, 8, 2, mask=padding_mask(4, 4, [(0, 1)]), mask_type=1),
+                                     ["error"]), "RuntimeError", "Expected attn_mask->sizes()[0] == batch_size"),
+    ERR("err_embed_dim", lambda g: ([(n, 7 if n == "embed_dim" else v) for n, v in mha_args(g, 2, 4, 8, 2)],
+                                    ["error"]), "RuntimeError", "passed-in embed_dim 7 didn't match last dim of query"),
+], tol=ATTN_TOL)
+
+
+def encoder_args(g, b, t_, d, h, ff, use_gelu, norm_first, dtype="float32", mask=None, mask_type=None):
+    return [("src", g.T([b, t_, d], dtype)), ("embed_dim", d), ("num_heads", h),
+            ("qkv_weight", g.T([3 * d, d], dtype)), ("qkv_bias", g.T([3 * d], dtype)),
+            ("proj_weight", g.T([d, d], dtype)), ("proj_bias", g.T([d], dtype)), ("use_gelu", use_gelu),
+            ("norm_first", norm_first), ("eps", 1e-5),
+            ("norm_weight_1", g.T([d], dtype)), ("norm_bias_1", g.T([d], dtype)),
+            ("norm_weight_2", g.T([d], dtype)), ("norm_bias_2", g.T([d], dtype)),
+            ("ffn_weight_1", g.T([ff, d], dtype)), ("ffn_bias_1", g.T([ff], dtype)),
+            ("ffn_weight_2", g.T([d, ff], dtype)), ("ffn_bias_2", g.T([d], dtype)),
+            ("mask", mask), ("mask_type", mask_type)]
+
+
+fam.op("_transformer_encoder_layer_fwd", [
+    S("relu_post_norm", lambda g: (encoder_args(g, 2, 5, 16, 2, 32, False, False), [])),
+    S("gelu_pre_norm", lambda g: (encoder_args(g, 2, 4, 12, 3, 24, True, True), [])),
+    S("f64", lambda g: (encoder_args(g, 1, 3, 8, 2, 16, True, False, "float64"), ["float64"])),
+    S("padding_mask", lambda g: (encoder_args(g, 2, 4, 8, 2, 16, False, False,
+                                              mask=padding_mask(2, 4, [(0, 2), (1, 3)]), mask_type=1), ["mask"])),
+    S("empty", lambda g: (encoder_args(g, 0, 4, 8, 2, 16, False, False), ["empty"])),
+], tol=ATTN_TOL)
 
 
 # ---- norms ----

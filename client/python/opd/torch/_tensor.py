@@ -368,6 +368,14 @@ _CPU_SHAPES = {torch.ops.aten.aminmax.default: _aminmax_cpu_shape,
                torch.ops.aten.native_batch_norm.default: _batch_norm_cpu_shape}
 
 
+def _meta_like(t, shape=None):
+    return torch.empty(t.shape if shape is None else shape, dtype=t.dtype, device="meta")
+
+
+def _nll_loss2d_forward_meta(self, target, weight, reduction, ignore_index):
+    return _meta_like(self, target.shape if reduction == 0 else ()), _meta_like(self, ())
+
+
 def _contiguous_results(meta_out, which):
     out = list(meta_out)
     for i in which:
@@ -647,6 +655,9 @@ _META_KERNELS = {
     torch.ops.aten.max_unpool2d.default: _max_unpool2d_meta,
     torch.ops.aten.count_nonzero.dim_IntList: _count_nonzero_dims_meta,
     torch.ops.aten.count_nonzero.default: _count_nonzero_meta,
+    torch.ops.aten.nll_loss2d_forward.default: _nll_loss2d_forward_meta,
+    torch.ops.aten._adaptive_avg_pool3d_backward.default: lambda grad, x: _meta_like(x),
+    torch.ops.aten.channel_shuffle.default: lambda x, groups: _meta_like(x),
 }
 
 
@@ -746,16 +757,6 @@ def _written_result(func, info, args, kwargs, result):
 _DECOMPOSITION_FIXES = {torch.ops.aten.logsumexp.default: torch._refs.logsumexp}
 
 
-def _nll_loss2d_forward(self, target, weight, reduction, ignore_index):
-    """nll_loss2d as nll_loss over the pixels: (N, C, H, W) as (N*H*W, C)."""
-    if self.dim() != 4 or target.dim() != 3:
-        return NotImplemented
-    flat = self.movedim(1, -1).reshape(-1, self.shape[1])
-    out, total_weight = torch.ops.aten.nll_loss_forward.default(
-        flat, target.reshape(-1), weight, reduction, ignore_index)
-    return (out.reshape(target.shape) if reduction == 0 else out), total_weight
-
-
 def _equal(self, other):
     if self.shape != other.shape:
         return False
@@ -852,7 +853,6 @@ _BRIDGE_DECOMPOSITIONS = {
     torch.ops.aten.isin.Tensor_Tensor: _isin,
     torch.ops.aten.isin.Tensor_Scalar: _isin,
     torch.ops.aten.isin.Scalar_Tensor: _isin,
-    torch.ops.aten.nll_loss2d_forward.default: _nll_loss2d_forward,
     torch.ops.aten.equal.default: _equal,
     torch.ops.aten.allclose.default: torch._refs.allclose,
     torch.ops.aten._linalg_check_errors.default: _check_errors_here,
