@@ -114,7 +114,7 @@ int opd__cuda_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   opd__pool_geom g;
   opd_tensor *self, *out = NULL, *indices = NULL;
-  int rc = opd__adaptive_max_pool2d_args(stack, &g, &self);
+  int rc = opd__adaptive_max_pool_args(stack, 2, &g, &self);
   if (!rc) rc = check_dtype(g.spec.dtype, "adaptive_max_pool2d");
   if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
   if (!rc) rc = pool_run(&g, false, self, out, indices, "adaptive_max_pool2d");
@@ -159,8 +159,8 @@ int opd__cuda_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_li
                          bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {
   (void)ctx;
   opd__pool_geom g;
-  int rc = opd__avg_pool2d_meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                                divisor_override, &g);
+  int rc = opd__avg_pool_meta(self, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                              divisor_override, &g);
   return rc ? rc : forward(&g, self, out, "avg_pool2d");
 }
 
@@ -170,8 +170,8 @@ int opd__cuda_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_ou
                                   opd_opt_int divisor_override, opd_tensor **out) {
   (void)ctx;
   opd__pool_geom g;
-  int rc = opd__avg_pool2d_meta(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                                divisor_override, &g);
+  int rc = opd__avg_pool_meta(self, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                              divisor_override, &g);
   if (!rc) rc = opd__pool_backward_check(&g, grad_output, NULL, "avg_pool2d_backward");
   return rc ? rc : backward(&g, grad_output, self, NULL, out, "avg_pool2d_backward");
 }
@@ -180,7 +180,7 @@ int opd__cuda_adaptive_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self,
                                   opd_int_list output_size, opd_tensor **out) {
   (void)ctx;
   opd__pool_geom g;
-  int rc = opd__adaptive_pool2d_meta(self, output_size, false, &g);
+  int rc = opd__adaptive_pool_meta(self, 2, output_size, false, &g);
   return rc ? rc : forward(&g, self, out, "adaptive_avg_pool2d");
 }
 
@@ -188,7 +188,7 @@ int opd__cuda_adaptive_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor
                                            opd_tensor *self, opd_tensor **out) {
   (void)ctx;
   opd__pool_geom g;
-  int rc = opd__adaptive_backward_meta(grad_output, self, NULL, false, &g);
+  int rc = opd__adaptive_backward_meta(grad_output, self, NULL, 2, false, &g);
   return rc ? rc : backward(&g, grad_output, self, NULL, out, "adaptive_avg_pool2d_backward");
 }
 
@@ -197,6 +197,6 @@ int opd__cuda_adaptive_max_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor
                                            opd_tensor **out) {
   (void)ctx;
   opd__pool_geom g;
-  int rc = opd__adaptive_backward_meta(grad_output, self, indices, true, &g);
+  int rc = opd__adaptive_backward_meta(grad_output, self, indices, 2, true, &g);
   return rc ? rc : backward(&g, grad_output, self, indices, out, "adaptive_max_pool2d_backward");
 }
