@@ -1,5 +1,5 @@
-/* index_sort.c: the CPU kernels of sort.stable, topk, cummax and cummin (shapes in
- * kernels/meta/index_sort_meta.c).
+/* index_sort.c: the CPU kernels of sort.stable, topk, cummax, cummin, _unique2, searchsorted
+ * and bucketize (shapes in kernels/meta/index_sort_meta.c).
  *
  * [Note: Sorting lines]
  * sort and topk sort each line along dim (every position of the other dimensions) with a
@@ -7,7 +7,9 @@
  * ATen orders them; a stable sort is a valid answer for stable=False too, whose order of ties
  * PyTorch leaves unspecified. topk takes the first k of the line sorted largest- or
  * smallest-first (with sorted=False PyTorch leaves their order unspecified). Lines are sorted
- * one after another with one buffer from the CPU allocator, so the limit on memory applies. */
+ * one after another with one buffer from the CPU allocator, so the limit on memory applies.
+ * searchsorted.Scalar, bucketize.Tensor and bucketize.Scalar are searchsorted.Tensor's search
+ * (a scalar read as a 0-d tensor, the boundaries of bucketize 1-D). */
 #include <math.h>
 #include <string.h>
 
@@ -340,4 +342,33 @@ int opd__cpu_searchsorted_tensor(const opd_kernel_ctx *ctx, opd_tensor *sorted, 
   }
   *out = r;
   return 0;
+}
+
+/* searchsorted.Scalar: searchsorted.Tensor of the scalar as a 0-d tensor */
+int opd__cpu_searchsorted_scalar(const opd_kernel_ctx *ctx, opd_tensor *sorted, opd_scalar self,
+                                 bool out_int32, bool right, const char *side, opd_tensor *sorter,
+                                 opd_tensor **out) {
+  opd_tensor *value = NULL;
+  int rc = opd__scalar_as_tensor(self, cpu_device, &value);
+  if (rc) return rc;
+  rc = opd__cpu_searchsorted_tensor(ctx, sorted, value, out_int32, right, side, sorter, out);
+  opd_tensor_release(value);
+  return rc;
+}
+
+/* bucketize.Tensor and bucketize.Scalar: searchsorted in a 1-D boundaries tensor */
+int opd__cpu_bucketize_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *boundaries,
+                              bool out_int32, bool right, opd_tensor **out) {
+  int rc = opd__bucketize_check(boundaries);
+  return rc ? rc
+            : opd__cpu_searchsorted_tensor(ctx, boundaries, self, out_int32, right, NULL, NULL,
+                                           out);
+}
+
+int opd__cpu_bucketize_scalar(const opd_kernel_ctx *ctx, opd_scalar self, opd_tensor *boundaries,
+                              bool out_int32, bool right, opd_tensor **out) {
+  int rc = opd__bucketize_check(boundaries);
+  return rc ? rc
+            : opd__cpu_searchsorted_scalar(ctx, boundaries, self, out_int32, right, NULL, NULL,
+                                           out);
 }

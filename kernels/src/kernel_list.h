@@ -785,6 +785,12 @@
   X("aten::argsort.stable", Meta, opd__argsort_stable_meta, Tensor, Tensor, Bool, Int, Bool) \
   X("aten::searchsorted.Tensor", CPU, opd__cpu_searchsorted_tensor, Tensor, Tensor, Tensor, Bool, Bool, OptStr, OptTensor) \
   X("aten::searchsorted.Tensor", Meta, opd__meta_searchsorted_tensor, Tensor, Tensor, Tensor, Bool, Bool, OptStr, OptTensor) \
+  X("aten::searchsorted.Scalar", CPU, opd__cpu_searchsorted_scalar, Tensor, Tensor, Scalar, Bool, Bool, OptStr, OptTensor) \
+  X("aten::searchsorted.Scalar", Meta, opd__meta_searchsorted_scalar, Tensor, Tensor, Scalar, Bool, Bool, OptStr, OptTensor) \
+  X("aten::bucketize.Tensor", CPU, opd__cpu_bucketize_tensor, Tensor, Tensor, Tensor, Bool, Bool) \
+  X("aten::bucketize.Tensor", Meta, opd__meta_bucketize_tensor, Tensor, Tensor, Tensor, Bool, Bool) \
+  X("aten::bucketize.Scalar", CPU, opd__cpu_bucketize_scalar, Tensor, Scalar, Tensor, Bool, Bool) \
+  X("aten::bucketize.Scalar", Meta, opd__meta_bucketize_scalar, Tensor, Scalar, Tensor, Bool, Bool) \
   /* repeat_interleave: kernels/cpu/index_mask.c, kernels/src/composite_index.c */ \
   X("aten::repeat_interleave.Tensor", CPU, opd__cpu_repeat_interleave_tensor, Tensor, Tensor, OptInt) \
   X("aten::repeat_interleave.self_Tensor", CompositeImplicitAutograd, opd__cia_repeat_interleave_self_tensor, Tensor, Tensor, Tensor, OptInt, OptInt) \
@@ -880,7 +886,13 @@
   X("aten::linalg_cholesky", CompositeImplicitAutograd, opd__cia_linalg_cholesky, Tensor, Tensor, Bool) \
   X("aten::logdet", CompositeImplicitAutograd, opd__cia_logdet, Tensor, Tensor) \
   X("aten::linalg_eigvalsh", CompositeImplicitAutograd, opd__cia_linalg_eigvalsh, Tensor, Tensor, Str) \
-  X("aten::linalg_svdvals", CompositeImplicitAutograd, opd__cia_linalg_svdvals, Tensor, Tensor, OptStr)
+  X("aten::linalg_svdvals", CompositeImplicitAutograd, opd__cia_linalg_svdvals, Tensor, Tensor, OptStr) \
+  /* order statistics: kernels/cpu/reduce_order.c, kernels/meta/reduce_order_meta.c */ \
+  X("aten::median", CPU, opd__cpu_median, Tensor, Tensor) \
+  X("aten::median", Meta, opd__meta_median, Tensor, Tensor) \
+  X("aten::nanmedian", CPU, opd__cpu_nanmedian, Tensor, Tensor) \
+  X("aten::nanmedian", Meta, opd__meta_nanmedian, Tensor, Tensor) \
+  X("aten::linalg_solve", CompositeImplicitAutograd, opd__cia_linalg_solve, Tensor, Tensor, Tensor, Bool)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \
@@ -915,7 +927,17 @@
   X("aten::linalg_eigh", CompositeImplicitAutograd, opd__cia_linalg_eigh) \
   X("aten::linalg_svd", CompositeImplicitAutograd, opd__cia_linalg_svd) \
   X("aten::linalg_qr", CPU, opd__cpu_linalg_qr) \
-  X("aten::linalg_qr", Meta, opd__meta_linalg_qr)
+  X("aten::linalg_qr", Meta, opd__meta_linalg_qr) \
+  X("aten::median.dim", CPU, opd__cpu_median_dim) \
+  X("aten::median.dim", Meta, opd__meta_median_dim) \
+  X("aten::nanmedian.dim", CPU, opd__cpu_nanmedian_dim) \
+  X("aten::nanmedian.dim", Meta, opd__meta_median_dim) \
+  X("aten::mode", CPU, opd__cpu_mode) \
+  X("aten::mode", Meta, opd__meta_mode) \
+  /* linear solves: kernels/cpu/lapack_solve.c, kernels/meta/lapack_solve_meta.c, kernels/src/composite_lapack.c */ \
+  X("aten::_linalg_solve_ex", CPU, opd__cpu_linalg_solve_ex_impl) \
+  X("aten::_linalg_solve_ex", Meta, opd__meta_linalg_solve_ex_impl) \
+  X("aten::linalg_solve_ex", CompositeImplicitAutograd, opd__cia_linalg_solve_ex)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \

@@ -847,5 +847,35 @@ fam.op("searchsorted.Tensor", [
         "RuntimeError", "sorter must be a tensor of long dtype but got dtype Int"),
 ])
 
+fam.op("searchsorted.Scalar", [
+    case("int_scalar", lambda g: [("sorted_sequence", I([1, 3, 5, 7])), ("self", 5)]),
+    case("float_scalar_right", lambda g: [("sorted_sequence", F([1, 3, 5, 7])), ("self", 3.0), ("right", True)]),
+    case("float_in_int_side_int32", lambda g: [("sorted_sequence", I([1, 3, 5, 7])), ("self", 4.5),
+                                               ("out_int32", True), ("side", "right")], ["promotion"]),
+    case("sorter", lambda g: [("sorted_sequence", F([7, 1, 5, 3])), ("self", 6.0), ("sorter", I([1, 3, 2, 0]))]),
+    err("rows", lambda g: [("sorted_sequence", I([[1, 3], [5, 7]])), ("self", 4)],
+        "RuntimeError", "input value can be a scalar only when boundaries tensor dimension is 1, but we got "
+        "boundaries tensor dim(2) and input value's dim(0) numel(1)"),
+])
+fam.op("bucketize.Tensor", [
+    case("left_i64", lambda g: [("self", I([[1, 5, 9], [0, 7, 3]])), ("boundaries", I([1, 3, 5, 7]))]),
+    case("right_f64_int32", lambda g: [("self", g.T([3, 4], "float64", view="any")),
+                                       ("boundaries", F([-1, 0, 0.5, 2], "float64")), ("right", True),
+                                       ("out_int32", True)], ["noncontig"]),
+    case("mixed_dtypes", lambda g: [("self", F([2.5, 3, -1, 9])), ("boundaries", I([1, 3, 5]))], ["promotion"]),
+    case("0d", lambda g: [("self", F(4)), ("boundaries", F([1, 3, 5]))], ["0d"]),
+    case("empty", lambda g: [("self", g.T([0, 2])), ("boundaries", F([1, 3]))], ["empty"]),
+    case("empty_boundaries", lambda g: [("self", F([1, 2])), ("boundaries", g.T([0]))], ["empty"]),
+    err("boundaries_2d", lambda g: [("self", I([1, 5])), ("boundaries", I([[1, 3], [5, 7]]))],
+        "RuntimeError", "boundaries tensor must be 1 dimension, but got dim(2)"),
+])
+fam.op("bucketize.Scalar", [
+    case("int", lambda g: [("self", 3), ("boundaries", I([1, 3, 5, 7]))]),
+    case("int_right", lambda g: [("self", 3), ("boundaries", I([1, 3, 5, 7])), ("right", True)]),
+    case("float_int32", lambda g: [("self", 3.5), ("boundaries", F([1, 3, 5, 7])), ("out_int32", True)]),
+    err("boundaries_2d", lambda g: [("self", 1), ("boundaries", I([[1, 3], [5, 7]]))],
+        "RuntimeError", "boundaries tensor must be 1 dimension, but got dim(2)"),
+])
+
 if __name__ == "__main__":
     fam.main()
