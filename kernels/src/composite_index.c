@@ -4,7 +4,7 @@
  * view_as, reshape_as, swapaxes, tile, repeat, rot90, diag, diag_embed), joining (stack,
  * hstack, vstack), the *_scatter operators (a clone with one view of it overwritten), the
  * out-of-place forms of in-place indexing operators (index_fill, masked_fill.Tensor,
- * masked_scatter, index_put, index_put_, put) and where's Scalar overloads. */
+ * masked_scatter, index_put, index_put_, put), where's Scalar overloads and logcumsumexp. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -758,6 +758,18 @@ int opd__cia_argsort(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, b
   opd_tensor_release(res[0]);
   *out = res[1];
   return 0;
+}
+
+/* logcumsumexp(self, dim) = _logcumsumexp(self, dim) */
+int opd__cea_logcumsumexp(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                          opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = opd_stack_push(&s, opd_iv_tensor_borrow(self));
+  if (!rc) rc = opd_stack_push(&s, opd_iv_int(dim));
+  return opd__call_tensor(rc, &op, "aten::_logcumsumexp", &s, out);
 }
 
 int opd__cia_msort(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {

@@ -771,6 +771,9 @@
   X("aten::cumsum", Meta, opd__meta_cumsum, Tensor, Tensor, Int, OptDType) \
   X("aten::cumprod", CPU, opd__cpu_cumprod, Tensor, Tensor, Int, OptDType) \
   X("aten::cumprod", Meta, opd__meta_cumprod, Tensor, Tensor, Int, OptDType) \
+  X("aten::_logcumsumexp", CPU, opd__cpu_logcumsumexp_impl, Tensor, Tensor, Int) \
+  X("aten::_logcumsumexp", Meta, opd__meta_logcumsumexp_impl, Tensor, Tensor, Int) \
+  X("aten::logcumsumexp", CompositeExplicitAutograd, opd__cea_logcumsumexp, Tensor, Tensor, Int) \
   /* advanced indexing: kernels/cpu/index_advanced.c, kernels/meta/index_advanced_meta.c */ \
   X("aten::index.Tensor", CPU, opd__cpu_index_tensor, Tensor, Tensor, OptTensorList) \
   X("aten::index.Tensor", Meta, opd__meta_index_tensor, Tensor, Tensor, OptTensorList) \
@@ -892,7 +895,12 @@
   X("aten::median", Meta, opd__meta_median, Tensor, Tensor) \
   X("aten::nanmedian", CPU, opd__cpu_nanmedian, Tensor, Tensor) \
   X("aten::nanmedian", Meta, opd__meta_nanmedian, Tensor, Tensor) \
-  X("aten::linalg_solve", CompositeImplicitAutograd, opd__cia_linalg_solve, Tensor, Tensor, Tensor, Bool)
+  X("aten::linalg_solve", CompositeImplicitAutograd, opd__cia_linalg_solve, Tensor, Tensor, Tensor, Bool) \
+  /* distances: kernels/cpu/reduce_distance.c, kernels/meta/reduce_distance_meta.c */ \
+  X("aten::_cdist_forward", CPU, opd__cpu_cdist_forward, Tensor, Tensor, Tensor, Double, OptInt) \
+  X("aten::_cdist_forward", Meta, opd__meta_cdist_forward, Tensor, Tensor, Tensor, Double, OptInt) \
+  X("aten::_pdist_forward", CPU, opd__cpu_pdist_forward, Tensor, Tensor, Double) \
+  X("aten::_pdist_forward", Meta, opd__meta_pdist_forward, Tensor, Tensor, Double)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \

@@ -583,6 +583,26 @@ for name in ("cumsum", "cumprod"):
         err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
     ], tol=(1e-5, 1e-5))
 
+def FL(values):
+    a = np.array(values, dtype=np.float32)
+    return TSpec("float32", list(a.shape), a.reshape(-1))
+
+
+for name in ("_logcumsumexp", "logcumsumexp"):
+    fam.op(name, [
+        case("f32", lambda g: [("self", g.T([3, 5])), ("dim", 1)]),
+        case("dim0_f64_strided", lambda g: [("self", g.T([4, 3], "float64", view="any")), ("dim", -2)], ["noncontig", "negative_dim"]),
+        case("wide_f64", lambda g: [("self", g.T([2, 40], "float64", kind="huge")), ("dim", 1)]),
+        case("special", lambda g: [("self", g.T([3, 6], kind="special")), ("dim", 1)], ["special_values"]),
+        case("infinities", lambda g: [("self", FL([[-np.inf, -np.inf, 1, np.inf, np.inf, 2], [np.inf, -np.inf, 0, np.nan, 1, 2]])),
+                                      ("dim", 1)], ["special_values"]),
+        case("0d", lambda g: [("self", g.T([])), ("dim", -1)], ["0d"]),
+        case("empty", lambda g: [("self", g.T([0, 3])), ("dim", 0)], ["empty"]),
+        err("i64", lambda g: [("self", g.T([6], "int64")), ("dim", 0)], "RuntimeError",
+            "\"logcumsumexp_out_cpu\" not implemented for 'Long'"),
+        err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
+    ])
+
 # ---- advanced indexing ----
 
 OT = opgen.OptTensors

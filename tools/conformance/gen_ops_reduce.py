@@ -729,5 +729,71 @@ fam.op("_linalg_solve_ex", [
 fam.op("linalg_solve_ex", solve_scenarios(), errors=SOLVE_ERRORS, tol=lapack_tol)
 fam.op("linalg_solve", solve_scenarios(), errors=SOLVE_ERRORS, tol=lapack_tol)
 
+
+# ---- distances (kernels/cpu/reduce_distance.c) ----
+
+fam.op("_cdist_forward", [
+    case("p2_float32", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 4], "float32")),
+                                  ("p", 2.0), ("compute_mode", None)]),
+    case("p1_float64_batched_broadcast", lambda g: [("x1", g.T([2, 1, 3, 4], "float64")),
+                                                    ("x2", g.T([3, 5, 4], "float64", view="any")),
+                                                    ("p", 1.0), ("compute_mode", None)]),
+    case("p0_int_valued", lambda g: [("x1", g.T([4, 3], "float32", "int")),
+                                     ("x2", g.T([2, 3], "float32", "int")), ("p", 0.0),
+                                     ("compute_mode", None)]),
+    case("pinf_strided", lambda g: [("x1", g.T([4, 3], "float64", view="transpose")),
+                                    ("x2", g.T([3, 3], "float64")), ("p", float("inf")),
+                                    ("compute_mode", None)]),
+    case("p_fraction", lambda g: [("x1", g.T([3, 5], "float64")), ("x2", g.T([2, 5], "float64")),
+                                  ("p", 0.5), ("compute_mode", 2)]),
+    case("p3", lambda g: [("x1", g.T([2, 3], "float32")), ("x2", g.T([4, 3], "float32")),
+                          ("p", 3.0), ("compute_mode", None)]),
+    case("p2_matmul_mode", lambda g: [("x1", g.T([30, 3], "float64", "offset")),
+                                      ("x2", g.T([4, 3], "float64")), ("p", 2.0),
+                                      ("compute_mode", None)]),
+    case("no_columns", lambda g: [("x1", g.T([3, 0], "float32")), ("x2", g.T([2, 0], "float32")),
+                                  ("p", 2.0), ("compute_mode", None)]),
+    case("no_rows", lambda g: [("x1", g.T([0, 3], "float32")), ("x2", g.T([2, 3], "float32")),
+                               ("p", 2.0), ("compute_mode", None)])],
+    errors=[err("one_dim", lambda g: [("x1", g.T([4], "float32")), ("x2", g.T([5, 4], "float32")),
+                                      ("p", 2.0), ("compute_mode", None)], "RuntimeError",
+                "cdist only supports at least 2D tensors, X1 got: 1D"),
+            err("columns", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 3], "float32")),
+                                      ("p", 2.0), ("compute_mode", None)], "RuntimeError",
+                "X1 and X2 must have the same number of columns. X1: 4 X2: 3"),
+            err("int64", lambda g: [("x1", g.T([3, 4], "int64")), ("x2", g.T([5, 4], "int64")),
+                                    ("p", 2.0), ("compute_mode", None)], "RuntimeError",
+                "cdist only supports floating-point dtypes, X1 got: Long"),
+            err("negative_p", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 4], "float32")),
+                                         ("p", -1.0), ("compute_mode", None)], "RuntimeError",
+                "cdist only supports non-negative p values"),
+            err("mode", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 4], "float32")),
+                                   ("p", 2.0), ("compute_mode", 3)], "RuntimeError",
+                "possible modes: 0, 1, 2, but was: 3"),
+            err("dtypes_differ", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 4], "float64")),
+                                            ("p", 2.0), ("compute_mode", None)], "RuntimeError",
+                "expected scalar type Float but found Double"),
+            err("batch_mismatch", lambda g: [("x1", g.T([2, 3, 4], "float32")),
+                                             ("x2", g.T([3, 5, 4], "float32")), ("p", 2.0),
+                                             ("compute_mode", None)], "RuntimeError",
+                "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0")],
+    tol=(1e-5, 1e-5))
+fam.op("_pdist_forward", [
+    case("p2_float32", lambda g: [("self", g.T([5, 3], "float32")), ("p", 2.0)]),
+    case("p1_float64", lambda g: [("self", g.T([6, 4], "float64")), ("p", 1.0)]),
+    case("p0_int_valued", lambda g: [("self", g.T([4, 3], "float32", "int")), ("p", 0.0)]),
+    case("pinf", lambda g: [("self", g.T([4, 3], "float64")), ("p", float("inf"))]),
+    case("p_fraction", lambda g: [("self", g.T([3, 5], "float64")), ("p", 0.5)]),
+    case("default_p", lambda g: [("self", g.T([3, 2], "float64"))]),
+    case("one_row", lambda g: [("self", g.T([1, 3], "float32")), ("p", 2.0)]),
+    case("no_columns", lambda g: [("self", g.T([4, 0], "float32")), ("p", 2.0)])],
+    errors=[err("strided", lambda g: [("self", g.T([5, 3], "float32", view="transpose")), ("p", 2.0)],
+                "RuntimeError", "_pdist_forward requires contiguous input"),
+            err("one_dim", lambda g: [("self", g.T([5], "float32")), ("p", 2.0)], "IndexError",
+                "Dimension out of range"),
+            err("int64", lambda g: [("self", g.T([4, 3], "int64")), ("p", 2.0)], "RuntimeError",
+                "\"pdist\" not implemented for 'Long'")],
+    tol=(1e-5, 1e-5))
+
 if __name__ == "__main__":
     fam.main()
