@@ -31,6 +31,7 @@ static bool takes(opd__pointwise_dtypes dtypes, opd_dtype t) {
   case OPD__POINTWISE_NUMBERS: return t != OPD_BOOL;
   case OPD__POINTWISE_FLOATS: return opd_dtype_is_floating(t);
   case OPD__POINTWISE_BITS: return !opd_dtype_is_floating(t);
+  case OPD__POINTWISE_INTS: return opd_dtype_is_integral(t);
   default: return true;
   }
 }
@@ -197,6 +198,18 @@ OPD__POINTWISE_UNARY_OPS(META_UNARY)
         &spec, &self, 1, out);                                                                    \
   }
 OPD__POINTWISE_PREDICATES(META_PREDICATE)
+OPD__POINTWISE_SPECIAL_PREDICATES(META_PREDICATE)
+
+#define META_UNARY_FUNCTIONAL(name, kind, dtypes, cpu_name)                                       \
+  int opd__meta_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {           \
+    (void)ctx;                                                                                    \
+    opd_out_spec spec;                                                                            \
+    opd_dtype c;                                                                                  \
+    return meta_out(opd__pointwise_meta(&self, 1, OPD__POINTWISE_##kind, OPD__POINTWISE_##dtypes, \
+                                        cpu_name, &c, &spec),                                     \
+                    &spec, &self, 1, out);                                                        \
+  }
+OPD__POINTWISE_SPECIAL_UNARY_OPS(META_UNARY_FUNCTIONAL)
 
 #define META_BINARY_FUNCTIONAL(name, kind, dtypes, cpu_name)                                   \
   int opd__meta_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,         \
@@ -223,6 +236,7 @@ OPD__POINTWISE_PREDICATES(META_PREDICATE)
   }
 OPD__POINTWISE_BINARY_OPS(META_BINARY)
 OPD__POINTWISE_BINARY_FUNCTIONAL_OPS(META_BINARY_FUNCTIONAL)
+OPD__POINTWISE_SPECIAL_BINARY_OPS(META_BINARY_FUNCTIONAL)
 
 #define META_COMPARE_SCALAR(name, cpu_name)                                                       \
   int opd__meta_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,             \

@@ -626,6 +626,45 @@
   X("aten::where.ScalarOther", CompositeImplicitAutograd, opd__cia_where_scalarother, Tensor, Tensor, Tensor, Scalar) \
   X("aten::where.ScalarSelf", CompositeImplicitAutograd, opd__cia_where_scalarself, Tensor, Tensor, Scalar, Tensor) \
   X("aten::where.Scalar", CompositeImplicitAutograd, opd__cia_where_scalar, Tensor, Tensor, Scalar, Scalar) \
+  /* special functions, without in-place variants: kernels/cpu/pointwise_special.c */ \
+  X("aten::i0", CPU, opd__cpu_i0, Tensor, Tensor) \
+  X("aten::i0", Meta, opd__meta_i0, Tensor, Tensor) \
+  X("aten::special_i0e", CPU, opd__cpu_special_i0e, Tensor, Tensor) \
+  X("aten::special_i0e", Meta, opd__meta_special_i0e, Tensor, Tensor) \
+  X("aten::special_i1", CPU, opd__cpu_special_i1, Tensor, Tensor) \
+  X("aten::special_i1", Meta, opd__meta_special_i1, Tensor, Tensor) \
+  X("aten::special_i1e", CPU, opd__cpu_special_i1e, Tensor, Tensor) \
+  X("aten::special_i1e", Meta, opd__meta_special_i1e, Tensor, Tensor) \
+  X("aten::special_ndtr", CPU, opd__cpu_special_ndtr, Tensor, Tensor) \
+  X("aten::special_ndtr", Meta, opd__meta_special_ndtr, Tensor, Tensor) \
+  X("aten::special_ndtri", CPU, opd__cpu_special_ndtri, Tensor, Tensor) \
+  X("aten::special_ndtri", Meta, opd__meta_special_ndtri, Tensor, Tensor) \
+  X("aten::special_log_ndtr", CPU, opd__cpu_special_log_ndtr, Tensor, Tensor) \
+  X("aten::special_log_ndtr", Meta, opd__meta_special_log_ndtr, Tensor, Tensor) \
+  X("aten::special_erfcx", CPU, opd__cpu_special_erfcx, Tensor, Tensor) \
+  X("aten::special_erfcx", Meta, opd__meta_special_erfcx, Tensor, Tensor) \
+  X("aten::special_entr", CPU, opd__cpu_special_entr, Tensor, Tensor) \
+  X("aten::special_entr", Meta, opd__meta_special_entr, Tensor, Tensor) \
+  X("aten::sinc", CPU, opd__cpu_sinc, Tensor, Tensor) \
+  X("aten::sinc", Meta, opd__meta_sinc, Tensor, Tensor) \
+  X("aten::deg2rad", CPU, opd__cpu_deg2rad, Tensor, Tensor) \
+  X("aten::deg2rad", Meta, opd__meta_deg2rad, Tensor, Tensor) \
+  X("aten::rad2deg", CPU, opd__cpu_rad2deg, Tensor, Tensor) \
+  X("aten::rad2deg", Meta, opd__meta_rad2deg, Tensor, Tensor) \
+  X("aten::isposinf", CPU, opd__cpu_isposinf, Tensor, Tensor) \
+  X("aten::isposinf", Meta, opd__meta_isposinf, Tensor, Tensor) \
+  X("aten::isneginf", CPU, opd__cpu_isneginf, Tensor, Tensor) \
+  X("aten::isneginf", Meta, opd__meta_isneginf, Tensor, Tensor) \
+  X("aten::logaddexp2", CPU, opd__cpu_logaddexp2, Tensor, Tensor, Tensor) \
+  X("aten::logaddexp2", Meta, opd__meta_logaddexp2, Tensor, Tensor, Tensor) \
+  X("aten::nextafter", CPU, opd__cpu_nextafter, Tensor, Tensor, Tensor) \
+  X("aten::nextafter", Meta, opd__meta_nextafter, Tensor, Tensor, Tensor) \
+  X("aten::gcd", CPU, opd__cpu_gcd, Tensor, Tensor, Tensor) \
+  X("aten::gcd", Meta, opd__meta_gcd, Tensor, Tensor, Tensor) \
+  X("aten::lcm", CPU, opd__cpu_lcm, Tensor, Tensor, Tensor) \
+  X("aten::lcm", Meta, opd__meta_lcm, Tensor, Tensor, Tensor) \
+  X("aten::special_xlog1py", CPU, opd__cpu_special_xlog1py, Tensor, Tensor, Tensor) \
+  X("aten::special_xlog1py", Meta, opd__meta_special_xlog1py, Tensor, Tensor, Tensor) \
   /* factories and aten::to: kernels/src/composite_factory.c */ \
   X("aten::empty_like", CompositeExplicitAutograd, opd__cea_empty_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
   X("aten::zeros_like", CompositeExplicitAutograd, opd__cea_zeros_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \

@@ -181,6 +181,16 @@ for op, ka, kb, tol in [("atan2", "normal", "normal", None), ("fmod.Tensor", "no
 for op in ["fmax", "fmin", "logaddexp", "ne.Tensor", "lt.Tensor", "le.Tensor", "ge.Tensor", "logical_and",
            "logical_or", "logical_xor", "rsub.Tensor"]:
     binary(op)
+# ---- special functions (kernels/cpu/pointwise_special.c) ----
+for name, kind in [("i0", "normal"), ("special_i0e", "wide"), ("special_i1", "normal"),
+                   ("special_i1e", "wide"), ("special_ndtr", "normal"), ("special_ndtri", "unit"),
+                   ("special_log_ndtr", "wide"), ("special_erfcx", "wide"), ("special_entr", "normal"),
+                   ("sinc", "normal"), ("deg2rad", "wide"), ("rad2deg", "normal"), ("isposinf", "normal"),
+                   ("isneginf", "normal")]:
+    unary(name, kind, (1e-5, 1e-5))
+for op, kb in [("logaddexp2", "normal"), ("nextafter", "normal"), ("gcd", "normal"), ("lcm", "normal"),
+               ("special_xlog1py", "pos")]:
+    binary(op, "normal", kb, (1e-5, 1e-5))
 for op in ["mul_.Tensor", "div_.Tensor", "sub_.Tensor", "add_.Tensor"]:
     binary(op, "normal", "nonzero" if op.startswith("div") else "normal", inplace=True)
 
