@@ -665,6 +665,10 @@
   X("aten::lcm", Meta, opd__meta_lcm, Tensor, Tensor, Tensor) \
   X("aten::special_xlog1py", CPU, opd__cpu_special_xlog1py, Tensor, Tensor, Tensor) \
   X("aten::special_xlog1py", Meta, opd__meta_special_xlog1py, Tensor, Tensor, Tensor) \
+  /* functional copy and fill: kernels/src/composite_pointwise.c */ \
+  X("aten::copy", CompositeImplicitAutograd, opd__cia_copy, Tensor, Tensor, Tensor, Bool) \
+  X("aten::fill.Scalar", CompositeExplicitAutograd, opd__cea_fill_scalar, Tensor, Tensor, Scalar) \
+  X("aten::fill.Tensor", CompositeExplicitAutograd, opd__cea_fill_tensor, Tensor, Tensor, Tensor) \
   /* factories and aten::to: kernels/src/composite_factory.c */ \
   X("aten::empty_like", CompositeExplicitAutograd, opd__cea_empty_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
   X("aten::zeros_like", CompositeExplicitAutograd, opd__cea_zeros_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
