@@ -943,7 +943,10 @@
   X("aten::_cdist_forward", CPU, opd__cpu_cdist_forward, Tensor, Tensor, Tensor, Double, OptInt) \
   X("aten::_cdist_forward", Meta, opd__meta_cdist_forward, Tensor, Tensor, Tensor, Double, OptInt) \
   X("aten::_pdist_forward", CPU, opd__cpu_pdist_forward, Tensor, Tensor, Double) \
-  X("aten::_pdist_forward", Meta, opd__meta_pdist_forward, Tensor, Tensor, Double)
+  X("aten::_pdist_forward", Meta, opd__meta_pdist_forward, Tensor, Tensor, Double) \
+  /* histc: kernels/cpu/reduce_histc.c, kernels/meta/reduce_histc_meta.c */ \
+  X("aten::histc", CPU, opd__cpu_histc, Tensor, Tensor, Int, Scalar, Scalar) \
+  X("aten::histc", Meta, opd__meta_histc, Tensor, Tensor, Int, Scalar, Scalar)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \

@@ -795,5 +795,33 @@ fam.op("_pdist_forward", [
                 "\"pdist\" not implemented for 'Long'")],
     tol=(1e-5, 1e-5))
 
+
+# ---- histc (kernels/cpu/reduce_histc.c) ----
+
+fam.op("histc", [
+    case("float32_range", lambda g: [("self", g.T([4, 5], "float32")), ("bins", 7), ("min", -2),
+                                     ("max", 3.5)]),
+    case("float64_data_range", lambda g: [("self", g.T([50], "float64", "wide"))]),
+    case("float32_strided_bins", lambda g: [("self", g.T([6, 7], "float32", view="any")),
+                                            ("bins", 13)]),
+    case("edges_included", lambda g: [("self", opgen.gc.TSpec("float32", [6], np.array(
+        [0, 1, 2, 4, 8, 9], dtype=np.float32))), ("bins", 4), ("min", 0), ("max", 8)]),
+    case("nan_in_first_bin", lambda g: [("self", opgen.gc.TSpec("float64", [4], np.array(
+        [1, np.nan, 2, 3]))), ("bins", 3), ("min", 0), ("max", 3)]),
+    case("one_value", lambda g: [("self", opgen.gc.TSpec("float32", [2], np.array(
+        [2, 2], dtype=np.float32))), ("bins", 3)]),
+    case("empty", lambda g: [("self", g.T([0], "float32")), ("bins", 4)]),
+    case("0d", lambda g: [("self", g.T([], "float64")), ("bins", 2)])],
+    errors=[err("int64", lambda g: [("self", g.T([3], "int64")), ("bins", 4)], "RuntimeError",
+                "\"histogram_cpu\" not implemented for 'Long'"),
+            err("no_bins", lambda g: [("self", g.T([3], "float32")), ("bins", 0)], "RuntimeError",
+                "torch.histogram(): bins must be > 0, but got 0 for dimension 0"),
+            err("reversed", lambda g: [("self", g.T([3], "float32")), ("bins", 3), ("min", 3),
+                                       ("max", 1)], "RuntimeError",
+                "torch.histc: max must be larger than min"),
+            err("infinite_data", lambda g: [("self", opgen.gc.TSpec("float32", [2], np.array(
+                [1, np.inf], dtype=np.float32))), ("bins", 3)], "RuntimeError",
+                "torch.histc: range of [1, inf] is not finite", tags=["data_dependent"])])
+
 if __name__ == "__main__":
     fam.main()
