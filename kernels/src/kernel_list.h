@@ -817,6 +817,9 @@
   X("aten::_logcumsumexp", CPU, opd__cpu_logcumsumexp_impl, Tensor, Tensor, Int) \
   X("aten::_logcumsumexp", Meta, opd__meta_logcumsumexp_impl, Tensor, Tensor, Int) \
   X("aten::logcumsumexp", CompositeExplicitAutograd, opd__cea_logcumsumexp, Tensor, Tensor, Int) \
+  /* index_reduce (scatter_reduce.two along dim): kernels/src/composite_index.c */ \
+  X("aten::index_reduce", CPU, opd__cpu_index_reduce, Tensor, Tensor, Int, Tensor, Tensor, Str, Bool) \
+  X("aten::index_reduce", Meta, opd__meta_index_reduce, Tensor, Tensor, Int, Tensor, Tensor, Str, Bool) \
   /* advanced indexing: kernels/cpu/index_advanced.c, kernels/meta/index_advanced_meta.c */ \
   X("aten::index.Tensor", CPU, opd__cpu_index_tensor, Tensor, Tensor, OptTensorList) \
   X("aten::index.Tensor", Meta, opd__meta_index_tensor, Tensor, Tensor, OptTensorList) \

@@ -603,6 +603,43 @@ for name in ("_logcumsumexp", "logcumsumexp"):
         err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
     ])
 
+for red in ("prod", "mean", "amax", "amin"):
+    fam.op("index_reduce", [
+        case(red + "_f32", lambda g, red=red: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0, 2, 2, 3, 0])),
+                                               ("source", g.T([5, 3])), ("reduce", red)]),
+        case(red + "_exclude_self_f64_strided", lambda g, red=red: [
+            ("self", g.T([3, 5], "float64", view="any")), ("dim", -1), ("index", I([4, 0, 4])),
+            ("source", g.T([3, 3], "float64", view="any")), ("reduce", red), ("include_self", False)], ["noncontig"]),
+        case(red + "_i64", lambda g, red=red: [("self", g.T([3, 2], "int64")), ("dim", 0), ("index", I32([1, 1, 0, 1])),
+                                               ("source", g.T([4, 2], "int64")), ("reduce", red), ("include_self", red != "mean")]),
+        case(red + "_special", lambda g, red=red: [("self", g.T([2, 6], kind="special")), ("dim", 1), ("index", I([5, 0, 5])),
+                                                   ("source", g.T([2, 3], kind="special")), ("reduce", red)], ["special_values"]),
+    ])
+fam.op("index_reduce", [
+    case("0d", lambda g: [("self", g.T([])), ("dim", 0), ("index", I([0])), ("source", g.T([])), ("reduce", "prod")], ["0d"]),
+    case("empty_index", lambda g: [("self", g.T([2, 3])), ("dim", 1), ("index", I([], [0])), ("source", g.T([2, 0])),
+                                   ("reduce", "amax")], ["empty"]),
+    err("bad_reduce", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0])), ("source", g.T([1, 3])), ("reduce", "sum")],
+        "RuntimeError", "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got sum."),
+    err("float_index", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", F([0])), ("source", g.T([1, 3])), ("reduce", "prod")],
+        "RuntimeError", "index_reduce_(): Expected dtype int32/int64 for index but got: Float"),
+    err("dtypes_differ", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0])), ("source", g.T([1, 3], "float64")),
+                                    ("reduce", "prod")],
+        "RuntimeError", "index_reduce_(): self (Float) and source (Double) must have the same scalar type"),
+    err("count", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0, 1])), ("source", g.T([3, 3])), ("reduce", "prod")],
+        "RuntimeError", "index_reduce_(): Number of indices (2) should be equal to source.size(dim): (3), for dim: 0"),
+    err("index_2d", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([[0, 1]])), ("source", g.T([2, 3])), ("reduce", "prod")],
+        "IndexError", "index_reduce_(): Index is supposed to be a vector, but got dim: 2 with type: Long and size: [1, 2]"),
+    err("out_of_range", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0, 4])), ("source", g.T([2, 3])), ("reduce", "prod")],
+        "IndexError", "index out of range in self"),
+    err("negative", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([-1])), ("source", g.T([1, 3])), ("reduce", "amin")],
+        "IndexError", "index out of range in self"),
+    err("slice_shapes", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0, 1])), ("source", g.T([2, 4])), ("reduce", "prod")],
+        "RuntimeError", "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0"),
+    err("dim_out_of_range", lambda g: [("self", g.T([4, 3])), ("dim", 2), ("index", I([0])), ("source", g.T([1, 3])), ("reduce", "prod")],
+        "IndexError", "Dimension out of range"),
+])
+
 # ---- advanced indexing ----
 
 OT = opgen.OptTensors
