@@ -864,7 +864,8 @@
   X("aten::cummax", Meta, opd__meta_cummax_cummin) \
   X("aten::cummin", CPU, opd__cpu_cummin) \
   X("aten::cummin", Meta, opd__meta_cummax_cummin) \
-  X("aten::_unique2", CPU, opd__cpu_unique2)
+  X("aten::_unique2", CPU, opd__cpu_unique2) \
+  X("aten::unique_dim", CPU, opd__cpu_unique_dim)
 
 /* reductions and linear algebra: kernels/cpu/reduce*.c, kernels/meta/reduce_meta.c,
  * kernels/src/composite_reduce.c, kernels/src/composite_moments.c; matrix and vector products:

@@ -877,6 +877,23 @@ fam.op("_unique2", [
     case("empty", lambda g: [("self", g.T([0, 2])), ("return_inverse", True), ("return_counts", True)], ["empty", "data_dependent"]),
 ])
 
+fam.op("unique_dim", [
+    case("rows_i64", lambda g: [("self", I([[1, 2], [3, 4], [1, 2], [0, 9]])), ("dim", 0)], ["data_dependent"]),
+    case("columns_flags", lambda g: [("self", I([[1, 2, 1], [0, 5, 0]])), ("dim", 1), ("sorted", True),
+                                     ("return_inverse", True), ("return_counts", True)], ["data_dependent"]),
+    case("f32_strided_dim1", lambda g: [("self", g.T([3, 6, 2], kind="int", view="any")), ("dim", -2)],
+         ["noncontig", "data_dependent"]),
+    case("f64_3d_dim0", lambda g: [("self", g.T([5, 2, 2], "float64", kind="int")), ("dim", 0)], ["data_dependent"]),
+    case("bool", lambda g: [("self", g.T([6, 2], "bool")), ("dim", 0)], ["data_dependent"]),
+    case("empty_selected", lambda g: [("self", g.T([0, 3])), ("dim", 0)], ["empty", "data_dependent"]),
+    err("empty_not_selected", lambda g: [("self", g.T([0, 3])), ("dim", 1)], "RuntimeError",
+        "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied"),
+    err("two_empty_dims", lambda g: [("self", g.T([0, 0])), ("dim", 1)], "RuntimeError",
+        "Number of zero sized dimensions is more than one, so unique cannot be applied"),
+    err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
+])
+
+
 def F(values, dtype="float32"):
     a = np.array(values, dtype=np.float64)
     return TSpec(dtype, list(a.shape), a.reshape(-1))
