@@ -1,5 +1,5 @@
-/* index_sort.c: the CPU kernels of sort.stable, topk, cummax, cummin, _unique2, searchsorted
- * and bucketize (shapes in kernels/meta/index_sort_meta.c).
+/* index_sort.c: the CPU kernels of sort.stable, topk, cummax, cummin, _unique2, unique_dim,
+ * searchsorted and bucketize (shapes in kernels/meta/index_sort_meta.c).
  *
  * [Note: Sorting lines]
  * sort and topk sort each line along dim (every position of the other dimensions) with a
