@@ -2,7 +2,7 @@
  * without in-place variants: OPD__POINTWISE_SPECIAL_UNARY_OPS (i0, special_i0e, special_i1,
  * special_i1e, special_ndtr, special_ndtri, special_log_ndtr, special_erfcx, special_entr, sinc,
  * deg2rad, rad2deg), OPD__POINTWISE_SPECIAL_BINARY_OPS (logaddexp2, nextafter, gcd, lcm,
- * special_xlog1py) and the predicates isposinf, isneginf. Shapes and dtypes come from
+ * special_xlog1py), heaviside and the predicates isposinf, isneginf. Shapes and dtypes come from
  * kernels/meta/pointwise_meta.c.
  *
  * [Note: Special functions in double]
@@ -172,6 +172,10 @@ OPD__FLOATS(OPD__BINARY_LOOP, nextafter, nextafter(x, y))
 OPD__INTS(OPD__BINARY_LOOP, gcd, (T)gcd_int(x, y))
 OPD__INTS(OPD__BINARY_LOOP, lcm, (T)lcm_int(x, y))
 OPD__FLOATS(OPD__BINARY_LOOP, special_xlog1py, (T)xlog1py(D(x), D(y)))
+/* ATen's heaviside: values where self is 0, else whether self > 0 */
+OPD__FLOATS(OPD__BINARY_LOOP, heaviside, x == 0 ? y : (T)(x > 0))
+OPD__INTS(OPD__BINARY_LOOP, heaviside, x == 0 ? y : (T)(x > 0))
+OPD__BOOLS(OPD__BINARY_LOOP, heaviside, x == 0 ? y : (T)(x > 0))
 OPD__FLOATS(OPD__PRED1_LOOP, isposinf, x == (T)INFINITY)
 OPD__INTS(OPD__PRED1_LOOP, isposinf, 0)
 OPD__BOOLS(OPD__PRED1_LOOP, isposinf, 0)
@@ -203,6 +207,7 @@ FLOAT_TABLE(nextafter)
 INT_TABLE(gcd)
 INT_TABLE(lcm)
 FLOAT_TABLE(special_xlog1py)
+ALL_TABLE(heaviside)
 ALL_TABLE(isposinf)
 ALL_TABLE(isneginf)
 
@@ -244,3 +249,15 @@ OPD__POINTWISE_SPECIAL_BINARY_OPS(CPU_BINARY)
     return pointwise(&self, 1, OPD__POINTWISE_BOOL, OPD__POINTWISE_ALL, name##_loops, #name, out); \
   }
 OPD__POINTWISE_SPECIAL_PREDICATES(CPU_PREDICATE)
+
+int opd__cpu_heaviside(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *values,
+                       opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_dtype compute;
+  int rc = opd__heaviside_meta(self, values, &compute, &spec);
+  if (rc) return rc;
+  opd_tensor *in[2] = {self, values};
+  return pointwise(in, 2, OPD__POINTWISE_SAME, OPD__POINTWISE_ALL, heaviside_loops, "heaviside_cpu",
+                   out);
+}

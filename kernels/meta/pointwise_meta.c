@@ -248,6 +248,25 @@ OPD__POINTWISE_SPECIAL_BINARY_OPS(META_BINARY_FUNCTIONAL)
   }
 OPD__POINTWISE_COMPARE_SCALAR_OPS(META_COMPARE_SCALAR)
 
+int opd__heaviside_meta(opd_tensor *self, opd_tensor *values, opd_dtype *compute,
+                        opd_out_spec *spec) {
+  if (opd_tensor_dtype(self) != opd_tensor_dtype(values))
+    return opd_error(OPD_EINVAL,
+                     "heaviside is not yet implemented for tensors with different dtypes.");
+  opd_tensor *in[2] = {self, values};
+  return opd__pointwise_meta(in, 2, OPD__POINTWISE_SAME, OPD__POINTWISE_ALL, "heaviside_cpu",
+                             compute, spec);
+}
+
+int opd__meta_heaviside(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *values,
+                        opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_dtype c;
+  opd_tensor *in[2] = {self, values};
+  return meta_out(opd__heaviside_meta(self, values, &c, &spec), &spec, in, 2, out);
+}
+
 int opd__meta_round_decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,
                              opd_tensor **out) {
   (void)ctx;

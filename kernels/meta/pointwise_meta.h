@@ -127,6 +127,11 @@ typedef enum opd__pointwise_dtypes {
   X(isposinf)                                \
   X(isneginf)
 
+/* heaviside: self and values of one dtype ("heaviside is not yet implemented for tensors with
+ * different dtypes."), then the broadcast shape in that dtype. */
+int opd__heaviside_meta(opd_tensor *self, opd_tensor *values, opd_dtype *compute,
+                        opd_out_spec *spec);
+
 /* unary operators without an in-place variant: bool results */
 #define OPD__POINTWISE_PREDICATES(X) \
   X(isnan)                           \

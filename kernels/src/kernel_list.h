@@ -665,6 +665,8 @@
   X("aten::lcm", Meta, opd__meta_lcm, Tensor, Tensor, Tensor) \
   X("aten::special_xlog1py", CPU, opd__cpu_special_xlog1py, Tensor, Tensor, Tensor) \
   X("aten::special_xlog1py", Meta, opd__meta_special_xlog1py, Tensor, Tensor, Tensor) \
+  X("aten::heaviside", CPU, opd__cpu_heaviside, Tensor, Tensor, Tensor) \
+  X("aten::heaviside", Meta, opd__meta_heaviside, Tensor, Tensor, Tensor) \
   /* functional copy and fill: kernels/src/composite_pointwise.c */ \
   X("aten::copy", CompositeImplicitAutograd, opd__cia_copy, Tensor, Tensor, Tensor, Bool) \
   X("aten::fill.Scalar", CompositeExplicitAutograd, opd__cea_fill_scalar, Tensor, Tensor, Scalar) \

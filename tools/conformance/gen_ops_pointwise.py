@@ -191,6 +191,7 @@ for name, kind in [("i0", "normal"), ("special_i0e", "wide"), ("special_i1", "no
 for op, kb in [("logaddexp2", "normal"), ("nextafter", "normal"), ("gcd", "normal"), ("lcm", "normal"),
                ("special_xlog1py", "pos")]:
     binary(op, "normal", kb, (1e-5, 1e-5))
+binary("heaviside", "int", "normal")
 # ---- functional copy and fill (kernels/src/composite_pointwise.c) ----
 add("copy", [
     ("f32", lambda g: ([("self", g.T([2, 3], "float32")), ("src", g.T([2, 3], "float32"))], ["float32"])),
