@@ -952,7 +952,10 @@
   X("aten::_pdist_forward", Meta, opd__meta_pdist_forward, Tensor, Tensor, Double) \
   /* histc: kernels/cpu/reduce_histc.c, kernels/meta/reduce_histc_meta.c */ \
   X("aten::histc", CPU, opd__cpu_histc, Tensor, Tensor, Int, Scalar, Scalar) \
-  X("aten::histc", Meta, opd__meta_histc, Tensor, Tensor, Int, Scalar, Scalar)
+  X("aten::histc", Meta, opd__meta_histc, Tensor, Tensor, Int, Scalar, Scalar) \
+  /* trace: kernels/src/composite_reduce.c */ \
+  X("aten::trace", CPU, opd__cpu_trace, Tensor, Tensor) \
+  X("aten::trace", Meta, opd__meta_trace, Tensor, Tensor)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \

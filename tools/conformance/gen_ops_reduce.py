@@ -823,5 +823,19 @@ fam.op("histc", [
                 [1, np.inf], dtype=np.float32))), ("bins", 3)], "RuntimeError",
                 "torch.histc: range of [1, inf] is not finite", tags=["data_dependent"])])
 
+
+# ---- trace (kernels/src/composite_reduce.c) ----
+
+fam.op("trace", [
+    case("float32", lambda g: [("self", g.T([4, 4], "float32"))]),
+    case("float64_wide_strided", lambda g: [("self", g.T([3, 5], "float64", view="any"))]),
+    case("int32_to_int64", lambda g: [("self", g.T([4, 2], "int32"))]),
+    case("int64", lambda g: [("self", g.T([3, 3], "int64"))]),
+    case("empty", lambda g: [("self", g.T([0, 3], "float32"))])],
+    errors=[err("one_dim", lambda g: [("self", g.T([3], "float32"))], "RuntimeError",
+                "trace: expected a matrix, but got tensor with dim 1"),
+            err("bool", lambda g: [("self", g.T([2, 2], "bool"))], "RuntimeError",
+                "\"trace\" not implemented for 'Bool'")])
+
 if __name__ == "__main__":
     fam.main()
