@@ -950,6 +950,48 @@ START_TEST(test_lapack_inverse_and_errors) {
 }
 END_TEST
 
+/* linalg_solve and linalg_solve_ex(check_errors=True) turn a zero pivot of the second matrix
+ * of a batch into PyTorch's error (_LinAlgError, which the conformance fixtures cannot
+ * record); linalg_solve_ex without check_errors reports it in info. */
+START_TEST(test_linalg_solve_singular) {
+  opd_tensor *a = from(OPD_FLOAT64, (int64_t[]){2, 2, 2}, 3, (double[]){2, 1, 1, 3, 1, 2, 2, 4});
+  opd_tensor *b = from(OPD_FLOAT64, (int64_t[]){2, 2, 1}, 3, (double[]){1, 2, 3, 4});
+  opd_tensor *r = NULL;
+  assert_error(
+      opd_test_call("aten::linalg_solve", (opd_ivalue[]){B(a), B(b), opd_iv_bool(true)}, 3, &r),
+      OPD_EINVAL,
+      "torch.linalg.solve: (Batch element 1): The solver failed because the input matrix "
+      "is singular.");
+  ck_assert_ptr_null(r);
+  const opd_operator *op = opd_find_schema("aten::linalg_solve_ex");
+  ck_assert_ptr_nonnull(op);
+  for (int check = 0; check < 2; check++) {
+    opd_stack st;
+    opd_stack_init(&st);
+    opd_ivalue args[] = {B(a), B(b), opd_iv_bool(true), opd_iv_bool(check)};
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(opd_stack_push(&st, args[i]), 0);
+    int rc = opd_call_boxed(op, &st);
+    if (check) {
+      assert_error(rc, OPD_EINVAL,
+                   "torch.linalg.solve_ex: (Batch element 1): The solver failed because the "
+                   "input matrix is singular.");
+    } else {
+      ck_assert_int_eq(rc, 0);
+      ck_assert_uint_eq(st.size, 2);
+      const int32_t *info = opd_tensor_data(st.items[1].u.t);
+      ck_assert_int_eq(info[0], 0);
+      ck_assert_int_eq(info[1], 2);
+      /* the first system is solved: 2x + y = 1, x + 3y = 2 */
+      const double *x = opd_tensor_data(st.items[0].u.t);
+      ck_assert_double_eq_tol(x[0], 0.2, 1e-12);
+      ck_assert_double_eq_tol(x[1], 0.6, 1e-12);
+    }
+    opd_stack_destroy(&st);
+  }
+  RELEASE(a, b);
+}
+END_TEST
+
 /* Calls `name` boxed; its nres Tensor results in out. */
 static int call_results(const char *name, opd_ivalue *args, int n, opd_tensor **out, int nres) {
   const opd_operator *op = opd_find_schema(name);
@@ -1028,6 +1070,7 @@ Suite *opd_test_linalg_suite(void) {
   tcase_add_test(tc, test_addmm);
   tcase_add_test(tc, test_lapack_inverse_and_errors);
   tcase_add_test(tc, test_lapack_eigh_svd_reconstruct);
+  tcase_add_test(tc, test_linalg_solve_singular);
   tcase_add_test(tc, test_linalg_meta);
   tcase_add_test(tc, test_matmul_dimensions);
   tcase_add_test(tc, test_matmul_noncontig_and_errors);

@@ -1,8 +1,9 @@
-/* index_cum.c: the CPU kernels of cumsum and cumprod (output dtype in
+/* index_cum.c: the CPU kernels of cumsum, cumprod and _logcumsumexp (output dtype in
  * kernels/meta/index_cum_meta.c). As ATen's CPU kernels: each element of self is converted
  * to the output's dtype, then accumulated along dim in the accumulation type of the CPU
  * (double for floating outputs, int64 for integers, wrapping), and each partial result is
- * converted back to the output's dtype. */
+ * converted back to the output's dtype. _logcumsumexp (floating only) keeps its running value
+ * in the output's dtype, as ATen's kernel does. */
 #include <math.h>
 #include <string.h>
 
@@ -16,8 +17,18 @@ typedef struct cum_job {
   const char *self;
   char *out;
   opd_dtype st, ot;
-  bool prod;
+  bool prod, logsumexp;
 } cum_job;
+
+/* ATen's log_add_exp of logcumsumexp: x the new element, acc the running value (NaN taken
+ * from acc first, as std::min and std::max return their first argument for a NaN second);
+ * two equal infinities give x (log1p(exp(inf - inf)) would be NaN). */
+static double log_add_exp(double x, double acc) {
+  double lo = isnan(acc) ? acc : fmin(x, acc), hi = isnan(acc) ? acc : fmax(x, acc);
+  if (isnan(x)) lo = hi = x;
+  if (lo != hi || isfinite(lo)) return log1p(exp(lo - hi)) + hi;
+  return x;
+}
 
 /* An element of dtype st as a value of dtype ot: *f for a floating ot, *i otherwise. */
 static void convert(const char *p, opd_dtype st, opd_dtype ot, double *f, int64_t *i) {
@@ -55,7 +66,11 @@ static void cum_range(void *ctx, int64_t begin, int64_t end) {
       double f = 0;
       int64_t i = 0;
       convert(src, j->st, j->ot, &f, &i);
-      if (floating) {
+      if (j->logsumexp) {
+        /* the running value is held in the output's dtype, as ATen's */
+        opd__elem_put_f(dst, j->ot, log_add_exp(f, k == 0 ? -INFINITY : facc));
+        facc = opd__elem_get_f(dst, j->ot);
+      } else if (floating) {
         facc = j->prod ? facc * f : facc + f;
         opd__elem_put_f(dst, j->ot, facc);
       } else {
@@ -66,11 +81,13 @@ static void cum_range(void *ctx, int64_t begin, int64_t end) {
   }
 }
 
-static int cum(opd_tensor *self, int64_t dim, opd_dtype dtype, bool prod, opd_tensor **out) {
+static int cum(opd_tensor *self, int64_t dim, opd_dtype dtype, bool prod, bool logsumexp,
+               opd_tensor **out) {
   int64_t d;
   opd_out_spec spec;
   opd_tensor *r = NULL;
-  int rc = opd__cum_meta(self, dim, dtype, &d, &spec);
+  int rc = logsumexp ? opd__logcumsumexp_meta(self, dim, &d, &spec)
+                     : opd__cum_meta(self, dim, dtype, &d, &spec);
   if (rc == 0) rc = opd__alloc_output(&spec, (opd_device){OPD_DEVICE_CPU, -1}, &r);
   if (rc) return rc;
   if (r->numel > 0) {
@@ -78,7 +95,8 @@ static int cum(opd_tensor *self, int64_t dim, opd_dtype dtype, bool prod, opd_te
                  .out = opd_tensor_data(r),
                  .st = opd_tensor_dtype(self),
                  .ot = spec.dtype,
-                 .prod = prod};
+                 .prod = prod,
+                 .logsumexp = logsumexp};
     int64_t sizes[OPD_MAX_DIMS], one = 1, zero = 0;
     int nd = self->ndim ? self->ndim : 1;
     memcpy(sizes, self->ndim ? opd_tensor_sizes(self) : &one, (size_t)nd * sizeof *sizes);
@@ -99,11 +117,17 @@ static int cum(opd_tensor *self, int64_t dim, opd_dtype dtype, bool prod, opd_te
 int opd__cpu_cumsum(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_dtype dtype,
                     opd_tensor **out) {
   (void)ctx;
-  return cum(self, dim, dtype, false, out);
+  return cum(self, dim, dtype, false, false, out);
 }
 
 int opd__cpu_cumprod(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_dtype dtype,
                      opd_tensor **out) {
   (void)ctx;
-  return cum(self, dim, dtype, true, out);
+  return cum(self, dim, dtype, true, false, out);
+}
+
+int opd__cpu_logcumsumexp_impl(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                               opd_tensor **out) {
+  (void)ctx;
+  return cum(self, dim, OPD_DTYPE_UNDEFINED, false, true, out);
 }

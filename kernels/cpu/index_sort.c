@@ -1,5 +1,5 @@
-/* index_sort.c: the CPU kernels of sort.stable, topk, cummax and cummin (shapes in
- * kernels/meta/index_sort_meta.c).
+/* index_sort.c: the CPU kernels of sort.stable, topk, cummax, cummin, _unique2, unique_dim,
+ * searchsorted and bucketize (shapes in kernels/meta/index_sort_meta.c).
  *
  * [Note: Sorting lines]
  * sort and topk sort each line along dim (every position of the other dimensions) with a
@@ -7,7 +7,9 @@
  * ATen orders them; a stable sort is a valid answer for stable=False too, whose order of ties
  * PyTorch leaves unspecified. topk takes the first k of the line sorted largest- or
  * smallest-first (with sorted=False PyTorch leaves their order unspecified). Lines are sorted
- * one after another with one buffer from the CPU allocator, so the limit on memory applies. */
+ * one after another with one buffer from the CPU allocator, so the limit on memory applies.
+ * searchsorted.Scalar, bucketize.Tensor and bucketize.Scalar are searchsorted.Tensor's search
+ * (a scalar read as a 0-d tensor, the boundaries of bucketize 1-D). */
 #include <math.h>
 #include <string.h>
 
@@ -340,4 +342,191 @@ int opd__cpu_searchsorted_tensor(const opd_kernel_ctx *ctx, opd_tensor *sorted, 
   }
   *out = r;
   return 0;
+}
+
+/* searchsorted.Scalar: searchsorted.Tensor of the scalar as a 0-d tensor */
+int opd__cpu_searchsorted_scalar(const opd_kernel_ctx *ctx, opd_tensor *sorted, opd_scalar self,
+                                 bool out_int32, bool right, const char *side, opd_tensor *sorter,
+                                 opd_tensor **out) {
+  opd_tensor *value = NULL;
+  int rc = opd__scalar_as_tensor(self, cpu_device, &value);
+  if (rc) return rc;
+  rc = opd__cpu_searchsorted_tensor(ctx, sorted, value, out_int32, right, side, sorter, out);
+  opd_tensor_release(value);
+  return rc;
+}
+
+/* bucketize.Tensor and bucketize.Scalar: searchsorted in a 1-D boundaries tensor */
+int opd__cpu_bucketize_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *boundaries,
+                              bool out_int32, bool right, opd_tensor **out) {
+  int rc = opd__bucketize_check(boundaries);
+  return rc ? rc
+            : opd__cpu_searchsorted_tensor(ctx, boundaries, self, out_int32, right, NULL, NULL,
+                                           out);
+}
+
+int opd__cpu_bucketize_scalar(const opd_kernel_ctx *ctx, opd_scalar self, opd_tensor *boundaries,
+                              bool out_int32, bool right, opd_tensor **out) {
+  int rc = opd__bucketize_check(boundaries);
+  return rc ? rc
+            : opd__cpu_searchsorted_scalar(ctx, boundaries, self, out_int32, right, NULL, NULL,
+                                           out);
+}
+
+/* ---- unique_dim ---- */
+
+typedef struct slices {
+  const char *data;
+  opd_dtype t;
+  bool floating;
+  int64_t m, step;    /* elements per slice, the stride along dim */
+  const int64_t *off; /* each element's offset within a slice */
+} slices;
+
+/* <0, 0, >0 as slice a is before, equal to (element for element), after slice b: the first
+ * element that differs decides, compared with < and > as ATen's sort of the slices. */
+static int slice_cmp(const slices *s, int64_t a, int64_t b) {
+  size_t es = opd_dtype_size(s->t);
+  for (int64_t p = 0; p < s->m; p++) {
+    const char *pa = s->data + (a * s->step + s->off[p]) * (int64_t)es;
+    const char *pb = s->data + (b * s->step + s->off[p]) * (int64_t)es;
+    if (s->floating) {
+      double x = opd__elem_get_f(pa, s->t), y = opd__elem_get_f(pb, s->t);
+      if (x < y) return -1;
+      if (x > y) return 1;
+    } else {
+      int64_t x = opd__elem_get_i(pa, s->t), y = opd__elem_get_i(pb, s->t);
+      if (x != y) return x < y ? -1 : 1;
+    }
+  }
+  return 0;
+}
+
+static bool slice_equal(const slices *s, int64_t a, int64_t b) {
+  size_t es = opd_dtype_size(s->t);
+  for (int64_t p = 0; p < s->m; p++) {
+    const char *pa = s->data + (a * s->step + s->off[p]) * (int64_t)es;
+    const char *pb = s->data + (b * s->step + s->off[p]) * (int64_t)es;
+    if (s->floating ? !(opd__elem_get_f(pa, s->t) == opd__elem_get_f(pb, s->t))
+                    : opd__elem_get_i(pa, s->t) != opd__elem_get_i(pb, s->t))
+      return false;
+  }
+  return true;
+}
+
+/* Stable merge sort of the slice numbers v[0..n) using tmp. */
+static void sort_slices(const slices *s, int64_t *v, int64_t *tmp, int64_t n) {
+  for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * width) {
+      int64_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+      int64_t a = lo, b = mid, o = lo;
+      while (a < mid && b < hi) tmp[o++] = slice_cmp(s, v[b], v[a]) < 0 ? v[b++] : v[a++];
+      while (a < mid) tmp[o++] = v[a++];
+      while (b < hi) tmp[o++] = v[b++];
+    }
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+  }
+}
+
+/* unique_dim(self, dim, sorted=True, return_inverse=False, return_counts=False): the distinct
+ * slices of self along dim in ascending (lexicographic) order, the slice each of self's maps
+ * to, and how many map to each; as ATen's kernel, the inverse and the counts are computed
+ * whatever the flags ask, and the unique slices are laid out as moveaxis(dim, 0) of a
+ * contiguous tensor leaves them. An empty self must have one size-0 dim, the one reduced. */
+int opd__cpu_unique_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  opd_ivalue *args = opd_stack_last(stack, 5);
+  opd_tensor *self = args[0].u.t, *res[3] = {NULL, NULL, NULL};
+  int64_t d = 0, nbytes = 0;
+  int64_t *buf = NULL;
+  const opd_allocator *cpu = opd_cpu_allocator();
+  int rc = opd__wrap_dim(args[1].u.i, self->ndim, &d);
+  const int64_t *sizes = opd_tensor_sizes(self);
+  int nd = self->ndim;
+  if (rc == 0 && self->numel == 0) {
+    int zeros = 0;
+    for (int k = 0; k < nd; k++) zeros += sizes[k] == 0;
+    if (zeros != 1)
+      rc = opd_error(OPD_EINVAL,
+                     "Number of zero sized dimensions is more than one, so unique cannot be "
+                     "applied ");
+    else if (sizes[d] != 0)
+      rc = opd_error(OPD_EINVAL, "There are 0 sized dimensions, and they aren't selected, so "
+                                 "unique cannot be applied");
+  }
+  int64_t n = rc == 0 && nd ? sizes[d] : 1, m = n ? self->numel / n : 0;
+  /* buf: the sorted slice numbers, a merge buffer, each slice element's offset */
+  if (rc == 0)
+    rc = opd_ckd_nbytes(2 * n + m + 1, sizeof(int64_t), &nbytes, "unique_dim: the buffer");
+  if (rc == 0 && !(buf = cpu->alloc(cpu, cpu_device, (size_t)nbytes))) rc = opd_last_error_code();
+  int64_t groups = 0, *order = buf, *tmp = buf + n, *off = buf + 2 * n;
+  slices s = {0};
+  if (rc == 0) {
+    int64_t rest[OPD_MAX_DIMS], one = 1;
+    for (int k = 0; k < nd; k++) rest[k] = k == d ? 1 : sizes[k];
+    opd__walk w;
+    opd__walk_init(&w, nd ? rest : &one, nd, 1);
+    opd__walk_set_strides(&w, 0, opd_tensor_strides(self));
+    opd__walk_seek(&w, 0);
+    for (int64_t p = 0; p < m; p++, opd__walk_next(&w)) off[p] = w.off[0];
+    opd_dtype t = opd_tensor_dtype(self);
+    s = (slices){.data = opd_tensor_data(self),
+                 .t = t,
+                 .floating = opd_dtype_is_floating(t),
+                 .m = m,
+                 .step = nd ? opd_tensor_strides(self)[d] : 0,
+                 .off = off};
+    for (int64_t j = 0; j < n; j++) order[j] = j;
+    if (self->numel > 0) sort_slices(&s, order, tmp, n);
+    for (int64_t j = 0; j < n && self->numel > 0; j++)
+      groups += j == 0 || !slice_equal(&s, order[j - 1], order[j]);
+  }
+  /* the unique slices: (groups, the other dims in order) contiguous, moved back to dim */
+  int64_t osizes[OPD_MAX_DIMS], ostrides[OPD_MAX_DIMS];
+  if (rc == 0) {
+    int64_t st = 1;
+    for (int k = nd - 1; k >= 0; k--) {
+      if (k == d) continue;
+      osizes[k] = sizes[k];
+      ostrides[k] = st;
+      st *= sizes[k] > 1 ? sizes[k] : 1;
+    }
+    if (nd) osizes[d] = self->numel > 0 ? groups : 0, ostrides[d] = st;
+    if (self->numel == 0)
+      for (int k = nd - 1, c = 1; k >= 0; k--) /* an empty self's shape, contiguous */
+        osizes[k] = sizes[k], ostrides[k] = c, c *= sizes[k] > 1 ? sizes[k] : 1;
+    rc =
+        opd__call_empty_strided((opd_int_list){osizes, nd}, (opd_int_list){ostrides, nd},
+                                opd_tensor_dtype(self), -1, cpu_device, (opd_opt_bool){0}, &res[0]);
+  }
+  opd_out_spec is = {.ndim = 1, .dtype = OPD_INT64, .sizes = {self->numel > 0 ? n : 0}};
+  opd_out_spec cs = {.ndim = 1, .dtype = OPD_INT64, .sizes = {groups}};
+  if (rc == 0) rc = opd__alloc_output(&is, cpu_device, &res[1]);
+  if (rc == 0) rc = opd__alloc_output(&cs, cpu_device, &res[2]);
+  if (rc == 0 && self->numel > 0) {
+    size_t es = opd_dtype_size(s.t);
+    int64_t *inverse = opd_tensor_data(res[1]), *counts = opd_tensor_data(res[2]);
+    char *out = opd_tensor_data(res[0]);
+    /* out's offset of each slice element: the walk of `off`, over out's strides */
+    int64_t rest[OPD_MAX_DIMS], one = 1;
+    for (int k = 0; k < nd; k++) rest[k] = k == d ? 1 : sizes[k];
+    opd__walk w;
+    opd__walk_init(&w, nd ? rest : &one, nd, 1);
+    opd__walk_set_strides(&w, 0, ostrides);
+    for (int64_t j = 0, g = -1; j < n; j++) {
+      if (j == 0 || !slice_equal(&s, order[j - 1], order[j])) {
+        g++;
+        counts[g] = 0;
+        opd__walk_seek(&w, 0);
+        for (int64_t p = 0; p < m; p++, opd__walk_next(&w))
+          memcpy(out + (g * (nd ? ostrides[d] : 0) + w.off[0]) * (int64_t)es,
+                 s.data + (order[j] * s.step + off[p]) * (int64_t)es, es);
+      }
+      counts[g]++;
+      inverse[order[j]] = g;
+    }
+  }
+  if (buf) cpu->free(cpu, cpu_device, buf, (size_t)nbytes);
+  opd_stack_drop(stack, 5);
+  return opd__push_results(stack, res, 3, rc);
 }

@@ -144,3 +144,53 @@ int opd__meta_searchsorted_tensor(const opd_kernel_ctx *ctx, opd_tensor *sorted,
   int rc = opd__searchsorted_meta(sorted, self, out_int32, right, side, sorter, &spec);
   return rc ? rc : opd__alloc_output(&spec, meta_device, out);
 }
+
+int opd__scalar_as_tensor(opd_scalar s, opd_device device, opd_tensor **out) {
+  opd_out_spec spec = {.ndim = 0, .dtype = opd__scalar_kind(s)};
+  int rc = opd__alloc_output(&spec, device, out);
+  if (rc || device.type == OPD_DEVICE_META) return rc;
+  if (s.tag == OPD_IV_DOUBLE)
+    memcpy(opd_tensor_data(*out), &s.u.d, sizeof s.u.d);
+  else if (s.tag == OPD_IV_INT)
+    memcpy(opd_tensor_data(*out), &s.u.i, sizeof s.u.i);
+  else
+    *(bool *)opd_tensor_data(*out) = s.u.b;
+  return 0;
+}
+
+int opd__bucketize_check(const opd_tensor *boundaries) {
+  if (boundaries->ndim != 1)
+    return opd_error(OPD_EINVAL, "boundaries tensor must be 1 dimension, but got dim(%d)",
+                     boundaries->ndim);
+  return 0;
+}
+
+/* searchsorted.Scalar(sorted_sequence, Scalar self, *, out_int32, right, side, sorter) */
+int opd__meta_searchsorted_scalar(const opd_kernel_ctx *ctx, opd_tensor *sorted, opd_scalar self,
+                                  bool out_int32, bool right, const char *side, opd_tensor *sorter,
+                                  opd_tensor **out) {
+  opd_tensor *value = NULL;
+  int rc = opd__scalar_as_tensor(self, meta_device, &value);
+  if (rc) return rc;
+  rc = opd__meta_searchsorted_tensor(ctx, sorted, value, out_int32, right, side, sorter, out);
+  opd_tensor_release(value);
+  return rc;
+}
+
+/* bucketize.Tensor(self, boundaries, *, out_int32, right) */
+int opd__meta_bucketize_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *boundaries,
+                               bool out_int32, bool right, opd_tensor **out) {
+  int rc = opd__bucketize_check(boundaries);
+  return rc ? rc
+            : opd__meta_searchsorted_tensor(ctx, boundaries, self, out_int32, right, NULL, NULL,
+                                            out);
+}
+
+/* bucketize.Scalar(Scalar self, boundaries, *, out_int32, right) */
+int opd__meta_bucketize_scalar(const opd_kernel_ctx *ctx, opd_scalar self, opd_tensor *boundaries,
+                               bool out_int32, bool right, opd_tensor **out) {
+  int rc = opd__bucketize_check(boundaries);
+  return rc ? rc
+            : opd__meta_searchsorted_scalar(ctx, boundaries, self, out_int32, right, NULL, NULL,
+                                            out);
+}

@@ -31,6 +31,7 @@ static bool takes(opd__pointwise_dtypes dtypes, opd_dtype t) {
   case OPD__POINTWISE_NUMBERS: return t != OPD_BOOL;
   case OPD__POINTWISE_FLOATS: return opd_dtype_is_floating(t);
   case OPD__POINTWISE_BITS: return !opd_dtype_is_floating(t);
+  case OPD__POINTWISE_INTS: return opd_dtype_is_integral(t);
   default: return true;
   }
 }
@@ -197,6 +198,18 @@ OPD__POINTWISE_UNARY_OPS(META_UNARY)
         &spec, &self, 1, out);                                                                    \
   }
 OPD__POINTWISE_PREDICATES(META_PREDICATE)
+OPD__POINTWISE_SPECIAL_PREDICATES(META_PREDICATE)
+
+#define META_UNARY_FUNCTIONAL(name, kind, dtypes, cpu_name)                                       \
+  int opd__meta_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {           \
+    (void)ctx;                                                                                    \
+    opd_out_spec spec;                                                                            \
+    opd_dtype c;                                                                                  \
+    return meta_out(opd__pointwise_meta(&self, 1, OPD__POINTWISE_##kind, OPD__POINTWISE_##dtypes, \
+                                        cpu_name, &c, &spec),                                     \
+                    &spec, &self, 1, out);                                                        \
+  }
+OPD__POINTWISE_SPECIAL_UNARY_OPS(META_UNARY_FUNCTIONAL)
 
 #define META_BINARY_FUNCTIONAL(name, kind, dtypes, cpu_name)                                   \
   int opd__meta_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,         \
@@ -223,6 +236,7 @@ OPD__POINTWISE_PREDICATES(META_PREDICATE)
   }
 OPD__POINTWISE_BINARY_OPS(META_BINARY)
 OPD__POINTWISE_BINARY_FUNCTIONAL_OPS(META_BINARY_FUNCTIONAL)
+OPD__POINTWISE_SPECIAL_BINARY_OPS(META_BINARY_FUNCTIONAL)
 
 #define META_COMPARE_SCALAR(name, cpu_name)                                                       \
   int opd__meta_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar other,             \
@@ -233,6 +247,25 @@ OPD__POINTWISE_BINARY_FUNCTIONAL_OPS(META_BINARY_FUNCTIONAL)
     return meta_out(opd__compare_scalar_meta(self, other, &common, &spec), &spec, &self, 1, out); \
   }
 OPD__POINTWISE_COMPARE_SCALAR_OPS(META_COMPARE_SCALAR)
+
+int opd__heaviside_meta(opd_tensor *self, opd_tensor *values, opd_dtype *compute,
+                        opd_out_spec *spec) {
+  if (opd_tensor_dtype(self) != opd_tensor_dtype(values))
+    return opd_error(OPD_EINVAL,
+                     "heaviside is not yet implemented for tensors with different dtypes.");
+  opd_tensor *in[2] = {self, values};
+  return opd__pointwise_meta(in, 2, OPD__POINTWISE_SAME, OPD__POINTWISE_ALL, "heaviside_cpu",
+                             compute, spec);
+}
+
+int opd__meta_heaviside(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *values,
+                        opd_tensor **out) {
+  (void)ctx;
+  opd_out_spec spec;
+  opd_dtype c;
+  opd_tensor *in[2] = {self, values};
+  return meta_out(opd__heaviside_meta(self, values, &c, &spec), &spec, in, 2, out);
+}
 
 int opd__meta_round_decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,
                              opd_tensor **out) {

@@ -36,6 +36,7 @@ typedef enum opd__pointwise_dtypes {
   OPD__POINTWISE_NUMBERS, /* all but bool */
   OPD__POINTWISE_FLOATS,
   OPD__POINTWISE_BITS, /* integers and bool */
+  OPD__POINTWISE_INTS, /* integers */
 } opd__pointwise_dtypes;
 
 /* clang-format off */
@@ -101,6 +102,35 @@ typedef enum opd__pointwise_dtypes {
   X(ge_scalar, "ge_cpu") \
   X(ne_scalar, "ne_cpu")
 /* clang-format on */
+
+/* X(name, kind, dtypes, cpu name): functional only, kernels/cpu/pointwise_special.c */
+#define OPD__POINTWISE_SPECIAL_UNARY_OPS(X)   \
+  X(i0, FLOAT, ALL, "i0")                     \
+  X(special_i0e, FLOAT, ALL, "i0e")           \
+  X(special_i1, FLOAT, ALL, "i1")             \
+  X(special_i1e, FLOAT, ALL, "i1e")           \
+  X(special_ndtr, FLOAT, ALL, "ndtr")         \
+  X(special_ndtri, FLOAT, ALL, "ndtri")       \
+  X(special_log_ndtr, FLOAT, ALL, "log_ndtr") \
+  X(special_erfcx, FLOAT, ALL, "erfcx_cpu")   \
+  X(special_entr, FLOAT, ALL, "entr_cpu")     \
+  X(sinc, FLOAT, ALL, "sinc_cpu")             \
+  X(deg2rad, FLOAT, ALL, "deg2rad")           \
+  X(rad2deg, FLOAT, ALL, "rad2deg")
+#define OPD__POINTWISE_SPECIAL_BINARY_OPS(X)    \
+  X(logaddexp2, SAME, FLOATS, "logaddexp2_cpu") \
+  X(nextafter, SAME, FLOATS, "nextafter_cpu")   \
+  X(gcd, SAME, INTS, "gcd_cpu")                 \
+  X(lcm, SAME, INTS, "lcm_cpu")                 \
+  X(special_xlog1py, FLOAT, ALL, "xlog1py_cpu")
+#define OPD__POINTWISE_SPECIAL_PREDICATES(X) \
+  X(isposinf)                                \
+  X(isneginf)
+
+/* heaviside: self and values of one dtype ("heaviside is not yet implemented for tensors with
+ * different dtypes."), then the broadcast shape in that dtype. */
+int opd__heaviside_meta(opd_tensor *self, opd_tensor *values, opd_dtype *compute,
+                        opd_out_spec *spec);
 
 /* unary operators without an in-place variant: bool results */
 #define OPD__POINTWISE_PREDICATES(X) \

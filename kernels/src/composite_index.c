@@ -4,7 +4,8 @@
  * view_as, reshape_as, swapaxes, tile, repeat, rot90, diag, diag_embed), joining (stack,
  * hstack, vstack), the *_scatter operators (a clone with one view of it overwritten), the
  * out-of-place forms of in-place indexing operators (index_fill, masked_fill.Tensor,
- * masked_scatter, index_put, index_put_, put) and where's Scalar overloads. */
+ * masked_scatter, index_put, index_put_, put), where's Scalar overloads, logcumsumexp and
+ * index_reduce. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -760,6 +761,18 @@ int opd__cia_argsort(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, b
   return 0;
 }
 
+/* logcumsumexp(self, dim) = _logcumsumexp(self, dim) */
+int opd__cea_logcumsumexp(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                          opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = opd_stack_push(&s, opd_iv_tensor_borrow(self));
+  if (!rc) rc = opd_stack_push(&s, opd_iv_int(dim));
+  return opd__call_tensor(rc, &op, "aten::_logcumsumexp", &s, out);
+}
+
 int opd__cia_msort(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
   opd_tensor *res[2];
@@ -883,4 +896,128 @@ int opd__argsort_stable(const opd_kernel_ctx *ctx, opd_tensor *self, bool stable
 int opd__argsort_stable_meta(const opd_kernel_ctx *ctx, opd_tensor *self, bool stable, int64_t dim,
                              bool descending, opd_tensor **out) {
   return opd__argsort_stable(ctx, self, stable, dim, descending, out);
+}
+
+/* ---- index_reduce ---- */
+
+/* index_reduce(self, dim, index, source, reduce, *, include_self=True), registered at the CPU
+ * and Meta keys as PyTorch's: with its checks, scatter_reduce.two along dim with index (a
+ * vector of source.size(dim) indices of self's dim) expanded to source's shape, which is what
+ * PyTorch's kernel computes slice by slice (prod, mean, amax, amin; mean divides integers
+ * rounding down). */
+static int index_reduce(opd_tensor *self, int64_t dim, opd_tensor *index, opd_tensor *source,
+                        const char *reduce, bool include_self, opd_tensor **out) {
+  static const char fn[] = "index_reduce_()";
+  if (strcmp(reduce, "prod") && strcmp(reduce, "mean") && strcmp(reduce, "amax") &&
+      strcmp(reduce, "amin"))
+    return opd_error(
+        OPD_EINVAL,
+        "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
+        "%s.",
+        reduce);
+  int64_t d;
+  int rc = opd__wrap_dim(dim, self->ndim, &d);
+  if (rc) return rc;
+  char buf[256];
+  opd_dtype it = opd_tensor_dtype(index), st = opd_tensor_dtype(self);
+  if (index->ndim > 1)
+    return opd_error(OPD_EINDEX,
+                     "%s: Index is supposed to be a vector, but got dim: %d with type: %s and "
+                     "size: %s",
+                     fn, index->ndim, opd_dtype_c10_name(it),
+                     opd__format_sizes(opd_tensor_sizes(index), index->ndim, buf, sizeof buf));
+  if (it != OPD_INT64 && it != OPD_INT32)
+    return opd_error(OPD_EINVAL, "%s: Expected dtype int32/int64 for index but got: %s", fn,
+                     opd_dtype_c10_name(it));
+  if (st != opd_tensor_dtype(source))
+    return opd_error(OPD_EINVAL, "%s: self (%s) and source (%s) must have the same scalar type", fn,
+                     opd_dtype_c10_name(st), opd_dtype_c10_name(opd_tensor_dtype(source)));
+  if (!(d == 0 || d < source->ndim))
+    return opd_error(OPD_EINDEX,
+                     "%s: Indexing dim %lld is out of bounds of the source tensor with dim %d", fn,
+                     (long long)d, source->ndim);
+  int64_t n = source->ndim ? opd_tensor_sizes(source)[d] : 1;
+  if (index->numel != n)
+    return opd_error(OPD_EINVAL,
+                     "%s: Number of indices (%lld) should be equal to source.size(dim): (%lld), "
+                     "for dim: %lld",
+                     fn, (long long)index->numel, (long long)n, (long long)d);
+  /* the slices along dim must have one shape (PyTorch broadcasts source's slice to self's) */
+  if (source->ndim != self->ndim)
+    return opd_error(OPD_EINVAL, "%s: source must have as many dimensions as self (%d), got %d", fn,
+                     self->ndim, source->ndim);
+  for (int k = self->ndim - 1, j = 0; k >= 0; k--) {
+    if (k == d) continue;
+    int64_t a = opd_tensor_sizes(self)[k], b = opd_tensor_sizes(source)[k];
+    if (a != b)
+      return opd_error(OPD_EINVAL,
+                       "The size of tensor a (%lld) must match the size of tensor b (%lld) at "
+                       "non-singleton dimension %d",
+                       (long long)a, (long long)b, self->ndim - 2 - j);
+    j++;
+  }
+  /* every index within self's dim (read where it lies: a Meta index has no values) */
+  int64_t size = self->ndim ? opd_tensor_sizes(self)[d] : 1;
+  if (opd_tensor_device(index).type == OPD_DEVICE_CPU) {
+    const char *data = opd_tensor_data(index);
+    int64_t step = index->ndim ? opd_tensor_strides(index)[0] : 0;
+    for (int64_t i = 0; i < index->numel; i++) {
+      int64_t v =
+          it == OPD_INT64 ? ((const int64_t *)data)[i * step] : ((const int32_t *)data)[i * step];
+      if (v < 0 || v >= size) return opd_error(OPD_EINDEX, "index out of range in self");
+    }
+  }
+  /* index as int64, shaped [1, .., n, .., 1] and expanded to source's shape */
+  opd_tensor *idx = NULL, *shaped = NULL, *expanded = NULL;
+  if (it == OPD_INT64) {
+    opd_tensor_retain(idx = index);
+  } else {
+    static const opd_operator *to_op;
+    opd_stack st2;
+    opd_stack_init(&st2);
+    opd_ivalue args[] = {opd_iv_tensor_borrow(index),
+                         opd_iv_dtype(OPD_INT64),
+                         opd_iv_none(),
+                         opd_iv_none(),
+                         opd_iv_none(),
+                         opd_iv_bool(false),
+                         opd_iv_none()};
+    for (int i = 0; i < 7 && rc == 0; i++) rc = opd_stack_push(&st2, args[i]);
+    rc = opd__call_tensor(rc, &to_op, "aten::_to_copy", &st2, &idx);
+    if (rc) return rc;
+  }
+  int64_t shape[OPD_MAX_DIMS];
+  for (int k = 0; k < source->ndim; k++) shape[k] = k == d ? n : 1;
+  rc = call_reshape(idx, shape, source->ndim, &shaped);
+  if (rc == 0) rc = call_expand(shaped, opd_tensor_sizes(source), source->ndim, &expanded);
+  if (rc == 0) {
+    static const opd_operator *op;
+    opd_stack sr;
+    opd_stack_init(&sr);
+    rc = OPD__PUSH_Tensor(&sr, self);
+    if (rc == 0) rc = OPD__PUSH_Int(&sr, d);
+    if (rc == 0) rc = OPD__PUSH_Tensor(&sr, expanded);
+    if (rc == 0) rc = OPD__PUSH_Tensor(&sr, source);
+    if (rc == 0) rc = OPD__PUSH_Str(&sr, reduce);
+    if (rc == 0) rc = OPD__PUSH_Bool(&sr, include_self);
+    rc = opd__call_tensor(rc, &op, "aten::scatter_reduce.two", &sr, out);
+  }
+  opd_tensor_release(idx);
+  if (shaped) opd_tensor_release(shaped);
+  if (expanded) opd_tensor_release(expanded);
+  return rc;
+}
+
+int opd__cpu_index_reduce(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                          opd_tensor *index, opd_tensor *source, const char *reduce,
+                          bool include_self, opd_tensor **out) {
+  (void)ctx;
+  return index_reduce(self, dim, index, source, reduce, include_self, out);
+}
+
+int opd__meta_index_reduce(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
+                           opd_tensor *index, opd_tensor *source, const char *reduce,
+                           bool include_self, opd_tensor **out) {
+  (void)ctx;
+  return index_reduce(self, dim, index, source, reduce, include_self, out);
 }

@@ -11,6 +11,10 @@
  *   linalg_eigvalsh(self, UPLO) = _linalg_eigh(self, UPLO, False)[0]
  *   linalg_svd(A, full_matrices, driver) = _linalg_svd(A, full_matrices, True, driver) (boxed);
  *   linalg_svdvals(A, driver) = _linalg_svd(A, False, False, driver)[1]
+ *   linalg_solve_ex(A, B, left, check_errors) = _linalg_solve_ex(A, B, left, check_errors)
+ *                   without LU and pivots (boxed), its info turned into the error for a
+ *                   singular matrix with check_errors;
+ *   linalg_solve(A, B, left) = _linalg_solve_ex(A, B, left)[0], likewise always
  * The info of a batch is read where it lies on the CPU; on the Meta device there is none to
  * read, and other devices' info is copied to the CPU first.
  */
@@ -22,6 +26,7 @@
 
 #include "kernel_util.h"
 #include "meta/lapack_meta.h"
+#include "meta/reduce_meta.h" /* opd__push_results */
 
 /* Calls `name` on the pushed arguments and keeps its first result in *out (the others are
  * dropped); with `info` (not NULL), its last result too. Destroys s. */
@@ -304,4 +309,60 @@ int opd__cia_linalg_svdvals(const opd_kernel_ctx *ctx, opd_tensor *a, const char
   if (!rc) rc = opd__pop_tensor_return(&r, out);
   opd_stack_destroy(&r);
   return rc;
+}
+
+/* The results of _linalg_solve_ex(A, B, left) into res (result, LU, pivots, info), and with
+ * check_errors PyTorch's error (`name`) for a singular A. */
+static int solve_ex(opd_tensor *a, opd_tensor *b, bool left, bool check_errors, const char *name,
+                    opd_tensor **res) {
+  static const opd_operator *op;
+  opd_stack s;
+  opd_stack_init(&s);
+  int rc = opd_stack_push(&s, opd_iv_tensor_borrow(a));
+  if (!rc) rc = opd_stack_push(&s, opd_iv_tensor_borrow(b));
+  if (!rc) rc = opd_stack_push(&s, opd_iv_bool(left));
+  if (!rc) rc = opd_stack_push(&s, opd_iv_bool(false));
+  if (!rc) rc = opd__call(&op, "aten::_linalg_solve_ex", &s);
+  if (!rc && s.size != 4)
+    rc = opd_error(OPD_EINTERNAL, "_linalg_solve_ex returned %u values", s.size);
+  for (uint32_t i = 0; !rc && i < 4; i++)
+    if (s.items[i].tag != OPD_IV_TENSOR)
+      rc = opd_error(OPD_EINTERNAL, "_linalg_solve_ex did not return tensors");
+  for (int i = 0; !rc && i < 4; i++) opd_tensor_retain(res[i] = s.items[i].u.t);
+  opd_stack_destroy(&s);
+  if (!rc && check_errors) {
+    rc = check_info(res[3], name, "The solver failed because the input matrix is singular.",
+                    a->ndim > 2);
+    if (rc)
+      for (int i = 0; i < 4; i++) opd_tensor_release(res[i]);
+  }
+  return rc;
+}
+
+/* linalg_solve_ex(A, B, *, bool left=True, bool check_errors=False) -> (result, info) */
+int opd__cia_linalg_solve_ex(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  assert(stack->size >= 4);
+  opd_ivalue *args = opd_stack_last(stack, 4);
+  opd_tensor *res[4] = {NULL, NULL, NULL, NULL};
+  int rc = args[0].tag == OPD_IV_TENSOR && args[1].tag == OPD_IV_TENSOR
+               ? solve_ex(args[0].u.t, args[1].u.t, args[2].u.b, args[3].u.b,
+                          "torch.linalg.solve_ex", res)
+               : opd_error(OPD_EINVAL, "linalg.solve_ex: expected Tensors A and B");
+  opd_stack_drop(stack, 4);
+  if (rc) return rc;
+  opd_tensor_release(res[1]);
+  opd_tensor_release(res[2]);
+  return opd__push_results(stack, (opd_tensor *[]){res[0], res[3]}, 2, 0);
+}
+
+int opd__cia_linalg_solve(const opd_kernel_ctx *ctx, opd_tensor *a, opd_tensor *b, bool left,
+                          opd_tensor **out) {
+  (void)ctx;
+  opd_tensor *res[4];
+  int rc = solve_ex(a, b, left, true, "torch.linalg.solve", res);
+  if (rc) return rc;
+  for (int i = 1; i < 4; i++) opd_tensor_release(res[i]);
+  *out = res[0];
+  return 0;
 }

@@ -3,7 +3,8 @@
  * bitwise_and.Scalar, ...: the Tensor overload with the scalar in a 0-d tensor), rsub,
  * floor_divide, square, the logical operators, isinf, isfinite, the where overloads with
  * scalars, and the in-place variants of the operators kernels/cpu/elementwise_*.c computes
- * (exp_, mul_, div_, clamp_, ...).
+ * (exp_, mul_, div_, clamp_, ...), and the functional forms of copy_ and fill_ (copy;
+ * fill.Scalar, fill.Tensor: a clone of self, strides kept, filled in place).
  *
  * [Note: In-place variants through the functional operator]
  * exp_, mul_.Tensor, div_.Tensor and the other in-place variants of operators whose
@@ -492,4 +493,85 @@ int opd__cia_where_scalar(const opd_kernel_ctx *ctx, opd_tensor *condition, opd_
   if (a) opd_tensor_release(a);
   if (b) opd_tensor_release(b);
   return rc;
+}
+
+/* ---- functional copy and fill ---- */
+
+/* clone(self): a new tensor with self's strides and values */
+static int clone_of(opd_tensor *self, opd_tensor **out) {
+  static const opd_operator *clone_op;
+  opd_ivalue args[] = {TV(self), opd_iv_none()};
+  return call(&clone_op, "aten::clone", args, 2, out);
+}
+
+/* The in-place `name` on a clone of self with `value`, the clone its result. */
+static int on_clone(const opd_operator **cache, const char *name, opd_tensor *self,
+                    opd_ivalue value, opd_tensor **out) {
+  opd_tensor *c = NULL, *r = NULL;
+  int rc = clone_of(self, &c);
+  if (rc) return rc;
+  opd_ivalue args[] = {TV(c), value};
+  rc = call(cache, name, args, 2, &r);
+  if (r) opd_tensor_release(r);
+  if (rc) {
+    opd_tensor_release(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+/* copy(self, src, non_blocking=False) (CompositeImplicitAutograd), as PyTorch 1.13 writes it:
+ * src converted to self's dtype and device (src itself when they are its own), then, when
+ * self's shape is not src's, expanded to it and copied into a contiguous tensor. */
+int opd__cia_copy(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *src, bool non_blocking,
+                  opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *to_op, *expand_op, *clone_op;
+  opd_tensor *r = NULL;
+  int rc = 0;
+  opd_device sd = opd_tensor_device(self), rd = opd_tensor_device(src);
+  if (opd_tensor_dtype(src) == opd_tensor_dtype(self) && sd.type == rd.type &&
+      sd.index == rd.index) {
+    opd_tensor_retain(r = src);
+  } else {
+    opd_ivalue args[] = {TV(src),       opd_iv_dtype(opd_tensor_dtype(self)),
+                         opd_iv_none(), opd_iv_device(sd),
+                         opd_iv_none(), opd_iv_bool(non_blocking),
+                         opd_iv_none()};
+    rc = call(&to_op, "aten::_to_copy", args, 7, &r);
+  }
+  if (rc || (self->ndim == r->ndim && memcmp(opd_tensor_sizes(self), opd_tensor_sizes(r),
+                                             (size_t)self->ndim * sizeof(int64_t)) == 0)) {
+    if (rc == 0) *out = r;
+    return rc;
+  }
+  opd_tensor *e = NULL;
+  opd_stack s;
+  opd_stack_init(&s);
+  rc = OPD__PUSH_Tensor(&s, r);
+  if (rc == 0) rc = OPD__PUSH_IntList(&s, ((opd_int_list){opd_tensor_sizes(self), self->ndim}));
+  if (rc == 0) rc = OPD__PUSH_Bool(&s, false);
+  rc = opd__call_tensor(rc, &expand_op, "aten::expand", &s, &e);
+  opd_tensor_release(r);
+  if (rc) return rc;
+  opd_ivalue cargs[] = {TV(e), opd_iv_int(0)}; /* MemoryFormat contiguous */
+  rc = call(&clone_op, "aten::clone", cargs, 2, out);
+  opd_tensor_release(e);
+  return rc;
+}
+
+/* fill.Scalar(self, value), fill.Tensor(self, value): empty_like(self).fill_(value) */
+int opd__cea_fill_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar value,
+                         opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  return on_clone(&op, "aten::fill_.Scalar", self, SV(value), out);
+}
+
+int opd__cea_fill_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *value,
+                         opd_tensor **out) {
+  (void)ctx;
+  static const opd_operator *op;
+  return on_clone(&op, "aten::fill_.Tensor", self, TV(value), out);
 }

@@ -6,6 +6,7 @@
  *   nanmean (CompositeImplicitAutograd)    = nansum(self, dim, keepdim, dtype) / sum(self == self)
  *   softmax.int (CompositeImplicitAutograd) = _softmax(self.to(dtype), dim, False)
  *   layer_norm (CompositeImplicitAutograd)  = native_layer_norm(...)[0]
+ *   trace (at the CPU and Meta keys, as PyTorch) = sum(diagonal(self)), after its checks
  */
 #include "kernel_util.h"
 
@@ -161,4 +162,35 @@ int opd__cia_nanmean(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list d
   for (int i = 0; i < 3; i++)
     if (tmp[i]) opd_tensor_release(tmp[i]);
   return rc;
+}
+
+/* trace(self): a matrix of any dtype but bool; the sum of its diagonal (integers as int64) */
+static int trace(opd_tensor *self, opd_tensor **out) {
+  if (self->ndim != 2)
+    return opd_error(OPD_EINVAL, "trace: expected a matrix, but got tensor with dim %d",
+                     self->ndim);
+  if (opd_tensor_dtype(self) == OPD_BOOL)
+    return opd_error(OPD_EINVAL, "\"trace\" not implemented for 'Bool'");
+  static const opd_operator *diagonal_op, *sum_op;
+  opd_stack s;
+  opd_stack_init(&s);
+  opd_ivalue args[] = {opd_iv_tensor_borrow(self), opd_iv_int(0), opd_iv_int(0), opd_iv_int(1)};
+  opd_tensor *diag = NULL;
+  int rc = opd__call_tensor(push_all(&s, args, 4), &diagonal_op, "aten::diagonal", &s, &diag);
+  if (rc) return rc;
+  opd_stack_init(&s);
+  opd_ivalue sargs[] = {opd_iv_tensor_borrow(diag), opd_iv_none()};
+  rc = opd__call_tensor(push_all(&s, sargs, 2), &sum_op, "aten::sum", &s, out);
+  opd_tensor_release(diag);
+  return rc;
+}
+
+int opd__cpu_trace(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return trace(self, out);
+}
+
+int opd__meta_trace(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
+  (void)ctx;
+  return trace(self, out);
 }

@@ -711,6 +711,51 @@
   X("aten::where.ScalarOther", CompositeImplicitAutograd, opd__cia_where_scalarother, Tensor, Tensor, Tensor, Scalar) \
   X("aten::where.ScalarSelf", CompositeImplicitAutograd, opd__cia_where_scalarself, Tensor, Tensor, Scalar, Tensor) \
   X("aten::where.Scalar", CompositeImplicitAutograd, opd__cia_where_scalar, Tensor, Tensor, Scalar, Scalar) \
+  /* special functions, without in-place variants: kernels/cpu/pointwise_special.c */ \
+  X("aten::i0", CPU, opd__cpu_i0, Tensor, Tensor) \
+  X("aten::i0", Meta, opd__meta_i0, Tensor, Tensor) \
+  X("aten::special_i0e", CPU, opd__cpu_special_i0e, Tensor, Tensor) \
+  X("aten::special_i0e", Meta, opd__meta_special_i0e, Tensor, Tensor) \
+  X("aten::special_i1", CPU, opd__cpu_special_i1, Tensor, Tensor) \
+  X("aten::special_i1", Meta, opd__meta_special_i1, Tensor, Tensor) \
+  X("aten::special_i1e", CPU, opd__cpu_special_i1e, Tensor, Tensor) \
+  X("aten::special_i1e", Meta, opd__meta_special_i1e, Tensor, Tensor) \
+  X("aten::special_ndtr", CPU, opd__cpu_special_ndtr, Tensor, Tensor) \
+  X("aten::special_ndtr", Meta, opd__meta_special_ndtr, Tensor, Tensor) \
+  X("aten::special_ndtri", CPU, opd__cpu_special_ndtri, Tensor, Tensor) \
+  X("aten::special_ndtri", Meta, opd__meta_special_ndtri, Tensor, Tensor) \
+  X("aten::special_log_ndtr", CPU, opd__cpu_special_log_ndtr, Tensor, Tensor) \
+  X("aten::special_log_ndtr", Meta, opd__meta_special_log_ndtr, Tensor, Tensor) \
+  X("aten::special_erfcx", CPU, opd__cpu_special_erfcx, Tensor, Tensor) \
+  X("aten::special_erfcx", Meta, opd__meta_special_erfcx, Tensor, Tensor) \
+  X("aten::special_entr", CPU, opd__cpu_special_entr, Tensor, Tensor) \
+  X("aten::special_entr", Meta, opd__meta_special_entr, Tensor, Tensor) \
+  X("aten::sinc", CPU, opd__cpu_sinc, Tensor, Tensor) \
+  X("aten::sinc", Meta, opd__meta_sinc, Tensor, Tensor) \
+  X("aten::deg2rad", CPU, opd__cpu_deg2rad, Tensor, Tensor) \
+  X("aten::deg2rad", Meta, opd__meta_deg2rad, Tensor, Tensor) \
+  X("aten::rad2deg", CPU, opd__cpu_rad2deg, Tensor, Tensor) \
+  X("aten::rad2deg", Meta, opd__meta_rad2deg, Tensor, Tensor) \
+  X("aten::isposinf", CPU, opd__cpu_isposinf, Tensor, Tensor) \
+  X("aten::isposinf", Meta, opd__meta_isposinf, Tensor, Tensor) \
+  X("aten::isneginf", CPU, opd__cpu_isneginf, Tensor, Tensor) \
+  X("aten::isneginf", Meta, opd__meta_isneginf, Tensor, Tensor) \
+  X("aten::logaddexp2", CPU, opd__cpu_logaddexp2, Tensor, Tensor, Tensor) \
+  X("aten::logaddexp2", Meta, opd__meta_logaddexp2, Tensor, Tensor, Tensor) \
+  X("aten::nextafter", CPU, opd__cpu_nextafter, Tensor, Tensor, Tensor) \
+  X("aten::nextafter", Meta, opd__meta_nextafter, Tensor, Tensor, Tensor) \
+  X("aten::gcd", CPU, opd__cpu_gcd, Tensor, Tensor, Tensor) \
+  X("aten::gcd", Meta, opd__meta_gcd, Tensor, Tensor, Tensor) \
+  X("aten::lcm", CPU, opd__cpu_lcm, Tensor, Tensor, Tensor) \
+  X("aten::lcm", Meta, opd__meta_lcm, Tensor, Tensor, Tensor) \
+  X("aten::special_xlog1py", CPU, opd__cpu_special_xlog1py, Tensor, Tensor, Tensor) \
+  X("aten::special_xlog1py", Meta, opd__meta_special_xlog1py, Tensor, Tensor, Tensor) \
+  X("aten::heaviside", CPU, opd__cpu_heaviside, Tensor, Tensor, Tensor) \
+  X("aten::heaviside", Meta, opd__meta_heaviside, Tensor, Tensor, Tensor) \
+  /* functional copy and fill: kernels/src/composite_pointwise.c */ \
+  X("aten::copy", CompositeImplicitAutograd, opd__cia_copy, Tensor, Tensor, Tensor, Bool) \
+  X("aten::fill.Scalar", CompositeExplicitAutograd, opd__cea_fill_scalar, Tensor, Tensor, Scalar) \
+  X("aten::fill.Tensor", CompositeExplicitAutograd, opd__cea_fill_tensor, Tensor, Tensor, Tensor) \
   /* factories and aten::to: kernels/src/composite_factory.c */ \
   X("aten::empty_like", CompositeExplicitAutograd, opd__cea_empty_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
   X("aten::zeros_like", CompositeExplicitAutograd, opd__cea_zeros_like, Tensor, Tensor, OptDType, OptLayout, OptDevice, OptBool, OptMemoryFormat) \
@@ -856,6 +901,12 @@
   X("aten::cumsum", Meta, opd__meta_cumsum, Tensor, Tensor, Int, OptDType) \
   X("aten::cumprod", CPU, opd__cpu_cumprod, Tensor, Tensor, Int, OptDType) \
   X("aten::cumprod", Meta, opd__meta_cumprod, Tensor, Tensor, Int, OptDType) \
+  X("aten::_logcumsumexp", CPU, opd__cpu_logcumsumexp_impl, Tensor, Tensor, Int) \
+  X("aten::_logcumsumexp", Meta, opd__meta_logcumsumexp_impl, Tensor, Tensor, Int) \
+  X("aten::logcumsumexp", CompositeExplicitAutograd, opd__cea_logcumsumexp, Tensor, Tensor, Int) \
+  /* index_reduce (scatter_reduce.two along dim): kernels/src/composite_index.c */ \
+  X("aten::index_reduce", CPU, opd__cpu_index_reduce, Tensor, Tensor, Int, Tensor, Tensor, Str, Bool) \
+  X("aten::index_reduce", Meta, opd__meta_index_reduce, Tensor, Tensor, Int, Tensor, Tensor, Str, Bool) \
   /* advanced indexing: kernels/cpu/index_advanced.c, kernels/meta/index_advanced_meta.c */ \
   X("aten::index.Tensor", CPU, opd__cpu_index_tensor, Tensor, Tensor, OptTensorList) \
   X("aten::index.Tensor", Meta, opd__meta_index_tensor, Tensor, Tensor, OptTensorList) \
@@ -870,6 +921,12 @@
   X("aten::argsort.stable", Meta, opd__argsort_stable_meta, Tensor, Tensor, Bool, Int, Bool) \
   X("aten::searchsorted.Tensor", CPU, opd__cpu_searchsorted_tensor, Tensor, Tensor, Tensor, Bool, Bool, OptStr, OptTensor) \
   X("aten::searchsorted.Tensor", Meta, opd__meta_searchsorted_tensor, Tensor, Tensor, Tensor, Bool, Bool, OptStr, OptTensor) \
+  X("aten::searchsorted.Scalar", CPU, opd__cpu_searchsorted_scalar, Tensor, Tensor, Scalar, Bool, Bool, OptStr, OptTensor) \
+  X("aten::searchsorted.Scalar", Meta, opd__meta_searchsorted_scalar, Tensor, Tensor, Scalar, Bool, Bool, OptStr, OptTensor) \
+  X("aten::bucketize.Tensor", CPU, opd__cpu_bucketize_tensor, Tensor, Tensor, Tensor, Bool, Bool) \
+  X("aten::bucketize.Tensor", Meta, opd__meta_bucketize_tensor, Tensor, Tensor, Tensor, Bool, Bool) \
+  X("aten::bucketize.Scalar", CPU, opd__cpu_bucketize_scalar, Tensor, Scalar, Tensor, Bool, Bool) \
+  X("aten::bucketize.Scalar", Meta, opd__meta_bucketize_scalar, Tensor, Scalar, Tensor, Bool, Bool) \
   /* repeat_interleave: kernels/cpu/index_mask.c, kernels/src/composite_index.c */ \
   X("aten::repeat_interleave.Tensor", CPU, opd__cpu_repeat_interleave_tensor, Tensor, Tensor, OptInt) \
   X("aten::repeat_interleave.self_Tensor", CompositeImplicitAutograd, opd__cia_repeat_interleave_self_tensor, Tensor, Tensor, Tensor, OptInt, OptInt) \
@@ -894,7 +951,8 @@
   X("aten::cummax", Meta, opd__meta_cummax_cummin) \
   X("aten::cummin", CPU, opd__cpu_cummin) \
   X("aten::cummin", Meta, opd__meta_cummax_cummin) \
-  X("aten::_unique2", CPU, opd__cpu_unique2)
+  X("aten::_unique2", CPU, opd__cpu_unique2) \
+  X("aten::unique_dim", CPU, opd__cpu_unique_dim)
 
 /* reductions and linear algebra: kernels/cpu/reduce*.c, kernels/meta/reduce_meta.c,
  * kernels/src/composite_reduce.c, kernels/src/composite_moments.c; matrix and vector products:
@@ -965,7 +1023,24 @@
   X("aten::linalg_cholesky", CompositeImplicitAutograd, opd__cia_linalg_cholesky, Tensor, Tensor, Bool) \
   X("aten::logdet", CompositeImplicitAutograd, opd__cia_logdet, Tensor, Tensor) \
   X("aten::linalg_eigvalsh", CompositeImplicitAutograd, opd__cia_linalg_eigvalsh, Tensor, Tensor, Str) \
-  X("aten::linalg_svdvals", CompositeImplicitAutograd, opd__cia_linalg_svdvals, Tensor, Tensor, OptStr)
+  X("aten::linalg_svdvals", CompositeImplicitAutograd, opd__cia_linalg_svdvals, Tensor, Tensor, OptStr) \
+  /* order statistics: kernels/cpu/reduce_order.c, kernels/meta/reduce_order_meta.c */ \
+  X("aten::median", CPU, opd__cpu_median, Tensor, Tensor) \
+  X("aten::median", Meta, opd__meta_median, Tensor, Tensor) \
+  X("aten::nanmedian", CPU, opd__cpu_nanmedian, Tensor, Tensor) \
+  X("aten::nanmedian", Meta, opd__meta_nanmedian, Tensor, Tensor) \
+  X("aten::linalg_solve", CompositeImplicitAutograd, opd__cia_linalg_solve, Tensor, Tensor, Tensor, Bool) \
+  /* distances: kernels/cpu/reduce_distance.c, kernels/meta/reduce_distance_meta.c */ \
+  X("aten::_cdist_forward", CPU, opd__cpu_cdist_forward, Tensor, Tensor, Tensor, Double, OptInt) \
+  X("aten::_cdist_forward", Meta, opd__meta_cdist_forward, Tensor, Tensor, Tensor, Double, OptInt) \
+  X("aten::_pdist_forward", CPU, opd__cpu_pdist_forward, Tensor, Tensor, Double) \
+  X("aten::_pdist_forward", Meta, opd__meta_pdist_forward, Tensor, Tensor, Double) \
+  /* histc: kernels/cpu/reduce_histc.c, kernels/meta/reduce_histc_meta.c */ \
+  X("aten::histc", CPU, opd__cpu_histc, Tensor, Tensor, Int, Scalar, Scalar) \
+  X("aten::histc", Meta, opd__meta_histc, Tensor, Tensor, Int, Scalar, Scalar) \
+  /* trace: kernels/src/composite_reduce.c */ \
+  X("aten::trace", CPU, opd__cpu_trace, Tensor, Tensor) \
+  X("aten::trace", Meta, opd__meta_trace, Tensor, Tensor)
 #define OPD_REDUCE_BOXED_KERNELS(X) \
   X("aten::var_mean.correction", CPU, opd__cpu_var_mean_correction) \
   X("aten::var_mean.correction", Meta, opd__meta_var_mean_correction) \
@@ -1000,7 +1075,17 @@
   X("aten::linalg_eigh", CompositeImplicitAutograd, opd__cia_linalg_eigh) \
   X("aten::linalg_svd", CompositeImplicitAutograd, opd__cia_linalg_svd) \
   X("aten::linalg_qr", CPU, opd__cpu_linalg_qr) \
-  X("aten::linalg_qr", Meta, opd__meta_linalg_qr)
+  X("aten::linalg_qr", Meta, opd__meta_linalg_qr) \
+  X("aten::median.dim", CPU, opd__cpu_median_dim) \
+  X("aten::median.dim", Meta, opd__meta_median_dim) \
+  X("aten::nanmedian.dim", CPU, opd__cpu_nanmedian_dim) \
+  X("aten::nanmedian.dim", Meta, opd__meta_median_dim) \
+  X("aten::mode", CPU, opd__cpu_mode) \
+  X("aten::mode", Meta, opd__meta_mode) \
+  /* linear solves: kernels/cpu/lapack_solve.c, kernels/meta/lapack_solve_meta.c, kernels/src/composite_lapack.c */ \
+  X("aten::_linalg_solve_ex", CPU, opd__cpu_linalg_solve_ex_impl) \
+  X("aten::_linalg_solve_ex", Meta, opd__meta_linalg_solve_ex_impl) \
+  X("aten::linalg_solve_ex", CompositeImplicitAutograd, opd__cia_linalg_solve_ex)
 
 #define OPD_BOXED_KERNELS(X) \
   X("aten::native_layer_norm", CPU, opd__cpu_native_layer_norm) \

@@ -21,6 +21,7 @@ static const char *const data_dependent_errors[] = {
     "is out of bounds for dimension",                  /* the indexing family's indices */
     "out of range: tried to access index",
     "Number of elements of source < number of ones in mask",
+    "] is not finite", /* histc's range, read from the data */
 };
 
 const char *str(const json_t *obj, const char *key) {

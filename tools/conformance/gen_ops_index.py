@@ -583,6 +583,63 @@ for name in ("cumsum", "cumprod"):
         err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
     ], tol=(1e-5, 1e-5))
 
+def FL(values):
+    a = np.array(values, dtype=np.float32)
+    return TSpec("float32", list(a.shape), a.reshape(-1))
+
+
+for name in ("_logcumsumexp", "logcumsumexp"):
+    fam.op(name, [
+        case("f32", lambda g: [("self", g.T([3, 5])), ("dim", 1)]),
+        case("dim0_f64_strided", lambda g: [("self", g.T([4, 3], "float64", view="any")), ("dim", -2)], ["noncontig", "negative_dim"]),
+        case("wide_f64", lambda g: [("self", g.T([2, 40], "float64", kind="huge")), ("dim", 1)]),
+        case("special", lambda g: [("self", g.T([3, 6], kind="special")), ("dim", 1)], ["special_values"]),
+        case("infinities", lambda g: [("self", FL([[-np.inf, -np.inf, 1, np.inf, np.inf, 2], [np.inf, -np.inf, 0, np.nan, 1, 2]])),
+                                      ("dim", 1)], ["special_values"]),
+        case("0d", lambda g: [("self", g.T([])), ("dim", -1)], ["0d"]),
+        case("empty", lambda g: [("self", g.T([0, 3])), ("dim", 0)], ["empty"]),
+        err("i64", lambda g: [("self", g.T([6], "int64")), ("dim", 0)], "RuntimeError",
+            "\"logcumsumexp_out_cpu\" not implemented for 'Long'"),
+        err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
+    ])
+
+for red in ("prod", "mean", "amax", "amin"):
+    fam.op("index_reduce", [
+        case(red + "_f32", lambda g, red=red: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0, 2, 2, 3, 0])),
+                                               ("source", g.T([5, 3])), ("reduce", red)]),
+        case(red + "_exclude_self_f64_strided", lambda g, red=red: [
+            ("self", g.T([3, 5], "float64", view="any")), ("dim", -1), ("index", I([4, 0, 4])),
+            ("source", g.T([3, 3], "float64", view="any")), ("reduce", red), ("include_self", False)], ["noncontig"]),
+        case(red + "_i64", lambda g, red=red: [("self", g.T([3, 2], "int64")), ("dim", 0), ("index", I32([1, 1, 0, 1])),
+                                               ("source", g.T([4, 2], "int64")), ("reduce", red), ("include_self", red != "mean")]),
+        case(red + "_special", lambda g, red=red: [("self", g.T([2, 6], kind="special")), ("dim", 1), ("index", I([5, 0, 5])),
+                                                   ("source", g.T([2, 3], kind="special")), ("reduce", red)], ["special_values"]),
+    ])
+fam.op("index_reduce", [
+    case("0d", lambda g: [("self", g.T([])), ("dim", 0), ("index", I([0])), ("source", g.T([])), ("reduce", "prod")], ["0d"]),
+    case("empty_index", lambda g: [("self", g.T([2, 3])), ("dim", 1), ("index", I([], [0])), ("source", g.T([2, 0])),
+                                   ("reduce", "amax")], ["empty"]),
+    err("bad_reduce", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0])), ("source", g.T([1, 3])), ("reduce", "sum")],
+        "RuntimeError", "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got sum."),
+    err("float_index", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", F([0])), ("source", g.T([1, 3])), ("reduce", "prod")],
+        "RuntimeError", "index_reduce_(): Expected dtype int32/int64 for index but got: Float"),
+    err("dtypes_differ", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0])), ("source", g.T([1, 3], "float64")),
+                                    ("reduce", "prod")],
+        "RuntimeError", "index_reduce_(): self (Float) and source (Double) must have the same scalar type"),
+    err("count", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0, 1])), ("source", g.T([3, 3])), ("reduce", "prod")],
+        "RuntimeError", "index_reduce_(): Number of indices (2) should be equal to source.size(dim): (3), for dim: 0"),
+    err("index_2d", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([[0, 1]])), ("source", g.T([2, 3])), ("reduce", "prod")],
+        "IndexError", "index_reduce_(): Index is supposed to be a vector, but got dim: 2 with type: Long and size: [1, 2]"),
+    err("out_of_range", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0, 4])), ("source", g.T([2, 3])), ("reduce", "prod")],
+        "IndexError", "index out of range in self"),
+    err("negative", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([-1])), ("source", g.T([1, 3])), ("reduce", "amin")],
+        "IndexError", "index out of range in self"),
+    err("slice_shapes", lambda g: [("self", g.T([4, 3])), ("dim", 0), ("index", I([0, 1])), ("source", g.T([2, 4])), ("reduce", "prod")],
+        "RuntimeError", "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0"),
+    err("dim_out_of_range", lambda g: [("self", g.T([4, 3])), ("dim", 2), ("index", I([0])), ("source", g.T([1, 3])), ("reduce", "prod")],
+        "IndexError", "Dimension out of range"),
+])
+
 # ---- advanced indexing ----
 
 OT = opgen.OptTensors
@@ -820,6 +877,23 @@ fam.op("_unique2", [
     case("empty", lambda g: [("self", g.T([0, 2])), ("return_inverse", True), ("return_counts", True)], ["empty", "data_dependent"]),
 ])
 
+fam.op("unique_dim", [
+    case("rows_i64", lambda g: [("self", I([[1, 2], [3, 4], [1, 2], [0, 9]])), ("dim", 0)], ["data_dependent"]),
+    case("columns_flags", lambda g: [("self", I([[1, 2, 1], [0, 5, 0]])), ("dim", 1), ("sorted", True),
+                                     ("return_inverse", True), ("return_counts", True)], ["data_dependent"]),
+    case("f32_strided_dim1", lambda g: [("self", g.T([3, 6, 2], kind="int", view="any")), ("dim", -2)],
+         ["noncontig", "data_dependent"]),
+    case("f64_3d_dim0", lambda g: [("self", g.T([5, 2, 2], "float64", kind="int")), ("dim", 0)], ["data_dependent"]),
+    case("bool", lambda g: [("self", g.T([6, 2], "bool")), ("dim", 0)], ["data_dependent"]),
+    case("empty_selected", lambda g: [("self", g.T([0, 3])), ("dim", 0)], ["empty", "data_dependent"]),
+    err("empty_not_selected", lambda g: [("self", g.T([0, 3])), ("dim", 1)], "RuntimeError",
+        "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied"),
+    err("two_empty_dims", lambda g: [("self", g.T([0, 0])), ("dim", 1)], "RuntimeError",
+        "Number of zero sized dimensions is more than one, so unique cannot be applied"),
+    err("dim_out_of_range", lambda g: [("self", g.T([2, 3])), ("dim", 2)], "IndexError", "Dimension out of range"),
+])
+
+
 def F(values, dtype="float32"):
     a = np.array(values, dtype=np.float64)
     return TSpec(dtype, list(a.shape), a.reshape(-1))
@@ -845,6 +919,36 @@ fam.op("searchsorted.Tensor", [
         "RuntimeError", "boundaries tensor should be 1 dimension or the first N-1 dimensions"),
     err("sorter_dtype", lambda g: [("sorted_sequence", F([7, 1])), ("self", F([2])), ("sorter", I32([1, 0]))],
         "RuntimeError", "sorter must be a tensor of long dtype but got dtype Int"),
+])
+
+fam.op("searchsorted.Scalar", [
+    case("int_scalar", lambda g: [("sorted_sequence", I([1, 3, 5, 7])), ("self", 5)]),
+    case("float_scalar_right", lambda g: [("sorted_sequence", F([1, 3, 5, 7])), ("self", 3.0), ("right", True)]),
+    case("float_in_int_side_int32", lambda g: [("sorted_sequence", I([1, 3, 5, 7])), ("self", 4.5),
+                                               ("out_int32", True), ("side", "right")], ["promotion"]),
+    case("sorter", lambda g: [("sorted_sequence", F([7, 1, 5, 3])), ("self", 6.0), ("sorter", I([1, 3, 2, 0]))]),
+    err("rows", lambda g: [("sorted_sequence", I([[1, 3], [5, 7]])), ("self", 4)],
+        "RuntimeError", "input value can be a scalar only when boundaries tensor dimension is 1, but we got "
+        "boundaries tensor dim(2) and input value's dim(0) numel(1)"),
+])
+fam.op("bucketize.Tensor", [
+    case("left_i64", lambda g: [("self", I([[1, 5, 9], [0, 7, 3]])), ("boundaries", I([1, 3, 5, 7]))]),
+    case("right_f64_int32", lambda g: [("self", g.T([3, 4], "float64", view="any")),
+                                       ("boundaries", F([-1, 0, 0.5, 2], "float64")), ("right", True),
+                                       ("out_int32", True)], ["noncontig"]),
+    case("mixed_dtypes", lambda g: [("self", F([2.5, 3, -1, 9])), ("boundaries", I([1, 3, 5]))], ["promotion"]),
+    case("0d", lambda g: [("self", F(4)), ("boundaries", F([1, 3, 5]))], ["0d"]),
+    case("empty", lambda g: [("self", g.T([0, 2])), ("boundaries", F([1, 3]))], ["empty"]),
+    case("empty_boundaries", lambda g: [("self", F([1, 2])), ("boundaries", g.T([0]))], ["empty"]),
+    err("boundaries_2d", lambda g: [("self", I([1, 5])), ("boundaries", I([[1, 3], [5, 7]]))],
+        "RuntimeError", "boundaries tensor must be 1 dimension, but got dim(2)"),
+])
+fam.op("bucketize.Scalar", [
+    case("int", lambda g: [("self", 3), ("boundaries", I([1, 3, 5, 7]))]),
+    case("int_right", lambda g: [("self", 3), ("boundaries", I([1, 3, 5, 7])), ("right", True)]),
+    case("float_int32", lambda g: [("self", 3.5), ("boundaries", F([1, 3, 5, 7])), ("out_int32", True)]),
+    err("boundaries_2d", lambda g: [("self", 1), ("boundaries", I([[1, 3], [5, 7]]))],
+        "RuntimeError", "boundaries tensor must be 1 dimension, but got dim(2)"),
 ])
 
 if __name__ == "__main__":

@@ -181,6 +181,42 @@ for op, ka, kb, tol in [("atan2", "normal", "normal", None), ("fmod.Tensor", "no
 for op in ["fmax", "fmin", "logaddexp", "ne.Tensor", "lt.Tensor", "le.Tensor", "ge.Tensor", "logical_and",
            "logical_or", "logical_xor", "rsub.Tensor"]:
     binary(op)
+# ---- special functions (kernels/cpu/pointwise_special.c) ----
+for name, kind in [("i0", "normal"), ("special_i0e", "wide"), ("special_i1", "normal"),
+                   ("special_i1e", "wide"), ("special_ndtr", "normal"), ("special_ndtri", "unit"),
+                   ("special_log_ndtr", "wide"), ("special_erfcx", "wide"), ("special_entr", "normal"),
+                   ("sinc", "normal"), ("deg2rad", "wide"), ("rad2deg", "normal"), ("isposinf", "normal"),
+                   ("isneginf", "normal")]:
+    unary(name, kind, (1e-5, 1e-5))
+for op, kb in [("logaddexp2", "normal"), ("nextafter", "normal"), ("gcd", "normal"), ("lcm", "normal"),
+               ("special_xlog1py", "pos")]:
+    binary(op, "normal", kb, (1e-5, 1e-5))
+binary("heaviside", "int", "normal")
+# ---- functional copy and fill (kernels/src/composite_pointwise.c) ----
+add("copy", [
+    ("f32", lambda g: ([("self", g.T([2, 3], "float32")), ("src", g.T([2, 3], "float32"))], ["float32"])),
+    ("strided_self_bcast_src", lambda g: ([("self", g.T([3, 4], "float64", view="transpose")),
+                                           ("src", g.T([4], "float64"))], ["noncontig", "broadcast"])),
+    ("int64_from_f32", lambda g: ([("self", g.T([3], "int64")), ("src", g.T([3], "float32", "halfint"))], ["promotion"])),
+    ("bool_from_int", lambda g: ([("self", g.T([4], "bool")), ("src", g.T([4], "int64"))], ["bool"])),
+    ("0d", lambda g: ([("self", g.T([], "float32")), ("src", g.T([], "float64"))], ["zero_dim"])),
+    ("empty", lambda g: ([("self", g.T([0, 2], "float32")), ("src", g.T([2], "float32"))], ["empty"])),
+    ("shape_mismatch", lambda g: ([("self", g.T([2, 3], "float32")), ("src", g.T([4], "float32"))], ["error"])),
+])
+add("fill.Scalar", [
+    ("f32_float", lambda g: ([("self", g.T([2, 3], "float32")), ("value", 2.5)], ["float32"])),
+    ("int64_int", lambda g: ([("self", g.T([3], "int64")), ("value", -4)], ["integer"])),
+    ("strided_f64", lambda g: ([("self", g.T([3, 4], "float64", view="transpose")), ("value", 1)], ["noncontig"])),
+    ("bool", lambda g: ([("self", g.T([3], "bool")), ("value", True)], ["bool"])),
+    ("0d", lambda g: ([("self", g.T([], "float32")), ("value", -1.0)], ["zero_dim"])),
+    ("empty", lambda g: ([("self", g.T([0, 2], "float32")), ("value", 1.0)], ["empty"])),
+])
+add("fill.Tensor", [
+    ("f32_0d_f64", lambda g: ([("self", g.T([2, 3], "float32")), ("value", g.T([], "float64"))], ["float32"])),
+    ("int64", lambda g: ([("self", g.T([3], "int64")), ("value", g.T([], "int64"))], ["integer"])),
+    ("strided", lambda g: ([("self", g.T([3, 4], "float64", view="transpose")), ("value", g.T([], "float32"))], ["noncontig"])),
+    ("value_1d", lambda g: ([("self", g.T([3], "float32")), ("value", g.T([1], "float32"))], ["error"])),
+])
 for op in ["mul_.Tensor", "div_.Tensor", "sub_.Tensor", "add_.Tensor"]:
     binary(op, "normal", "nonzero" if op.startswith("div") else "normal", inplace=True)
 

@@ -601,5 +601,241 @@ fam.op("linalg_cholesky", [
     case("float64_upper", lambda g: [("self", spd(g, [2, 4, 4], "float64")), ("upper", True)])],
     errors=square_errors("self", "linalg.cholesky"), tol=lapack_tol)
 
+
+# ---- order statistics: median, nanmedian, mode (kernels/cpu/reduce_order.c) ----
+
+ORDER_DT = ("float32", "float64", "int64", "int32")
+for name in ("median", "nanmedian"):
+    fam.op(name, [case(dt, lambda g, dt=dt: [("self", g.T([3, 5], dt, view="any"))])
+                  for dt in ORDER_DT] + [
+        case("even_count", lambda g: [("self", g.T([2, 3], "float64"))]),
+        case("float32_nan", lambda g: [("self", g.T([4, 6], "float32", "special"))]),
+        case("all_nan", lambda g: [("self", opgen.gc.TSpec("float32", [3], np.full(3, np.nan)))]),
+        case("0d", lambda g: [("self", g.T([], "float64"))]),
+        case("empty", lambda g: [("self", g.T([0, 3], "float32"))]),
+        case("int_ties", lambda g: [("self", g.T([7, 3], "int64", "small"))])],
+        errors=[err("bool", lambda g: [("self", g.T([3], "bool"))], "RuntimeError",
+                    "\"median_cpu\" not implemented for 'Bool'")])
+    # distinct values: the indices are those of PyTorch
+    fam.op(name + ".dim", [
+        case(dt, lambda g, dt=dt: [("self", g.T([3, 4, 5], dt, "normal" if dt in FLOATS else "wide")),
+                                   ("dim", 1)]) for dt in FLOATS] + [
+        case("strided_keepdim", lambda g: [("self", g.T([4, 6], "float64", view="any")),
+                                           ("dim", -1), ("keepdim", True)]),
+        case("even_count_dim0", lambda g: [("self", g.T([4, 3], "float32")), ("dim", 0)]),
+        case("0d", lambda g: [("self", g.T([], "float32")), ("dim", -1), ("keepdim", True)]),
+        case("empty_kept", lambda g: [("self", g.T([0, 3], "float32")), ("dim", 1)]),
+        case("nan_rows", lambda g: [("self", opgen.gc.TSpec(
+            "float32", [3, 4], np.array([3, np.nan, 1, 2, 5, -1, 0, 2.5, 4, 1, np.nan, 0],
+                                        dtype=np.float32))), ("dim", 1)])],
+        errors=[err("empty_reduced", lambda g: [("self", g.T([2, 0], "float32")), ("dim", 1)],
+                    "IndexError", "median(): Expected reduction dim 1 to have non-zero size."),
+                err("dim_out_of_range", lambda g: [("self", g.T([2, 3], "float32")), ("dim", 2)],
+                    "IndexError", "Dimension out of range"),
+                err("bool", lambda g: [("self", g.T([3], "bool")), ("dim", 0)], "RuntimeError",
+                    "\"median_out\" not implemented for 'Bool'")])
+    # ties: PyTorch leaves which of the tied elements' indices is given unspecified
+    fam.op(name + ".dim", [
+        case(dt + "_ties", lambda g, dt=dt: [("self", g.T([5, 6], dt, "int")), ("dim", 0)])
+        for dt in ("float32", "int64", "int32")] + [
+        case("all_nan_row", lambda g: [("self", opgen.gc.TSpec(
+            "float64", [2, 4], np.array([np.nan] * 4 + [1, np.nan, 2, 0]))), ("dim", 1)])],
+        compare=[True, False])
+fam.op("mode", [
+    case(dt, lambda g, dt=dt: [("self", g.T([4, 9], dt, "small" if dt in ("int64", "int32") else "int"))])
+    for dt in ORDER_DT + ("bool",)] + [
+    case("strided_dim0_keepdim", lambda g: [("self", g.T([7, 3], "int64", "small", view="any")),
+                                            ("dim", 0), ("keepdim", True)]),
+    case("distinct", lambda g: [("self", g.T([2, 5], "float64")), ("dim", -1)]),
+    case("0d", lambda g: [("self", g.T([], "int64")), ("dim", 0)]),
+    case("empty_kept", lambda g: [("self", g.T([0, 3], "float32")), ("dim", 1)])],
+    errors=[err("empty_reduced", lambda g: [("self", g.T([2, 0], "float32")), ("dim", 1)],
+                "IndexError", "mode(): Expected reduction dim 1 to have non-zero size."),
+            err("dim_out_of_range", lambda g: [("self", g.T([2, 3], "float32")), ("dim", -3)],
+                "IndexError", "Dimension out of range")])
+
+
+# ---- linear solves (kernels/cpu/lapack_solve.c) ----
+
+
+def well_conditioned(g, shape, dtype):
+    """A batch of random matrices with n added to the diagonal."""
+    n = shape[-1]
+    a = g.rng.standard_normal(list(shape)) + n * np.eye(n)
+    return opgen.gc.TSpec(dtype, list(shape), a.reshape(-1).astype(opgen.gc.NP_DTYPES[dtype]))
+
+
+SOLVE_ERRORS = [
+    err("rect", lambda g: [("A", g.T([3, 4], "float32")), ("B", g.T([3, 2], "float32"))],
+        "RuntimeError", "linalg.solve: A must be batches of square matrices, but they are 3 by 4 matrices"),
+    err("int64", lambda g: [("A", g.T([3, 3], "int64")), ("B", g.T([3, 2], "int64"))],
+        "RuntimeError", "linalg.solve: Expected a floating point or complex tensor as input. Got Long"),
+    err("dtypes_differ", lambda g: [("A", g.T([3, 3], "float32")), ("B", g.T([3, 2], "float64"))],
+        "RuntimeError", "linalg.solve: Expected A and B to have the same dtype, but found A of type "
+        "Float and B of type Double instead"),
+    err("one_dim", lambda g: [("A", g.T([3], "float32")), ("B", g.T([3, 2], "float32"))],
+        "RuntimeError", "linalg.solve: The input tensor A must have at least 2 dimensions."),
+    err("rows_differ", lambda g: [("A", g.T([3, 3], "float32")), ("B", g.T([4, 2], "float32"))],
+        "RuntimeError", "linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+        "(3x3 and 4x2)"),
+    err("right_vector", lambda g: [("A", g.T([3, 3], "float32")), ("B", g.T([3], "float32")),
+                                   ("left", False)],
+        "RuntimeError", "linalg.solve: Incompatible shapes of A and B for the equation XA = B "
+        "(3x3 and 3x1)"),
+    err("batch_mismatch", lambda g: [("A", g.T([2, 3, 3], "float32")), ("B", g.T([3, 3, 2], "float32"))],
+        "RuntimeError", "The size of tensor a (3) must match the size of tensor b (2) at "
+        "non-singleton dimension 0")]
+
+
+def solve_scenarios(extra=()):
+    ex = list(extra)
+    return [
+        case("float32", lambda g: [("A", well_conditioned(g, [3, 3], "float32")),
+                                   ("B", g.T([3, 2], "float32"))] + ex),
+        case("float64_strided_A", lambda g: [("A", well_conditioned(g, [4, 4], "float64")),
+                                             ("B", g.T([4, 3], "float64", view="any"))] + ex),
+        case("float64_transposed_A", lambda g: [("A", g.T([2, 4, 4], "float64", view="transpose")),
+                                                ("B", g.T([2, 4, 1], "float64"))] + ex),
+        case("vector", lambda g: [("A", well_conditioned(g, [3, 3], "float64")),
+                                  ("B", g.T([3], "float64"))] + ex),
+        case("batched_vectors", lambda g: [("A", well_conditioned(g, [2, 3, 3], "float32")),
+                                           ("B", g.T([2, 3], "float32"))] + ex),
+        case("vector_broadcast", lambda g: [("A", well_conditioned(g, [2, 3, 3], "float64")),
+                                            ("B", g.T([3], "float64"))] + ex),
+        case("broadcast_B_batch", lambda g: [("A", well_conditioned(g, [2, 3, 3], "float64")),
+                                             ("B", g.T([4, 1, 3, 2], "float64"))] + ex),
+        case("broadcast_A_batch", lambda g: [("A", well_conditioned(g, [1, 3, 3], "float32")),
+                                             ("B", g.T([3, 3, 2], "float32"))] + ex),
+        case("right", lambda g: [("A", well_conditioned(g, [3, 3], "float64")),
+                                 ("B", g.T([2, 3], "float64")), ("left", False)] + ex),
+        case("right_batched", lambda g: [("A", well_conditioned(g, [2, 4, 4], "float32")),
+                                         ("B", g.T([2, 5, 4], "float32", view="any")),
+                                         ("left", False)] + ex),
+        case("empty_matrix", lambda g: [("A", g.T([2, 0, 0], "float32")),
+                                        ("B", g.T([2, 0, 3], "float32"))] + ex),
+        case("empty_batch", lambda g: [("A", g.T([0, 3, 3], "float64")),
+                                       ("B", g.T([3, 2], "float64"))] + ex),
+        case("no_columns", lambda g: [("A", well_conditioned(g, [3, 3], "float64")),
+                                      ("B", g.T([3, 0], "float64"))] + ex)]
+
+
+fam.op("_linalg_solve_ex", solve_scenarios(), errors=SOLVE_ERRORS, tol=lapack_tol)
+# a singular A: LU, pivots and info are PyTorch's; the result holds what dividing by its zero
+# pivot gives, which depends on the order of LAPACK's operations
+fam.op("_linalg_solve_ex", [
+    case("singular", lambda g: [("A", opgen.gc.TSpec("float64", [2, 3, 3], np.concatenate(
+        [np.zeros(9), np.eye(3).reshape(-1)]))), ("B", g.T([2, 3, 2], "float64"))])],
+    compare=[False, True, True, True])
+fam.op("linalg_solve_ex", solve_scenarios(), errors=SOLVE_ERRORS, tol=lapack_tol)
+fam.op("linalg_solve", solve_scenarios(), errors=SOLVE_ERRORS, tol=lapack_tol)
+
+
+# ---- distances (kernels/cpu/reduce_distance.c) ----
+
+fam.op("_cdist_forward", [
+    case("p2_float32", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 4], "float32")),
+                                  ("p", 2.0), ("compute_mode", None)]),
+    case("p1_float64_batched_broadcast", lambda g: [("x1", g.T([2, 1, 3, 4], "float64")),
+                                                    ("x2", g.T([3, 5, 4], "float64", view="any")),
+                                                    ("p", 1.0), ("compute_mode", None)]),
+    case("p0_int_valued", lambda g: [("x1", g.T([4, 3], "float32", "int")),
+                                     ("x2", g.T([2, 3], "float32", "int")), ("p", 0.0),
+                                     ("compute_mode", None)]),
+    case("pinf_strided", lambda g: [("x1", g.T([4, 3], "float64", view="transpose")),
+                                    ("x2", g.T([3, 3], "float64")), ("p", float("inf")),
+                                    ("compute_mode", None)]),
+    case("p_fraction", lambda g: [("x1", g.T([3, 5], "float64")), ("x2", g.T([2, 5], "float64")),
+                                  ("p", 0.5), ("compute_mode", 2)]),
+    case("p3", lambda g: [("x1", g.T([2, 3], "float32")), ("x2", g.T([4, 3], "float32")),
+                          ("p", 3.0), ("compute_mode", None)]),
+    case("p2_matmul_mode", lambda g: [("x1", g.T([30, 3], "float64", "offset")),
+                                      ("x2", g.T([4, 3], "float64")), ("p", 2.0),
+                                      ("compute_mode", None)]),
+    case("no_columns", lambda g: [("x1", g.T([3, 0], "float32")), ("x2", g.T([2, 0], "float32")),
+                                  ("p", 2.0), ("compute_mode", None)]),
+    case("no_rows", lambda g: [("x1", g.T([0, 3], "float32")), ("x2", g.T([2, 3], "float32")),
+                               ("p", 2.0), ("compute_mode", None)])],
+    errors=[err("one_dim", lambda g: [("x1", g.T([4], "float32")), ("x2", g.T([5, 4], "float32")),
+                                      ("p", 2.0), ("compute_mode", None)], "RuntimeError",
+                "cdist only supports at least 2D tensors, X1 got: 1D"),
+            err("columns", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 3], "float32")),
+                                      ("p", 2.0), ("compute_mode", None)], "RuntimeError",
+                "X1 and X2 must have the same number of columns. X1: 4 X2: 3"),
+            err("int64", lambda g: [("x1", g.T([3, 4], "int64")), ("x2", g.T([5, 4], "int64")),
+                                    ("p", 2.0), ("compute_mode", None)], "RuntimeError",
+                "cdist only supports floating-point dtypes, X1 got: Long"),
+            err("negative_p", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 4], "float32")),
+                                         ("p", -1.0), ("compute_mode", None)], "RuntimeError",
+                "cdist only supports non-negative p values"),
+            err("mode", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 4], "float32")),
+                                   ("p", 2.0), ("compute_mode", 3)], "RuntimeError",
+                "possible modes: 0, 1, 2, but was: 3"),
+            err("dtypes_differ", lambda g: [("x1", g.T([3, 4], "float32")), ("x2", g.T([5, 4], "float64")),
+                                            ("p", 2.0), ("compute_mode", None)], "RuntimeError",
+                "expected scalar type Float but found Double"),
+            err("batch_mismatch", lambda g: [("x1", g.T([2, 3, 4], "float32")),
+                                             ("x2", g.T([3, 5, 4], "float32")), ("p", 2.0),
+                                             ("compute_mode", None)], "RuntimeError",
+                "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0")],
+    tol=(1e-5, 1e-5))
+fam.op("_pdist_forward", [
+    case("p2_float32", lambda g: [("self", g.T([5, 3], "float32")), ("p", 2.0)]),
+    case("p1_float64", lambda g: [("self", g.T([6, 4], "float64")), ("p", 1.0)]),
+    case("p0_int_valued", lambda g: [("self", g.T([4, 3], "float32", "int")), ("p", 0.0)]),
+    case("pinf", lambda g: [("self", g.T([4, 3], "float64")), ("p", float("inf"))]),
+    case("p_fraction", lambda g: [("self", g.T([3, 5], "float64")), ("p", 0.5)]),
+    case("default_p", lambda g: [("self", g.T([3, 2], "float64"))]),
+    case("one_row", lambda g: [("self", g.T([1, 3], "float32")), ("p", 2.0)]),
+    case("no_columns", lambda g: [("self", g.T([4, 0], "float32")), ("p", 2.0)])],
+    errors=[err("strided", lambda g: [("self", g.T([5, 3], "float32", view="transpose")), ("p", 2.0)],
+                "RuntimeError", "_pdist_forward requires contiguous input"),
+            err("one_dim", lambda g: [("self", g.T([5], "float32")), ("p", 2.0)], "IndexError",
+                "Dimension out of range"),
+            err("int64", lambda g: [("self", g.T([4, 3], "int64")), ("p", 2.0)], "RuntimeError",
+                "\"pdist\" not implemented for 'Long'")],
+    tol=(1e-5, 1e-5))
+
+
+# ---- histc (kernels/cpu/reduce_histc.c) ----
+
+fam.op("histc", [
+    case("float32_range", lambda g: [("self", g.T([4, 5], "float32")), ("bins", 7), ("min", -2),
+                                     ("max", 3.5)]),
+    case("float64_data_range", lambda g: [("self", g.T([50], "float64", "wide"))]),
+    case("float32_strided_bins", lambda g: [("self", g.T([6, 7], "float32", view="any")),
+                                            ("bins", 13)]),
+    case("edges_included", lambda g: [("self", opgen.gc.TSpec("float32", [6], np.array(
+        [0, 1, 2, 4, 8, 9], dtype=np.float32))), ("bins", 4), ("min", 0), ("max", 8)]),
+    case("nan_in_first_bin", lambda g: [("self", opgen.gc.TSpec("float64", [4], np.array(
+        [1, np.nan, 2, 3]))), ("bins", 3), ("min", 0), ("max", 3)]),
+    case("one_value", lambda g: [("self", opgen.gc.TSpec("float32", [2], np.array(
+        [2, 2], dtype=np.float32))), ("bins", 3)]),
+    case("empty", lambda g: [("self", g.T([0], "float32")), ("bins", 4)]),
+    case("0d", lambda g: [("self", g.T([], "float64")), ("bins", 2)])],
+    errors=[err("int64", lambda g: [("self", g.T([3], "int64")), ("bins", 4)], "RuntimeError",
+                "\"histogram_cpu\" not implemented for 'Long'"),
+            err("no_bins", lambda g: [("self", g.T([3], "float32")), ("bins", 0)], "RuntimeError",
+                "torch.histogram(): bins must be > 0, but got 0 for dimension 0"),
+            err("reversed", lambda g: [("self", g.T([3], "float32")), ("bins", 3), ("min", 3),
+                                       ("max", 1)], "RuntimeError",
+                "torch.histc: max must be larger than min"),
+            err("infinite_data", lambda g: [("self", opgen.gc.TSpec("float32", [2], np.array(
+                [1, np.inf], dtype=np.float32))), ("bins", 3)], "RuntimeError",
+                "torch.histc: range of [1, inf] is not finite", tags=["data_dependent"])])
+
+
+# ---- trace (kernels/src/composite_reduce.c) ----
+
+fam.op("trace", [
+    case("float32", lambda g: [("self", g.T([4, 4], "float32"))]),
+    case("float64_wide_strided", lambda g: [("self", g.T([3, 5], "float64", view="any"))]),
+    case("int32_to_int64", lambda g: [("self", g.T([4, 2], "int32"))]),
+    case("int64", lambda g: [("self", g.T([3, 3], "int64"))]),
+    case("empty", lambda g: [("self", g.T([0, 3], "float32"))])],
+    errors=[err("one_dim", lambda g: [("self", g.T([3], "float32"))], "RuntimeError",
+                "trace: expected a matrix, but got tensor with dim 1"),
+            err("bool", lambda g: [("self", g.T([2, 2], "bool"))], "RuntimeError",
+                "\"trace\" not implemented for 'Bool'")])
+
 if __name__ == "__main__":
     fam.main()
