@@ -370,14 +370,20 @@ static bool run_here(opd__conn *c, opd__job *j) {
   return true;
 }
 
+/* The kinds the loop may run itself: the ON_LOOP column of requests.def. */
+static const bool may_run_on_loop[OPD__NUM_JOB_KINDS] = {
+#define OPD__REQUEST(kind, body, session, accept, on_loop, ...) [OPD__JOB_##kind] = on_loop,
+#include "requests.def"
+#undef OPD__REQUEST
+};
+
 /* Runs a counted call or release of the response order on the loop if [Note: Tiny calls on
  * the loop] allows, answering it; false when it must go to a worker. */
 static bool run_on_loop(opd__conn *c, opd__job *j) {
   const opd_server_config *k = cfg(c);
   /* with nothing on workers, only the loop writes the state: it is IDLE, or HELD */
   if (!k->loop_call_ns || c->outstanding || c->npending || c->loop_ns >= LOOP_TURN_NS ||
-      c->session.sched.state != OPD__SESSION_IDLE || c->session.gpu ||
-      (j->kind != OPD__JOB_CALL && j->kind != OPD__JOB_RELEASE))
+      c->session.sched.state != OPD__SESSION_IDLE || c->session.gpu || !may_run_on_loop[j->kind])
     return false;
   /* so the loop alone changes the session's bytes held ([Note: A budget with one writer] in
    * opd/allocator.h) until it hands a job to a worker */
@@ -837,19 +843,35 @@ static bool begin_upload(opd__conn *c, opd__job *j) {
   return true;
 }
 
+static bool accept_hello(opd__conn *c, opd__job *j) {
+  reply_hello(c, j);
+  return true;
+}
+
+static bool accept_ping(opd__conn *c, opd__job *j) {
+  reply_pong(c, j);
+  return true;
+}
+
+/* A job of the session: counted against max_in_flight, in the response order, then run on
+ * the loop ([Note: Tiny calls on the loop]) or handed to the workers. */
+static bool accept_job(opd__conn *c, opd__job *j) {
+  if (over_in_flight(c, j)) return true;
+  j->counted = true;
+  c->in_flight++;
+  append(c, j);
+  if (!run_on_loop(c, j)) to_worker(c, j);
+  return true;
+}
+
+/* What the loop does with each kind of request ([Note: The request table] in requests.def). */
 static const struct {
-  Opd__V1__Request__BodyCase body;
-  opd__job_kind kind;
-} worker_requests[] = {
-    {OPD__V1__REQUEST__BODY_CALL, OPD__JOB_CALL},
-    {OPD__V1__REQUEST__BODY_DOWNLOAD, OPD__JOB_DOWNLOAD},
-    {OPD__V1__REQUEST__BODY_RELEASE, OPD__JOB_RELEASE},
-    {OPD__V1__REQUEST__BODY_SET_DISPATCH_STATE, OPD__JOB_DISPATCH_STATE},
-    {OPD__V1__REQUEST__BODY_SYNCHRONIZE, OPD__JOB_SYNCHRONIZE},
-    {OPD__V1__REQUEST__BODY_DEFINE_GRAPH, OPD__JOB_DEFINE_GRAPH},
-    {OPD__V1__REQUEST__BODY_RUN_GRAPH, OPD__JOB_RUN_GRAPH},
-    {OPD__V1__REQUEST__BODY_RELEASE_GRAPH, OPD__JOB_RELEASE_GRAPH},
-    {OPD__V1__REQUEST__BODY_DESCRIBE_GRAPH, OPD__JOB_DESCRIBE_GRAPH},
+  bool (*accept)(opd__conn *c, opd__job *j); /* false: the frame waits (nothing consumed) */
+  bool session;                              /* it needs the session hello opens */
+} loop_requests[OPD__NUM_JOB_KINDS] = {
+#define OPD__REQUEST(kind, body, session, accept, ...) [OPD__JOB_##kind] = {accept, session},
+#include "requests.def"
+#undef OPD__REQUEST
 };
 
 int opd__request_decode(opd__arena *arena, const uint8_t *data, size_t len,
@@ -920,45 +942,35 @@ static bool handle_frame(opd__conn *c, const uint8_t *data, size_t len) {
       fatal(c, j, code, opd_last_error());
     return true;
   }
+  opd__job_kind kind = opd__job_kind_of(req->body_case);
+  bool known = kind != OPD__JOB_LOCAL;
   if (!c->hello_done) {
-    if (req->body_case == OPD__V1__REQUEST__BODY_HELLO) {
-      reply_hello(c, j);
-    } else {
-      fatal(c, j, OPD__V1__ERROR_CODE__FAILED_PRECONDITION,
-            "the first request of a connection must be hello; closing the connection");
+    if (known && !loop_requests[kind].session) {
+      j->kind = kind;
+      return loop_requests[kind].accept(c, j);
     }
+    fatal(c, j, OPD__V1__ERROR_CODE__FAILED_PRECONDITION,
+          "the first request of a connection must be hello; closing the connection");
     return true;
   }
-  switch (req->body_case) {
-  case OPD__V1__REQUEST__BODY_HELLO:
+  if (!known) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "request %" PRIu64 " has no body: an unknown or missing request type (this server "
+             "speaks protocol version %d)",
+             req->id, PROTOCOL_VERSION);
+    refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, msg);
+    return true;
+  }
+  if (!loop_requests[kind].session) {
     refuse(c, j, OPD__V1__ERROR_CODE__FAILED_PRECONDITION, NULL,
            "hello was already sent on this connection");
     return true;
-  case OPD__V1__REQUEST__BODY_PING: reply_pong(c, j); return true;
-  case OPD__V1__REQUEST__BODY_UPLOAD: {
-    bool consumed = begin_upload(c, j);
-    if (!consumed) job_free(j);
-    return consumed;
   }
-  default: break;
-  }
-  for (size_t i = 0; i < sizeof worker_requests / sizeof *worker_requests; i++) {
-    if (worker_requests[i].body != req->body_case) continue;
-    if (over_in_flight(c, j)) return true;
-    j->kind = worker_requests[i].kind;
-    j->counted = true;
-    c->in_flight++;
-    append(c, j);
-    if (!run_on_loop(c, j)) to_worker(c, j);
-    return true;
-  }
-  char msg[160];
-  snprintf(msg, sizeof msg,
-           "request %" PRIu64 " has no body: an unknown or missing request type (this server "
-           "speaks protocol version %d)",
-           req->id, PROTOCOL_VERSION);
-  refuse(c, j, OPD__V1__ERROR_CODE__INVALID_ARGUMENT, NULL, msg);
-  return true;
+  j->kind = kind;
+  bool consumed = loop_requests[kind].accept(c, j);
+  if (!consumed) job_free(j);
+  return consumed;
 }
 
 /* ---- reading ---- */

@@ -427,8 +427,9 @@ static opd__loop_lesson loop_lesson(const opd__job *job, int rc) {
 
 /* Runs a call prepared on this thread ([Note: Prepared calls] in prepared.h), or prepares it
  * first (a scheduler without a route). */
-static int run_call(opd__job *job, Opd__V1__Response *resp) {
+static int run_call(opd__job *job, Opd__V1__Response *resp, const char **op) {
   opd__prepared_call *call = &job->call;
+  *op = job->req->call->op;
   if (call->state == OPD__CALL_NONE && opd__call_prepare(job) < 0) {
     call->state = OPD__CALL_NONE; /* answered */
     return 0;
@@ -454,7 +455,8 @@ static int run_call(opd__job *job, Opd__V1__Response *resp) {
 
 /* ---- uploads, downloads, releases, dispatch state ---- */
 
-static int finish_upload(opd__job *job, Opd__V1__Response *resp) {
+static int finish_upload(opd__job *job, Opd__V1__Response *resp, const char **op) {
+  (void)op;
   opd_tensor *t = job->tensor;
   if (opd_tensor_dtype(t) == OPD_BOOL && t->numel)
     normalize_bools(opd_tensor_data(t), (size_t)t->numel);
@@ -474,7 +476,8 @@ static int finish_upload(opd__job *job, Opd__V1__Response *resp) {
   return rc;
 }
 
-static int run_download(opd__job *job, Opd__V1__Response *resp) {
+static int run_download(opd__job *job, Opd__V1__Response *resp, const char **op) {
+  (void)op;
   uint64_t handle = job->req->download->handle;
   opd_tensor *t = opd__session_lookup(job->session, handle);
   if (!t)
@@ -523,7 +526,8 @@ static int run_download(opd__job *job, Opd__V1__Response *resp) {
   return 0;
 }
 
-static int run_release(opd__job *job) {
+static int run_release(opd__job *job, Opd__V1__Response *resp, const char **op) {
+  (void)resp, (void)op;
   const Opd__V1__Release *r = job->req->release;
   for (size_t i = 0; i < r->n_handles; i++) {
     const opd_tensor *t = opd__session_lookup(job->session, r->handles[i]);
@@ -558,7 +562,8 @@ static int key_list(char *const *names, size_t n, opd_keyset *set) {
   return 0;
 }
 
-static int run_dispatch_state(opd__job *job) {
+static int run_dispatch_state(opd__job *job, Opd__V1__Response *resp, const char **op) {
+  (void)resp, (void)op;
   const Opd__V1__DispatchState *d = job->req->set_dispatch_state;
   opd_local_dispatch_state st = opd_default_dispatch_state;
   opd_keyset remove_include = opd_keyset_empty(), remove_exclude = opd_keyset_empty();
@@ -575,12 +580,51 @@ static int run_dispatch_state(opd__job *job) {
   return rc;
 }
 
+/* CPU work is synchronous; CUDA work waits for the session's streams. */
+static int run_synchronize(opd__job *job, Opd__V1__Response *resp, const char **op) {
+  (void)resp, (void)op;
+  return opd__gpu_synchronize(job->session);
+}
+
+/* ---- graphs (graphs.c) ---- */
+
+static int run_graph(opd__job *job, Opd__V1__Response *resp, const char **op) {
+  (void)resp, (void)op;
+  return opd__graph_run(job);
+}
+
+static int run_release_graph(opd__job *job, Opd__V1__Response *resp, const char **op) {
+  (void)resp, (void)op;
+  return opd__graph_release(job);
+}
+
+static int run_describe_graph(opd__job *job, Opd__V1__Response *resp, const char **op) {
+  (void)op;
+  return opd__graph_describe(job, resp);
+}
+
+/* ---- the requests ---- */
+
 static int pack_ack(opd__job *job, Opd__V1__Response *resp) {
   Opd__V1__Ack ack = OPD__V1__ACK__INIT;
   resp->body_case = OPD__V1__RESPONSE__BODY_ACK;
   resp->ack = &ack;
   return opd__job_pack(job, resp);
 }
+
+/* What runs each kind of request, and whether it is answered with an Ack: the RUN and ACK
+ * columns of requests.def ([Note: The request table]). */
+static const struct {
+  int (*run)(opd__job *job, Opd__V1__Response *resp, const char **op);
+  bool ack;
+} worker_requests[OPD__NUM_JOB_KINDS] = {
+#define NONE NULL
+#define OPD__REQUEST(kind, body, session, accept, on_loop, estimate, route, run, ack) \
+  [OPD__JOB_##kind] = {run, ack},
+#include "requests.def"
+#undef OPD__REQUEST
+#undef NONE
+};
 
 bool opd__execute(opd__job *job) {
   /* the request is decoded; what the response needs is the server's own making */
@@ -599,30 +643,11 @@ bool opd__execute(opd__job *job) {
                    "%s", opd_last_error());
     return false;
   }
-  switch (job->kind) {
-  case OPD__JOB_CALL:
-    op = job->req->call->op;
-    rc = run_call(job, &resp);
-    break;
-  case OPD__JOB_UPLOAD: rc = finish_upload(job, &resp); break;
-  case OPD__JOB_DOWNLOAD: rc = run_download(job, &resp); break;
-  case OPD__JOB_RELEASE:
-    if ((rc = run_release(job)) == 0) rc = pack_ack(job, &resp);
-    break;
-  case OPD__JOB_DISPATCH_STATE:
-    if ((rc = run_dispatch_state(job)) == 0) rc = pack_ack(job, &resp);
-    break;
-  case OPD__JOB_SYNCHRONIZE: /* CPU work is synchronous; CUDA work waits for its streams */
-    if ((rc = opd__gpu_synchronize(job->session)) == 0) rc = pack_ack(job, &resp);
-    break;
-  case OPD__JOB_DEFINE_GRAPH: rc = opd__graph_define(job, &resp, &op); break;
-  case OPD__JOB_RUN_GRAPH: rc = opd__graph_run(job); break;
-  case OPD__JOB_RELEASE_GRAPH:
-    if ((rc = opd__graph_release(job)) == 0) rc = pack_ack(job, &resp);
-    break;
-  case OPD__JOB_DESCRIBE_GRAPH: rc = opd__graph_describe(job, &resp); break;
-  case OPD__JOB_LOCAL: rc = opd_error(OPD_EINTERNAL, "a loop-thread request on a worker"); break;
-  }
+  if (!worker_requests[job->kind].run)
+    rc = opd_error(OPD_EINTERNAL, "a loop-thread request on a worker");
+  else if ((rc = worker_requests[job->kind].run(job, &resp, &op)) == 0 &&
+           worker_requests[job->kind].ack)
+    rc = pack_ack(job, &resp);
   if (rc < 0) {
     opd__job_error(job, opd__error_code(rc), op, "%s", opd_last_error());
     return false;

@@ -34,18 +34,25 @@ typedef struct opd__conn opd__conn;
 typedef struct opd__session opd__session;
 
 typedef enum opd__job_kind {
-  OPD__JOB_LOCAL,    /* answered on the loop thread */
-  OPD__JOB_CALL,     /* the rest run on a worker */
-  OPD__JOB_UPLOAD,   /* once its raw bytes are in: becomes a handle */
-  OPD__JOB_DOWNLOAD, /* the response carries the tensor's bytes */
-  OPD__JOB_RELEASE,
-  OPD__JOB_DISPATCH_STATE,
-  OPD__JOB_SYNCHRONIZE,
-  OPD__JOB_DEFINE_GRAPH, /* graphs.c */
-  OPD__JOB_RUN_GRAPH,
-  OPD__JOB_RELEASE_GRAPH,
-  OPD__JOB_DESCRIBE_GRAPH,
+  OPD__JOB_LOCAL, /* a frame refused by the loop, answered at once */
+#define OPD__REQUEST(kind, ...) OPD__JOB_##kind,
+#include "requests.def"
+#undef OPD__REQUEST
+  OPD__NUM_JOB_KINDS
 } opd__job_kind;
+
+/* The kind of a request's body; OPD__JOB_LOCAL for a body no row of requests.def names (an
+ * unknown or missing request type). */
+static inline opd__job_kind opd__job_kind_of(Opd__V1__Request__BodyCase body) {
+  switch (body) {
+#define OPD__REQUEST(kind, body, ...) \
+  case OPD__V1__REQUEST__BODY_##body: \
+    return OPD__JOB_##kind;
+#include "requests.def"
+#undef OPD__REQUEST
+  default: return OPD__JOB_LOCAL;
+  }
+}
 
 struct opd_compiled_graph;
 
