@@ -247,9 +247,8 @@ static opd__job *job_get(opd__conn *c, size_t frame_len) {
   j->out_len = 0;
   j->sent = 0;
   j->kernel_ns = 0;
-  j->op = NULL;
   j->cost_ns = 0;
-  j->cost = 0;
+  j->call.op = NULL;
   j->call.state = OPD__CALL_NONE;
   j->graph = NULL;
   j->kind = OPD__JOB_LOCAL;
@@ -342,14 +341,15 @@ static bool run_here(opd__conn *c, opd__job *j) {
     opd__server_loop_online(c->server); /* preparing reads the operator's schema */
     /* an operator not (yet) fit for the loop: not prepared here only to be unprepared (the
      * prepare takes the operator found; an unknown one fails it, answered here) */
-    if ((j->op = opd_find_op(j->req->call->op)) && !opd__metrics_loop_fits(j->op)) return false;
+    if ((j->call.op = opd_find_op(j->req->call->op)) && !opd__metrics_loop_fits(j->call.op))
+      return false;
     if (opd__call_prepare(j) == 0) { /* failed: its error is answered here */
       if (j->call.device.type == OPD_DEVICE_CUDA || j->call.cuda_devices) {
         opd__call_unprepare(j);
         return false;
       }
       /* a call that goes to a worker keeps its estimate: the session has nothing before it */
-      j->cost_ns = opd__prepared_estimate(j);
+      j->cost_ns = opd__job_estimate(j);
       j->costed = true;
       if (j->cost_ns > k->loop_call_ns || j->waits) {
         opd__call_unprepare(j);

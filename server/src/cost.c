@@ -1,7 +1,6 @@
 /* cost.c: a job's estimated cost before it runs (see [Note: The cost of a job] in cost.h). */
 #include "cost.h"
 
-#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -359,7 +358,9 @@ static void call_cost(opd__job *job, rule r, const call_sum *c, uint64_t *bytes,
  * computes on one (opd_compiled_graph_cuda_devices, as it is routed). A graph that is not
  * defined costs nothing (the run fails). */
 static void estimate_graph_run(opd__job *job, work *w) {
-  opd_compiled_graph *cg = opd__session_graph(job->session, job->req->run_graph->graph);
+  /* found when it was routed, or looked up (a run queued behind others) */
+  opd_compiled_graph *cg =
+      job->graph ? job->graph : opd__session_graph(job->session, job->req->run_graph->graph);
   if (!cg) return;
   uint64_t elems = opd_compiled_graph_cost(cg);
   w->bytes = sat_mul(elems, 2 * FACTORY_ELEMENT_BYTES);
@@ -373,27 +374,24 @@ static uint64_t estimate_ns(uint64_t bytes, uint64_t flops, bool gpu) {
   return sat_add(bytes / CPU_BYTES_PER_NS, flops / CPU_FLOPS_PER_NS);
 }
 
-uint64_t opd__prepared_estimate(opd__job *job) {
-  const opd__prepared_call *call = &job->call;
-  assert(call->state == OPD__CALL_READY);
-  uint64_t bytes = 0, flops = 0;
-  bool gpu = false;
-  call_sum c;
-  memset(&c, 0, offsetof(call_sum, shapes));
-  sum_stack(&c, &call->stack);
-  call_cost(job, rule_of(call->op, opd_op_schema(call->op)), &c, &bytes, &flops, &gpu);
-  return estimate_ns(bytes, flops, gpu);
-}
-
+/* A call: from its prepared stack when it is prepared (on the loop, or routed on this
+ * worker: no handle is looked up again), else from its request, whose handles it looks up
+ * (a job queued behind others cannot be prepared yet: its handles may be made or released
+ * by the jobs before it); a call that failed to prepare is answered and costs nothing. The
+ * operator, once found, stays with the call for its prepare. */
 static void estimate_call(opd__job *job, work *w) {
-  const opd_operator *op = opd_find_op(job->req->call->op);
-  const opd_schema *schema = op ? opd_op_schema(op) : NULL;
+  opd__prepared_call *call = &job->call;
+  if (call->state == OPD__CALL_FAILED) return;
+  if (!call->op) call->op = opd_find_op(job->req->call->op);
+  const opd_schema *schema = call->op ? opd_op_schema(call->op) : NULL;
   if (!schema) return; /* an unknown operator: the call fails at once */
-  job->op = op;
   call_sum c;
   memset(&c, 0, offsetof(call_sum, shapes));
-  sum_args(&c, job->session, job->req->call);
-  call_cost(job, rule_of(op, schema), &c, &w->bytes, &w->flops, &w->gpu);
+  if (call->state == OPD__CALL_READY)
+    sum_stack(&c, &call->stack);
+  else
+    sum_args(&c, job->session, job->req->call);
+  call_cost(job, rule_of(call->op, schema), &c, &w->bytes, &w->flops, &w->gpu);
 }
 
 /* Copied to the device by its worker. */

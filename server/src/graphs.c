@@ -519,7 +519,6 @@ int opd__graph_route(opd__job *job, opd_device *device) {
   opd_compiled_graph *cg = find_graph(job->session, job->req->run_graph->graph, "run_graph");
   if (!cg) return opd_last_error_code();
   job->graph = cg;
-  job->cost = opd_compiled_graph_cost(cg);
   *device = (opd_device){OPD_DEVICE_CPU, -1};
   for (uint32_t i = 0; i < opd_compiled_graph_num_inputs(cg); i++) {
     opd_device d = opd_compiled_graph_input_device(cg, i);

@@ -78,13 +78,10 @@ typedef struct opd__job {
   uint64_t out_charged;
   uint64_t kernel_ns; /* how long a call's kernel (or a graph's run) ran (0 for others) */
   /* [Note: Fair sharing of workers] in worker.h: what its session's owner estimated */
-  const opd_operator *op; /* a call's operator, found by the estimate (NULL: not yet) */
-  uint64_t cost_ns;       /* [Note: The cost of a job] in cost.h, once `costed` */
-  /* what the job's work is estimated to cost before it runs, for the scheduler: a graph
-   * run's opd_graph_stats.cost (elements its kernels write), set when it is routed; 0 for
-   * the other jobs */
-  uint64_t cost;
-  opd__prepared_call call;          /* a call's decoded form ([Note: Prepared calls]) */
+  uint64_t cost_ns; /* [Note: The cost of a job] in cost.h, once `costed` */
+  /* a call's decoded form ([Note: Prepared calls]); its operator, once found (by the loop,
+   * the estimate or the prepare), whatever its state */
+  opd__prepared_call call;
   struct opd_compiled_graph *graph; /* a graph run's graph, found when it is routed (the
                                        session's reference) */
   size_t sent; /* bytes of `out` its worker already sent ([Note: Responses written by workers]) */

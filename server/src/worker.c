@@ -202,14 +202,29 @@ static void add_jobs(opd__sched_entry *e, int delta) {
   atomic_store_explicit(&e->jobs, n + (uint32_t)delta, memory_order_relaxed);
 }
 
+/* [Note: Estimates of prepared jobs]
+ * A worker that takes a session whose next job nobody estimated yet (one request to an
+ * idle session, the common case) routes that job first, which prepares a call ([Note:
+ * Prepared calls] in prepared.h) and finds a graph run's graph, and then estimates it from
+ * what was found: its handles, operator and graph are looked up once. The jobs queued
+ * behind it are estimated from their requests ([Note: The cost of a job] in cost.h), since
+ * the jobs before them may make or release what they name. The lane thread, which must know
+ * that a job is short before it takes it, estimates the next job from its request, as does
+ * a worker whose session's turn goes on (the next job's estimate decides whether it may);
+ * a job routed to another pool goes back unestimated, to be estimated by whoever takes it
+ * there. */
+
 /* Estimates up to ESTIMATE_MAX of the session's queued jobs not estimated yet, outside the
- * lock (taken on entry and exit); the caller owns the session (RUNNING) and is, or here
- * becomes, an online dispatcher reader (*online). Cancel waits for the pass: the jobs stay
- * the scheduler's meanwhile. */
-static void estimate_queued(opd__sched *s, opd__session *session, bool *online) {
+ * lock (taken on entry and exit), and its first job if it went back unestimated, unless
+ * `skip_head` (the caller prepares it first: [Note: Estimates of prepared jobs]); the caller
+ * owns the session (RUNNING) and is, or here becomes, an online dispatcher reader
+ * (*online). Cancel waits for the pass: the jobs stay the scheduler's meanwhile. */
+static void estimate_queued(opd__sched *s, opd__session *session, bool *online, bool skip_head) {
   opd__sched_entry *e = &session->sched;
-  opd__job *j = e->unestimated, *last = e->tail;
-  if (!j || !s->estimate || e->closed) return;
+  opd__job *head = e->head, *j = e->unestimated, *last = e->tail;
+  bool head_too = !skip_head && head && !head->costed && head != j;
+  if (skip_head && j && j == head) j = j->qnext;
+  if ((!j && !head_too) || !s->estimate || e->closed) return;
   e->estimating = true;
   pthread_mutex_unlock(&s->mu);
   if (!*online) { /* estimates read schemas */
@@ -217,7 +232,12 @@ static void estimate_queued(opd__sched *s, opd__session *session, bool *online) 
     *online = true;
   }
   uint64_t sum = 0;
-  for (unsigned n = 1;; n++, j = j->qnext) { /* jobs up to `last` keep their links */
+  if (head_too) {
+    head->cost_ns = s->estimate(head);
+    head->costed = true;
+    sum = head->cost_ns;
+  }
+  for (unsigned n = 1; j; n++, j = j->qnext) { /* jobs up to `last` keep their links */
     if (!j->costed) { /* the loop may have estimated it already ([Note: Tiny calls on the loop]) */
       j->cost_ns = s->estimate(j);
       j->costed = true;
@@ -227,7 +247,7 @@ static void estimate_queued(opd__sched *s, opd__session *session, bool *online) 
   }
   pthread_mutex_lock(&s->mu);
   e->estimating = false;
-  e->unestimated = j->qnext;
+  if (j) e->unestimated = j->qnext;
   add_cost(e, sum, 0);
   if (e->closed) pthread_cond_broadcast(&s->estimated);
 }
@@ -307,8 +327,10 @@ static void worker_loop(opd__pool *p, bool lane) {
     opd__sched_entry *e = &session->sched;
     assert(e->state == OPD__SESSION_RUNNING && e->head);
     bool lane_estimates = lane && e->unestimated;
+    /* [Note: Estimates of prepared jobs] */
+    bool prepare_first = !lane && s->route && s->estimate && !e->head->costed;
     p->lane_estimating |= lane_estimates;
-    estimate_queued(s, session, &online);
+    estimate_queued(s, session, &online, prepare_first);
     if (lane_estimates) {
       p->lane_estimating = false;
       if (p->waiting_lane) pthread_cond_broadcast(&p->cv);
@@ -326,6 +348,7 @@ static void worker_loop(opd__pool *p, bool lane) {
       continue;
     }
     if (!(e->head = job->qnext)) e->tail = NULL;
+    if (e->unestimated == job) e->unestimated = job->qnext; /* prepared first */
     job->qnext = NULL;
 
     if (s->route) { /* [Note: Sessions on workers]: on the wrong pool, the job moves */
@@ -335,8 +358,15 @@ static void worker_loop(opd__pool *p, bool lane) {
         online = true;
       }
       job->device = s->route(job);
+      bool moves = pool_for(s, job->device) != p;
+      bool estimated = !moves && prepare_first;
+      if (estimated) {
+        job->cost_ns = s->estimate(job);
+        job->costed = true;
+      }
       pthread_mutex_lock(&s->mu);
-      if (pool_for(s, job->device) != p) {
+      if (estimated) add_cost(e, job->cost_ns, 0);
+      if (moves) {
         if (!(job->qnext = e->head)) e->tail = job;
         e->head = job;
         pthread_cond_t *w = ready_push(s, session, false);
@@ -385,7 +415,7 @@ static void worker_loop(opd__pool *p, bool lane) {
     } else if (e->closed) { /* cancelled: what is left is the cancel's */
       e->state = OPD__SESSION_IDLE;
     } else {
-      if (!s->stopping) estimate_queued(s, session, &online);
+      if (!s->stopping) estimate_queued(s, session, &online, false);
       if (cheap && e->head && !s->stopping && nbatch + 1 < BATCH_MAX && turn_ns < TURN_NS &&
           pool_for(s, e->head->device) == p && lane_of(s, p, e->head) == OPD__LANE_SHORT)
         turn = session;
