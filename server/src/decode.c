@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "execute.h"
 #include "opd/error.h"
 #include "session.h"
 

@@ -56,7 +56,6 @@
 
 #include "connection.h"
 #include "decode.h"
-#include "execute.h"
 #include "gpu.h"
 #include "metrics.h"
 #include "opd/error.h"
