@@ -44,6 +44,7 @@
 #include "gpu.h"
 #include "graphs.h"
 #include "metrics.h"
+#include "server_view.h"
 #include "status.h"
 #include "opd/error.h"
 #include "opd/kernels.h"
@@ -533,4 +534,22 @@ void opd_server_stop(opd_server *s) {
   opd_log(OPD_LOG_INFO, "stopped");
   free_server(s);
   opd_cpu_allocator_set_limit(0);
+}
+
+/* ---- what the status endpoint reads (server_view.h) ---- */
+
+unsigned opd__server_cpu_workers(const opd_server *s) {
+  return s->sched.cpu.nthreads;
+}
+
+opd__session_registry *opd__server_sessions(opd_server *s) {
+  return &s->sessions;
+}
+
+struct opd__graphs *opd__server_graphs(opd_server *s) {
+  return s->graphs;
+}
+
+uint64_t opd__server_loop_requests(const opd_server *s) {
+  return atomic_load_explicit(&s->loop_calls, memory_order_relaxed);
 }
