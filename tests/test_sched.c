@@ -1092,7 +1092,8 @@ START_TEST(test_tiny_call_beside_long_product) {
 }
 END_TEST
 
-/* ---- tiny calls on the loop ([Note: Tiny calls on the loop] in server/src/connection.c) ---- */
+/* ---- tiny calls on the loop ([Note: Tiny calls on the loop] in server/src/conn_loop_calls.c) ----
+ */
 
 static uint64_t loop_requests(opd_server *s) {
   return atomic_load(&s->loop_calls);
@@ -1236,7 +1237,7 @@ END_TEST
  * after releasing them all the same fifteen fit again. */
 START_TEST(test_loop_calls_charge_the_session) {
   /* short_job_us at 1 s: three adds on the loop slower than it would send add to the
-   * workers for good ([Note: Tiny calls on the loop] in connection.c), which a loaded
+   * workers for good ([Note: Tiny calls on the loop] in conn_loop_calls.c), which a loaded
    * machine under ThreadSanitizer did at the default 100 us */
   opd_server *s = start_loop_server_held(LOOP_NS, "tcp://127.0.0.1:0", 64, 1000000);
   opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
@@ -1283,7 +1284,7 @@ START_TEST(test_loop_call_waits_for_a_download) {
   opd_client *c;
   ck_assert_msg(opd_client_connect(url, NULL, &c) == 0, "%s", opd_client_last_error());
   /* 3 MiB: more than a Unix socket buffers, less than the write queue at which the daemon
-   * stops reading (four frames: [Note: Back-pressure] in connection.c) */
+   * stops reading (four frames: [Note: Back-pressure] in conn_read.c) */
   enum { N = 3 << 18 };
   opd_client_tensor x = upload_floats(c, N, 1), warm = upload_floats(c, 4, 1), v;
   /* select and fill_ show their speed on a worker first */

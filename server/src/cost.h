@@ -8,7 +8,7 @@
  * alone may read the handle table) estimates each queued job once; nothing runs and nothing
  * is allocated. The job about to run is prepared first where it can be and estimated from
  * what its preparing found ([Note: Prepared calls] in prepared.h: the loop judging a call
- * it may run itself, [Note: Tiny calls on the loop] in connection.c; a worker taking a
+ * it may run itself, [Note: Tiny calls on the loop] in conn_loop_calls.c; a worker taking a
  * session whose next job nobody estimated yet, [Note: Estimates of prepared jobs] in
  * worker.c): one lookup of each handle and of the operator. A job queued behind others is
  * estimated from its request and the tensors its handles name now, since the jobs before it

@@ -35,7 +35,7 @@ static void normalize_bools(uint8_t *p, size_t n) {
 /* ---- calls ---- */
 
 /* A call on a worker within this many times loop_call_ns shows its operator fit for the loop
- * ([Note: Tiny calls on the loop] in connection.c). */
+ * ([Note: Tiny calls on the loop] in conn_loop_calls.c). */
 #define LOOP_FIT_FACTOR 4
 
 /* What a call showed of its operator's fit for the loop. */

@@ -4,8 +4,8 @@
  * [Note: Graphs in the daemon]
  * A define is validated whole before anything runs, on a worker of the session: the limits
  * of the configuration first (max_graphs, max_graph_nodes, ...; a define with too many
- * nodes is refused by the loop before it is even decoded, graph_nodes_over_limit in
- * connection.c), then every input spec, then every node in order: its operator, its
+ * nodes is refused by the loop before it is even decoded, opd__request_decode in
+ * conn_requests.c), then every input spec, then every node in order: its operator, its
  * arguments through the decoder of calls (decode.c, references for tensors), and the
  * graph builder (opd/graph.h), which checks the values against the schema, the references
  * (backwards only), the limits, and infers the node's outputs through its Meta kernel; an

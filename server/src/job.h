@@ -7,10 +7,10 @@
  * request order. Requests that need no session state (hello, ping) and requests refused
  * before they run (malformed, over a limit) are answered at once: their response is packed
  * into `out` and the job is `done`; so are tiny calls and releases of a session with nothing
- * on workers, run by the loop itself ([Note: Tiny calls on the loop] in connection.c). Every
+ * on workers, run by the loop itself ([Note: Tiny calls on the loop] in conn_loop_calls.c). Every
  * other request is submitted to the session's run
  * queue (`qnext`, worker.c) and a worker executes it (execute.c), packs the response,
- * usually sends it ([Note: Responses written by workers] in connection.c) and hands the
+ * usually sends it ([Note: Responses written by workers] in conn_write.c) and hands the
  * job back to the loop (loop.c), which marks it done. The loop writes responses
  * from the head of the response order while they are done, batching several jobs into one
  * write; a download's raw bytes follow its frame, written straight from the tensor the job

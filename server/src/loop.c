@@ -63,7 +63,7 @@ static void wake_locked(opd_server *s) {
 }
 
 /* Sends the responses of a batch that can go ([Note: Responses written by workers] in
- * connection.c): once per connection of the batch (a batch is short: BATCH_MAX in
+ * conn_write.c): once per connection of the batch (a batch is short: BATCH_MAX in
  * worker.c). */
 static void send_batch(opd__job *jobs, void *arg) {
   (void)arg;
@@ -132,7 +132,7 @@ void opd__server_loop_online(opd_server *s) {
 static void on_prepare(uv_prepare_t *prepare) {
   opd_server *s = prepare->data;
   opd__server_take_done(s);
-  opd__conn_flush_queued(s); /* [Note: Responses written after the poll] in connection.c */
+  opd__conn_flush_queued(s); /* [Note: Responses written after the poll] in conn_read.c */
   if (s->loop_online) {
     opd_reader_offline();
     s->loop_online = false;
@@ -140,7 +140,7 @@ static void on_prepare(uv_prepare_t *prepare) {
 }
 
 /* After the poll's callbacks: the responses they queued ([Note: Responses written after
- * the poll] in connection.c). */
+ * the poll] in conn_read.c). */
 static void on_check(uv_check_t *check) {
   opd__conn_flush_queued(check->data);
 }
@@ -198,7 +198,7 @@ static void on_stop(uv_async_t *a) {
 static void *loop_main(void *arg) {
   opd_server *s = arg;
   opd__sched_latency_thread(); /* [Note: Fair sharing of workers] in worker.h */
-  opd_reader_register();       /* [Note: Tiny calls on the loop] in connection.c */
+  opd_reader_register();       /* [Note: Tiny calls on the loop] in conn_loop_calls.c */
   opd_reader_offline();
   opd__metrics_claim_counters(); /* [Note: Call metrics] in metrics.h: it runs tiny calls */
   uv_run(&s->loop, UV_RUN_DEFAULT);

@@ -32,7 +32,7 @@
  * responses, not one of every connection's. A turn ends after TURN_NS of kernel time, so a
  * session waits for at most BATCH_MAX cheap jobs, or TURN_NS of them, of each session
  * ahead of it ([Note: Fair sharing of workers] in worker.h). The batch's responses leave
- * from the worker ([Note: Responses written by workers] in connection.c) when it goes back
+ * from the worker ([Note: Responses written by workers] in conn_write.c) when it goes back
  * and, while no other session is ready, every SEND_EVERY jobs: a lone pipelining client
  * then refills its pipeline while the rest of its batch runs, instead of the two taking
  * turns to idle (with other sessions ready, the worker has their work meanwhile, and

@@ -29,7 +29,7 @@
  *  - Costs are known before a job runs. A worker that owns a session (it took it from a
  *    ready list, or just ran its job) estimates each of its queued jobs once ([Note: The
  *    cost of a job] in cost.h), outside the lock, at most ESTIMATE_MAX per pass, unless the
- *    loop estimated it already ([Note: Tiny calls on the loop] in connection.c); the job it
+ *    loop estimated it already ([Note: Tiny calls on the loop] in conn_loop_calls.c); the job it
  *    is about to run, if nobody estimated it yet, it routes first and estimates from what
  *    routing prepared ([Note: Estimates of prepared jobs] in worker.c). The estimates of a
  *    session's jobs on workers add up to its cost in flight as they are made.
@@ -60,7 +60,7 @@
  *    progress; within a class, turns are FIFO.
  *  - Limits. A session with max_session_jobs jobs on workers, or whose cost in flight
  *    reaches max_session_cost_ms, is not read from until that drops ([Note: Back-pressure]
- *    in connection.c): back-pressure, not an error. The jobs decoded from one read before a
+ *    in conn_read.c): back-pressure, not an error. The jobs decoded from one read before a
  *    worker estimated them may pass the cost limit (they were already queued); the jobs
  *    limit is exact. max_in_flight still answers RESOURCE_EXHAUSTED.
  *  - [Note: Nicer workers] With worker_nice N, the CPU pool's workers (not its lane
@@ -79,7 +79,7 @@
  *    older kernels ignore it): a tiny call then does not wait for a CPU-bound kernel's slice
  *    to end.
  * Calls cheaper than this bookkeeping do not come here: the loop runs them itself while
- * their session has nothing on workers ([Note: Tiny calls on the loop] in connection.c).
+ * their session has nothing on workers ([Note: Tiny calls on the loop] in conn_loop_calls.c).
  * The GPU pools follow the same policy: a session's downloads and synchronizes, which wait
  * for its stream, hold a worker of the device and never its lane, so another session's
  * launches go on while one session's queued kernels drain.
