@@ -142,7 +142,7 @@ static int op_literal_call(fixture *f) { /* a tensor passed by value, decoded by
 }
 
 /* Pipelined pings, whose responses the daemon's writes join into one buffer ([Note: Writing
- * responses] in server/src/connection.c); a failed allocation of that buffer sends them as
+ * responses] in server/src/conn_write.c); a failed allocation of that buffer sends them as
  * they are. Then a ping of its own: a burst the daemon could not serve closes the
  * connection, and that ping reports it. */
 enum { PING_BURST = 24 };

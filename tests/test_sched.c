@@ -24,6 +24,7 @@
 #include "../kernels/src/parallel.h"
 #include "admin.h"
 #include "cost.h"
+#include "decode.h"
 #include "loop.h"
 #include "metrics.h"
 #include "opd/client.h"
@@ -657,6 +658,18 @@ static void arg_tensor(est *e, int i, uint64_t h) {
   e->args[i] = &e->vals[i];
 }
 
+/* The estimate of e's call once it is prepared, as the loop and a worker that routed it read
+ * it: from the prepared stack, nothing looked up again. */
+static uint64_t prepared_estimate(est *e) {
+  opd__arena_init(&e->job.arena);
+  opd__arena_reset(&e->job.arena, SIZE_MAX);
+  ck_assert_int_eq(opd__call_prepare(&e->job), 0);
+  uint64_t c = opd__job_estimate(&e->job);
+  opd__call_unprepare(&e->job);
+  opd__arena_destroy(&e->job.arena);
+  return c;
+}
+
 static void arg_int(est *e, int i, int64_t v) {
   opd__v1__ivalue__init(&e->vals[i]);
   e->vals[i].value_case = OPD__V1__IVALUE__VALUE_I;
@@ -699,7 +712,7 @@ START_TEST(test_estimates) {
   arg_tensor(e, 1, b1);
   uint64_t c = opd__job_estimate(&e->job);
   ck_assert_uint_lt(c, 1 * US);
-  ck_assert_ptr_eq(e->job.op, opd_find_op("aten::add.Tensor"));
+  ck_assert_ptr_eq(e->job.call.op, opd_find_op("aten::add.Tensor"));
   ck_assert(!e->job.waits);
 
   est_call(e, "aten::mm", 2); /* 2 x 1024^3 flops: about 67 ms of one thread */
@@ -707,12 +720,14 @@ START_TEST(test_estimates) {
   arg_tensor(e, 1, n);
   c = opd__job_estimate(&e->job);
   ck_assert_msg(c > 50 * MS && c < 100 * MS, "mm 1024^3: %llu ns", (unsigned long long)c);
+  ck_assert_uint_eq(prepared_estimate(e), c); /* one estimator, whichever form it reads */
 
   est_call(e, "aten::add.Tensor", 2); /* 3 x 16 MiB touched: about 12.6 ms */
   arg_tensor(e, 0, v);
   arg_tensor(e, 1, w);
   c = opd__job_estimate(&e->job);
   ck_assert_msg(c > 10 * MS && c < 15 * MS, "add 2^22: %llu ns", (unsigned long long)c);
+  ck_assert_uint_eq(prepared_estimate(e), c);
 
   est_call(e, "aten::t", 1); /* a view: nothing */
   arg_tensor(e, 0, m);
@@ -724,6 +739,7 @@ START_TEST(test_estimates) {
   arg_tensor(e, 0, mt);
   c = opd__job_estimate(&e->job);
   ck_assert_msg(c > 1 * MS && c < 10 * MS, "contiguous: %llu ns", (unsigned long long)c);
+  ck_assert_uint_eq(prepared_estimate(e), c);
 
   int64_t size[] = {1 << 28};
   est_call(e, "aten::zeros", 1); /* a factory: 2^28 elements */
@@ -773,7 +789,7 @@ START_TEST(test_estimates) {
   ck_assert_uint_lt(opd__job_estimate(&e->job), 1 * US);
   est_call(e, "aten::no_such_op", 0); /* an unknown operator: nothing, and no op */
   ck_assert_uint_eq(opd__job_estimate(&e->job), 0);
-  ck_assert_ptr_null(e->job.op);
+  ck_assert_ptr_null(e->job.call.op);
 
   /* a hostile literal's shape saturates, never wraps (UBSan checks the arithmetic) */
   int64_t shape[] = {INT64_MAX, INT64_MAX, -3, INT64_MAX};
@@ -1076,7 +1092,8 @@ START_TEST(test_tiny_call_beside_long_product) {
 }
 END_TEST
 
-/* ---- tiny calls on the loop ([Note: Tiny calls on the loop] in server/src/connection.c) ---- */
+/* ---- tiny calls on the loop ([Note: Tiny calls on the loop] in server/src/conn_loop_calls.c) ----
+ */
 
 static uint64_t loop_requests(opd_server *s) {
   return atomic_load(&s->loop_calls);
@@ -1220,7 +1237,7 @@ END_TEST
  * after releasing them all the same fifteen fit again. */
 START_TEST(test_loop_calls_charge_the_session) {
   /* short_job_us at 1 s: three adds on the loop slower than it would send add to the
-   * workers for good ([Note: Tiny calls on the loop] in connection.c), which a loaded
+   * workers for good ([Note: Tiny calls on the loop] in conn_loop_calls.c), which a loaded
    * machine under ThreadSanitizer did at the default 100 us */
   opd_server *s = start_loop_server_held(LOOP_NS, "tcp://127.0.0.1:0", 64, 1000000);
   opd_client *c = connect_with(s, OPD_CLIENT_PRIORITY_NORMAL);
@@ -1267,7 +1284,7 @@ START_TEST(test_loop_call_waits_for_a_download) {
   opd_client *c;
   ck_assert_msg(opd_client_connect(url, NULL, &c) == 0, "%s", opd_client_last_error());
   /* 3 MiB: more than a Unix socket buffers, less than the write queue at which the daemon
-   * stops reading (four frames: [Note: Back-pressure] in connection.c) */
+   * stops reading (four frames: [Note: Back-pressure] in conn_read.c) */
   enum { N = 3 << 18 };
   opd_client_tensor x = upload_floats(c, N, 1), warm = upload_floats(c, 4, 1), v;
   /* select and fill_ show their speed on a worker first */

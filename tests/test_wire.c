@@ -986,7 +986,7 @@ static void *send_burst(void *arg) {
   return NULL;
 }
 
-/* [Note: Writing responses] in server/src/connection.c: the daemon copies the frames of one
+/* [Note: Writing responses] in server/src/conn_write.c: the daemon copies the frames of one
  * write into one buffer when they fit, takes up to 256 responses per write, and writes
  * larger ones as they are; each response must still arrive whole, once, in request order. */
 START_TEST(burst_answered_whole_and_in_order) {

@@ -61,7 +61,7 @@ struct opd__conn {
   opd__job *free_jobs;
   uint32_t nfree_jobs;
   opd__write *free_writes;
-  opd__conn *flush_next; /* [Note: Responses written after the poll] in connection.c */
+  opd__conn *flush_next; /* [Note: Responses written after the poll] in conn_read.c */
   bool flush_queued;
   /* state */
   bool hello_done;
@@ -76,7 +76,7 @@ struct opd__conn {
 /* Accepts a pending connection on a listener. */
 void opd__conn_accept(opd_server *s, opd__listener *l);
 /* Writes the responses of the queued connections (read, or with jobs back, since the last
- * call), and reads on ([Note: Responses written after the poll] in connection.c). */
+ * call), and reads on ([Note: Responses written after the poll] in conn_read.c). */
 void opd__conn_flush_queued(opd_server *s);
 /* Jobs back from the workers (linked by qnext): marks them done and queues their
  * connections' responses for opd__conn_flush_queued. */

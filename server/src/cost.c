@@ -1,7 +1,6 @@
 /* cost.c: a job's estimated cost before it runs (see [Note: The cost of a job] in cost.h). */
 #include "cost.h"
 
-#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -30,6 +29,12 @@ static uint64_t sat_mul(uint64_t a, uint64_t b) {
   uint64_t r;
   return opd_ckd_mul(&r, a, b) ? UINT64_MAX : r;
 }
+
+/* What a job's work touches and computes, and where ([Note: The cost of a job]). */
+typedef struct work {
+  uint64_t bytes, flops;
+  bool gpu; /* on a CUDA device */
+} work;
 
 /* ---- the operators with rules of their own ---- */
 
@@ -352,13 +357,15 @@ static void call_cost(opd__job *job, rule r, const call_sum *c, uint64_t *bytes,
  * operator's outputs, written and read once at 4 bytes, one operation; on a GPU when it
  * computes on one (opd_compiled_graph_cuda_devices, as it is routed). A graph that is not
  * defined costs nothing (the run fails). */
-static void graph_cost(opd__job *job, uint64_t *bytes, uint64_t *flops, bool *gpu) {
-  opd_compiled_graph *cg = opd__session_graph(job->session, job->req->run_graph->graph);
+static void estimate_graph_run(opd__job *job, work *w) {
+  /* found when it was routed, or looked up (a run queued behind others) */
+  opd_compiled_graph *cg =
+      job->graph ? job->graph : opd__session_graph(job->session, job->req->run_graph->graph);
   if (!cg) return;
   uint64_t elems = opd_compiled_graph_cost(cg);
-  *bytes = sat_mul(elems, 2 * FACTORY_ELEMENT_BYTES);
-  *flops = elems;
-  *gpu = opd_compiled_graph_cuda_devices(cg) != 0;
+  w->bytes = sat_mul(elems, 2 * FACTORY_ELEMENT_BYTES);
+  w->flops = elems;
+  w->gpu = opd_compiled_graph_cuda_devices(cg) != 0;
 }
 
 /* Nanoseconds of one thread of the device for these bytes and operations. */
@@ -367,51 +374,64 @@ static uint64_t estimate_ns(uint64_t bytes, uint64_t flops, bool gpu) {
   return sat_add(bytes / CPU_BYTES_PER_NS, flops / CPU_FLOPS_PER_NS);
 }
 
-uint64_t opd__prepared_estimate(opd__job *job) {
-  const opd__prepared_call *call = &job->call;
-  assert(call->state == OPD__CALL_READY);
-  uint64_t bytes = 0, flops = 0;
-  bool gpu = false;
+/* A call: from its prepared stack when it is prepared (on the loop, or routed on this
+ * worker: no handle is looked up again), else from its request, whose handles it looks up
+ * (a job queued behind others cannot be prepared yet: its handles may be made or released
+ * by the jobs before it); a call that failed to prepare is answered and costs nothing. The
+ * operator, once found, stays with the call for its prepare. */
+static void estimate_call(opd__job *job, work *w) {
+  opd__prepared_call *call = &job->call;
+  if (call->state == OPD__CALL_FAILED) return;
+  if (!call->op) call->op = opd_find_op(job->req->call->op);
+  const opd_schema *schema = call->op ? opd_op_schema(call->op) : NULL;
+  if (!schema) return; /* an unknown operator: the call fails at once */
   call_sum c;
   memset(&c, 0, offsetof(call_sum, shapes));
-  sum_stack(&c, &call->stack);
-  call_cost(job, rule_of(call->op, opd_op_schema(call->op)), &c, &bytes, &flops, &gpu);
-  return estimate_ns(bytes, flops, gpu);
+  if (call->state == OPD__CALL_READY)
+    sum_stack(&c, &call->stack);
+  else
+    sum_args(&c, job->session, job->req->call);
+  call_cost(job, rule_of(call->op, schema), &c, &w->bytes, &w->flops, &w->gpu);
 }
 
+/* Copied to the device by its worker. */
+static void estimate_upload(opd__job *job, work *w) {
+  if (job->device.type != OPD_DEVICE_CUDA) return;
+  w->gpu = true;
+  if (job->tensor) {
+    w->bytes = sat_mul((uint64_t)job->tensor->numel, opd_dtype_size(opd_tensor_dtype(job->tensor)));
+    job->waits = true;
+  }
+}
+
+/* Copied from the device after the stream's work. */
+static void estimate_download(opd__job *job, work *w) {
+  opd_tensor *t = opd__session_lookup(job->session, job->req->download->handle);
+  if (t && opd_tensor_device(t).type == OPD_DEVICE_CUDA) {
+    w->gpu = job->waits = true;
+    w->bytes = sat_mul((uint64_t)t->numel, opd_dtype_size(opd_tensor_dtype(t)));
+  }
+}
+
+/* It waits for the session's streams. */
+static void estimate_synchronize(opd__job *job, work *w) {
+  (void)w;
+  job->waits = job->session->gpu != NULL;
+}
+
+/* The ESTIMATE column of requests.def ([Note: The request table]). */
+static void (*const estimators[OPD__NUM_JOB_KINDS])(opd__job *job, work *w) = {
+#define NONE NULL
+#define OPD__REQUEST(kind, body, session, accept, on_loop, estimate, ...) \
+  [OPD__JOB_##kind] = estimate,
+#include "requests.def"
+#undef OPD__REQUEST
+#undef NONE
+};
+
 uint64_t opd__job_estimate(opd__job *job) {
-  uint64_t bytes = 0, flops = 0;
-  bool gpu = job->device.type == OPD_DEVICE_CUDA && job->kind == OPD__JOB_UPLOAD;
+  work w = {0, 0, false};
   job->waits = false;
-  switch (job->kind) {
-  case OPD__JOB_CALL: {
-    const opd_operator *op = opd_find_op(job->req->call->op);
-    const opd_schema *schema = op ? opd_op_schema(op) : NULL;
-    if (!schema) break; /* an unknown operator: the call fails at once */
-    job->op = op;
-    call_sum c;
-    memset(&c, 0, offsetof(call_sum, shapes));
-    sum_args(&c, job->session, job->req->call);
-    call_cost(job, rule_of(op, schema), &c, &bytes, &flops, &gpu);
-    break;
-  }
-  case OPD__JOB_UPLOAD: /* copied to the device by its worker */
-    if (gpu && job->tensor) {
-      bytes = sat_mul((uint64_t)job->tensor->numel, opd_dtype_size(opd_tensor_dtype(job->tensor)));
-      job->waits = true;
-    }
-    break;
-  case OPD__JOB_DOWNLOAD: { /* copied from the device after the stream's work */
-    opd_tensor *t = opd__session_lookup(job->session, job->req->download->handle);
-    if (t && opd_tensor_device(t).type == OPD_DEVICE_CUDA) {
-      gpu = job->waits = true;
-      bytes = sat_mul((uint64_t)t->numel, opd_dtype_size(opd_tensor_dtype(t)));
-    }
-    break;
-  }
-  case OPD__JOB_SYNCHRONIZE: job->waits = job->session->gpu != NULL; break; /* for its streams */
-  case OPD__JOB_RUN_GRAPH: graph_cost(job, &bytes, &flops, &gpu); break;
-  default: break;
-  }
-  return estimate_ns(bytes, flops, gpu);
+  if (estimators[job->kind]) estimators[job->kind](job, &w);
+  return estimate_ns(w.bytes, w.flops, w.gpu);
 }

@@ -5,10 +5,14 @@
  * The scheduler ([Note: Fair sharing of workers] in worker.h) needs a job's cost before the
  * job runs: to keep cheap work from queueing behind expensive work, and to bound the work a
  * session has in flight. A worker that owns the session (its running job's worker, which
- * alone may read the handle table) estimates each queued job once, from its request and
- * the tensors its handles name; nothing runs and nothing is allocated. (The loop, judging
- * a call it may run itself, reads the same from the call it prepared: [Note: Tiny calls on
- * the loop] in connection.c.) The estimate is a
+ * alone may read the handle table) estimates each queued job once; nothing runs and nothing
+ * is allocated. The job about to run is prepared first where it can be and estimated from
+ * what its preparing found ([Note: Prepared calls] in prepared.h: the loop judging a call
+ * it may run itself, [Note: Tiny calls on the loop] in conn_loop_calls.c; a worker taking a
+ * session whose next job nobody estimated yet, [Note: Estimates of prepared jobs] in
+ * worker.c): one lookup of each handle and of the operator. A job queued behind others is
+ * estimated from its request and the tensors its handles name now, since the jobs before it
+ * may make or release them. The estimate is a
  * count of bytes touched and of arithmetic operations (multiply-adds count two), turned
  * into nanoseconds of one thread of the device the job's tensors are on, at a rate
  * measured on this project's 2-core machine (4 bytes/ns, 32 flop/ns: a 1024^3 float32 mm
@@ -42,11 +46,11 @@
 #include "job.h"
 
 /* The estimate of a job, in nanoseconds of one thread of its device ([Note: The cost of a
- * job]). On a worker that owns the job's session, as a dispatcher reader online (a call's
- * schema is read); sets job->op for a call of a known operator. */
+ * job]), by the ESTIMATE column of requests.def. On the loop or on a worker that owns the
+ * job's session, as a dispatcher reader online (a call's schema is read). A prepared call
+ * ([Note: Prepared calls] in prepared.h) or a routed graph run is estimated from what was
+ * found then, nothing looked up again; a call's operator found here is kept for its
+ * prepare. */
 uint64_t opd__job_estimate(opd__job *job);
-/* The same for a call prepared on this thread ([Note: Prepared calls] in prepared.h), from
- * its stack: no handle or operator is looked up again. */
-uint64_t opd__prepared_estimate(opd__job *job);
 
 #endif

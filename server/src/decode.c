@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "execute.h"
 #include "opd/error.h"
 #include "session.h"
 
@@ -371,8 +370,9 @@ int opd__call_prepare(opd__job *job) {
   opd__prepared_call *call = &job->call;
   assert(call->state == OPD__CALL_NONE);
   const char *op = job->req->call->op;
-  /* the estimate found it ([Note: The cost of a job] in cost.h); operators are never freed */
-  call->op = job->op ? job->op : opd_find_op(op);
+  /* found once: the loop or the estimate may have ([Note: The cost of a job] in cost.h);
+   * operators are never freed */
+  if (!call->op) call->op = opd_find_op(op);
   call->keys = opd_keyset_empty();
   call->device = (opd_device){OPD_DEVICE_CPU, -1};
   call->cuda_devices = 0;

@@ -8,7 +8,7 @@
 #include "opd/graph.h"
 
 /* The bytes a request's decoding may take per byte of its frame (its job's arena's limit, with
- * 16 KiB more: job_get in connection.c says why). */
+ * 16 KiB more: opd__conn_job_get in connection.c says why). */
 #define OPD__DECODE_BYTES_PER_FRAME_BYTE 16
 
 /* Decodes job's Call into job->call (NONE before): 0 with it READY and the session's

@@ -189,33 +189,58 @@ static bool take_first(opd_device d, void *arg) {
   return true;
 }
 
+/* The loop set an upload's device. */
+static opd_device route_upload(opd__job *job, bool devices) {
+  (void)devices;
+  return job->device;
+}
+
 /* [Note: Prepared calls]: a call is decoded here, once, and routed on its tensors' and
- * Device arguments' CUDA devices; a graph run on its inputs' specs (graphs.c). A job that
- * goes to another pool is prepared again by the worker that takes it there. */
-opd_device opd__gpu_route(opd__job *job) {
+ * Device arguments' CUDA devices. A job that goes to another pool is prepared again by the
+ * worker that takes it there. */
+static opd_device route_call(opd__job *job, bool devices) {
+  (void)devices;
+  if (job->call.state == OPD__CALL_NONE && opd__call_prepare(job) < 0)
+    return job->device; /* answered: nothing runs, on this pool */
+  return job->call.device;
+}
+
+/* A graph run, on its inputs' specs (graphs.c). */
+static opd_device route_graph_run(opd__job *job, bool devices) {
+  (void)devices;
+  opd_device d;
+  return opd__graph_route(job, &d) < 0 ? job->device : d;
+}
+
+static opd_device route_download(opd__job *job, bool devices) {
   opd_device d = {OPD_DEVICE_CPU, -1};
-  opd__session *s = job->session;
+  if (devices) visit_handle(job->session, job->req->download->handle, take_first, &d);
+  return d;
+}
+
+static opd_device route_release(opd__job *job, bool devices) {
+  opd_device d = {OPD_DEVICE_CPU, -1};
+  const Opd__V1__Release *r = job->req->release;
+  if (devices) visit_handles(job->session, r->handles, r->n_handles, take_first, &d);
+  return d;
+}
+
+/* The ROUTE column of requests.def ([Note: The request table]): the rest need no device
+ * (synchronize waits on any thread). */
+static opd_device (*const routes[OPD__NUM_JOB_KINDS])(opd__job *job, bool devices) = {
+#define NONE NULL
+#define OPD__REQUEST(kind, body, session, accept, on_loop, estimate, route, ...) \
+  [OPD__JOB_##kind] = route,
+#include "requests.def"
+#undef OPD__REQUEST
+#undef NONE
+};
+
+opd_device opd__gpu_route(opd__job *job) {
   opd_server *srv = job->conn->server;
   bool devices = srv->gpu != NULL; /* else no tensor is on CUDA */
-  switch (job->kind) {
-  case OPD__JOB_UPLOAD: return job->device; /* the loop set it */
-  case OPD__JOB_CALL:
-    if (job->call.state == OPD__CALL_NONE && opd__call_prepare(job) < 0)
-      return job->device; /* answered: nothing runs, on this pool */
-    d = job->call.device;
-    break;
-  case OPD__JOB_RUN_GRAPH:
-    if (opd__graph_route(job, &d) < 0) return job->device;
-    break;
-  case OPD__JOB_DOWNLOAD:
-    if (devices) visit_handle(s, job->req->download->handle, take_first, &d);
-    break;
-  case OPD__JOB_RELEASE:
-    if (devices)
-      visit_handles(s, job->req->release->handles, job->req->release->n_handles, take_first, &d);
-    break;
-  default: break; /* synchronize waits on any thread; the rest need no device */
-  }
+  opd_device d = {OPD_DEVICE_CPU, -1};
+  if (routes[job->kind]) d = routes[job->kind](job, devices);
   if (opd__sched_pool_of(&srv->sched, d) != opd__sched_pool_of(&srv->sched, job->device))
     opd__call_unprepare(job); /* it moves: prepared again on its pool */
   return d;

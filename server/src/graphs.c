@@ -4,8 +4,8 @@
  * [Note: Graphs in the daemon]
  * A define is validated whole before anything runs, on a worker of the session: the limits
  * of the configuration first (max_graphs, max_graph_nodes, ...; a define with too many
- * nodes is refused by the loop before it is even decoded, graph_nodes_over_limit in
- * connection.c), then every input spec, then every node in order: its operator, its
+ * nodes is refused by the loop before it is even decoded, opd__request_decode in
+ * conn_requests.c), then every input spec, then every node in order: its operator, its
  * arguments through the decoder of calls (decode.c, references for tensors), and the
  * graph builder (opd/graph.h), which checks the values against the schema, the references
  * (backwards only), the limits, and infers the node's outputs through its Meta kernel; an
@@ -56,7 +56,6 @@
 
 #include "connection.h"
 #include "decode.h"
-#include "execute.h"
 #include "gpu.h"
 #include "metrics.h"
 #include "opd/error.h"
@@ -525,7 +524,6 @@ int opd__graph_route(opd__job *job, opd_device *device) {
   opd_compiled_graph *cg = find_graph(job->session, job->req->run_graph->graph, "run_graph");
   if (!cg) return opd_last_error_code();
   job->graph = cg;
-  job->cost = opd_compiled_graph_cost(cg);
   *device = (opd_device){OPD_DEVICE_CPU, -1};
   for (uint32_t i = 0; i < opd_compiled_graph_num_inputs(cg); i++) {
     opd_device d = opd_compiled_graph_input_device(cg, i);

@@ -44,8 +44,8 @@ json_t *opd__graph_passes_disabled_json(void);
 
 /* ---- requests, on a worker that owns the job's session ---- */
 
-/* A run's route: finds its graph (job->graph) and the device its inputs are on (*device),
- * sets job->cost. 0, or an error with nothing found (the run reports it). */
+/* A run's route: finds its graph (job->graph) and the device its inputs are on (*device):
+ * 0, or an error with nothing found (the run reports it). */
 int opd__graph_route(opd__job *job, opd_device *device);
 /* Each runs a request and packs its response into job->out, or returns an error (`*op`,
  * when set, is the operator a define's error is about). */

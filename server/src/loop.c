@@ -44,6 +44,7 @@
 #include "gpu.h"
 #include "graphs.h"
 #include "metrics.h"
+#include "server_view.h"
 #include "status.h"
 #include "opd/error.h"
 #include "opd/kernels.h"
@@ -62,7 +63,7 @@ static void wake_locked(opd_server *s) {
 }
 
 /* Sends the responses of a batch that can go ([Note: Responses written by workers] in
- * connection.c): once per connection of the batch (a batch is short: BATCH_MAX in
+ * conn_write.c): once per connection of the batch (a batch is short: BATCH_MAX in
  * worker.c). */
 static void send_batch(opd__job *jobs, void *arg) {
   (void)arg;
@@ -131,7 +132,7 @@ void opd__server_loop_online(opd_server *s) {
 static void on_prepare(uv_prepare_t *prepare) {
   opd_server *s = prepare->data;
   opd__server_take_done(s);
-  opd__conn_flush_queued(s); /* [Note: Responses written after the poll] in connection.c */
+  opd__conn_flush_queued(s); /* [Note: Responses written after the poll] in conn_read.c */
   if (s->loop_online) {
     opd_reader_offline();
     s->loop_online = false;
@@ -139,7 +140,7 @@ static void on_prepare(uv_prepare_t *prepare) {
 }
 
 /* After the poll's callbacks: the responses they queued ([Note: Responses written after
- * the poll] in connection.c). */
+ * the poll] in conn_read.c). */
 static void on_check(uv_check_t *check) {
   opd__conn_flush_queued(check->data);
 }
@@ -197,7 +198,7 @@ static void on_stop(uv_async_t *a) {
 static void *loop_main(void *arg) {
   opd_server *s = arg;
   opd__sched_latency_thread(); /* [Note: Fair sharing of workers] in worker.h */
-  opd_reader_register();       /* [Note: Tiny calls on the loop] in connection.c */
+  opd_reader_register();       /* [Note: Tiny calls on the loop] in conn_loop_calls.c */
   opd_reader_offline();
   opd__metrics_claim_counters(); /* [Note: Call metrics] in metrics.h: it runs tiny calls */
   uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -533,4 +534,22 @@ void opd_server_stop(opd_server *s) {
   opd_log(OPD_LOG_INFO, "stopped");
   free_server(s);
   opd_cpu_allocator_set_limit(0);
+}
+
+/* ---- what the status endpoint reads (server_view.h) ---- */
+
+unsigned opd__server_cpu_workers(const opd_server *s) {
+  return s->sched.cpu.nthreads;
+}
+
+opd__session_registry *opd__server_sessions(opd_server *s) {
+  return &s->sessions;
+}
+
+struct opd__graphs *opd__server_graphs(opd_server *s) {
+  return s->graphs;
+}
+
+uint64_t opd__server_loop_requests(const opd_server *s) {
+  return atomic_load_explicit(&s->loop_calls, memory_order_relaxed);
 }

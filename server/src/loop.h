@@ -41,7 +41,7 @@ struct opd_server {
   int done_fd;               /* an eventfd; -1 before start */
   uv_prepare_t done_prepare; /* takes jobs back quietly before the loop sleeps */
   uv_check_t flush_check;    /* writes the responses queued in the poll (to_flush) */
-  opd__conn *to_flush;       /* [Note: Responses written after the poll] in connection.c */
+  opd__conn *to_flush;       /* [Note: Responses written after the poll] in conn_read.c */
   uv_async_t stop_async;     /* opd_server_stop: drain */
   uv_timer_t drain_timer;
   uv_timer_t hangup_timer; /* [Note: Clients gone while reading is paused] in connection.c */
@@ -62,7 +62,7 @@ struct opd_server {
   struct opd__admin *admin;       /* the admin listener (admin.h); NULL when disabled */
   struct opd__gpu *gpu;           /* the CUDA side (gpu.h); NULL without a CUDA device */
   struct opd__graphs *graphs;     /* the graphs' cache and counters (graphs.h) */
-  /* [Note: Tiny calls on the loop] in connection.c: the loop thread is an online dispatcher
+  /* [Note: Tiny calls on the loop] in conn_loop_calls.c: the loop thread is an online dispatcher
    * reader (until it next sleeps), and the requests it ran itself */
   bool loop_online;
   _Atomic uint64_t loop_calls;
@@ -71,7 +71,7 @@ struct opd_server {
 /* Takes the completion list and hands it to the connections, oldest first. */
 void opd__server_take_done(opd_server *s);
 /* Makes the loop thread an online dispatcher reader until it next sleeps ([Note: Tiny calls
- * on the loop] in connection.c). */
+ * on the loop] in conn_loop_calls.c). */
 void opd__server_loop_online(opd_server *s);
 
 /* Wakes the loop if jobs came back quietly ([Note: Quiet completions] in connection.c). */

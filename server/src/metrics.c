@@ -26,7 +26,7 @@ typedef struct op_metrics {
   call_counts shared, owned;
   _Atomic uint64_t errors_by_slot[OPD_NUM_RUNTIME_SLOTS];
   _Atomic uint64_t errors_by_code[OPD__METRICS_CODES];
-  /* [Note: Tiny calls on the loop] in connection.c: 1 + the operator's generation when a call
+  /* [Note: Tiny calls on the loop] in conn_loop_calls.c: 1 + the operator's generation when a call
    * of it FITS (0: none yet; a registration since voids it), and its overruns on the loop in
    * a row since (OPD__LOOP_STRIKES: not under this generation) */
   _Atomic uint64_t loop_fit_generation;

@@ -84,7 +84,7 @@ static inline uint64_t opd__metrics_ticks_ns(uint64_t from, uint64_t to) {
   return f ? (uint64_t)(((unsigned __int128)(to - from) * f) >> 32) : to - from;
 }
 /* What one call showed about running its operator on the event-loop thread ([Note: Tiny
- * calls on the loop] in connection.c); the verdict is kept beside the operator's counters. */
+ * calls on the loop] in conn_loop_calls.c); the verdict is kept beside the operator's counters. */
 typedef enum opd__loop_lesson {
   OPD__LOOP_NOTHING, /* nothing */
   OPD__LOOP_FITS,    /* on a worker, estimated small enough for the loop and as fast */

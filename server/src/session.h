@@ -7,7 +7,7 @@
  * order from 1. The table and the session's dispatch state belong to the job of the session
  * that runs (one at a time, see [Note: Sessions on workers]); the loop touches them only
  * after the last job came back: to run a tiny call or a release itself ([Note: Tiny calls
- * on the loop] in connection.c), or to release everything.
+ * on the loop] in conn_loop_calls.c), or to release everything.
  *
  * Limits: at most max_handles handles; at most max_bytes_held bytes of storage kept alive by
  * the handles, each storage counted once however many handles view it (a second map counts

@@ -1,6 +1,7 @@
-/* status.c: the read-only HTTP/1.1 status endpoint (docs/STATUS.md): JSON views of the
- * key universe, the operators and their dispatch tables, the sessions and memory, the
- * Prometheus metrics, and the status page.
+/* status.c: the read-only HTTP/1.1 status endpoint (docs/STATUS.md), its HTTP side: the
+ * thread and its loop, the connections, reading and parsing requests, routing them and
+ * sending the answers, and the status page. What it answers is built elsewhere: the JSON
+ * views in status_views.c, the Prometheus metrics in status_metrics.c (status_views.h).
  *
  * [Note: The status thread]
  * The endpoint has its own thread and its own libuv loop, so nothing it does (rendering an
@@ -50,19 +51,12 @@
 #include <uv.h>
 
 #include "config.h"
-#include "loop.h"
-#include "gpu.h"
-#include "graphs.h"
-#include "metrics.h"
-#include "opd.pb-c.h"
-#include "opd/allocator.h"
 #include "opd/clock.h"
 #include "opd/error.h"
 #include "opd/memory.h"
-#include "opd/tensor.h"
 #include "opd/introspect.h"
-#include "opd/log.h"
 #include "opd/utf8.h"
+#include "status_views.h"
 
 #define MAX_HEADER_BYTES   8192
 #define MAX_URL_BYTES      OPD__STATUS_MAX_URL
@@ -105,43 +99,6 @@ struct sconn {
   char *body;
   char rbuf[4096];
 };
-
-/* ---- a growable text buffer ---- */
-
-typedef struct sbuf {
-  char *p;
-  size_t len, cap;
-  bool failed;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    size_t room = b->cap - b->len;
-    int n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->failed = true;
-      return;
-    }
-    if ((size_t)n < room) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = b->cap ? b->cap * 2 : 4096;
-    while (cap - b->len <= (size_t)n) cap *= 2;
-    char *p = opd__realloc(b->p, cap);
-    if (!p) {
-      b->failed = true;
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-}
 
 /* ---- connections ---- */
 
@@ -237,18 +194,9 @@ static void respond_error(sconn *c, int code, const char *fmt, ...) {
 }
 
 /* ---- helpers ---- */
-
-static json_t *keyset_names(opd_keyset s) {
-  json_t *a = json_array();
-  opd_keyset_iter it = opd_keyset_iter_begin(s);
-  opd_dispatch_key k;
-  while (a && opd_keyset_iter_next(&it, &k)) json_array_append_new(a, json_string(opd_key_name(k)));
-  return a;
-}
-
 /* s, valid UTF-8 here, cut at a character boundary to fit buf (for an error message;
  * anything else would be escaped). */
-static const char *echo(char *buf, size_t cap, const char *s) {
+const char *opd__status_echo(char *buf, size_t cap, const char *s) {
   opd_utf8_escape(buf, cap, s, strlen(s));
   return buf;
 }
@@ -328,9 +276,7 @@ static bool parse_keys(char *list, opd_keyset *out, const char **bad_name) {
   return true;
 }
 
-static int target_error(opd__status_target *t, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int target_error(opd__status_target *t, int code, const char *fmt, ...) {
+int opd__status_target_error(opd__status_target *t, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(t->error, sizeof t->error, fmt, ap);
@@ -347,10 +293,10 @@ static int parse_dispatch_query(const char *q, size_t qlen, opd__status_target *
     char value[1024] = "", shown[101];
     const char *why = NULL, *bad_name = NULL;
     if (query_param(q, qlen, params[i], value, sizeof value, &why) < 0)
-      return target_error(t, 400, "query parameter '%s': %s", params[i], why);
+      return opd__status_target_error(t, 400, "query parameter '%s': %s", params[i], why);
     if (!parse_keys(value, sets[i], &bad_name))
-      return target_error(t, 400, "'%s' is not a runtime or functionality dispatch key",
-                          echo(shown, sizeof shown, bad_name));
+      return opd__status_target_error(t, 400, "'%s' is not a runtime or functionality dispatch key",
+                                      opd__status_echo(shown, sizeof shown, bad_name));
   }
   return 0;
 }
@@ -376,15 +322,16 @@ int opd__status_parse_target(const char *target, size_t len, opd__status_target 
   t->name[0] = t->error[0] = '\0';
   t->keys = t->include = t->exclude = opd_keyset_empty();
   if (len > MAX_URL_BYTES)
-    return target_error(t, 414, "the request target is longer than %d bytes", MAX_URL_BYTES);
+    return opd__status_target_error(t, 414, "the request target is longer than %d bytes",
+                                    MAX_URL_BYTES);
   struct http_parser_url u;
   http_parser_url_init(&u);
   if (http_parser_parse_url(target, len, 0, &u) != 0 || !(u.field_set & (1 << UF_PATH)))
-    return target_error(t, 400, "malformed request target");
+    return opd__status_target_error(t, 400, "malformed request target");
   char path[MAX_URL_BYTES + 1];
   const char *why = NULL;
   if (!decode_text(target + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len, path, &why))
-    return target_error(t, 400, "%s in the path", why);
+    return opd__status_target_error(t, 400, "%s in the path", why);
   for (size_t i = 0; i < sizeof fixed_routes / sizeof *fixed_routes; i++)
     if (strcmp(path, fixed_routes[i].path) == 0) {
       t->route = fixed_routes[i].route;
@@ -409,502 +356,8 @@ int opd__status_parse_target(const char *target, size_t len, opd__status_target 
                                 has_query ? u.field_data[UF_QUERY].len : 0, t);
   }
   char shown[MAX_ECHO_BYTES + 1];
-  return target_error(t, 404, "no such endpoint: %s (see docs/STATUS.md)",
-                      echo(shown, sizeof shown, path));
-}
-
-/* ---- endpoints ---- */
-
-static unsigned num_workers(const opd__status *st) {
-  return st->srv->sched.cpu.nthreads;
-}
-
-static json_t *info_json(opd__status *st) {
-  json_t *listen = json_array();
-  for (size_t i = 0; i < opd_server_num_listeners(st->srv); i++)
-    json_array_append_new(listen, opd_json_text(opd_server_listener_url(st->srv, i)));
-  uint64_t up = opd_monotonic_ns() - st->start_ns;
-#ifdef NDEBUG
-  const bool assertions = false;
-#else
-  const bool assertions = true;
-#endif
-  json_t *j = json_pack("{s:s, s:{s:s, s:b}, s:[s, s], s:[{s:s, s:i, s:I}, {s:s, s:i}], s:f, s:o, "
-                        "s:o, s:I}",
-                        "version", OPD_VERSION, "build", "compiler", "gcc " __VERSION__,
-                        "assertions", assertions, "backends", "CPU", "Meta", "devices", "type",
-                        "cpu", "index", 0, "workers", (json_int_t)num_workers(st), "type", "meta",
-                        "index", 0, "uptime_s", (double)up / 1e9, "listen", listen, "status",
-                        opd_json_text(st->address), "pid", (json_int_t)getpid());
-  if (j) opd__gpu_status(st->srv, j); /* "cuda", and the GPUs in "devices" */
-  return j;
-}
-
-static const char *key_category(opd_dispatch_key k) {
-  switch (opd_key_kind_of(k)) {
-  case OPD_KEY_KIND_UNDEFINED: return "undefined";
-  case OPD_KEY_KIND_FUNCTIONALITY:
-    return k < OPD_KEY_BackendSelect ? "non_customizable_backend"
-                                     : "non_customizable_functionality";
-  case OPD_KEY_KIND_PER_BACKEND: return "per_backend_functionality";
-  case OPD_KEY_KIND_RUNTIME_BACKEND: return "per_backend_runtime";
-  case OPD_KEY_KIND_ALIAS: return "alias";
-  case OPD_KEY_KIND_INVALID: break;
-  }
-  return NULL;
-}
-
-static json_t *bits_json(uint64_t repr) {
-  json_t *a = json_array();
-  for (int b = 0; a && b < 64; b++)
-    if (repr >> b & 1) json_array_append_new(a, json_integer(b));
-  return a;
-}
-
-static json_t *keys_json(void) {
-  json_t *backends = json_array(), *keys = json_array(), *slots = json_array();
-  for (int b = 0; b < OPD_NUM_BACKENDS; b++)
-    json_array_append_new(
-        backends, json_pack("{s:s, s:i}", "name", opd_backend_name((opd_backend)b), "bit", b));
-  for (int i = 0; i < OPD_NUM_KEYS; i++) {
-    opd_dispatch_key k = (opd_dispatch_key)i;
-    const char *name = opd_key_name(k), *cat = name ? key_category(k) : NULL;
-    if (!cat) continue;
-    json_t *j = json_pack("{s:s, s:i, s:s}", "name", name, "value", i, "category", cat);
-    if (opd_key_is_alias(k)) {
-      json_object_set_new(j, "covers", keyset_names(opd_alias_keyset(k)));
-    } else {
-      json_object_set_new(j, "bits", bits_json(opd_keyset_of(k).repr));
-      json_object_set_new(j, "repr", json_sprintf("0x%016" PRIx64, opd_keyset_of(k).repr));
-    }
-    if (opd_key_kind_of(k) == OPD_KEY_KIND_RUNTIME_BACKEND) {
-      json_object_set_new(j, "functionality", json_string(opd_key_name(opd_key_functionality(k))));
-      json_object_set_new(j, "backend", json_string(opd_backend_name(opd_key_backend(k))));
-    }
-    json_object_set_new(j, "slot",
-                        opd_key_is_runtime(k) ? json_integer(opd_key_slot(k)) : json_null());
-    json_array_append_new(keys, j);
-  }
-  for (unsigned s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++)
-    json_array_append_new(slots, json_string(opd_key_name(opd_slot_key(s))));
-  return json_pack("{s:i, s:i, s:i, s:o, s:o, s:o}", "num_backends", OPD_NUM_BACKENDS,
-                   "num_functionalities", OPD_NUM_FUNCTIONALITIES, "num_slots",
-                   OPD_NUM_RUNTIME_SLOTS, "backends", backends, "keys", keys, "slots", slots);
-}
-
-static json_t *schema_json(const opd_operator *op) {
-  const opd_schema *s = opd_op_schema(op);
-  if (!s) return json_null();
-  int n = opd_schema_format(s, NULL, 0);
-  char *buf = n >= 0 ? opd__malloc((size_t)n + 1) : NULL;
-  if (!buf) return json_null();
-  opd_schema_format(s, buf, (size_t)n + 1);
-  json_t *j = opd_json_text(buf);
-  opd__free(buf);
-  return j;
-}
-
-/* [Note: The status thread]: the schema stays alive while the thread is online */
-static void add_op(const opd_operator *op, void *arg) {
-  json_array_append_new(arg, json_pack("{s:o, s:o}", "name", opd_json_text(opd_op_name(op)),
-                                       "schema", schema_json(op)));
-}
-
-static json_t *ops_json(void) {
-  json_t *a = json_array();
-  opd_for_each_op(add_op, a);
-  return json_pack("{s:I, s:o}", "count", (json_int_t)json_array_size(a), "ops", a);
-}
-
-typedef struct fallback_scan {
-  json_t *found[OPD_NUM_RUNTIME_SLOTS];
-} fallback_scan;
-
-static void scan_fallbacks(const opd_operator *op, void *arg) {
-  fallback_scan *f = arg;
-  for (unsigned s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++) {
-    if (f->found[s]) continue;
-    json_t *j = opd_op_slot_json(op, opd_slot_key(s));
-    const char *src = json_string_value(json_object_get(j, "source"));
-    const char *scope = json_string_value(json_object_get(j, "scope"));
-    if (src && (strcmp(src, "fallback") == 0 ||
-                (strcmp(src, "fallthrough") == 0 && scope && strcmp(scope, "global") == 0)))
-      f->found[s] = j;
-    else
-      json_decref(j);
-  }
-}
-
-static json_t *fallbacks_json(void) {
-  fallback_scan f = {{0}};
-  opd_for_each_op(scan_fallbacks, &f);
-  json_t *a = json_array();
-  for (unsigned s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++) {
-    if (!f.found[s]) continue;
-    json_object_set_new(f.found[s], "key", json_string(opd_key_name(opd_slot_key(s))));
-    json_array_append_new(a, f.found[s]);
-  }
-  return json_pack("{s:o}", "fallbacks", a);
-}
-
-static json_t *sessions_json(opd__status *st) {
-  json_t *a = json_array();
-  opd__session_registry *r = &st->srv->sessions;
-  pthread_mutex_lock(&r->mu);
-  for (opd__session *s = r->head; s; s = s->reg_next) {
-    const opd__sched_entry *e = &s->sched; /* [Note: Fair sharing of workers] */
-    const char *priority =
-        opd__priority_name((opd_priority)atomic_load_explicit(&e->priority, memory_order_relaxed));
-    json_t *j = json_pack(
-        "{s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:s, s:I, s:f}", "id", (json_int_t)s->id,
-        "peer", opd_json_text(s->peer ? s->peer : ""), "calls",
-        (json_int_t)atomic_load_explicit(&s->calls, memory_order_relaxed), "errors",
-        (json_int_t)atomic_load_explicit(&s->errors, memory_order_relaxed), "handles",
-        (json_int_t)atomic_load_explicit(&s->num_handles, memory_order_relaxed), "bytes_held",
-        (json_int_t)atomic_load_explicit(&s->bytes_held, memory_order_relaxed), "graphs",
-        (json_int_t)atomic_load_explicit(&s->num_graphs, memory_order_relaxed), "include",
-        keyset_names(
-            opd_keyset_from_repr(atomic_load_explicit(&s->included_repr, memory_order_relaxed))),
-        "exclude",
-        keyset_names(
-            opd_keyset_from_repr(atomic_load_explicit(&s->excluded_repr, memory_order_relaxed))),
-        "priority", priority ? priority : "normal", "jobs",
-        (json_int_t)atomic_load_explicit(&e->jobs, memory_order_relaxed), "cost_ms",
-        (double)atomic_load_explicit(&e->cost_ns, memory_order_relaxed) / 1e6);
-    json_array_append_new(a, j);
-  }
-  pthread_mutex_unlock(&r->mu);
-  return json_pack("{s:I, s:o}", "count", (json_int_t)json_array_size(a), "sessions", a);
-}
-
-static json_t *memory_device_json(const char *name, int type) {
-  opd_memory_stats m;
-  opd_memory_stats_get(type, &m);
-  return json_pack("{s:s, s:i, s:I, s:I, s:I, s:I}", "device", name, "index", 0, "in_use",
-                   (json_int_t)m.in_use, "peak", (json_int_t)m.peak, "cached", (json_int_t)m.cached,
-                   "limit", (json_int_t)m.limit);
-}
-
-static json_t *memory_json(void) {
-  return json_pack("{s:[o, o], s:I}", "devices", memory_device_json("cpu", OPD_DEVICE_CPU),
-                   memory_device_json("meta", OPD_DEVICE_META), "tensor_slab_bytes",
-                   (json_int_t)opd_tensor_slab_bytes());
-}
-
-static json_t *dispatch_json(const opd_operator *op, const opd__status_target *t) {
-  /* the call path reads the thread's dispatch state: install the asked-for one */
-  opd_local_dispatch_state saved = opd_tls_get();
-  opd_tls_set((opd_local_dispatch_state){
-      opd_keyset_union(opd_default_dispatch_state.included, t->include),
-      opd_keyset_union(opd_default_dispatch_state.excluded, t->exclude)});
-  opd_local_dispatch_state used = opd_tls_get();
-  opd_keyset ks;
-  json_t *where = opd_op_dispatch_json(op, t->keys, &ks); /* key, kernel, entry: one state */
-  opd_tls_set(saved);
-  json_t *j =
-      where ? json_pack("{s:o, s:o, s:o, s:o, s:o}", "op", opd_json_text(opd_op_name(op)), "keys",
-                        keyset_names(t->keys), "include", keyset_names(used.included), "exclude",
-                        keyset_names(used.excluded), "dispatch_keyset", keyset_names(ks))
-            : NULL;
-  if (j && json_object_update(j, where) < 0) {
-    json_decref(j);
-    j = NULL;
-  }
-  json_decref(where);
-  return j;
-}
-
-int opd__status_op_answer(opd__status_target *t, json_t **out) {
-  *out = NULL;
-  const opd_operator *op = t->name[0] ? opd_find_op(t->name) : NULL;
-  if (!op) {
-    char shown[MAX_ECHO_BYTES + 1];
-    return target_error(t, 404, "unknown operator '%s'", echo(shown, sizeof shown, t->name));
-  }
-  *out = t->route == OPD__STATUS_OP_DISPATCH ? dispatch_json(op, t) : opd_op_json(op);
-  return 200;
-}
-
-/* ---- /v1/graphs ---- */
-
-/* The cache's compiled graphs and counters, the daemon's graph counters, the passes the
- * admin disabled ([Note: Graphs in the daemon] in graphs.c). */
-static json_t *graphs_json(opd__status *st) {
-  json_t *j = opd_graph_cache_json(opd__graphs_cache(st->srv->graphs));
-  opd__graphs_counters n;
-  opd__graphs_counters_get(st->srv->graphs, &n);
-  if (!j || json_object_set_new(j, "disabled_passes", opd__graph_passes_disabled_json()) < 0 ||
-      json_object_set_new(j, "defines", json_integer((json_int_t)n.defines)) < 0 ||
-      json_object_set_new(j, "define_errors", json_integer((json_int_t)n.define_errors)) < 0 ||
-      json_object_set_new(j, "runs", json_integer((json_int_t)n.runs)) < 0 ||
-      json_object_set_new(j, "run_errors", json_integer((json_int_t)n.run_errors)) < 0 ||
-      json_object_set_new(j, "c_tier", opd_graph_c_tier_json()) < 0) {
-    json_decref(j);
-    return NULL;
-  }
-  return j;
-}
-
-/* GET /v1/graphs/{id}: the core's introspection document of a cached graph. */
-static void graph(sconn *c, const char *id_text) {
-  char *end = NULL, shown[MAX_ECHO_BYTES + 1];
-  errno = 0;
-  unsigned long long id = id_text[0] >= '1' && id_text[0] <= '9' ? strtoull(id_text, &end, 10) : 0;
-  if (!id || errno || *end)
-    return respond_error(c, 404,
-                         "no graph '%s': an id is a positive decimal number (GET "
-                         "/v1/graphs lists them)",
-                         echo(shown, sizeof shown, id_text));
-  opd_compiled_graph *cg = opd_graph_cache_lookup_id(opd__graphs_cache(c->st->srv->graphs), id);
-  if (!cg)
-    return respond_error(c, 404, "no graph %llu in the cache (GET /v1/graphs lists them)", id);
-  json_t *j = opd_compiled_graph_json(cg);
-  opd_compiled_graph_release(cg);
-  respond_json(c, 200, j);
-}
-
-/* ---- /metrics ---- */
-
-static void prom_label(sbuf *b, const char *name) {
-  char text[4 * 512]; /* operator names are shorter than 512 bytes; each byte escapes to 4 */
-  opd_utf8_escape(text, sizeof text, name, strlen(name));
-  for (const char *v = text; *v; v++) {
-    if (*v == '\\' || *v == '"')
-      sb_printf(b, "\\%c", *v);
-    else if (*v == '\n')
-      sb_printf(b, "\\n");
-    else
-      sb_printf(b, "%c", *v);
-  }
-}
-
-typedef struct metrics_pass {
-  sbuf *b;
-  int which; /* 0 calls, 1 errors by code, 2 latency, 3 errors by key */
-} metrics_pass;
-
-static void emit_op_metrics(const opd__op_metrics_snapshot *m, void *arg) {
-  metrics_pass *p = arg;
-  sbuf *b = p->b;
-  const char *name = opd_op_name(m->op);
-  if (p->which == 0) {
-    for (unsigned s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++) {
-      if (!m->calls_by_slot[s]) continue;
-      sb_printf(b, "opd_calls_total{op=\"");
-      prom_label(b, name);
-      sb_printf(b, "\",key=\"%s\"} %" PRIu64 "\n", opd_key_name(opd_slot_key(s)),
-                m->calls_by_slot[s]);
-    }
-  } else if (p->which == 3) {
-    for (unsigned s = 0; s < OPD_NUM_RUNTIME_SLOTS; s++) {
-      if (!m->errors_by_slot[s]) continue;
-      sb_printf(b, "opd_call_errors_by_key_total{op=\"");
-      prom_label(b, name);
-      sb_printf(b, "\",key=\"%s\"} %" PRIu64 "\n", opd_key_name(opd_slot_key(s)),
-                m->errors_by_slot[s]);
-    }
-  } else if (p->which == 1) {
-    for (int e = 0; e < OPD__METRICS_CODES; e++) {
-      if (!m->errors_by_code[e]) continue;
-      sb_printf(b, "opd_call_errors_total{op=\"");
-      prom_label(b, name);
-      sb_printf(b, "\",code=\"%s\"} %" PRIu64 "\n", opd_err_name(-e), m->errors_by_code[e]);
-    }
-  } else {
-    uint64_t cum = 0;
-    for (int i = 0; i < OPD__METRICS_BUCKETS; i++) {
-      cum += m->buckets[i];
-      sb_printf(b, "opd_call_duration_seconds_bucket{op=\"");
-      prom_label(b, name);
-      if (i < OPD__METRICS_BUCKETS - 1)
-        sb_printf(b, "\",le=\"%.9g\"} %" PRIu64 "\n", opd__metrics_bucket_bound(i), cum);
-      else
-        sb_printf(b, "\",le=\"+Inf\"} %" PRIu64 "\n", cum);
-    }
-    sb_printf(b, "opd_call_duration_seconds_sum{op=\"");
-    prom_label(b, name);
-    sb_printf(b, "\"} %.9f\n", (double)m->sum_ns / 1e9);
-    sb_printf(b, "opd_call_duration_seconds_count{op=\"");
-    prom_label(b, name);
-    sb_printf(b, "\"} %" PRIu64 "\n", cum);
-  }
-}
-
-typedef struct reg_count {
-  uint64_t ops;
-  uint64_t by_kind[5];
-} reg_count;
-
-static const char *const reg_kinds[5] = {"def", "impl", "fallthrough", "fallback",
-                                         "fallback_fallthrough"};
-
-static void count_regs(const opd_operator *op, void *arg) {
-  reg_count *r = arg;
-  r->ops++;
-  json_t *j = opd_op_json(op);
-  json_t *regs = json_object_get(j, "registrations"), *e;
-  size_t i;
-  json_array_foreach(regs, i, e) {
-    const char *kind = json_string_value(json_object_get(e, "kind"));
-    for (int k = 0; kind && k < 5; k++)
-      if (strcmp(kind, reg_kinds[k]) == 0) r->by_kind[k]++;
-  }
-  json_decref(j);
-}
-
-/* The graphs' counters: the daemon's, the cache's, each pass's hits. */
-static void graph_metrics(sbuf *b, opd__status *st) {
-  opd__graphs_counters n;
-  opd__graphs_counters_get(st->srv->graphs, &n);
-  opd_graph_cache_stats cs;
-  opd_graph_cache_stats_get(opd__graphs_cache(st->srv->graphs), &cs);
-  opd_graph_c_tier_stats ct;
-  opd_graph_c_tier_stats_get(&ct);
-  const struct {
-    const char *name, *help;
-    uint64_t v;
-  } counters[] = {
-      {"graph_defines_total", "Graph definitions received.", n.defines},
-      {"graph_define_errors_total", "Graph definitions refused.", n.define_errors},
-      {"graph_runs_total", "Graph runs.", n.runs},
-      {"graph_run_errors_total", "Graph runs that failed.", n.run_errors},
-      {"graph_cache_hits_total", "Definitions the compiled-graph cache held.", cs.hits},
-      {"graph_cache_misses_total", "Definitions compiled anew.", cs.misses},
-      {"graph_cache_evictions_total", "Compiled graphs evicted by the LRU.", cs.evictions},
-      {"graph_cache_invalidations_total",
-       "Compiled graphs dropped by a registration of an operator they call.", cs.invalidations},
-      {"graph_dump_bytes_total", "Bytes the per-pass IR dumps wrote.", n.dump_bytes},
-      {"graph_numerics_mismatches_total",
-       "Fused groups pinned unfused because their results differed from the unfused ones.",
-       opd_graph_numerics_mismatches()},
-      {"graph_c_compiles_total", "Fused programs the C tier compiled.", ct.compiles},
-      {"graph_c_disk_hits_total", "Fused programs the C tier found compiled in its directory.",
-       ct.disk_hits},
-      {"graph_c_failures_total", "Compiles of the C tier that failed (timeouts included).",
-       ct.failures},
-      {"graph_c_timeouts_total", "Compiles of the C tier killed at graph_cc_timeout_ms.",
-       ct.timeouts},
-      {"graph_c_mismatches_total",
-       "Compiled fused programs dropped because their results differed from the unfused ones.",
-       ct.mismatches},
-  };
-  for (size_t i = 0; i < sizeof counters / sizeof *counters; i++)
-    sb_printf(b, "# HELP opd_%s %s\n# TYPE opd_%s counter\nopd_%s %" PRIu64 "\n", counters[i].name,
-              counters[i].help, counters[i].name, counters[i].name, counters[i].v);
-  sb_printf(b,
-            "# HELP opd_graph_cache_graphs Compiled graphs in the cache.\n# TYPE "
-            "opd_graph_cache_graphs gauge\nopd_graph_cache_graphs %u\n",
-            cs.size);
-  json_t *passes = opd_graph_pass_totals_json(), *p;
-  const char *name;
-  for (int which = 0; which < 2; which++) {
-    const char *field = which ? "runs" : "hits";
-    sb_printf(b,
-              "# HELP opd_graph_pass_%s_total %s, by pass.\n# TYPE opd_graph_pass_%s_total "
-              "counter\n",
-              field, which ? "Compilations each pass ran in" : "Rewrites each pass made", field);
-    json_object_foreach(passes, name, p) {
-      sb_printf(b, "opd_graph_pass_%s_total{pass=\"", field);
-      prom_label(b, name);
-      sb_printf(b, "\"} %" PRId64 "\n", (int64_t)json_integer_value(json_object_get(p, field)));
-    }
-  }
-  json_decref(passes);
-}
-
-static void metrics(sconn *c) {
-  opd__status *st = c->st;
-  sbuf b = {0};
-  metrics_pass p = {&b, 0};
-  sb_printf(&b, "# HELP opd_calls_total Operator calls run, by operator and the dispatch key "
-                "they reached.\n# TYPE opd_calls_total counter\n");
-  opd__metrics_for_each(emit_op_metrics, &p);
-  sb_printf(&b, "# HELP opd_call_errors_total Operator calls that failed, by operator and "
-                "error code.\n# TYPE opd_call_errors_total counter\n");
-  p.which = 1;
-  opd__metrics_for_each(emit_op_metrics, &p);
-  sb_printf(&b, "# HELP opd_call_errors_by_key_total Operator calls that failed, by operator "
-                "and the dispatch key they reached.\n# TYPE opd_call_errors_by_key_total "
-                "counter\n");
-  p.which = 3;
-  opd__metrics_for_each(emit_op_metrics, &p);
-  sb_printf(&b, "# HELP opd_response_errors_total Error responses to any request, by protocol "
-                "error code.\n# TYPE opd_response_errors_total counter\n");
-  for (int code = 0; code < OPD__METRICS_RESPONSE_CODES; code++) {
-    const ProtobufCEnumValue *v =
-        protobuf_c_enum_descriptor_get_value(&opd__v1__error_code__descriptor, code);
-    if (v)
-      sb_printf(&b, "opd_response_errors_total{code=\"%s\"} %" PRIu64 "\n", v->name,
-                opd__metrics_response_errors(code));
-  }
-  sb_printf(&b, "# HELP opd_call_duration_seconds Operator call latency (the kernel's time).\n"
-                "# TYPE opd_call_duration_seconds histogram\n");
-  p.which = 2;
-  opd__metrics_for_each(emit_op_metrics, &p);
-  sb_printf(&b,
-            "# HELP opd_calls_unrecorded_total Calls of operators beyond the metrics "
-            "table.\n# TYPE opd_calls_unrecorded_total counter\nopd_calls_unrecorded_total "
-            "%" PRIu64 "\n",
-            opd__metrics_overflow());
-  sb_printf(&b,
-            "# HELP opd_loop_requests_total Calls and releases the event loop ran itself "
-            "(loop_call_ns).\n# TYPE opd_loop_requests_total counter\nopd_loop_requests_total "
-            "%" PRIu64 "\n",
-            atomic_load_explicit(&st->srv->loop_calls, memory_order_relaxed));
-  static const struct {
-    const char *name;
-    int type;
-  } devs[] = {{"cpu", OPD_DEVICE_CPU}, {"meta", OPD_DEVICE_META}};
-  static const char *const mem_names[] = {"in_use", "peak", "limit"};
-  for (int f = 0; f < 3; f++) {
-    sb_printf(&b,
-              "# HELP opd_memory_bytes_%s Allocator bytes (%s) per device.\n"
-              "# TYPE opd_memory_bytes_%s gauge\n",
-              mem_names[f], mem_names[f], mem_names[f]);
-    for (size_t d = 0; d < 2; d++) {
-      opd_memory_stats m;
-      opd_memory_stats_get(devs[d].type, &m);
-      uint64_t v = f == 0 ? m.in_use : f == 1 ? m.peak : m.limit;
-      sb_printf(&b, "opd_memory_bytes_%s{device=\"%s\"} %" PRIu64 "\n", mem_names[f], devs[d].name,
-                v);
-    }
-  }
-  uint64_t nsess = 0, handles = 0, held = 0;
-  opd__session_registry *r = &st->srv->sessions;
-  pthread_mutex_lock(&r->mu);
-  for (opd__session *s = r->head; s; s = s->reg_next) {
-    nsess++;
-    handles += atomic_load_explicit(&s->num_handles, memory_order_relaxed);
-    held += atomic_load_explicit(&s->bytes_held, memory_order_relaxed);
-  }
-  pthread_mutex_unlock(&r->mu);
-  sb_printf(&b,
-            "# HELP opd_sessions Open sessions.\n# TYPE opd_sessions gauge\nopd_sessions %" PRIu64
-            "\n# HELP opd_handles Tensor handles held by all sessions.\n# TYPE opd_handles "
-            "gauge\nopd_handles %" PRIu64 "\n# HELP opd_session_bytes_held Tensor bytes held "
-            "by all sessions.\n# TYPE opd_session_bytes_held gauge\nopd_session_bytes_held "
-            "%" PRIu64 "\n",
-            nsess, handles, held);
-  graph_metrics(&b, st);
-  reg_count rc = {0};
-  opd_for_each_op(count_regs, &rc);
-  sb_printf(&b,
-            "# HELP opd_operators Operators with a schema or a registration.\n"
-            "# TYPE opd_operators gauge\nopd_operators %" PRIu64 "\n"
-            "# HELP opd_registrations Live operator registrations by kind.\n"
-            "# TYPE opd_registrations gauge\n",
-            rc.ops);
-  for (int k = 0; k < 3; k++)
-    sb_printf(&b, "opd_registrations{kind=\"%s\"} %" PRIu64 "\n", reg_kinds[k], rc.by_kind[k]);
-  sb_printf(&b,
-            "# HELP opd_uptime_seconds Seconds since the server started.\n"
-            "# TYPE opd_uptime_seconds gauge\nopd_uptime_seconds %.3f\n",
-            (double)(opd_monotonic_ns() - st->start_ns) / 1e9);
-  if (b.failed) {
-    opd__free(b.p);
-    return respond_error(c, 500, "out of memory");
-  }
-  respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.len);
+  return opd__status_target_error(t, 404, "no such endpoint: %s (see docs/STATUS.md)",
+                                  opd__status_echo(shown, sizeof shown, path));
 }
 
 /* ---- routing ---- */
@@ -922,20 +375,29 @@ static void route(sconn *c) {
     return respond(c, 200, "text/html; charset=utf-8", page, opd__status_page_len);
   }
   case OPD__STATUS_HEALTH: return respond_json(c, 200, json_pack("{s:s}", "status", "ok"));
-  case OPD__STATUS_INFO: return respond_json(c, 200, info_json(st));
-  case OPD__STATUS_KEYS: return respond_json(c, 200, keys_json());
-  case OPD__STATUS_OPS: return respond_json(c, 200, ops_json());
-  case OPD__STATUS_FALLBACKS: return respond_json(c, 200, fallbacks_json());
-  case OPD__STATUS_SESSIONS: return respond_json(c, 200, sessions_json(st));
-  case OPD__STATUS_MEMORY: return respond_json(c, 200, memory_json());
-  case OPD__STATUS_METRICS: return metrics(c);
-  case OPD__STATUS_GRAPHS: return respond_json(c, 200, graphs_json(st));
-  case OPD__STATUS_GRAPH: return graph(c, t.name);
+  case OPD__STATUS_INFO:
+    return respond_json(
+        c, 200, opd__status_info_json(st->srv, opd_monotonic_ns() - st->start_ns, st->address));
+  case OPD__STATUS_KEYS: return respond_json(c, 200, opd__status_keys_json());
+  case OPD__STATUS_OPS: return respond_json(c, 200, opd__status_ops_json());
+  case OPD__STATUS_FALLBACKS: return respond_json(c, 200, opd__status_fallbacks_json());
+  case OPD__STATUS_SESSIONS: return respond_json(c, 200, opd__status_sessions_json(st->srv));
+  case OPD__STATUS_MEMORY: return respond_json(c, 200, opd__status_memory_json());
+  case OPD__STATUS_METRICS: {
+    size_t len;
+    char *text = opd__status_metrics_text(st->srv, opd_monotonic_ns() - st->start_ns, &len);
+    if (!text) return respond_error(c, 500, "out of memory");
+    return respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+  }
+  case OPD__STATUS_GRAPHS: return respond_json(c, 200, opd__status_graphs_json(st->srv));
+  case OPD__STATUS_GRAPH:
   case OPD__STATUS_OP:
   case OPD__STATUS_OP_DISPATCH: break;
   }
   json_t *j;
-  if ((code = opd__status_op_answer(&t, &j)) != 200) return respond_error(c, code, "%s", t.error);
+  code = t.route == OPD__STATUS_GRAPH ? opd__status_graph_answer(st->srv, &t, &j)
+                                      : opd__status_op_answer(&t, &j);
+  if (code != 200) return respond_error(c, code, "%s", t.error);
   respond_json(c, 200, j);
 }
 
@@ -997,8 +459,8 @@ int opd__status_request_feed(opd__status_request *r, const char *data, size_t le
 int opd__status_request_target(const opd__status_request *r, opd__status_target *t) {
   if (r->parser.method != HTTP_GET) {
     t->name[0] = '\0';
-    return target_error(t, 405, "only GET is served (got %s)",
-                        http_method_str((enum http_method)r->parser.method));
+    return opd__status_target_error(t, 405, "only GET is served (got %s)",
+                                    http_method_str((enum http_method)r->parser.method));
   }
   return opd__status_parse_target(r->url, r->url_len, t);
 }

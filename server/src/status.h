@@ -48,6 +48,13 @@ typedef struct opd__status_target {
  * bytes. Pure: no socket, no server, no dispatcher state, so a fuzzer can call it alone. */
 int opd__status_parse_target(const char *target, size_t len, opd__status_target *t);
 
+/* Sets t->error from fmt (repaired to UTF-8) and returns code: the answer of a target that
+ * fails. */
+int opd__status_target_error(opd__status_target *t, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* s, valid UTF-8, cut at a character boundary to fit buf (for an error message). */
+const char *opd__status_echo(char *buf, size_t cap, const char *s);
+
 /* The head of one HTTP request (request line and headers) read by http-parser as its bytes
  * arrive, in pieces of any size; bytes after the head are not read. With the two functions
  * below, everything the endpoint does with a request's bytes before it renders an answer,

@@ -32,7 +32,7 @@
  * responses, not one of every connection's. A turn ends after TURN_NS of kernel time, so a
  * session waits for at most BATCH_MAX cheap jobs, or TURN_NS of them, of each session
  * ahead of it ([Note: Fair sharing of workers] in worker.h). The batch's responses leave
- * from the worker ([Note: Responses written by workers] in connection.c) when it goes back
+ * from the worker ([Note: Responses written by workers] in conn_write.c) when it goes back
  * and, while no other session is ready, every SEND_EVERY jobs: a lone pipelining client
  * then refills its pipeline while the rest of its batch runs, instead of the two taking
  * turns to idle (with other sessions ready, the worker has their work meanwhile, and
@@ -202,14 +202,29 @@ static void add_jobs(opd__sched_entry *e, int delta) {
   atomic_store_explicit(&e->jobs, n + (uint32_t)delta, memory_order_relaxed);
 }
 
+/* [Note: Estimates of prepared jobs]
+ * A worker that takes a session whose next job nobody estimated yet (one request to an
+ * idle session, the common case) routes that job first, which prepares a call ([Note:
+ * Prepared calls] in prepared.h) and finds a graph run's graph, and then estimates it from
+ * what was found: its handles, operator and graph are looked up once. The jobs queued
+ * behind it are estimated from their requests ([Note: The cost of a job] in cost.h), since
+ * the jobs before them may make or release what they name. The lane thread, which must know
+ * that a job is short before it takes it, estimates the next job from its request, as does
+ * a worker whose session's turn goes on (the next job's estimate decides whether it may);
+ * a job routed to another pool goes back unestimated, to be estimated by whoever takes it
+ * there. */
+
 /* Estimates up to ESTIMATE_MAX of the session's queued jobs not estimated yet, outside the
- * lock (taken on entry and exit); the caller owns the session (RUNNING) and is, or here
- * becomes, an online dispatcher reader (*online). Cancel waits for the pass: the jobs stay
- * the scheduler's meanwhile. */
-static void estimate_queued(opd__sched *s, opd__session *session, bool *online) {
+ * lock (taken on entry and exit), and its first job if it went back unestimated, unless
+ * `skip_head` (the caller prepares it first: [Note: Estimates of prepared jobs]); the caller
+ * owns the session (RUNNING) and is, or here becomes, an online dispatcher reader
+ * (*online). Cancel waits for the pass: the jobs stay the scheduler's meanwhile. */
+static void estimate_queued(opd__sched *s, opd__session *session, bool *online, bool skip_head) {
   opd__sched_entry *e = &session->sched;
-  opd__job *j = e->unestimated, *last = e->tail;
-  if (!j || !s->estimate || e->closed) return;
+  opd__job *head = e->head, *j = e->unestimated, *last = e->tail;
+  bool head_too = !skip_head && head && !head->costed && head != j;
+  if (skip_head && j && j == head) j = j->qnext;
+  if ((!j && !head_too) || !s->estimate || e->closed) return;
   e->estimating = true;
   pthread_mutex_unlock(&s->mu);
   if (!*online) { /* estimates read schemas */
@@ -217,7 +232,12 @@ static void estimate_queued(opd__sched *s, opd__session *session, bool *online) 
     *online = true;
   }
   uint64_t sum = 0;
-  for (unsigned n = 1;; n++, j = j->qnext) { /* jobs up to `last` keep their links */
+  if (head_too) {
+    head->cost_ns = s->estimate(head);
+    head->costed = true;
+    sum = head->cost_ns;
+  }
+  for (unsigned n = 1; j; n++, j = j->qnext) { /* jobs up to `last` keep their links */
     if (!j->costed) { /* the loop may have estimated it already ([Note: Tiny calls on the loop]) */
       j->cost_ns = s->estimate(j);
       j->costed = true;
@@ -227,7 +247,7 @@ static void estimate_queued(opd__sched *s, opd__session *session, bool *online) 
   }
   pthread_mutex_lock(&s->mu);
   e->estimating = false;
-  e->unestimated = j->qnext;
+  if (j) e->unestimated = j->qnext;
   add_cost(e, sum, 0);
   if (e->closed) pthread_cond_broadcast(&s->estimated);
 }
@@ -241,184 +261,253 @@ static void report_busy(opd__pool *p) {
   opd_kernels_set_busy_threads(busy);
 }
 
-/* A worker is a dispatcher reader that is online only while it runs requests or estimates
- * them (passing a quiescent state between two of a batch), so that registration changes
- * wait for the requests in flight and never for idle workers ([Note: Registration under
- * traffic] in dispatcher/src/registry.c). `lane`: the pool's lane thread. */
-static void worker_loop(opd__pool *p, bool lane) {
-  opd__sched *s = p->sched;
-  opd__job *batch = NULL, *batch_tail = NULL; /* ran, not handed back yet (by qnext) */
-  unsigned nbatch = 0;
-  opd__session *turn = NULL; /* a session whose turn goes on: RUNNING, with jobs queued */
-  uint64_t turn_ns = 0;      /* kernel time of the turn so far */
-  bool online = false;
-  bool niced = lane || p->device.type != OPD_DEVICE_CPU; /* [Note: Nicer workers] */
-  opd_reader_register();
-  opd_reader_offline();
+/* What a worker thread carries from one job to the next. */
+typedef struct worker {
+  opd__pool *p;
+  opd__sched *s;
+  bool lane;                    /* the pool's lane thread */
+  opd__job *batch, *batch_tail; /* ran, not handed back yet (by qnext) */
+  unsigned nbatch;
+  opd__session *turn; /* a session whose turn goes on: RUNNING, with jobs queued */
+  uint64_t turn_ns;   /* kernel time of the turn so far */
+  bool online;        /* a dispatcher reader online */
+  bool niced;         /* [Note: Nicer workers] done, or not wanted */
+} worker;
+
+/* Wakes cv (NULL: none) outside the lock, which is held again on return. */
+static void wake_outside(opd__sched *s, pthread_cond_t *cv) {
+  pthread_mutex_unlock(&s->mu);
+  wake(cv);
   pthread_mutex_lock(&s->mu);
+}
+
+/* Hands the batch back to the loop, offline first (lock not held). */
+static void hand_back(worker *w) {
+  opd_reader_offline();
+  w->online = false;
+  w->s->done(w->batch, w->s->done_arg);
+  w->batch = w->batch_tail = NULL;
+  w->nbatch = 0;
+}
+
+/* The session whose job the worker runs next, RUNNING: its turn going on, or one picked from
+ * the ready lists; meanwhile the batch goes back, the worker goes offline, or it waits. NULL
+ * when the server stops. Lock held. */
+static opd__session *next_session(worker *w) {
+  opd__sched *s = w->s;
+  opd__pool *p = w->p;
   for (;;) {
-    if (turn && (s->stopping || !turn->sched.head)) { /* cancelled meanwhile */
-      pthread_cond_t *w = requeue_or_idle(s, turn);
-      turn = NULL;
-      pthread_mutex_unlock(&s->mu);
-      wake(w);
-      pthread_mutex_lock(&s->mu);
+    if (w->turn && (s->stopping || !w->turn->sched.head)) { /* cancelled meanwhile */
+      pthread_cond_t *cv = requeue_or_idle(s, w->turn);
+      w->turn = NULL;
+      wake_outside(s, cv);
     }
-    opd__session *session = turn;
-    turn = NULL;
-    if (session) {
-      /* its turn goes on */
-    } else if (!lane && p->lane_estimating && !s->stopping) {
+    opd__session *session = w->turn;
+    w->turn = NULL;
+    if (session) return session; /* its turn goes on */
+    if (!w->lane && p->lane_estimating && !s->stopping) {
       p->waiting_lane++; /* [Note: Waiting for the lane's estimate] */
       pthread_cond_wait(&p->cv, &s->mu);
       p->waiting_lane--;
-      continue;
-    } else if (!s->stopping && (session = pick(p, lane))) {
-      turn_ns = 0;
-    } else if (batch) {
+    } else if (!s->stopping && (session = pick(p, w->lane))) {
+      w->turn_ns = 0;
+      return session;
+    } else if (w->batch) {
+      pthread_mutex_unlock(&s->mu);
+      hand_back(w);
+      pthread_mutex_lock(&s->mu);
+    } else if (w->online) { /* it estimated a session it could not run (the lane) */
       pthread_mutex_unlock(&s->mu);
       opd_reader_offline();
-      online = false;
-      s->done(batch, s->done_arg);
-      batch = batch_tail = NULL;
-      nbatch = 0;
+      w->online = false;
       pthread_mutex_lock(&s->mu);
-      continue;
-    } else if (online) { /* it estimated a session it could not run (the lane) */
-      pthread_mutex_unlock(&s->mu);
-      opd_reader_offline();
-      online = false;
-      pthread_mutex_lock(&s->mu);
-      continue;
     } else if (s->stopping) {
-      break;
+      return NULL;
+    } else if (w->lane) {
+      p->lane_idle = true;
+      pthread_cond_wait(&p->lane_cv, &s->mu);
+      p->lane_idle = false;
     } else {
-      if (lane) {
-        p->lane_idle = true;
-        pthread_cond_wait(&p->lane_cv, &s->mu);
-        p->lane_idle = false;
-      } else {
-        p->idle++;
-        pthread_cond_wait(&p->cv, &s->mu);
-        p->idle--;
-      }
-      continue;
+      p->idle++;
+      pthread_cond_wait(&p->cv, &s->mu);
+      p->idle--;
     }
-    opd__sched_entry *e = &session->sched;
-    assert(e->state == OPD__SESSION_RUNNING && e->head);
-    bool lane_estimates = lane && e->unestimated;
-    p->lane_estimating |= lane_estimates;
-    estimate_queued(s, session, &online);
-    if (lane_estimates) {
-      p->lane_estimating = false;
-      if (p->waiting_lane) pthread_cond_broadcast(&p->cv);
-    }
-    if (e->closed) { /* a cancel waited for the estimate: the queue is its to take */
-      e->state = OPD__SESSION_IDLE;
-      continue;
-    }
-    opd__job *job = e->head;
-    if (lane && lane_of(s, p, job) == OPD__LANE_LONG) { /* back in its place, for a worker */
-      pthread_cond_t *w = ready_push(s, session, true);
-      pthread_mutex_unlock(&s->mu);
-      wake(w);
-      pthread_mutex_lock(&s->mu);
-      continue;
-    }
-    if (!(e->head = job->qnext)) e->tail = NULL;
-    job->qnext = NULL;
+  }
+}
 
-    if (s->route) { /* [Note: Sessions on workers]: on the wrong pool, the job moves */
-      pthread_mutex_unlock(&s->mu);
-      if (!online) { /* route reads the session's handles and operators */
-        opd_reader_online();
-        online = true;
-      }
-      job->device = s->route(job);
-      pthread_mutex_lock(&s->mu);
-      if (pool_for(s, job->device) != p) {
-        if (!(job->qnext = e->head)) e->tail = job;
-        e->head = job;
-        pthread_cond_t *w = ready_push(s, session, false);
-        pthread_mutex_unlock(&s->mu);
-        wake(w);
-        pthread_mutex_lock(&s->mu);
-        continue;
-      }
-    }
+/* Estimates the session's queue and takes its first job off it; NULL when there is none for
+ * this thread to run (a cancel took the queue; the lane found the job long and put the
+ * session back in its place, for a worker). *prepare_first: the job is estimated once it is
+ * routed ([Note: Estimates of prepared jobs]). Lock held. */
+static opd__job *take_job(worker *w, opd__session *session, bool *prepare_first) {
+  opd__sched *s = w->s;
+  opd__pool *p = w->p;
+  opd__sched_entry *e = &session->sched;
+  assert(e->state == OPD__SESSION_RUNNING && e->head);
+  bool lane_estimates = w->lane && e->unestimated;
+  *prepare_first = !w->lane && s->route && s->estimate && !e->head->costed;
+  p->lane_estimating |= lane_estimates;
+  estimate_queued(s, session, &w->online, *prepare_first);
+  if (lane_estimates) {
+    p->lane_estimating = false;
+    if (p->waiting_lane) pthread_cond_broadcast(&p->cv);
+  }
+  if (e->closed) { /* a cancel waited for the estimate: the queue is its to take */
+    e->state = OPD__SESSION_IDLE;
+    return NULL;
+  }
+  opd__job *job = e->head;
+  if (w->lane && lane_of(s, p, job) == OPD__LANE_LONG) { /* back in its place, for a worker */
+    wake_outside(s, ready_push(s, session, true));
+    return NULL;
+  }
+  if (!(e->head = job->qnext)) e->tail = NULL;
+  if (e->unestimated == job) e->unestimated = job->qnext; /* prepared first */
+  job->qnext = NULL;
+  return job;
+}
+
+/* [Note: Sessions on workers]: asks `route` for the job's device (estimating it then if
+ * prepare_first); false when the job moves to another pool: it goes back to the head of its
+ * session's queue, ready on that pool. Lock held. */
+static bool route_job(worker *w, opd__session *session, opd__job *job, bool prepare_first) {
+  opd__sched *s = w->s;
+  if (!s->route) return true;
+  opd__sched_entry *e = &session->sched;
+  pthread_mutex_unlock(&s->mu);
+  if (!w->online) { /* route reads the session's handles and operators */
+    opd_reader_online();
+    w->online = true;
+  }
+  job->device = s->route(job);
+  bool moves = pool_for(s, job->device) != w->p;
+  bool estimated = !moves && prepare_first;
+  if (estimated) {
+    job->cost_ns = s->estimate(job);
+    job->costed = true;
+  }
+  pthread_mutex_lock(&s->mu);
+  if (estimated) add_cost(e, job->cost_ns, 0);
+  if (!moves) return true;
+  if (!(job->qnext = e->head)) e->tail = job;
+  e->head = job;
+  wake_outside(s, ready_push(s, session, false));
+  return false;
+}
+
+/* Runs the job, online and, for a CPU worker, nicer ([Note: Nicer workers]): true when its
+ * session stays held. Lock not held. */
+static bool run_job(worker *w, opd__job *job) {
+  opd__sched *s = w->s;
+  if (!w->online) {
+    opd_reader_online();
+    w->online = true;
+  }
+  if (!w->niced) { /* a hint: where refused, nothing changes */
+    w->niced = true;
+    int tid = (int)syscall(SYS_gettid);
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, (id_t)tid);
+    if (s->worker_nice > 0 && errno == 0)
+      (void)setpriority(PRIO_PROCESS, (id_t)tid, now + s->worker_nice);
+  }
+  return s->run(job);
+}
+
+/* After the job ran: the pool's and session's accounts, and whether the session's turn goes
+ * on with this worker ([Note: Handing jobs back in batches]), is requeued or goes idle; the
+ * thread to wake. Lock held. */
+static pthread_cond_t *end_job(worker *w, opd__session *session, opd__job *job, bool is_long,
+                               bool hold) {
+  opd__sched *s = w->s;
+  opd__pool *p = w->p;
+  opd__sched_entry *e = &session->sched;
+  p->running--;
+  p->running_long -= is_long;
+  report_busy(p);
+  int c = atomic_load_explicit(&e->priority, memory_order_relaxed);
+  p->pass[c] += (job->kernel_ns + 1000) * (class_weight[OPD_PRIORITY_HIGH] / class_weight[c]);
+  add_cost(e, 0, job->costed ? job->cost_ns : 0);
+  add_jobs(e, -1);
+  e->last = job->device;
+  w->turn_ns += job->kernel_ns;
+  if (hold) {
+    e->state = OPD__SESSION_HELD;
+    return NULL;
+  }
+  if (e->closed) { /* cancelled: what is left is the cancel's */
+    e->state = OPD__SESSION_IDLE;
+    return NULL;
+  }
+  if (!s->stopping) estimate_queued(s, session, &w->online, false);
+  if (job->kernel_ns < BATCH_CHEAP_NS && e->head && !s->stopping && w->nbatch + 1 < BATCH_MAX &&
+      w->turn_ns < TURN_NS && pool_for(s, e->head->device) == p &&
+      lane_of(s, p, e->head) == OPD__LANE_SHORT) {
+    w->turn = session;
+    return NULL;
+  }
+  return requeue_or_idle(s, session);
+}
+
+/* Adds the job to the batch, and hands the batch back unless more cheap work follows
+ * (`more`), sending its responses early while no other session is ready (`others`). Lock not
+ * held. */
+static void batch_job(worker *w, opd__job *job, bool more, bool others) {
+  opd__sched *s = w->s;
+  if (w->batch_tail)
+    w->batch_tail->qnext = job;
+  else
+    w->batch = job;
+  w->batch_tail = job;
+  if (!more || ++w->nbatch >= BATCH_MAX) {
+    assert(!w->turn);
+    hand_back(w);
+    return;
+  }
+  if (s->send && !others && w->nbatch % SEND_EVERY == 0) s->send(w->batch, s->done_arg);
+  opd_reader_quiescent(); /* between two calls: a registration waits for no more */
+}
+
+/* A worker is a dispatcher reader that is online only while it runs requests or estimates
+ * them (passing a quiescent state between two of a batch), so that registration changes
+ * wait for the requests in flight and never for idle workers ([Note: Registration under
+ * traffic] in dispatcher/src/registry.c). `lane`: the pool's lane thread. Each round: the
+ * next session, its next job, its route, the run, the accounts, the batch. */
+static void worker_loop(opd__pool *p, bool lane) {
+  opd__sched *s = p->sched;
+  worker w = {.p = p, .s = s, .lane = lane, .niced = lane || p->device.type != OPD_DEVICE_CPU};
+  opd_reader_register();
+  opd_reader_offline();
+  pthread_mutex_lock(&s->mu);
+  opd__session *session;
+  while ((session = next_session(&w))) {
+    bool prepare_first;
+    opd__job *job = take_job(&w, session, &prepare_first);
+    if (!job || !route_job(&w, session, job, prepare_first)) continue;
     bool is_long = lane_of(s, p, job) == OPD__LANE_LONG;
     p->running++;
     p->running_long += is_long;
     report_busy(p);
-    pthread_cond_t *w = is_long ? wake_target(p) : NULL; /* short work may need the lane */
+    pthread_cond_t *cv = is_long ? wake_target(p) : NULL; /* short work may need the lane */
     pthread_mutex_unlock(&s->mu);
-    wake(w);
+    wake(cv);
 
-    if (!online) {
-      opd_reader_online();
-      online = true;
-    }
-    if (!niced) { /* a hint: where refused, nothing changes */
-      niced = true;
-      int tid = (int)syscall(SYS_gettid);
-      errno = 0;
-      int now = getpriority(PRIO_PROCESS, (id_t)tid);
-      if (s->worker_nice > 0 && errno == 0)
-        (void)setpriority(PRIO_PROCESS, (id_t)tid, now + s->worker_nice);
-    }
-    bool hold = s->run(job);
-    bool cheap = job->kernel_ns < BATCH_CHEAP_NS;
+    bool hold = run_job(&w, job);
 
     pthread_mutex_lock(&s->mu);
-    p->running--;
-    p->running_long -= is_long;
-    report_busy(p);
-    int c = atomic_load_explicit(&e->priority, memory_order_relaxed);
-    p->pass[c] += (job->kernel_ns + 1000) * (class_weight[OPD_PRIORITY_HIGH] / class_weight[c]);
-    add_cost(e, 0, job->costed ? job->cost_ns : 0);
-    add_jobs(e, -1);
-    e->last = job->device;
-    turn_ns += job->kernel_ns;
-    w = NULL;
-    if (hold) {
-      e->state = OPD__SESSION_HELD;
-    } else if (e->closed) { /* cancelled: what is left is the cancel's */
-      e->state = OPD__SESSION_IDLE;
-    } else {
-      if (!s->stopping) estimate_queued(s, session, &online);
-      if (cheap && e->head && !s->stopping && nbatch + 1 < BATCH_MAX && turn_ns < TURN_NS &&
-          pool_for(s, e->head->device) == p && lane_of(s, p, e->head) == OPD__LANE_SHORT)
-        turn = session;
-      else
-        w = requeue_or_idle(s, session);
-    }
+    cv = end_job(&w, session, job, is_long, hold);
     bool others = any_ready(p, OPD__NUM_LANES);
-    bool batch_more = !hold && cheap && (turn || others);
+    bool more = !hold && job->kernel_ns < BATCH_CHEAP_NS && (w.turn || others);
     pthread_mutex_unlock(&s->mu);
-    wake(w);
+    wake(cv);
     /* the session may be freed once the loop has the job back: touch it no more (a
      * session whose turn goes on has jobs in this batch, not back yet) */
-    if (batch_tail)
-      batch_tail->qnext = job;
-    else
-      batch = job;
-    batch_tail = job;
-    if (!batch_more || ++nbatch >= BATCH_MAX) {
-      assert(!turn);
-      opd_reader_offline();
-      online = false;
-      s->done(batch, s->done_arg);
-      batch = batch_tail = NULL;
-      nbatch = 0;
-    } else {
-      if (s->send && !others && nbatch % SEND_EVERY == 0) s->send(batch, s->done_arg);
-      opd_reader_quiescent(); /* between two calls: a registration waits for no more */
-    }
+    batch_job(&w, job, more, others);
     pthread_mutex_lock(&s->mu);
   }
   pthread_mutex_unlock(&s->mu);
-  assert(!batch && !turn);
-  if (online) opd_reader_offline();
+  assert(!w.batch && !w.turn);
+  if (w.online) opd_reader_offline();
   opd_reader_unregister();
 }
 

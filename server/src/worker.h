@@ -29,9 +29,10 @@
  *  - Costs are known before a job runs. A worker that owns a session (it took it from a
  *    ready list, or just ran its job) estimates each of its queued jobs once ([Note: The
  *    cost of a job] in cost.h), outside the lock, at most ESTIMATE_MAX per pass, unless the
- *    loop estimated it already ([Note: Tiny calls on the loop] in connection.c); the
- *    estimates of a session's jobs on workers add up to its cost in flight as the passes
- *    reach them.
+ *    loop estimated it already ([Note: Tiny calls on the loop] in conn_loop_calls.c); the job it
+ *    is about to run, if nobody estimated it yet, it routes first and estimates from what
+ *    routing prepared ([Note: Estimates of prepared jobs] in worker.c). The estimates of a
+ *    session's jobs on workers add up to its cost in flight as they are made.
  *  - Lanes. A job is *long* when its estimate passes short_job_us on the CPU, or when it
  *    waits for a device (a CUDA download, upload or synchronize, a copy to the host); the
  *    rest are *short*. Every pool has, beside its workers (`workers`,
@@ -59,7 +60,7 @@
  *    progress; within a class, turns are FIFO.
  *  - Limits. A session with max_session_jobs jobs on workers, or whose cost in flight
  *    reaches max_session_cost_ms, is not read from until that drops ([Note: Back-pressure]
- *    in connection.c): back-pressure, not an error. The jobs decoded from one read before a
+ *    in conn_read.c): back-pressure, not an error. The jobs decoded from one read before a
  *    worker estimated them may pass the cost limit (they were already queued); the jobs
  *    limit is exact. max_in_flight still answers RESOURCE_EXHAUSTED.
  *  - [Note: Nicer workers] With worker_nice N, the CPU pool's workers (not its lane
@@ -78,7 +79,7 @@
  *    older kernels ignore it): a tiny call then does not wait for a CPU-bound kernel's slice
  *    to end.
  * Calls cheaper than this bookkeeping do not come here: the loop runs them itself while
- * their session has nothing on workers ([Note: Tiny calls on the loop] in connection.c).
+ * their session has nothing on workers ([Note: Tiny calls on the loop] in conn_loop_calls.c).
  * The GPU pools follow the same policy: a session's downloads and synchronizes, which wait
  * for its stream, hold a worker of the device and never its lane, so another session's
  * launches go on while one session's queued kernels drain.
@@ -166,9 +167,12 @@ typedef opd_device (*opd__route_fn)(opd__job *job);
  * session's handle table and operators' schemas, and must not block): the job's estimated
  * kernel time in ns of one thread of its device (saturating, never wrapping), and in
  * job->waits whether it waits for a device (then it is long whatever its cost). Nothing
- * else of the job may change. The daemon's is opd__job_estimate ([Note: The cost of a job]
- * in cost.h), which answers per job kind (a graph run: from its compiled graph's cost); a
- * new kind of job gets its case there, and the scheduler needs nothing more. */
+ * else of the job may change (a call's operator, once found, stays for its prepare). It may
+ * be asked right after `route` prepared the job ([Note: Estimates of prepared jobs] in
+ * worker.c). The daemon's is opd__job_estimate ([Note: The cost of a job] in cost.h), which
+ * answers per job kind by the ESTIMATE column of requests.def (a graph run: from its
+ * compiled graph's cost); a new kind of job gets its estimator there, and the scheduler
+ * needs nothing more. */
 typedef uint64_t (*opd__estimate_fn)(opd__job *job);
 /* Hands jobs that ran back to the loop: a list linked by qnext, oldest first ([Note:
  * Handing jobs back in batches] in worker.c). */

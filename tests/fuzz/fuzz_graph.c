@@ -4,10 +4,10 @@
  *
  * The input is the bytes of a DefineGraph message (proto/opd.proto, "Graphs"): the driver
  * frames it as Request{id: 7, define_graph: INPUT} and reads the frame as the connection
- * does for a request the hand reader does not take (server/src/connection.c, handle_frame):
- * the node count checked from the bytes (opd__wire_graph_nodes_over), protobuf-c into the
- * job's arena, the strings checked ([Note: Strings in requests]); then the define runs
- * through opd__execute on a session of its own with a graph context of its own (a small
+ * does for a request the hand reader does not take (server/src/conn_requests.c,
+ * opd__conn_handle_frame): the node count checked from the bytes (opd__wire_graph_nodes_over),
+ * protobuf-c into the job's arena, the strings checked ([Note: Strings in requests]); then the
+ * define runs through opd__execute on a session of its own with a graph context of its own (a small
  * cache), so every node's arguments go through the call decoder and the core's builder
  * (the Meta kernels at each node), and a valid graph is optimised and compiled. A graph
  * that was defined is run twice (past the first run's numerics and benefit checks) on

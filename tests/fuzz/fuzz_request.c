@@ -1,7 +1,7 @@
 /* fuzz_request.c: one request frame, read the three ways the daemon reads frames: the hand
  * reader of the common requests (opd__wire_parse_request), protobuf-c's unpack into the
  * bounded arena, and the check of every string field (opd__wire_strings_valid); then
- * opd__request_decode, which is how the daemon combines them (server/src/connection.c).
+ * opd__request_decode, which is how the daemon combines them (server/src/conn_requests.c).
  *
  * It is differential ([Note: Hand-packed messages] in proto/opd_wire.h): a frame the hand
  * reader takes must decode with protobuf-c to the same values, be exactly what the hand

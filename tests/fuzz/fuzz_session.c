@@ -3,8 +3,8 @@
  * The input is what a client writes on its connection after hello: frames (a 4-byte
  * little-endian length, then a Request), an Upload's raw bytes right after its frame. Each
  * frame is decoded by opd__request_decode; an Upload header is checked by opd__upload_check
- * and its bytes reserved and read into a new tensor as begin_upload does
- * (server/src/connection.c); every request a worker runs (calls, uploads, downloads,
+ * and its bytes reserved and read into a new tensor as opd__conn_begin_upload does
+ * (server/src/conn_upload.c); every request a worker runs (calls, uploads, downloads,
  * releases, dispatch states, synchronize) goes through opd__execute (server/src/execute.c)
  * on one session, so a call's arguments are decoded against its operator's schema and the
  * call runs through the dispatcher with the session's memory budget installed.

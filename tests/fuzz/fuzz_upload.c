@@ -1,5 +1,5 @@
 /* fuzz_upload.c: an Upload header (the message's bytes) checked as the daemon checks it
- * before it reads the raw bytes (opd__upload_check, server/src/connection.c), then the
+ * before it reads the raw bytes (opd__upload_check, server/src/conn_upload.c), then the
  * tensor those bytes would go into made as begin_upload makes it (under a small CPU limit).
  *
  * The check must agree with the protocol (proto/opd.proto: nbytes = product(shape) x element

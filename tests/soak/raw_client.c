@@ -474,7 +474,7 @@ static void queued_unread(soak_client *cl) {
 }
 
 /* A client that sends downloads of a 1 MiB tensor and never reads: the daemon must stop
- * reading from it ([Note: Back-pressure] in server/src/connection.c) long before it has
+ * reading from it ([Note: Back-pressure] in server/src/conn_read.c) long before it has
  * sent NEVER_READ_LIMIT bytes of requests. */
 static void never_reads(soak_client *cl) {
   int64_t numel = 1 << 18;

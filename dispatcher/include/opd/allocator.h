@@ -158,7 +158,7 @@ typedef struct opd_mem_budget {
    * Set by an owner that knows every change of *held comes from the thread that set it,
    * until it clears it (the daemon's event loop while it runs a session's call itself, the
    * session having nothing on a worker: [Note: Tiny calls on the loop] in
-   * server/src/connection.c). Reserving and releasing are then a relaxed load and store
+   * server/src/conn_loop_calls.c). Reserving and releasing are then a relaxed load and store
    * instead of a locked instruction each (1.9% of the daemon's CPU for a tiny call);
    * readers elsewhere (the status endpoint) still read whole values. */
   bool one_writer;
