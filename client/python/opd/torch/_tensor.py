@@ -311,10 +311,29 @@ class OpdUnsupported(NotImplementedError):
     no decomposition of that the daemon can run), or a use the bridge does not support."""
 
 
-def _not_implemented(qualname, client):
+def _not_implemented(qualname, client, defined=False):
+    why = (f"the daemon at {client.url} defines it, but PyTorch has no meta kernel for it to "
+           f"give its results' geometry here" if defined else
+           f"the daemon at {client.url} does not define it")
     return OpdUnsupported(
-        f"opd has no kernel for {qualname}: the daemon at {client.url} does not define it "
-        f"(wrap the code in opd.torch.cpu_fallback() to run such operators on the local CPU)")
+        f"opd has no kernel for {qualname}: {why} (wrap the code in opd.torch.cpu_fallback() "
+        f"to run such operators on the local CPU)")
+
+
+_GEOMETRY_KNOWN = {}
+
+
+def _geometry_known(func):
+    """Whether the bridge can give func's results their geometry before the daemon answers:
+    PyTorch has a meta kernel for it (its own or a composite's), or _META_KERNELS does. An
+    operator the daemon defines without either goes the way of one it does not define
+    ([Note: What runs where])."""
+    known = _GEOMETRY_KNOWN.get(func)
+    if known is None:
+        known = func in _META_KERNELS or torch._C._dispatch_has_computed_kernel_for_dispatch_key(
+            func.name(), "Meta")
+        _GEOMETRY_KNOWN[func] = known
+    return known
 
 
 def _written_args(info, args, kwargs):
@@ -468,6 +487,8 @@ def _dispatch(func, args, kwargs):
         out = _SPECIAL_CALLS[func](func, info, client, args, kwargs)
         if out is not NotImplemented:
             return out
+    if not _geometry_known(func):
+        return _without_kernel(func, info, client, args, kwargs)
     meta_args, meta_kwargs, meta_out = _meta_call(func, info, args, kwargs)
     return _submit(func, info, client, first.device, args, kwargs, meta_args, meta_kwargs,
                    meta_out)
@@ -1012,7 +1033,7 @@ def _without_kernel(func, info, client, args, kwargs):
                 return _settle_written(func, info, client, args, kwargs, out)
             return out
     if not _fallback_enabled():
-        raise _not_implemented(info.qualname, client)
+        raise _not_implemented(info.qualname, client, defined=info.schema is not None)
     return _on_cpu(func, info, client, args, kwargs)
 
 
