@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compiled.h"
+#include "exec/compiled.h"
 #include "test_files.h"
 #include "test_graph_programs.h"
 #include "test_graph_util.h"

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "c_compiler.h"
+#include "plan/c_compiler.h"
 #include "fault_alloc.h"
 #include "opd/allocator.h"
 #include "opd/error.h"

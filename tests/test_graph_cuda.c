@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiled.h"
+#include "exec/compiled.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 #include "opd/graph_exec.h"
 #include "opd/memory.h"
-#include "plan.h"
+#include "plan/plan.h"
 #include "test_graph_programs.h"
 #include "test_graph_util.h"
 

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "c_compiler.h"
-#include "compiled.h"
+#include "plan/c_compiler.h"
+#include "exec/compiled.h"
 #include "opd/allocator.h"
 #include "opd/memory.h"
 #include "test_files.h"

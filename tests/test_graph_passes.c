@@ -4,7 +4,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "compiled.h"
+#include "exec/compiled.h"
 #include "opd/graph_pass.h"
 #include "opd/memory.h"
 #include "test_graph_util.h"
