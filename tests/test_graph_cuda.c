@@ -1,5 +1,5 @@
 /* test_graph_cuda.c: fused programs written as CUDA source ([Note: Fused programs on CUDA] in
- * graph/src/fused_cuda.c), compiled by NVRTC for sm_90 where no device is needed: every
+ * graph/src/plan/fused_cuda.c), compiled by NVRTC for sm_90 where no device is needed: every
  * instruction the programs have, immediates of every kind (NaN and infinities included),
  * broadcasts and bool loads and stores. A program has the same instructions on every
  * device, so the graphs are built on the CPU. The programs run on a device only where one

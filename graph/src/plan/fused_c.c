@@ -32,7 +32,7 @@ static const char *formula(opd__pw_opcode op) {
   return NULL;
 }
 
-static const char prelude[] = "\n/* opd: a fused pointwise program (graph/src/fused_c.c) */\n"
+static const char prelude[] = "\n/* opd: a fused pointwise program (graph/src/plan/fused_c.c) */\n"
                               "static inline float opd_f32(uint32_t u) {\n"
                               "  union { uint32_t u; float f; } v = {u};\n"
                               "  return v.f;\n"
