@@ -181,7 +181,7 @@ static const float *load_tile(const run_ctx *c, const operand *o, int64_t i0, in
       d[i] = (expr);                                         \
     }                                                        \
   }
-#define COMPUTE_CASE(op, arity, expr) \
+#define COMPUTE_CASE(op, name, arity, result, expr) \
   case OPD__PW_##op: LOOP_##arity(expr) break;
 
 /* An operand register, or an immediate filled into scratch (three-operand forms). */

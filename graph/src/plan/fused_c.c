@@ -14,23 +14,9 @@
 
 #include "opd/error.h"
 #include "plan/plan.h"
-#include "plan/pw_formulas.h"
 
 /* kernels/src/fast_math.h, embedded at build time (graph/CMakeLists.txt) */
 extern const char opd__fast_math_source[];
-
-#define FORMULA_TEXT(op, arity, expr) \
-  case OPD__PW_##op: return #expr;
-
-static const char *formula(opd__pw_opcode op) {
-  switch (op) {
-    OPD__PW_FORMULAS(FORMULA_TEXT)
-  case OPD__PW_LOAD:
-  case OPD__PW_STORE:
-  case OPD__PW_NUM_OPS: break;
-  }
-  return NULL;
-}
 
 static const char prelude[] = "\n/* opd: a fused pointwise program (graph/src/plan/fused_c.c) */\n"
                               "static inline float opd_f32(uint32_t u) {\n"
@@ -53,7 +39,7 @@ static int instruction(opd__sbuf *sb, const opd__pw_instr *ins) {
     opd__sbuf_printf(sb, "    out%u[i] = r%u;\n", (unsigned)ins->aux, (unsigned)ins->src[0]);
     return 0;
   }
-  return opd__pw_source_compute(sb, ins, formula((opd__pw_opcode)ins->op));
+  return opd__pw_source_compute(sb, ins);
 }
 
 int opd__pw_c_source(const opd__pw_program *p, opd__sbuf *sb) {

@@ -14,10 +14,11 @@
  * elements (each size then fits too), and in 64-bit arithmetic past that: a GPU has no
  * 64-bit integer divider, and the compiler's emulation of one costs dozens of instructions
  * per dimension and element, which would make a memory-bound program compute-bound. The
- * branch is uniform across a launch. The operation's
- * formulas are the CUDA kernels' (kernels/cuda/src/elementwise.cu: expf, tanhf, erff of
- * CUDA's math library, the NaN rules of maximum and clamp), so the numerics check of the
- * first run compares like with like; immediates and constants are written as their exact
+ * branch is uniform across a launch. The operations'
+ * formulas are the interpreter's ([Note: One formula per operation] in pw_formulas.h) with
+ * the CUDA kernels' functions (kernels/cuda/src/elementwise.cu: expf, tanhf, erff of CUDA's
+ * math library; the prelude makes opd__expf and opd__tanhf those), so the numerics check of
+ * the first run compares like with like; immediates and constants are written as their exact
  * bits (pw_source.c; __int_as_float, __longlong_as_double). Everything the program needs arrives in
  * one struct passed by value: the element count, the coalesced sizes, and per operand its base
  * address and strides, each an 8-byte field (a layout host and device agree on without
@@ -40,7 +41,7 @@
 /* The generator's version: bump it with any change to the source it writes (the prelude,
  * the formulas, the parameters' layout, the operand limit), so that graphs compiled and
  * cached with the old source are not found by the new key (opd_graph_codegen_id). */
-#define OPD__PW_CUDA_VERSION 3
+#define OPD__PW_CUDA_VERSION 4
 
 #define OPD__STR_(x) #x
 #define OPD__STR(x)  OPD__STR_(x)
@@ -65,7 +66,7 @@ _Static_assert(sizeof(cuda_params) <= OPD_NVRTC_MAX_PARAMS, "fits one launch");
 _Static_assert(sizeof(cuda_params) == OPD__PW_CUDA_PARAMS_SIZE, "plan.h's size is this layout's");
 
 /* What every program declares: the parameters (cuda_params with the program's operand
- * count) and its loads and stores. */
+ * count), what the formulas name that CUDA spells otherwise, and its loads and stores. */
 static const char prelude[] =
     "struct opd_operand {\n"
     "  unsigned long long base;\n"
@@ -78,6 +79,11 @@ static const char prelude[] =
     "  opd_operand ops[%u];\n"
     "};\n"
     "__device__ __forceinline__ float opd_f32(unsigned u) { return __int_as_float((int)u); }\n"
+    "__device__ __forceinline__ float opd__expf(float x) { return expf(x); }\n"
+    "__device__ __forceinline__ float opd__tanhf(float x) { return tanhf(x); }\n"
+    "#ifndef NAN\n"
+    "#define NAN __int_as_float(0x7fffffff)\n"
+    "#endif\n"
     "__device__ __forceinline__ double opd_f64(unsigned long long u) {\n"
     "  return __longlong_as_double((long long)u);\n"
     "}\n"
@@ -118,91 +124,6 @@ static const char prelude[] =
     "    else\n"
     "      opd_offsets<unsigned long long>(a, i, %uu, off);\n";
 
-/* The expression of an instruction over x, y, z (its operands), c0 and c1 (its constants as
- * float) and e (the first as double), with the CUDA kernels' formulas. */
-static const char *formula(opd__pw_opcode op) {
-  switch (op) {
-  case OPD__PW_ADD: return "x + y";
-  case OPD__PW_ADD_SCALED: return "x + c0 * y";
-  case OPD__PW_MUL: return "x * y";
-  case OPD__PW_DIV: return "x / y";
-  case OPD__PW_MAXIMUM: return "x != x ? x : y != y ? y : x < y ? y : x";
-  case OPD__PW_MINIMUM: return "x != x ? x : y != y ? y : y < x ? y : x";
-  case OPD__PW_EQ: return "x == y ? 1.0f : 0.0f";
-  case OPD__PW_GT: return "x > y ? 1.0f : 0.0f";
-  case OPD__PW_LT: return "x < y ? 1.0f : 0.0f";
-  case OPD__PW_MASKED_FILL: return "y != 0.0f ? c0 : x";
-  case OPD__PW_NEG: return "-x";
-  case OPD__PW_EXP: return "expf(x)";
-  case OPD__PW_LOG: return "logf(x)";
-  case OPD__PW_SQRT: return "sqrtf(x)";
-  case OPD__PW_RSQRT: return "1.0f / sqrtf(x)";
-  case OPD__PW_ABS: return "fabsf(x)";
-  case OPD__PW_RELU: return "x < 0.0f ? 0.0f : x";
-  case OPD__PW_SIGMOID: return "1.0f / (1.0f + expf(-x))";
-  case OPD__PW_TANH: return "tanhf(x)";
-  case OPD__PW_SIN: return "sinf(x)";
-  case OPD__PW_COS: return "cosf(x)";
-  case OPD__PW_GELU: return "0.5f * x * (1.0f + erff(x * 0.70710678118654752440f))";
-  case OPD__PW_GELU_TANH:
-    return "0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * (x * x * x))))";
-  case OPD__PW_FILL: return "c0";
-  case OPD__PW_COPY: return "x";
-  case OPD__PW_RECIP: return "1.0f / x";
-  case OPD__PW_SQUARE: return "x * x";
-  case OPD__PW_CUBE: return "x * x * x";
-  case OPD__PW_RECIP_SQUARE: return "1.0f / (x * x)";
-  case OPD__PW_POW: return "(float)pow((double)x, e)";
-  case OPD__PW_CLAMP: return "c1 < (x < c0 ? c0 : x) ? c1 : (x < c0 ? c0 : x)";
-  case OPD__PW_CLAMP_MIN: return "x < c0 ? c0 : x";
-  case OPD__PW_CLAMP_MAX: return "c1 < x ? c1 : x";
-  case OPD__PW_TO_BOOL: return "x != 0.0f ? 1.0f : 0.0f";
-  case OPD__PW_WHERE: return "x != 0.0f ? y : z";
-  case OPD__PW_ACOS: return "acosf(x)";
-  case OPD__PW_ASIN: return "asinf(x)";
-  case OPD__PW_ATAN: return "atanf(x)";
-  case OPD__PW_ACOSH: return "acoshf(x)";
-  case OPD__PW_ASINH: return "asinhf(x)";
-  case OPD__PW_ATANH: return "atanhf(x)";
-  case OPD__PW_SINH: return "sinhf(x)";
-  case OPD__PW_COSH: return "coshf(x)";
-  case OPD__PW_TAN: return "tanf(x)";
-  case OPD__PW_ERF: return "erff(x)";
-  case OPD__PW_ERFC: return "erfcf(x)";
-  case OPD__PW_LOG1P: return "log1pf(x)";
-  case OPD__PW_EXPM1: return "expm1f(x)";
-  case OPD__PW_LOG2: return "log2f(x)";
-  case OPD__PW_LOG10: return "log10f(x)";
-  case OPD__PW_EXP2: return "exp2f(x)";
-  case OPD__PW_FLOOR: return "floorf(x)";
-  case OPD__PW_CEIL: return "ceilf(x)";
-  case OPD__PW_ROUND: return "nearbyintf(x)";
-  case OPD__PW_TRUNC: return "truncf(x)";
-  case OPD__PW_FRAC: return "x - truncf(x)";
-  case OPD__PW_SIGN: return "(float)((0 < x) - (x < 0))";
-  case OPD__PW_ATAN2: return "atan2f(x, y)";
-  case OPD__PW_FMOD: return "fmodf(x, y)";
-  case OPD__PW_REMAINDER:
-    return "fmodf(x, y) != 0 && (y < 0) != (fmodf(x, y) < 0) ? fmodf(x, y) + y : fmodf(x, y)";
-  case OPD__PW_HYPOT: return "hypotf(x, y)";
-  case OPD__PW_COPYSIGN: return "copysignf(x, y)";
-  case OPD__PW_FMAX: return "fmaxf(x, y)";
-  case OPD__PW_FMIN: return "fminf(x, y)";
-  case OPD__PW_XLOGY: return "y != y ? nanf(\"\") : x == 0.0f ? 0.0f : x * logf(y)";
-  case OPD__PW_LOGADDEXP:
-    return "isinf(x) && x == y ? x : (x < y ? y : x) + log1pf(expf(-fabsf(x - y)))";
-  case OPD__PW_POW_TENSOR: return "powf(x, y)";
-  case OPD__PW_NE: return "x != y ? 1.0f : 0.0f";
-  case OPD__PW_LE: return "x <= y ? 1.0f : 0.0f";
-  case OPD__PW_GE: return "x >= y ? 1.0f : 0.0f";
-  case OPD__PW_LT_TENSOR: return "x < y ? 1.0f : 0.0f";
-  case OPD__PW_LOAD:
-  case OPD__PW_STORE:
-  case OPD__PW_NUM_OPS: break;
-  }
-  return NULL;
-}
-
 /* One instruction as a block of straight-line code. */
 static int instruction(opd__sbuf *sb, const opd__pw_program *p, const opd__pw_instr *ins) {
   if (ins->op == OPD__PW_LOAD) {
@@ -215,7 +136,7 @@ static int instruction(opd__sbuf *sb, const opd__pw_program *p, const opd__pw_in
     opd__sbuf_printf(sb, "    opd_store(a.ops[%u], off[%u], r%u);\n", k, k, (unsigned)ins->src[0]);
     return 0;
   }
-  return opd__pw_source_compute(sb, ins, formula((opd__pw_opcode)ins->op));
+  return opd__pw_source_compute(sb, ins);
 }
 
 int opd__pw_cuda_source(const opd__pw_program *p, opd__sbuf *sb) {

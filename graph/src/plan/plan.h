@@ -9,6 +9,7 @@
 
 #include "ir/graph_internal.h"
 #include "ir/sbuf.h"
+#include "plan/pw_formulas.h"
 
 /* Limits of a fused program ([Note: Fused pointwise programs] in fused_codegen.c). */
 #define OPD__PW_TILE            512 /* elements per register: 2 KiB of float32 */
@@ -20,84 +21,15 @@
 #define OPD__PW_STREAM_ELEMENTS ((int64_t)8 << 20)
 
 /* The instructions of a fused program: registers hold OPD__PW_TILE float32 values (bool
- * values as 0 and 1). Operands are registers or immediates. */
+ * values as 0 and 1). Operands are registers or immediates. The computing opcodes are
+ * pw_formulas.h's ([Note: One formula per operation]). */
 typedef enum opd__pw_opcode {
-  OPD__PW_LOAD,       /* dst = loads[aux] */
-  OPD__PW_STORE,      /* stores[aux] = src0 */
-  OPD__PW_ADD,        /* a + b */
-  OPD__PW_ADD_SCALED, /* a + c0 * b */
-  OPD__PW_MUL,
-  OPD__PW_DIV,
-  OPD__PW_NEG,
-  OPD__PW_EXP,
-  OPD__PW_LOG,
-  OPD__PW_SQRT,
-  OPD__PW_RSQRT, /* 1 / sqrt(a) */
-  OPD__PW_ABS,
-  OPD__PW_RELU,
-  OPD__PW_SIGMOID,
-  OPD__PW_TANH,
-  OPD__PW_SIN,
-  OPD__PW_COS,
-  OPD__PW_GELU,
-  OPD__PW_GELU_TANH,
-  OPD__PW_FILL, /* c0 */
-  OPD__PW_COPY,
-  OPD__PW_RECIP,        /* 1 / a */
-  OPD__PW_SQUARE,       /* a * a */
-  OPD__PW_CUBE,         /* a * a * a */
-  OPD__PW_RECIP_SQUARE, /* 1 / (a * a) */
-  OPD__PW_POW,          /* pow((double)a, c0) */
-  OPD__PW_MAXIMUM,
-  OPD__PW_MINIMUM,
-  OPD__PW_WHERE,       /* a != 0 ? b : c */
-  OPD__PW_MASKED_FILL, /* b != 0 ? c0 : a */
-  OPD__PW_EQ,
-  OPD__PW_GT,
-  OPD__PW_LT,
-  OPD__PW_CLAMP,     /* min(max(a, c0), c1) as ATen */
-  OPD__PW_CLAMP_MIN, /* a < c0 ? c0 : a */
-  OPD__PW_CLAMP_MAX, /* c1 < a ? c1 : a */
-  OPD__PW_TO_BOOL,   /* a != 0 */
-  /* the pointwise family's operators (kernels/cpu/pointwise_*.c): unary */
-  OPD__PW_ACOS,
-  OPD__PW_ASIN,
-  OPD__PW_ATAN,
-  OPD__PW_ACOSH,
-  OPD__PW_ASINH,
-  OPD__PW_ATANH,
-  OPD__PW_SINH,
-  OPD__PW_COSH,
-  OPD__PW_TAN,
-  OPD__PW_ERF,
-  OPD__PW_ERFC,
-  OPD__PW_LOG1P,
-  OPD__PW_EXPM1,
-  OPD__PW_LOG2,
-  OPD__PW_LOG10,
-  OPD__PW_EXP2,
-  OPD__PW_FLOOR,
-  OPD__PW_CEIL,
-  OPD__PW_ROUND,
-  OPD__PW_TRUNC,
-  OPD__PW_FRAC,
-  OPD__PW_SIGN,
-  /* binary */
-  OPD__PW_ATAN2,
-  OPD__PW_FMOD,
-  OPD__PW_REMAINDER,
-  OPD__PW_HYPOT,
-  OPD__PW_COPYSIGN,
-  OPD__PW_FMAX,
-  OPD__PW_FMIN,
-  OPD__PW_XLOGY,
-  OPD__PW_LOGADDEXP,
-  OPD__PW_POW_TENSOR,
-  OPD__PW_NE,
-  OPD__PW_LE,
-  OPD__PW_GE,
-  OPD__PW_LT_TENSOR,
-  OPD__PW_NUM_OPS
+  OPD__PW_LOAD,  /* dst = loads[aux] */
+  OPD__PW_STORE, /* stores[aux] = src0 */
+#define OPD__PW_OPCODE(op, name, arity, result, expr) OPD__PW_##op,
+  OPD__PW_FORMULAS(OPD__PW_OPCODE)
+#undef OPD__PW_OPCODE
+      OPD__PW_NUM_OPS
 } opd__pw_opcode;
 
 typedef struct opd__pw_instr {
@@ -247,10 +179,10 @@ int opd__pw_run(const opd__pw_program *p, opd__pw_tile_fn fn, opd_tensor *const 
 int opd__pw_bind(const opd__pw_program *p, opd_tensor *const *inputs, opd_tensor *const *outputs,
                  opd__pw_binding *b);
 
-/* Writes computing instruction ins as a block of source that sets its register to
- * `formula` (pw_source.c; the prelude defines opd_f32 and opd_f64): 0, or OPD_EINTERNAL when
- * formula is NULL. */
-int opd__pw_source_compute(opd__sbuf *sb, const opd__pw_instr *ins, const char *formula);
+/* Writes computing instruction ins as a block of source that sets its register to its
+ * formula, as text ([Note: One formula per operation]; pw_source.c; the prelude defines
+ * opd_f32 and opd_f64): 0, or OPD_EINTERNAL when ins computes nothing. */
+int opd__pw_source_compute(opd__sbuf *sb, const opd__pw_instr *ins);
 
 /* ---- fused programs as C (fused_c.c, [Note: The C tier of fused programs] in c_tier.c) ---- */
 

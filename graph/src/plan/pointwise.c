@@ -65,7 +65,7 @@ static bool plain(const pw_def *d, const opd_graph *g, const opd__gnode *n, opd_
   (void)n;
   ins->op = d->opcode;
   static const uint8_t arity[OPD__PW_NUM_OPS] = {
-#define ARITY(opcode, n, expr) [OPD__PW_##opcode] = n,
+#define ARITY(opcode, name, n, result, expr) [OPD__PW_##opcode] = n,
       OPD__PW_FORMULAS(ARITY)
 #undef ARITY
   };
@@ -279,11 +279,12 @@ bool opd__pw_encode(const opd_graph *g, const opd__gnode *n, opd__pw_instr *ins,
   *ins = (opd__pw_instr){0};
   if (!d->encode(d, g, n, ins, operands, noperands)) return false;
   bool bool_result = opd__gvalue_dtype(g, out) == OPD_BOOL;
-  bool makes_bool = ins->op == OPD__PW_EQ || ins->op == OPD__PW_GT || ins->op == OPD__PW_LT ||
-                    ins->op == OPD__PW_TO_BOOL || ins->op == OPD__PW_COPY ||
-                    ins->op == OPD__PW_WHERE || ins->op == OPD__PW_NE || ins->op == OPD__PW_LE ||
-                    ins->op == OPD__PW_GE || ins->op == OPD__PW_LT_TENSOR;
-  if (bool_result && !makes_bool) return false;
+  static const bool makes_bool[OPD__PW_NUM_OPS] = {
+#define MAKES_BOOL(opcode, name, n, result, expr) [OPD__PW_##opcode] = OPD__PW_RESULT_##result,
+      OPD__PW_FORMULAS(MAKES_BOOL)
+#undef MAKES_BOOL
+  };
+  if (bool_result && !makes_bool[ins->op]) return false;
   for (uint32_t i = 0; i < *noperands; i++) {
     if (operands[i] == UINT32_MAX) continue; /* an immediate the encoder set */
     const opd__garg *a = &n->args[operands[i]];
@@ -308,19 +309,11 @@ bool opd__pw_encode(const opd_graph *g, const opd__gnode *n, opd__pw_instr *ins,
 }
 
 const char *opd__pw_opcode_name(opd__pw_opcode op) {
-  static const char *const names[OPD__PW_NUM_OPS] = {
-      "load",         "store",     "add",        "add_scaled", "mul",       "div",
-      "neg",          "exp",       "log",        "sqrt",       "rsqrt",     "abs",
-      "relu",         "sigmoid",   "tanh",       "sin",        "cos",       "gelu",
-      "gelu_tanh",    "fill",      "copy",       "recip",      "square",    "cube",
-      "recip_square", "pow",       "maximum",    "minimum",    "where",     "masked_fill",
-      "eq",           "gt",        "lt",         "clamp",      "clamp_min", "clamp_max",
-      "to_bool",      "acos",      "asin",       "atan",       "acosh",     "asinh",
-      "atanh",        "sinh",      "cosh",       "tan",        "erf",       "erfc",
-      "log1p",        "expm1",     "log2",       "log10",      "exp2",      "floor",
-      "ceil",         "round",     "trunc",      "frac",       "sign",      "atan2",
-      "fmod",         "remainder", "hypot",      "copysign",   "fmax",      "fmin",
-      "xlogy",        "logaddexp", "pow_tensor", "ne",         "le",        "ge",
-      "lt_tensor"};
+  static const char *const names[OPD__PW_NUM_OPS] = {[OPD__PW_LOAD] = "load",
+                                                     [OPD__PW_STORE] = "store",
+#define NAME(opcode, name, n, result, expr) [OPD__PW_##opcode] = #name,
+                                                     OPD__PW_FORMULAS(NAME)
+#undef NAME
+  };
   return op < OPD__PW_NUM_OPS ? names[op] : "?";
 }

@@ -23,7 +23,16 @@ static uint64_t double_bits(double d) {
   return u;
 }
 
-int opd__pw_source_compute(opd__sbuf *sb, const opd__pw_instr *ins, const char *formula) {
+/* The expression of a computing opcode, stringified; NULL for LOAD and STORE. */
+static const char *formula_text(opd__pw_opcode op) {
+#define FORMULA_TEXT(op, name, arity, result, expr) [OPD__PW_##op] = #expr,
+  static const char *const formulas[OPD__PW_NUM_OPS] = {OPD__PW_FORMULAS(FORMULA_TEXT)};
+#undef FORMULA_TEXT
+  return op < OPD__PW_NUM_OPS ? formulas[op] : NULL;
+}
+
+int opd__pw_source_compute(opd__sbuf *sb, const opd__pw_instr *ins) {
+  const char *formula = formula_text((opd__pw_opcode)ins->op);
   if (!formula || ins->nsrc > 3)
     return opd_error(OPD_EINTERNAL, "fused program source: no formula for instruction %s",
                      opd__pw_opcode_name((opd__pw_opcode)ins->op));
