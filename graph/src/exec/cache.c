@@ -140,9 +140,10 @@ void opd_graph_cache_stats_get(opd_graph_cache *c, opd_graph_cache_stats *out) {
   pthread_mutex_unlock(&c->lock);
 }
 
-void opd__cache_each(opd_graph_cache *c, json_t *graphs, bool *ok) {
+void opd__cache_each(opd_graph_cache *c, void (*visit)(opd_compiled_graph *cg, void *arg),
+                     void *arg) {
   pthread_mutex_lock(&c->lock);
-  for (entry *e = c->head; e; e = e->next) opd__cache_summary(e->cg, graphs, ok);
+  for (entry *e = c->head; e; e = e->next) visit(e->cg, arg);
   pthread_mutex_unlock(&c->lock);
 }
 

@@ -155,9 +155,9 @@ int opd__graph_key(const opd_graph *g, const opd__pipeline *p, const opd_graph_o
  * equal graph). */
 opd_compiled_graph *opd__cache_find(opd_graph_cache *c, const char *key, uint64_t hash);
 void opd__cache_add(opd_graph_cache *c, opd_compiled_graph *cg, opd_compiled_graph **out);
-/* Appends every cached graph's summary to `graphs` (introspect.c's opd__cache_summary),
- * most recently used first; *ok turns false when out of memory. */
-void opd__cache_each(opd_graph_cache *c, json_t *graphs, bool *ok);
-void opd__cache_summary(opd_compiled_graph *cg, json_t *graphs, bool *ok);
+/* Calls visit(cg, arg) for every cached graph, most recently used first, under the cache's
+ * lock (introspect.c lists them so; the cache knows nothing of what a visit makes). */
+void opd__cache_each(opd_graph_cache *c, void (*visit)(opd_compiled_graph *cg, void *arg),
+                     void *arg);
 
 #endif

@@ -144,13 +144,26 @@ json_t *opd_compiled_graph_json(const opd_compiled_graph *cg_const) {
   return o;
 }
 
+/* Appends a cached graph's summary to a listing (opd__cache_each's visit). */
+typedef struct summaries {
+  json_t *graphs;
+  bool ok; /* false once out of memory */
+} summaries;
+
+static void append_summary(opd_compiled_graph *cg, void *arg) {
+  summaries *list = arg;
+  if (list->ok) list->ok = json_array_append_new(list->graphs, summary(cg)) == 0;
+}
+
 json_t *opd_graph_cache_json(opd_graph_cache *c) {
   opd_graph_cache_stats s;
   opd_graph_cache_stats_get(c, &s);
   json_t *o = json_object(), *graphs = json_array();
   bool ok = o && graphs && set(o, "graphs", graphs);
   if (!ok) json_decref(graphs);
-  opd__cache_each(c, graphs, &ok);
+  summaries list = {graphs, ok};
+  opd__cache_each(c, append_summary, &list);
+  ok = list.ok;
   ok = ok && set(o, "hits", json_integer((json_int_t)s.hits)) &&
        set(o, "misses", json_integer((json_int_t)s.misses)) &&
        set(o, "evictions", json_integer((json_int_t)s.evictions)) &&
@@ -161,10 +174,6 @@ json_t *opd_graph_cache_json(opd_graph_cache *c) {
     return NULL;
   }
   return o;
-}
-
-void opd__cache_summary(opd_compiled_graph *cg, json_t *graphs, bool *ok) {
-  if (*ok) *ok = json_array_append_new(graphs, summary(cg)) == 0;
 }
 
 json_t *opd_graph_c_tier_json(void) {
