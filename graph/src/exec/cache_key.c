@@ -1,4 +1,5 @@
-/* cache_key.c: the key a compiled graph is cached under (opd__graph_key).
+/* cache_key.c: the key a compiled graph is cached under (opd__graph_key), with the code
+ * generator's identity in it (opd_graph_codegen_id).
  *
  * [Note: The cache key]
  * Everything a compiled graph depends on, as text, compared whole (the hash only picks the
@@ -18,10 +19,28 @@
  * pointers, no debug options (verify, dumps).
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "exec/compiled.h"
 #include "ir/graph_print.h"
+#include "opd/cuda_nvrtc.h"
+
+/* The CPU interpreter's identity, the CUDA generator's, and the NVRTC that compiles the
+ * latter's source (a newer NVRTC may compile the same source differently): written once,
+ * since every define reads it for its key. */
+static char codegen_id[192];
+static pthread_once_t codegen_once = PTHREAD_ONCE_INIT;
+
+static void codegen_id_init(void) {
+  snprintf(codegen_id, sizeof codegen_id, "opd-fused-interpreter/1 tile=512 regs=24 f32; %s %s",
+           opd_graph_cuda_codegen_id(), opd_nvrtc_version());
+}
+
+const char *opd_graph_codegen_id(void) {
+  pthread_once(&codegen_once, codegen_id_init);
+  return codegen_id;
+}
 
 /* FNV-1a, to pick the entries whose whole keys are compared. */
 static uint64_t key_hash(const char *s, size_t n) {

@@ -18,22 +18,6 @@ void opd_graph_options_default(opd_graph_options *o) {
       .verify = true, .check_numerics = true, .benefit_runs = OPD_GRAPH_BENEFIT_RUNS_DEFAULT};
 }
 
-/* The CPU interpreter's identity, the CUDA generator's, and the NVRTC that compiles the
- * latter's source (a newer NVRTC may compile the same source differently): written once,
- * since every define reads it for its key. */
-static char codegen_id[192];
-static pthread_once_t codegen_once = PTHREAD_ONCE_INIT;
-
-static void codegen_id_init(void) {
-  snprintf(codegen_id, sizeof codegen_id, "opd-fused-interpreter/1 tile=512 regs=24 f32; %s %s",
-           opd_graph_cuda_codegen_id(), opd_nvrtc_version());
-}
-
-const char *opd_graph_codegen_id(void) {
-  pthread_once(&codegen_once, codegen_id_init);
-  return codegen_id;
-}
-
 static _Atomic uint64_t next_id = 1;
 
 static void compiled_free(opd_compiled_graph *cg) {
@@ -201,11 +185,6 @@ int opd_graph_compile(opd_graph *g, const opd_graph_options *options, opd_graph_
   }
   *out = cg;
   return 0;
-}
-
-const opd_operator *opd__graph_find_op(const char *name) {
-  const opd_operator *op = opd_find_op(name);
-  return op && opd_op_schema(op) ? op : NULL;
 }
 
 uint32_t opd_compiled_graph_num_inputs(const opd_compiled_graph *cg) {

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/compile.h"
 #include "ir/graph_internal.h"
 #include "opd/checked.h"
 #include "opd/error.h"

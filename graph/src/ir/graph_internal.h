@@ -181,6 +181,8 @@ int opd__graph_rewrite_node(opd_graph *g, uint32_t n, const opd_operator *op, op
 
 /* The graph's operator-table index of op (added, with its schema copied, when new). */
 int opd__graph_op_index(opd_graph *g, const opd_operator *op, uint32_t *index);
+/* The operator of that name, or NULL when it is not defined now. */
+const opd_operator *opd__graph_find_op(const char *name);
 /* Runs node n's Meta kernel on its arguments' Meta twins: the results (owned) in out[0..*n),
  * at most `cap`. Errors name the node. */
 int opd__graph_infer(const opd_graph *g, uint32_t n, opd_tensor **out, uint32_t cap,

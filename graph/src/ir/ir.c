@@ -137,6 +137,11 @@ int opd__graph_rewrite_node(opd_graph *g, uint32_t n, const opd_operator *op, op
   return opd__gnode_add_uses(g, n);
 }
 
+const opd_operator *opd__graph_find_op(const char *name) {
+  const opd_operator *op = opd_find_op(name);
+  return op && opd_op_schema(op) ? op : NULL;
+}
+
 int opd__graph_op_index(opd_graph *g, const opd_operator *op, uint32_t *index) {
   for (uint32_t i = 0; i < g->nops; i++)
     if (g->ops[i].op == op) {

@@ -35,9 +35,6 @@ int opd__pass_lower(opd__compile *c, uint64_t *hits);
  * shares to's (its root becomes to's root). */
 void opd__graph_reroot(opd_graph *g, uint32_t from, uint32_t to);
 
-/* The operator of that name, or NULL when it is not defined now. */
-const opd_operator *opd__graph_find_op(const char *name);
-
 /* Whether node n is a call of the operator named `name`. */
 static inline bool opd__gnode_is(const opd_graph *g, const opd__gnode *n, const char *name) {
   return !n->dead && strcmp(opd__gnode_op(g, n)->name, name) == 0;
