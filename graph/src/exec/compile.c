@@ -1,14 +1,12 @@
 /* compile.c: compiling a finished graph (opd_graph_compile): the cache first, then the
- * pass pipeline ([Note: The pass pipeline] in pass_manager.c); a compiled graph's life and
- * counters. */
+ * pass pipeline ([Note: The pass pipeline] in pass_manager.c); a compiled graph's counters
+ * (its references are compiled.c's). */
 #include <stdio.h>
 #include <string.h>
 
-#include "plan/c_compiler.h"
 #include "exec/compiled.h"
 #include "ir/graph_print.h"
 #include "opd/clock.h"
-#include "opd/cuda_nvrtc.h"
 #include "opd/allocator.h"
 #include "opd/error.h"
 #include "opd/memory.h"
@@ -20,35 +18,6 @@ void opd_graph_options_default(opd_graph_options *o) {
 
 static _Atomic uint64_t next_id = 1;
 
-static void compiled_free(opd_compiled_graph *cg) {
-  opd_cpu_allocator_unreserve(cg->host_bytes);
-  opd__compiled_free_contexts(cg);
-  for (uint32_t i = 0; cg->states && i < cg->plan->ngroups; i++) {
-    opd_nvrtc_function_free(cg->states[i].cuda_fn);
-    if (cg->states[i].c_module) opd__cc_module_release(cg->states[i].c_module);
-  }
-  opd__plan_free(cg->plan);
-  opd_graph_free(cg->g);
-  opd__pipeline_free(&cg->passes);
-  opd__free(cg->ir_before);
-  opd__free(cg->key);
-  opd__free(cg->states);
-  opd__free(cg->constants);
-  opd__free(cg->out_checked);
-  pthread_mutex_destroy(&cg->lock);
-  opd__free(cg);
-}
-
-void opd_compiled_graph_retain(opd_compiled_graph *cg) {
-  atomic_fetch_add_explicit(&cg->refcount, 1, memory_order_relaxed);
-}
-
-void opd_compiled_graph_release(opd_compiled_graph *cg) {
-  if (cg && atomic_fetch_sub_explicit(&cg->refcount, 1, memory_order_acq_rel) == 1)
-    compiled_free(cg);
-}
-
-/* Counts `bytes` more as CPU memory in use, into *counted: 0 or OPD_ERESOURCE. */
 static int reserve_host(uint64_t bytes, uint64_t *counted) {
   int rc = opd_cpu_allocator_reserve(bytes);
   if (rc) {
@@ -126,7 +95,7 @@ static int build(opd_graph *g, const opd_graph_options *o, opd__pipeline *passes
   if (rc) {
     char msg[400];
     snprintf(msg, sizeof msg, "%s", opd_last_error());
-    compiled_free(cg);
+    opd_compiled_graph_release(cg); /* the only reference: frees it */
     return opd_error(rc, "%s", msg);
   }
   *out = cg;
