@@ -1,6 +1,6 @@
 /* c_tier_bench.c: opd-bench-c-tier, the C tier of fused programs against the interpreter
  * and the unfused nodes, in process ([Note: The C tier of fused programs] in
- * graph/src/c_tier.c; docs/PERFORMANCE.md "The C tier").
+ * graph/src/plan/c_tier.c; docs/PERFORMANCE.md "The C tier").
  *
  *   opd-bench-c-tier [ROUNDS] [CACHE_DIR]
  *

@@ -1,5 +1,5 @@
 /* test_graph_c_tier.c: the C tier of fused programs ([Note: The C tier of fused programs] in
- * graph/src/c_tier.c): a group's compiled C computes what its interpreted program computes,
+ * graph/src/plan/c_tier.c): a group's compiled C computes what its interpreted program computes,
  * to the bit, on random pointwise graphs, inputs of other layouts and a program split over
  * the thread pool; a compiler that fails, and one that miscompiles, leave the group on the
  * interpreter with the reason; the tier refuses a directory that is not private. The tests
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compiled.h"
+#include "exec/compiled.h"
 #include "test_files.h"
 #include "test_graph_programs.h"
 #include "test_graph_util.h"

@@ -1,10 +1,10 @@
 /* test_graph_cache.c: the compiled-graph cache ([Note: The compiled-graph cache] in
- * graph/src/cache.c) and its key ([Note: The cache key]): hits, misses, LRU eviction,
+ * graph/src/exec/cache.c) and its key ([Note: The cache key]): hits, misses, LRU eviction,
  * invalidation by a hot registration, and what does and does not change the key. */
 #include <check.h>
 #include <string.h>
 
-#include "compiled.h"
+#include "exec/compiled.h"
 #include "opd/memory.h"
 #include "test_graph_util.h"
 

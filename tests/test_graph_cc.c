@@ -1,5 +1,5 @@
 /* test_graph_cc.c: the C compiler service ([Note: The C compiler service] in
- * graph/src/c_compiler.c): building and loading, the content-addressed directory and what it
+ * graph/src/plan/c_compiler.c): building and loading, the content-addressed directory and what it
  * refuses to trust, compiler failures and timeouts, the private directory, the queue, builds
  * racing for one name, and allocation failures. Each test makes its own directory under /tmp
  * and removes it. Tests that compile for real need `cc` in PATH (without it they print
@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "c_compiler.h"
+#include "plan/c_compiler.h"
 #include "fault_alloc.h"
 #include "opd/allocator.h"
 #include "opd/error.h"

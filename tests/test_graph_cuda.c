@@ -1,5 +1,5 @@
 /* test_graph_cuda.c: fused programs written as CUDA source ([Note: Fused programs on CUDA] in
- * graph/src/fused_cuda.c), compiled by NVRTC for sm_90 where no device is needed: every
+ * graph/src/plan/fused_cuda.c), compiled by NVRTC for sm_90 where no device is needed: every
  * instruction the programs have, immediates of every kind (NaN and infinities included),
  * broadcasts and bool loads and stores. A program has the same instructions on every
  * device, so the graphs are built on the CPU. The programs run on a device only where one
@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiled.h"
+#include "exec/compiled.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 #include "opd/graph_exec.h"
 #include "opd/memory.h"
-#include "plan.h"
+#include "plan/plan.h"
 #include "test_graph_programs.h"
 #include "test_graph_util.h"
 

@@ -24,15 +24,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compiled.h"
-#include "graph_internal.h"
+#include "exec/compiled.h"
+#include "ir/graph_internal.h"
 #include "graph_runner.h"
 #include "opd/cuda_nvrtc.h"
 #include "opd/error.h"
 #include "opd/graph_exec.h"
 #include "opd/memory.h"
-#include "plan.h"
-#include "sbuf.h"
+#include "plan/plan.h"
+#include "ir/sbuf.h"
 #include "test_files.h"
 #include "test_graph_programs.h"
 #include "test_graph_util.h"

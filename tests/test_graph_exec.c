@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiled.h"
+#include "exec/compiled.h"
 #include "fault_alloc.h"
 #include "opd/memory.h"
 #include "test_graph_programs.h"

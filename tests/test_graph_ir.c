@@ -3,7 +3,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "graph_internal.h"
+#include "ir/graph_internal.h"
 #include "opd/memory.h"
 #include "test_graph_util.h"
 

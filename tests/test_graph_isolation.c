@@ -1,6 +1,6 @@
 /* test_graph_isolation.c: a compiled graph shared by several callers (the cache) never hands
  * one of them its own memory ([Note: A compiled graph's memory never reaches a caller] in
- * graph/src/outputs.c): outputs that the run makes as views of a planned buffer or of a
+ * graph/src/exec/outputs.c): outputs that the run makes as views of a planned buffer or of a
  * constant are copies, so another caller's run never changes them and writing them never
  * changes another caller's results or the graph's constants; planned buffers are checked
  * against every use ([Note: Buffer planning]); a wrapped number its dtype cannot hold is
@@ -18,8 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "c_compiler.h"
-#include "compiled.h"
+#include "plan/c_compiler.h"
+#include "exec/compiled.h"
 #include "opd/allocator.h"
 #include "opd/memory.h"
 #include "test_files.h"
@@ -472,7 +472,7 @@ START_TEST(test_fused_tiles_stop_when_cancelled) {
 }
 END_TEST
 
-/* ---- the charge of a graph ([Note: The charge of a graph] in graph/src/footprint.c) ---- */
+/* ---- the charge of a graph ([Note: The charge of a graph] in graph/src/exec/footprint.c) ---- */
 
 /* libc's allocator, counting the usable bytes of the blocks live (blocks made before it
  * was installed and freed while it is are counted off too: a measurement takes a delta
@@ -613,7 +613,7 @@ START_TEST(test_concurrent_run_context_charged) {
 END_TEST
 
 /* ---- the C tier's modules ([Note: The programs of fused groups are charged] in
- * graph/src/footprint.c) ---- */
+ * graph/src/exec/footprint.c) ---- */
 
 static const char *compiler(void) {
   const char *cc = getenv("CC");

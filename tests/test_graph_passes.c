@@ -1,10 +1,10 @@
 /* test_graph_passes.c: each pass of the pipeline on its own ([Note: The pass pipeline] in
- * graph/src/pass_manager.c): what it rewrites, what it must leave alone, its hit counter and
+ * graph/src/passes/pass_manager.c): what it rewrites, what it must leave alone, its hit counter and
  * the IR after it; disabling passes by name; plugin passes. */
 #include <check.h>
 #include <string.h>
 
-#include "compiled.h"
+#include "exec/compiled.h"
 #include "opd/graph_pass.h"
 #include "opd/memory.h"
 #include "test_graph_util.h"
@@ -318,7 +318,7 @@ START_TEST(test_pointwise_views_and_dtypes) {
 END_TEST
 
 /* The values after a _to_copy to another device are on that device ([Note: The device of a
- * node's outputs] in graph/src/builder.c): relu and mul of a CUDA copy of a CPU input are
+ * node's outputs] in graph/src/ir/builder.c): relu and mul of a CUDA copy of a CPU input are
  * not fused into a CPU program (which would read CUDA memory on the host), nor is a copy
  * back to the CPU fused into a CUDA one. Only compiled: no device is needed. */
 START_TEST(test_pointwise_follows_to_copy_device) {

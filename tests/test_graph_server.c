@@ -462,7 +462,7 @@ START_TEST(test_run_charged_to_budget) {
 END_TEST
 
 /* ---- isolation between sessions ([Note: A compiled graph's memory never reaches a caller]
- * in graph/src/outputs.c, [Note: The charge of a graph definition] in server/src/graphs.c) */
+ * in graph/src/exec/outputs.c, [Note: The charge of a graph definition] in server/src/graphs.c) */
 
 /* contiguous(mul(add(t(x), t(x)), .)) of a [3, 4] x: the product is a planned buffer of the
  * compiled graph, which `contiguous` returns a view of at run time. */

@@ -6,7 +6,7 @@
  * This header depends on nothing but the C library's headers, because it is compiled twice:
  * into the kernels and the fused-program interpreter, and, as text embedded in the daemon
  * (graph/CMakeLists.txt), into every C program the fused groups' second tier generates
- * ([Note: The C tier of fused programs] in graph/src/c_tier.c). Both therefore compute the
+ * ([Note: The C tier of fused programs] in graph/src/plan/c_tier.c). Both therefore compute the
  * same formulas to the bit, given the same ISO C rules (no contraction into FMA).
  */
 #ifndef OPD_KERNELS_FAST_MATH_H

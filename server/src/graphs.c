@@ -29,11 +29,11 @@
  * belong to the compiled graph, which is shared, and count in the daemon's
  * max_bytes_total; a define is charged for them and the rest the graph holds ([Note: The
  * charge of a graph definition]), and a run never hands a session the graph's memory
- * ([Note: A compiled graph's memory never reaches a caller] in graph/src/outputs.c). A graph runs
- * with the default dispatch state, the one its nodes were inferred and compiled with.
+ * ([Note: A compiled graph's memory never reaches a caller] in graph/src/exec/outputs.c). A graph
+ * runs with the default dispatch state, the one its nodes were inferred and compiled with.
  *
  * The C tier: with graph_cc_dir, the daemon starts the process's C tier of fused programs
- * ([Note: The C tier of fused programs] in graph/src/c_tier.c), whose compiler runs on the
+ * ([Note: The C tier of fused programs] in graph/src/plan/c_tier.c), whose compiler runs on the
  * tier's own thread; a directory that is not private, or a compiler that cannot be run,
  * stops the daemon from starting, with the reason.
  *
@@ -407,16 +407,16 @@ static void fill_info(Opd__V1__GraphInfo *info, uint64_t id, opd_compiled_graph 
 /* [Note: The charge of a graph definition]
  * A graph holds memory for as long as the session keeps it: its IR, texts, plan, run
  * context, constants and planned buffers ([Note: The charge of a graph] in
- * graph/src/footprint.c). A session is charged, against max_bytes_held, for every graph it
+ * graph/src/exec/footprint.c). A session is charged, against max_bytes_held, for every graph it
  * defines, before the graph is compiled: the library's estimate from the finished graph is
  * reserved first (past the limit, the define fails with RESOURCE_EXHAUSTED naming
  * max_bytes_held, and nothing is compiled), then trued up to what the compiled graph holds.
  * The estimate is 1.3x to 1.4x of that on graphs of 40 to 1,500 nodes ([Note: The estimate
- * of a graph's charge] in graph/src/footprint.c), so a define near the limit is refused only
+ * of a graph's charge] in graph/src/exec/footprint.c), so a define near the limit is refused only
  * when it would not fit. What the compiled graph holds includes the programs its fused groups
  * may compile later (a C tier module, a CUDA group's program: [Note: The programs of fused
  * groups are charged] there); a run context made for a run concurrent with another is
- * charged to that run instead ([Note: Run contexts of concurrent runs] in graph/src/exec.c).
+ * charged to that run instead ([Note: Run contexts of concurrent runs] in graph/src/exec/exec.c).
  * A cache hit shares one compiled graph between sessions, yet each session is charged what
  * its define would have cost alone (the compiled graph's bytes): a session's limit then
  * never depends on what other sessions defined or released, and no session can hold a

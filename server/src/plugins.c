@@ -15,7 +15,7 @@
  * plugin's code, since each deregistration already waited for the calls in flight. What the
  * plugin's extension blocks registered (graph passes) is undone by the unload itself, newest
  * first, before the grace period; each undo returns once nothing runs that code ([Note:
- * Removing a plugin pass under compilation] in graph/src/pass_manager.c).
+ * Removing a plugin pass under compilation] in graph/src/passes/pass_manager.c).
  */
 #include "plugins.h"
 

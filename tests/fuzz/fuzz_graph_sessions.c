@@ -1,5 +1,5 @@
 /* fuzz_graph_sessions.c: two sessions sharing one compiled graph never see each other's
- * values ([Note: A compiled graph's memory never reaches a caller] in graph/src/outputs.c).
+ * values ([Note: A compiled graph's memory never reaches a caller] in graph/src/exec/outputs.c).
  *
  * The input is the bytes of a DefineGraph message, as fuzz_graph.c's (its seeds are that
  * driver's). Two sessions of one graph context (one cache) define it, the second a cache

@@ -91,7 +91,7 @@ void opd_cpu_allocator_set_limit(uint64_t bytes);
 /* Returns the cached blocks to the system. */
 void opd_cpu_allocator_empty_cache(void);
 /* Counts `bytes` held outside tensors (a compiled graph's IR and plan, [Note: The charge of
- * a graph] in graph/src/footprint.c; a daemon's responses waiting to be read, [Note: Answers
+ * a graph] in graph/src/exec/footprint.c; a daemon's responses waiting to be read, [Note: Answers
  * charged before they are held] in server/src/execute.c) as CPU memory in use, within the
  * limit: 0, or OPD_ERESOURCE with nothing counted; and stops counting them. */
 int opd_cpu_allocator_reserve(uint64_t bytes);
@@ -120,7 +120,7 @@ void opd_memory_stats_reset_peak(int device_type);
  *    (a block whose stream was destroyed) is zeroed on the new owner's stream before it is
  *    handed out (cudaMemsetAsync, ordered before any work the new owner queues there);
  *  - a compiled graph's run contexts remember the owner of their last run; a context taken
- *    by another owner has its planned buffers zeroed (graph/src/exec.c).
+ *    by another owner has its planned buffers zeroed (graph/src/exec/exec.c).
  * Memory made with no budget installed belongs to owner 0 (the process itself: the library
  * used in a program, the daemon's own work); the daemon runs every session's work under the
  * session's budget.

@@ -13,7 +13,7 @@
  * OPD_ECANCELED, "cancelled", so no partial result is ever used. The loops that check: the
  * elementwise engine (kernels/src/loops.c), the reductions (kernels/cpu/reduce.c), a compiled
  * graph's steps and its fused programs' tiles, interpreted or compiled by the C tier
- * (graph/src/exec.c, fused_run.c). So work ends within the time of 64K elements per thread
+ * (graph/src/exec/exec.c, fused_run.c). So work ends within the time of 64K elements per thread
  * after the flag is set (microseconds), bounded by what one kernel call that does not check
  * takes (a matrix product's BLAS call, a convolution's oneDNN primitive: their sizes are
  * bounded by the memory their operands take).

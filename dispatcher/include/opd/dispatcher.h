@@ -193,7 +193,7 @@ int opd_call_boxed_with_keyset(const opd_operator *op, opd_keyset ks, opd_stack 
  * Every operator counts the registration changes that touch it: its def, an impl or
  * fallthrough at any key, their deregistration, and every backend fallback added or removed
  * (those touch all operators). The count only grows. Something compiled from an operator's
- * registrations (a compiled graph, graph/src/cache.c) records the generations it saw and is
+ * registrations (a compiled graph, graph/src/exec/cache.c) records the generations it saw and is
  * stale once one differs: a hot registration invalidates it. */
 static inline uint64_t opd_op_generation(const opd_operator *op);
 

@@ -1,5 +1,5 @@
 /* opd/graph.h: graphs of ATen operator calls: the SSA IR, its builder and validation, the
- * printer and the verifier ([Note: The graph IR] in graph/src/graph_internal.h).
+ * printer and the verifier ([Note: The graph IR] in graph/src/ir/graph_internal.h).
  *
  * A graph is built once, in order: its inputs, then its nodes, then its outputs. Values are
  * named by *position*: the inputs are positions 0..k-1 and node j defines position k+j (one

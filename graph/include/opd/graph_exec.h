@@ -31,7 +31,7 @@ typedef struct opd_compiled_graph opd_compiled_graph;
 typedef struct opd_graph_cache opd_graph_cache;
 
 /* Hooks for tests: they change what the checks of fused groups see ([Note: Numerics and
- * benefit of fused groups] in graph/src/decisions.c). */
+ * benefit of fused groups] in graph/src/exec/decisions.c). */
 typedef struct opd_graph_test_hooks {
   /* Called on a fused group's outputs before they are compared with the unfused ones. */
   void (*after_fused)(uint32_t group, opd_tensor *const *outputs, uint32_t n, void *data);
@@ -86,7 +86,7 @@ opd_device opd_compiled_graph_input_device(const opd_compiled_graph *cg, uint32_
  * device, a factory on one), so that a graph whose inputs are all on the CPU but which
  * computes on a GPU is routed to it too. */
 uint64_t opd_compiled_graph_cuda_devices(const opd_compiled_graph *cg);
-/* [Note: The charge of a graph] (graph/src/footprint.c): at most what compiling the finished
+/* [Note: The charge of a graph] (graph/src/exec/footprint.c): at most what compiling the finished
  * graph g will hold (reserve it before compiling), and what a compiled graph holds, fixed
  * when it was compiled: its IR, texts, plan and run context, its constants' storage and
  * its planned buffers, in bytes. */
@@ -123,7 +123,7 @@ void opd_compiled_graph_stats(const opd_compiled_graph *cg, opd_graph_stats *out
  * of memory. */
 json_t *opd_compiled_graph_json(const opd_compiled_graph *cg);
 
-/* ---- the cache of compiled graphs (graph/src/cache.c) ---- */
+/* ---- the cache of compiled graphs (graph/src/exec/cache.c) ---- */
 
 /* A bounded LRU of compiled graphs shared by all threads: capacity graphs at most. */
 int opd_graph_cache_new(uint32_t capacity, opd_graph_cache **out);
@@ -146,10 +146,10 @@ opd_compiled_graph *opd_graph_cache_lookup_id(opd_graph_cache *c, uint64_t id);
 json_t *opd_graph_pass_totals_json(void);
 
 /* Fused groups the numerics check pinned unfused, in the whole process ([Note: Numerics and
- * benefit of fused groups] in graph/src/decisions.c). */
+ * benefit of fused groups] in graph/src/exec/decisions.c). */
 uint64_t opd_graph_numerics_mismatches(void);
 
-/* ---- the C tier of fused programs (graph/src/c_tier.c) ---- */
+/* ---- the C tier of fused programs (graph/src/plan/c_tier.c) ---- */
 
 /* [Note: The C tier of fused programs]: CPU groups' programs compiled by the system compiler
  * off the request path and swapped in for the interpreter when loaded. */
@@ -194,7 +194,7 @@ json_t *opd_graph_c_tier_json(void);
  * version that compiles its source ("nvrtc=none (built without CUDA)" in a build without
  * CUDA). */
 const char *opd_graph_codegen_id(void);
-/* The CUDA source generator's identity (graph/src/fused_cuda.c): its version and limits. */
+/* The CUDA source generator's identity (graph/src/plan/fused_cuda.c): its version and limits. */
 const char *opd_graph_cuda_codegen_id(void);
 
 #ifdef __cplusplus

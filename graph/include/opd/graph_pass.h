@@ -3,7 +3,7 @@
  * A plugin adds a pass before the built-in ones (OPD_GRAPH_PASS_PRE, like torch.compile's
  * post_grad_custom_pre_pass) or after the graph rewrites and before scheduling
  * (OPD_GRAPH_PASS_POST: after cse, before pointwise_groups; like post_grad_custom_post_pass);
- * [Note: The pass pipeline] in graph/src/pass_manager.c gives the whole order. A pass has a
+ * [Note: The pass pipeline] in graph/src/passes/pass_manager.c gives the whole order. A pass has a
  * name and a version: both are part of every compiled graph's cache key, so registering,
  * changing (a new version) or removing a pass never serves a graph compiled without it. A
  * pass can be disabled by name like a built-in one (opd_graph_options.disabled_passes).
@@ -19,7 +19,7 @@
  * and the daemon removes them when it unloads the plugin. In process, the functions below
  * register and remove passes directly; they are safe from any thread, a compilation uses the
  * passes registered when it starts, and removing a pass waits for the compilations running it
- * ([Note: Removing a plugin pass under compilation] in graph/src/pass_manager.c).
+ * ([Note: Removing a plugin pass under compilation] in graph/src/passes/pass_manager.c).
  */
 #ifndef OPD_GRAPH_PASS_H
 #define OPD_GRAPH_PASS_H

@@ -91,7 +91,7 @@ opd_kernel opd_nvrtc_kernel_boxed(opd_nvrtc_kernel *k);
 void opd_nvrtc_kernel_free(opd_nvrtc_kernel *k);
 
 /* [Note: Generated functions]
- * Code opd writes itself (the graphs' fused pointwise programs, graph/src/fused_cuda.c) is
+ * Code opd writes itself (the graphs' fused pointwise programs, graph/src/plan/fused_cuda.c) is
  * compiled the same way but launched by its writer, not registered: one __global__ entry
  * taking one struct by value (at most OPD_NVRTC_MAX_PARAMS bytes), launched with a 1-D
  * grid of 256-thread blocks (at most 65535 x 8 blocks: the code loops over the elements
