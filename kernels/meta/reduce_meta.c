@@ -751,3 +751,138 @@ int opd__meta_aminmax(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
   return meta_two_results(OPD__AMINMAX, stack);
 }
+
+/* ---- the devices' wrappers: [Note: A reduction's wrapper and its device's compute] ---- */
+
+static int compute(opd__red_fn fn, int op, opd_tensor *self, uint64_t mask,
+                   const opd_out_spec *spec, opd_tensor **out) {
+  return fn(&(opd__red_call){.op = op}, self, mask, spec, out, NULL);
+}
+
+int opd__sum_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim, bool keepdim,
+                 opd_dtype dtype, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__sum_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__prod_run(opd__red_fn fn, int op, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                  opd_dtype dtype, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__prod_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__amin_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim, bool keepdim,
+                  opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__amin_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__max_all_run(opd__red_fn fn, int op, const char *name, opd_tensor *self, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__max_all_meta(name, self, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__argmin_run(opd__red_fn fn, int op, const char *kernel_name, opd_tensor *self,
+                    opd_opt_int dim, bool keepdim, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__argmin_meta(self, dim, keepdim, &spec, &mask);
+  if (rc) return rc;
+  if (opd_tensor_dtype(self) == OPD_BOOL) {
+    bool size_one =
+        dim.has_value && (mask == 0 || opd_tensor_sizes(self)[__builtin_ctzll(mask)] == 1);
+    if (!size_one)
+      return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", kernel_name,
+                       opd_dtype_c10_name(OPD_BOOL));
+  }
+  return compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__any_all_run(opd__red_fn fn, int op, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                     opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__any_all_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__count_nonzero_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim,
+                           opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__count_nonzero_meta(self, dim, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__two_results_run(opd__red_fn fn, const opd__extrema_ops *ops, int which, opd_stack *stack) {
+  assert(stack->size >= 3);
+  opd_ivalue *args = opd_stack_last(stack, 3);
+  opd_tensor *res[2] = {NULL, NULL};
+  opd_out_spec a, b;
+  uint64_t mask = 0;
+  int rc = opd__two_results_meta(which, args, &a, &b, &mask);
+  int first = which == OPD__MIN_DIM || which == OPD__AMINMAX ? ops->min : ops->max;
+  int second = which == OPD__AMINMAX ? ops->max : which == OPD__MIN_DIM ? ops->argmin : ops->argmax;
+  if (!rc) rc = compute(fn, first, args[0].u.t, mask, &a, &res[0]);
+  if (!rc) rc = compute(fn, second, args[0].u.t, mask, &b, &res[1]);
+  opd_stack_drop(stack, 3);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+static double correction_of(opd_opt_int c) {
+  return c.has_value ? (double)c.value : 1;
+}
+
+int opd__var_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim, opd_opt_int correction,
+                 bool keepdim, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__var_meta("std and var", self, dim, keepdim, &spec, &mask);
+  opd__red_call call = {.op = op, .correction = correction_of(correction)};
+  return rc ? rc : fn(&call, self, mask, &spec, out, NULL);
+}
+
+int opd__var_mean_run(opd__red_fn fn, int op, const char *name, opd_stack *stack) {
+  assert(stack->size >= 4);
+  opd_ivalue *args = opd_stack_last(stack, 4);
+  opd_tensor *res[2] = {NULL, NULL};
+  int rc = 0;
+  if (args[0].tag != OPD_IV_TENSOR || args[3].tag != OPD_IV_BOOL)
+    rc = opd_error(OPD_EINVAL, "var_mean / std_mean: expected (Tensor, int[1]?, int?, bool)");
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  if (!rc)
+    rc = opd__var_meta(name, args[0].u.t, opd__iv_int_list(&args[1]), args[3].u.b, &spec, &mask);
+  if (!rc) {
+    opd__red_call call = {.op = op, .correction = correction_of(opd__iv_opt_int(&args[2]))};
+    rc = fn(&call, args[0].u.t, mask, &spec, &res[0], &res[1]);
+  }
+  opd_stack_drop(stack, 4);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__vector_norm_run(opd__red_fn fn, int op, opd_tensor *self, opd_scalar ord, opd_int_list dim,
+                         bool keepdim, opd_dtype dtype, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  double p = opd__scalar_to_double(ord);
+  int rc = opd__vector_norm_meta(self, p, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : fn(&(opd__red_call){.op = op, .ord = p}, self, mask, &spec, out, NULL);
+}
+
+int opd__norm_run(opd__red_fn fn, int op, opd_tensor *self, opd_scalar p, opd_int_list dim,
+                  bool keepdim, opd_dtype dtype, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__norm_meta(self, dim, keepdim, dtype, &spec, &mask);
+  double ord = p.tag == OPD_IV_NONE ? 2 : opd__scalar_to_double(p);
+  return rc ? rc : fn(&(opd__red_call){.op = op, .ord = ord}, self, mask, &spec, out, NULL);
+}
