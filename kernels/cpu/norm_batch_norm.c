@@ -378,10 +378,7 @@ static int batch_norm(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_batch_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = batch_norm(opd_stack_last(stack, 8), res);
-  opd_stack_drop(stack, 8);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 8, 3, true, batch_norm);
 }
 
 /* native_batch_norm_backward of a contiguous float32 input and grad_out ([Note: Batch norm on
@@ -481,8 +478,5 @@ static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_batch_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = batch_norm_backward(opd_stack_last(stack, 10), res);
-  opd_stack_drop(stack, 10);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 10, 3, true, batch_norm_backward);
 }

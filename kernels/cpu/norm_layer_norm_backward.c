@@ -75,8 +75,5 @@ static int layer_norm_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_layer_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = layer_norm_backward(opd_stack_last(stack, 8), res);
-  opd_stack_drop(stack, 8);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 8, 3, true, layer_norm_backward);
 }

@@ -128,6 +128,22 @@ int opd__nll_loss2d_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor
 /* Pushes a backward operator's n results, None for a NULL one (an output_mask false), if rc
  * is 0; otherwise releases them and pushes nothing. Returns rc or the push error. */
 int opd__push_optional_results(opd_stack *stack, opd_tensor **res, int n, int rc);
+/* A boxed kernel's body, shared by its devices: fill reads the nargs arguments (their checks
+ * and meta function) and makes the nres (at most 3) results with the device's compute; the
+ * arguments are then dropped and the results pushed (opd__push_optional_results when optional:
+ * a NULL result is None; else opd__push_results), or released on an error. */
+typedef int (*opd__boxed_fill)(opd_ivalue *args, opd_tensor **res);
+int opd__boxed_run(opd_stack *stack, int nargs, int nres, bool optional, opd__boxed_fill fill);
+
+/* nll_loss_forward's and nll_loss2d_forward's (two_d) boxed arguments (self, target, weight?,
+ * reduction, ignore_index), checked, with their meta function's geometry (plane 1 for
+ * nll_loss) and the specs of the output and total_weight. */
+typedef struct opd__nll_forward_args {
+  opd_tensor *self, *target, *weight;
+  int64_t reduction, ignore_index, batch, classes, plane;
+  opd_out_spec out_spec, tw_spec;
+} opd__nll_forward_args;
+int opd__nll_forward_args_read(opd_ivalue *args, bool two_d, opd__nll_forward_args *a);
 
 /* native_layer_norm_backward's arguments (grad_out, input, normalized_shape, mean, rstd,
  * weight?, bias?, output_mask), read from the stack and checked: the geometry of

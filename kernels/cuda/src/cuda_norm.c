@@ -76,10 +76,7 @@ static int batch_norm(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_native_batch_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = batch_norm(opd_stack_last(stack, 8), res);
-  opd_stack_drop(stack, 8);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 8, 3, true, batch_norm);
 }
 
 static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
@@ -113,10 +110,7 @@ static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_native_batch_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = batch_norm_backward(opd_stack_last(stack, 10), res);
-  opd_stack_drop(stack, 10);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 10, 3, true, batch_norm_backward);
 }
 
 /* ---- layer norm's backward ---- */
@@ -157,10 +151,7 @@ static int layer_norm_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_native_layer_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = layer_norm_backward(opd_stack_last(stack, 8), res);
-  opd_stack_drop(stack, 8);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 8, 3, true, layer_norm_backward);
 }
 
 /* ---- softmax's backward ---- */
@@ -245,28 +236,19 @@ static int run_nll(opd__cuda_nll *d, int device) {
 }
 
 static int nll_forward(opd_ivalue *args, opd_tensor **res) {
-  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
-      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
-      args[4].tag != OPD_IV_INT)
-    return opd_error(OPD_EINVAL,
-                     "nll_loss_forward: expected (Tensor, Tensor, Tensor?, int, int) arguments");
-  opd_tensor *self = args[0].u.t, *target = args[1].u.t;
-  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
-  int64_t reduction = args[3].u.i, batch, classes;
-  opd_out_spec out_spec, tw_spec;
-  int rc =
-      opd__nll_loss_meta(self, target, weight, reduction, &batch, &classes, &out_spec, &tw_spec);
-  opd_device dev = opd_tensor_device(self);
-  if (rc || (rc = opd__alloc_output(&out_spec, dev, &res[0])) ||
-      (rc = opd__alloc_output(&tw_spec, dev, &res[1])))
+  opd__nll_forward_args a;
+  int rc = opd__nll_forward_args_read(args, false, &a);
+  opd_tensor *self = a.self;
+  if (rc || (rc = opd__alloc_output(&a.out_spec, opd_tensor_device(self), &res[0])) ||
+      (rc = opd__alloc_output(&a.tw_spec, opd_tensor_device(self), &res[1])))
     return rc;
   opd_tensor *c[3];
-  if (!(rc = contiguous_all((opd_tensor *[]){self, target, weight}, c, 3))) {
-    opd__cuda_nll d = {.per_sample = reduction == OPD__REDUCTION_NONE && self->ndim == 2,
-                       .mean = reduction == OPD__REDUCTION_MEAN,
-                       .batch = batch,
-                       .classes = classes,
-                       .ignore_index = args[4].u.i,
+  if (!(rc = contiguous_all((opd_tensor *[]){self, a.target, a.weight}, c, 3))) {
+    opd__cuda_nll d = {.per_sample = a.reduction == OPD__REDUCTION_NONE && self->ndim == 2,
+                       .mean = a.reduction == OPD__REDUCTION_MEAN,
+                       .batch = a.batch,
+                       .classes = a.classes,
+                       .ignore_index = a.ignore_index,
                        .self = vec_of(c[0], true),
                        .target = vec_of(c[1], true),
                        .weight = vec_of(c[2], true),
@@ -280,10 +262,7 @@ static int nll_forward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_nll_loss_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = nll_forward(opd_stack_last(stack, 5), res);
-  opd_stack_drop(stack, 5);
-  return opd__push_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 5, 2, false, nll_forward);
 }
 
 int opd__cuda_nll_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
@@ -408,10 +387,7 @@ static int dropout(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_native_dropout(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = dropout(opd_stack_last(stack, 3), res);
-  opd_stack_drop(stack, 3);
-  return opd__push_optional_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 3, 2, true, dropout);
 }
 
 /* grad * mask * scale, the mask read as the gradient's dtype (grad * mask is exact: the mask is
