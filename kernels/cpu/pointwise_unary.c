@@ -250,17 +250,7 @@ static int round_decimals(opd_tensor *self, int64_t decimals, opd_tensor *into, 
   return opd__pointwise_run(&spec, &self, &loop, into, out);
 }
 
-int opd__cpu_round_decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,
-                            opd_tensor **out) {
-  (void)ctx;
-  return round_decimals(self, decimals, NULL, out);
-}
-
-int opd__cpu_round__decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,
-                             opd_tensor **out) {
-  (void)ctx;
-  return round_decimals(self, decimals, self, out);
-}
+OPD__DEFINE_ROUND_DECIMALS_KERNELS(cpu, round_decimals)
 
 /* ---- nan_to_num: NaN, +inf and -inf replaced (defaults 0 and the dtype's extremes) ---- */
 
@@ -331,37 +321,19 @@ static int nan_to_num(opd_tensor *self, const opd_ivalue *v, opd_tensor *into, o
   return opd__pointwise_run(&spec, &self, &loop, into, out);
 }
 
-/* Boxed (no unboxed tag holds a float?): (self, nan, posinf, neginf). */
-static int nan_to_num_boxed(opd_stack *stack, bool inplace) {
-  opd_ivalue *a = opd_stack_last(stack, 4);
-  int rc = a[0].tag == OPD_IV_TENSOR ? 0 : OPD_EINVAL;
-  for (int k = 1; k < 4 && rc == 0; k++)
-    if (a[k].tag == OPD_IV_INT) /* an int where a float is taken */
-      a[k] = opd_iv_double((double)a[k].u.i);
-    else if (a[k].tag != OPD_IV_DOUBLE && a[k].tag != OPD_IV_NONE)
-      rc = OPD_EINVAL;
-  opd_tensor *r = NULL;
-  if (rc)
-    rc = opd_error(OPD_EINVAL, "nan_to_num: expected (Tensor, float?, float?, float?) arguments");
-  else
-    rc = nan_to_num(a[0].u.t, a + 1, inplace ? a[0].u.t : NULL, &r);
-  opd_stack_drop(stack, 4);
-  return rc ? rc : opd_stack_push(stack, opd_iv_tensor_steal(r));
-}
-
 int opd__cpu_nan_to_num(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, false);
+  return opd__nan_to_num_boxed(stack, false, nan_to_num);
 }
 int opd__meta_nan_to_num(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, false);
+  return opd__nan_to_num_boxed(stack, false, nan_to_num);
 }
 int opd__cpu_nan_to_num_(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, true);
+  return opd__nan_to_num_boxed(stack, true, nan_to_num);
 }
 int opd__meta_nan_to_num_(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, true);
+  return opd__nan_to_num_boxed(stack, true, nan_to_num);
 }

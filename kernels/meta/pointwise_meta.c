@@ -358,3 +358,20 @@ int opd__meta_clamp_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tens
   return meta_out(opd__clamp_tensor_meta(self, min, max, &spec), &spec,
                   (opd_tensor *[]){self, min ? min : self, max ? max : self}, 3, out);
 }
+
+int opd__nan_to_num_boxed(opd_stack *stack, bool inplace, opd__nan_to_num_fn fn) {
+  opd_ivalue *a = opd_stack_last(stack, 4);
+  int rc = a[0].tag == OPD_IV_TENSOR ? 0 : OPD_EINVAL;
+  for (int k = 1; k < 4 && rc == 0; k++)
+    if (a[k].tag == OPD_IV_INT) /* an int where a float is taken */
+      a[k] = opd_iv_double((double)a[k].u.i);
+    else if (a[k].tag != OPD_IV_DOUBLE && a[k].tag != OPD_IV_NONE)
+      rc = OPD_EINVAL;
+  opd_tensor *r = NULL;
+  if (rc)
+    rc = opd_error(OPD_EINVAL, "nan_to_num: expected (Tensor, float?, float?, float?) arguments");
+  else
+    rc = fn(a[0].u.t, a + 1, inplace ? a[0].u.t : NULL, &r);
+  opd_stack_drop(stack, 4);
+  return rc ? rc : opd_stack_push(stack, opd_iv_tensor_steal(r));
+}

@@ -165,4 +165,72 @@ int opd__lerp_meta(opd_tensor *self, opd_tensor *end, opd_tensor *weight, opd_ou
 int opd__clamp_scalar_meta(opd_tensor *self, opd_scalar bound, opd_out_spec *spec);
 int opd__clamp_tensor_meta(opd_tensor *self, opd_tensor *min, opd_tensor *max, opd_out_spec *spec);
 
+/* nan_to_num and nan_to_num_, boxed (no unboxed tag holds a float?): (self, nan, posinf,
+ * neginf) checked (an int taken for a float) and handed to a device's compute fn (v: the three
+ * replacements, each a double or None; into: self for the in-place operator, else NULL). */
+typedef int (*opd__nan_to_num_fn)(opd_tensor *self, const opd_ivalue *v, opd_tensor *into,
+                                  opd_tensor **out);
+int opd__nan_to_num_boxed(opd_stack *stack, bool inplace, opd__nan_to_num_fn fn);
+
+/* [Note: A pointwise operator's kernel pair on each device]
+ * round.decimals, addcmul, addcdiv, lerp and clamp_min / clamp_max with a Scalar have a
+ * functional and an in-place kernel that differ, on every device, only in the compute's `into`
+ * (NULL, or self). OPD__DEFINE_*_KERNELS(dev, fn) define the device `dev`'s kernels over its
+ * compute function fn, whose arguments are the operator's, a flag where one function serves
+ * two operators (addcdiv; clamp_max), then into and out. */
+#define OPD__DEFINE_ROUND_DECIMALS_KERNELS(dev, fn)                                               \
+  int opd__##dev##_round_decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,  \
+                                  opd_tensor **out) {                                             \
+    (void)ctx;                                                                                    \
+    return fn(self, decimals, NULL, out);                                                         \
+  }                                                                                               \
+  int opd__##dev##_round__decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals, \
+                                   opd_tensor **out) {                                            \
+    (void)ctx;                                                                                    \
+    return fn(self, decimals, self, out);                                                         \
+  }
+#define OPD__DEFINE_ADDC_KERNELS(dev, fn, name, div)                                      \
+  int opd__##dev##_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1,    \
+                          opd_tensor *t2, opd_scalar value, opd_tensor **out) {           \
+    (void)ctx;                                                                            \
+    return fn(self, t1, t2, value, div, NULL, out);                                       \
+  }                                                                                       \
+  int opd__##dev##_##name##_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, \
+                             opd_tensor *t2, opd_scalar value, opd_tensor **out) {        \
+    (void)ctx;                                                                            \
+    return fn(self, t1, t2, value, div, self, out);                                       \
+  }
+#define OPD__DEFINE_LERP_KERNELS(dev, fn)                                                     \
+  int opd__##dev##_lerp_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,  \
+                               opd_scalar weight, opd_tensor **out) {                         \
+    (void)ctx;                                                                                \
+    return fn(self, end, NULL, weight, NULL, out);                                            \
+  }                                                                                           \
+  int opd__##dev##_lerp__scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end, \
+                                opd_scalar weight, opd_tensor **out) {                        \
+    (void)ctx;                                                                                \
+    return fn(self, end, NULL, weight, self, out);                                            \
+  }                                                                                           \
+  int opd__##dev##_lerp_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,  \
+                               opd_tensor *weight, opd_tensor **out) {                        \
+    (void)ctx;                                                                                \
+    return fn(self, end, weight, opd__scalar_int(0), NULL, out);                              \
+  }                                                                                           \
+  int opd__##dev##_lerp__tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end, \
+                                opd_tensor *weight, opd_tensor **out) {                       \
+    (void)ctx;                                                                                \
+    return fn(self, end, weight, opd__scalar_int(0), self, out);                              \
+  }
+#define OPD__DEFINE_CLAMP_BOUND_KERNELS(dev, fn, name, max)                                 \
+  int opd__##dev##_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar bound,    \
+                          opd_tensor **out) {                                               \
+    (void)ctx;                                                                              \
+    return fn(self, bound, max, NULL, out);                                                 \
+  }                                                                                         \
+  int opd__##dev##_##name##_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar bound, \
+                             opd_tensor **out) {                                            \
+    (void)ctx;                                                                              \
+    return fn(self, bound, max, self, out);                                                 \
+  }
+
 #endif
