@@ -166,10 +166,12 @@ int opd__clamp_scalar_meta(opd_tensor *self, opd_scalar bound, opd_out_spec *spe
 int opd__clamp_tensor_meta(opd_tensor *self, opd_tensor *min, opd_tensor *max, opd_out_spec *spec);
 
 /* nan_to_num and nan_to_num_, boxed (no unboxed tag holds a float?): (self, nan, posinf,
- * neginf) checked (an int taken for a float) and handed to a device's compute fn (v: the three
- * replacements, each a double or None; into: self for the in-place operator, else NULL). */
-typedef int (*opd__nan_to_num_fn)(opd_tensor *self, const opd_ivalue *v, opd_tensor *into,
-                                  opd_tensor **out);
+ * neginf) checked (an int taken for a float), the output spec (self's dtype) and the
+ * replacements of NaN, +inf and -inf (defaults 0 and the dtype's extremes) handed to a device's
+ * compute fn (into: self for the in-place operator, else NULL; integers and bool: a copy, as
+ * ATen's). */
+typedef int (*opd__nan_to_num_fn)(opd_tensor *self, const opd_out_spec *spec,
+                                  const double *replacements, opd_tensor *into, opd_tensor **out);
 int opd__nan_to_num_boxed(opd_stack *stack, bool inplace, opd__nan_to_num_fn fn);
 
 /* [Note: A pointwise operator's kernel pair on each device]

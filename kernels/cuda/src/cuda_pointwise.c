@@ -225,35 +225,17 @@ static int round_decimals(opd_tensor *self, int64_t decimals, opd_tensor *into, 
 
 OPD__DEFINE_ROUND_DECIMALS_KERNELS(cuda, round_decimals)
 
-/* the largest finite value of a floating dtype */
-static double float_max(opd_dtype t) {
-  switch (t) {
-  case OPD_FLOAT16: return 65504.0;
-  case OPD_BFLOAT16: return 3.38953138925153547590e38;
-  case OPD_FLOAT32: return 3.40282346638528859812e38;
-  default: return 1.79769313486231570815e308;
-  }
-}
-
-/* nan_to_num(self, nan, posinf, neginf) into a new tensor or into self (integers and bool:
- * a copy, as ATen's); v: the three float? arguments */
-static int nan_to_num(opd_tensor *self, const opd_ivalue *v, opd_tensor *into, opd_tensor **out) {
-  opd_out_spec spec;
-  opd_dtype compute;
-  int rc = opd__pointwise_meta(&self, 1, OPD__POINTWISE_SAME, OPD__POINTWISE_ALL, "nan_to_num",
-                               &compute, &spec);
-  if (rc) return rc;
-  double max = float_max(spec.dtype);
-  double repl[3] = {0, max, -max};
-  for (int k = 0; k < 3; k++)
-    if (v[k].tag == OPD_IV_DOUBLE) repl[k] = v[k].u.d;
-  bool floating = opd_dtype_is_floating(spec.dtype);
+/* nan_to_num's compute ([Note: A pointwise operator's kernel pair on each device]'s
+ * opd__nan_to_num_boxed in kernels/meta/pointwise_meta.h) */
+static int nan_to_num(opd_tensor *self, const opd_out_spec *spec, const double *repl,
+                      opd_tensor *into, opd_tensor **out) {
+  bool floating = opd_dtype_is_floating(spec->dtype);
   opd__cuda_ewop o = {.op = floating ? OPD_CUDA_EW_NAN_TO_NUM : OPD_CUDA_EW_COPY,
-                      .compute = spec.dtype,
+                      .compute = spec->dtype,
                       .c0d = repl[0],
                       .c1d = repl[1],
                       .c2d = repl[2]};
-  return run(&o, &spec, &self, 1, into, out);
+  return run(&o, spec, &self, 1, into, out);
 }
 
 int opd__cuda_nan_to_num(const opd_kernel_ctx *ctx, opd_stack *stack) {
