@@ -221,91 +221,17 @@ static int pool_run(const opd__pool_geom *g, bool backward, opd_tensor *src, opd
 
 /* ---- the kernels: [Note: A pooling's wrapper and its device's run] ---- */
 
-int opd__cpu_max_pool2d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return opd__max_pool_run(pool_run, stack, 2);
-}
-
-int opd__cpu_max_pool3d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return opd__max_pool_run(pool_run, stack, 3);
-}
-
-int opd__cpu_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return opd__adaptive_max_pool_run(pool_run, stack, 2);
-}
-
-int opd__cpu_adaptive_max_pool3d(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return opd__adaptive_max_pool_run(pool_run, stack, 3);
-}
-
-int opd__cpu_max_pool2d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                              opd_tensor *self, opd_int_list kernel_size,
-                                              opd_int_list stride, opd_int_list padding,
-                                              opd_int_list dilation, bool ceil_mode,
-                                              opd_tensor *indices, opd_tensor **out) {
-  (void)ctx;
-  return opd__max_pool_backward_run(pool_run, 2, grad_output, self, kernel_size, stride, padding,
-                                    dilation, ceil_mode, indices, out);
-}
-
-int opd__cpu_max_pool3d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                              opd_tensor *self, opd_int_list kernel_size,
-                                              opd_int_list stride, opd_int_list padding,
-                                              opd_int_list dilation, bool ceil_mode,
-                                              opd_tensor *indices, opd_tensor **out) {
-  (void)ctx;
-  return opd__max_pool_backward_run(pool_run, 3, grad_output, self, kernel_size, stride, padding,
-                                    dilation, ceil_mode, indices, out);
-}
-
+OPD__DEFINE_MAX_POOL_KERNELS(cpu, pool_run, 2)
+OPD__DEFINE_MAX_POOL_KERNELS(cpu, pool_run, 3)
 /* The dtype errors name PyTorch's CPU loops: avg_pool2d's own, the 3-d ones their frames'. */
-#define DEFINE_AVG_POOL_CPU(D, FWD_NAME, BWD_NAME)                                                 \
-  int opd__cpu_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,                         \
-                              opd_int_list kernel_size, opd_int_list stride, opd_int_list padding, \
-                              bool ceil_mode, bool count_include_pad,                              \
-                              opd_opt_int divisor_override, opd_tensor **out) {                    \
-    (void)ctx;                                                                                     \
-    return opd__avg_pool_run(pool_run, D, self, kernel_size, stride, padding, ceil_mode,           \
-                             count_include_pad, divisor_override, FWD_NAME, out);                  \
-  }                                                                                                \
-  int opd__cpu_avg_pool##D##d_backward(                                                            \
-      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,                        \
-      opd_int_list kernel_size, opd_int_list stride, opd_int_list padding, bool ceil_mode,         \
-      bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {                    \
-    (void)ctx;                                                                                     \
-    return opd__avg_pool_backward_run(pool_run, D, grad_output, self, kernel_size, stride,         \
-                                      padding, ceil_mode, count_include_pad, divisor_override,     \
-                                      BWD_NAME, out);                                              \
-  }
-DEFINE_AVG_POOL_CPU(2, "avg_pool2d", "avg_pool2d_backward")
-DEFINE_AVG_POOL_CPU(3, "avg_pool3d_out_frame", "avg_pool3d_backward_out_frame")
-
-#define DEFINE_ADAPTIVE_POOL_CPU(D, AVG_NAME, AVG_BWD, MAX_BWD)                                    \
-  int opd__cpu_adaptive_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,                \
-                                       opd_int_list output_size, opd_tensor **out) {               \
-    (void)ctx;                                                                                     \
-    return opd__adaptive_avg_pool_run(pool_run, D, self, output_size, AVG_NAME, out);              \
-  }                                                                                                \
-  int opd__cpu_adaptive_avg_pool##D##d_backward(                                                   \
-      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self, opd_tensor **out) {    \
-    (void)ctx;                                                                                     \
-    return opd__adaptive_pool_backward_run(pool_run, D, grad_output, self, NULL, false, AVG_BWD,   \
-                                           out);                                                   \
-  }                                                                                                \
-  int opd__cpu_adaptive_max_pool##D##d_backward(const opd_kernel_ctx *ctx,                         \
-                                                opd_tensor *grad_output, opd_tensor *self,         \
-                                                opd_tensor *indices, opd_tensor **out) {           \
-    (void)ctx;                                                                                     \
-    return opd__adaptive_pool_backward_run(pool_run, D, grad_output, self, indices, true, MAX_BWD, \
-                                           out);                                                   \
-  }
-DEFINE_ADAPTIVE_POOL_CPU(2, "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward",
-                         "adaptive_max_pool2d_backward")
-DEFINE_ADAPTIVE_POOL_CPU(3, "adaptive_avg_pool3d_cpu", "adaptive_avg_pool3d_backward_cpu",
-                         "adaptive_max_pool3d_backward")
+OPD__DEFINE_AVG_POOL_KERNELS(cpu, pool_run, 2, "avg_pool2d", "avg_pool2d_backward")
+OPD__DEFINE_AVG_POOL_KERNELS(cpu, pool_run, 3, "avg_pool3d_out_frame",
+                             "avg_pool3d_backward_out_frame")
+OPD__DEFINE_ADAPTIVE_POOL_KERNELS(cpu, pool_run, 2, "adaptive_avg_pool2d",
+                                  "adaptive_avg_pool2d_backward", "adaptive_max_pool2d_backward")
+OPD__DEFINE_ADAPTIVE_POOL_KERNELS(cpu, pool_run, 3, "adaptive_avg_pool3d_cpu",
+                                  "adaptive_avg_pool3d_backward_cpu",
+                                  "adaptive_max_pool3d_backward")
 
 /* ---- max_unpool2d ---- */
 

@@ -107,4 +107,63 @@ int opd__adaptive_pool_backward_run(opd__pool_run_fn run, int sdims, opd_tensor 
                                     opd_tensor *self, opd_tensor *indices, bool max,
                                     const char *name, opd_tensor **out);
 
+/* The kernels of the device `dev` over its run function, for D (2 or 3) spatial dims:
+ * max_pool<D>d_with_indices and its backward; avg_pool<D>d and its backward (the dtype errors
+ * name PyTorch's CPU loops, FWD_NAME and BWD_NAME); adaptive_max_pool<D>d,
+ * _adaptive_avg_pool<D>d and the two adaptive backward operators (AVG_NAME, AVG_BWD and
+ * MAX_BWD name their loops). */
+#define OPD__DEFINE_MAX_POOL_KERNELS(dev, run, D)                                                 \
+  int opd__##dev##_max_pool##D##d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {     \
+    (void)ctx;                                                                                    \
+    return opd__max_pool_run(run, stack, D);                                                      \
+  }                                                                                               \
+  int opd__##dev##_max_pool##D##d_with_indices_backward(                                          \
+      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,                       \
+      opd_int_list kernel_size, opd_int_list stride, opd_int_list padding, opd_int_list dilation, \
+      bool ceil_mode, opd_tensor *indices, opd_tensor **out) {                                    \
+    (void)ctx;                                                                                    \
+    return opd__max_pool_backward_run(run, D, grad_output, self, kernel_size, stride, padding,    \
+                                      dilation, ceil_mode, indices, out);                         \
+  }
+#define OPD__DEFINE_AVG_POOL_KERNELS(dev, run, D, FWD_NAME, BWD_NAME)                           \
+  int opd__##dev##_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,                  \
+                                  opd_int_list kernel_size, opd_int_list stride,                \
+                                  opd_int_list padding, bool ceil_mode, bool count_include_pad, \
+                                  opd_opt_int divisor_override, opd_tensor **out) {             \
+    (void)ctx;                                                                                  \
+    return opd__avg_pool_run(run, D, self, kernel_size, stride, padding, ceil_mode,             \
+                             count_include_pad, divisor_override, FWD_NAME, out);               \
+  }                                                                                             \
+  int opd__##dev##_avg_pool##D##d_backward(                                                     \
+      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,                     \
+      opd_int_list kernel_size, opd_int_list stride, opd_int_list padding, bool ceil_mode,      \
+      bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {                 \
+    (void)ctx;                                                                                  \
+    return opd__avg_pool_backward_run(run, D, grad_output, self, kernel_size, stride, padding,  \
+                                      ceil_mode, count_include_pad, divisor_override, BWD_NAME, \
+                                      out);                                                     \
+  }
+#define OPD__DEFINE_ADAPTIVE_POOL_KERNELS(dev, run, D, AVG_NAME, AVG_BWD, MAX_BWD)                \
+  int opd__##dev##_adaptive_max_pool##D##d(const opd_kernel_ctx *ctx, opd_stack *stack) {         \
+    (void)ctx;                                                                                    \
+    return opd__adaptive_max_pool_run(run, stack, D);                                             \
+  }                                                                                               \
+  int opd__##dev##_adaptive_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,           \
+                                           opd_int_list output_size, opd_tensor **out) {          \
+    (void)ctx;                                                                                    \
+    return opd__adaptive_avg_pool_run(run, D, self, output_size, AVG_NAME, out);                  \
+  }                                                                                               \
+  int opd__##dev##_adaptive_avg_pool##D##d_backward(                                              \
+      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self, opd_tensor **out) {   \
+    (void)ctx;                                                                                    \
+    return opd__adaptive_pool_backward_run(run, D, grad_output, self, NULL, false, AVG_BWD, out); \
+  }                                                                                               \
+  int opd__##dev##_adaptive_max_pool##D##d_backward(const opd_kernel_ctx *ctx,                    \
+                                                    opd_tensor *grad_output, opd_tensor *self,    \
+                                                    opd_tensor *indices, opd_tensor **out) {      \
+    (void)ctx;                                                                                    \
+    return opd__adaptive_pool_backward_run(run, D, grad_output, self, indices, true, MAX_BWD,     \
+                                           out);                                                  \
+  }
+
 #endif

@@ -58,76 +58,8 @@ static int pool_run(const opd__pool_geom *g, bool backward, opd_tensor *src, opd
   return rc;
 }
 
-int opd__cuda_max_pool2d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return opd__max_pool_run(pool_run, stack, 2);
-}
-
-int opd__cuda_max_pool3d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return opd__max_pool_run(pool_run, stack, 3);
-}
-
-int opd__cuda_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return opd__adaptive_max_pool_run(pool_run, stack, 2);
-}
-
-int opd__cuda_max_pool2d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                               opd_tensor *self, opd_int_list kernel_size,
-                                               opd_int_list stride, opd_int_list padding,
-                                               opd_int_list dilation, bool ceil_mode,
-                                               opd_tensor *indices, opd_tensor **out) {
-  (void)ctx;
-  return opd__max_pool_backward_run(pool_run, 2, grad_output, self, kernel_size, stride, padding,
-                                    dilation, ceil_mode, indices, out);
-}
-
-int opd__cuda_max_pool3d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                               opd_tensor *self, opd_int_list kernel_size,
-                                               opd_int_list stride, opd_int_list padding,
-                                               opd_int_list dilation, bool ceil_mode,
-                                               opd_tensor *indices, opd_tensor **out) {
-  (void)ctx;
-  return opd__max_pool_backward_run(pool_run, 3, grad_output, self, kernel_size, stride, padding,
-                                    dilation, ceil_mode, indices, out);
-}
-
-int opd__cuda_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list kernel_size,
-                         opd_int_list stride, opd_int_list padding, bool ceil_mode,
-                         bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {
-  (void)ctx;
-  return opd__avg_pool_run(pool_run, 2, self, kernel_size, stride, padding, ceil_mode,
-                           count_include_pad, divisor_override, "avg_pool2d", out);
-}
-
-int opd__cuda_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                  opd_tensor *self, opd_int_list kernel_size, opd_int_list stride,
-                                  opd_int_list padding, bool ceil_mode, bool count_include_pad,
-                                  opd_opt_int divisor_override, opd_tensor **out) {
-  (void)ctx;
-  return opd__avg_pool_backward_run(pool_run, 2, grad_output, self, kernel_size, stride, padding,
-                                    ceil_mode, count_include_pad, divisor_override,
-                                    "avg_pool2d_backward", out);
-}
-
-int opd__cuda_adaptive_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self,
-                                  opd_int_list output_size, opd_tensor **out) {
-  (void)ctx;
-  return opd__adaptive_avg_pool_run(pool_run, 2, self, output_size, "adaptive_avg_pool2d", out);
-}
-
-int opd__cuda_adaptive_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                           opd_tensor *self, opd_tensor **out) {
-  (void)ctx;
-  return opd__adaptive_pool_backward_run(pool_run, 2, grad_output, self, NULL, false,
-                                         "adaptive_avg_pool2d_backward", out);
-}
-
-int opd__cuda_adaptive_max_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                           opd_tensor *self, opd_tensor *indices,
-                                           opd_tensor **out) {
-  (void)ctx;
-  return opd__adaptive_pool_backward_run(pool_run, 2, grad_output, self, indices, true,
-                                         "adaptive_max_pool2d_backward", out);
-}
+OPD__DEFINE_MAX_POOL_KERNELS(cuda, pool_run, 2)
+OPD__DEFINE_MAX_POOL_KERNELS(cuda, pool_run, 3)
+OPD__DEFINE_AVG_POOL_KERNELS(cuda, pool_run, 2, "avg_pool2d", "avg_pool2d_backward")
+OPD__DEFINE_ADAPTIVE_POOL_KERNELS(cuda, pool_run, 2, "adaptive_avg_pool2d",
+                                  "adaptive_avg_pool2d_backward", "adaptive_max_pool2d_backward")
