@@ -80,6 +80,21 @@ int opd__glu_backward_meta(opd_tensor *grad, opd_tensor *self, int64_t dim, int6
  * the result has input_dtype (output's dtype, or Float for a Half output). */
 int opd__softmax_backward_meta(opd_tensor *grad, opd_tensor *output, int64_t dim,
                                opd_dtype input_dtype, int64_t *wrapped, opd_out_spec *spec);
+/* _softmax_backward_data and _log_softmax_backward_data of the device `dev` over its function
+ * fn(grad_output, output, dim, input_dtype, is_log, out). */
+#define OPD__DEFINE_SOFTMAX_BACKWARD_KERNELS(dev, fn)                                            \
+  int opd__##dev##_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,     \
+                                         opd_tensor *output, int64_t dim, opd_dtype input_dtype, \
+                                         opd_tensor **out) {                                     \
+    (void)ctx;                                                                                   \
+    return fn(grad_output, output, dim, input_dtype, false, out);                                \
+  }                                                                                              \
+  int opd__##dev##_log_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output, \
+                                             opd_tensor *output, int64_t dim,                    \
+                                             opd_dtype input_dtype, opd_tensor **out) {          \
+    (void)ctx;                                                                                   \
+    return fn(grad_output, output, dim, input_dtype, true, out);                                 \
+  }
 
 /* The reductions of the losses (at::Reduction). */
 enum { OPD__REDUCTION_NONE = 0, OPD__REDUCTION_MEAN = 1, OPD__REDUCTION_SUM = 2 };

@@ -191,19 +191,7 @@ static int softmax_backward(opd_tensor *grad, opd_tensor *output, int64_t dim,
   return rc;
 }
 
-int opd__cuda_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                    opd_tensor *output, int64_t dim, opd_dtype input_dtype,
-                                    opd_tensor **out) {
-  (void)ctx;
-  return softmax_backward(grad_output, output, dim, input_dtype, false, out);
-}
-
-int opd__cuda_log_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                        opd_tensor *output, int64_t dim, opd_dtype input_dtype,
-                                        opd_tensor **out) {
-  (void)ctx;
-  return softmax_backward(grad_output, output, dim, input_dtype, true, out);
-}
+OPD__DEFINE_SOFTMAX_BACKWARD_KERNELS(cuda, softmax_backward)
 
 /* ---- nll_loss ---- */
 
