@@ -29,24 +29,6 @@ static int check_dtype(opd_dtype t, const char *op) {
   return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", op, opd_dtype_c10_name(t));
 }
 
-static inline double ld(const void *p, opd_dtype t, int64_t i) {
-  switch (t) {
-  case OPD_FLOAT64: return ((const double *)p)[i];
-  case OPD_BFLOAT16: return opd_bf16_to_float(((const uint16_t *)p)[i]);
-  case OPD_INT64: return (double)((const int64_t *)p)[i];
-  default: return ((const float *)p)[i];
-  }
-}
-
-static inline void st(void *p, opd_dtype t, int64_t i, double v) {
-  switch (t) {
-  case OPD_FLOAT64: ((double *)p)[i] = v; break;
-  case OPD_BFLOAT16: ((uint16_t *)p)[i] = opd_float_to_bf16((float)v); break;
-  case OPD_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-  default: ((float *)p)[i] = (float)v; break;
-  }
-}
-
 static inline int64_t start_index(int64_t a, int64_t b, int64_t c) {
   return (a / b) * c + ((a % b) * c) / b;
 }
@@ -114,7 +96,8 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         atomic_store(&c->bad_index, true);
         return;
       }
-      st(dst, c->dt, ix[o], ld(dst, c->dt, ix[o]) + ld(src, c->dt, o));
+      opd__cpu_store(dst, c->dt, ix[o],
+                     opd__cpu_load(dst, c->dt, ix[o]) + opd__cpu_load(src, c->dt, o));
     }
     return;
   }
@@ -132,13 +115,13 @@ static void pool_plane(pool_ctx *c, int64_t p) {
             for (int64_t ih = wh.lo; ih < wh.hi; ih += wh.step)
               for (int64_t iw = ww.lo; iw < ww.hi; iw += ww.step) {
                 int64_t i = (id * g->in[1] + ih) * g->in[2] + iw;
-                double v = ld(src, c->dt, i);
+                double v = opd__cpu_load(src, c->dt, i);
                 if (v > mv || isnan(v)) {
                   mv = v;
                   best = i;
                 }
               }
-          st(dst, c->dt, o, mv);
+          opd__cpu_store(dst, c->dt, o, mv);
           c->idx[p * out_n + o] = best;
           continue;
         }
@@ -155,13 +138,13 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         bool empty = wd.lo >= wd.hi || wh.lo >= wh.hi || ww.lo >= ww.hi;
         if (c->backward) {
           if (empty) continue;
-          double gv = ld(src, c->dt, o) / (double)divisor;
+          double gv = opd__cpu_load(src, c->dt, o) / (double)divisor;
           if (c->dt == OPD_INT64) gv = trunc(gv); /* PyTorch divides the integers first */
           for (int64_t id = wd.lo; id < wd.hi; id++)
             for (int64_t ih = wh.lo; ih < wh.hi; ih++)
               for (int64_t iw = ww.lo; iw < ww.hi; iw++) {
                 int64_t i = (id * g->in[1] + ih) * g->in[2] + iw;
-                st(dst, c->dt, i, ld(dst, c->dt, i) + gv);
+                opd__cpu_store(dst, c->dt, i, opd__cpu_load(dst, c->dt, i) + gv);
               }
           continue;
         }
@@ -179,8 +162,8 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         for (int64_t id = wd.lo; id < wd.hi; id++)
           for (int64_t ih = wh.lo; ih < wh.hi; ih++)
             for (int64_t iw = ww.lo; iw < ww.hi; iw++)
-              sum += ld(src, c->dt, (id * g->in[1] + ih) * g->in[2] + iw);
-        st(dst, c->dt, o, empty ? 0.0 : sum / (double)divisor);
+              sum += opd__cpu_load(src, c->dt, (id * g->in[1] + ih) * g->in[2] + iw);
+        opd__cpu_store(dst, c->dt, o, empty ? 0.0 : sum / (double)divisor);
       }
     }
   }
@@ -258,7 +241,7 @@ static void unpool_task(void *ctx, int64_t begin, int64_t end) {
         if (!atomic_exchange(&c->any_bad, true)) atomic_store(&c->bad, ix[i]);
         return;
       }
-      st(dst, c->dt, ix[i], ld(src, c->dt, i));
+      opd__cpu_store(dst, c->dt, ix[i], opd__cpu_load(src, c->dt, i));
     }
   }
 }
