@@ -311,10 +311,7 @@ static int batch_norm_plain(const opd__batch_norm_args *a, int layout, opd_tenso
 
 static int batch_norm(opd_ivalue *args, opd_tensor **res) {
   opd__batch_norm_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__batch_norm_args_read(args, &a);
-  if (!rc) rc = opd__batch_norm_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++) rc = opd__norm_result(&specs[k], &res[k]);
+  int rc = opd__batch_norm_outputs(args, &a, res);
   if (rc) return rc;
   int layout = plain_layout(a.input);
   if (layout != NOT_PLAIN && plain_layout(res[0]) == PLAIN_CONTIGUOUS)
@@ -427,11 +424,7 @@ static int batch_norm_backward_plain(const opd__batch_norm_backward_args *a, int
 
 static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
   opd__batch_norm_backward_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__batch_norm_backward_args_read(args, &a);
-  if (!rc) rc = opd__batch_norm_backward_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++)
-    if (a.mask[k]) rc = opd__norm_result(&specs[k], &res[k]);
+  int rc = opd__batch_norm_backward_outputs(args, &a, res);
   if (rc) return rc;
   int layout = plain_layout(a.bn.input);
   if (layout != NOT_PLAIN && plain_layout(a.grad) == layout &&

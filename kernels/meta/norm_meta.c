@@ -518,6 +518,35 @@ int opd__boxed_run(opd_stack *stack, int nargs, int nres, bool optional, opd__bo
                   : opd__push_results(stack, res, nres, rc);
 }
 
+int opd__batch_norm_outputs(opd_ivalue *args, opd__batch_norm_args *a, opd_tensor **res) {
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__batch_norm_args_read(args, a);
+  if (!rc) rc = opd__batch_norm_meta(a, specs);
+  for (int k = 0; k < 3 && !rc; k++)
+    rc = opd__alloc_output(&specs[k], opd_tensor_device(a->input), &res[k]);
+  return rc;
+}
+
+int opd__batch_norm_backward_outputs(opd_ivalue *args, opd__batch_norm_backward_args *a,
+                                     opd_tensor **res) {
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__batch_norm_backward_args_read(args, a);
+  if (!rc) rc = opd__batch_norm_backward_meta(a, specs);
+  for (int k = 0; k < 3 && !rc; k++)
+    if (a->mask[k]) rc = opd__alloc_output(&specs[k], opd_tensor_device(a->bn.input), &res[k]);
+  return rc;
+}
+
+int opd__layer_norm_backward_outputs(opd_ivalue *args, opd__norm_backward_args *a,
+                                     opd_tensor **res) {
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__layer_norm_backward_args(args, a);
+  if (!rc) rc = opd__layer_norm_backward_meta(a, specs);
+  for (int k = 0; k < 3 && !rc; k++)
+    if (a->mask[k]) rc = opd__alloc_output(&specs[k], opd_tensor_device(a->input), &res[k]);
+  return rc;
+}
+
 int opd__nll_forward_args_read(opd_ivalue *args, bool two_d, opd__nll_forward_args *a) {
   if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
       (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||

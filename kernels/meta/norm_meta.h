@@ -200,6 +200,15 @@ typedef struct opd__batch_norm_backward_args {
 int opd__batch_norm_backward_args_read(opd_ivalue *args, opd__batch_norm_backward_args *a);
 /* grad_input (input's shape), grad_weight and grad_bias ((C)) */
 int opd__batch_norm_backward_meta(const opd__batch_norm_backward_args *a, opd_out_spec *specs);
+/* What every device's kernel of native_batch_norm, native_batch_norm_backward and
+ * native_layer_norm_backward does first: reads and checks the arguments, runs the meta function
+ * and allocates the results on the input's device (the backward ones: those of output_mask,
+ * NULL the others). */
+int opd__batch_norm_outputs(opd_ivalue *args, opd__batch_norm_args *a, opd_tensor **res);
+int opd__batch_norm_backward_outputs(opd_ivalue *args, opd__batch_norm_backward_args *a,
+                                     opd_tensor **res);
+int opd__layer_norm_backward_outputs(opd_ivalue *args, opd__norm_backward_args *a,
+                                     opd_tensor **res);
 
 /* native_dropout's arguments (input, p, train?) read and checked: a floating input, 1 - p in
  * [0, 1] (PyTorch's bernoulli_ error); the output (input's shape and dtype, contiguous) and

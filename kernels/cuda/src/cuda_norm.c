@@ -40,11 +40,7 @@ static void release_all(opd_tensor **c, int n) {
 
 static int batch_norm(opd_ivalue *args, opd_tensor **res) {
   opd__batch_norm_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__batch_norm_args_read(args, &a);
-  if (!rc) rc = opd__batch_norm_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++)
-    rc = opd__alloc_output(&specs[k], opd_tensor_device(a.input), &res[k]);
+  int rc = opd__batch_norm_outputs(args, &a, res);
   opd_tensor *x = NULL;
   if (rc || (rc = opd__cuda_contiguous(a.input, &x))) return rc;
   opd__cuda_norm d = {.kind = OPD_CUDA_NORM_BATCH,
@@ -81,11 +77,7 @@ int opd__cuda_native_batch_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
 
 static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
   opd__batch_norm_backward_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__batch_norm_backward_args_read(args, &a);
-  if (!rc) rc = opd__batch_norm_backward_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++)
-    if (a.mask[k]) rc = opd__alloc_output(&specs[k], opd_tensor_device(a.bn.input), &res[k]);
+  int rc = opd__batch_norm_backward_outputs(args, &a, res);
   opd_tensor *c[2];
   if (rc || (rc = contiguous_all((opd_tensor *[]){a.bn.input, a.grad}, c, 2))) {
     if (!rc) release_all(c, 2);
@@ -117,11 +109,7 @@ int opd__cuda_native_batch_norm_backward(const opd_kernel_ctx *ctx, opd_stack *s
 
 static int layer_norm_backward(opd_ivalue *args, opd_tensor **res) {
   opd__norm_backward_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__layer_norm_backward_args(args, &a);
-  if (!rc) rc = opd__layer_norm_backward_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++)
-    if (a.mask[k]) rc = opd__alloc_output(&specs[k], opd_tensor_device(a.input), &res[k]);
+  int rc = opd__layer_norm_backward_outputs(args, &a, res);
   if (rc) return rc;
   if (a.rows * a.cols == 0) { /* grad_weight and grad_bias are zeros (sums over no rows) */
     for (int k = 1; k < 3 && !rc; k++)
