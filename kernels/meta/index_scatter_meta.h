@@ -1,6 +1,7 @@
 /* index_scatter_meta.h: the meta functions of gather, the scatter operators, index_add,
- * index_copy and index_fill_ (kernels/meta/index_scatter_meta.c), shared with their CPU
- * kernels (kernels/cpu/index_scatter.c). */
+ * index_copy and index_fill_ (kernels/meta/index_scatter_meta.c), shared with their CPU and
+ * CUDA kernels (kernels/cpu/index_scatter.c, kernels/cuda/src/cuda_index.c), and the wrappers
+ * of gather and the scatters that both call. */
 #ifndef OPD_KERNELS_INDEX_SCATTER_META_H
 #define OPD_KERNELS_INDEX_SCATTER_META_H
 

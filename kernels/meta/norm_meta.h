@@ -1,7 +1,7 @@
 /* norm_meta.h: the meta functions of the normalization, loss and activation operators and
  * their backward operators (internal): PyTorch's argument checks and errors, the outputs'
- * shapes and dtypes. Shared by their Meta kernels (norm_meta.c) and CPU kernels
- * (kernels/cpu/norm_*.c). */
+ * shapes and dtypes. Shared by their Meta kernels (norm_meta.c), CPU kernels
+ * (kernels/cpu/norm_*.c) and CUDA kernels (kernels/cuda/src/cuda_norm.c). */
 #ifndef OPD_KERNELS_NORM_META_H
 #define OPD_KERNELS_NORM_META_H
 

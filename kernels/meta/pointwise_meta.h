@@ -1,7 +1,8 @@
 /* pointwise_meta.h: the meta functions of the pointwise math operators (internal): the
  * operator lists the kernels are generated from, dtype rules, argument checks with PyTorch's
  * errors, and the checks of in-place variants. Shared by their Meta kernels
- * (pointwise_meta.c) and CPU kernels (kernels/cpu/pointwise_*.c).
+ * (pointwise_meta.c), CPU kernels (kernels/cpu/pointwise_*.c) and CUDA kernels
+ * (kernels/cuda/src/cuda_pointwise.c).
  *
  * [Note: Pointwise operator lists]
  * The unary operators are listed once, OPD__POINTWISE_UNARY_OPS(X) with X(name, kind, dtypes,
