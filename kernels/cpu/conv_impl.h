@@ -32,4 +32,25 @@ int opd__conv_direct(opd__conv_op op, const opd__conv_geom *g, const opd__conv_b
  * the CPU kernels of convolution, pooling and padding read contiguous operands. */
 int opd__cpu_contiguous(opd_tensor *t, opd_tensor **out);
 
+/* Element i of a contiguous plane of dtype t (float32, float64, bfloat16 or int64) read as, or
+ * written from, a double: the accumulation type of the pooling, padding, fold and upsampling
+ * loops (bfloat16 rounded through float). */
+static inline double opd__cpu_load(const void *p, opd_dtype t, int64_t i) {
+  switch (t) {
+  case OPD_FLOAT64: return ((const double *)p)[i];
+  case OPD_BFLOAT16: return opd_bf16_to_float(((const uint16_t *)p)[i]);
+  case OPD_INT64: return (double)((const int64_t *)p)[i];
+  default: return ((const float *)p)[i];
+  }
+}
+
+static inline void opd__cpu_store(void *p, opd_dtype t, int64_t i, double v) {
+  switch (t) {
+  case OPD_FLOAT64: ((double *)p)[i] = v; break;
+  case OPD_BFLOAT16: ((uint16_t *)p)[i] = opd_float_to_bf16((float)v); break;
+  case OPD_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+  default: ((float *)p)[i] = (float)v; break;
+  }
+}
+
 #endif

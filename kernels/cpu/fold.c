@@ -10,22 +10,6 @@
 #include "meta/fold_meta.h"
 #include "src/parallel.h"
 
-static inline double ld(const void *p, opd_dtype t, int64_t i) {
-  switch (t) {
-  case OPD_FLOAT64: return ((const double *)p)[i];
-  case OPD_BFLOAT16: return opd_bf16_to_float(((const uint16_t *)p)[i]);
-  default: return ((const float *)p)[i];
-  }
-}
-
-static inline void st(void *p, opd_dtype t, int64_t i, double v) {
-  switch (t) {
-  case OPD_FLOAT64: ((double *)p)[i] = v; break;
-  case OPD_BFLOAT16: ((uint16_t *)p)[i] = opd_float_to_bf16((float)v); break;
-  default: ((float *)p)[i] = (float)v; break;
-  }
-}
-
 typedef struct fold_ctx {
   const opd__fold_geom *g;
   opd_dtype dt;
@@ -52,10 +36,12 @@ static void fold_task(void *ctx, int64_t begin, int64_t end) {
             int64_t col = ((i * g->kw + j) * g->oh + y) * g->ow + x;
             bool inside = h >= 0 && h < g->height && w >= 0 && w < g->width;
             if (!c->col2im)
-              st(dst, c->dt, col, inside ? ld(src, c->dt, h * g->width + w) : 0.0);
+              opd__cpu_store(dst, c->dt, col,
+                             inside ? opd__cpu_load(src, c->dt, h * g->width + w) : 0.0);
             else if (inside)
-              st(dst, c->dt, h * g->width + w,
-                 ld(dst, c->dt, h * g->width + w) + ld(src, c->dt, col));
+              opd__cpu_store(dst, c->dt, h * g->width + w,
+                             opd__cpu_load(dst, c->dt, h * g->width + w) +
+                                 opd__cpu_load(src, c->dt, col));
           }
         }
   }

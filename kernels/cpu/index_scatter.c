@@ -118,120 +118,62 @@ static int run_scatter(bool gather, opd_tensor *self, int64_t dim, opd_tensor *i
   return 0;
 }
 
-/* A new contiguous copy of self (the output of an out-of-place scatter). */
-static int copy_of(opd_tensor *self, opd_tensor **out) {
-  opd_out_spec spec = {.ndim = self->ndim, .dtype = opd_tensor_dtype(self)};
-  memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof(int64_t));
-  int rc = opd__alloc_output(&spec, cpu_device, out);
-  if (rc) return rc;
-  if ((rc = opd__call_copy_(*out, self, false))) {
-    opd_tensor_release(*out);
-    *out = NULL;
-  }
-  return rc;
-}
-
-/* The result of an out-of-place kernel that computed into r: r, or its release. */
-static int finish(int rc, opd_tensor *r, opd_tensor **out) {
-  if (rc) {
-    opd_tensor_release(r);
-    return rc;
-  }
-  *out = r;
-  return 0;
-}
-
-static int finish_inplace(int rc, opd_tensor *self, opd_tensor **out) {
-  if (rc) return rc;
-  opd_tensor_bump_version(self);
-  opd_tensor_retain(self);
-  *out = self;
-  return 0;
+/* The CPU's walk of gather and the scatters without a mean's counts ([Note: A scatter's wrapper
+ * and its device's walk] in kernels/meta/index_scatter_meta.h). */
+static int scatter_walk(bool gather, opd_tensor *self, int64_t dim, opd_tensor *index,
+                        opd_tensor *other, const char *value, opd__reduce_op op) {
+  return run_scatter(gather, self, dim, index, other, value, op, NULL);
 }
 
 int opd__cpu_gather(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_tensor *index,
                     bool sparse_grad, opd_tensor **out) {
   (void)ctx;
   (void)sparse_grad;
-  int64_t d;
-  opd_out_spec spec;
-  opd_tensor *r = NULL;
-  int rc = opd__gather_meta(self, dim, index, &d, &spec);
-  if (rc == 0) rc = opd__alloc_output(&spec, cpu_device, &r);
-  if (rc) return rc;
-  return finish(run_scatter(true, self, d, index, r, NULL, OPD__REDUCE_NONE, NULL), r, out);
-}
-
-/* scatter of src (or of value) with op into a copy of self */
-static int scatter_out_of_place(opd_tensor *self, int64_t dim, opd_tensor *index, opd_tensor *src,
-                                const opd_scalar *value, opd__reduce_op op, opd_tensor **out) {
-  int64_t d;
-  char v[8];
-  int rc = opd__scatter_meta(self, dim, index, src, &d);
-  if (rc == 0 && value) rc = opd__elem_from_scalar(*value, opd_tensor_dtype(self), v);
-  opd_tensor *r = NULL;
-  if (rc == 0) rc = copy_of(self, &r);
-  if (rc) return rc;
-  return finish(run_scatter(false, r, d, index, src, value ? v : NULL, op, NULL), r, out);
+  return opd__gather_run(scatter_walk, self, dim, index, out);
 }
 
 int opd__cpu_scatter_src(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                          opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
-  return scatter_out_of_place(self, dim, index, src, NULL, OPD__REDUCE_NONE, out);
+  return opd__scatter_run(scatter_walk, self, dim, index, src, NULL, OPD__REDUCE_NONE, out);
 }
 
 int opd__cpu_scatter_value(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                            opd_tensor *index, opd_scalar value, opd_tensor **out) {
   (void)ctx;
-  return scatter_out_of_place(self, dim, index, NULL, &value, OPD__REDUCE_NONE, out);
+  return opd__scatter_run(scatter_walk, self, dim, index, NULL, &value, OPD__REDUCE_NONE, out);
 }
 
 int opd__cpu_scatter_reduce(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                             opd_tensor *index, opd_tensor *src, const char *reduce,
                             opd_tensor **out) {
   (void)ctx;
-  opd__reduce_op op;
-  bool mean;
-  int rc = opd__scatter_reduce_arg(reduce, false, &op, &mean);
-  return rc ? rc : scatter_out_of_place(self, dim, index, src, NULL, op, out);
+  return opd__scatter_reduce_run(scatter_walk, self, dim, index, src, NULL, reduce, out);
 }
 
 int opd__cpu_scatter_value_reduce(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                                   opd_tensor *index, opd_scalar value, const char *reduce,
                                   opd_tensor **out) {
   (void)ctx;
-  opd__reduce_op op;
-  bool mean;
-  int rc = opd__scatter_reduce_arg(reduce, false, &op, &mean);
-  return rc ? rc : scatter_out_of_place(self, dim, index, NULL, &value, op, out);
+  return opd__scatter_reduce_run(scatter_walk, self, dim, index, NULL, &value, reduce, out);
 }
 
 int opd__cpu_scatter_add(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                          opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
-  return scatter_out_of_place(self, dim, index, src, NULL, OPD__REDUCE_SUM, out);
-}
-
-static int scatter_inplace(opd_tensor *self, int64_t dim, opd_tensor *index, opd_tensor *src,
-                           opd__reduce_op op, opd_tensor **out) {
-  int64_t d;
-  int rc = opd__scatter_meta(self, dim, index, src, &d);
-  if (rc == 0) rc = opd__assert_no_internal_overlap(self);
-  if (rc == 0) rc = run_scatter(false, self, d, index, src, NULL, op, NULL);
-  return finish_inplace(rc, self, out);
+  return opd__scatter_run(scatter_walk, self, dim, index, src, NULL, OPD__REDUCE_SUM, out);
 }
 
 int opd__cpu_scatter__src(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                           opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
-  return scatter_inplace(self, dim, index, src, OPD__REDUCE_NONE, out);
+  return opd__scatter_inplace_run(scatter_walk, self, dim, index, src, OPD__REDUCE_NONE, out);
 }
 
 int opd__cpu_scatter_add_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                           opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
-  return scatter_inplace(self, dim, index, src, OPD__REDUCE_SUM, out);
+  return opd__scatter_inplace_run(scatter_walk, self, dim, index, src, OPD__REDUCE_SUM, out);
 }
 
 /* ATen's identity of each reduction, written where include_self=False scatters. */
@@ -274,7 +216,7 @@ int opd__cpu_scatter_reduce_two(const opd_kernel_ctx *ctx, opd_tensor *self, int
     rc = opd_error(OPD_EINVAL,
                    "\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'");
   opd_tensor *r = NULL;
-  if (rc == 0) rc = copy_of(self, &r);
+  if (rc == 0) rc = opd__scatter_copy_of(self, &r);
   if (rc) return rc;
   char init[8];
   if (!include_self) {
@@ -308,7 +250,7 @@ int opd__cpu_scatter_reduce_two(const opd_kernel_ctx *ctx, opd_tensor *self, int
     const opd_allocator *cpu = opd_cpu_allocator();
     cpu->free(cpu, cpu_device, counts, (size_t)nbytes);
   }
-  return finish(rc, r, out);
+  return opd__scatter_finish(rc, r, out);
 }
 
 /* ---- index_add, index_copy, index_fill_: whole slices of dim chosen by a 1-d index ---- */
@@ -459,8 +401,8 @@ int opd__cpu_index_add(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
   int rc = opd__index_add_meta(self, dim, index, source, &d);
   if (rc == 0) rc = opd__scalar_to(alpha, opd_tensor_dtype(self), &a);
   opd_tensor *r = NULL;
-  if (rc == 0) rc = copy_of(self, &r);
-  return rc ? rc : finish(index_add_into(r, d, index, source, a), r, out);
+  if (rc == 0) rc = opd__scatter_copy_of(self, &r);
+  return rc ? rc : opd__scatter_finish(index_add_into(r, d, index, source, a), r, out);
 }
 
 int opd__cpu_index_add_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_tensor *index,
@@ -473,7 +415,7 @@ int opd__cpu_index_add_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim
   if (rc == 0) rc = opd__assert_no_internal_overlap(self);
   if (rc == 0) rc = opd__assert_no_partial_overlap(self, source);
   if (rc == 0) rc = index_add_into(self, d, index, source, a);
-  return finish_inplace(rc, self, out);
+  return opd__scatter_finish_inplace(rc, self, out);
 }
 
 int opd__cpu_index_copy(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_tensor *index,
@@ -482,8 +424,8 @@ int opd__cpu_index_copy(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim
   int64_t d;
   int rc = opd__index_copy_meta(self, dim, index, source, &d);
   opd_tensor *r = NULL;
-  if (rc == 0) rc = copy_of(self, &r);
-  return rc ? rc : finish(index_copy_into(r, d, index, source), r, out);
+  if (rc == 0) rc = opd__scatter_copy_of(self, &r);
+  return rc ? rc : opd__scatter_finish(index_copy_into(r, d, index, source), r, out);
 }
 
 int opd__cpu_index_copy_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
@@ -494,7 +436,7 @@ int opd__cpu_index_copy_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t di
   if (rc == 0) rc = opd__assert_no_internal_overlap(self);
   if (rc == 0) rc = opd__assert_no_partial_overlap(self, source);
   if (rc == 0) rc = index_copy_into(self, d, index, source);
-  return finish_inplace(rc, self, out);
+  return opd__scatter_finish_inplace(rc, self, out);
 }
 
 static int index_fill(opd_tensor *self, int64_t dim, opd_tensor *index, opd_tensor *value_t,
@@ -519,7 +461,7 @@ static int index_fill(opd_tensor *self, int64_t dim, opd_tensor *index, opd_tens
   slice_job j = {.indices = b.v, .n = index->numel, .value = v};
   run_slices(&j, self, d, NULL);
   index_buf_free(&b);
-  return finish_inplace(0, self, out);
+  return opd__scatter_finish_inplace(0, self, out);
 }
 
 int opd__cpu_index_fill__int_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,

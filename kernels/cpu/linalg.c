@@ -610,27 +610,15 @@ static void dot_into(opd_dtype t, const char *a, int64_t sa, const char *b, int6
 
 static int dot_cpu(const char *name, opd_tensor *self, opd_tensor *other, opd_tensor **out) {
   opd_out_spec spec;
-  opd_device device;
-  int rc = opd__dot_meta(name, self, other, &spec, &device);
-  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__dot_output(name, self, other, &spec, out);
   if (rc) return rc;
   dot_into(spec.dtype, opd_tensor_data(self), opd_tensor_strides(self)[0], opd_tensor_data(other),
            opd_tensor_strides(other)[0], self->numel, opd_tensor_data(*out));
   return 0;
 }
 
-int opd__cpu_dot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *tensor,
-                 opd_tensor **out) {
-  (void)ctx;
-  return dot_cpu("dot", self, tensor, out);
-}
-
 /* vdot conjugates self: the same as dot for real dtypes */
-int opd__cpu_vdot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
-                  opd_tensor **out) {
-  (void)ctx;
-  return dot_cpu("vdot", self, other, out);
-}
+OPD__DEFINE_DOT_KERNELS(cpu, dot_cpu)
 
 /* addmv as the row vector out^T (1 x m) = beta * self^T + alpha * vec^T (1 x k) @ mat^T (k x m),
  * one gemm (OpenBLAS reads mat^T in place as mat transposed); self, of another dtype than the
@@ -639,9 +627,7 @@ int opd__cpu_addmv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat,
                    opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
   (void)ctx;
   opd_out_spec spec;
-  opd_device device;
-  int rc = opd__addmv_meta(self, mat, vec, &spec, &device);
-  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__addmv_output(self, mat, vec, &spec, out);
   if (rc) return rc;
   const int64_t *ms = opd_tensor_sizes(mat), *mst = opd_tensor_strides(mat);
   int64_t k = ms[1], vs = opd_tensor_strides(vec)[0];

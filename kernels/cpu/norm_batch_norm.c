@@ -311,10 +311,7 @@ static int batch_norm_plain(const opd__batch_norm_args *a, int layout, opd_tenso
 
 static int batch_norm(opd_ivalue *args, opd_tensor **res) {
   opd__batch_norm_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__batch_norm_args_read(args, &a);
-  if (!rc) rc = opd__batch_norm_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++) rc = opd__norm_result(&specs[k], &res[k]);
+  int rc = opd__batch_norm_outputs(args, &a, res);
   if (rc) return rc;
   int layout = plain_layout(a.input);
   if (layout != NOT_PLAIN && plain_layout(res[0]) == PLAIN_CONTIGUOUS)
@@ -378,10 +375,7 @@ static int batch_norm(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_batch_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = batch_norm(opd_stack_last(stack, 8), res);
-  opd_stack_drop(stack, 8);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 8, 3, true, batch_norm);
 }
 
 /* native_batch_norm_backward of a contiguous float32 input and grad_out ([Note: Batch norm on
@@ -430,11 +424,7 @@ static int batch_norm_backward_plain(const opd__batch_norm_backward_args *a, int
 
 static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
   opd__batch_norm_backward_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__batch_norm_backward_args_read(args, &a);
-  if (!rc) rc = opd__batch_norm_backward_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++)
-    if (a.mask[k]) rc = opd__norm_result(&specs[k], &res[k]);
+  int rc = opd__batch_norm_backward_outputs(args, &a, res);
   if (rc) return rc;
   int layout = plain_layout(a.bn.input);
   if (layout != NOT_PLAIN && plain_layout(a.grad) == layout &&
@@ -481,8 +471,5 @@ static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_batch_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = batch_norm_backward(opd_stack_last(stack, 10), res);
-  opd_stack_drop(stack, 10);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 10, 3, true, batch_norm_backward);
 }

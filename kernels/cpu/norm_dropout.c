@@ -122,10 +122,7 @@ static int dropout(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_dropout(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = dropout(opd_stack_last(stack, 3), res);
-  opd_stack_drop(stack, 3);
-  return opd__push_optional_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 3, 2, true, dropout);
 }
 
 /* grad * mask * scale, the mask read as the gradient's dtype */

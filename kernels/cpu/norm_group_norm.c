@@ -50,10 +50,7 @@ static int group_norm(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_group_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = group_norm(opd_stack_last(stack, 8), res);
-  opd_stack_drop(stack, 8);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 8, 3, true, group_norm);
 }
 
 static int group_norm_backward(opd_ivalue *args, opd_tensor **res) {
@@ -99,8 +96,5 @@ static int group_norm_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_group_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = group_norm_backward(opd_stack_last(stack, 10), res);
-  opd_stack_drop(stack, 10);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 10, 3, true, group_norm_backward);
 }

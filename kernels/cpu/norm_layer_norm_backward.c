@@ -40,12 +40,7 @@ static void grad_input_task(void *ctx, int64_t begin, int64_t end) {
 
 static int layer_norm_backward(opd_ivalue *args, opd_tensor **res) {
   opd__norm_backward_args a = {0};
-  int rc = opd__layer_norm_backward_args(args, &a);
-  if (rc) return rc;
-  opd_out_spec specs[3] = {{0}};
-  if ((rc = opd__layer_norm_backward_meta(&a, specs))) return rc;
-  for (int k = 0; k < 3 && !rc; k++)
-    if (a.mask[k]) rc = opd__norm_result(&specs[k], &res[k]);
+  int rc = opd__layer_norm_backward_outputs(args, &a, res);
   if (rc) return rc;
   int64_t m = a.rows, n = a.cols;
   double *b[8] = {NULL};
@@ -75,8 +70,5 @@ static int layer_norm_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_native_layer_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = layer_norm_backward(opd_stack_last(stack, 8), res);
-  opd_stack_drop(stack, 8);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 8, 3, true, layer_norm_backward);
 }

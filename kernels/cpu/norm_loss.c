@@ -262,20 +262,14 @@ static int nll_targets(opd_tensor *target, int64_t batch, int64_t classes, int64
 }
 
 static int nll_forward(opd_ivalue *args, opd_tensor **res) {
-  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
-      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
-      args[4].tag != OPD_IV_INT)
-    return opd_error(OPD_EINVAL,
-                     "nll_loss_forward: expected (Tensor, Tensor, Tensor?, int, int) arguments");
-  opd_tensor *self = args[0].u.t, *target = args[1].u.t;
-  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
-  int64_t reduction = args[3].u.i, ignore_index = args[4].u.i, batch, classes;
-  opd_out_spec out_spec, tw_spec;
-  int rc =
-      opd__nll_loss_meta(self, target, weight, reduction, &batch, &classes, &out_spec, &tw_spec);
+  opd__nll_forward_args a;
+  int rc = opd__nll_forward_args_read(args, false, &a);
   if (rc) return rc;
-  if ((rc = opd__norm_result(&out_spec, &res[0])) || (rc = opd__norm_result(&tw_spec, &res[1])))
+  if ((rc = opd__norm_result(&a.out_spec, &res[0])) || (rc = opd__norm_result(&a.tw_spec, &res[1])))
     return rc;
+  opd_tensor *self = a.self, *target = a.target, *weight = a.weight;
+  int64_t reduction = a.reduction, ignore_index = a.ignore_index, batch = a.batch,
+          classes = a.classes;
   bufs b = {{NULL}};
   int64_t *t = NULL;
   if (!(rc = opd__norm_load(self, &b.b[0])) && !(rc = opd__norm_load(weight, &b.b[1])) &&
@@ -304,10 +298,7 @@ static int nll_forward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_nll_loss_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = nll_forward(opd_stack_last(stack, 5), res);
-  opd_stack_drop(stack, 5);
-  return opd__push_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 5, 2, false, nll_forward);
 }
 
 int opd__cpu_nll_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,
@@ -347,20 +338,14 @@ int opd__cpu_nll_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_outpu
 /* ---- nll_loss2d: nll_loss over every position of (N, C, H, W) ---- */
 
 static int nll2d_forward(opd_ivalue *args, opd_tensor **res) {
-  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
-      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
-      args[4].tag != OPD_IV_INT)
-    return opd_error(OPD_EINVAL,
-                     "nll_loss2d_forward: expected (Tensor, Tensor, Tensor?, int, int) arguments");
-  opd_tensor *self = args[0].u.t, *target = args[1].u.t;
-  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
-  int64_t reduction = args[3].u.i, ignore_index = args[4].u.i, batch, classes, plane;
-  opd_out_spec out_spec, tw_spec;
-  int rc = opd__nll_loss2d_meta(self, target, weight, reduction, &batch, &classes, &plane,
-                                &out_spec, &tw_spec);
+  opd__nll_forward_args a;
+  int rc = opd__nll_forward_args_read(args, true, &a);
   if (rc) return rc;
-  if ((rc = opd__norm_result(&out_spec, &res[0])) || (rc = opd__norm_result(&tw_spec, &res[1])))
+  if ((rc = opd__norm_result(&a.out_spec, &res[0])) || (rc = opd__norm_result(&a.tw_spec, &res[1])))
     return rc;
+  opd_tensor *self = a.self, *target = a.target, *weight = a.weight;
+  int64_t reduction = a.reduction, ignore_index = a.ignore_index, batch = a.batch,
+          classes = a.classes, plane = a.plane;
   bufs b = {{NULL}};
   int64_t *t = NULL, positions = target->numel;
   if (!(rc = opd__norm_load(self, &b.b[0])) && !(rc = opd__norm_load(weight, &b.b[1])) &&
@@ -390,10 +375,7 @@ static int nll2d_forward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_nll_loss2d_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = nll2d_forward(opd_stack_last(stack, 5), res);
-  opd_stack_drop(stack, 5);
-  return opd__push_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 5, 2, false, nll2d_forward);
 }
 
 int opd__cpu_nll_loss2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,

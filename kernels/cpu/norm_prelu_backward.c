@@ -37,8 +37,5 @@ static int prelu_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cpu_prelu_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = prelu_backward(opd_stack_last(stack, 3), res);
-  opd_stack_drop(stack, 3);
-  return opd__push_optional_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 3, 2, true, prelu_backward);
 }

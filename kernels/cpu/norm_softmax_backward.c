@@ -72,16 +72,4 @@ static int softmax_backward(opd_tensor *grad, opd_tensor *output, int64_t dim,
   return rc;
 }
 
-int opd__cpu_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                   opd_tensor *output, int64_t dim, opd_dtype input_dtype,
-                                   opd_tensor **out) {
-  (void)ctx;
-  return softmax_backward(grad_output, output, dim, input_dtype, false, out);
-}
-
-int opd__cpu_log_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                       opd_tensor *output, int64_t dim, opd_dtype input_dtype,
-                                       opd_tensor **out) {
-  (void)ctx;
-  return softmax_backward(grad_output, output, dim, input_dtype, true, out);
-}
+OPD__DEFINE_SOFTMAX_BACKWARD_KERNELS(cpu, softmax_backward)

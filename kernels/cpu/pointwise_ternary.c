@@ -84,29 +84,8 @@ static int addc(opd_tensor *self, opd_tensor *t1, opd_tensor *t2, opd_scalar val
   return opd__pointwise_run(&spec, (opd_tensor *[]){self, t1, t2}, &loop, into, out);
 }
 
-int opd__cpu_addcmul(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, opd_tensor *t2,
-                     opd_scalar value, opd_tensor **out) {
-  (void)ctx;
-  return addc(self, t1, t2, value, false, NULL, out);
-}
-
-int opd__cpu_addcmul_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, opd_tensor *t2,
-                      opd_scalar value, opd_tensor **out) {
-  (void)ctx;
-  return addc(self, t1, t2, value, false, self, out);
-}
-
-int opd__cpu_addcdiv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, opd_tensor *t2,
-                     opd_scalar value, opd_tensor **out) {
-  (void)ctx;
-  return addc(self, t1, t2, value, true, NULL, out);
-}
-
-int opd__cpu_addcdiv_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, opd_tensor *t2,
-                      opd_scalar value, opd_tensor **out) {
-  (void)ctx;
-  return addc(self, t1, t2, value, true, self, out);
-}
+OPD__DEFINE_ADDC_KERNELS(cpu, addc, addcmul, false)
+OPD__DEFINE_ADDC_KERNELS(cpu, addc, addcdiv, true)
 
 static int lerp(opd_tensor *self, opd_tensor *end, opd_tensor *weight, opd_scalar weight_value,
                 opd_tensor *into, opd_tensor **out) {
@@ -122,29 +101,7 @@ static int lerp(opd_tensor *self, opd_tensor *end, opd_tensor *weight, opd_scala
   return opd__pointwise_run(&spec, (opd_tensor *[]){self, end, weight}, &loop, into, out);
 }
 
-int opd__cpu_lerp_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,
-                         opd_scalar weight, opd_tensor **out) {
-  (void)ctx;
-  return lerp(self, end, NULL, weight, NULL, out);
-}
-
-int opd__cpu_lerp__scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,
-                          opd_scalar weight, opd_tensor **out) {
-  (void)ctx;
-  return lerp(self, end, NULL, weight, self, out);
-}
-
-int opd__cpu_lerp_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,
-                         opd_tensor *weight, opd_tensor **out) {
-  (void)ctx;
-  return lerp(self, end, weight, opd__scalar_int(0), NULL, out);
-}
-
-int opd__cpu_lerp__tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,
-                          opd_tensor *weight, opd_tensor **out) {
-  (void)ctx;
-  return lerp(self, end, weight, opd__scalar_int(0), self, out);
-}
+OPD__DEFINE_LERP_KERNELS(cpu, lerp)
 
 /* clamp_min / clamp_max (max: true) with a Scalar bound, converted to the result dtype. */
 static int clamp_bound(opd_tensor *self, opd_scalar bound, bool max, opd_tensor *into,
@@ -161,29 +118,8 @@ static int clamp_bound(opd_tensor *self, opd_scalar bound, bool max, opd_tensor 
   return opd__pointwise_run(&spec, &self, &loop, into, out);
 }
 
-int opd__cpu_clamp_min(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar min,
-                       opd_tensor **out) {
-  (void)ctx;
-  return clamp_bound(self, min, false, NULL, out);
-}
-
-int opd__cpu_clamp_min_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar min,
-                        opd_tensor **out) {
-  (void)ctx;
-  return clamp_bound(self, min, false, self, out);
-}
-
-int opd__cpu_clamp_max(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar max,
-                       opd_tensor **out) {
-  (void)ctx;
-  return clamp_bound(self, max, true, NULL, out);
-}
-
-int opd__cpu_clamp_max_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar max,
-                        opd_tensor **out) {
-  (void)ctx;
-  return clamp_bound(self, max, true, self, out);
-}
+OPD__DEFINE_CLAMP_BOUND_KERNELS(cpu, clamp_bound, clamp_min, false)
+OPD__DEFINE_CLAMP_BOUND_KERNELS(cpu, clamp_bound, clamp_max, true)
 
 int opd__cpu_clamp_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *min,
                           opd_tensor *max, opd_tensor **out) {

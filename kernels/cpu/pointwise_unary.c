@@ -250,17 +250,7 @@ static int round_decimals(opd_tensor *self, int64_t decimals, opd_tensor *into, 
   return opd__pointwise_run(&spec, &self, &loop, into, out);
 }
 
-int opd__cpu_round_decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,
-                            opd_tensor **out) {
-  (void)ctx;
-  return round_decimals(self, decimals, NULL, out);
-}
-
-int opd__cpu_round__decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,
-                             opd_tensor **out) {
-  (void)ctx;
-  return round_decimals(self, decimals, self, out);
-}
+OPD__DEFINE_ROUND_DECIMALS_KERNELS(cpu, round_decimals)
 
 /* ---- nan_to_num: NaN, +inf and -inf replaced (defaults 0 and the dtype's extremes) ---- */
 
@@ -283,29 +273,12 @@ NAN_TO_NUM_LOOP(F32)
 NAN_TO_NUM_LOOP(F64)
 FLOAT_TABLE(nan_to_num)
 
-/* the largest finite value of a floating dtype */
-static double float_max(opd_dtype t) {
-  switch (t) {
-  case OPD_FLOAT16: return 65504.0;
-  case OPD_BFLOAT16: return 3.38953138925153547590e38;
-  case OPD_FLOAT32: return 3.40282346638528859812e38;
-  default: return 1.79769313486231570815e308;
-  }
-}
-
-/* nan_to_num(self, nan, posinf, neginf) into a new tensor or into self (integers and bool:
- * a copy, as ATen's) */
-static int nan_to_num(opd_tensor *self, const opd_ivalue *v, opd_tensor *into, opd_tensor **out) {
-  opd_out_spec spec;
-  opd_dtype compute;
-  int rc = opd__pointwise_meta(&self, 1, OPD__POINTWISE_SAME, OPD__POINTWISE_ALL, "nan_to_num",
-                               &compute, &spec);
-  if (rc) return rc;
-  double max = float_max(spec.dtype);
-  double repl[3] = {0, max, -max};
-  for (int k = 0; k < 3; k++)
-    if (v[k].tag == OPD_IV_DOUBLE) repl[k] = v[k].u.d;
-  opd_dtype c = opd__compute_dtype(spec.dtype);
+/* nan_to_num's compute ([Note: A pointwise operator's kernel pair on each device]'s
+ * opd__nan_to_num_boxed in kernels/meta/pointwise_meta.h) */
+static int nan_to_num(opd_tensor *self, const opd_out_spec *spec, const double *repl,
+                      opd_tensor *into, opd_tensor **out) {
+  int rc;
+  opd_dtype c = opd__compute_dtype(spec->dtype);
   nan_to_num_ctx lctx = {.neginf = repl[2]};
   if (c == OPD_FLOAT32) {
     lctx.base.c[0].f32 = (float)repl[0];
@@ -315,53 +288,35 @@ static int nan_to_num(opd_tensor *self, const opd_ivalue *v, opd_tensor *into, o
     lctx.base.c[1].f64 = repl[1];
   }
   opd__loop loop = {
-      .fn = opd_dtype_is_floating(spec.dtype) ? nan_to_num_loops[opd__compute_index(c)] : NULL,
+      .fn = opd_dtype_is_floating(spec->dtype) ? nan_to_num_loops[opd__compute_index(c)] : NULL,
       .ninputs = 1,
       .in_dtype = {c},
       .out_dtype = c,
       .ctx = &lctx.base};
   if (opd_tensor_is_meta(self)) {
-    if (!into) return opd__alloc_elementwise_output(&spec, &self, 1, opd_tensor_device(self), out);
-    if ((rc = opd__pointwise_inplace_meta(into, &self, 1, &spec))) return rc;
+    if (!into) return opd__alloc_elementwise_output(spec, &self, 1, opd_tensor_device(self), out);
+    if ((rc = opd__pointwise_inplace_meta(into, &self, 1, spec))) return rc;
     opd_tensor_bump_version(into);
     opd_tensor_retain(into);
     *out = into;
     return 0;
   }
-  return opd__pointwise_run(&spec, &self, &loop, into, out);
-}
-
-/* Boxed (no unboxed tag holds a float?): (self, nan, posinf, neginf). */
-static int nan_to_num_boxed(opd_stack *stack, bool inplace) {
-  opd_ivalue *a = opd_stack_last(stack, 4);
-  int rc = a[0].tag == OPD_IV_TENSOR ? 0 : OPD_EINVAL;
-  for (int k = 1; k < 4 && rc == 0; k++)
-    if (a[k].tag == OPD_IV_INT) /* an int where a float is taken */
-      a[k] = opd_iv_double((double)a[k].u.i);
-    else if (a[k].tag != OPD_IV_DOUBLE && a[k].tag != OPD_IV_NONE)
-      rc = OPD_EINVAL;
-  opd_tensor *r = NULL;
-  if (rc)
-    rc = opd_error(OPD_EINVAL, "nan_to_num: expected (Tensor, float?, float?, float?) arguments");
-  else
-    rc = nan_to_num(a[0].u.t, a + 1, inplace ? a[0].u.t : NULL, &r);
-  opd_stack_drop(stack, 4);
-  return rc ? rc : opd_stack_push(stack, opd_iv_tensor_steal(r));
+  return opd__pointwise_run(spec, &self, &loop, into, out);
 }
 
 int opd__cpu_nan_to_num(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, false);
+  return opd__nan_to_num_boxed(stack, false, nan_to_num);
 }
 int opd__meta_nan_to_num(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, false);
+  return opd__nan_to_num_boxed(stack, false, nan_to_num);
 }
 int opd__cpu_nan_to_num_(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, true);
+  return opd__nan_to_num_boxed(stack, true, nan_to_num);
 }
 int opd__meta_nan_to_num_(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, true);
+  return opd__nan_to_num_boxed(stack, true, nan_to_num);
 }

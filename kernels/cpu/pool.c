@@ -22,41 +22,11 @@
 #include "meta/pool_meta.h"
 #include "src/parallel.h"
 
-/* The dtypes PyTorch 1.13's CPU kernels take besides float32 and float64: the 2-d poolings
- * bfloat16 (through float), avg_pool3d and its backward int64 (summed and divided as
- * integers), the others nothing more. */
-typedef enum extra_dtype { EXTRA_NONE, EXTRA_BF16, EXTRA_INT64 } extra_dtype;
-
-static int check_dtype(opd_dtype t, extra_dtype extra, const char *op) {
-  if (t == OPD_FLOAT32 || t == OPD_FLOAT64 || (t == OPD_BFLOAT16 && extra == EXTRA_BF16) ||
-      (t == OPD_INT64 && extra == EXTRA_INT64))
-    return 0;
+/* max_unpool2d takes float32 and float64 (the poolings' dtypes: [Note: A pooling's wrapper and
+ * its device's run] in kernels/meta/pool_meta.h). */
+static int check_dtype(opd_dtype t, const char *op) {
+  if (t == OPD_FLOAT32 || t == OPD_FLOAT64) return 0;
   return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", op, opd_dtype_c10_name(t));
-}
-
-/* The 2-d operators and max pooling take bfloat16, the other 3-d ones do not (avg_pool3d
- * takes int64). */
-static extra_dtype extra_of(const opd__pool_geom *g) {
-  if (g->sdims == 2 || g->kind == OPD__POOL_MAX) return EXTRA_BF16;
-  return g->kind == OPD__POOL_AVG ? EXTRA_INT64 : EXTRA_NONE;
-}
-
-static inline double ld(const void *p, opd_dtype t, int64_t i) {
-  switch (t) {
-  case OPD_FLOAT64: return ((const double *)p)[i];
-  case OPD_BFLOAT16: return opd_bf16_to_float(((const uint16_t *)p)[i]);
-  case OPD_INT64: return (double)((const int64_t *)p)[i];
-  default: return ((const float *)p)[i];
-  }
-}
-
-static inline void st(void *p, opd_dtype t, int64_t i, double v) {
-  switch (t) {
-  case OPD_FLOAT64: ((double *)p)[i] = v; break;
-  case OPD_BFLOAT16: ((uint16_t *)p)[i] = opd_float_to_bf16((float)v); break;
-  case OPD_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-  default: ((float *)p)[i] = (float)v; break;
-  }
 }
 
 static inline int64_t start_index(int64_t a, int64_t b, int64_t c) {
@@ -126,7 +96,8 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         atomic_store(&c->bad_index, true);
         return;
       }
-      st(dst, c->dt, ix[o], ld(dst, c->dt, ix[o]) + ld(src, c->dt, o));
+      opd__cpu_store(dst, c->dt, ix[o],
+                     opd__cpu_load(dst, c->dt, ix[o]) + opd__cpu_load(src, c->dt, o));
     }
     return;
   }
@@ -144,13 +115,13 @@ static void pool_plane(pool_ctx *c, int64_t p) {
             for (int64_t ih = wh.lo; ih < wh.hi; ih += wh.step)
               for (int64_t iw = ww.lo; iw < ww.hi; iw += ww.step) {
                 int64_t i = (id * g->in[1] + ih) * g->in[2] + iw;
-                double v = ld(src, c->dt, i);
+                double v = opd__cpu_load(src, c->dt, i);
                 if (v > mv || isnan(v)) {
                   mv = v;
                   best = i;
                 }
               }
-          st(dst, c->dt, o, mv);
+          opd__cpu_store(dst, c->dt, o, mv);
           c->idx[p * out_n + o] = best;
           continue;
         }
@@ -167,13 +138,13 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         bool empty = wd.lo >= wd.hi || wh.lo >= wh.hi || ww.lo >= ww.hi;
         if (c->backward) {
           if (empty) continue;
-          double gv = ld(src, c->dt, o) / (double)divisor;
+          double gv = opd__cpu_load(src, c->dt, o) / (double)divisor;
           if (c->dt == OPD_INT64) gv = trunc(gv); /* PyTorch divides the integers first */
           for (int64_t id = wd.lo; id < wd.hi; id++)
             for (int64_t ih = wh.lo; ih < wh.hi; ih++)
               for (int64_t iw = ww.lo; iw < ww.hi; iw++) {
                 int64_t i = (id * g->in[1] + ih) * g->in[2] + iw;
-                st(dst, c->dt, i, ld(dst, c->dt, i) + gv);
+                opd__cpu_store(dst, c->dt, i, opd__cpu_load(dst, c->dt, i) + gv);
               }
           continue;
         }
@@ -191,8 +162,8 @@ static void pool_plane(pool_ctx *c, int64_t p) {
         for (int64_t id = wd.lo; id < wd.hi; id++)
           for (int64_t ih = wh.lo; ih < wh.hi; ih++)
             for (int64_t iw = ww.lo; iw < ww.hi; iw++)
-              sum += ld(src, c->dt, (id * g->in[1] + ih) * g->in[2] + iw);
-        st(dst, c->dt, o, empty ? 0.0 : sum / (double)divisor);
+              sum += opd__cpu_load(src, c->dt, (id * g->in[1] + ih) * g->in[2] + iw);
+        opd__cpu_store(dst, c->dt, o, empty ? 0.0 : sum / (double)divisor);
       }
     }
   }
@@ -202,7 +173,8 @@ static void pool_task(void *ctx, int64_t begin, int64_t end) {
   for (int64_t p = begin; p < end; p++) pool_plane(ctx, p);
 }
 
-/* Runs the forward (src the input) or backward (src grad_output) pooling of g into out. */
+/* The CPU's forward (src the input) or backward (src grad_output) pooling of g into out
+ * ([Note: A pooling's wrapper and its device's run] in kernels/meta/pool_meta.h). */
 static int pool_run(const opd__pool_geom *g, bool backward, opd_tensor *src, opd_tensor *out,
                     opd_tensor *indices, const char *op) {
   opd_tensor *x = NULL, *ix = NULL;
@@ -230,160 +202,19 @@ static int pool_run(const opd__pool_geom *g, bool backward, opd_tensor *src, opd
   return rc;
 }
 
-static int forward(const opd__pool_geom *g, opd_tensor *self, opd_tensor **out, const char *op) {
-  int rc = check_dtype(g->spec.dtype, extra_of(g), op);
-  if (!rc) rc = opd__alloc_output(&g->spec, g->device, out);
-  if (!rc && (rc = pool_run(g, false, self, *out, NULL, op)) != 0) {
-    opd_tensor_release(*out);
-    *out = NULL;
-  }
-  return rc;
-}
+/* ---- the kernels: [Note: A pooling's wrapper and its device's run] ---- */
 
-static int backward(const opd__pool_geom *g, opd_tensor *grad_output, opd_tensor *self,
-                    opd_tensor *indices, opd_tensor **out, const char *op) {
-  int rc = check_dtype(g->spec.dtype, extra_of(g), op);
-  opd_out_spec spec = {.ndim = self->ndim, .dtype = g->spec.dtype};
-  memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof *spec.sizes);
-  if (!rc) rc = opd__alloc_output(&spec, g->device, out);
-  if (!rc && (rc = pool_run(g, true, grad_output, *out, indices, op)) != 0) {
-    opd_tensor_release(*out);
-    *out = NULL;
-  }
-  return rc;
-}
-
-/* ---- the kernels ---- */
-
-static int max_pool_boxed(opd_stack *stack, int sdims) {
-  opd__pool_geom g;
-  opd_tensor *self, *out = NULL, *indices = NULL;
-  const char *op = sdims == 2 ? "max_pool2d" : "max_pool3d";
-  int rc = opd__max_pool_args(stack, sdims, &g, &self);
-  if (!rc) rc = check_dtype(g.spec.dtype, EXTRA_BF16, op);
-  if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
-  if (!rc) rc = pool_run(&g, false, self, out, indices, op);
-  if (self) opd_tensor_release(self);
-  return opd__push_pool_results(stack, out, indices, rc);
-}
-
-int opd__cpu_max_pool2d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return max_pool_boxed(stack, 2);
-}
-
-int opd__cpu_max_pool3d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return max_pool_boxed(stack, 3);
-}
-
-static int adaptive_max_pool_boxed(opd_stack *stack, int sdims) {
-  opd__pool_geom g;
-  opd_tensor *self, *out = NULL, *indices = NULL;
-  const char *op = sdims == 2 ? "adaptive_max_pool2d" : "adaptive_max_pool3d_cpu";
-  int rc = opd__adaptive_max_pool_args(stack, sdims, &g, &self);
-  if (!rc) rc = check_dtype(g.spec.dtype, extra_of(&g), op);
-  if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
-  if (!rc) rc = pool_run(&g, false, self, out, indices, op);
-  if (self) opd_tensor_release(self);
-  return opd__push_pool_results(stack, out, indices, rc);
-}
-
-int opd__cpu_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return adaptive_max_pool_boxed(stack, 2);
-}
-
-int opd__cpu_adaptive_max_pool3d(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return adaptive_max_pool_boxed(stack, 3);
-}
-
-static int max_pool_backward(int sdims, opd_tensor *grad_output, opd_tensor *self,
-                             opd_int_list kernel_size, opd_int_list stride, opd_int_list padding,
-                             opd_int_list dilation, bool ceil_mode, opd_tensor *indices,
-                             opd_tensor **out) {
-  const char *op =
-      sdims == 2 ? "max_pool2d_with_indices_backward" : "max_pool3d_with_indices_backward";
-  opd__pool_geom g;
-  int rc = opd__max_pool_meta(self, sdims, kernel_size, stride, padding, dilation, ceil_mode, &g);
-  if (!rc) rc = opd__pool_backward_check(&g, grad_output, indices, op);
-  return rc ? rc : backward(&g, grad_output, self, indices, out, op);
-}
-
-int opd__cpu_max_pool2d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                              opd_tensor *self, opd_int_list kernel_size,
-                                              opd_int_list stride, opd_int_list padding,
-                                              opd_int_list dilation, bool ceil_mode,
-                                              opd_tensor *indices, opd_tensor **out) {
-  (void)ctx;
-  return max_pool_backward(2, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
-                           indices, out);
-}
-
-int opd__cpu_max_pool3d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                              opd_tensor *self, opd_int_list kernel_size,
-                                              opd_int_list stride, opd_int_list padding,
-                                              opd_int_list dilation, bool ceil_mode,
-                                              opd_tensor *indices, opd_tensor **out) {
-  (void)ctx;
-  return max_pool_backward(3, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
-                           indices, out);
-}
-
+OPD__DEFINE_MAX_POOL_KERNELS(cpu, pool_run, 2)
+OPD__DEFINE_MAX_POOL_KERNELS(cpu, pool_run, 3)
 /* The dtype errors name PyTorch's CPU loops: avg_pool2d's own, the 3-d ones their frames'. */
-#define DEFINE_AVG_POOL_CPU(D, FWD_NAME, BWD_NAME)                                                 \
-  int opd__cpu_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,                         \
-                              opd_int_list kernel_size, opd_int_list stride, opd_int_list padding, \
-                              bool ceil_mode, bool count_include_pad,                              \
-                              opd_opt_int divisor_override, opd_tensor **out) {                    \
-    (void)ctx;                                                                                     \
-    opd__pool_geom g;                                                                              \
-    int rc = opd__avg_pool_meta(self, D, kernel_size, stride, padding, ceil_mode,                  \
-                                count_include_pad, divisor_override, &g);                          \
-    return rc ? rc : forward(&g, self, out, FWD_NAME);                                             \
-  }                                                                                                \
-  int opd__cpu_avg_pool##D##d_backward(                                                            \
-      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self,                        \
-      opd_int_list kernel_size, opd_int_list stride, opd_int_list padding, bool ceil_mode,         \
-      bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {                    \
-    (void)ctx;                                                                                     \
-    opd__pool_geom g;                                                                              \
-    int rc = opd__avg_pool_meta(self, D, kernel_size, stride, padding, ceil_mode,                  \
-                                count_include_pad, divisor_override, &g);                          \
-    if (!rc) rc = opd__pool_backward_check(&g, grad_output, NULL, "avg_pool" #D "d_backward");     \
-    return rc ? rc : backward(&g, grad_output, self, NULL, out, BWD_NAME);                         \
-  }
-DEFINE_AVG_POOL_CPU(2, "avg_pool2d", "avg_pool2d_backward")
-DEFINE_AVG_POOL_CPU(3, "avg_pool3d_out_frame", "avg_pool3d_backward_out_frame")
-
-#define DEFINE_ADAPTIVE_POOL_CPU(D, AVG_NAME, AVG_BWD, MAX_BWD)                                 \
-  int opd__cpu_adaptive_avg_pool##D##d(const opd_kernel_ctx *ctx, opd_tensor *self,             \
-                                       opd_int_list output_size, opd_tensor **out) {            \
-    (void)ctx;                                                                                  \
-    opd__pool_geom g;                                                                           \
-    int rc = opd__adaptive_pool_meta(self, D, output_size, false, &g);                          \
-    return rc ? rc : forward(&g, self, out, AVG_NAME);                                          \
-  }                                                                                             \
-  int opd__cpu_adaptive_avg_pool##D##d_backward(                                                \
-      const opd_kernel_ctx *ctx, opd_tensor *grad_output, opd_tensor *self, opd_tensor **out) { \
-    (void)ctx;                                                                                  \
-    opd__pool_geom g;                                                                           \
-    int rc = opd__adaptive_backward_meta(grad_output, self, NULL, D, false, &g);                \
-    return rc ? rc : backward(&g, grad_output, self, NULL, out, AVG_BWD);                       \
-  }                                                                                             \
-  int opd__cpu_adaptive_max_pool##D##d_backward(const opd_kernel_ctx *ctx,                      \
-                                                opd_tensor *grad_output, opd_tensor *self,      \
-                                                opd_tensor *indices, opd_tensor **out) {        \
-    (void)ctx;                                                                                  \
-    opd__pool_geom g;                                                                           \
-    int rc = opd__adaptive_backward_meta(grad_output, self, indices, D, true, &g);              \
-    return rc ? rc : backward(&g, grad_output, self, indices, out, MAX_BWD);                    \
-  }
-DEFINE_ADAPTIVE_POOL_CPU(2, "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward",
-                         "adaptive_max_pool2d_backward")
-DEFINE_ADAPTIVE_POOL_CPU(3, "adaptive_avg_pool3d_cpu", "adaptive_avg_pool3d_backward_cpu",
-                         "adaptive_max_pool3d_backward")
+OPD__DEFINE_AVG_POOL_KERNELS(cpu, pool_run, 2, "avg_pool2d", "avg_pool2d_backward")
+OPD__DEFINE_AVG_POOL_KERNELS(cpu, pool_run, 3, "avg_pool3d_out_frame",
+                             "avg_pool3d_backward_out_frame")
+OPD__DEFINE_ADAPTIVE_POOL_KERNELS(cpu, pool_run, 2, "adaptive_avg_pool2d",
+                                  "adaptive_avg_pool2d_backward", "adaptive_max_pool2d_backward")
+OPD__DEFINE_ADAPTIVE_POOL_KERNELS(cpu, pool_run, 3, "adaptive_avg_pool3d_cpu",
+                                  "adaptive_avg_pool3d_backward_cpu",
+                                  "adaptive_max_pool3d_backward")
 
 /* ---- max_unpool2d ---- */
 
@@ -410,7 +241,7 @@ static void unpool_task(void *ctx, int64_t begin, int64_t end) {
         if (!atomic_exchange(&c->any_bad, true)) atomic_store(&c->bad, ix[i]);
         return;
       }
-      st(dst, c->dt, ix[i], ld(src, c->dt, i));
+      opd__cpu_store(dst, c->dt, ix[i], opd__cpu_load(src, c->dt, i));
     }
   }
 }
@@ -420,7 +251,7 @@ int opd__cpu_max_unpool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tenso
   (void)ctx;
   opd__pool_geom g;
   int rc = opd__max_unpool2d_meta(self, indices, output_size, &g);
-  if (!rc) rc = check_dtype(g.spec.dtype, EXTRA_NONE, "max_unpool2d");
+  if (!rc) rc = check_dtype(g.spec.dtype, "max_unpool2d");
   if (rc) return rc;
   opd_tensor *x = NULL, *ix = NULL, *y = NULL;
   rc = opd__cpu_contiguous(self, &x);

@@ -674,140 +674,99 @@ int opd__cpu_argmax(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim
   return reduce_cpu(OP_ARGMAX, self, mask, &spec, out);
 }
 
+/* The CPU's compute of the reductions above ([Note: A reduction's wrapper and its device's
+ * compute]): call->op a red_op, one result. */
+static int reduce_fn(const opd__red_call *call, opd_tensor *self, uint64_t mask,
+                     const opd_out_spec *spec, opd_tensor **out, opd_tensor **mean) {
+  assert(mean == NULL);
+  (void)mean;
+  return reduce_cpu((red_op)call->op, self, mask, spec, out);
+}
+
 int opd__cpu_nansum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
                     opd_dtype dtype, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__sum_meta(self, dim, keepdim, dtype, &spec, &mask);
-  return rc ? rc : reduce_cpu(OP_NANSUM, self, mask, &spec, out);
+  return opd__sum_run(reduce_fn, OP_NANSUM, self, dim, keepdim, dtype, out);
 }
 
 int opd__cpu_prod_dim_int(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
                           opd_dtype dtype, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__prod_meta(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, dtype,
-                          &spec, &mask);
-  return rc ? rc : reduce_cpu(OP_PROD, self, mask, &spec, out);
+  return opd__prod_run(reduce_fn, OP_PROD, self, (opd_opt_int){.has_value = true, .value = dim},
+                       keepdim, dtype, out);
 }
 
 int opd__cpu_prod(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__prod_meta(self, (opd_opt_int){0}, false, dtype, &spec, &mask);
-  return rc ? rc : reduce_cpu(OP_PROD, self, mask, &spec, out);
+  return opd__prod_run(reduce_fn, OP_PROD, self, (opd_opt_int){0}, false, dtype, out);
 }
 
 int opd__cpu_amin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
                   opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__amin_meta(self, dim, keepdim, &spec, &mask);
-  return rc ? rc : reduce_cpu(OP_MIN, self, mask, &spec, out);
+  return opd__amin_run(reduce_fn, OP_MIN, self, dim, keepdim, out);
 }
 
 int opd__cpu_max(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__max_all_meta("max", self, &spec, &mask);
-  return rc ? rc : reduce_cpu(OP_MAX, self, mask, &spec, out);
+  return opd__max_all_run(reduce_fn, OP_MAX, "max", self, out);
 }
 
 int opd__cpu_min(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__max_all_meta("min", self, &spec, &mask);
-  return rc ? rc : reduce_cpu(OP_MIN, self, mask, &spec, out);
+  return opd__max_all_run(reduce_fn, OP_MIN, "min", self, out);
 }
 
 int opd__cpu_argmin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim, bool keepdim,
                     opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__argmin_meta(self, dim, keepdim, &spec, &mask);
-  if (rc) return rc;
-  if (opd_tensor_dtype(self) == OPD_BOOL) {
-    /* as argmax: 0 for a dim of size 1 before the dtype is looked at */
-    bool size_one =
-        dim.has_value && (mask == 0 || opd_tensor_sizes(self)[__builtin_ctzll(mask)] == 1);
-    if (!size_one) return opd_error(OPD_EINVAL, "\"argmin_cpu\" not implemented for 'Bool'");
-  }
-  return reduce_cpu(OP_ARGMIN, self, mask, &spec, out);
-}
-
-static int any_all(red_op op, opd_tensor *self, opd_opt_int dim, bool keepdim, opd_tensor **out) {
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__any_all_meta(self, dim, keepdim, &spec, &mask);
-  return rc ? rc : reduce_cpu(op, self, mask, &spec, out);
+  return opd__argmin_run(reduce_fn, OP_ARGMIN, "argmin_cpu", self, dim, keepdim, out);
 }
 
 int opd__cpu_any(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
-  return any_all(OP_ANY, self, (opd_opt_int){0}, false, out);
+  return opd__any_all_run(reduce_fn, OP_ANY, self, (opd_opt_int){0}, false, out);
 }
 
 int opd__cpu_any_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
                      opd_tensor **out) {
   (void)ctx;
-  return any_all(OP_ANY, self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+  return opd__any_all_run(reduce_fn, OP_ANY, self, (opd_opt_int){.has_value = true, .value = dim},
+                          keepdim, out);
 }
 
 int opd__cpu_all(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
-  return any_all(OP_ALL, self, (opd_opt_int){0}, false, out);
+  return opd__any_all_run(reduce_fn, OP_ALL, self, (opd_opt_int){0}, false, out);
 }
 
 int opd__cpu_all_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
                      opd_tensor **out) {
   (void)ctx;
-  return any_all(OP_ALL, self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+  return opd__any_all_run(reduce_fn, OP_ALL, self, (opd_opt_int){.has_value = true, .value = dim},
+                          keepdim, out);
 }
 
 int opd__cpu_count_nonzero_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *self,
                                        opd_int_list dim, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__count_nonzero_meta(self, dim, &spec, &mask);
-  return rc ? rc : reduce_cpu(OP_COUNT, self, mask, &spec, out);
+  return opd__count_nonzero_run(reduce_fn, OP_COUNT, self, dim, out);
 }
 
-/* max.dim and min.dim (values, indices) and aminmax (min, max): two reductions of the same input
- * over the same dims. */
-static int two_results(int which, opd_stack *stack) {
-  assert(stack->size >= 3);
-  opd_ivalue *args = opd_stack_last(stack, 3);
-  opd_tensor *res[2] = {NULL, NULL};
-  opd_out_spec a, b;
-  uint64_t mask = 0;
-  int rc = opd__two_results_meta(which, args, &a, &b, &mask);
-  red_op first = which == OPD__MIN_DIM || which == OPD__AMINMAX ? OP_MIN : OP_MAX;
-  red_op second = which == OPD__AMINMAX ? OP_MAX : which == OPD__MIN_DIM ? OP_ARGMIN : OP_ARGMAX;
-  if (!rc) rc = reduce_cpu(first, args[0].u.t, mask, &a, &res[0]);
-  if (!rc) rc = reduce_cpu(second, args[0].u.t, mask, &b, &res[1]);
-  opd_stack_drop(stack, 3);
-  return opd__push_results(stack, res, 2, rc);
-}
+static const opd__extrema_ops extrema = {
+    .max = OP_MAX, .min = OP_MIN, .argmax = OP_ARGMAX, .argmin = OP_ARGMIN};
 
 int opd__cpu_max_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return two_results(OPD__MAX_DIM, stack);
+  return opd__two_results_run(reduce_fn, &extrema, OPD__MAX_DIM, stack);
 }
 
 int opd__cpu_min_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return two_results(OPD__MIN_DIM, stack);
+  return opd__two_results_run(reduce_fn, &extrema, OPD__MIN_DIM, stack);
 }
 
 int opd__cpu_aminmax(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return two_results(OPD__AMINMAX, stack);
+  return opd__two_results_run(reduce_fn, &extrema, OPD__AMINMAX, stack);
 }

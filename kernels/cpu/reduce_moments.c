@@ -162,10 +162,12 @@ static void run(moments *m, const opd_tensor *self, uint64_t mask) {
   if (nout > 0) opd__parallel_for(0, nout, work >= GRAIN ? 1 : GRAIN / work, moments_task, m);
 }
 
-static int moments_cpu(moment_op op, opd_tensor *self, uint64_t mask, const opd_out_spec *spec,
-                       double correction, double ord, bool with_mean, opd_tensor **out,
-                       opd_tensor **mean) {
-  moments m = {.op = op, .correction = correction, .ord = ord};
+/* The CPU's compute of var, std and the norms ([Note: A reduction's wrapper and its device's
+ * compute]): call->op a moment_op. */
+static int moments_cpu(const opd__red_call *call, opd_tensor *self, uint64_t mask,
+                       const opd_out_spec *spec, opd_tensor **out, opd_tensor **mean) {
+  bool with_mean = mean != NULL;
+  moments m = {.op = (moment_op)call->op, .correction = call->correction, .ord = call->ord};
   int rc = opd__alloc_output(spec, opd_tensor_device(self), &m.out);
   if (!rc && with_mean) rc = opd__alloc_output(spec, opd_tensor_device(self), &m.mean);
   if (rc) {
@@ -178,88 +180,43 @@ static int moments_cpu(moment_op op, opd_tensor *self, uint64_t mask, const opd_
   return 0;
 }
 
-static double correction_of(opd_opt_int c) {
-  return c.has_value ? (double)c.value : 1;
-}
-
 int opd__cpu_var_correction(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim,
                             opd_opt_int correction, bool keepdim, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__var_meta("std and var", self, dim, keepdim, &spec, &mask);
-  return rc ? rc
-            : moments_cpu(M_VAR, self, mask, &spec, correction_of(correction), 0, false, out, NULL);
+  return opd__var_run(moments_cpu, M_VAR, self, dim, correction, keepdim, out);
 }
 
 int opd__cpu_std_correction(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim,
                             opd_opt_int correction, bool keepdim, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__var_meta("std and var", self, dim, keepdim, &spec, &mask);
-  return rc ? rc
-            : moments_cpu(M_STD, self, mask, &spec, correction_of(correction), 0, false, out, NULL);
-}
-
-/* var_mean.correction and std_mean.correction: (self, dim, correction, keepdim) on the stack;
- * the results (var or std, mean) replace them. */
-static int var_mean_boxed(opd_stack *stack, moment_op op) {
-  assert(stack->size >= 4);
-  opd_ivalue *args = opd_stack_last(stack, 4);
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = 0;
-  if (args[0].tag != OPD_IV_TENSOR || args[3].tag != OPD_IV_BOOL)
-    rc = opd_error(OPD_EINVAL, "var_mean / std_mean: expected (Tensor, int[1]?, int?, bool)");
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  if (!rc)
-    rc = opd__var_meta(op == M_VAR ? "var_mean" : "std_mean", args[0].u.t,
-                       opd__iv_int_list(&args[1]), args[3].u.b, &spec, &mask);
-  if (!rc)
-    rc = moments_cpu(op, args[0].u.t, mask, &spec, correction_of(opd__iv_opt_int(&args[2])), 0,
-                     true, &res[0], &res[1]);
-  opd_stack_drop(stack, 4);
-  return opd__push_results(stack, res, 2, rc);
+  return opd__var_run(moments_cpu, M_STD, self, dim, correction, keepdim, out);
 }
 
 int opd__cpu_var_mean_correction(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return var_mean_boxed(stack, M_VAR);
+  return opd__var_mean_run(moments_cpu, M_VAR, "var_mean", stack);
 }
 
 int opd__cpu_std_mean_correction(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return var_mean_boxed(stack, M_STD);
+  return opd__var_mean_run(moments_cpu, M_STD, "std_mean", stack);
 }
 
 int opd__cpu_linalg_vector_norm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar ord,
                                 opd_int_list dim, bool keepdim, opd_dtype dtype, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  double p = opd__scalar_to_double(ord);
-  int rc = opd__vector_norm_meta(self, p, dim, keepdim, dtype, &spec, &mask);
-  return rc ? rc : moments_cpu(M_NORM, self, mask, &spec, 0, p, false, out, NULL);
+  return opd__vector_norm_run(moments_cpu, M_NORM, self, ord, dim, keepdim, dtype, out);
 }
 
 int opd__cpu_norm_scalaropt_dim(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar p,
                                 opd_int_list dim, bool keepdim, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__norm_meta(self, dim, keepdim, OPD_DTYPE_UNDEFINED, &spec, &mask);
-  double ord = p.tag == OPD_IV_NONE ? 2 : opd__scalar_to_double(p);
-  return rc ? rc : moments_cpu(M_NORM, self, mask, &spec, 0, ord, false, out, NULL);
+  return opd__norm_run(moments_cpu, M_NORM, self, p, dim, keepdim, OPD_DTYPE_UNDEFINED, out);
 }
 
 int opd__cpu_norm_scalaropt_dim_dtype(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar p,
                                       opd_int_list dim, bool keepdim, opd_dtype dtype,
                                       opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__norm_meta(self, dim, keepdim, dtype, &spec, &mask);
-  double ord = p.tag == OPD_IV_NONE ? 2 : opd__scalar_to_double(p);
-  return rc ? rc : moments_cpu(M_NORM, self, mask, &spec, 0, ord, false, out, NULL);
+  return opd__norm_run(moments_cpu, M_NORM, self, p, dim, keepdim, dtype, out);
 }

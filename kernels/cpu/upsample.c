@@ -31,22 +31,6 @@
 #include "opd/memory.h"
 #include "src/parallel.h"
 
-static inline double ld(const void *p, opd_dtype t, int64_t i) {
-  switch (t) {
-  case OPD_FLOAT64: return ((const double *)p)[i];
-  case OPD_BFLOAT16: return opd_bf16_to_float(((const uint16_t *)p)[i]);
-  default: return ((const float *)p)[i];
-  }
-}
-
-static inline void st(void *p, opd_dtype t, int64_t i, double v) {
-  switch (t) {
-  case OPD_FLOAT64: ((double *)p)[i] = v; break;
-  case OPD_BFLOAT16: ((uint16_t *)p)[i] = opd_float_to_bf16((float)v); break;
-  default: ((float *)p)[i] = (float)v; break;
-  }
-}
-
 /* Per spatial dim and output position: the input positions read and their weights
  * (nearest: one, linear: two, cubic: four). */
 #define MAX_TAPS 4
@@ -72,17 +56,23 @@ static void nearest_taps(const opd__upsample_geom *g, int d, taps *t) {
   }
 }
 
+/* The step of linear and cubic source positions along dim d: (in - 1) / (out - 1) with
+ * align_corners, else 1 / scale when a positive scale is given, else in / out (in float when
+ * as_float). */
+static double source_scale(const opd__upsample_geom *g, int d, bool as_float) {
+  int64_t in = g->in[d], out = g->out[d];
+  if (g->align_corners)
+    return out > 1 ? (as_float ? (double)((float)(in - 1) / (float)(out - 1))
+                               : (double)(in - 1) / (double)(out - 1))
+                   : 0.0;
+  if (g->has_scale[d] && g->scale[d] > 0)
+    return as_float ? (double)(float)(1.0 / g->scale[d]) : 1.0 / g->scale[d];
+  return as_float ? (double)((float)in / (float)out) : (double)in / (double)out;
+}
+
 static void linear_taps(const opd__upsample_geom *g, int d, bool as_float, taps *t) {
   int64_t in = g->in[d], out = g->out[d];
-  double scale;
-  if (g->align_corners)
-    scale = out > 1 ? (as_float ? (double)((float)(in - 1) / (float)(out - 1))
-                                : (double)(in - 1) / (double)(out - 1))
-                    : 0.0;
-  else if (g->has_scale[d] && g->scale[d] > 0)
-    scale = as_float ? (double)(float)(1.0 / g->scale[d]) : 1.0 / g->scale[d];
-  else
-    scale = as_float ? (double)((float)in / (float)out) : (double)in / (double)out;
+  double scale = source_scale(g, d, as_float);
   for (int64_t o = 0; o < out; o++) {
     if (out == in) {
       t->i[0][o] = t->i[1][o] = o;
@@ -114,15 +104,7 @@ static void linear_taps(const opd__upsample_geom *g, int d, bool as_float, taps 
  * input. */
 static void cubic_taps(const opd__upsample_geom *g, int d, bool as_float, taps *t) {
   int64_t in = g->in[d], out = g->out[d];
-  double scale;
-  if (g->align_corners)
-    scale = out > 1 ? (as_float ? (double)((float)(in - 1) / (float)(out - 1))
-                                : (double)(in - 1) / (double)(out - 1))
-                    : 0.0;
-  else if (g->has_scale[d] && g->scale[d] > 0)
-    scale = as_float ? (double)(float)(1.0 / g->scale[d]) : 1.0 / g->scale[d];
-  else
-    scale = as_float ? (double)((float)in / (float)out) : (double)in / (double)out;
+  double scale = source_scale(g, d, as_float);
   const double A = -0.75;
   for (int64_t o = 0; o < out; o++) {
     double real = g->align_corners
@@ -178,12 +160,13 @@ static void upsample_plane(const upsample_ctx *c, int64_t p) {
         /* the depth dim of a 1-d or 2-d operator is one position of weight 1 */
         int taps_d = g->sdims == 3 ? taps_per_dim : 1;
         if (backward) {
-          double gv = ld(src, c->dt, o);
+          double gv = opd__cpu_load(src, c->dt, o);
           for (int a = 0; a < taps_d; a++)
             for (int b = 0; b < taps_per_dim; b++)
               for (int e = 0; e < taps_per_dim; e++) {
                 int64_t i = (id[a] * g->in[1] + ih[b]) * g->in[2] + iw[e];
-                st(dst, c->dt, i, ld(dst, c->dt, i) + wd[a] * wh[b] * ww[e] * gv);
+                opd__cpu_store(dst, c->dt, i,
+                               opd__cpu_load(dst, c->dt, i) + wd[a] * wh[b] * ww[e] * gv);
               }
           continue;
         }
@@ -193,12 +176,13 @@ static void upsample_plane(const upsample_ctx *c, int64_t p) {
           for (int b = 0; b < taps_per_dim; b++) {
             double vw = 0;
             for (int e = 0; e < taps_per_dim; e++)
-              vw += ld(src, c->dt, (id[a] * g->in[1] + ih[b]) * g->in[2] + iw[e]) * ww[e];
+              vw +=
+                  opd__cpu_load(src, c->dt, (id[a] * g->in[1] + ih[b]) * g->in[2] + iw[e]) * ww[e];
             vh += vw * wh[b];
           }
           v += vh * wd[a];
         }
-        st(dst, c->dt, o, v);
+        opd__cpu_store(dst, c->dt, o, v);
       }
 }
 

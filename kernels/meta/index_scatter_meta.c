@@ -227,6 +227,80 @@ int opd__index_fill_meta(opd_tensor *self, int64_t dim, opd_tensor *index, opd_t
   return 0;
 }
 
+/* ---- the devices' wrappers: [Note: A scatter's wrapper and its device's walk] ---- */
+
+int opd__scatter_copy_of(opd_tensor *self, opd_tensor **out) {
+  opd_out_spec spec = {.ndim = self->ndim, .dtype = opd_tensor_dtype(self)};
+  memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof(int64_t));
+  int rc = opd__alloc_output(&spec, opd_tensor_device(self), out);
+  if (rc) return rc;
+  if ((rc = opd__call_copy_(*out, self, false))) {
+    opd_tensor_release(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+int opd__scatter_finish(int rc, opd_tensor *r, opd_tensor **out) {
+  if (rc) {
+    opd_tensor_release(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+int opd__scatter_finish_inplace(int rc, opd_tensor *self, opd_tensor **out) {
+  if (rc) return rc;
+  opd_tensor_bump_version(self);
+  opd_tensor_retain(self);
+  *out = self;
+  return 0;
+}
+
+int opd__gather_run(opd__scatter_walk walk, opd_tensor *self, int64_t dim, opd_tensor *index,
+                    opd_tensor **out) {
+  int64_t d;
+  opd_out_spec spec;
+  opd_tensor *r = NULL;
+  int rc = opd__gather_meta(self, dim, index, &d, &spec);
+  if (rc == 0) rc = opd__alloc_output(&spec, opd_tensor_device(self), &r);
+  if (rc) return rc;
+  return opd__scatter_finish(walk(true, self, d, index, r, NULL, OPD__REDUCE_NONE), r, out);
+}
+
+int opd__scatter_run(opd__scatter_walk walk, opd_tensor *self, int64_t dim, opd_tensor *index,
+                     opd_tensor *src, const opd_scalar *value, opd__reduce_op op,
+                     opd_tensor **out) {
+  int64_t d;
+  char v[8];
+  int rc = opd__scatter_meta(self, dim, index, src, &d);
+  if (rc == 0 && value) rc = opd__elem_from_scalar(*value, opd_tensor_dtype(self), v);
+  opd_tensor *r = NULL;
+  if (rc == 0) rc = opd__scatter_copy_of(self, &r);
+  if (rc) return rc;
+  return opd__scatter_finish(walk(false, r, d, index, src, value ? v : NULL, op), r, out);
+}
+
+int opd__scatter_reduce_run(opd__scatter_walk walk, opd_tensor *self, int64_t dim,
+                            opd_tensor *index, opd_tensor *src, const opd_scalar *value,
+                            const char *reduce, opd_tensor **out) {
+  opd__reduce_op op = OPD__REDUCE_NONE;
+  bool mean;
+  int rc = opd__scatter_reduce_arg(reduce, false, &op, &mean);
+  return rc ? rc : opd__scatter_run(walk, self, dim, index, src, value, op, out);
+}
+
+int opd__scatter_inplace_run(opd__scatter_walk walk, opd_tensor *self, int64_t dim,
+                             opd_tensor *index, opd_tensor *src, opd__reduce_op op,
+                             opd_tensor **out) {
+  int64_t d;
+  int rc = opd__scatter_meta(self, dim, index, src, &d);
+  if (rc == 0) rc = opd__assert_no_internal_overlap(self);
+  if (rc == 0) rc = walk(false, self, d, index, src, NULL, op);
+  return opd__scatter_finish_inplace(rc, self, out);
+}
+
 /* ---- Meta kernels ---- */
 
 static const opd_device meta_device = {OPD_DEVICE_META, -1};
@@ -236,14 +310,6 @@ static int like_self(int rc, opd_tensor *self, opd_tensor **out) {
   opd_out_spec spec = {.ndim = self->ndim, .dtype = opd_tensor_dtype(self)};
   memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof(int64_t));
   return opd__alloc_output(&spec, meta_device, out);
-}
-
-static int inplace(int rc, opd_tensor *self, opd_tensor **out) {
-  if (rc) return rc;
-  opd_tensor_bump_version(self);
-  opd_tensor_retain(self);
-  *out = self;
-  return 0;
 }
 
 int opd__meta_gather(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, opd_tensor *index,
@@ -307,14 +373,14 @@ int opd__meta_scatter_add_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t 
                            opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
   int64_t d;
-  return inplace(opd__scatter_meta(self, dim, index, src, &d), self, out);
+  return opd__scatter_finish_inplace(opd__scatter_meta(self, dim, index, src, &d), self, out);
 }
 
 int opd__meta_scatter__src(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                            opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
   int64_t d;
-  return inplace(opd__scatter_meta(self, dim, index, src, &d), self, out);
+  return opd__scatter_finish_inplace(opd__scatter_meta(self, dim, index, src, &d), self, out);
 }
 
 int opd__meta_scatter_reduce_two(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
@@ -350,14 +416,14 @@ int opd__meta_index_fill__int_scalar(const opd_kernel_ctx *ctx, opd_tensor *self
   (void)ctx;
   (void)value;
   int64_t d;
-  return inplace(opd__index_fill_meta(self, dim, index, NULL, &d), self, out);
+  return opd__scatter_finish_inplace(opd__index_fill_meta(self, dim, index, NULL, &d), self, out);
 }
 
 int opd__meta_index_fill__int_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                                      opd_tensor *index, opd_tensor *value, opd_tensor **out) {
   (void)ctx;
   int64_t d;
-  return inplace(opd__index_fill_meta(self, dim, index, value, &d), self, out);
+  return opd__scatter_finish_inplace(opd__index_fill_meta(self, dim, index, value, &d), self, out);
 }
 
 int opd__meta_index_add_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
@@ -366,12 +432,12 @@ int opd__meta_index_add_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t di
   (void)ctx;
   (void)alpha;
   int64_t d;
-  return inplace(opd__index_add_meta(self, dim, index, source, &d), self, out);
+  return opd__scatter_finish_inplace(opd__index_add_meta(self, dim, index, source, &d), self, out);
 }
 
 int opd__meta_index_copy_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                           opd_tensor *index, opd_tensor *source, opd_tensor **out) {
   (void)ctx;
   int64_t d;
-  return inplace(opd__index_copy_meta(self, dim, index, source, &d), self, out);
+  return opd__scatter_finish_inplace(opd__index_copy_meta(self, dim, index, source, &d), self, out);
 }

@@ -215,23 +215,26 @@ int opd__addmv_meta(opd_tensor *self, opd_tensor *mat, opd_tensor *vec, opd_out_
                            spec->dtype);
 }
 
-int opd__meta_dot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *tensor,
-                  opd_tensor **out) {
-  (void)ctx;
-  opd_out_spec spec;
+int opd__dot_output(const char *name, opd_tensor *self, opd_tensor *other, opd_out_spec *spec,
+                    opd_tensor **out) {
   opd_device device;
-  int rc = opd__dot_meta("dot", self, tensor, &spec, &device);
-  return rc ? rc : opd__alloc_output(&spec, device, out);
+  int rc = opd__dot_meta(name, self, other, spec, &device);
+  return rc ? rc : opd__alloc_output(spec, device, out);
 }
 
-int opd__meta_vdot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
-                   opd_tensor **out) {
-  (void)ctx;
-  opd_out_spec spec;
+int opd__addmv_output(opd_tensor *self, opd_tensor *mat, opd_tensor *vec, opd_out_spec *spec,
+                      opd_tensor **out) {
   opd_device device;
-  int rc = opd__dot_meta("vdot", self, other, &spec, &device);
-  return rc ? rc : opd__alloc_output(&spec, device, out);
+  int rc = opd__addmv_meta(self, mat, vec, spec, &device);
+  return rc ? rc : opd__alloc_output(spec, device, out);
 }
+
+static int meta_dot(const char *name, opd_tensor *self, opd_tensor *other, opd_tensor **out) {
+  opd_out_spec spec;
+  return opd__dot_output(name, self, other, &spec, out);
+}
+
+OPD__DEFINE_DOT_KERNELS(meta, meta_dot)
 
 int opd__meta_addmv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat, opd_tensor *vec,
                     opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
@@ -239,9 +242,7 @@ int opd__meta_addmv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat
   (void)beta;
   (void)alpha;
   opd_out_spec spec;
-  opd_device device;
-  int rc = opd__addmv_meta(self, mat, vec, &spec, &device);
-  return rc ? rc : opd__alloc_output(&spec, device, out);
+  return opd__addmv_output(self, mat, vec, &spec, out);
 }
 
 /* ---- baddbmm, addbmm ---- */

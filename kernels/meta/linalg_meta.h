@@ -18,6 +18,23 @@ int opd__dot_meta(const char *name, opd_tensor *self, opd_tensor *other, opd_out
                   opd_device *device);
 int opd__addmv_meta(opd_tensor *self, opd_tensor *mat, opd_tensor *vec, opd_out_spec *spec,
                     opd_device *device);
+/* The same, and the new output of *spec that every device's kernel computes into. */
+int opd__dot_output(const char *name, opd_tensor *self, opd_tensor *other, opd_out_spec *spec,
+                    opd_tensor **out);
+int opd__addmv_output(opd_tensor *self, opd_tensor *mat, opd_tensor *vec, opd_out_spec *spec,
+                      opd_tensor **out);
+/* dot and vdot of the device `dev` over its function fn(name, self, other, out). */
+#define OPD__DEFINE_DOT_KERNELS(dev, fn)                                                \
+  int opd__##dev##_dot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *tensor, \
+                       opd_tensor **out) {                                              \
+    (void)ctx;                                                                          \
+    return fn("dot", self, tensor, out);                                                \
+  }                                                                                     \
+  int opd__##dev##_vdot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other, \
+                        opd_tensor **out) {                                             \
+    (void)ctx;                                                                          \
+    return fn("vdot", self, other, out);                                                \
+  }
 
 /* baddbmm ([bs, m, n], batch1's dtype) and addbmm ([m, n]): 3-D batches, self expanding to the
  * result. */

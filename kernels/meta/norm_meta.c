@@ -2,6 +2,7 @@
  * backward operators (see norm_meta.h), and their Meta kernels. */
 #include "norm_meta.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "elementwise_meta.h"
@@ -506,6 +507,63 @@ int opd__push_optional_results(opd_stack *stack, opd_tensor **res, int n, int rc
   for (int i = pushed; i < n; i++)
     if (res[i]) opd_tensor_release(res[i]);
   return rc;
+}
+
+int opd__boxed_run(opd_stack *stack, int nargs, int nres, bool optional, opd__boxed_fill fill) {
+  assert(nres <= 3 && stack->size >= (uint32_t)nargs);
+  opd_tensor *res[3] = {NULL, NULL, NULL};
+  int rc = fill(opd_stack_last(stack, (uint32_t)nargs), res);
+  opd_stack_drop(stack, (uint32_t)nargs);
+  return optional ? opd__push_optional_results(stack, res, nres, rc)
+                  : opd__push_results(stack, res, nres, rc);
+}
+
+int opd__batch_norm_outputs(opd_ivalue *args, opd__batch_norm_args *a, opd_tensor **res) {
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__batch_norm_args_read(args, a);
+  if (!rc) rc = opd__batch_norm_meta(a, specs);
+  for (int k = 0; k < 3 && !rc; k++)
+    rc = opd__alloc_output(&specs[k], opd_tensor_device(a->input), &res[k]);
+  return rc;
+}
+
+int opd__batch_norm_backward_outputs(opd_ivalue *args, opd__batch_norm_backward_args *a,
+                                     opd_tensor **res) {
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__batch_norm_backward_args_read(args, a);
+  if (!rc) rc = opd__batch_norm_backward_meta(a, specs);
+  for (int k = 0; k < 3 && !rc; k++)
+    if (a->mask[k]) rc = opd__alloc_output(&specs[k], opd_tensor_device(a->bn.input), &res[k]);
+  return rc;
+}
+
+int opd__layer_norm_backward_outputs(opd_ivalue *args, opd__norm_backward_args *a,
+                                     opd_tensor **res) {
+  opd_out_spec specs[3] = {{0}};
+  int rc = opd__layer_norm_backward_args(args, a);
+  if (!rc) rc = opd__layer_norm_backward_meta(a, specs);
+  for (int k = 0; k < 3 && !rc; k++)
+    if (a->mask[k]) rc = opd__alloc_output(&specs[k], opd_tensor_device(a->input), &res[k]);
+  return rc;
+}
+
+int opd__nll_forward_args_read(opd_ivalue *args, bool two_d, opd__nll_forward_args *a) {
+  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
+      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
+      args[4].tag != OPD_IV_INT)
+    return opd_error(OPD_EINVAL, "%s: expected (Tensor, Tensor, Tensor?, int, int) arguments",
+                     two_d ? "nll_loss2d_forward" : "nll_loss_forward");
+  *a = (opd__nll_forward_args){.self = args[0].u.t,
+                               .target = args[1].u.t,
+                               .weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL,
+                               .reduction = args[3].u.i,
+                               .ignore_index = args[4].u.i,
+                               .plane = 1};
+  if (two_d)
+    return opd__nll_loss2d_meta(a->self, a->target, a->weight, a->reduction, &a->batch, &a->classes,
+                                &a->plane, &a->out_spec, &a->tw_spec);
+  return opd__nll_loss_meta(a->self, a->target, a->weight, a->reduction, &a->batch, &a->classes,
+                            &a->out_spec, &a->tw_spec);
 }
 
 int opd__layer_norm_backward_args(opd_ivalue *args, opd__norm_backward_args *a) {
@@ -1068,27 +1126,25 @@ int opd__meta_nll_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_outp
   return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
 }
 
+static int meta_nll_forward(opd_ivalue *args, bool two_d, opd_tensor **res) {
+  opd__nll_forward_args a;
+  int rc = opd__nll_forward_args_read(args, two_d, &a);
+  if (!rc) rc = opd__alloc_output(&a.out_spec, opd_tensor_device(a.self), &res[0]);
+  if (!rc) rc = opd__alloc_output(&a.tw_spec, opd_tensor_device(a.self), &res[1]);
+  return rc;
+}
+
+static int meta_nll_loss_forward(opd_ivalue *args, opd_tensor **res) {
+  return meta_nll_forward(args, false, res);
+}
+
+static int meta_nll_loss2d_forward(opd_ivalue *args, opd_tensor **res) {
+  return meta_nll_forward(args, true, res);
+}
+
 int opd__meta_nll_loss_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_ivalue *args = opd_stack_last(stack, 5);
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = 0;
-  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
-      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
-      args[4].tag != OPD_IV_INT)
-    rc = opd_error(OPD_EINVAL,
-                   "nll_loss_forward: expected (Tensor, Tensor, Tensor?, int, int) arguments");
-  int64_t batch, classes;
-  opd_out_spec out, tw;
-  if (!rc)
-    rc = opd__nll_loss_meta(args[0].u.t, args[1].u.t,
-                            args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL, args[3].u.i, &batch,
-                            &classes, &out, &tw);
-  opd_device device = rc ? (opd_device){OPD_DEVICE_META, -1} : opd_tensor_device(args[0].u.t);
-  if (!rc) rc = opd__alloc_output(&out, device, &res[0]);
-  if (!rc) rc = opd__alloc_output(&tw, device, &res[1]);
-  opd_stack_drop(stack, 5);
-  return opd__push_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 5, 2, false, meta_nll_loss_forward);
 }
 
 int opd__meta_nll_loss2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
@@ -1106,25 +1162,7 @@ int opd__meta_nll_loss2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_ou
 
 int opd__meta_nll_loss2d_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_ivalue *args = opd_stack_last(stack, 5);
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = 0;
-  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
-      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
-      args[4].tag != OPD_IV_INT)
-    rc = opd_error(OPD_EINVAL,
-                   "nll_loss2d_forward: expected (Tensor, Tensor, Tensor?, int, int) arguments");
-  int64_t batch, classes, plane;
-  opd_out_spec out, tw;
-  if (!rc)
-    rc = opd__nll_loss2d_meta(args[0].u.t, args[1].u.t,
-                              args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL, args[3].u.i,
-                              &batch, &classes, &plane, &out, &tw);
-  opd_device device = rc ? (opd_device){OPD_DEVICE_META, -1} : opd_tensor_device(args[0].u.t);
-  if (!rc) rc = opd__alloc_output(&out, device, &res[0]);
-  if (!rc) rc = opd__alloc_output(&tw, device, &res[1]);
-  opd_stack_drop(stack, 5);
-  return opd__push_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 5, 2, false, meta_nll_loss2d_forward);
 }
 
 int opd__meta_log_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,

@@ -1,7 +1,7 @@
 /* norm_meta.h: the meta functions of the normalization, loss and activation operators and
  * their backward operators (internal): PyTorch's argument checks and errors, the outputs'
- * shapes and dtypes. Shared by their Meta kernels (norm_meta.c) and CPU kernels
- * (kernels/cpu/norm_*.c). */
+ * shapes and dtypes. Shared by their Meta kernels (norm_meta.c), CPU kernels
+ * (kernels/cpu/norm_*.c) and CUDA kernels (kernels/cuda/src/cuda_norm.c). */
 #ifndef OPD_KERNELS_NORM_META_H
 #define OPD_KERNELS_NORM_META_H
 
@@ -80,6 +80,21 @@ int opd__glu_backward_meta(opd_tensor *grad, opd_tensor *self, int64_t dim, int6
  * the result has input_dtype (output's dtype, or Float for a Half output). */
 int opd__softmax_backward_meta(opd_tensor *grad, opd_tensor *output, int64_t dim,
                                opd_dtype input_dtype, int64_t *wrapped, opd_out_spec *spec);
+/* _softmax_backward_data and _log_softmax_backward_data of the device `dev` over its function
+ * fn(grad_output, output, dim, input_dtype, is_log, out). */
+#define OPD__DEFINE_SOFTMAX_BACKWARD_KERNELS(dev, fn)                                            \
+  int opd__##dev##_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,     \
+                                         opd_tensor *output, int64_t dim, opd_dtype input_dtype, \
+                                         opd_tensor **out) {                                     \
+    (void)ctx;                                                                                   \
+    return fn(grad_output, output, dim, input_dtype, false, out);                                \
+  }                                                                                              \
+  int opd__##dev##_log_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output, \
+                                             opd_tensor *output, int64_t dim,                    \
+                                             opd_dtype input_dtype, opd_tensor **out) {          \
+    (void)ctx;                                                                                   \
+    return fn(grad_output, output, dim, input_dtype, true, out);                                 \
+  }
 
 /* The reductions of the losses (at::Reduction). */
 enum { OPD__REDUCTION_NONE = 0, OPD__REDUCTION_MEAN = 1, OPD__REDUCTION_SUM = 2 };
@@ -128,6 +143,22 @@ int opd__nll_loss2d_backward_meta(opd_tensor *grad, opd_tensor *self, opd_tensor
 /* Pushes a backward operator's n results, None for a NULL one (an output_mask false), if rc
  * is 0; otherwise releases them and pushes nothing. Returns rc or the push error. */
 int opd__push_optional_results(opd_stack *stack, opd_tensor **res, int n, int rc);
+/* A boxed kernel's body, shared by its devices: fill reads the nargs arguments (their checks
+ * and meta function) and makes the nres (at most 3) results with the device's compute; the
+ * arguments are then dropped and the results pushed (opd__push_optional_results when optional:
+ * a NULL result is None; else opd__push_results), or released on an error. */
+typedef int (*opd__boxed_fill)(opd_ivalue *args, opd_tensor **res);
+int opd__boxed_run(opd_stack *stack, int nargs, int nres, bool optional, opd__boxed_fill fill);
+
+/* nll_loss_forward's and nll_loss2d_forward's (two_d) boxed arguments (self, target, weight?,
+ * reduction, ignore_index), checked, with their meta function's geometry (plane 1 for
+ * nll_loss) and the specs of the output and total_weight. */
+typedef struct opd__nll_forward_args {
+  opd_tensor *self, *target, *weight;
+  int64_t reduction, ignore_index, batch, classes, plane;
+  opd_out_spec out_spec, tw_spec;
+} opd__nll_forward_args;
+int opd__nll_forward_args_read(opd_ivalue *args, bool two_d, opd__nll_forward_args *a);
 
 /* native_layer_norm_backward's arguments (grad_out, input, normalized_shape, mean, rstd,
  * weight?, bias?, output_mask), read from the stack and checked: the geometry of
@@ -169,6 +200,15 @@ typedef struct opd__batch_norm_backward_args {
 int opd__batch_norm_backward_args_read(opd_ivalue *args, opd__batch_norm_backward_args *a);
 /* grad_input (input's shape), grad_weight and grad_bias ((C)) */
 int opd__batch_norm_backward_meta(const opd__batch_norm_backward_args *a, opd_out_spec *specs);
+/* What every device's kernel of native_batch_norm, native_batch_norm_backward and
+ * native_layer_norm_backward does first: reads and checks the arguments, runs the meta function
+ * and allocates the results on the input's device (the backward ones: those of output_mask,
+ * NULL the others). */
+int opd__batch_norm_outputs(opd_ivalue *args, opd__batch_norm_args *a, opd_tensor **res);
+int opd__batch_norm_backward_outputs(opd_ivalue *args, opd__batch_norm_backward_args *a,
+                                     opd_tensor **res);
+int opd__layer_norm_backward_outputs(opd_ivalue *args, opd__norm_backward_args *a,
+                                     opd_tensor **res);
 
 /* native_dropout's arguments (input, p, train?) read and checked: a floating input, 1 - p in
  * [0, 1] (PyTorch's bernoulli_ error); the output (input's shape and dtype, contiguous) and

@@ -358,3 +358,44 @@ int opd__meta_clamp_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tens
   return meta_out(opd__clamp_tensor_meta(self, min, max, &spec), &spec,
                   (opd_tensor *[]){self, min ? min : self, max ? max : self}, 3, out);
 }
+
+/* the largest finite value of a floating dtype */
+static double float_max(opd_dtype t) {
+  switch (t) {
+  case OPD_FLOAT16: return 65504.0;
+  case OPD_BFLOAT16: return 3.38953138925153547590e38;
+  case OPD_FLOAT32: return 3.40282346638528859812e38;
+  default: return 1.79769313486231570815e308;
+  }
+}
+
+static int nan_to_num(opd_tensor *self, const opd_ivalue *v, opd_tensor *into, opd_tensor **out,
+                      opd__nan_to_num_fn fn) {
+  opd_out_spec spec;
+  opd_dtype compute;
+  int rc = opd__pointwise_meta(&self, 1, OPD__POINTWISE_SAME, OPD__POINTWISE_ALL, "nan_to_num",
+                               &compute, &spec);
+  if (rc) return rc;
+  double max = float_max(spec.dtype);
+  double repl[3] = {0, max, -max};
+  for (int k = 0; k < 3; k++)
+    if (v[k].tag == OPD_IV_DOUBLE) repl[k] = v[k].u.d;
+  return fn(self, &spec, repl, into, out);
+}
+
+int opd__nan_to_num_boxed(opd_stack *stack, bool inplace, opd__nan_to_num_fn fn) {
+  opd_ivalue *a = opd_stack_last(stack, 4);
+  int rc = a[0].tag == OPD_IV_TENSOR ? 0 : OPD_EINVAL;
+  for (int k = 1; k < 4 && rc == 0; k++)
+    if (a[k].tag == OPD_IV_INT) /* an int where a float is taken */
+      a[k] = opd_iv_double((double)a[k].u.i);
+    else if (a[k].tag != OPD_IV_DOUBLE && a[k].tag != OPD_IV_NONE)
+      rc = OPD_EINVAL;
+  opd_tensor *r = NULL;
+  if (rc)
+    rc = opd_error(OPD_EINVAL, "nan_to_num: expected (Tensor, float?, float?, float?) arguments");
+  else
+    rc = nan_to_num(a[0].u.t, a + 1, inplace ? a[0].u.t : NULL, &r, fn);
+  opd_stack_drop(stack, 4);
+  return rc ? rc : opd_stack_push(stack, opd_iv_tensor_steal(r));
+}

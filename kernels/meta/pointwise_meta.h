@@ -1,7 +1,8 @@
 /* pointwise_meta.h: the meta functions of the pointwise math operators (internal): the
  * operator lists the kernels are generated from, dtype rules, argument checks with PyTorch's
  * errors, and the checks of in-place variants. Shared by their Meta kernels
- * (pointwise_meta.c) and CPU kernels (kernels/cpu/pointwise_*.c).
+ * (pointwise_meta.c), CPU kernels (kernels/cpu/pointwise_*.c) and CUDA kernels
+ * (kernels/cuda/src/cuda_pointwise.c).
  *
  * [Note: Pointwise operator lists]
  * The unary operators are listed once, OPD__POINTWISE_UNARY_OPS(X) with X(name, kind, dtypes,
@@ -164,5 +165,75 @@ int opd__lerp_meta(opd_tensor *self, opd_tensor *end, opd_tensor *weight, opd_ou
 /* clamp_min / clamp_max with a Scalar bound, clamp.Tensor with optional bounds (NULL). */
 int opd__clamp_scalar_meta(opd_tensor *self, opd_scalar bound, opd_out_spec *spec);
 int opd__clamp_tensor_meta(opd_tensor *self, opd_tensor *min, opd_tensor *max, opd_out_spec *spec);
+
+/* nan_to_num and nan_to_num_, boxed (no unboxed tag holds a float?): (self, nan, posinf,
+ * neginf) checked (an int taken for a float), the output spec (self's dtype) and the
+ * replacements of NaN, +inf and -inf (defaults 0 and the dtype's extremes) handed to a device's
+ * compute fn (into: self for the in-place operator, else NULL; integers and bool: a copy, as
+ * ATen's). */
+typedef int (*opd__nan_to_num_fn)(opd_tensor *self, const opd_out_spec *spec,
+                                  const double *replacements, opd_tensor *into, opd_tensor **out);
+int opd__nan_to_num_boxed(opd_stack *stack, bool inplace, opd__nan_to_num_fn fn);
+
+/* [Note: A pointwise operator's kernel pair on each device]
+ * round.decimals, addcmul, addcdiv, lerp and clamp_min / clamp_max with a Scalar have a
+ * functional and an in-place kernel that differ, on every device, only in the compute's `into`
+ * (NULL, or self). OPD__DEFINE_*_KERNELS(dev, fn) define the device `dev`'s kernels over its
+ * compute function fn, whose arguments are the operator's, a flag where one function serves
+ * two operators (addcdiv; clamp_max), then into and out. */
+#define OPD__DEFINE_ROUND_DECIMALS_KERNELS(dev, fn)                                               \
+  int opd__##dev##_round_decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,  \
+                                  opd_tensor **out) {                                             \
+    (void)ctx;                                                                                    \
+    return fn(self, decimals, NULL, out);                                                         \
+  }                                                                                               \
+  int opd__##dev##_round__decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals, \
+                                   opd_tensor **out) {                                            \
+    (void)ctx;                                                                                    \
+    return fn(self, decimals, self, out);                                                         \
+  }
+#define OPD__DEFINE_ADDC_KERNELS(dev, fn, name, div)                                      \
+  int opd__##dev##_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1,    \
+                          opd_tensor *t2, opd_scalar value, opd_tensor **out) {           \
+    (void)ctx;                                                                            \
+    return fn(self, t1, t2, value, div, NULL, out);                                       \
+  }                                                                                       \
+  int opd__##dev##_##name##_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, \
+                             opd_tensor *t2, opd_scalar value, opd_tensor **out) {        \
+    (void)ctx;                                                                            \
+    return fn(self, t1, t2, value, div, self, out);                                       \
+  }
+#define OPD__DEFINE_LERP_KERNELS(dev, fn)                                                     \
+  int opd__##dev##_lerp_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,  \
+                               opd_scalar weight, opd_tensor **out) {                         \
+    (void)ctx;                                                                                \
+    return fn(self, end, NULL, weight, NULL, out);                                            \
+  }                                                                                           \
+  int opd__##dev##_lerp__scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end, \
+                                opd_scalar weight, opd_tensor **out) {                        \
+    (void)ctx;                                                                                \
+    return fn(self, end, NULL, weight, self, out);                                            \
+  }                                                                                           \
+  int opd__##dev##_lerp_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,  \
+                               opd_tensor *weight, opd_tensor **out) {                        \
+    (void)ctx;                                                                                \
+    return fn(self, end, weight, opd__scalar_int(0), NULL, out);                              \
+  }                                                                                           \
+  int opd__##dev##_lerp__tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end, \
+                                opd_tensor *weight, opd_tensor **out) {                       \
+    (void)ctx;                                                                                \
+    return fn(self, end, weight, opd__scalar_int(0), self, out);                              \
+  }
+#define OPD__DEFINE_CLAMP_BOUND_KERNELS(dev, fn, name, max)                                 \
+  int opd__##dev##_##name(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar bound,    \
+                          opd_tensor **out) {                                               \
+    (void)ctx;                                                                              \
+    return fn(self, bound, max, NULL, out);                                                 \
+  }                                                                                         \
+  int opd__##dev##_##name##_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar bound, \
+                             opd_tensor **out) {                                            \
+    (void)ctx;                                                                              \
+    return fn(self, bound, max, self, out);                                                 \
+  }
 
 #endif

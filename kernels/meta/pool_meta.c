@@ -647,3 +647,114 @@ DEFINE_PAD_META(reflection, OPD__PAD_REFLECT, 3)
 DEFINE_PAD_META(replication, OPD__PAD_REPLICATE, 1)
 DEFINE_PAD_META(replication, OPD__PAD_REPLICATE, 2)
 DEFINE_PAD_META(replication, OPD__PAD_REPLICATE, 3)
+
+/* ---- the devices' wrappers: [Note: A pooling's wrapper and its device's run] ---- */
+
+static int check_dtype(const opd__pool_geom *g, const char *op) {
+  opd_dtype t = g->spec.dtype;
+  bool bf16 = g->sdims == 2 || g->kind == OPD__POOL_MAX, int64 = !bf16 && g->kind == OPD__POOL_AVG;
+  if (t == OPD_FLOAT32 || t == OPD_FLOAT64 || (t == OPD_BFLOAT16 && bf16) ||
+      (t == OPD_INT64 && int64))
+    return 0;
+  return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", op, opd_dtype_c10_name(t));
+}
+
+static int forward(opd__pool_run_fn run, const opd__pool_geom *g, opd_tensor *self,
+                   opd_tensor **out, const char *op) {
+  int rc = check_dtype(g, op);
+  if (!rc) rc = opd__alloc_output(&g->spec, g->device, out);
+  if (!rc && (rc = run(g, false, self, *out, NULL, op)) != 0) {
+    opd_tensor_release(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+static int backward(opd__pool_run_fn run, const opd__pool_geom *g, opd_tensor *grad_output,
+                    opd_tensor *self, opd_tensor *indices, opd_tensor **out, const char *op) {
+  int rc = check_dtype(g, op);
+  opd_out_spec spec = {.ndim = self->ndim, .dtype = g->spec.dtype};
+  memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof *spec.sizes);
+  if (!rc) rc = opd__alloc_output(&spec, g->device, out);
+  if (!rc && (rc = run(g, true, grad_output, *out, indices, op)) != 0) {
+    opd_tensor_release(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* The boxed max poolings once their geometry is read (rc: the reading's status). */
+static int max_pool_boxed(opd__pool_run_fn run, opd_stack *stack, int rc, opd__pool_geom *g,
+                          opd_tensor *self, const char *op) {
+  opd_tensor *out = NULL, *indices = NULL;
+  if (!rc) rc = check_dtype(g, op);
+  if (!rc) rc = opd__alloc_pool_results(g, &out, &indices);
+  if (!rc) rc = run(g, false, self, out, indices, op);
+  if (self) opd_tensor_release(self);
+  return opd__push_pool_results(stack, out, indices, rc);
+}
+
+int opd__max_pool_run(opd__pool_run_fn run, opd_stack *stack, int sdims) {
+  opd__pool_geom g;
+  opd_tensor *self;
+  int rc = opd__max_pool_args(stack, sdims, &g, &self);
+  return max_pool_boxed(run, stack, rc, &g, self, sdims == 2 ? "max_pool2d" : "max_pool3d");
+}
+
+int opd__adaptive_max_pool_run(opd__pool_run_fn run, opd_stack *stack, int sdims) {
+  opd__pool_geom g;
+  opd_tensor *self;
+  int rc = opd__adaptive_max_pool_args(stack, sdims, &g, &self);
+  return max_pool_boxed(run, stack, rc, &g, self,
+                        sdims == 2 ? "adaptive_max_pool2d" : "adaptive_max_pool3d_cpu");
+}
+
+int opd__max_pool_backward_run(opd__pool_run_fn run, int sdims, opd_tensor *grad_output,
+                               opd_tensor *self, opd_int_list kernel_size, opd_int_list stride,
+                               opd_int_list padding, opd_int_list dilation, bool ceil_mode,
+                               opd_tensor *indices, opd_tensor **out) {
+  const char *op =
+      sdims == 2 ? "max_pool2d_with_indices_backward" : "max_pool3d_with_indices_backward";
+  opd__pool_geom g;
+  int rc = opd__max_pool_meta(self, sdims, kernel_size, stride, padding, dilation, ceil_mode, &g);
+  if (!rc) rc = opd__pool_backward_check(&g, grad_output, indices, op);
+  return rc ? rc : backward(run, &g, grad_output, self, indices, out, op);
+}
+
+int opd__avg_pool_run(opd__pool_run_fn run, int sdims, opd_tensor *self, opd_int_list kernel_size,
+                      opd_int_list stride, opd_int_list padding, bool ceil_mode,
+                      bool count_include_pad, opd_opt_int divisor_override, const char *name,
+                      opd_tensor **out) {
+  opd__pool_geom g;
+  int rc = opd__avg_pool_meta(self, sdims, kernel_size, stride, padding, ceil_mode,
+                              count_include_pad, divisor_override, &g);
+  return rc ? rc : forward(run, &g, self, out, name);
+}
+
+int opd__avg_pool_backward_run(opd__pool_run_fn run, int sdims, opd_tensor *grad_output,
+                               opd_tensor *self, opd_int_list kernel_size, opd_int_list stride,
+                               opd_int_list padding, bool ceil_mode, bool count_include_pad,
+                               opd_opt_int divisor_override, const char *name, opd_tensor **out) {
+  opd__pool_geom g;
+  int rc = opd__avg_pool_meta(self, sdims, kernel_size, stride, padding, ceil_mode,
+                              count_include_pad, divisor_override, &g);
+  if (!rc)
+    rc = opd__pool_backward_check(&g, grad_output, NULL,
+                                  sdims == 2 ? "avg_pool2d_backward" : "avg_pool3d_backward");
+  return rc ? rc : backward(run, &g, grad_output, self, NULL, out, name);
+}
+
+int opd__adaptive_avg_pool_run(opd__pool_run_fn run, int sdims, opd_tensor *self,
+                               opd_int_list output_size, const char *name, opd_tensor **out) {
+  opd__pool_geom g;
+  int rc = opd__adaptive_pool_meta(self, sdims, output_size, false, &g);
+  return rc ? rc : forward(run, &g, self, out, name);
+}
+
+int opd__adaptive_pool_backward_run(opd__pool_run_fn run, int sdims, opd_tensor *grad_output,
+                                    opd_tensor *self, opd_tensor *indices, bool max,
+                                    const char *name, opd_tensor **out) {
+  opd__pool_geom g;
+  int rc = opd__adaptive_backward_meta(grad_output, self, indices, sdims, max, &g);
+  return rc ? rc : backward(run, &g, grad_output, self, indices, out, name);
+}

@@ -411,6 +411,20 @@ int opd__meta_native_layer_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   return opd__push_results(stack, res, 3, rc);
 }
 
+/* The Meta device's compute of the reductions below ([Note: A reduction's wrapper and its
+ * device's compute]): the output(s) allocated, nothing computed. */
+static int meta_alloc(const opd__red_call *call, opd_tensor *self, uint64_t mask,
+                      const opd_out_spec *spec, opd_tensor **out, opd_tensor **mean) {
+  (void)call;
+  (void)mask;
+  int rc = opd__alloc_output(spec, opd_tensor_device(self), out);
+  if (!rc && mean && (rc = opd__alloc_output(spec, opd_tensor_device(self), mean))) {
+    opd_tensor_release(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
 int opd__meta_nansum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
                      opd_dtype dtype, opd_tensor **out) {
   return opd__meta_sum_dim_intlist(ctx, self, dim, keepdim, dtype, out);
@@ -419,44 +433,29 @@ int opd__meta_nansum(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list d
 int opd__meta_prod_dim_int(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
                            opd_dtype dtype, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__prod_meta(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, dtype,
-                          &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+  return opd__prod_run(meta_alloc, 0, self, (opd_opt_int){.has_value = true, .value = dim}, keepdim,
+                       dtype, out);
 }
 
 int opd__meta_prod(const opd_kernel_ctx *ctx, opd_tensor *self, opd_dtype dtype, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__prod_meta(self, (opd_opt_int){0}, false, dtype, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+  return opd__prod_run(meta_alloc, 0, self, (opd_opt_int){0}, false, dtype, out);
 }
 
 int opd__meta_amin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim, bool keepdim,
                    opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__amin_meta(self, dim, keepdim, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+  return opd__amin_run(meta_alloc, 0, self, dim, keepdim, out);
 }
 
 int opd__meta_max(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__max_all_meta("max", self, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+  return opd__max_all_run(meta_alloc, 0, "max", self, out);
 }
 
 int opd__meta_min(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__max_all_meta("min", self, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+  return opd__max_all_run(meta_alloc, 0, "min", self, out);
 }
 
 int opd__meta_argmin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int dim, bool keepdim,
@@ -468,43 +467,35 @@ int opd__meta_argmin(const opd_kernel_ctx *ctx, opd_tensor *self, opd_opt_int di
   return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
 }
 
-static int meta_any_all(opd_tensor *self, opd_opt_int dim, bool keepdim, opd_tensor **out) {
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__any_all_meta(self, dim, keepdim, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
-}
-
 int opd__meta_any(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
-  return meta_any_all(self, (opd_opt_int){0}, false, out);
+  return opd__any_all_run(meta_alloc, 0, self, (opd_opt_int){0}, false, out);
 }
 
 int opd__meta_any_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
                       opd_tensor **out) {
   (void)ctx;
-  return meta_any_all(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+  return opd__any_all_run(meta_alloc, 0, self, (opd_opt_int){.has_value = true, .value = dim},
+                          keepdim, out);
 }
 
 int opd__meta_all(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor **out) {
   (void)ctx;
-  return meta_any_all(self, (opd_opt_int){0}, false, out);
+  return opd__any_all_run(meta_alloc, 0, self, (opd_opt_int){0}, false, out);
 }
 
 int opd__meta_all_dim(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim, bool keepdim,
                       opd_tensor **out) {
   (void)ctx;
-  return meta_any_all(self, (opd_opt_int){.has_value = true, .value = dim}, keepdim, out);
+  return opd__any_all_run(meta_alloc, 0, self, (opd_opt_int){.has_value = true, .value = dim},
+                          keepdim, out);
 }
 
 /* (PyTorch 1.13 has no Meta kernel for it; opd's lets graphs infer its shape) */
 int opd__meta_count_nonzero_dim_intlist(const opd_kernel_ctx *ctx, opd_tensor *self,
                                         opd_int_list dim, opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__count_nonzero_meta(self, dim, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+  return opd__count_nonzero_run(meta_alloc, 0, self, dim, out);
 }
 
 /* ---- var, std and the norms ---- */
@@ -590,62 +581,27 @@ int opd__norm_meta(const opd_tensor *self, opd_int_list dim, bool keepdim, opd_d
 int opd__meta_var_correction(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim,
                              opd_opt_int correction, bool keepdim, opd_tensor **out) {
   (void)ctx;
-  (void)correction;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__var_meta("std and var", self, dim, keepdim, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
-}
-
-/* var_mean.correction and std_mean.correction (boxed; name "var_mean" or "std_mean"): two
- * results of the input's spec */
-static int meta_var_mean(const char *name, opd_stack *stack) {
-  assert(stack->size >= 4);
-  opd_ivalue *args = opd_stack_last(stack, 4);
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = 0;
-  if (args[0].tag != OPD_IV_TENSOR || args[3].tag != OPD_IV_BOOL)
-    rc = opd_error(OPD_EINVAL, "var_mean / std_mean: expected (Tensor, int[1]?, int?, bool)");
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  if (!rc)
-    rc = opd__var_meta(name, args[0].u.t, opd__iv_int_list(&args[1]), args[3].u.b, &spec, &mask);
-  if (!rc) rc = opd__alloc_output(&spec, opd_tensor_device(args[0].u.t), &res[0]);
-  if (!rc) rc = opd__alloc_output(&spec, opd_tensor_device(args[0].u.t), &res[1]);
-  opd_stack_drop(stack, 4);
-  return opd__push_results(stack, res, 2, rc);
+  return opd__var_run(meta_alloc, 0, self, dim, correction, keepdim, out);
 }
 
 int opd__meta_linalg_vector_norm(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar ord,
                                  opd_int_list dim, bool keepdim, opd_dtype dtype,
                                  opd_tensor **out) {
   (void)ctx;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc =
-      opd__vector_norm_meta(self, opd__scalar_to_double(ord), dim, keepdim, dtype, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+  return opd__vector_norm_run(meta_alloc, 0, self, ord, dim, keepdim, dtype, out);
 }
 
 int opd__meta_norm_scalaropt_dim(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar p,
                                  opd_int_list dim, bool keepdim, opd_tensor **out) {
   (void)ctx;
-  (void)p;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__norm_meta(self, dim, keepdim, OPD_DTYPE_UNDEFINED, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+  return opd__norm_run(meta_alloc, 0, self, p, dim, keepdim, OPD_DTYPE_UNDEFINED, out);
 }
 
 int opd__meta_norm_scalaropt_dim_dtype(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar p,
                                        opd_int_list dim, bool keepdim, opd_dtype dtype,
                                        opd_tensor **out) {
   (void)ctx;
-  (void)p;
-  opd_out_spec spec;
-  uint64_t mask = 0;
-  int rc = opd__norm_meta(self, dim, keepdim, dtype, &spec, &mask);
-  return rc ? rc : opd__alloc_output(&spec, opd_tensor_device(self), out);
+  return opd__norm_run(meta_alloc, 0, self, p, dim, keepdim, dtype, out);
 }
 
 int opd__meta_std_correction(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list dim,
@@ -655,12 +611,12 @@ int opd__meta_std_correction(const opd_kernel_ctx *ctx, opd_tensor *self, opd_in
 
 int opd__meta_var_mean_correction(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return meta_var_mean("var_mean", stack);
+  return opd__var_mean_run(meta_alloc, 0, "var_mean", stack);
 }
 
 int opd__meta_std_mean_correction(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return meta_var_mean("std_mean", stack);
+  return opd__var_mean_run(meta_alloc, 0, "std_mean", stack);
 }
 
 /* ---- max.dim, min.dim, aminmax: two results ---- */
@@ -724,30 +680,154 @@ int opd__two_results_meta(int which, opd_ivalue *args, opd_out_spec *first, opd_
                            args[2].u.b, first, second, mask);
 }
 
-static int meta_two_results(int which, opd_stack *stack) {
+static const opd__extrema_ops meta_extrema = {0};
+
+int opd__meta_max_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return opd__two_results_run(meta_alloc, &meta_extrema, OPD__MAX_DIM, stack);
+}
+
+int opd__meta_min_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return opd__two_results_run(meta_alloc, &meta_extrema, OPD__MIN_DIM, stack);
+}
+
+int opd__meta_aminmax(const opd_kernel_ctx *ctx, opd_stack *stack) {
+  (void)ctx;
+  return opd__two_results_run(meta_alloc, &meta_extrema, OPD__AMINMAX, stack);
+}
+
+/* ---- the devices' wrappers: [Note: A reduction's wrapper and its device's compute] ---- */
+
+static int compute(opd__red_fn fn, int op, opd_tensor *self, uint64_t mask,
+                   const opd_out_spec *spec, opd_tensor **out) {
+  return fn(&(opd__red_call){.op = op}, self, mask, spec, out, NULL);
+}
+
+int opd__sum_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim, bool keepdim,
+                 opd_dtype dtype, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__sum_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__prod_run(opd__red_fn fn, int op, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                  opd_dtype dtype, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__prod_meta(self, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__amin_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim, bool keepdim,
+                  opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__amin_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__max_all_run(opd__red_fn fn, int op, const char *name, opd_tensor *self, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__max_all_meta(name, self, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__argmin_run(opd__red_fn fn, int op, const char *kernel_name, opd_tensor *self,
+                    opd_opt_int dim, bool keepdim, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__argmin_meta(self, dim, keepdim, &spec, &mask);
+  if (rc) return rc;
+  if (opd_tensor_dtype(self) == OPD_BOOL) {
+    bool size_one =
+        dim.has_value && (mask == 0 || opd_tensor_sizes(self)[__builtin_ctzll(mask)] == 1);
+    if (!size_one)
+      return opd_error(OPD_EINVAL, "\"%s\" not implemented for '%s'", kernel_name,
+                       opd_dtype_c10_name(OPD_BOOL));
+  }
+  return compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__any_all_run(opd__red_fn fn, int op, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                     opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__any_all_meta(self, dim, keepdim, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__count_nonzero_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim,
+                           opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__count_nonzero_meta(self, dim, &spec, &mask);
+  return rc ? rc : compute(fn, op, self, mask, &spec, out);
+}
+
+int opd__two_results_run(opd__red_fn fn, const opd__extrema_ops *ops, int which, opd_stack *stack) {
   assert(stack->size >= 3);
   opd_ivalue *args = opd_stack_last(stack, 3);
   opd_tensor *res[2] = {NULL, NULL};
   opd_out_spec a, b;
   uint64_t mask = 0;
   int rc = opd__two_results_meta(which, args, &a, &b, &mask);
-  if (!rc) rc = opd__alloc_output(&a, opd_tensor_device(args[0].u.t), &res[0]);
-  if (!rc) rc = opd__alloc_output(&b, opd_tensor_device(args[0].u.t), &res[1]);
+  int first = which == OPD__MIN_DIM || which == OPD__AMINMAX ? ops->min : ops->max;
+  int second = which == OPD__AMINMAX ? ops->max : which == OPD__MIN_DIM ? ops->argmin : ops->argmax;
+  if (!rc) rc = compute(fn, first, args[0].u.t, mask, &a, &res[0]);
+  if (!rc) rc = compute(fn, second, args[0].u.t, mask, &b, &res[1]);
   opd_stack_drop(stack, 3);
   return opd__push_results(stack, res, 2, rc);
 }
 
-int opd__meta_max_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return meta_two_results(OPD__MAX_DIM, stack);
+static double correction_of(opd_opt_int c) {
+  return c.has_value ? (double)c.value : 1;
 }
 
-int opd__meta_min_dim(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return meta_two_results(OPD__MIN_DIM, stack);
+int opd__var_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim, opd_opt_int correction,
+                 bool keepdim, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__var_meta("std and var", self, dim, keepdim, &spec, &mask);
+  opd__red_call call = {.op = op, .correction = correction_of(correction)};
+  return rc ? rc : fn(&call, self, mask, &spec, out, NULL);
 }
 
-int opd__meta_aminmax(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return meta_two_results(OPD__AMINMAX, stack);
+int opd__var_mean_run(opd__red_fn fn, int op, const char *name, opd_stack *stack) {
+  assert(stack->size >= 4);
+  opd_ivalue *args = opd_stack_last(stack, 4);
+  opd_tensor *res[2] = {NULL, NULL};
+  int rc = 0;
+  if (args[0].tag != OPD_IV_TENSOR || args[3].tag != OPD_IV_BOOL)
+    rc = opd_error(OPD_EINVAL, "var_mean / std_mean: expected (Tensor, int[1]?, int?, bool)");
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  if (!rc)
+    rc = opd__var_meta(name, args[0].u.t, opd__iv_int_list(&args[1]), args[3].u.b, &spec, &mask);
+  if (!rc) {
+    opd__red_call call = {.op = op, .correction = correction_of(opd__iv_opt_int(&args[2]))};
+    rc = fn(&call, args[0].u.t, mask, &spec, &res[0], &res[1]);
+  }
+  opd_stack_drop(stack, 4);
+  return opd__push_results(stack, res, 2, rc);
+}
+
+int opd__vector_norm_run(opd__red_fn fn, int op, opd_tensor *self, opd_scalar ord, opd_int_list dim,
+                         bool keepdim, opd_dtype dtype, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  double p = opd__scalar_to_double(ord);
+  int rc = opd__vector_norm_meta(self, p, dim, keepdim, dtype, &spec, &mask);
+  return rc ? rc : fn(&(opd__red_call){.op = op, .ord = p}, self, mask, &spec, out, NULL);
+}
+
+int opd__norm_run(opd__red_fn fn, int op, opd_tensor *self, opd_scalar p, opd_int_list dim,
+                  bool keepdim, opd_dtype dtype, opd_tensor **out) {
+  opd_out_spec spec;
+  uint64_t mask = 0;
+  int rc = opd__norm_meta(self, dim, keepdim, dtype, &spec, &mask);
+  double ord = p.tag == OPD_IV_NONE ? 2 : opd__scalar_to_double(p);
+  return rc ? rc : fn(&(opd__red_call){.op = op, .ord = ord}, self, mask, &spec, out, NULL);
 }

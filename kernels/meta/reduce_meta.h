@@ -64,6 +64,60 @@ enum { OPD__MAX_DIM, OPD__MIN_DIM, OPD__AMINMAX };
 int opd__two_results_meta(int which, opd_ivalue *args, opd_out_spec *first, opd_out_spec *second,
                           uint64_t *mask);
 
+/* [Note: A reduction's wrapper and its device's compute]
+ * The reductions' CPU and CUDA kernels differ only in the computation. Each device's kernel calls
+ * one of the opd__*_run functions below with its compute function and its own code of the
+ * operation; the run function reads the arguments (off the stack for the boxed ones), runs the
+ * meta function (PyTorch's errors) and hands the spec and the reduced mask to the compute, which
+ * makes the new output(s); boxed results are pushed back on the stack. */
+typedef struct opd__red_call {
+  int op;            /* the device's code of the reduction */
+  double correction; /* var and std: the correction (1 when None) */
+  double ord;        /* the norms: the order */
+} opd__red_call;
+/* A device's reduction call->op of self over the dims of mask into a new output of spec; `mean`
+ * is NULL, or for var and std a second result (the mean) of the same spec. */
+typedef int (*opd__red_fn)(const opd__red_call *call, opd_tensor *self, uint64_t mask,
+                           const opd_out_spec *spec, opd_tensor **out, opd_tensor **mean);
+/* The device's codes of the reductions behind max.dim, min.dim and aminmax. */
+typedef struct opd__extrema_ops {
+  int max, min, argmax, argmin;
+} opd__extrema_ops;
+
+/* sum.dim_IntList's arguments (nansum's too). */
+int opd__sum_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim, bool keepdim,
+                 opd_dtype dtype, opd_tensor **out);
+/* prod.dim_int (dim set) and prod (dim None, keepdim false). */
+int opd__prod_run(opd__red_fn fn, int op, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                  opd_dtype dtype, opd_tensor **out);
+int opd__amin_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim, bool keepdim,
+                  opd_tensor **out);
+/* max and min of every element; name "max" or "min". */
+int opd__max_all_run(opd__red_fn fn, int op, const char *name, opd_tensor *self, opd_tensor **out);
+/* argmin; a Bool input raises "<kernel_name>" not implemented, but for a dim of size 1 (0, as
+ * PyTorch answers before it looks at the dtype). */
+int opd__argmin_run(opd__red_fn fn, int op, const char *kernel_name, opd_tensor *self,
+                    opd_opt_int dim, bool keepdim, opd_tensor **out);
+/* any, any.dim, all and all.dim (dim None: every dim, keepdim false). */
+int opd__any_all_run(opd__red_fn fn, int op, opd_tensor *self, opd_opt_int dim, bool keepdim,
+                     opd_tensor **out);
+int opd__count_nonzero_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim,
+                           opd_tensor **out);
+/* max.dim, min.dim and aminmax, boxed: two reductions of the same input over the same dims. */
+int opd__two_results_run(opd__red_fn fn, const opd__extrema_ops *ops, int which, opd_stack *stack);
+/* var.correction and std.correction (op: the device's var or std). */
+int opd__var_run(opd__red_fn fn, int op, opd_tensor *self, opd_int_list dim, opd_opt_int correction,
+                 bool keepdim, opd_tensor **out);
+/* var_mean.correction and std_mean.correction, boxed (self, dim, correction, keepdim); name
+ * "var_mean" or "std_mean". */
+int opd__var_mean_run(opd__red_fn fn, int op, const char *name, opd_stack *stack);
+int opd__vector_norm_run(opd__red_fn fn, int op, opd_tensor *self, opd_scalar ord, opd_int_list dim,
+                         bool keepdim, opd_dtype dtype, opd_tensor **out);
+/* norm.ScalarOpt_dim and norm.ScalarOpt_dim_dtype (dtype OPD_DTYPE_UNDEFINED for the first);
+ * p None is 2. */
+int opd__norm_run(opd__red_fn fn, int op, opd_tensor *self, opd_scalar p, opd_int_list dim,
+                  bool keepdim, opd_dtype dtype, opd_tensor **out);
+
 /* _softmax and _log_softmax: the output spec and the wrapped dim (0 for a 0-d tensor).
  * half_to_float is accepted for Half inputs only (the CUDA rule; the CPU kernels reject it). */
 int opd__softmax_meta(const opd_tensor *self, int64_t dim, bool half_to_float, opd_out_spec *spec,

@@ -13,8 +13,9 @@
 #include "meta/index_scatter_meta.h"
 #include "meta/index_shape_meta.h"
 
-/* Runs a gather (other: the output, read from self) or a scatter (into self, of other or of
- * value) along the wrapped dim. */
+/* CUDA's walk of a gather (other: the output, read from self) or a scatter (into self, of other
+ * or of value) along the wrapped dim ([Note: A scatter's wrapper and its device's walk] in
+ * kernels/meta/index_scatter_meta.h). */
 static int run_scatter(bool gather, opd_tensor *self, int64_t dim, opd_tensor *index,
                        opd_tensor *other, const char *value, opd__reduce_op op) {
   if (index->numel == 0) return 0;
@@ -57,112 +58,55 @@ static int run_scatter(bool gather, opd_tensor *self, int64_t dim, opd_tensor *i
   return rc;
 }
 
-/* A new contiguous copy of self (the output of an out-of-place scatter). */
-static int copy_of(opd_tensor *self, opd_tensor **out) {
-  opd_out_spec spec = {.ndim = self->ndim, .dtype = opd_tensor_dtype(self)};
-  memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof(int64_t));
-  int rc = opd__alloc_output(&spec, opd_tensor_device(self), out);
-  if (rc) return rc;
-  if ((rc = opd__call_copy_(*out, self, false))) {
-    opd_tensor_release(*out);
-    *out = NULL;
-  }
-  return rc;
-}
-
-/* The result of an out-of-place kernel that computed into r: r, or its release. */
-static int finish(int rc, opd_tensor *r, opd_tensor **out) {
-  if (rc) {
-    opd_tensor_release(r);
-    return rc;
-  }
-  *out = r;
-  return 0;
-}
-
 int opd__cuda_gather_along(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                            opd_tensor *index, bool sparse_grad, opd_tensor **out) {
   (void)ctx;
   (void)sparse_grad;
-  int64_t d;
-  opd_out_spec spec;
-  opd_tensor *r = NULL;
-  int rc = opd__gather_meta(self, dim, index, &d, &spec);
-  if (rc == 0) rc = opd__alloc_output(&spec, opd_tensor_device(self), &r);
-  if (rc) return rc;
-  return finish(run_scatter(true, self, d, index, r, NULL, OPD__REDUCE_NONE), r, out);
-}
-
-/* scatter of src (or of value) with op into a copy of self */
-static int scatter_out_of_place(opd_tensor *self, int64_t dim, opd_tensor *index, opd_tensor *src,
-                                const opd_scalar *value, opd__reduce_op op, opd_tensor **out) {
-  int64_t d;
-  char v[8];
-  int rc = opd__scatter_meta(self, dim, index, src, &d);
-  if (rc == 0 && value) rc = opd__elem_from_scalar(*value, opd_tensor_dtype(self), v);
-  opd_tensor *r = NULL;
-  if (rc == 0) rc = copy_of(self, &r);
-  if (rc) return rc;
-  return finish(run_scatter(false, r, d, index, src, value ? v : NULL, op), r, out);
+  return opd__gather_run(run_scatter, self, dim, index, out);
 }
 
 int opd__cuda_scatter_src(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                           opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
-  return scatter_out_of_place(self, dim, index, src, NULL, OPD__REDUCE_NONE, out);
+  return opd__scatter_run(run_scatter, self, dim, index, src, NULL, OPD__REDUCE_NONE, out);
 }
 
 int opd__cuda_scatter_value(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                             opd_tensor *index, opd_scalar value, opd_tensor **out) {
   (void)ctx;
-  return scatter_out_of_place(self, dim, index, NULL, &value, OPD__REDUCE_NONE, out);
+  return opd__scatter_run(run_scatter, self, dim, index, NULL, &value, OPD__REDUCE_NONE, out);
 }
 
 int opd__cuda_scatter_reduce(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                              opd_tensor *index, opd_tensor *src, const char *reduce,
                              opd_tensor **out) {
   (void)ctx;
-  opd__reduce_op op;
-  bool mean;
-  int rc = opd__scatter_reduce_arg(reduce, false, &op, &mean);
-  return rc ? rc : scatter_out_of_place(self, dim, index, src, NULL, op, out);
+  return opd__scatter_reduce_run(run_scatter, self, dim, index, src, NULL, reduce, out);
 }
 
 int opd__cuda_scatter_value_reduce(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                                    opd_tensor *index, opd_scalar value, const char *reduce,
                                    opd_tensor **out) {
   (void)ctx;
-  opd__reduce_op op;
-  bool mean;
-  int rc = opd__scatter_reduce_arg(reduce, false, &op, &mean);
-  return rc ? rc : scatter_out_of_place(self, dim, index, NULL, &value, op, out);
+  return opd__scatter_reduce_run(run_scatter, self, dim, index, NULL, &value, reduce, out);
 }
 
 int opd__cuda_scatter_add(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                           opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
-  return scatter_out_of_place(self, dim, index, src, NULL, OPD__REDUCE_SUM, out);
-}
-
-static int scatter_inplace(opd_tensor *self, int64_t dim, opd_tensor *index, opd_tensor *src,
-                           opd__reduce_op op, opd_tensor **out) {
-  int64_t d;
-  int rc = opd__scatter_meta(self, dim, index, src, &d);
-  if (rc == 0) rc = opd__assert_no_internal_overlap(self);
-  if (rc == 0) rc = run_scatter(false, self, d, index, src, NULL, op);
-  return rc ? rc : opd__cuda_inplace_done(self, out);
+  return opd__scatter_run(run_scatter, self, dim, index, src, NULL, OPD__REDUCE_SUM, out);
 }
 
 int opd__cuda_scatter__src(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                            opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
-  return scatter_inplace(self, dim, index, src, OPD__REDUCE_NONE, out);
+  return opd__scatter_inplace_run(run_scatter, self, dim, index, src, OPD__REDUCE_NONE, out);
 }
 
 int opd__cuda_scatter_add_(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t dim,
                            opd_tensor *index, opd_tensor *src, opd_tensor **out) {
   (void)ctx;
-  return scatter_inplace(self, dim, index, src, OPD__REDUCE_SUM, out);
+  return opd__scatter_inplace_run(run_scatter, self, dim, index, src, OPD__REDUCE_SUM, out);
 }
 
 /* masked_fill_.Tensor: masked_fill_.Scalar with the value's one element */

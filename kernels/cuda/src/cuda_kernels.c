@@ -1028,9 +1028,7 @@ static int matrix_view(opd_tensor *t, int64_t rows, int64_t cols, int64_t rs, in
 /* dot and vdot (the same for real dtypes): a (1 x k) @ (k x 1) product into the 0-d result */
 static int dot(const char *name, opd_tensor *self, opd_tensor *other, opd_tensor **out) {
   opd_out_spec spec;
-  opd_device device;
-  int rc = opd__dot_meta(name, self, other, &spec, &device);
-  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__dot_output(name, self, other, &spec, out);
   if (rc) return rc;
   int64_t k = self->numel;
   opd_tensor *a = NULL, *b = NULL, *c = NULL;
@@ -1049,26 +1047,14 @@ static int dot(const char *name, opd_tensor *self, opd_tensor *other, opd_tensor
   return rc;
 }
 
-int opd__cuda_dot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *tensor,
-                  opd_tensor **out) {
-  (void)ctx;
-  return dot("dot", self, tensor, out);
-}
-
-int opd__cuda_vdot(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *other,
-                   opd_tensor **out) {
-  (void)ctx;
-  return dot("vdot", self, other, out);
-}
+OPD__DEFINE_DOT_KERNELS(cuda, dot)
 
 /* addmv: out (m) = beta * self + alpha * mat (m x k) @ vec (k x 1) */
 int opd__cuda_addmv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *mat, opd_tensor *vec,
                     opd_scalar beta, opd_scalar alpha, opd_tensor **out) {
   (void)ctx;
   opd_out_spec spec;
-  opd_device device;
-  int rc = opd__addmv_meta(self, mat, vec, &spec, &device);
-  if (!rc) rc = opd__alloc_output(&spec, device, out);
+  int rc = opd__addmv_output(self, mat, vec, &spec, out);
   if (rc || (*out)->numel == 0) return rc;
   int64_t m = opd_tensor_sizes(mat)[0], k = opd_tensor_sizes(mat)[1];
   opd_tensor *b = NULL, *c = NULL;

@@ -40,11 +40,7 @@ static void release_all(opd_tensor **c, int n) {
 
 static int batch_norm(opd_ivalue *args, opd_tensor **res) {
   opd__batch_norm_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__batch_norm_args_read(args, &a);
-  if (!rc) rc = opd__batch_norm_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++)
-    rc = opd__alloc_output(&specs[k], opd_tensor_device(a.input), &res[k]);
+  int rc = opd__batch_norm_outputs(args, &a, res);
   opd_tensor *x = NULL;
   if (rc || (rc = opd__cuda_contiguous(a.input, &x))) return rc;
   opd__cuda_norm d = {.kind = OPD_CUDA_NORM_BATCH,
@@ -76,19 +72,12 @@ static int batch_norm(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_native_batch_norm(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = batch_norm(opd_stack_last(stack, 8), res);
-  opd_stack_drop(stack, 8);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 8, 3, true, batch_norm);
 }
 
 static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
   opd__batch_norm_backward_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__batch_norm_backward_args_read(args, &a);
-  if (!rc) rc = opd__batch_norm_backward_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++)
-    if (a.mask[k]) rc = opd__alloc_output(&specs[k], opd_tensor_device(a.bn.input), &res[k]);
+  int rc = opd__batch_norm_backward_outputs(args, &a, res);
   opd_tensor *c[2];
   if (rc || (rc = contiguous_all((opd_tensor *[]){a.bn.input, a.grad}, c, 2))) {
     if (!rc) release_all(c, 2);
@@ -113,21 +102,14 @@ static int batch_norm_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_native_batch_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = batch_norm_backward(opd_stack_last(stack, 10), res);
-  opd_stack_drop(stack, 10);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 10, 3, true, batch_norm_backward);
 }
 
 /* ---- layer norm's backward ---- */
 
 static int layer_norm_backward(opd_ivalue *args, opd_tensor **res) {
   opd__norm_backward_args a = {0};
-  opd_out_spec specs[3] = {{0}};
-  int rc = opd__layer_norm_backward_args(args, &a);
-  if (!rc) rc = opd__layer_norm_backward_meta(&a, specs);
-  for (int k = 0; k < 3 && !rc; k++)
-    if (a.mask[k]) rc = opd__alloc_output(&specs[k], opd_tensor_device(a.input), &res[k]);
+  int rc = opd__layer_norm_backward_outputs(args, &a, res);
   if (rc) return rc;
   if (a.rows * a.cols == 0) { /* grad_weight and grad_bias are zeros (sums over no rows) */
     for (int k = 1; k < 3 && !rc; k++)
@@ -157,10 +139,7 @@ static int layer_norm_backward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_native_layer_norm_backward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[3] = {NULL, NULL, NULL};
-  int rc = layer_norm_backward(opd_stack_last(stack, 8), res);
-  opd_stack_drop(stack, 8);
-  return opd__push_optional_results(stack, res, 3, rc);
+  return opd__boxed_run(stack, 8, 3, true, layer_norm_backward);
 }
 
 /* ---- softmax's backward ---- */
@@ -200,19 +179,7 @@ static int softmax_backward(opd_tensor *grad, opd_tensor *output, int64_t dim,
   return rc;
 }
 
-int opd__cuda_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                    opd_tensor *output, int64_t dim, opd_dtype input_dtype,
-                                    opd_tensor **out) {
-  (void)ctx;
-  return softmax_backward(grad_output, output, dim, input_dtype, false, out);
-}
-
-int opd__cuda_log_softmax_backward_data(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                        opd_tensor *output, int64_t dim, opd_dtype input_dtype,
-                                        opd_tensor **out) {
-  (void)ctx;
-  return softmax_backward(grad_output, output, dim, input_dtype, true, out);
-}
+OPD__DEFINE_SOFTMAX_BACKWARD_KERNELS(cuda, softmax_backward)
 
 /* ---- nll_loss ---- */
 
@@ -245,28 +212,19 @@ static int run_nll(opd__cuda_nll *d, int device) {
 }
 
 static int nll_forward(opd_ivalue *args, opd_tensor **res) {
-  if (args[0].tag != OPD_IV_TENSOR || args[1].tag != OPD_IV_TENSOR ||
-      (args[2].tag != OPD_IV_TENSOR && args[2].tag != OPD_IV_NONE) || args[3].tag != OPD_IV_INT ||
-      args[4].tag != OPD_IV_INT)
-    return opd_error(OPD_EINVAL,
-                     "nll_loss_forward: expected (Tensor, Tensor, Tensor?, int, int) arguments");
-  opd_tensor *self = args[0].u.t, *target = args[1].u.t;
-  opd_tensor *weight = args[2].tag == OPD_IV_TENSOR ? args[2].u.t : NULL;
-  int64_t reduction = args[3].u.i, batch, classes;
-  opd_out_spec out_spec, tw_spec;
-  int rc =
-      opd__nll_loss_meta(self, target, weight, reduction, &batch, &classes, &out_spec, &tw_spec);
-  opd_device dev = opd_tensor_device(self);
-  if (rc || (rc = opd__alloc_output(&out_spec, dev, &res[0])) ||
-      (rc = opd__alloc_output(&tw_spec, dev, &res[1])))
+  opd__nll_forward_args a;
+  int rc = opd__nll_forward_args_read(args, false, &a);
+  opd_tensor *self = a.self;
+  if (rc || (rc = opd__alloc_output(&a.out_spec, opd_tensor_device(self), &res[0])) ||
+      (rc = opd__alloc_output(&a.tw_spec, opd_tensor_device(self), &res[1])))
     return rc;
   opd_tensor *c[3];
-  if (!(rc = contiguous_all((opd_tensor *[]){self, target, weight}, c, 3))) {
-    opd__cuda_nll d = {.per_sample = reduction == OPD__REDUCTION_NONE && self->ndim == 2,
-                       .mean = reduction == OPD__REDUCTION_MEAN,
-                       .batch = batch,
-                       .classes = classes,
-                       .ignore_index = args[4].u.i,
+  if (!(rc = contiguous_all((opd_tensor *[]){self, a.target, a.weight}, c, 3))) {
+    opd__cuda_nll d = {.per_sample = a.reduction == OPD__REDUCTION_NONE && self->ndim == 2,
+                       .mean = a.reduction == OPD__REDUCTION_MEAN,
+                       .batch = a.batch,
+                       .classes = a.classes,
+                       .ignore_index = a.ignore_index,
                        .self = vec_of(c[0], true),
                        .target = vec_of(c[1], true),
                        .weight = vec_of(c[2], true),
@@ -280,10 +238,7 @@ static int nll_forward(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_nll_loss_forward(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = nll_forward(opd_stack_last(stack, 5), res);
-  opd_stack_drop(stack, 5);
-  return opd__push_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 5, 2, false, nll_forward);
 }
 
 int opd__cuda_nll_loss_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
@@ -408,10 +363,7 @@ static int dropout(opd_ivalue *args, opd_tensor **res) {
 
 int opd__cuda_native_dropout(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  opd_tensor *res[2] = {NULL, NULL};
-  int rc = dropout(opd_stack_last(stack, 3), res);
-  opd_stack_drop(stack, 3);
-  return opd__push_optional_results(stack, res, 2, rc);
+  return opd__boxed_run(stack, 3, 2, true, dropout);
 }
 
 /* grad * mask * scale, the mask read as the gradient's dtype (grad * mask is exact: the mask is

@@ -223,75 +223,29 @@ static int round_decimals(opd_tensor *self, int64_t decimals, opd_tensor *into, 
   return run(&o, &spec, &self, 1, into, out);
 }
 
-int opd__cuda_round_decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,
-                             opd_tensor **out) {
-  (void)ctx;
-  return round_decimals(self, decimals, NULL, out);
-}
+OPD__DEFINE_ROUND_DECIMALS_KERNELS(cuda, round_decimals)
 
-int opd__cuda_round__decimals(const opd_kernel_ctx *ctx, opd_tensor *self, int64_t decimals,
-                              opd_tensor **out) {
-  (void)ctx;
-  return round_decimals(self, decimals, self, out);
-}
-
-/* the largest finite value of a floating dtype */
-static double float_max(opd_dtype t) {
-  switch (t) {
-  case OPD_FLOAT16: return 65504.0;
-  case OPD_BFLOAT16: return 3.38953138925153547590e38;
-  case OPD_FLOAT32: return 3.40282346638528859812e38;
-  default: return 1.79769313486231570815e308;
-  }
-}
-
-/* nan_to_num(self, nan, posinf, neginf) into a new tensor or into self (integers and bool:
- * a copy, as ATen's); v: the three float? arguments */
-static int nan_to_num(opd_tensor *self, const opd_ivalue *v, opd_tensor *into, opd_tensor **out) {
-  opd_out_spec spec;
-  opd_dtype compute;
-  int rc = opd__pointwise_meta(&self, 1, OPD__POINTWISE_SAME, OPD__POINTWISE_ALL, "nan_to_num",
-                               &compute, &spec);
-  if (rc) return rc;
-  double max = float_max(spec.dtype);
-  double repl[3] = {0, max, -max};
-  for (int k = 0; k < 3; k++)
-    if (v[k].tag == OPD_IV_DOUBLE) repl[k] = v[k].u.d;
-  bool floating = opd_dtype_is_floating(spec.dtype);
+/* nan_to_num's compute ([Note: A pointwise operator's kernel pair on each device]'s
+ * opd__nan_to_num_boxed in kernels/meta/pointwise_meta.h) */
+static int nan_to_num(opd_tensor *self, const opd_out_spec *spec, const double *repl,
+                      opd_tensor *into, opd_tensor **out) {
+  bool floating = opd_dtype_is_floating(spec->dtype);
   opd__cuda_ewop o = {.op = floating ? OPD_CUDA_EW_NAN_TO_NUM : OPD_CUDA_EW_COPY,
-                      .compute = spec.dtype,
+                      .compute = spec->dtype,
                       .c0d = repl[0],
                       .c1d = repl[1],
                       .c2d = repl[2]};
-  return run(&o, &spec, &self, 1, into, out);
-}
-
-/* Boxed (no unboxed tag holds a float?): (self, nan, posinf, neginf). */
-static int nan_to_num_boxed(opd_stack *stack, bool inplace) {
-  opd_ivalue *a = opd_stack_last(stack, 4);
-  int rc = a[0].tag == OPD_IV_TENSOR ? 0 : OPD_EINVAL;
-  for (int k = 1; k < 4 && rc == 0; k++)
-    if (a[k].tag == OPD_IV_INT) /* an int where a float is taken */
-      a[k] = opd_iv_double((double)a[k].u.i);
-    else if (a[k].tag != OPD_IV_DOUBLE && a[k].tag != OPD_IV_NONE)
-      rc = OPD_EINVAL;
-  opd_tensor *r = NULL;
-  if (rc)
-    rc = opd_error(OPD_EINVAL, "nan_to_num: expected (Tensor, float?, float?, float?) arguments");
-  else
-    rc = nan_to_num(a[0].u.t, a + 1, inplace ? a[0].u.t : NULL, &r);
-  opd_stack_drop(stack, 4);
-  return rc ? rc : opd_stack_push(stack, opd_iv_tensor_steal(r));
+  return run(&o, spec, &self, 1, into, out);
 }
 
 int opd__cuda_nan_to_num(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, false);
+  return opd__nan_to_num_boxed(stack, false, nan_to_num);
 }
 
 int opd__cuda_nan_to_num_(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return nan_to_num_boxed(stack, true);
+  return opd__nan_to_num_boxed(stack, true, nan_to_num);
 }
 
 /* ---- addcmul, addcdiv, lerp, clamps ---- */
@@ -309,29 +263,8 @@ static int addc(opd_tensor *self, opd_tensor *t1, opd_tensor *t2, opd_scalar val
   return run(&o, &spec, (opd_tensor *[]){self, t1, t2}, 3, into, out);
 }
 
-int opd__cuda_addcmul(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, opd_tensor *t2,
-                      opd_scalar value, opd_tensor **out) {
-  (void)ctx;
-  return addc(self, t1, t2, value, false, NULL, out);
-}
-
-int opd__cuda_addcmul_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, opd_tensor *t2,
-                       opd_scalar value, opd_tensor **out) {
-  (void)ctx;
-  return addc(self, t1, t2, value, false, self, out);
-}
-
-int opd__cuda_addcdiv(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, opd_tensor *t2,
-                      opd_scalar value, opd_tensor **out) {
-  (void)ctx;
-  return addc(self, t1, t2, value, true, NULL, out);
-}
-
-int opd__cuda_addcdiv_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *t1, opd_tensor *t2,
-                       opd_scalar value, opd_tensor **out) {
-  (void)ctx;
-  return addc(self, t1, t2, value, true, self, out);
-}
+OPD__DEFINE_ADDC_KERNELS(cuda, addc, addcmul, false)
+OPD__DEFINE_ADDC_KERNELS(cuda, addc, addcdiv, true)
 
 static int lerp(opd_tensor *self, opd_tensor *end, opd_tensor *weight, opd_scalar weight_value,
                 opd_tensor *into, opd_tensor **out) {
@@ -346,29 +279,7 @@ static int lerp(opd_tensor *self, opd_tensor *end, opd_tensor *weight, opd_scala
   return run(&o, &spec, (opd_tensor *[]){self, end, weight}, weight ? 3 : 2, into, out);
 }
 
-int opd__cuda_lerp_scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,
-                          opd_scalar weight, opd_tensor **out) {
-  (void)ctx;
-  return lerp(self, end, NULL, weight, NULL, out);
-}
-
-int opd__cuda_lerp__scalar(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,
-                           opd_scalar weight, opd_tensor **out) {
-  (void)ctx;
-  return lerp(self, end, NULL, weight, self, out);
-}
-
-int opd__cuda_lerp_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,
-                          opd_tensor *weight, opd_tensor **out) {
-  (void)ctx;
-  return lerp(self, end, weight, opd__scalar_int(0), NULL, out);
-}
-
-int opd__cuda_lerp__tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *end,
-                           opd_tensor *weight, opd_tensor **out) {
-  (void)ctx;
-  return lerp(self, end, weight, opd__scalar_int(0), self, out);
-}
+OPD__DEFINE_LERP_KERNELS(cuda, lerp)
 
 /* clamp_min / clamp_max (max: true) with a Scalar bound, cast to the result dtype */
 static int clamp_bound(opd_tensor *self, opd_scalar bound, bool max, opd_tensor *into,
@@ -385,29 +296,8 @@ static int clamp_bound(opd_tensor *self, opd_scalar bound, bool max, opd_tensor 
   return run(&o, &spec, &self, 1, into, out);
 }
 
-int opd__cuda_clamp_min(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar min,
-                        opd_tensor **out) {
-  (void)ctx;
-  return clamp_bound(self, min, false, NULL, out);
-}
-
-int opd__cuda_clamp_min_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar min,
-                         opd_tensor **out) {
-  (void)ctx;
-  return clamp_bound(self, min, false, self, out);
-}
-
-int opd__cuda_clamp_max(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar max,
-                        opd_tensor **out) {
-  (void)ctx;
-  return clamp_bound(self, max, true, NULL, out);
-}
-
-int opd__cuda_clamp_max_(const opd_kernel_ctx *ctx, opd_tensor *self, opd_scalar max,
-                         opd_tensor **out) {
-  (void)ctx;
-  return clamp_bound(self, max, true, self, out);
-}
+OPD__DEFINE_CLAMP_BOUND_KERNELS(cuda, clamp_bound, clamp_min, false)
+OPD__DEFINE_CLAMP_BOUND_KERNELS(cuda, clamp_bound, clamp_max, true)
 
 int opd__cuda_clamp_tensor(const opd_kernel_ctx *ctx, opd_tensor *self, opd_tensor *min,
                            opd_tensor *max, opd_tensor **out) {

@@ -1,10 +1,8 @@
 /* cuda_pool.c: the CUDA kernels of the poolings (max_pool2d/3d_with_indices,
  * adaptive_max_pool2d, avg_pool2d, _adaptive_avg_pool2d) and their backward operators: the
- * meta functions of the CPU kernels (kernels/meta/pool_meta.c), contiguous operands on the
- * device and pool.cu's kernels ([Note: CUDA pooling]).
+ * CPU kernels' wrappers (kernels/meta/pool_meta.c), contiguous operands on the device and
+ * pool.cu's kernels ([Note: CUDA pooling]).
  */
-#include <string.h>
-
 #include "cuda_ew.h"
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
@@ -14,14 +12,9 @@ _Static_assert(OPD__POOL_MAX == 0 && OPD__POOL_AVG == 1 && OPD__POOL_ADAPTIVE_AV
                    OPD__POOL_ADAPTIVE_MAX == 3,
                "pooling kinds of pool.cu");
 
-/* The poolings take float32, float64 and bfloat16, as the CPU kernels do. */
-static int check_dtype(opd_dtype t, const char *op) {
-  if (t == OPD_FLOAT32 || t == OPD_FLOAT64 || t == OPD_BFLOAT16) return 0;
-  return opd__cuda_not_implemented(op, t);
-}
-
-/* Runs the forward (src the input, indices written for max) or backward (src grad_output,
- * indices read) pooling of g into out. */
+/* CUDA's forward (src the input, indices written for max) or backward (src grad_output, indices
+ * read) pooling of g into out ([Note: A pooling's wrapper and its device's run] in
+ * kernels/meta/pool_meta.h). */
 static int pool_run(const opd__pool_geom *g, bool backward, opd_tensor *src, opd_tensor *out,
                     opd_tensor *indices, const char *op) {
   opd_tensor *x = NULL, *ix = NULL;
@@ -65,138 +58,8 @@ static int pool_run(const opd__pool_geom *g, bool backward, opd_tensor *src, opd
   return rc;
 }
 
-static int forward(const opd__pool_geom *g, opd_tensor *self, opd_tensor **out, const char *op) {
-  int rc = check_dtype(g->spec.dtype, op);
-  if (!rc) rc = opd__alloc_output(&g->spec, g->device, out);
-  if (!rc && (rc = pool_run(g, false, self, *out, NULL, op)) != 0) {
-    opd_tensor_release(*out);
-    *out = NULL;
-  }
-  return rc;
-}
-
-static int backward(const opd__pool_geom *g, opd_tensor *grad_output, opd_tensor *self,
-                    opd_tensor *indices, opd_tensor **out, const char *op) {
-  int rc = check_dtype(g->spec.dtype, op);
-  opd_out_spec spec = {.ndim = self->ndim, .dtype = g->spec.dtype};
-  memcpy(spec.sizes, opd_tensor_sizes(self), (size_t)self->ndim * sizeof *spec.sizes);
-  if (!rc) rc = opd__alloc_output(&spec, g->device, out);
-  if (!rc && (rc = pool_run(g, true, grad_output, *out, indices, op)) != 0) {
-    opd_tensor_release(*out);
-    *out = NULL;
-  }
-  return rc;
-}
-
-static int max_pool_boxed(opd_stack *stack, int sdims) {
-  opd__pool_geom g;
-  opd_tensor *self, *out = NULL, *indices = NULL;
-  const char *op = sdims == 2 ? "max_pool2d" : "max_pool3d";
-  int rc = opd__max_pool_args(stack, sdims, &g, &self);
-  if (!rc) rc = check_dtype(g.spec.dtype, op);
-  if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
-  if (!rc) rc = pool_run(&g, false, self, out, indices, op);
-  if (self) opd_tensor_release(self);
-  return opd__push_pool_results(stack, out, indices, rc);
-}
-
-int opd__cuda_max_pool2d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return max_pool_boxed(stack, 2);
-}
-
-int opd__cuda_max_pool3d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  return max_pool_boxed(stack, 3);
-}
-
-int opd__cuda_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
-  (void)ctx;
-  opd__pool_geom g;
-  opd_tensor *self, *out = NULL, *indices = NULL;
-  int rc = opd__adaptive_max_pool_args(stack, 2, &g, &self);
-  if (!rc) rc = check_dtype(g.spec.dtype, "adaptive_max_pool2d");
-  if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
-  if (!rc) rc = pool_run(&g, false, self, out, indices, "adaptive_max_pool2d");
-  if (self) opd_tensor_release(self);
-  return opd__push_pool_results(stack, out, indices, rc);
-}
-
-static int max_pool_backward(int sdims, opd_tensor *grad_output, opd_tensor *self,
-                             opd_int_list kernel_size, opd_int_list stride, opd_int_list padding,
-                             opd_int_list dilation, bool ceil_mode, opd_tensor *indices,
-                             opd_tensor **out) {
-  const char *op =
-      sdims == 2 ? "max_pool2d_with_indices_backward" : "max_pool3d_with_indices_backward";
-  opd__pool_geom g;
-  int rc = opd__max_pool_meta(self, sdims, kernel_size, stride, padding, dilation, ceil_mode, &g);
-  if (!rc) rc = opd__pool_backward_check(&g, grad_output, indices, op);
-  return rc ? rc : backward(&g, grad_output, self, indices, out, op);
-}
-
-int opd__cuda_max_pool2d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                               opd_tensor *self, opd_int_list kernel_size,
-                                               opd_int_list stride, opd_int_list padding,
-                                               opd_int_list dilation, bool ceil_mode,
-                                               opd_tensor *indices, opd_tensor **out) {
-  (void)ctx;
-  return max_pool_backward(2, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
-                           indices, out);
-}
-
-int opd__cuda_max_pool3d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                               opd_tensor *self, opd_int_list kernel_size,
-                                               opd_int_list stride, opd_int_list padding,
-                                               opd_int_list dilation, bool ceil_mode,
-                                               opd_tensor *indices, opd_tensor **out) {
-  (void)ctx;
-  return max_pool_backward(3, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
-                           indices, out);
-}
-
-int opd__cuda_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self, opd_int_list kernel_size,
-                         opd_int_list stride, opd_int_list padding, bool ceil_mode,
-                         bool count_include_pad, opd_opt_int divisor_override, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__avg_pool_meta(self, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                              divisor_override, &g);
-  return rc ? rc : forward(&g, self, out, "avg_pool2d");
-}
-
-int opd__cuda_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                  opd_tensor *self, opd_int_list kernel_size, opd_int_list stride,
-                                  opd_int_list padding, bool ceil_mode, bool count_include_pad,
-                                  opd_opt_int divisor_override, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__avg_pool_meta(self, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                              divisor_override, &g);
-  if (!rc) rc = opd__pool_backward_check(&g, grad_output, NULL, "avg_pool2d_backward");
-  return rc ? rc : backward(&g, grad_output, self, NULL, out, "avg_pool2d_backward");
-}
-
-int opd__cuda_adaptive_avg_pool2d(const opd_kernel_ctx *ctx, opd_tensor *self,
-                                  opd_int_list output_size, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__adaptive_pool_meta(self, 2, output_size, false, &g);
-  return rc ? rc : forward(&g, self, out, "adaptive_avg_pool2d");
-}
-
-int opd__cuda_adaptive_avg_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                           opd_tensor *self, opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__adaptive_backward_meta(grad_output, self, NULL, 2, false, &g);
-  return rc ? rc : backward(&g, grad_output, self, NULL, out, "adaptive_avg_pool2d_backward");
-}
-
-int opd__cuda_adaptive_max_pool2d_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,
-                                           opd_tensor *self, opd_tensor *indices,
-                                           opd_tensor **out) {
-  (void)ctx;
-  opd__pool_geom g;
-  int rc = opd__adaptive_backward_meta(grad_output, self, indices, 2, true, &g);
-  return rc ? rc : backward(&g, grad_output, self, indices, out, "adaptive_max_pool2d_backward");
-}
+OPD__DEFINE_MAX_POOL_KERNELS(cuda, pool_run, 2)
+OPD__DEFINE_MAX_POOL_KERNELS(cuda, pool_run, 3)
+OPD__DEFINE_AVG_POOL_KERNELS(cuda, pool_run, 2, "avg_pool2d", "avg_pool2d_backward")
+OPD__DEFINE_ADAPTIVE_POOL_KERNELS(cuda, pool_run, 2, "adaptive_avg_pool2d",
+                                  "adaptive_avg_pool2d_backward", "adaptive_max_pool2d_backward")
