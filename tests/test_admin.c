@@ -149,15 +149,26 @@ static const char *code(json_t *j) {
 }
 
 static atomic_int shutdowns;
-static void on_shutdown(void *arg, bool drain) {
+static void on_shutdown(void *arg) {
   (void)arg;
-  atomic_fetch_add(&shutdowns, drain ? 10 : 1);
+  atomic_fetch_add(&shutdowns, 1);
+}
+
+/* drain adds 10, undrain 100 */
+static void on_set_draining(void *arg, bool draining) {
+  (void)arg;
+  atomic_fetch_add(&shutdowns, draining ? 10 : 100);
 }
 
 static opd__admin *start(bool tcp) {
-  opd__admin_config c = {
-      sock_path, tcp ? "127.0.0.1:0" : "", tcp ? token_path : NULL, plugin_dir, on_shutdown, NULL,
-      NULL};
+  opd__admin_config c = {sock_path,
+                         tcp ? "127.0.0.1:0" : "",
+                         tcp ? token_path : NULL,
+                         plugin_dir,
+                         on_shutdown,
+                         NULL,
+                         on_set_draining,
+                         NULL};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start(&c, &a), 0);
   return a;
@@ -280,10 +291,20 @@ START_TEST(test_admin_plugins) {
   atomic_store(&shutdowns, 0);
   r = request(fd, "{\"op\":\"drain\"}");
   ck_assert(ok(r));
+  ck_assert(json_is_true(json_object_get(r, "draining")));
+  json_decref(r);
+  ck_assert_int_eq(atomic_load(&shutdowns), 10); /* answered after it is done */
+  r = request(fd, "{\"op\":\"undrain\"}");
+  ck_assert(ok(r));
+  ck_assert(json_is_false(json_object_get(r, "draining")));
+  json_decref(r);
+  ck_assert_int_eq(atomic_load(&shutdowns), 110);
+  r = request(fd, "{\"op\":\"shutdown\"}");
+  ck_assert(ok(r));
   json_decref(r);
   close(fd);
   opd__admin_stop(a);
-  ck_assert_int_eq(atomic_load(&shutdowns), 10);
+  ck_assert_int_eq(atomic_load(&shutdowns), 111);
   ck_assert_ptr_null(opd_op_schema(op));
   ck_assert_int_ne(access(sock_path, F_OK), 0);
   remove_dirs();
@@ -292,7 +313,7 @@ END_TEST
 
 START_TEST(test_admin_tcp_token) {
   make_dirs();
-  opd__admin_config c = {"", "127.0.0.1:0", NULL, plugin_dir, NULL, NULL, NULL};
+  opd__admin_config c = {"", "127.0.0.1:0", NULL, plugin_dir, NULL, NULL, NULL, NULL};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start(&c, &a), OPD_EINVAL); /* TCP without a token */
   a = start(true);
@@ -332,7 +353,7 @@ START_TEST(test_admin_tcp_token) {
   opd__admin_stop(a);
   /* an IPv6 address in the configuration's [HOST]:PORT form binds (the brackets are the
    * form's, not the address's) */
-  opd__admin_config v6 = {"", "[::1]:0", token_path, plugin_dir, NULL, NULL, NULL};
+  opd__admin_config v6 = {"", "[::1]:0", token_path, plugin_dir, NULL, NULL, NULL, NULL};
   ck_assert_msg(opd__admin_start(&v6, &a) == 0, "%s", opd_last_error());
   ck_assert_int_gt(opd__admin_tcp_port(a), 0);
   opd__admin_stop(a);
@@ -617,7 +638,7 @@ END_TEST
  * EBUSY. */
 START_TEST(test_admin_deadlines) {
   make_dirs();
-  opd__admin_config c = {sock_path, "", NULL, plugin_dir, NULL, NULL, NULL};
+  opd__admin_config c = {sock_path, "", NULL, plugin_dir, NULL, NULL, NULL, NULL};
   const opd__admin_limits limits = {.idle_ms = 500, .request_ms = 300, .max_connections = 3};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start_limited(&c, &limits, &a), 0);
@@ -663,7 +684,7 @@ END_TEST
  * and, when refused, "code" and "error"; under ASan nothing leaks. */
 START_TEST(test_admin_handle_without_socket) {
   ck_assert_int_eq(opd_kernels_register(), 0);
-  opd__admin_config c = {"", "", NULL, "", NULL, NULL, NULL};
+  opd__admin_config c = {"", "", NULL, "", NULL, NULL, NULL, NULL};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start(&c, &a), 0);
   static const struct {
@@ -676,7 +697,7 @@ START_TEST(test_admin_handle_without_socket) {
       {"{\"op\":\"status\",\"token\":\"\"}", true, OPD__ADMIN_CLOSE},
       {"not json", false, OPD__ADMIN_KEEP},
       {"not json", true, OPD__ADMIN_CLOSE},
-      {"{\"op\":\"drain\"}", false, OPD__ADMIN_DRAIN},
+      {"{\"op\":\"drain\"}", false, OPD__ADMIN_KEEP}, /* refused: no set_draining */
       {"{\"op\":\"shutdown\"}", false, OPD__ADMIN_SHUTDOWN},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

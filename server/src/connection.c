@@ -26,8 +26,12 @@
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "conn.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "decode.h"
@@ -376,6 +380,36 @@ static void reject(opd_server *s, opd__listener *l) {
   uv_close(&l->reject.handle, on_rejected);
 }
 
+/* [Note: Dead peers]
+ * A client whose host vanished (powered off, its link cut) sends nothing, not even a reset:
+ * without help the kernel keeps its connection for about 15 minutes while data is
+ * unacknowledged and forever while idle, and the session keeps its handles, bytes and
+ * graphs. So every accepted TCP connection gets keepalive probes (after
+ * tcp_keepalive_idle_s of silence, every tcp_keepalive_interval_s, tcp_keepalive_probes
+ * of them: 5 + 3 x 2 = 11 s by default) and TCP_USER_TIMEOUT (data unacknowledged for
+ * tcp_user_timeout_ms, 15 s by default, also bounds the probes); the connection then fails
+ * with ETIMEDOUT, and its close reclaims the session as for any client gone. A live client
+ * answers probes from its kernel, so an idle session is never closed by them. Unix sockets
+ * need none: their peer is on this host. A failed setsockopt is logged, not fatal: the
+ * connection still works, as it did without. */
+static void set_dead_peer_options(opd__conn *c, int fd) {
+  const opd_server_config *k = &c->server->cfg;
+  int on = 1, idle = (int)k->tcp_keepalive_idle_s, interval = (int)k->tcp_keepalive_interval_s,
+      probes = (int)k->tcp_keepalive_probes;
+  unsigned user_timeout = k->tcp_user_timeout_ms;
+  bool ok = true;
+  if (idle > 0)
+    ok = setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) == 0 &&
+         setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) == 0 &&
+         setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) == 0 &&
+         setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes) == 0;
+  if (ok && user_timeout > 0)
+    ok = setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout) == 0;
+  if (!ok)
+    opd_log(OPD_LOG_WARN, "session %" PRIu64 " (%s): cannot set TCP keepalive or user timeout: %s",
+            c->session.id, c->peer, strerror(errno));
+}
+
 void opd__conn_accept(opd_server *s, opd__listener *l) {
   opd__conn *c = opd__calloc(1, sizeof *c);
   if (!c) {
@@ -413,6 +447,7 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   if (uv_fileno(&c->h.handle, &fd) == 0) c->fd = fd;
   format_peer(c, tcp);
   c->session.peer = c->peer;
+  if (tcp && c->fd >= 0) set_dead_peer_options(c, c->fd); /* [Note: Dead peers] */
   opd__session_register(&s->sessions, &c->session);
   opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " opened from %s on %s", c->session.id, c->peer,
           l->url);

@@ -86,6 +86,10 @@ static void check_ranges(const opd_server_config *c) {
       v = (uint64_t) * (const opd_priority *)field;
       fuzz_check(v <= OPD_PRIORITY_HIGH, "%s = %llu", o->key, (unsigned long long)v);
       break;
+    case OPD__OPT_SIGTERM:
+      v = (uint64_t) * (const opd_sigterm_action *)field;
+      fuzz_check(v <= OPD_SIGTERM_STOP, "%s = %llu", o->key, (unsigned long long)v);
+      break;
     case OPD__OPT_LISTEN:
     case OPD__OPT_LOG_LEVEL: break;
     }
