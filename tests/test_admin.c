@@ -970,11 +970,65 @@ START_TEST(test_daemon_under_traffic) {
 }
 END_TEST
 
+/* The plugins option: its plugins are registered once opd_server_start returns, without an
+ * admin listener, and gone after stop; a plugin that does not load stops the start, naming
+ * it; names that are not plain .so file names, and a JSON value of the wrong type, are
+ * refused by the configuration. */
+START_TEST(test_plugins_option) {
+  make_dirs();
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugin_dir", plugin_dir), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "scaled_add.so"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "scaled_add.so"), OPD_EINVAL); /* twice */
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "../scaled_add.so"), OPD_EINVAL);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", ".hidden.so"), OPD_EINVAL);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "scaled_add"), OPD_EINVAL);
+  ck_assert_uint_eq(cfg.num_plugins, 1);
+  cfg.workers = 1;
+  cfg.log_level = OPD_LOG_ERROR;
+  ck_assert_ptr_null(opd_find_schema("myops::scaled_add"));
+  opd_server *s = NULL;
+  ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
+  ck_assert_ptr_nonnull(opd_find_schema("myops::scaled_add"));
+  opd_server_stop(s);
+  ck_assert_ptr_null(opd_find_schema("myops::scaled_add"));
+
+  /* a file the directory lacks: the start fails, and what loaded before is unloaded */
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "missing.so"), 0);
+  s = NULL;
+  ck_assert_int_lt(opd_server_start(&cfg, &s), 0);
+  ck_assert_ptr_null(s);
+  ck_assert_msg(strstr(opd_last_error(), "plugin missing.so"), "%s", opd_last_error());
+  ck_assert_ptr_null(opd_find_schema("myops::scaled_add"));
+
+  /* in a file: an array of names, which replaces the list */
+  char path[256];
+  snprintf(path, sizeof path, "%s/opd.json", dir);
+  FILE *f = fopen(path, "w");
+  fputs("{\"plugins\": \"scaled_add.so\"}", f);
+  fclose(f);
+  ck_assert_int_eq(opd_server_config_load(&cfg, path), OPD_EINVAL);
+  f = fopen(path, "w");
+  fputs("{\"plugins\": [\"second.so\"]}", f);
+  fclose(f);
+  ck_assert_int_eq(opd_server_config_load(&cfg, path), 0);
+  ck_assert_uint_eq(cfg.num_plugins, 1);
+  ck_assert_str_eq(cfg.plugins[0], "second.so");
+  unlink(path);
+  opd_server_config_destroy(&cfg);
+  remove_dirs();
+}
+END_TEST
+
 Suite *opd_test_admin_suite(void) {
   Suite *s = suite_create("admin");
   TCase *tc = tcase_create("admin");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_admin_plugins);
+  tcase_add_test(tc, test_plugins_option);
   tcase_add_test(tc, test_admin_tcp_token);
   tcase_add_test(tc, test_admin_deadlines);
   tcase_add_test(tc, test_admin_handle_without_socket);

@@ -563,6 +563,13 @@ static int op_stop(opd__admin *a, json_t *req, json_t **out) {
   return 0;
 }
 
+int opd__admin_load_plugin(opd__admin *a, const char *file) {
+  json_t *result = NULL;
+  int rc = opd__plugins_load(a->plugins, file, &result);
+  json_decref(result);
+  return rc;
+}
+
 /* drain and undrain: the server's session drain ([Note: Session drain] in loop.c). */
 static int set_draining(opd__admin *a, bool draining, json_t **out) {
   if (!a->cfg.set_draining)

@@ -45,6 +45,9 @@ typedef struct opd__admin opd__admin;
 int opd__admin_start(const opd__admin_config *c, opd__admin **out);
 int opd__admin_start_limited(const opd__admin_config *c, const opd__admin_limits *limits,
                              opd__admin **out);
+/* Loads a plugin of the plugin directory as load_plugin does (the plugins option, at start):
+ * 0 or a negative opd error with the message. */
+int opd__admin_load_plugin(opd__admin *a, const char *file);
 /* The TCP listener's port (port 0 resolved), or -1 when there is none. */
 int opd__admin_tcp_port(const opd__admin *a);
 /* Stops the thread, closes and removes the socket, deregisters what plugins and the admin

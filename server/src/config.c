@@ -113,6 +113,9 @@ const opd__option opd__options[] = {
             "file holding the token TCP admin requests must carry (default \"\")"),
     STR_OPT("plugin_dir", "DIR", OPD__OPT_PATH, plugin_dir,
             "directory load_plugin loads plugins from, by file name only (default \"\": none)"),
+    OPT("plugins", "FILE", OPD__OPT_PLUGINS, plugins, 0, 0,
+        "a plugin of plugin_dir (a file name) loaded at start, before the daemon serves; a "
+        "plugin that fails to load stops the start (repeatable; default none)"),
     OPT("max_graph_nodes", "N", OPD__OPT_U32, max_graph_nodes, 1, 1u << 20,
         "most nodes in one graph a client defines; a node counts once per value it defines "
         "(default 4096)"),
@@ -447,6 +450,25 @@ static int add_listen(opd_server_config *c, const opd__option *o, const char *te
   return opd_error(rc, "%s%s", where, msg);
 }
 
+/* Appends a plugin file name: a plain name (no '/', not hidden, ending in ".so"), as
+ * load_plugin takes (plugins.c checks the file itself at start). */
+static int add_plugin(opd_server_config *c, const char *text, const char *where) {
+  size_t len = strlen(text);
+  if (c->num_plugins >= OPD_SERVER_MAX_PLUGINS)
+    return opd_error(OPD_EINVAL, "%s'plugins': at most %d plugins", where, OPD_SERVER_MAX_PLUGINS);
+  if (len == 0 || len >= OPD_SERVER_PLUGIN_NAME_MAX || strchr(text, '/') || text[0] == '.' ||
+      len < 4 || strcmp(text + len - 3, ".so") != 0)
+    return opd_error(OPD_EINVAL,
+                     "%s'plugins': \"%s\" is not a plugin file name of plugin_dir (a name "
+                     "ending in .so, without '/', not starting with '.', at most %d bytes)",
+                     where, shown(text).s, OPD_SERVER_PLUGIN_NAME_MAX - 1);
+  for (uint32_t i = 0; i < c->num_plugins; i++)
+    if (strcmp(c->plugins[i], text) == 0)
+      return opd_error(OPD_EINVAL, "%s'plugins': \"%s\" is named twice", where, shown(text).s);
+  memcpy(c->plugins[c->num_plugins++], text, len + 1);
+  return 0;
+}
+
 /* ---- values ---- */
 
 /* The names of a named option's values, in the order of the values. */
@@ -537,6 +559,7 @@ static int set_text(opd_server_config *c, const opd__option *o, const char *text
     return set_integer(c, o, v, where);
   }
   case OPD__OPT_LISTEN: return add_listen(c, o, text, where);
+  case OPD__OPT_PLUGINS: return add_plugin(c, text, where);
   case OPD__OPT_TCP_ADDRESS:
   case OPD__OPT_HTTP_ADDRESS:
   case OPD__OPT_UNIX_ADDRESS: return set_address(c, o, text, where);
@@ -583,6 +606,22 @@ static int set_json(opd_server_config *c, const opd__option *o, json_t *v, const
         return opd_error(OPD_EINVAL, "%s'listen'[%zu] must be a URL string, got %s", where, i,
                          json_type_name(e));
       int rc = add_listen(c, o, json_string_value(e), where);
+      if (rc < 0) return rc;
+    }
+    return 0;
+  }
+  case OPD__OPT_PLUGINS: { /* replaces the list */
+    if (!json_is_array(v))
+      return opd_error(OPD_EINVAL, "%s'plugins' must be an array of file names, got %s", where,
+                       json_type_name(v));
+    c->num_plugins = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+      if (!json_is_string(e))
+        return opd_error(OPD_EINVAL, "%s'plugins'[%zu] must be a file name, got %s", where, i,
+                         json_type_name(e));
+      int rc = add_plugin(c, json_string_value(e), where);
       if (rc < 0) return rc;
     }
     return 0;

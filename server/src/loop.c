@@ -390,13 +390,28 @@ static int on_admin_set_priority(void *arg, uint64_t id, opd_priority p) {
   return session ? 0 : opd_error(OPD_ENOENT, "set_priority: no open session %" PRIu64, id);
 }
 
-/* The admin listener (docs/ADMIN.md), when a socket or a TCP address is configured. */
+/* The admin listener (docs/ADMIN.md), when a socket or a TCP address is configured, and
+ * the plugins of the plugins option, which the admin's plugin set owns (without a listener
+ * it listens on nothing), loaded before the server serves: every daemon started with one
+ * configuration has the same operators from its first session. */
 static int start_admin(opd_server *s) {
-  if (!s->cfg.admin[0] && !s->cfg.admin_tcp[0]) return 0;
+  if (!s->cfg.admin[0] && !s->cfg.admin_tcp[0] && !s->cfg.num_plugins) return 0;
   opd__admin_config ac = {
       s->cfg.admin,      s->cfg.admin_tcp,      s->cfg.admin_token_file, s->cfg.plugin_dir,
       on_admin_shutdown, on_admin_set_priority, on_admin_set_draining,   s};
-  return opd__admin_start(&ac, &s->admin);
+  int rc = opd__admin_start(&ac, &s->admin);
+  for (uint32_t i = 0; rc == 0 && i < s->cfg.num_plugins; i++) {
+    if ((rc = opd__admin_load_plugin(s->admin, s->cfg.plugins[i])) < 0) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", opd_last_error());
+      rc = opd_error(rc, "plugin %s (the plugins option): %s", s->cfg.plugins[i], msg);
+    }
+  }
+  if (rc < 0 && s->admin) {
+    opd__admin_stop(s->admin); /* unloads what was loaded */
+    s->admin = NULL;
+  }
+  return rc;
 }
 
 static void warn_if_exposed(const opd__listen_addr *a, const char *url, const char *what) {

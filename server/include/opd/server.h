@@ -44,6 +44,9 @@ typedef enum opd_sigterm_action {
   OPD_SIGTERM_STOP = 1,  /* stop: requests in flight finish, sessions are closed */
 } opd_sigterm_action;
 
+#define OPD_SERVER_MAX_PLUGINS     16 /* entries of the plugins option */
+#define OPD_SERVER_PLUGIN_NAME_MAX 64 /* bytes of one, its NUL included */
+
 /* Every option of the daemon (docs/CONFIG.md documents each, config/opd.json holds the
  * defaults). */
 typedef struct opd_server_config {
@@ -84,6 +87,9 @@ typedef struct opd_server_config {
   char admin_tcp[72];
   char admin_token_file[256];
   char plugin_dir[256]; /* where load_plugin finds plugins by file name; "": none */
+  /* plugins of plugin_dir loaded at start, before the server serves (docs/CONFIG.md) */
+  char plugins[OPD_SERVER_MAX_PLUGINS][OPD_SERVER_PLUGIN_NAME_MAX];
+  uint32_t num_plugins;
   /* worker threads per CUDA device (1; docs/CONFIG.md) */
   uint32_t cuda_workers_per_device;
   /* fair sharing of the workers (docs/CONFIG.md, "Fair sharing") */
