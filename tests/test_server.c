@@ -28,6 +28,7 @@
 #include "config.h"
 #include "opd.pb-c.h"
 #include "opd/allocator.h"
+#include "opd/client.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "opd/server.h"
@@ -1810,12 +1811,45 @@ START_TEST(test_accepted_tcp_dead_peer_options) {
 }
 END_TEST
 
+/* [Note: Idle sessions] in connection.c: with session_idle_timeout_s, a session that sends
+ * nothing is closed by the daemon (its next call finds the session gone); without it, the
+ * session stays. */
+START_TEST(test_idle_session_timeout) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  ck_assert_uint_eq(cfg.session_idle_timeout_s, 0);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "session_idle_timeout_s", "1"), 0);
+  cfg.workers = 1;
+  cfg.log_level = OPD_LOG_ERROR;
+  opd_server *s = NULL;
+  ck_assert_int_eq(opd_server_start(&cfg, &s), 0);
+  opd_server_config_destroy(&cfg);
+  opd_client *c = NULL;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
+  float x[] = {1, 2};
+  opd_client_tensor t;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, (int64_t[]){2}, 1, x, sizeof x, NULL, &t), 0);
+  ck_assert_uint_eq(opd_server_num_sessions(s), 1);
+  /* the daemon closes it after a second of silence: waited for, bounded */
+  for (int i = 0; i < 2000 && opd_server_num_sessions(s) > 0; i++)
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  ck_assert_uint_eq(opd_server_num_sessions(s), 0);
+  float back[2];
+  ck_assert_int_eq(opd_client_download(c, t, back, sizeof back, NULL), OPD_ESESSION);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
 Suite *opd_test_server_suite(void) {
   Suite *s = suite_create("server");
   TCase *tc = tcase_create("server");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_hello_versions);
   tcase_add_test(tc, test_accepted_tcp_dead_peer_options);
+  tcase_add_test(tc, test_idle_session_timeout);
   tcase_add_test(tc, test_round_trip);
   tcase_add_test(tc, test_add);
   tcase_add_test(tc, test_argument_kinds);

@@ -95,6 +95,9 @@ const opd__option opd__options[] = {
         "how long data sent to a client may stay unacknowledged before the connection and its "
         "session are closed (TCP_USER_TIMEOUT); 0: the kernel's retries, about 15 minutes "
         "(default 15000)"),
+    OPT("session_idle_timeout_s", "S", OPD__OPT_U32, session_idle_timeout_s, 0, 31536000,
+        "a session whose client sent nothing for this long, with nothing in flight, is closed "
+        "and its handles freed; 0: never (default 0)"),
     OPT("unix_socket_mode", "MODE", OPD__OPT_MODE, unix_socket_mode, 0, 0777,
         "permission bits of Unix sockets, octal (default \"0600\")"),
     OPT("log_level", "LEVEL", OPD__OPT_LOG_LEVEL, log_level, 0, 0,

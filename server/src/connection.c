@@ -301,6 +301,28 @@ void opd__conns_check_hangup(opd_server *s) {
   }
 }
 
+/* [Note: Idle sessions]
+ * With session_idle_timeout_s, a session whose client has sent nothing for that long while
+ * the daemon owes it nothing (no request in flight or partly read, no response unwritten)
+ * is closed, its handles and graphs freed: for clients that leave sessions open and
+ * forgotten (a notebook left running). Keepalive ([Note: Dead peers]) cannot tell those from
+ * live ones: their kernels answer the probes. Checked with the hang-up check, every
+ * OPD__HANGUP_CHECK_MS. Off (0) by default: an idle session is a normal one. */
+void opd__conns_check_idle(opd_server *s) {
+  uint64_t limit_ms = (uint64_t)s->cfg.session_idle_timeout_s * 1000;
+  if (!limit_ms) return;
+  uint64_t now = uv_now(&s->loop);
+  for (opd__conn *c = s->conns, *next; c; c = next) {
+    next = c->next;
+    if (c->closing || c->in_flight || c->outstanding || c->norder || c->writes || c->upload ||
+        c->mode != OPD__READ_FRAME || c->rlen != c->rpos || now - c->active_ms < limit_ms)
+      continue;
+    opd_log(OPD_LOG_INFO, "session %" PRIu64 " (%s): idle for %" PRIu32 " s; closing it",
+            c->session.id, c->peer, s->cfg.session_idle_timeout_s);
+    opd__conn_close(c);
+  }
+}
+
 /* ---- the loop's entry points ---- */
 
 void opd__conn_jobs_back(opd__job *jobs) {
@@ -447,6 +469,7 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   if (uv_fileno(&c->h.handle, &fd) == 0) c->fd = fd;
   format_peer(c, tcp);
   c->session.peer = c->peer;
+  c->active_ms = uv_now(&s->loop);
   if (tcp && c->fd >= 0) set_dead_peer_options(c, c->fd); /* [Note: Dead peers] */
   opd__session_register(&s->sessions, &c->session);
   opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " opened from %s on %s", c->session.id, c->peer,

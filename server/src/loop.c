@@ -190,6 +190,7 @@ static void on_drain_timeout(uv_timer_t *t) {
 
 static void on_hangup_check(uv_timer_t *t) {
   opd__conns_check_hangup(t->data);
+  opd__conns_check_idle(t->data);
 }
 
 static void on_stop(uv_async_t *a) {

@@ -71,7 +71,8 @@ typedef struct opd_server_config {
   uint32_t tcp_keepalive_interval_s;
   uint32_t tcp_keepalive_probes;
   uint32_t tcp_user_timeout_ms;
-  uint32_t unix_socket_mode; /* permission bits of Unix sockets (0600) */
+  uint32_t session_idle_timeout_s; /* a session silent this long is closed (0: never) */
+  uint32_t unix_socket_mode;       /* permission bits of Unix sockets (0600) */
   opd_log_level log_level;
   /* The addresses below are kept bare (HOST:PORT, a path): opd_server_config_set and
    * opd_server_config_load also take them as URLs (http://, unix://, tcp://) and store
