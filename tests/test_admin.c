@@ -149,15 +149,26 @@ static const char *code(json_t *j) {
 }
 
 static atomic_int shutdowns;
-static void on_shutdown(void *arg, bool drain) {
+static void on_shutdown(void *arg) {
   (void)arg;
-  atomic_fetch_add(&shutdowns, drain ? 10 : 1);
+  atomic_fetch_add(&shutdowns, 1);
+}
+
+/* drain adds 10, undrain 100 */
+static void on_set_draining(void *arg, bool draining) {
+  (void)arg;
+  atomic_fetch_add(&shutdowns, draining ? 10 : 100);
 }
 
 static opd__admin *start(bool tcp) {
-  opd__admin_config c = {
-      sock_path, tcp ? "127.0.0.1:0" : "", tcp ? token_path : NULL, plugin_dir, on_shutdown, NULL,
-      NULL};
+  opd__admin_config c = {sock_path,
+                         tcp ? "127.0.0.1:0" : "",
+                         tcp ? token_path : NULL,
+                         plugin_dir,
+                         on_shutdown,
+                         NULL,
+                         on_set_draining,
+                         NULL};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start(&c, &a), 0);
   return a;
@@ -280,10 +291,20 @@ START_TEST(test_admin_plugins) {
   atomic_store(&shutdowns, 0);
   r = request(fd, "{\"op\":\"drain\"}");
   ck_assert(ok(r));
+  ck_assert(json_is_true(json_object_get(r, "draining")));
+  json_decref(r);
+  ck_assert_int_eq(atomic_load(&shutdowns), 10); /* answered after it is done */
+  r = request(fd, "{\"op\":\"undrain\"}");
+  ck_assert(ok(r));
+  ck_assert(json_is_false(json_object_get(r, "draining")));
+  json_decref(r);
+  ck_assert_int_eq(atomic_load(&shutdowns), 110);
+  r = request(fd, "{\"op\":\"shutdown\"}");
+  ck_assert(ok(r));
   json_decref(r);
   close(fd);
   opd__admin_stop(a);
-  ck_assert_int_eq(atomic_load(&shutdowns), 10);
+  ck_assert_int_eq(atomic_load(&shutdowns), 111);
   ck_assert_ptr_null(opd_op_schema(op));
   ck_assert_int_ne(access(sock_path, F_OK), 0);
   remove_dirs();
@@ -292,7 +313,7 @@ END_TEST
 
 START_TEST(test_admin_tcp_token) {
   make_dirs();
-  opd__admin_config c = {"", "127.0.0.1:0", NULL, plugin_dir, NULL, NULL, NULL};
+  opd__admin_config c = {"", "127.0.0.1:0", NULL, plugin_dir, NULL, NULL, NULL, NULL};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start(&c, &a), OPD_EINVAL); /* TCP without a token */
   a = start(true);
@@ -332,7 +353,7 @@ START_TEST(test_admin_tcp_token) {
   opd__admin_stop(a);
   /* an IPv6 address in the configuration's [HOST]:PORT form binds (the brackets are the
    * form's, not the address's) */
-  opd__admin_config v6 = {"", "[::1]:0", token_path, plugin_dir, NULL, NULL, NULL};
+  opd__admin_config v6 = {"", "[::1]:0", token_path, plugin_dir, NULL, NULL, NULL, NULL};
   ck_assert_msg(opd__admin_start(&v6, &a) == 0, "%s", opd_last_error());
   ck_assert_int_gt(opd__admin_tcp_port(a), 0);
   opd__admin_stop(a);
@@ -617,7 +638,7 @@ END_TEST
  * EBUSY. */
 START_TEST(test_admin_deadlines) {
   make_dirs();
-  opd__admin_config c = {sock_path, "", NULL, plugin_dir, NULL, NULL, NULL};
+  opd__admin_config c = {sock_path, "", NULL, plugin_dir, NULL, NULL, NULL, NULL};
   const opd__admin_limits limits = {.idle_ms = 500, .request_ms = 300, .max_connections = 3};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start_limited(&c, &limits, &a), 0);
@@ -663,7 +684,7 @@ END_TEST
  * and, when refused, "code" and "error"; under ASan nothing leaks. */
 START_TEST(test_admin_handle_without_socket) {
   ck_assert_int_eq(opd_kernels_register(), 0);
-  opd__admin_config c = {"", "", NULL, "", NULL, NULL, NULL};
+  opd__admin_config c = {"", "", NULL, "", NULL, NULL, NULL, NULL};
   opd__admin *a = NULL;
   ck_assert_int_eq(opd__admin_start(&c, &a), 0);
   static const struct {
@@ -676,7 +697,7 @@ START_TEST(test_admin_handle_without_socket) {
       {"{\"op\":\"status\",\"token\":\"\"}", true, OPD__ADMIN_CLOSE},
       {"not json", false, OPD__ADMIN_KEEP},
       {"not json", true, OPD__ADMIN_CLOSE},
-      {"{\"op\":\"drain\"}", false, OPD__ADMIN_DRAIN},
+      {"{\"op\":\"drain\"}", false, OPD__ADMIN_KEEP}, /* refused: no set_draining */
       {"{\"op\":\"shutdown\"}", false, OPD__ADMIN_SHUTDOWN},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -949,11 +970,65 @@ START_TEST(test_daemon_under_traffic) {
 }
 END_TEST
 
+/* The plugins option: its plugins are registered once opd_server_start returns, without an
+ * admin listener, and gone after stop; a plugin that does not load stops the start, naming
+ * it; names that are not plain .so file names, and a JSON value of the wrong type, are
+ * refused by the configuration. */
+START_TEST(test_plugins_option) {
+  make_dirs();
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugin_dir", plugin_dir), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "scaled_add.so"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "scaled_add.so"), OPD_EINVAL); /* twice */
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "../scaled_add.so"), OPD_EINVAL);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", ".hidden.so"), OPD_EINVAL);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "scaled_add"), OPD_EINVAL);
+  ck_assert_uint_eq(cfg.num_plugins, 1);
+  cfg.workers = 1;
+  cfg.log_level = OPD_LOG_ERROR;
+  ck_assert_ptr_null(opd_find_schema("myops::scaled_add"));
+  opd_server *s = NULL;
+  ck_assert_msg(opd_server_start(&cfg, &s) == 0, "%s", opd_last_error());
+  ck_assert_ptr_nonnull(opd_find_schema("myops::scaled_add"));
+  opd_server_stop(s);
+  ck_assert_ptr_null(opd_find_schema("myops::scaled_add"));
+
+  /* a file the directory lacks: the start fails, and what loaded before is unloaded */
+  ck_assert_int_eq(opd_server_config_set(&cfg, "plugins", "missing.so"), 0);
+  s = NULL;
+  ck_assert_int_lt(opd_server_start(&cfg, &s), 0);
+  ck_assert_ptr_null(s);
+  ck_assert_msg(strstr(opd_last_error(), "plugin missing.so"), "%s", opd_last_error());
+  ck_assert_ptr_null(opd_find_schema("myops::scaled_add"));
+
+  /* in a file: an array of names, which replaces the list */
+  char path[256];
+  snprintf(path, sizeof path, "%s/opd.json", dir);
+  FILE *f = fopen(path, "w");
+  fputs("{\"plugins\": \"scaled_add.so\"}", f);
+  fclose(f);
+  ck_assert_int_eq(opd_server_config_load(&cfg, path), OPD_EINVAL);
+  f = fopen(path, "w");
+  fputs("{\"plugins\": [\"second.so\"]}", f);
+  fclose(f);
+  ck_assert_int_eq(opd_server_config_load(&cfg, path), 0);
+  ck_assert_uint_eq(cfg.num_plugins, 1);
+  ck_assert_str_eq(cfg.plugins[0], "second.so");
+  unlink(path);
+  opd_server_config_destroy(&cfg);
+  remove_dirs();
+}
+END_TEST
+
 Suite *opd_test_admin_suite(void) {
   Suite *s = suite_create("admin");
   TCase *tc = tcase_create("admin");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_admin_plugins);
+  tcase_add_test(tc, test_plugins_option);
   tcase_add_test(tc, test_admin_tcp_token);
   tcase_add_test(tc, test_admin_deadlines);
   tcase_add_test(tc, test_admin_handle_without_socket);

@@ -401,7 +401,7 @@ START_TEST(test_fault_admin_registration) {
   const char *file = basename(plugin);
   char dir[512];
   snprintf(dir, sizeof dir, "%s", OPD_EXAMPLE_PLUGIN);
-  opd__admin_config cfg = {"", "", NULL, dirname(dir), NULL, NULL, NULL};
+  opd__admin_config cfg = {"", "", NULL, dirname(dir), NULL, NULL, NULL, NULL};
   opd__admin *a;
   ck_assert_int_eq(opd__admin_start(&cfg, &a), 0);
   ck_assert_int_gt(sweep_admin(a, "def",

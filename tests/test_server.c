@@ -28,6 +28,7 @@
 #include "config.h"
 #include "opd.pb-c.h"
 #include "opd/allocator.h"
+#include "opd/client.h"
 #include "opd/dispatcher.h"
 #include "opd/error.h"
 #include "opd/server.h"
@@ -1730,11 +1731,125 @@ START_TEST(test_drain) {
 }
 END_TEST
 
+/* [Note: Dead peers] in connection.c: the server's end of an accepted TCP connection, found
+ * among this process's descriptors by its two ports: keepalive and TCP_USER_TIMEOUT as
+ * configured; the defaults find a dead peer within 15 s. */
+static int accepted_end(int server_port, int client_fd) {
+  struct sockaddr_in mine;
+  socklen_t len = sizeof mine;
+  ck_assert_int_eq(getsockname(client_fd, (struct sockaddr *)&mine, &len), 0);
+  for (int tries = 0; tries < 500; tries++) { /* the loop thread accepts it: bounded wait */
+    for (int fd = 3; fd < 1024; fd++) {
+      struct sockaddr_in local, peer;
+      socklen_t l1 = sizeof local, l2 = sizeof peer;
+      int listening = 1;
+      socklen_t l3 = sizeof listening;
+      if (fd == client_fd || getsockname(fd, (struct sockaddr *)&local, &l1) != 0 ||
+          local.sin_family != AF_INET || getpeername(fd, (struct sockaddr *)&peer, &l2) != 0 ||
+          getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &l3) != 0 || listening)
+        continue;
+      if (ntohs(local.sin_port) == server_port && peer.sin_port == mine.sin_port) return fd;
+    }
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  }
+  ck_abort_msg("the server's end of the connection was not found");
+  return -1;
+}
+
+static int int_sockopt(int fd, int level, int name) {
+  int v = -1;
+  socklen_t len = sizeof v;
+  ck_assert_int_eq(getsockopt(fd, level, name, &v, &len), 0);
+  return v;
+}
+
+START_TEST(test_accepted_tcp_dead_peer_options) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  /* the defaults: probes start after 5 s of silence, 3 every 2 s, and data unacknowledged
+   * for 15 s ends the connection */
+  ck_assert_uint_le(
+      cfg.tcp_keepalive_idle_s + cfg.tcp_keepalive_interval_s * cfg.tcp_keepalive_probes, 15);
+  ck_assert_uint_gt(cfg.tcp_keepalive_idle_s, 0);
+  ck_assert_uint_le(cfg.tcp_user_timeout_ms, 15000);
+  ck_assert_uint_gt(cfg.tcp_user_timeout_ms, 0);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "tcp_keepalive_idle_s", "7"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "tcp_keepalive_interval_s", "3"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "tcp_keepalive_probes", "4"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "tcp_user_timeout_ms", "9000"), 0);
+  ck_assert_int_lt(opd_server_config_set(&cfg, "tcp_keepalive_probes", "0"), 0);
+  ck_assert_int_lt(opd_server_config_set(&cfg, "tcp_keepalive_idle_s", "40000"), 0);
+  cfg.workers = 1;
+  cfg.log_level = OPD_LOG_ERROR;
+  opd_server *s = NULL;
+  ck_assert_int_eq(opd_server_start(&cfg, &s), 0);
+  int port = opd_server_listener_port(s, 0);
+  int client = connect_tcp(port);
+  int fd = accepted_end(port, client);
+  ck_assert_int_eq(int_sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+  ck_assert_int_eq(int_sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), 7);
+  ck_assert_int_eq(int_sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL), 3);
+  ck_assert_int_eq(int_sockopt(fd, IPPROTO_TCP, TCP_KEEPCNT), 4);
+  ck_assert_int_eq(int_sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 9000);
+  close(client);
+  opd_server_stop(s);
+
+  /* idle 0 and user timeout 0: neither is set, as before these options */
+  ck_assert_int_eq(opd_server_config_set(&cfg, "tcp_keepalive_idle_s", "0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "tcp_user_timeout_ms", "0"), 0);
+  ck_assert_int_eq(opd_server_start(&cfg, &s), 0);
+  opd_server_config_destroy(&cfg);
+  port = opd_server_listener_port(s, 0);
+  client = connect_tcp(port);
+  fd = accepted_end(port, client);
+  ck_assert_int_eq(int_sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+  ck_assert_int_eq(int_sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
+  close(client);
+  opd_server_stop(s);
+}
+END_TEST
+
+/* [Note: Idle sessions] in connection.c: with session_idle_timeout_s, a session that sends
+ * nothing is closed by the daemon (its next call finds the session gone); without it, the
+ * session stays. */
+START_TEST(test_idle_session_timeout) {
+  opd_server_config cfg;
+  opd_server_config_init(&cfg);
+  ck_assert_uint_eq(cfg.session_idle_timeout_s, 0);
+  opd_server_config_clear_listen(&cfg);
+  ck_assert_int_eq(opd_server_config_add_listen(&cfg, "tcp://127.0.0.1:0"), 0);
+  ck_assert_int_eq(opd_server_config_set(&cfg, "session_idle_timeout_s", "1"), 0);
+  cfg.workers = 1;
+  cfg.log_level = OPD_LOG_ERROR;
+  opd_server *s = NULL;
+  ck_assert_int_eq(opd_server_start(&cfg, &s), 0);
+  opd_server_config_destroy(&cfg);
+  opd_client *c = NULL;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
+  float x[] = {1, 2};
+  opd_client_tensor t;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, (int64_t[]){2}, 1, x, sizeof x, NULL, &t), 0);
+  ck_assert_uint_eq(opd_server_num_sessions(s), 1);
+  /* the daemon closes it after a second of silence: waited for, bounded */
+  for (int i = 0; i < 2000 && opd_server_num_sessions(s) > 0; i++)
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  ck_assert_uint_eq(opd_server_num_sessions(s), 0);
+  float back[2];
+  ck_assert_int_eq(opd_client_download(c, t, back, sizeof back, NULL), OPD_ESESSION);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
 Suite *opd_test_server_suite(void) {
   Suite *s = suite_create("server");
   TCase *tc = tcase_create("server");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_hello_versions);
+  tcase_add_test(tc, test_accepted_tcp_dead_peer_options);
+  tcase_add_test(tc, test_idle_session_timeout);
   tcase_add_test(tc, test_round_trip);
   tcase_add_test(tc, test_add);
   tcase_add_test(tc, test_argument_kinds);

@@ -1268,11 +1268,71 @@ START_TEST(test_endpoints_under_registration_churn) {
 }
 END_TEST
 
+/* [Note: Session drain] in loop.c: GET /v1/ready, the opd_draining gauge and /v1/info's
+ * draining follow the drain; a hello while draining is refused with UNAVAILABLE and a
+ * message saying so, while the session opened before goes on computing; undrain serves new
+ * sessions again. */
+START_TEST(test_ready_and_drain) {
+  opd_server *s = start_server();
+  json_t *j = get_json(s, "/v1/ready", 200);
+  ck_assert_str_eq(jstr(j, "status"), "ready");
+  json_decref(j);
+  http_reply r = http_get(s, "/metrics");
+  ck_assert_ptr_nonnull(strstr(r.body, "# TYPE opd_draining gauge\nopd_draining 0\n"));
+  reply_free(&r);
+  opd_client *c = NULL;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
+  int64_t shape[] = {3};
+  float xa[] = {1, 2, 3}, got[3];
+  opd_client_tensor a, sum;
+  ck_assert_int_eq(opd_client_upload(c, OPD_FLOAT32, shape, 1, xa, sizeof xa, NULL, &a), 0);
+
+  opd_server_set_draining(s, true);
+  ck_assert(opd_server_draining(s));
+  j = get_json(s, "/v1/ready", 503);
+  ck_assert_str_eq(jstr(j, "status"), "unavailable");
+  ck_assert_str_eq(jstr(j, "reason"), "draining");
+  json_decref(j);
+  j = get_json(s, "/v1/health", 200); /* liveness is not readiness */
+  json_decref(j);
+  j = get_json(s, "/v1/info", 200);
+  ck_assert(json_is_true(json_object_get(j, "draining")));
+  json_decref(j);
+  r = http_get(s, "/metrics");
+  ck_assert_ptr_nonnull(strstr(r.body, "\nopd_draining 1\n"));
+  reply_free(&r);
+  opd_client *refused = NULL;
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &refused),
+                   OPD_EUNAVAILABLE);
+  ck_assert_ptr_null(refused);
+  ck_assert_msg(strstr(opd_client_last_error(), "this daemon is draining"), "%s",
+                opd_client_last_error());
+  /* the session open before the drain goes on */
+  opd_client_value args[] = {opd_cv_tensor(a), opd_cv_tensor(a)};
+  ck_assert_int_eq(opd_client_call(c, "aten::add.Tensor", args, 2, &sum, 1, NULL), 0);
+  ck_assert_int_eq(opd_client_download(c, sum, got, sizeof got, NULL), 0);
+  for (int i = 0; i < 3; i++) ck_assert(got[i] == xa[i] + xa[i]);
+  ck_assert_uint_eq(opd_server_num_sessions(s), 1);
+  opd_client_close(c);
+  for (int i = 0; i < 1000 && opd_server_num_sessions(s) > 0; i++) /* the loop closes it */
+    nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+  ck_assert_uint_eq(opd_server_num_sessions(s), 0);
+
+  opd_server_set_draining(s, false);
+  j = get_json(s, "/v1/ready", 200);
+  json_decref(j);
+  ck_assert_int_eq(opd_client_connect(opd_server_listener_url(s, 0), NULL, &c), 0);
+  opd_client_close(c);
+  opd_server_stop(s);
+}
+END_TEST
+
 Suite *opd_test_status_suite(void) {
   Suite *s = suite_create("status");
   TCase *tc = tcase_create("status");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_health_info);
+  tcase_add_test(tc, test_ready_and_drain);
   tcase_add_test(tc, test_keys);
   tcase_add_test(tc, test_ops);
   tcase_add_test(tc, test_dispatch);

@@ -557,10 +557,37 @@ static int op_set_priority(opd__admin *a, json_t *req, json_t **out) {
   return *out ? 0 : opd_error(OPD_ENOMEM, "out of memory answering set_priority");
 }
 
-/* drain and shutdown: answered, then the connection's `after` does the work. */
+/* shutdown: answered, then the connection's `after` does the work. */
 static int op_stop(opd__admin *a, json_t *req, json_t **out) {
   (void)a, (void)req, (void)out;
   return 0;
+}
+
+int opd__admin_load_plugin(opd__admin *a, const char *file) {
+  json_t *result = NULL;
+  int rc = opd__plugins_load(a->plugins, file, &result);
+  json_decref(result);
+  return rc;
+}
+
+/* drain and undrain: the server's session drain ([Note: Session drain] in loop.c). */
+static int set_draining(opd__admin *a, bool draining, json_t **out) {
+  if (!a->cfg.set_draining)
+    return opd_error(OPD_EINVAL, "%s: this admin serves no sessions",
+                     draining ? "drain" : "undrain");
+  a->cfg.set_draining(a->cfg.arg, draining);
+  *out = json_pack("{s:b}", "draining", draining);
+  return *out ? 0 : opd_error(OPD_ENOMEM, "out of memory answering a drain");
+}
+
+static int op_drain(opd__admin *a, json_t *req, json_t **out) {
+  (void)req;
+  return set_draining(a, true, out);
+}
+
+static int op_undrain(opd__admin *a, json_t *req, json_t **out) {
+  (void)req;
+  return set_draining(a, false, out);
 }
 
 static const struct admin_op {
@@ -579,7 +606,8 @@ static const struct admin_op {
     {"cuda_register", op_cuda_register, OPD__ADMIN_KEEP},
     {"graph_pass", op_graph_pass, OPD__ADMIN_KEEP},
     {"set_priority", op_set_priority, OPD__ADMIN_KEEP},
-    {"drain", op_stop, OPD__ADMIN_DRAIN},
+    {"drain", op_drain, OPD__ADMIN_KEEP},
+    {"undrain", op_undrain, OPD__ADMIN_KEEP},
     {"shutdown", op_stop, OPD__ADMIN_SHUTDOWN},
 };
 
@@ -759,8 +787,7 @@ static void conn_write(opd__admin *a, conn *c) {
     return;
   }
   conn_close(c);
-  if (after != OPD__ADMIN_CLOSE && a->cfg.on_shutdown)
-    a->cfg.on_shutdown(a->cfg.arg, after == OPD__ADMIN_DRAIN);
+  if (after == OPD__ADMIN_SHUTDOWN && a->cfg.on_shutdown) a->cfg.on_shutdown(a->cfg.arg);
 }
 
 static void conn_reply(opd__admin *a, conn *c, char *reply, size_t len, opd__admin_after after) {

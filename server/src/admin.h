@@ -1,8 +1,8 @@
 /* admin.h: the admin listener (docs/ADMIN.md): a Unix socket created with mode 0600 and,
  * only when configured, a TCP listener that requires a token; length-prefixed JSON
  * requests to load and unload plugins, register and deregister, list, set a session's
- * priority, drain and shut down (internal to the server). The parsing and running of one request is
- * callable without a socket (opd__admin_handle), for tests and a fuzzing driver.
+ * priority, drain, undrain and shut down (internal to the server). The parsing and running of one
+ * request is callable without a socket (opd__admin_handle), for tests and a fuzzing driver.
  */
 #ifndef OPD_SERVER_ADMIN_H
 #define OPD_SERVER_ADMIN_H
@@ -18,11 +18,13 @@ typedef struct opd__admin_config {
   const char *tcp;        /* "HOST:PORT" (port 0: any); NULL or "": none */
   const char *token_file; /* required with tcp: the token, one line */
   const char *plugin_dir; /* NULL or "": loading plugins is refused */
-  /* called (on the admin thread) after a drain or shutdown request was answered */
-  void (*on_shutdown)(void *arg, bool drain);
+  /* called (on the admin thread) after a shutdown request was answered */
+  void (*on_shutdown)(void *arg);
   /* set_priority: puts the open session `id` in class p; OPD_ENOENT when there is none.
    * NULL: the request is refused. */
   int (*set_priority)(void *arg, uint64_t id, opd_priority p);
+  /* drain (true) and undrain (false): the server's session drain. NULL: refused. */
+  void (*set_draining)(void *arg, bool draining);
   void *arg;
 } opd__admin_config;
 
@@ -43,6 +45,9 @@ typedef struct opd__admin opd__admin;
 int opd__admin_start(const opd__admin_config *c, opd__admin **out);
 int opd__admin_start_limited(const opd__admin_config *c, const opd__admin_limits *limits,
                              opd__admin **out);
+/* Loads a plugin of the plugin directory as load_plugin does (the plugins option, at start):
+ * 0 or a negative opd error with the message. */
+int opd__admin_load_plugin(opd__admin *a, const char *file);
 /* The TCP listener's port (port 0 resolved), or -1 when there is none. */
 int opd__admin_tcp_port(const opd__admin *a);
 /* Stops the thread, closes and removes the socket, deregisters what plugins and the admin
@@ -53,8 +58,7 @@ void opd__admin_stop(opd__admin *a);
 typedef enum opd__admin_after {
   OPD__ADMIN_KEEP,     /* read the next request */
   OPD__ADMIN_CLOSE,    /* close it (a refused token, a malformed frame) */
-  OPD__ADMIN_DRAIN,    /* close it, then on_shutdown(arg, true) */
-  OPD__ADMIN_SHUTDOWN, /* close it, then on_shutdown(arg, false) */
+  OPD__ADMIN_SHUTDOWN, /* close it, then on_shutdown(arg) */
 } opd__admin_after;
 
 /* Parses and runs one request: `request` is the frame's len bytes (any bytes: hostile input

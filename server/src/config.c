@@ -77,6 +77,27 @@ const opd__option opd__options[] = {
     OPT("drain_timeout_ms", "MS", OPD__OPT_U32, drain_timeout_ms, 0, 3600000,
         "on SIGTERM/SIGINT, how long in-flight requests may take before connections are "
         "closed (default 5000)"),
+    OPT("sigterm", "ACTION", OPD__OPT_SIGTERM, sigterm, 0, 0,
+        "what SIGTERM does: drain (refuse new sessions, serve the open ones until they close "
+        "or session_drain_timeout_ms passes, then stop) or stop (default drain)"),
+    OPT("session_drain_timeout_ms", "MS", OPD__OPT_U32, session_drain_timeout_ms, 0, 86400000,
+        "how long a session drain waits for the open sessions to close before the daemon "
+        "stops (default 60000)"),
+    OPT("tcp_keepalive_idle_s", "S", OPD__OPT_U32, tcp_keepalive_idle_s, 0, 32767,
+        "seconds of silence on a client's TCP connection before keepalive probes start; 0: no "
+        "keepalive (default 5)"),
+    OPT("tcp_keepalive_interval_s", "S", OPD__OPT_U32, tcp_keepalive_interval_s, 1, 32767,
+        "seconds between keepalive probes (default 2)"),
+    OPT("tcp_keepalive_probes", "N", OPD__OPT_U32, tcp_keepalive_probes, 1, 127,
+        "keepalive probes unanswered before the connection and its session are closed "
+        "(default 3)"),
+    OPT("tcp_user_timeout_ms", "MS", OPD__OPT_U32, tcp_user_timeout_ms, 0, 86400000,
+        "how long data sent to a client may stay unacknowledged before the connection and its "
+        "session are closed (TCP_USER_TIMEOUT); 0: the kernel's retries, about 15 minutes "
+        "(default 15000)"),
+    OPT("session_idle_timeout_s", "S", OPD__OPT_U32, session_idle_timeout_s, 0, 31536000,
+        "a session whose client sent nothing for this long, with nothing in flight, is closed "
+        "and its handles freed; 0: never (default 0)"),
     OPT("unix_socket_mode", "MODE", OPD__OPT_MODE, unix_socket_mode, 0, 0777,
         "permission bits of Unix sockets, octal (default \"0600\")"),
     OPT("log_level", "LEVEL", OPD__OPT_LOG_LEVEL, log_level, 0, 0,
@@ -95,6 +116,9 @@ const opd__option opd__options[] = {
             "file holding the token TCP admin requests must carry (default \"\")"),
     STR_OPT("plugin_dir", "DIR", OPD__OPT_PATH, plugin_dir,
             "directory load_plugin loads plugins from, by file name only (default \"\": none)"),
+    OPT("plugins", "FILE", OPD__OPT_PLUGINS, plugins, 0, 0,
+        "a plugin of plugin_dir (a file name) loaded at start, before the daemon serves; a "
+        "plugin that fails to load stops the start (repeatable; default none)"),
     OPT("max_graph_nodes", "N", OPD__OPT_U32, max_graph_nodes, 1, 1u << 20,
         "most nodes in one graph a client defines; a node counts once per value it defines "
         "(default 4096)"),
@@ -157,6 +181,12 @@ void opd_server_config_init(opd_server_config *c) {
       .max_session_cost_ms = 2000,
       .max_priority = OPD_PRIORITY_NORMAL,
       .drain_timeout_ms = 5000,
+      .sigterm = OPD_SIGTERM_DRAIN,
+      .session_drain_timeout_ms = 60000,
+      .tcp_keepalive_idle_s = 5,
+      .tcp_keepalive_interval_s = 2,
+      .tcp_keepalive_probes = 3,
+      .tcp_user_timeout_ms = 15000,
       .unix_socket_mode = 0600,
       .log_level = OPD_LOG_INFO,
       .max_graph_nodes = 4096,
@@ -423,18 +453,39 @@ static int add_listen(opd_server_config *c, const opd__option *o, const char *te
   return opd_error(rc, "%s%s", where, msg);
 }
 
+/* Appends a plugin file name: a plain name (no '/', not hidden, ending in ".so"), as
+ * load_plugin takes (plugins.c checks the file itself at start). */
+static int add_plugin(opd_server_config *c, const char *text, const char *where) {
+  size_t len = strlen(text);
+  if (c->num_plugins >= OPD_SERVER_MAX_PLUGINS)
+    return opd_error(OPD_EINVAL, "%s'plugins': at most %d plugins", where, OPD_SERVER_MAX_PLUGINS);
+  if (len == 0 || len >= OPD_SERVER_PLUGIN_NAME_MAX || strchr(text, '/') || text[0] == '.' ||
+      len < 4 || strcmp(text + len - 3, ".so") != 0)
+    return opd_error(OPD_EINVAL,
+                     "%s'plugins': \"%s\" is not a plugin file name of plugin_dir (a name "
+                     "ending in .so, without '/', not starting with '.', at most %d bytes)",
+                     where, shown(text).s, OPD_SERVER_PLUGIN_NAME_MAX - 1);
+  for (uint32_t i = 0; i < c->num_plugins; i++)
+    if (strcmp(c->plugins[i], text) == 0)
+      return opd_error(OPD_EINVAL, "%s'plugins': \"%s\" is named twice", where, shown(text).s);
+  memcpy(c->plugins[c->num_plugins++], text, len + 1);
+  return 0;
+}
+
 /* ---- values ---- */
 
 /* The names of a named option's values, in the order of the values. */
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 static const char *const priority_names[] = {"normal", "low", "high"};
+static const char *const sigterm_names[] = {"drain", "stop"};
 
 /* Stores the value of a named option (an int-sized enum) whose name is text. */
 static int set_named(const opd__option *o, char *field, const char *text, const char *where) {
-  bool level = o->type == OPD__OPT_LOG_LEVEL;
-  const char *const *names = level ? level_names : priority_names;
-  int n = level ? 4 : 3, first = level ? OPD_LOG_DEBUG : 0;
-  _Static_assert(sizeof(opd_log_level) == sizeof(int) && sizeof(opd_priority) == sizeof(int),
+  bool level = o->type == OPD__OPT_LOG_LEVEL, sigterm = o->type == OPD__OPT_SIGTERM;
+  const char *const *names = level ? level_names : sigterm ? sigterm_names : priority_names;
+  int n = level ? 4 : sigterm ? 2 : 3, first = level ? OPD_LOG_DEBUG : 0;
+  _Static_assert(sizeof(opd_log_level) == sizeof(int) && sizeof(opd_priority) == sizeof(int) &&
+                     sizeof(opd_sigterm_action) == sizeof(int),
                  "named options are int-sized");
   for (int i = 0; i < n; i++)
     if (strcmp(text, names[i]) == 0) {
@@ -497,7 +548,8 @@ static int set_text(opd_server_config *c, const opd__option *o, const char *text
     return 0;
   }
   case OPD__OPT_LOG_LEVEL:
-  case OPD__OPT_PRIORITY: return set_named(o, field, text, where);
+  case OPD__OPT_PRIORITY:
+  case OPD__OPT_SIGTERM: return set_named(o, field, text, where);
   case OPD__OPT_U32:
   case OPD__OPT_U64: {
     char *end;
@@ -510,6 +562,7 @@ static int set_text(opd_server_config *c, const opd__option *o, const char *text
     return set_integer(c, o, v, where);
   }
   case OPD__OPT_LISTEN: return add_listen(c, o, text, where);
+  case OPD__OPT_PLUGINS: return add_plugin(c, text, where);
   case OPD__OPT_TCP_ADDRESS:
   case OPD__OPT_HTTP_ADDRESS:
   case OPD__OPT_UNIX_ADDRESS: return set_address(c, o, text, where);
@@ -560,6 +613,22 @@ static int set_json(opd_server_config *c, const opd__option *o, json_t *v, const
     }
     return 0;
   }
+  case OPD__OPT_PLUGINS: { /* replaces the list */
+    if (!json_is_array(v))
+      return opd_error(OPD_EINVAL, "%s'plugins' must be an array of file names, got %s", where,
+                       json_type_name(v));
+    c->num_plugins = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+      if (!json_is_string(e))
+        return opd_error(OPD_EINVAL, "%s'plugins'[%zu] must be a file name, got %s", where, i,
+                         json_type_name(e));
+      int rc = add_plugin(c, json_string_value(e), where);
+      if (rc < 0) return rc;
+    }
+    return 0;
+  }
   case OPD__OPT_U32:
   case OPD__OPT_U64:
     if (!json_is_integer(v) || json_integer_value(v) < 0)
@@ -570,6 +639,7 @@ static int set_json(opd_server_config *c, const opd__option *o, json_t *v, const
   case OPD__OPT_MODE:
   case OPD__OPT_LOG_LEVEL:
   case OPD__OPT_PRIORITY:
+  case OPD__OPT_SIGTERM:
   case OPD__OPT_TCP_ADDRESS:
   case OPD__OPT_HTTP_ADDRESS:
   case OPD__OPT_UNIX_ADDRESS:

@@ -17,6 +17,8 @@ typedef enum opd__opt_type {
   OPD__OPT_MODE,      /* octal permission string "0600" */
   OPD__OPT_LOG_LEVEL, /* "debug", "info", "warn", "error" */
   OPD__OPT_PRIORITY,  /* "normal", "low", "high": an opd_priority */
+  OPD__OPT_SIGTERM,   /* "drain", "stop": an opd_sigterm_action */
+  OPD__OPT_PLUGINS,   /* array of plugin file names; a flag appends one */
   /* addresses ([Note: Addresses in the configuration] in config.c), stored in a char[max]
    * in their bare form; "": none */
   OPD__OPT_TCP_ADDRESS,  /* tcp://HOST:PORT or HOST:PORT, stored as HOST:PORT */

@@ -173,6 +173,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     opd__conn_close(c);
     return;
   }
+  c->active_ms = uv_now(stream->loop); /* [Note: Idle sessions] in connection.c */
   if (c->read_raw) {
     c->raw_dst += nread;
     c->raw_left -= (uint64_t)nread;

@@ -31,6 +31,12 @@ static void reply_hello(opd__conn *c, opd__job *j) {
     opd__conn_fatal(c, j, OPD__V1__ERROR_CODE__FAILED_PRECONDITION, msg);
     return;
   }
+  if (opd_server_draining(c->server)) { /* [Note: Session drain] in loop.c */
+    opd__conn_fatal(c, j, OPD__V1__ERROR_CODE__UNAVAILABLE,
+                    "this daemon is draining: it serves its open sessions until they close and "
+                    "takes no new ones; connect to another daemon; closing the connection");
+    return;
+  }
   const opd_server_config *k = opd__conn_cfg(c);
   /* [Note: Fair sharing of workers]: the class asked for, at most max_priority */
   static const int rank[OPD__NUM_PRIORITIES] = {

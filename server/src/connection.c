@@ -26,8 +26,12 @@
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "conn.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "decode.h"
@@ -297,6 +301,28 @@ void opd__conns_check_hangup(opd_server *s) {
   }
 }
 
+/* [Note: Idle sessions]
+ * With session_idle_timeout_s, a session whose client has sent nothing for that long while
+ * the daemon owes it nothing (no request in flight or partly read, no response unwritten)
+ * is closed, its handles and graphs freed: for clients that leave sessions open and
+ * forgotten (a notebook left running). Keepalive ([Note: Dead peers]) cannot tell those from
+ * live ones: their kernels answer the probes. Checked with the hang-up check, every
+ * OPD__HANGUP_CHECK_MS. Off (0) by default: an idle session is a normal one. */
+void opd__conns_check_idle(opd_server *s) {
+  uint64_t limit_ms = (uint64_t)s->cfg.session_idle_timeout_s * 1000;
+  if (!limit_ms) return;
+  uint64_t now = uv_now(&s->loop);
+  for (opd__conn *c = s->conns, *next; c; c = next) {
+    next = c->next;
+    if (c->closing || c->in_flight || c->outstanding || c->norder || c->writes || c->upload ||
+        c->mode != OPD__READ_FRAME || c->rlen != c->rpos || now - c->active_ms < limit_ms)
+      continue;
+    opd_log(OPD_LOG_INFO, "session %" PRIu64 " (%s): idle for %" PRIu32 " s; closing it",
+            c->session.id, c->peer, s->cfg.session_idle_timeout_s);
+    opd__conn_close(c);
+  }
+}
+
 /* ---- the loop's entry points ---- */
 
 void opd__conn_jobs_back(opd__job *jobs) {
@@ -376,6 +402,36 @@ static void reject(opd_server *s, opd__listener *l) {
   uv_close(&l->reject.handle, on_rejected);
 }
 
+/* [Note: Dead peers]
+ * A client whose host vanished (powered off, its link cut) sends nothing, not even a reset:
+ * without help the kernel keeps its connection for about 15 minutes while data is
+ * unacknowledged and forever while idle, and the session keeps its handles, bytes and
+ * graphs. So every accepted TCP connection gets keepalive probes (after
+ * tcp_keepalive_idle_s of silence, every tcp_keepalive_interval_s, tcp_keepalive_probes
+ * of them: 5 + 3 x 2 = 11 s by default) and TCP_USER_TIMEOUT (data unacknowledged for
+ * tcp_user_timeout_ms, 15 s by default, also bounds the probes); the connection then fails
+ * with ETIMEDOUT, and its close reclaims the session as for any client gone. A live client
+ * answers probes from its kernel, so an idle session is never closed by them. Unix sockets
+ * need none: their peer is on this host. A failed setsockopt is logged, not fatal: the
+ * connection still works, as it did without. */
+static void set_dead_peer_options(opd__conn *c, int fd) {
+  const opd_server_config *k = &c->server->cfg;
+  int on = 1, idle = (int)k->tcp_keepalive_idle_s, interval = (int)k->tcp_keepalive_interval_s,
+      probes = (int)k->tcp_keepalive_probes;
+  unsigned user_timeout = k->tcp_user_timeout_ms;
+  bool ok = true;
+  if (idle > 0)
+    ok = setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) == 0 &&
+         setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) == 0 &&
+         setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) == 0 &&
+         setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes) == 0;
+  if (ok && user_timeout > 0)
+    ok = setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout) == 0;
+  if (!ok)
+    opd_log(OPD_LOG_WARN, "session %" PRIu64 " (%s): cannot set TCP keepalive or user timeout: %s",
+            c->session.id, c->peer, strerror(errno));
+}
+
 void opd__conn_accept(opd_server *s, opd__listener *l) {
   opd__conn *c = opd__calloc(1, sizeof *c);
   if (!c) {
@@ -413,6 +469,8 @@ void opd__conn_accept(opd_server *s, opd__listener *l) {
   if (uv_fileno(&c->h.handle, &fd) == 0) c->fd = fd;
   format_peer(c, tcp);
   c->session.peer = c->peer;
+  c->active_ms = uv_now(&s->loop);
+  if (tcp && c->fd >= 0) set_dead_peer_options(c, c->fd); /* [Note: Dead peers] */
   opd__session_register(&s->sessions, &c->session);
   opd_log(OPD_LOG_DEBUG, "session %" PRIu64 " opened from %s on %s", c->session.id, c->peer,
           l->url);

@@ -70,6 +70,7 @@ struct opd__conn {
   opd__write *streaming;  /* the write of a gathered download's chunks: no other may start */
   bool close_after_flush; /* a fatal protocol error was answered */
   bool draining;          /* the server stops: no new requests */
+  uint64_t active_ms;     /* the loop's time of the last bytes read ([Note: Idle sessions]) */
   bool closing, handle_closed;
 };
 
@@ -86,6 +87,9 @@ void opd__conn_drain(opd__conn *c);
 /* Closes the connections whose reading is paused and whose client has gone ([Note: Clients
  * gone while reading is paused]); the loop runs it every OPD__HANGUP_CHECK_MS. */
 #define OPD__HANGUP_CHECK_MS 200
+/* Closes the connections idle for session_idle_timeout_s ([Note: Idle sessions] in
+ * connection.c); the loop runs it with the hang-up check. */
+void opd__conns_check_idle(opd_server *s);
 void opd__conns_check_hangup(opd_server *s);
 /* On a worker, for the first job of its connection in a batch that ran (linked by qnext):
  * sends, in one sendmsg, the responses of the batch's jobs of that connection, not sent

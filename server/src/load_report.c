@@ -7,8 +7,9 @@
  * the ones /metrics shows (opd_sessions, opd_memory_bytes_in_use and _limit) plus the jobs
  * queued or running on workers, read with relaxed loads: a snapshot, not a transaction.
  * Sessions count the others only, so a client comparing two daemons it has just greeted
- * compares like with like. `draining` is false: this daemon does not drain yet; the field is
- * there so that clients already move on from a daemon that says it does. */
+ * compares like with like. `draining` is the session drain's flag ([Note: Session drain] in
+ * loop.c); a draining daemon refuses the hello itself, so a client reads it true only when
+ * the drain began between its hello and the reply. */
 #include "load_report.h"
 
 #include <stdatomic.h>
@@ -55,6 +56,7 @@ void opd__load_report_hello(opd_server *s, const opd__session *asking, Opd__V1__
     st->device_ptrs[load.n_devices++] = d;
   }
   load.devices = st->device_ptrs;
+  load.draining = opd_server_draining(s);
   st->load = load;
   r->load = &st->load;
 }

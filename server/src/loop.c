@@ -20,6 +20,17 @@
  * requests in flight are answered and written; after drain_timeout_ms the rest are closed
  * (queued requests cancelled, running ones awaited). When the last connection is gone the
  * loop's own handles close, the loop ends and the workers are joined.
+ *
+ * [Note: Session drain]
+ * A balancer or Kubernetes moves new sessions elsewhere when a daemon stops being ready; a
+ * session open here lives as long as its connection (its handles and graphs are nowhere
+ * else), so a daemon about to go away first drains its sessions: `draining` makes
+ * /v1/ready answer 503 and a hello be refused with UNAVAILABLE and a message saying so (the
+ * client then tries the next daemon, client/src/placement.c), while every session open goes
+ * on as before. The server only keeps the flag: the embedder decides when to stop (the opd
+ * daemon, main.c: when the last session is gone or session_drain_timeout_ms has passed),
+ * and undrain clears it. `ready` is false until opd_server_start has finished, so /v1/ready
+ * says `starting` while the listeners are bound but the server is not yet serving.
  */
 #include "loop.h"
 
@@ -179,6 +190,7 @@ static void on_drain_timeout(uv_timer_t *t) {
 
 static void on_hangup_check(uv_timer_t *t) {
   opd__conns_check_hangup(t->data);
+  opd__conns_check_idle(t->data);
 }
 
 static void on_stop(uv_async_t *a) {
@@ -328,12 +340,38 @@ static int copy_config(opd_server_config *dst, const opd_server_config *src) {
   return 0;
 }
 
-/* A drain or shutdown request on the admin listener stops the process as SIGTERM does (the
- * opd daemon drains on it: main.c). */
-static void on_admin_shutdown(void *arg, bool drain) {
+/* A shutdown request on the admin listener stops the process as SIGINT does (main.c: at
+ * once, without a session drain). */
+static void on_admin_shutdown(void *arg) {
   (void)arg;
-  opd_log(OPD_LOG_INFO, "admin: %s requested", drain ? "drain" : "shutdown");
-  kill(getpid(), SIGTERM);
+  opd_log(OPD_LOG_INFO, "admin: shutdown requested");
+  kill(getpid(), SIGINT);
+}
+
+/* The admin's drain and undrain ([Note: Session drain]). */
+static void on_admin_set_draining(void *arg, bool draining) {
+  opd_log(OPD_LOG_INFO, "admin: %s requested", draining ? "drain" : "undrain");
+  opd_server_set_draining(arg, draining);
+}
+
+void opd_server_set_draining(opd_server *s, bool draining) {
+  bool was = atomic_exchange(&s->draining, draining);
+  if (was != draining)
+    opd_log(OPD_LOG_INFO, "%s",
+            draining ? "draining: new sessions are refused"
+                     : "undrained: new sessions are served again");
+}
+
+bool opd_server_draining(const opd_server *s) {
+  return atomic_load(&s->draining);
+}
+
+size_t opd_server_num_sessions(opd_server *s) {
+  size_t n = 0;
+  pthread_mutex_lock(&s->sessions.mu);
+  for (const opd__session *x = s->sessions.head; x; x = x->reg_next) n++;
+  pthread_mutex_unlock(&s->sessions.mu);
+  return n;
 }
 
 /* The admin's set_priority: the open session `id`, found under the registry's lock (a session
@@ -353,17 +391,28 @@ static int on_admin_set_priority(void *arg, uint64_t id, opd_priority p) {
   return session ? 0 : opd_error(OPD_ENOENT, "set_priority: no open session %" PRIu64, id);
 }
 
-/* The admin listener (docs/ADMIN.md), when a socket or a TCP address is configured. */
+/* The admin listener (docs/ADMIN.md), when a socket or a TCP address is configured, and
+ * the plugins of the plugins option, which the admin's plugin set owns (without a listener
+ * it listens on nothing), loaded before the server serves: every daemon started with one
+ * configuration has the same operators from its first session. */
 static int start_admin(opd_server *s) {
-  if (!s->cfg.admin[0] && !s->cfg.admin_tcp[0]) return 0;
-  opd__admin_config ac = {s->cfg.admin,
-                          s->cfg.admin_tcp,
-                          s->cfg.admin_token_file,
-                          s->cfg.plugin_dir,
-                          on_admin_shutdown,
-                          on_admin_set_priority,
-                          s};
-  return opd__admin_start(&ac, &s->admin);
+  if (!s->cfg.admin[0] && !s->cfg.admin_tcp[0] && !s->cfg.num_plugins) return 0;
+  opd__admin_config ac = {
+      s->cfg.admin,      s->cfg.admin_tcp,      s->cfg.admin_token_file, s->cfg.plugin_dir,
+      on_admin_shutdown, on_admin_set_priority, on_admin_set_draining,   s};
+  int rc = opd__admin_start(&ac, &s->admin);
+  for (uint32_t i = 0; rc == 0 && i < s->cfg.num_plugins; i++) {
+    if ((rc = opd__admin_load_plugin(s->admin, s->cfg.plugins[i])) < 0) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s", opd_last_error());
+      rc = opd_error(rc, "plugin %s (the plugins option): %s", s->cfg.plugins[i], msg);
+    }
+  }
+  if (rc < 0 && s->admin) {
+    opd__admin_stop(s->admin); /* unloads what was loaded */
+    s->admin = NULL;
+  }
+  return rc;
 }
 
 static void warn_if_exposed(const opd__listen_addr *a, const char *url, const char *what) {
@@ -497,6 +546,7 @@ int opd_server_start(const opd_server_config *c, opd_server **out) {
   }
   /* only now: a start that failed later (an admin socket in use) listened on nothing */
   log_listeners(s);
+  atomic_store(&s->ready, true); /* [Note: Session drain] */
   *out = s;
   return 0;
 }
@@ -548,6 +598,11 @@ opd__session_registry *opd__server_sessions(opd_server *s) {
 
 struct opd__graphs *opd__server_graphs(opd_server *s) {
   return s->graphs;
+}
+
+const char *opd__server_unready_reason(const opd_server *s) {
+  if (!atomic_load(&s->ready)) return "starting";
+  return atomic_load(&s->draining) ? "draining" : NULL;
 }
 
 uint64_t opd__server_loop_requests(const opd_server *s) {

@@ -4,6 +4,7 @@
 #define OPD_SERVER_LOOP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <uv.h>
 
@@ -57,6 +58,9 @@ struct opd_server {
   size_t nconns;
   uint64_t next_session;
   bool stopping;
+  /* [Note: Session drain]: set once the server serves (ready), and while it drains */
+  _Atomic bool ready;
+  _Atomic bool draining;
   opd__session_registry sessions; /* every open session, for the status endpoint */
   struct opd__status *status;     /* the status endpoint; NULL when disabled */
   struct opd__admin *admin;       /* the admin listener (admin.h); NULL when disabled */

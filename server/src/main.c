@@ -6,7 +6,17 @@
  * docs/CONFIG.md is a flag: max_handles is --max-handles; written whole, getopt's
  * abbreviations are refused). --listen flags replace the file's addresses. A bad option or
  * value, or a start that fails (an address in use), is reported and opd exits with status
- * 2. SIGTERM and SIGINT (uv_signal) drain the server and exit 0.
+ * 2. Signals (uv_signal) end it with status 0 ([Note: Stopping the daemon]).
+ *
+ * [Note: Stopping the daemon]
+ * SIGINT, and SIGTERM with `sigterm: "stop"`, stop the server: the listeners close, requests
+ * in flight finish (drain_timeout_ms) and every connection is closed. SIGTERM with `sigterm:
+ * "drain"` (the default), and the admin's drain, start a session drain first ([Note:
+ * Session drain] in loop.c): new sessions are refused, and the daemon stops when the last
+ * open session is gone or session_drain_timeout_ms has passed; a check every
+ * DRAIN_CHECK_MS watches for either. The admin's undrain ends a drain the admin started;
+ * one SIGTERM started goes on (the process was asked to end; a SIGTERM during the admin's
+ * drain makes it so). A second SIGTERM, or a SIGINT, during it stops at once.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -45,6 +55,49 @@ static void usage(FILE *f) {
 
 static opd_server *server;
 
+#define DRAIN_CHECK_MS 100
+
+/* The daemon's signal watchers and the drain check ([Note: Stopping the daemon]). */
+static struct {
+  uv_signal_t sigterm, sigint;
+  uv_timer_t drain_check;
+  uint32_t session_drain_timeout_ms;
+  opd_sigterm_action sigterm_action;
+  bool sigterm_drain; /* SIGTERM started a drain: undrain does not end it */
+  bool drain_seen;    /* the check saw the drain: since drain_since_ms */
+  uint64_t drain_since_ms;
+} daemon_state;
+
+/* Ends the main loop: main() then stops the server. */
+static void stop_main_loop(void) {
+  uv_handle_t *handles[] = {(uv_handle_t *)&daemon_state.sigterm,
+                            (uv_handle_t *)&daemon_state.sigint,
+                            (uv_handle_t *)&daemon_state.drain_check};
+  for (size_t i = 0; i < sizeof handles / sizeof *handles; i++)
+    if (!uv_is_closing(handles[i])) uv_close(handles[i], NULL);
+}
+
+static void on_drain_check(uv_timer_t *t) {
+  if (daemon_state.sigterm_drain) opd_server_set_draining(server, true);
+  if (!opd_server_draining(server)) {
+    daemon_state.drain_seen = false;
+    return;
+  }
+  uint64_t now = uv_now(t->loop);
+  if (!daemon_state.drain_seen) daemon_state.drain_since_ms = now;
+  daemon_state.drain_seen = true;
+  size_t open = opd_server_num_sessions(server);
+  if (open == 0) {
+    opd_log(OPD_LOG_INFO, "drained: no session is open; stopping");
+  } else if (now - daemon_state.drain_since_ms >= daemon_state.session_drain_timeout_ms) {
+    opd_log(OPD_LOG_WARN, "session drain timeout (%u ms): stopping with %zu sessions open",
+            daemon_state.session_drain_timeout_ms, open);
+  } else {
+    return;
+  }
+  stop_main_loop();
+}
+
 /* Whether the flag "--NAME" or "--NAME=VALUE" spells NAME whole (getopt_long also takes a
  * unique prefix: --work for --workers, which would break when an option is added). */
 static bool flag_is_whole(const char *flag, const char *name) {
@@ -53,11 +106,18 @@ static bool flag_is_whole(const char *flag, const char *name) {
 }
 
 static void on_signal(uv_signal_t *h, int signum) {
-  opd_log(OPD_LOG_INFO, "%s received", signum == SIGTERM ? "SIGTERM" : "SIGINT");
-  /* stop watching signals: the main loop ends and main() drains the server */
-  uv_close((uv_handle_t *)h, NULL);
-  uv_signal_t *other = h->data;
-  if (!uv_is_closing((uv_handle_t *)other)) uv_close((uv_handle_t *)other, NULL);
+  (void)h;
+  bool drain = signum == SIGTERM && daemon_state.sigterm_action == OPD_SIGTERM_DRAIN &&
+               !daemon_state.sigterm_drain;
+  opd_log(OPD_LOG_INFO, "%s received: %s", signum == SIGTERM ? "SIGTERM" : "SIGINT",
+          drain ? "draining the sessions" : "stopping");
+  if (!drain) {
+    stop_main_loop(); /* main() stops the server */
+    return;
+  }
+  daemon_state.sigterm_drain = true;
+  opd_server_set_draining(server, true);
+  on_drain_check(&daemon_state.drain_check);
 }
 
 /* "unknown option" for a flag getopt_long refused; an abbreviation of several options
@@ -165,13 +225,14 @@ int main(int argc, char **argv) {
 
   /* the signal watchers exist before the server's threads, which block every signal */
   uv_loop_t *loop = uv_default_loop();
-  uv_signal_t sigterm, sigint;
-  uv_signal_init(loop, &sigterm);
-  uv_signal_init(loop, &sigint);
-  sigterm.data = &sigint;
-  sigint.data = &sigterm;
-  uv_signal_start(&sigterm, on_signal, SIGTERM);
-  uv_signal_start(&sigint, on_signal, SIGINT);
+  uv_signal_init(loop, &daemon_state.sigterm);
+  uv_signal_init(loop, &daemon_state.sigint);
+  uv_timer_init(loop, &daemon_state.drain_check);
+  daemon_state.sigterm_action = cfg.sigterm;
+  daemon_state.session_drain_timeout_ms = cfg.session_drain_timeout_ms;
+  /* handled once uv_run runs, when `server` exists */
+  uv_signal_start(&daemon_state.sigterm, on_signal, SIGTERM);
+  uv_signal_start(&daemon_state.sigint, on_signal, SIGINT);
   signal(SIGPIPE, SIG_IGN);
 
   rc = opd_server_start(&cfg, &server);
@@ -187,6 +248,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "opd: %s\n", opd_last_error());
     return 2;
   }
+  uv_timer_start(&daemon_state.drain_check, on_drain_check, DRAIN_CHECK_MS, DRAIN_CHECK_MS);
   opd_log(OPD_LOG_INFO, "opd %s ready", OPD_VERSION);
   uv_run(loop, UV_RUN_DEFAULT);
   opd_server_stop(server);

@@ -21,5 +21,8 @@ struct opd__graphs *opd__server_graphs(opd_server *s);
 /* The calls and releases the event loop ran itself ([Note: Tiny calls on the loop] in
  * conn_loop_calls.c). */
 uint64_t opd__server_loop_requests(const opd_server *s);
+/* Why the server takes no new sessions now: "starting", "draining" ([Note: Session drain]
+ * in loop.c), or NULL when it does. */
+const char *opd__server_unready_reason(const opd_server *s);
 
 #endif

@@ -57,6 +57,7 @@
 #include "opd/introspect.h"
 #include "opd/utf8.h"
 #include "status_views.h"
+#include "server_view.h"
 
 #define MAX_HEADER_BYTES   8192
 #define MAX_URL_BYTES      OPD__STATUS_MAX_URL
@@ -144,6 +145,7 @@ static const char *reason(int code) {
   case 414: return "URI Too Long";
   case 431: return "Request Header Fields Too Large";
   case 500: return "Internal Server Error";
+  case 503: return "Service Unavailable";
   }
   return "Error";
 }
@@ -308,6 +310,7 @@ static const struct {
     {"/", OPD__STATUS_PAGE},
     {"/index.html", OPD__STATUS_PAGE},
     {"/v1/health", OPD__STATUS_HEALTH},
+    {"/v1/ready", OPD__STATUS_READY},
     {"/v1/info", OPD__STATUS_INFO},
     {"/v1/keys", OPD__STATUS_KEYS},
     {"/v1/ops", OPD__STATUS_OPS},
@@ -375,6 +378,12 @@ static void route(sconn *c) {
     return respond(c, 200, "text/html; charset=utf-8", page, opd__status_page_len);
   }
   case OPD__STATUS_HEALTH: return respond_json(c, 200, json_pack("{s:s}", "status", "ok"));
+  case OPD__STATUS_READY: { /* [Note: Session drain] in loop.c */
+    const char *why = opd__server_unready_reason(st->srv);
+    return respond_json(c, why ? 503 : 200,
+                        why ? json_pack("{s:s, s:s}", "status", "unavailable", "reason", why)
+                            : json_pack("{s:s}", "status", "ready"));
+  }
   case OPD__STATUS_INFO:
     return respond_json(
         c, 200, opd__status_info_json(st->srv, opd_monotonic_ns() - st->start_ns, st->address));

@@ -16,6 +16,7 @@ typedef struct opd__status opd__status;
 typedef enum opd__status_route {
   OPD__STATUS_PAGE, /* / and /index.html */
   OPD__STATUS_HEALTH,
+  OPD__STATUS_READY, /* /v1/ready: 200, or 503 while starting or draining */
   OPD__STATUS_INFO,
   OPD__STATUS_KEYS,
   OPD__STATUS_OPS,

@@ -278,8 +278,9 @@ char *opd__status_metrics_text(opd_server *srv, uint64_t up, size_t *len) {
             "\n# HELP opd_handles Tensor handles held by all sessions.\n# TYPE opd_handles "
             "gauge\nopd_handles %" PRIu64 "\n# HELP opd_session_bytes_held Tensor bytes held "
             "by all sessions.\n# TYPE opd_session_bytes_held gauge\nopd_session_bytes_held "
-            "%" PRIu64 "\n",
-            nsess, handles, held);
+            "%" PRIu64 "\n# HELP opd_draining 1 while the daemon drains its sessions (new "
+            "ones refused), else 0.\n# TYPE opd_draining gauge\nopd_draining %d\n",
+            nsess, handles, held, opd_server_draining(srv) ? 1 : 0);
   graph_metrics(&b, srv);
   reg_count rc = {0};
   opd_for_each_op(count_regs, &rc);

@@ -50,6 +50,7 @@ json_t *opd__status_info_json(opd_server *srv, uint64_t up, const char *address)
                         "cpu", "index", 0, "workers", (json_int_t)opd__server_cpu_workers(srv),
                         "type", "meta", "index", 0, "uptime_s", (double)up / 1e9, "listen", listen,
                         "status", opd_json_text(address), "pid", (json_int_t)getpid());
+  if (j) json_object_set_new(j, "draining", json_boolean(opd_server_draining(srv)));
   if (j) opd__gpu_status(srv, j); /* "cuda", and the GPUs in "devices" */
   return j;
 }

@@ -200,7 +200,7 @@ static int set_priority(void *arg, uint64_t id, opd_priority p) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  const opd__admin_config cfg = {"", "", NULL, "", NULL, set_priority, NULL};
+  const opd__admin_config cfg = {"", "", NULL, "", NULL, set_priority, NULL, NULL};
   opd__admin *a;
   fuzz_check(opd__admin_start(&cfg, &a) == 0, "starting the admin: %s", opd_last_error());
   json_int_t made[MAX_MADE];

@@ -32,6 +32,7 @@ static void defaults(opd_server_config *c) {
 static size_t field_size(const opd__option *o) {
   switch (o->type) {
   case OPD__OPT_LISTEN: return 0; /* compared by value */
+  case OPD__OPT_PLUGINS: return sizeof(((opd_server_config *)0)->plugins);
   case OPD__OPT_U64: return sizeof(uint64_t);
   case OPD__OPT_U32:
   case OPD__OPT_MODE: return sizeof(uint32_t);
@@ -47,7 +48,7 @@ static bool same_config(const opd_server_config *a, const opd_server_config *b) 
     if (memcmp((const char *)a + o->offset, (const char *)b + o->offset, field_size(o)) != 0)
       return false;
   }
-  if (a->num_listen != b->num_listen) return false;
+  if (a->num_listen != b->num_listen || a->num_plugins != b->num_plugins) return false;
   for (size_t i = 0; i < a->num_listen; i++)
     if (strcmp(a->listen[i], b->listen[i]) != 0) return false;
   return true;
@@ -85,6 +86,13 @@ static void check_ranges(const opd_server_config *c) {
     case OPD__OPT_PRIORITY:
       v = (uint64_t) * (const opd_priority *)field;
       fuzz_check(v <= OPD_PRIORITY_HIGH, "%s = %llu", o->key, (unsigned long long)v);
+      break;
+    case OPD__OPT_SIGTERM:
+      v = (uint64_t) * (const opd_sigterm_action *)field;
+      fuzz_check(v <= OPD_SIGTERM_STOP, "%s = %llu", o->key, (unsigned long long)v);
+      break;
+    case OPD__OPT_PLUGINS:
+      fuzz_check(c->num_plugins <= OPD_SERVER_MAX_PLUGINS, "%s: %u", o->key, c->num_plugins);
       break;
     case OPD__OPT_LISTEN:
     case OPD__OPT_LOG_LEVEL: break;

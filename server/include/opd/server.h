@@ -20,6 +20,7 @@
 #ifndef OPD_SERVER_H
 #define OPD_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,15 @@ typedef enum opd_priority {
   OPD_PRIORITY_HIGH = 2,
 } opd_priority;
 
+/* What the opd daemon does on SIGTERM (the option `sigterm`; docs/CONFIG.md, "Stopping"). */
+typedef enum opd_sigterm_action {
+  OPD_SIGTERM_DRAIN = 0, /* drain the sessions (opd_server_set_draining), then stop */
+  OPD_SIGTERM_STOP = 1,  /* stop: requests in flight finish, sessions are closed */
+} opd_sigterm_action;
+
+#define OPD_SERVER_MAX_PLUGINS     16 /* entries of the plugins option */
+#define OPD_SERVER_PLUGIN_NAME_MAX 64 /* bytes of one, its NUL included */
+
 /* Every option of the daemon (docs/CONFIG.md documents each, config/opd.json holds the
  * defaults). */
 typedef struct opd_server_config {
@@ -50,7 +60,19 @@ typedef struct opd_server_config {
   uint64_t max_bytes_total;   /* the daemon's CPU tensor bytes; 0: 3/4 of physical memory */
   uint32_t max_in_flight;     /* per session: requests accepted and not yet answered */
   uint32_t drain_timeout_ms;  /* on stop: how long in-flight requests may take */
-  uint32_t unix_socket_mode;  /* permission bits of Unix sockets (0600) */
+  /* the opd daemon's SIGTERM, and how long its session drain waits for the sessions to
+   * close before it stops (docs/CONFIG.md, "Stopping") */
+  opd_sigterm_action sigterm;
+  uint32_t session_drain_timeout_ms;
+  /* accepted TCP connections: keepalive probes after tcp_keepalive_idle_s of silence, every
+   * tcp_keepalive_interval_s, tcp_keepalive_probes of them unanswered close it (idle 0: no
+   * keepalive); data unacknowledged for tcp_user_timeout_ms closes it (0: the kernel's) */
+  uint32_t tcp_keepalive_idle_s;
+  uint32_t tcp_keepalive_interval_s;
+  uint32_t tcp_keepalive_probes;
+  uint32_t tcp_user_timeout_ms;
+  uint32_t session_idle_timeout_s; /* a session silent this long is closed (0: never) */
+  uint32_t unix_socket_mode;       /* permission bits of Unix sockets (0600) */
   opd_log_level log_level;
   /* The addresses below are kept bare (HOST:PORT, a path): opd_server_config_set and
    * opd_server_config_load also take them as URLs (http://, unix://, tcp://) and store
@@ -66,6 +88,9 @@ typedef struct opd_server_config {
   char admin_tcp[72];
   char admin_token_file[256];
   char plugin_dir[256]; /* where load_plugin finds plugins by file name; "": none */
+  /* plugins of plugin_dir loaded at start, before the server serves (docs/CONFIG.md) */
+  char plugins[OPD_SERVER_MAX_PLUGINS][OPD_SERVER_PLUGIN_NAME_MAX];
+  uint32_t num_plugins;
   /* worker threads per CUDA device (1; docs/CONFIG.md) */
   uint32_t cuda_workers_per_device;
   /* fair sharing of the workers (docs/CONFIG.md, "Fair sharing") */
@@ -126,6 +151,14 @@ int opd_server_listener_port(const opd_server *s, size_t i);
  * it is disabled; its port, or -1. */
 const char *opd_server_status_address(const opd_server *s);
 int opd_server_status_port(const opd_server *s);
+/* Session drain (docs/DEPLOY.md): while draining, GET /v1/ready answers 503, a new hello
+ * is refused with UNAVAILABLE ("draining") and the sessions open go on; the embedder stops
+ * the server when they are gone (opd_server_num_sessions) or its patience ends. undrain:
+ * false. Any thread. */
+void opd_server_set_draining(opd_server *s, bool draining);
+bool opd_server_draining(const opd_server *s);
+/* Connections open on the RPC listeners (a session each once its hello is answered). */
+size_t opd_server_num_sessions(opd_server *s);
 /* Stops accepting, lets in-flight requests finish and their responses go out (at most
  * drain_timeout_ms; then connections are closed, queued requests cancelled and running
  * ones awaited), joins every thread and frees the server. */
