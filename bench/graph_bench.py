@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Graphs through the daemon (docs/PERFORMANCE.md, "Graphs (issue 13)"), side by side with the
+"""Graphs through the daemon (docs/PERFORMANCE.md, "Graphs"), side by side with the
 same operators as single calls through the daemon and with PyTorch eager in this process
 (one thread, as the daemon has one worker). bench/run_graph_bench.sh runs every part pinned,
 in rounds; by hand:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python client's figures (docs/PERFORMANCE.md, "Python client (issue 14)"), measured
+"""The Python client's figures (docs/PERFORMANCE.md, "Python client"), measured
 against an opd daemon and, for the tiny remote add, torch.distributed.rpc (TensorPipe over
 TCP). bench/run_python_bench.sh runs every part pinned and side by side; by hand:
 
