@@ -1756,6 +1756,15 @@ static int accepted_end(int server_port, int client_fd) {
   return -1;
 }
 
+/* Waits (bounded) until the server has registered `n` sessions: the loop thread sets an
+ * accepted connection's socket options before it registers its session ([Note: Dead
+ * peers]), so they are all set once it has. */
+static void await_sessions(opd_server *s, size_t n) {
+  for (int tries = 0; tries < 500 && opd_server_num_sessions(s) < n; tries++)
+    nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+  ck_assert_uint_eq(opd_server_num_sessions(s), n);
+}
+
 static int int_sockopt(int fd, int level, int name) {
   int v = -1;
   socklen_t len = sizeof v;
@@ -1788,6 +1797,7 @@ START_TEST(test_accepted_tcp_dead_peer_options) {
   int port = opd_server_listener_port(s, 0);
   int client = connect_tcp(port);
   int fd = accepted_end(port, client);
+  await_sessions(s, 1);
   ck_assert_int_eq(int_sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
   ck_assert_int_eq(int_sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE), 7);
   ck_assert_int_eq(int_sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL), 3);
@@ -1804,6 +1814,7 @@ START_TEST(test_accepted_tcp_dead_peer_options) {
   port = opd_server_listener_port(s, 0);
   client = connect_tcp(port);
   fd = accepted_end(port, client);
+  await_sessions(s, 1);
   ck_assert_int_eq(int_sockopt(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
   ck_assert_int_eq(int_sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT), 0);
   close(client);
