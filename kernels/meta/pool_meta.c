@@ -466,10 +466,14 @@ int opd__max_pool_args(opd_stack *stack, int sdims, opd__pool_geom *g, opd_tenso
   return rc;
 }
 
-static int meta_max_pool(opd_stack *stack, int sdims) {
+typedef int pool_args_fn(opd_stack *stack, int sdims, opd__pool_geom *g, opd_tensor **self);
+
+/* The Meta kernel of a pool with indices: its arguments read by `args`, its results
+ * allocated and pushed. */
+static int meta_pool_with_indices(opd_stack *stack, int sdims, pool_args_fn *args) {
   opd__pool_geom g;
   opd_tensor *self, *out = NULL, *indices = NULL;
-  int rc = opd__max_pool_args(stack, sdims, &g, &self);
+  int rc = args(stack, sdims, &g, &self);
   if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
   if (self) opd_tensor_release(self);
   return opd__push_pool_results(stack, out, indices, rc);
@@ -477,12 +481,12 @@ static int meta_max_pool(opd_stack *stack, int sdims) {
 
 int opd__meta_max_pool2d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return meta_max_pool(stack, 2);
+  return meta_pool_with_indices(stack, 2, opd__max_pool_args);
 }
 
 int opd__meta_max_pool3d_with_indices(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return meta_max_pool(stack, 3);
+  return meta_pool_with_indices(stack, 3, opd__max_pool_args);
 }
 
 int opd__adaptive_max_pool_args(opd_stack *stack, int sdims, opd__pool_geom *g, opd_tensor **self) {
@@ -497,23 +501,14 @@ int opd__adaptive_max_pool_args(opd_stack *stack, int sdims, opd__pool_geom *g, 
   return rc;
 }
 
-static int meta_adaptive_max_pool(opd_stack *stack, int sdims) {
-  opd__pool_geom g;
-  opd_tensor *self, *out = NULL, *indices = NULL;
-  int rc = opd__adaptive_max_pool_args(stack, sdims, &g, &self);
-  if (!rc) rc = opd__alloc_pool_results(&g, &out, &indices);
-  if (self) opd_tensor_release(self);
-  return opd__push_pool_results(stack, out, indices, rc);
-}
-
 int opd__meta_adaptive_max_pool2d(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return meta_adaptive_max_pool(stack, 2);
+  return meta_pool_with_indices(stack, 2, opd__adaptive_max_pool_args);
 }
 
 int opd__meta_adaptive_max_pool3d(const opd_kernel_ctx *ctx, opd_stack *stack) {
   (void)ctx;
-  return meta_adaptive_max_pool(stack, 3);
+  return meta_pool_with_indices(stack, 3, opd__adaptive_max_pool_args);
 }
 
 int opd__meta_max_pool2d_with_indices_backward(const opd_kernel_ctx *ctx, opd_tensor *grad_output,

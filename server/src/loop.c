@@ -393,8 +393,8 @@ static int on_admin_set_priority(void *arg, uint64_t id, opd_priority p) {
 
 /* The admin listener (docs/ADMIN.md), when a socket or a TCP address is configured, and
  * the plugins of the plugins option, which the admin's plugin set owns (without a listener
- * it listens on nothing), loaded before the server serves: every daemon started with one
- * configuration has the same operators from its first session. */
+ * it listens on nothing), loaded before the server serves, so that daemons started with
+ * one configuration define the same operators for every session. */
 static int start_admin(opd_server *s) {
   if (!s->cfg.admin[0] && !s->cfg.admin_tcp[0] && !s->cfg.num_plugins) return 0;
   opd__admin_config ac = {

@@ -414,9 +414,9 @@ static bool run_job(worker *w, opd__job *job) {
   return s->run(job);
 }
 
-/* After the job ran: the pool's and session's accounts, and whether the session's turn goes
- * on with this worker ([Note: Handing jobs back in batches]), is requeued or goes idle; the
- * thread to wake. Lock held. */
+/* After the job ran: updates the pool's and session's accounts and decides where the session
+ * goes next: kept by this worker for its next short job ([Note: Handing jobs back in
+ * batches]), requeued, or idle. Returns the thread to wake. Lock held. */
 static pthread_cond_t *end_job(worker *w, opd__session *session, opd__job *job, bool is_long,
                                bool hold) {
   opd__sched *s = w->s;
